@@ -1,0 +1,162 @@
+//! Scheduler options, validated once (S2, S10, K1, K2).
+
+use super::error::{ErrorCode, SchedulerError};
+use super::model::Millis;
+
+/// Default payload limit for one intent, in serialized JSON bytes (documented in the README).
+pub const DEFAULT_MAX_PAYLOAD_BYTES: usize = 256 * 1024;
+
+/// Retry delays and the attempt bound.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RetryPolicy {
+    /// First backoff step (S10: 500 ms).
+    pub base_ms: Millis,
+    /// Backoff ceiling (S10: 30 000 ms).
+    pub max_ms: Millis,
+    /// Failed attempts before a request is dead-lettered (K1).
+    pub max_attempts: u32,
+}
+
+impl Default for RetryPolicy {
+    fn default() -> Self {
+        Self {
+            base_ms: 500,
+            max_ms: 30_000,
+            max_attempts: 20,
+        }
+    }
+}
+
+impl RetryPolicy {
+    /// S10: `min(max, base · 2^min(attempt, 6))`, at least 1 ms.
+    pub fn delay(&self, attempt: u32) -> Millis {
+        let factor = 1u64 << attempt.min(6);
+        self.base_ms.saturating_mul(factor).min(self.max_ms).max(1)
+    }
+}
+
+/// Limits for request batching (several operations in one frozen request).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BatchLimits {
+    /// Most operations in one request; 1 disables batching.
+    pub max_operations: usize,
+    /// Most payload bytes in one request.
+    pub max_bytes: usize,
+}
+
+impl Default for BatchLimits {
+    fn default() -> Self {
+        Self {
+            max_operations: 1,
+            max_bytes: 64 * 1024,
+        }
+    }
+}
+
+/// Everything the core needs to know about its host's choices.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SchedulerConfig {
+    /// Requests in flight at most (S2).
+    pub concurrency: usize,
+    /// Retry policy (S10, K1).
+    pub retry: RetryPolicy,
+    /// Ready operations examined per pump pass before yielding (S12).
+    pub pump_budget: usize,
+    /// The principal requests are created and sent under (K3).
+    pub principal: Option<String>,
+    /// Largest payload accepted at enqueue.
+    pub max_payload_bytes: usize,
+    /// Request batching limits.
+    pub batch: BatchLimits,
+    /// Events kept in the log (K6).
+    pub event_log_limit: usize,
+    /// This dispatcher's lease owner id (K2).
+    pub owner: String,
+    /// Lease duration (K2).
+    pub lease_ms: Millis,
+}
+
+impl Default for SchedulerConfig {
+    fn default() -> Self {
+        Self {
+            concurrency: 2,
+            retry: RetryPolicy::default(),
+            pump_budget: 64,
+            principal: None,
+            max_payload_bytes: DEFAULT_MAX_PAYLOAD_BYTES,
+            batch: BatchLimits::default(),
+            event_log_limit: 1_000,
+            owner: "dispatcher".to_owned(),
+            lease_ms: 5_000,
+        }
+    }
+}
+
+impl SchedulerConfig {
+    /// Checks every option; the first bad one is reported.
+    pub fn validate(&self) -> Result<(), SchedulerError> {
+        if self.concurrency < 1 {
+            return Err(SchedulerError::new(
+                ErrorCode::InvalidConcurrency,
+                "concurrency must be an integer >= 1",
+            ));
+        }
+        let bad = |message: &str| Err(SchedulerError::new(ErrorCode::InvalidOptions, message));
+        if self.retry.base_ms < 1 || self.retry.max_ms < self.retry.base_ms {
+            return bad("retry.baseMs must be >= 1 and retry.maxMs >= retry.baseMs");
+        }
+        if self.retry.max_attempts < 1 {
+            return bad("retry.maxAttempts must be >= 1");
+        }
+        if self.pump_budget < 1 {
+            return bad("pump budget must be >= 1");
+        }
+        if self.batch.max_operations < 1 || self.batch.max_bytes < 1 {
+            return bad("batch.maxOperations and batch.maxBytes must be >= 1");
+        }
+        if self.lease_ms < 1_000 {
+            return bad("leaseMs must be >= 1000");
+        }
+        if self.owner.is_empty() {
+            return bad("owner must be non-empty");
+        }
+        Ok(())
+    }
+
+    /// K2: renew every lease/3, but at least every 250 ms apart.
+    pub fn renew_interval(&self) -> Millis {
+        (self.lease_ms / 3).max(250)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn s10_backoff_doubles_to_the_cap() {
+        let policy = RetryPolicy::default();
+        assert_eq!(policy.delay(0), 500);
+        assert_eq!(policy.delay(1), 1_000);
+        assert_eq!(policy.delay(5), 16_000);
+        assert_eq!(policy.delay(6), 30_000);
+        assert_eq!(policy.delay(60), 30_000);
+        let tiny = RetryPolicy { base_ms: 1, max_ms: 1, max_attempts: 1 };
+        assert_eq!(tiny.delay(0), 1);
+    }
+
+    #[test]
+    fn s2_concurrency_must_be_at_least_one() {
+        let config = SchedulerConfig { concurrency: 0, ..SchedulerConfig::default() };
+        assert_eq!(config.validate().unwrap_err().code(), "invalid_concurrency");
+        assert!(SchedulerConfig::default().validate().is_ok());
+    }
+
+    #[test]
+    fn k2_renew_interval_is_a_third_but_at_least_250ms() {
+        let config = SchedulerConfig { lease_ms: 5_000, ..SchedulerConfig::default() };
+        assert_eq!(config.renew_interval(), 1_666);
+        let short = SchedulerConfig { lease_ms: 1_000, ..SchedulerConfig::default() };
+        assert_eq!(short.renew_interval(), 333);
+    }
+}

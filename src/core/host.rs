@@ -1,0 +1,109 @@
+//! The host's pure hooks: participants, compile and request ids. They are functions of the
+//! intent, called synchronously by the core; a hook's error blocks only that operation (S6).
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+use serde_json::Value;
+
+use super::model::{Intent, PROTOCOL_VERSION};
+use super::safe_error::SafeError;
+
+/// What `compile` turns an intent into (the body of the request, before freezing).
+#[derive(Clone, Debug, PartialEq)]
+pub struct CompiledRequest {
+    /// Request kind; defaults to the operation type.
+    pub kind: Option<String>,
+    /// Owner canvas.
+    pub owner_canvas_id: Option<String>,
+    /// Run id.
+    pub run_id: Option<String>,
+    /// Protocol version; defaults to 1.
+    pub protocol_version: Option<u32>,
+    /// Body payload.
+    pub payload: Value,
+    /// Canvases the body touches; must equal the participants (S6).
+    pub canvas_ids: Vec<String>,
+    /// Version guards.
+    pub expected_versions: BTreeMap<String, u64>,
+}
+
+/// The hooks the core calls while pumping.
+pub trait Host {
+    /// The canvases an intent touches (S5). Default: its `canvasIds`.
+    fn participants(&mut self, intent: &Intent) -> Result<Vec<String>, SafeError> {
+        Ok(intent.canvas_ids.clone())
+    }
+
+    /// Turns an intent into a request body (S6). Default: [`default_compile`].
+    fn compile(&mut self, intent: &Intent, _request_id: &str) -> Result<CompiledRequest, SafeError> {
+        Ok(default_compile(intent))
+    }
+
+    /// A fresh, never reused request id (the idempotency key).
+    fn create_request_id(&mut self) -> String;
+}
+
+/// The body an intent compiles to when the host supplies no `compile`.
+pub fn default_compile(intent: &Intent) -> CompiledRequest {
+    CompiledRequest {
+        kind: Some(intent.operation_type.clone()),
+        owner_canvas_id: intent.canvas_ids.first().cloned(),
+        run_id: intent.run_id.clone(),
+        protocol_version: Some(PROTOCOL_VERSION),
+        payload: intent.payload.clone(),
+        canvas_ids: intent.canvas_ids.clone(),
+        expected_versions: intent.expected_versions.clone(),
+    }
+}
+
+/// The wire body of a frozen request (SPEC §7): serialized once at freeze, sent byte for byte.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct WireBody<'a> {
+    /// Request id = idempotency key.
+    pub id: &'a str,
+    /// Carried operations.
+    pub operation_ids: &'a [String],
+    /// Kind.
+    pub kind: &'a str,
+    /// Owner canvas.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub owner_canvas_id: Option<&'a str>,
+    /// Run id.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub run_id: Option<&'a str>,
+    /// Protocol version.
+    pub protocol_version: u32,
+    /// Payload (one per operation when batched: an array of the operations' payloads).
+    pub payload: &'a Value,
+    /// Sorted, unique canvases.
+    pub canvas_ids: &'a [String],
+    /// Version guards.
+    pub expected_versions: &'a BTreeMap<String, u64>,
+}
+
+/// A host for tests and for editors that need no custom hooks: request ids from a prefix and
+/// a counter (the browser host uses `crypto.randomUUID`).
+#[derive(Debug, Clone)]
+pub struct CountingHost {
+    prefix: String,
+    next: u64,
+}
+
+impl CountingHost {
+    /// Ids look like `{prefix}-{n}`; give each scheduler incarnation its own prefix.
+    pub fn new(prefix: &str) -> Self {
+        Self {
+            prefix: prefix.to_owned(),
+            next: 0,
+        }
+    }
+}
+
+impl Host for CountingHost {
+    fn create_request_id(&mut self) -> String {
+        self.next += 1;
+        format!("{}-{}", self.prefix, self.next)
+    }
+}

@@ -1,0 +1,291 @@
+//! Strict decoding of intents from the host. Unknown operation types are allowed; ids,
+//! sequences, canvas ids, versions and payload shape are checked. Nothing here touches the
+//! ledger: a batch is validated whole before any of it is admitted.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::error::{ErrorCode, SchedulerError};
+use super::model::{BlobRef, Intent};
+
+/// Longest id (operation, canvas, run, blob) accepted.
+pub const MAX_ID_CHARS: usize = 128;
+/// Longest operation type accepted.
+pub const MAX_KIND_CHARS: usize = 64;
+/// Deepest payload nesting accepted.
+pub const MAX_PAYLOAD_DEPTH: usize = 64;
+/// Most canvases or dependencies one intent may name.
+pub const MAX_LIST_LEN: usize = 1_024;
+/// Largest integer JS can hold exactly.
+pub const MAX_SAFE_INTEGER: u64 = (1 << 53) - 1;
+
+/// An intent as the host hands it in (SPEC §1); `sequence` is assigned when absent.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct IntentInput {
+    /// Operation id.
+    pub id: String,
+    /// Optional explicit sequence (must exceed every sequence in the ledger).
+    #[serde(default)]
+    pub sequence: Option<u64>,
+    /// Kind of operation.
+    pub operation_type: String,
+    /// Canvases touched.
+    #[serde(default)]
+    pub canvas_ids: Vec<String>,
+    /// Operations that must resolve first.
+    #[serde(default)]
+    pub dependencies: Vec<String>,
+    /// Opaque JSON body.
+    #[serde(default)]
+    pub payload: Value,
+    /// Version guards.
+    #[serde(default)]
+    pub expected_versions: Option<BTreeMap<String, u64>>,
+    /// Run id.
+    #[serde(default)]
+    pub run_id: Option<String>,
+    /// Coalescing key.
+    #[serde(default)]
+    pub coalesce_key: Option<String>,
+    /// Upload blob reference.
+    #[serde(default)]
+    pub blob: Option<BlobRef>,
+}
+
+fn invalid(message: impl Into<String>) -> SchedulerError {
+    SchedulerError::new(ErrorCode::InvalidIntent, message)
+}
+
+/// Checks an id: 1..=128 chars of `[A-Za-z0-9._:-]`.
+pub fn check_id(value: &str, field: &str) -> Result<(), SchedulerError> {
+    let ok = !value.is_empty()
+        && value.chars().count() <= MAX_ID_CHARS
+        && value
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | ':' | '-'));
+    if ok {
+        Ok(())
+    } else {
+        Err(invalid(format!(
+            "{field} must be 1-{MAX_ID_CHARS} characters of A-Z a-z 0-9 . _ : -"
+        )))
+    }
+}
+
+fn check_kind(value: &str) -> Result<(), SchedulerError> {
+    let ok = !value.is_empty()
+        && value.len() <= MAX_KIND_CHARS
+        && value
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'));
+    if ok {
+        Ok(())
+    } else {
+        Err(invalid(format!(
+            "operationType must be 1-{MAX_KIND_CHARS} characters of A-Z a-z 0-9 . _ -"
+        )))
+    }
+}
+
+fn check_ids(list: &[String], field: &str) -> Result<(), SchedulerError> {
+    if list.len() > MAX_LIST_LEN {
+        return Err(invalid(format!("{field} has more than {MAX_LIST_LEN} entries")));
+    }
+    let mut seen = BTreeSet::new();
+    for id in list {
+        check_id(id, field)?;
+        if !seen.insert(id) {
+            return Err(invalid(format!("{field} repeats {id}")));
+        }
+    }
+    Ok(())
+}
+
+/// Payload depth, `__proto__` keys (prototype pollution once handed back to JS) and size.
+fn check_payload(payload: &Value, max_bytes: usize) -> Result<(), SchedulerError> {
+    let mut stack = vec![(payload, 1usize)];
+    while let Some((value, depth)) = stack.pop() {
+        if depth > MAX_PAYLOAD_DEPTH {
+            return Err(invalid(format!("payload nests deeper than {MAX_PAYLOAD_DEPTH}")));
+        }
+        match value {
+            Value::Array(items) => stack.extend(items.iter().map(|item| (item, depth + 1))),
+            Value::Object(map) => {
+                if map.contains_key("__proto__") {
+                    return Err(invalid("payload may not contain a __proto__ key"));
+                }
+                stack.extend(map.values().map(|item| (item, depth + 1)));
+            }
+            _ => {}
+        }
+    }
+    let size = serde_json::to_vec(payload)
+        .map_err(|error| invalid(format!("payload is not JSON: {error}")))?
+        .len();
+    if size > max_bytes {
+        return Err(SchedulerError::new(
+            ErrorCode::PayloadTooLarge,
+            format!("payload is {size} bytes; the limit is {max_bytes}"),
+        ));
+    }
+    Ok(())
+}
+
+/// Validates one intent's own fields (not its relation to the ledger).
+pub fn check_fields(input: &IntentInput, max_payload_bytes: usize) -> Result<(), SchedulerError> {
+    check_id(&input.id, "id")?;
+    check_kind(&input.operation_type)?;
+    if let Some(sequence) = input.sequence {
+        if sequence == 0 || sequence > MAX_SAFE_INTEGER {
+            return Err(invalid("sequence must be a safe integer >= 1"));
+        }
+    }
+    check_ids(&input.canvas_ids, "canvasIds")?;
+    check_ids(&input.dependencies, "dependencies")?;
+    if let Some(versions) = &input.expected_versions {
+        for (canvas, version) in versions {
+            check_id(canvas, "expectedVersions key")?;
+            if *version > MAX_SAFE_INTEGER {
+                return Err(invalid("expectedVersions values must be safe integers >= 0"));
+            }
+        }
+    }
+    if let Some(run_id) = &input.run_id {
+        check_id(run_id, "runId")?;
+    }
+    if let Some(key) = &input.coalesce_key {
+        if key.is_empty() || key.chars().count() > 256 {
+            return Err(invalid("coalesceKey must be 1-256 characters"));
+        }
+    }
+    if let Some(blob) = &input.blob {
+        check_id(&blob.id, "blob.id")?;
+        if blob.size > MAX_SAFE_INTEGER || blob.media_type.len() > 256 {
+            return Err(invalid("blob.size or blob.mediaType out of range"));
+        }
+    }
+    check_payload(&input.payload, max_payload_bytes)
+}
+
+/// Builds the stored intent (sequence and principal filled in).
+pub fn into_intent(input: IntentInput, sequence: u64, principal: Option<String>) -> Intent {
+    Intent {
+        id: input.id,
+        sequence,
+        operation_type: input.operation_type,
+        canvas_ids: input.canvas_ids,
+        dependencies: input.dependencies,
+        payload: input.payload,
+        expected_versions: input.expected_versions.unwrap_or_default(),
+        run_id: input.run_id,
+        coalesce_key: input.coalesce_key,
+        blob: input.blob,
+        revision: 0,
+        principal,
+    }
+}
+
+/// Finds a dependency cycle among a batch's own intents (ids in the ledger cannot depend on
+/// new ones, so cycles can only close inside the batch).
+pub fn find_cycle(batch: &[IntentInput]) -> Option<String> {
+    let index: BTreeMap<&str, &IntentInput> =
+        batch.iter().map(|input| (input.id.as_str(), input)).collect();
+    // 0 = unvisited, 1 = on the stack, 2 = done.
+    let mut state: BTreeMap<&str, u8> = BTreeMap::new();
+    for start in batch {
+        if state.get(start.id.as_str()).copied().unwrap_or(0) != 0 {
+            continue;
+        }
+        let mut stack: Vec<(&str, usize)> = vec![(start.id.as_str(), 0)];
+        state.insert(start.id.as_str(), 1);
+        while let Some((id, next)) = stack.pop() {
+            let deps = index.get(id).map(|i| i.dependencies.as_slice()).unwrap_or(&[]);
+            if next < deps.len() {
+                stack.push((id, next + 1));
+                let dep = deps[next].as_str();
+                if !index.contains_key(dep) {
+                    continue;
+                }
+                match state.get(dep).copied().unwrap_or(0) {
+                    1 => return Some(dep.to_owned()),
+                    0 => {
+                        state.insert(dep, 1);
+                        stack.push((dep, 0));
+                    }
+                    _ => {}
+                }
+            } else {
+                state.insert(id, 2);
+            }
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn input(id: &str, deps: &[&str]) -> IntentInput {
+        IntentInput {
+            id: id.into(),
+            sequence: None,
+            operation_type: "shape.upsert".into(),
+            canvas_ids: vec!["c1".into()],
+            dependencies: deps.iter().map(|d| (*d).into()).collect(),
+            payload: json!({"x": 1}),
+            expected_versions: None,
+            run_id: None,
+            coalesce_key: None,
+            blob: None,
+        }
+    }
+
+    #[test]
+    fn a_rejects_malformed_fields_with_codes() {
+        let limit = 1_000;
+        let mut bad = input("", &[]);
+        assert_eq!(check_fields(&bad, limit).unwrap_err().code(), "invalid_intent");
+        bad = input("ok", &[]);
+        bad.canvas_ids = vec!["a".into(), "a".into()];
+        assert_eq!(check_fields(&bad, limit).unwrap_err().code(), "invalid_intent");
+        bad = input("ok", &[]);
+        bad.payload = json!({"__proto__": {"polluted": true}});
+        assert_eq!(check_fields(&bad, limit).unwrap_err().code(), "invalid_intent");
+        bad = input("ok", &[]);
+        bad.payload = json!("x".repeat(2_000));
+        assert_eq!(check_fields(&bad, limit).unwrap_err().code(), "payload_too_large");
+        bad = input("ok", &[]);
+        let mut deep = json!(1);
+        for _ in 0..100 {
+            deep = json!([deep]);
+        }
+        bad.payload = deep;
+        assert_eq!(check_fields(&bad, limit).unwrap_err().code(), "invalid_intent");
+        bad = input("ok", &[]);
+        bad.sequence = Some(MAX_SAFE_INTEGER + 1);
+        assert_eq!(check_fields(&bad, limit).unwrap_err().code(), "invalid_intent");
+        assert!(check_fields(&input("fine-1", &["dep"]), limit).is_ok());
+    }
+
+    #[test]
+    fn a_detects_cycles_inside_a_batch() {
+        let batch = vec![input("a", &["c"]), input("b", &["a"]), input("c", &["b"])];
+        assert!(find_cycle(&batch).is_some());
+        let batch = vec![input("a", &[]), input("b", &["a"]), input("c", &["a", "b"])];
+        assert!(find_cycle(&batch).is_none());
+        assert!(find_cycle(&[input("self", &["self"])]).is_some());
+    }
+
+    #[test]
+    fn a_unknown_fields_are_refused_by_the_decoder() {
+        let text = r#"{"id":"a","operationType":"x","canvasIds":[],"extra":1}"#;
+        assert!(serde_json::from_str::<IntentInput>(text).is_err());
+        let text = r#"{"id":"a","operationType":"custom.kind","canvasIds":["c"]}"#;
+        assert!(serde_json::from_str::<IntentInput>(text).is_ok());
+    }
+}

@@ -1,0 +1,238 @@
+//! What crosses the sans-IO boundary: effects the core asks for, and the answers the driver
+//! brings back (persist results, attempt statuses).
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::error::SchedulerError;
+use super::model::{
+    EventRecord, FrozenRequest, Lease, LedgerMeta, Millis, Operation, RetryAction, Settlement,
+};
+use super::safe_error::SafeError;
+
+/// Identifies one attempt (one send) so that a late answer to an older attempt is ignored.
+pub type AttemptId = u64;
+
+/// Number of a persist batch; batches are written in order, one at a time.
+pub type BatchNo = u64;
+
+/// How the store must treat the lease in this batch's transaction (K2).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum LeaseWrite {
+    /// Take the lease if it is free, expired or already ours; the store bumps the fence.
+    Acquire {
+        /// Who takes it.
+        owner: String,
+        /// The writer's clock, to judge expiry.
+        now: Millis,
+        /// New expiry.
+        expires_at: Millis,
+    },
+    /// Extend our lease; refused unless the stored fence is still ours.
+    Renew {
+        /// New expiry.
+        expires_at: Millis,
+    },
+    /// Give the lease up (on stop), if still ours.
+    Release,
+}
+
+/// A delta to write in one readwrite transaction (group commit).
+#[derive(Clone, Debug, PartialEq)]
+pub struct PersistBatch {
+    /// Batch number; `Persisted(no)` makes everything up to it durable.
+    pub no: BatchNo,
+    /// The fence every write is checked against (K2); `None` before any lease is held.
+    pub fence: Option<u64>,
+    /// The lease change, if any, evaluated first in the same transaction.
+    pub lease: Option<LeaseWrite>,
+    /// Operation records to put, whole.
+    pub operations: Vec<Operation>,
+    /// Request records to put, whole.
+    pub requests: Vec<FrozenRequest>,
+    /// Event records to append.
+    pub events: Vec<EventRecord>,
+    /// Event records with `seq` below this are deleted (the log is bounded).
+    pub trim_events_below: Option<u64>,
+    /// Ledger meta to put.
+    pub meta: Option<LedgerMeta>,
+}
+
+impl PersistBatch {
+    /// Whether the batch writes nothing (it is still a barrier).
+    pub fn is_empty(&self) -> bool {
+        self.lease.is_none()
+            && self.operations.is_empty()
+            && self.requests.is_empty()
+            && self.events.is_empty()
+            && self.trim_events_below.is_none()
+            && self.meta.is_none()
+    }
+}
+
+/// Why a persist failed.
+#[derive(Clone, Debug, PartialEq)]
+pub enum PersistFailure {
+    /// Storage error: quota, aborted transaction, closed database (S13, W5).
+    Storage(SafeError),
+    /// The stored fence is newer than ours, or the lease is held by someone else (K2).
+    Fenced {
+        /// The lease as found in storage.
+        current: Option<Lease>,
+    },
+}
+
+/// What the driver reports after writing a batch.
+#[derive(Clone, Debug, PartialEq)]
+pub enum PersistResult {
+    /// Durable. If the batch took or renewed the lease, the lease as stored now.
+    Done {
+        /// The lease after the transaction.
+        lease: Option<Lease>,
+    },
+    /// Not written.
+    Failed(PersistFailure),
+}
+
+/// An order to send one attempt of a frozen request.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SendOrder {
+    /// The attempt this answer must name.
+    pub attempt: AttemptId,
+    /// Submit the body, or query by id.
+    pub action: RetryAction,
+    /// The frozen request (its `body` is sent byte for byte).
+    pub request: FrozenRequest,
+}
+
+/// The server's (or the transport's) verdict on one attempt (SPEC §1 Outcome).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AttemptOutcome {
+    /// Applied; may carry canonical state.
+    Applied,
+    /// Refused for good.
+    Rejected,
+    /// Received, still processing: query later.
+    Accepted,
+    /// Unknown or transient: retry.
+    Unresolved,
+}
+
+/// One operation's own verdict inside a batched answer.
+#[derive(Clone, Debug, PartialEq)]
+pub struct OperationVerdict {
+    /// Which operation.
+    pub operation_id: String,
+    /// Applied or rejected.
+    pub settlement: Settlement,
+    /// Why, when rejected.
+    pub error: Option<SafeError>,
+    /// Canonical state for this operation.
+    pub canonical: Option<Value>,
+}
+
+/// Everything the driver learned from one attempt.
+#[derive(Clone, Debug, PartialEq)]
+pub struct AttemptStatus {
+    /// The verdict.
+    pub outcome: AttemptOutcome,
+    /// Error detail (transport_unknown, http status, server error).
+    pub error: Option<SafeError>,
+    /// Retry-After, in ms from now (S10: wins over backoff).
+    pub retry_after_ms: Option<Millis>,
+    /// Canonical state for the whole request.
+    pub canonical: Option<Value>,
+    /// The request must wait for the host (e.g. `unauthorized` on 401/403).
+    pub blocked: Option<String>,
+    /// K4: `Some(false)` means the error will not go away by retrying.
+    pub retryable: Option<bool>,
+    /// K4: an absolute time before which not to retry.
+    pub retry_at: Option<Millis>,
+    /// Per-operation verdicts of a batched request.
+    pub operations: Vec<OperationVerdict>,
+}
+
+impl AttemptStatus {
+    /// A bare status with only an outcome.
+    pub fn outcome(outcome: AttemptOutcome) -> Self {
+        Self {
+            outcome,
+            error: None,
+            retry_after_ms: None,
+            canonical: None,
+            blocked: None,
+            retryable: None,
+            retry_at: None,
+            operations: Vec::new(),
+        }
+    }
+
+    /// S8: the transport threw, the network failed or the attempt was aborted.
+    pub fn transport_unknown(message: &str) -> Self {
+        Self {
+            error: Some(SafeError::new("transport_unknown", message)),
+            ..Self::outcome(AttemptOutcome::Unresolved)
+        }
+    }
+}
+
+/// Things the host hears about (`onEvent`); reporting can never fail the scheduler (S17).
+#[derive(Clone, Debug, PartialEq)]
+pub enum Report {
+    /// An operation settled.
+    Settled {
+        /// Which operation.
+        operation_id: String,
+        /// The request that carried it, if any.
+        request_id: Option<String>,
+        /// Applied, rejected or discarded.
+        settlement: Settlement,
+        /// Why, when not applied.
+        error: Option<SafeError>,
+        /// The server's canonical state.
+        canonical: Option<Value>,
+    },
+    /// An operation now waits for the host.
+    Blocked {
+        /// Which operation.
+        operation_id: String,
+        /// Its request, if frozen.
+        request_id: Option<String>,
+        /// Why.
+        reason: String,
+    },
+    /// A request ran out of attempts.
+    DeadLettered {
+        /// Which operation(s).
+        operation_ids: Vec<String>,
+        /// Which request.
+        request_id: String,
+        /// The last error.
+        error: Option<SafeError>,
+    },
+    /// A failure the host should know about.
+    Error(SchedulerError),
+    /// This dispatcher gained or lost the lease.
+    LeaderChanged {
+        /// Whether we now lead.
+        leader: bool,
+        /// Our fence, when leading.
+        fence: Option<u64>,
+    },
+}
+
+/// An effect the driver must carry out, in order.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Effect {
+    /// Write this delta in one transaction, then call `on_persisted`.
+    Persist(PersistBatch),
+    /// Send this attempt, then call `on_answer`.
+    Send(SendOrder),
+    /// Abort this in-flight attempt (its answer will be ignored).
+    Abort(AttemptId),
+    /// Wake the core at this absolute time (`None`: no wake-up wanted).
+    SetTimer(Option<Millis>),
+    /// Tell the host.
+    Report(Report),
+}

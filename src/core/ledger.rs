@@ -1,0 +1,332 @@
+//! The ledger (SPEC §1): operations, frozen requests, the lease, the event log. It is the only
+//! authority; every transition marks what it changed, and [`Ledger::take_batch`] turns the
+//! changes into one [`PersistBatch`] (group commit). A failed batch is put back.
+
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+
+use super::io::{BatchNo, LeaseWrite, PersistBatch};
+use super::model::{
+    EventKind, EventRecord, FrozenRequest, Lease, LedgerMeta, Millis, Operation, OperationOutcome,
+    OperationPhase, RequestPhase, RetryAction,
+};
+
+/// The durable records as loaded from storage.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct LedgerSnapshot {
+    /// Every operation record.
+    pub operations: Vec<Operation>,
+    /// Every request record.
+    pub requests: Vec<FrozenRequest>,
+    /// The lease record.
+    pub lease: Option<Lease>,
+    /// The event log, oldest first.
+    pub events: Vec<EventRecord>,
+    /// Ledger meta.
+    pub meta: LedgerMeta,
+}
+
+#[derive(Debug, Default, Clone)]
+struct Dirty {
+    operations: BTreeSet<String>,
+    requests: BTreeSet<String>,
+    events: Vec<EventRecord>,
+    trim_below: Option<u64>,
+    meta: bool,
+}
+
+impl Dirty {
+    fn merge_from(&mut self, older: Dirty) {
+        self.operations.extend(older.operations);
+        self.requests.extend(older.requests);
+        let mut events = older.events;
+        events.append(&mut self.events);
+        self.events = events;
+        self.trim_below = self.trim_below.max(older.trim_below);
+        self.meta |= older.meta;
+    }
+
+    fn is_empty(&self) -> bool {
+        self.operations.is_empty()
+            && self.requests.is_empty()
+            && self.events.is_empty()
+            && self.trim_below.is_none()
+            && !self.meta
+    }
+}
+
+/// The in-memory ledger with change tracking.
+#[derive(Debug, Default)]
+pub struct Ledger {
+    operations: BTreeMap<String, Operation>,
+    requests: BTreeMap<String, FrozenRequest>,
+    lease: Option<Lease>,
+    events: VecDeque<EventRecord>,
+    meta: LedgerMeta,
+    event_limit: usize,
+    dirty: Dirty,
+    in_flight: Option<(BatchNo, Dirty)>,
+}
+
+impl Ledger {
+    /// An empty ledger keeping at most `event_limit` events.
+    pub fn new(event_limit: usize) -> Self {
+        Self {
+            event_limit: event_limit.max(1),
+            ..Self::default()
+        }
+    }
+
+    /// A ledger holding already-validated durable records (nothing dirty).
+    pub fn from_records(snapshot: LedgerSnapshot, event_limit: usize) -> Self {
+        let mut ledger = Self::new(event_limit);
+        for operation in snapshot.operations {
+            ledger.meta.last_sequence = ledger.meta.last_sequence.max(operation.intent.sequence);
+            ledger.operations.insert(operation.intent.id.clone(), operation);
+        }
+        for request in snapshot.requests {
+            ledger.requests.insert(request.id.clone(), request);
+        }
+        ledger.lease = snapshot.lease;
+        let mut events = snapshot.events;
+        events.sort_by_key(|event| event.seq);
+        ledger.meta.last_event_seq = events.last().map_or(0, |event| event.seq);
+        ledger.events = events.into();
+        ledger.meta.last_sequence = ledger.meta.last_sequence.max(snapshot.meta.last_sequence);
+        ledger.meta.last_event_seq = ledger.meta.last_event_seq.max(snapshot.meta.last_event_seq);
+        ledger
+    }
+
+    /// A copy of every record (what a crash-free store would hold after all batches).
+    pub fn snapshot(&self) -> LedgerSnapshot {
+        LedgerSnapshot {
+            operations: self.operations.values().cloned().collect(),
+            requests: self.requests.values().cloned().collect(),
+            lease: self.lease.clone(),
+            events: self.events.iter().cloned().collect(),
+            meta: self.meta.clone(),
+        }
+    }
+
+    // ----- reads -----
+
+    /// An operation by id.
+    pub fn operation(&self, id: &str) -> Option<&Operation> {
+        self.operations.get(id)
+    }
+
+    /// A request by id.
+    pub fn request(&self, id: &str) -> Option<&FrozenRequest> {
+        self.requests.get(id)
+    }
+
+    /// Every operation, by id.
+    pub fn operations(&self) -> impl Iterator<Item = &Operation> {
+        self.operations.values()
+    }
+
+    /// Every request, by id.
+    pub fn requests(&self) -> impl Iterator<Item = &FrozenRequest> {
+        self.requests.values()
+    }
+
+    /// Number of operations.
+    pub fn operation_count(&self) -> usize {
+        self.operations.len()
+    }
+
+    /// The lease as last known.
+    pub fn lease(&self) -> Option<&Lease> {
+        self.lease.as_ref()
+    }
+
+    /// Ledger meta.
+    pub fn meta(&self) -> &LedgerMeta {
+        &self.meta
+    }
+
+    /// Events with `seq > after`, at most `limit`.
+    pub fn events_after(&self, after: u64, limit: usize) -> Vec<EventRecord> {
+        self.events
+            .iter()
+            .filter(|event| event.seq > after)
+            .take(limit)
+            .cloned()
+            .collect()
+    }
+
+    /// Whether a dependency is settled for good.
+    pub fn is_resolved(&self, id: &str) -> bool {
+        self.operations
+            .get(id)
+            .is_some_and(|op| op.phase == OperationPhase::Resolved)
+    }
+
+    /// Whether anything waits to be written.
+    pub fn has_changes(&self) -> bool {
+        !self.dirty.is_empty()
+    }
+
+    // ----- group commit -----
+
+    /// Moves every change into a batch; the batch's keys are kept until it is confirmed.
+    pub fn take_batch(&mut self, no: BatchNo, fence: Option<u64>, lease: Option<LeaseWrite>) -> PersistBatch {
+        let dirty = std::mem::take(&mut self.dirty);
+        let batch = PersistBatch {
+            no,
+            fence,
+            lease,
+            operations: dirty
+                .operations
+                .iter()
+                .filter_map(|id| self.operations.get(id).cloned())
+                .collect(),
+            requests: dirty
+                .requests
+                .iter()
+                .filter_map(|id| self.requests.get(id).cloned())
+                .collect(),
+            events: dirty.events.clone(),
+            trim_events_below: dirty.trim_below,
+            meta: dirty.meta.then(|| self.meta.clone()),
+        };
+        self.in_flight = Some((no, dirty));
+        batch
+    }
+
+    /// The batch is durable.
+    pub fn confirm_batch(&mut self, no: BatchNo) {
+        if self.in_flight.as_ref().is_some_and(|(n, _)| *n == no) {
+            self.in_flight = None;
+        }
+    }
+
+    /// The batch failed: its changes are dirty again, ahead of newer ones.
+    pub fn restore_batch(&mut self, no: BatchNo) {
+        if let Some((n, dirty)) = self.in_flight.take() {
+            if n == no {
+                self.dirty.merge_from(dirty);
+            } else {
+                self.in_flight = Some((n, dirty));
+            }
+        }
+    }
+
+    /// Records the lease as the store now holds it.
+    pub fn set_lease(&mut self, lease: Option<Lease>) {
+        self.lease = lease;
+    }
+
+    // ----- transitions -----
+
+    /// Admits a new operation and advances the sequence counter.
+    pub fn insert_operation(&mut self, operation: Operation) {
+        self.meta.last_sequence = self.meta.last_sequence.max(operation.intent.sequence);
+        self.dirty.meta = true;
+        self.dirty.operations.insert(operation.intent.id.clone());
+        self.operations.insert(operation.intent.id.clone(), operation);
+    }
+
+    /// Freezes a request and points its operations at it (S7).
+    pub fn freeze(&mut self, request: FrozenRequest) {
+        for id in &request.operation_ids {
+            if let Some(op) = self.operations.get_mut(id) {
+                op.request_id = Some(request.id.clone());
+                self.dirty.operations.insert(id.clone());
+            }
+        }
+        self.dirty.requests.insert(request.id.clone());
+        self.requests.insert(request.id.clone(), request);
+    }
+
+    fn request_mut(&mut self, id: &str) -> Option<&mut FrozenRequest> {
+        let request = self.requests.get_mut(id)?;
+        self.dirty.requests.insert(id.to_owned());
+        Some(request)
+    }
+
+    fn operation_mut(&mut self, id: &str) -> Option<&mut Operation> {
+        let op = self.operations.get_mut(id)?;
+        self.dirty.operations.insert(id.to_owned());
+        Some(op)
+    }
+
+    /// Counts a send; a submit marks the request dispatched (the conservative marker of S7).
+    pub fn mark_sent(&mut self, id: &str, action: RetryAction) -> Option<u32> {
+        let request = self.request_mut(id)?;
+        request.attempt = request.attempt.saturating_add(1);
+        if action == RetryAction::Submit && request.phase == RequestPhase::Frozen {
+            request.phase = RequestPhase::Dispatched;
+        }
+        request.retry_at = None;
+        request.retry_action = None;
+        Some(request.attempt)
+    }
+
+    /// Stores the absolute due time and action of the next attempt (S10).
+    pub fn schedule_retry(&mut self, id: &str, due_at: Millis, action: RetryAction) {
+        if let Some(request) = self.request_mut(id) {
+            request.retry_at = Some(due_at);
+            request.retry_action = Some(action);
+        }
+    }
+
+    /// Applies `edit` to a request and marks it changed.
+    pub fn update_request(&mut self, id: &str, edit: impl FnOnce(&mut FrozenRequest)) {
+        if let Some(request) = self.request_mut(id) {
+            edit(request);
+        }
+    }
+
+    /// Applies `edit` to an operation and marks it changed.
+    pub fn update_operation(&mut self, id: &str, edit: impl FnOnce(&mut Operation)) {
+        if let Some(op) = self.operation_mut(id) {
+            edit(op);
+        }
+    }
+
+    /// Settles an operation for good.
+    pub fn resolve_operation(&mut self, id: &str, outcome: OperationOutcome) {
+        if let Some(op) = self.operation_mut(id) {
+            op.phase = OperationPhase::Resolved;
+            op.blockers.clear();
+            op.outcome = Some(outcome);
+        }
+    }
+
+    /// Adds a blocker to an operation (idempotent).
+    pub fn block_operation(&mut self, id: &str, reason: &str) {
+        if let Some(op) = self.operation_mut(id) {
+            if !op.blockers.iter().any(|b| b == reason) {
+                op.blockers.push(reason.to_owned());
+            }
+        }
+    }
+
+    /// Appends to the bounded event log (K6).
+    pub fn append_event(&mut self, mut event: EventRecord) {
+        self.meta.last_event_seq += 1;
+        self.dirty.meta = true;
+        event.seq = self.meta.last_event_seq;
+        self.events.push_back(event.clone());
+        self.dirty.events.push(event);
+        while self.events.len() > self.event_limit {
+            if let Some(dropped) = self.events.pop_front() {
+                self.dirty.trim_below = Some(dropped.seq + 1);
+            }
+        }
+    }
+
+    /// A new event record for `append_event` (its seq is assigned there).
+    pub fn event(kind: EventKind, at: Millis) -> EventRecord {
+        EventRecord {
+            seq: 0,
+            at,
+            kind,
+            request_id: None,
+            operation_id: None,
+            attempt: None,
+            fence: None,
+            detail: None,
+        }
+    }
+}

@@ -1,0 +1,19 @@
+//! The pure core: ledger model, transitions and the sans-IO scheduler state machine.
+//! Nothing here touches `web_sys`, `js_sys` or wall-clock time.
+
+pub mod claims;
+pub mod clock;
+pub mod config;
+pub mod digest;
+pub mod error;
+pub mod host;
+pub mod intent;
+pub mod io;
+pub mod ledger;
+pub mod model;
+pub mod ready_queue;
+pub mod retry_queue;
+pub mod safe_error;
+pub mod scheduler;
+
+pub use scheduler::{Explanation, FlushOutcome, HoldId, Scheduler, SchedulerStats};

@@ -1,0 +1,65 @@
+//! The ready queue: operations that may be examined, taken in `sequence` order (S1).
+
+use std::collections::BTreeSet;
+
+/// Ready operations keyed by `(sequence, id)`; inserting twice is harmless.
+#[derive(Debug, Default)]
+pub struct ReadyQueue {
+    entries: BTreeSet<(u64, String)>,
+}
+
+impl ReadyQueue {
+    /// Adds an operation; O(log n).
+    pub fn push(&mut self, sequence: u64, id: &str) {
+        self.entries.insert((sequence, id.to_owned()));
+    }
+
+    /// Takes the operation with the lowest sequence; O(log n).
+    pub fn pop(&mut self) -> Option<(u64, String)> {
+        self.entries.pop_first()
+    }
+
+    /// Removes an operation if queued.
+    pub fn remove(&mut self, sequence: u64, id: &str) -> bool {
+        self.entries.remove(&(sequence, id.to_owned()))
+    }
+
+    /// Whether an operation is queued.
+    pub fn contains(&self, sequence: u64, id: &str) -> bool {
+        self.entries.contains(&(sequence, id.to_owned()))
+    }
+
+    /// Number of queued operations.
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// Whether nothing is queued.
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// Drops everything (used when the scheduler stops).
+    pub fn clear(&mut self) {
+        self.entries.clear();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn s1_pops_in_sequence_order_and_dedupes() {
+        let mut queue = ReadyQueue::default();
+        queue.push(3, "c");
+        queue.push(1, "a");
+        queue.push(2, "b");
+        queue.push(1, "a");
+        assert_eq!(queue.len(), 3);
+        assert_eq!(queue.pop(), Some((1, "a".into())));
+        assert!(queue.remove(3, "c"));
+        assert_eq!(queue.pop(), Some((2, "b".into())));
+        assert!(queue.pop().is_none());
+    }
+}

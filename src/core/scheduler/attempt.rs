@@ -1,0 +1,373 @@
+//! The life of an attempt after launch: the persist barrier (S7), the send checks (D5, K3, K8),
+//! the answer (S8–S10, K1, K4), and the durable completion that moves claims (S9, S13).
+
+use super::{Scheduler, Stage};
+use crate::core::digest::body_digest;
+use crate::core::error::ErrorCode;
+use crate::core::host::Host;
+use crate::core::io::{
+    AttemptId, AttemptOutcome, AttemptStatus, BatchNo, Effect, PersistFailure, PersistResult, Report, SendOrder,
+};
+use crate::core::model::{
+    EventKind, Millis, OperationOutcome, RequestPhase, RetryAction, Settlement, PROTOCOL_VERSION,
+};
+use crate::core::safe_error::SafeError;
+
+impl<H: Host> Scheduler<H> {
+    /// The driver finished writing batch `no`.
+    pub fn on_persisted(&mut self, now: Millis, no: BatchNo, result: PersistResult) {
+        if self.is_closed() || self.persist.in_flight != Some(no) {
+            return; // S15: nothing changes after stop; stale answers are ignored.
+        }
+        self.persist.in_flight = None;
+        match result {
+            PersistResult::Done { lease } => {
+                self.ledger.confirm_batch(no);
+                self.persist.durable = no;
+                self.take_lease(now, lease);
+                self.advance_attempts(now, no);
+                if self.resume_barrier.is_some_and(|b| b <= no) {
+                    self.resume_barrier = None;
+                    self.reschedule_after_resume(now);
+                }
+                self.maybe_flush(now);
+                self.pump(now);
+            }
+            PersistResult::Failed(PersistFailure::Storage(error)) => {
+                self.ledger.restore_batch(no);
+                self.storage_failed(error);
+            }
+            PersistResult::Failed(PersistFailure::Fenced { current }) => {
+                self.ledger.restore_batch(no);
+                self.lose_lease(now, current);
+            }
+        }
+        self.sync_timer(now);
+    }
+
+    fn take_lease(&mut self, now: Millis, lease: Option<crate::core::model::Lease>) {
+        let Some(lease) = lease else { return };
+        if lease.owner != self.config.owner {
+            return;
+        }
+        let was_leader = self.is_leader();
+        self.lease.fence = Some(lease.fence);
+        self.lease.renewed_at = now;
+        self.ledger.set_lease(Some(lease.clone()));
+        if !was_leader {
+            self.event(EventKind::LeaseAcquired, now, None, None, Some(self.config.owner.clone()));
+            self.persist.barrier_wanted = true;
+            self.report(Report::LeaderChanged {
+                leader: true,
+                fence: Some(lease.fence),
+            });
+        }
+    }
+
+    /// K2: a newer fence exists. Stop at once: abort what is on the wire, write nothing more.
+    fn lose_lease(&mut self, now: Millis, current: Option<crate::core::model::Lease>) {
+        let was_leader = self.is_leader();
+        self.lease.fenced = true;
+        self.ledger.set_lease(current);
+        for attempt in std::mem::take(&mut self.active).into_values() {
+            if attempt.stage == Stage::Sending {
+                self.effects.push_back(Effect::Abort(attempt.id));
+            }
+        }
+        self.retries.clear();
+        self.ready.clear();
+        self.event(EventKind::LeaseLost, now, None, None, None);
+        self.report_error(ErrorCode::LeaseLost, "another dispatcher took the lease; this one stopped");
+        if was_leader {
+            self.report(Report::LeaderChanged { leader: false, fence: None });
+        }
+    }
+
+    /// S13: keep every claim, send nothing more; `resume()` writes again.
+    fn storage_failed(&mut self, error: SafeError) {
+        self.persist.failed = true;
+        let waiting: Vec<String> = self
+            .active
+            .iter()
+            .filter(|(_, a)| a.stage != Stage::Sending)
+            .map(|(id, _)| id.clone())
+            .collect();
+        for id in waiting {
+            self.active.remove(&id);
+        }
+        self.report_error(
+            ErrorCode::StorageUnavailable,
+            format!("{}: {} (claims kept; call resume())", error.code, error.message),
+        );
+    }
+
+    fn advance_attempts(&mut self, now: Millis, durable: BatchNo) {
+        let due: Vec<(String, Stage)> = self
+            .active
+            .iter()
+            .filter(|(_, a)| matches!(a.stage, Stage::Barrier(b) | Stage::Completing(b) if b <= durable))
+            .map(|(id, a)| (id.clone(), a.stage))
+            .collect();
+        for (id, stage) in due {
+            match stage {
+                Stage::Barrier(_) => self.send(now, &id),
+                Stage::Completing(_) => self.finish(now, &id),
+                Stage::Sending => {}
+            }
+        }
+    }
+
+    /// The dispatch marker is durable: check the request once more, then send it.
+    fn send(&mut self, now: Millis, request_id: &str) {
+        let Some(attempt) = self.active.get(request_id).cloned() else { return };
+        let Some(request) = self.ledger.request(request_id).cloned() else {
+            self.active.remove(request_id);
+            return;
+        };
+        if !self.may_dispatch() || !request.is_unresolved() || request.blocked.is_some() {
+            // Held/offline/resolved meanwhile: nothing was sent; run it again later.
+            self.active.remove(request_id);
+            if request.is_unresolved() && request.blocked.is_none() {
+                let action = if request.phase == RequestPhase::Frozen { RetryAction::Submit } else { RetryAction::Query };
+                self.retries.schedule(request_id, now, action);
+            }
+            self.slot_freed();
+            return;
+        }
+        if body_digest(&request.body) != request.digest {
+            // D5: a body that no longer matches its digest is never sent.
+            self.active.remove(request_id);
+            self.block_request(now, request_id, "digest_mismatch", None);
+            self.report_error(ErrorCode::CorruptRecord, format!("request {request_id} body does not match its digest"));
+            self.slot_freed();
+            return;
+        }
+        if request.protocol_version != PROTOCOL_VERSION {
+            self.active.remove(request_id);
+            self.block_request(now, request_id, "request_interpreter_unavailable", None);
+            self.slot_freed();
+            return;
+        }
+        if self.config.principal.is_some() && request.principal != self.config.principal {
+            // K3: never sent with another principal's credentials; it waits for its own.
+            self.active.remove(request_id);
+            self.slot_freed();
+            return;
+        }
+        if attempt.action == RetryAction::Submit && self.revision_changed(&request) {
+            self.active.remove(request_id);
+            self.resolve_stale(now, request_id);
+            self.slot_freed();
+            return;
+        }
+        if let Some(active) = self.active.get_mut(request_id) {
+            active.stage = Stage::Sending;
+        }
+        self.counters.sent += 1;
+        self.event(EventKind::Dispatched, now, Some(request_id), None, Some(attempt.action.as_str().to_owned()));
+        self.effects.push_back(Effect::Send(SendOrder {
+            attempt: attempt.id,
+            action: attempt.action,
+            request,
+        }));
+    }
+
+    /// K8: an operation's intent was revised after freezing. Only a request the server cannot
+    /// have (never sent, or a query said 404) may be dropped and re-frozen.
+    fn revision_changed(&self, request: &crate::core::model::FrozenRequest) -> bool {
+        let unsent = request.phase == RequestPhase::Frozen
+            || request.error.as_ref().is_some_and(|e| e.code == "not_found");
+        unsent
+            && request.operation_ids.iter().zip(&request.revisions).any(|(id, revision)| {
+                self.ledger.operation(id).is_some_and(|op| op.intent.revision != *revision)
+            })
+    }
+
+    fn resolve_stale(&mut self, now: Millis, request_id: &str) {
+        let Some(request) = self.ledger.request(request_id).cloned() else { return };
+        self.ledger.update_request(request_id, |r| {
+            r.phase = RequestPhase::Resolved;
+            r.outcome = Some(Settlement::Rejected);
+            r.error = Some(SafeError::new("stale_revision", "the intent was revised after freezing"));
+        });
+        for id in &request.operation_ids {
+            self.ledger.update_operation(id, |op| op.request_id = None);
+        }
+        self.event(EventKind::Settled, now, Some(request_id), None, Some("stale_revision".into()));
+        self.release_request(&request.id);
+    }
+
+    /// Marks a request as waiting for the host; its operations report `blocked`.
+    pub(super) fn block_request(&mut self, now: Millis, request_id: &str, reason: &str, error: Option<SafeError>) {
+        self.retries.cancel(request_id);
+        let Some(request) = self.ledger.request(request_id).cloned() else { return };
+        self.ledger.update_request(request_id, |r| {
+            r.blocked = Some(reason.to_owned());
+            if error.is_some() {
+                r.error = error.clone();
+            }
+        });
+        self.event(EventKind::Blocked, now, Some(request_id), None, Some(reason.to_owned()));
+        for id in request.operation_ids {
+            self.report(Report::Blocked {
+                operation_id: id,
+                request_id: Some(request_id.to_owned()),
+                reason: reason.to_owned(),
+            });
+        }
+    }
+
+    /// The driver's answer to a [`SendOrder`].
+    pub fn on_answer(&mut self, now: Millis, attempt: AttemptId, status: AttemptStatus) {
+        if !self.is_running() || self.lease.fenced {
+            return; // S15: a completion after stop changes nothing.
+        }
+        let Some(request_id) = self
+            .active
+            .iter()
+            .find(|(_, a)| a.id == attempt && a.stage == Stage::Sending)
+            .map(|(id, _)| id.clone())
+        else {
+            return;
+        };
+        let action = self.active.get(&request_id).map_or(RetryAction::Query, |a| a.action);
+        self.complete(now, &request_id, action, status);
+        if self.persist.failed {
+            // The record stays in memory; resume() persists it and moves the claims.
+            self.active.remove(&request_id);
+        } else {
+            let barrier = self.want_barrier();
+            if let Some(active) = self.active.get_mut(&request_id) {
+                active.stage = Stage::Completing(barrier);
+            }
+            self.maybe_flush(now);
+        }
+        self.sync_timer(now);
+    }
+
+    /// Records an attempt's outcome in the ledger (S9, S10, K1, K4).
+    fn complete(&mut self, now: Millis, request_id: &str, action: RetryAction, status: AttemptStatus) {
+        match status.outcome {
+            AttemptOutcome::Applied | AttemptOutcome::Rejected => self.settle(now, request_id, status),
+            AttemptOutcome::Accepted | AttemptOutcome::Unresolved => {
+                if let Some(reason) = status.blocked.clone() {
+                    self.block_request(now, request_id, &reason, status.error);
+                    return;
+                }
+                let accepted = status.outcome == AttemptOutcome::Accepted;
+                let mut failures = 0;
+                let mut attempt = 0;
+                self.ledger.update_request(request_id, |r| {
+                    if accepted {
+                        r.phase = RequestPhase::Accepted;
+                        r.failures = 0;
+                    } else {
+                        r.failures = r.failures.saturating_add(1);
+                    }
+                    r.error = status.error.clone();
+                    failures = r.failures;
+                    attempt = r.attempt;
+                });
+                if !accepted && (status.retryable == Some(false) || failures >= self.config.retry.max_attempts) {
+                    return self.dead_letter(now, request_id, status.error);
+                }
+                // S9: a missing receipt is unknown, so the only write a retry may do is this
+                // same frozen request; after a submit or an `accepted`, ask first.
+                let next = if accepted || action == RetryAction::Submit { RetryAction::Query } else { RetryAction::Submit };
+                let due = match (status.retry_after_ms, status.retry_at) {
+                    (Some(after), _) => now + after.max(1),
+                    (None, Some(at)) => at.max(now + 1),
+                    (None, None) => now + self.config.retry.delay(attempt),
+                };
+                self.ledger.schedule_retry(request_id, due, next);
+                self.event(EventKind::RetryScheduled, now, Some(request_id), None, Some(format!("{} at {due}", next.as_str())));
+            }
+        }
+    }
+
+    /// Applied or rejected: the request and its operations are resolved for good.
+    fn settle(&mut self, now: Millis, request_id: &str, status: AttemptStatus) {
+        let Some(request) = self.ledger.request(request_id).cloned() else { return };
+        let settlement = if status.outcome == AttemptOutcome::Applied { Settlement::Applied } else { Settlement::Rejected };
+        self.retries.cancel(request_id);
+        self.ledger.update_request(request_id, |r| {
+            r.phase = RequestPhase::Resolved;
+            r.outcome = Some(settlement);
+            r.error = status.error.clone();
+            r.canonical = status.canonical.clone();
+            r.retry_at = None;
+            r.retry_action = None;
+        });
+        for id in &request.operation_ids {
+            let verdict = status.operations.iter().find(|v| &v.operation_id == id);
+            let outcome = OperationOutcome {
+                settlement: verdict.map_or(settlement, |v| v.settlement),
+                request_id: Some(request_id.to_owned()),
+                error: verdict.map_or_else(|| status.error.clone(), |v| v.error.clone()),
+                canonical: verdict.map_or_else(|| status.canonical.clone(), |v| v.canonical.clone()),
+                at: now,
+            };
+            self.ledger.resolve_operation(id, outcome.clone());
+            self.indexed.remove(id);
+            self.counters.settled += 1;
+            self.event(EventKind::Settled, now, Some(request_id), Some(id), Some(outcome.settlement.as_str().into()));
+            self.report(Report::Settled {
+                operation_id: id.clone(),
+                request_id: Some(request_id.to_owned()),
+                settlement: outcome.settlement,
+                error: outcome.error,
+                canonical: outcome.canonical,
+            });
+        }
+    }
+
+    /// K1: out of attempts. Terminal and visible; claims stay until the host retries or discards.
+    fn dead_letter(&mut self, now: Millis, request_id: &str, error: Option<SafeError>) {
+        let Some(request) = self.ledger.request(request_id).cloned() else { return };
+        self.retries.cancel(request_id);
+        self.ledger.update_request(request_id, |r| {
+            r.blocked = Some("dead_letter".into());
+            r.retry_at = None;
+            r.retry_action = None;
+        });
+        for id in &request.operation_ids {
+            self.ledger.block_operation(id, "dead_letter");
+        }
+        self.event(EventKind::DeadLettered, now, Some(request_id), None, error.as_ref().map(|e| e.code.clone()));
+        self.report(Report::DeadLettered {
+            operation_ids: request.operation_ids.clone(),
+            request_id: request_id.to_owned(),
+            error,
+        });
+    }
+
+    /// The answer is durable: release claims of a resolved request or queue its retry.
+    fn finish(&mut self, _now: Millis, request_id: &str) {
+        self.active.remove(request_id);
+        if let Some(request) = self.ledger.request(request_id).cloned() {
+            if !request.is_unresolved() {
+                self.release_request(request_id);
+            } else if request.blocked.is_none() {
+                if let (Some(due), Some(action)) = (request.retry_at, request.retry_action) {
+                    self.retries.schedule(request_id, due, action);
+                }
+            }
+        }
+        self.slot_freed();
+    }
+
+    /// Releases a resolved request's canvases and wakes waiters and dependents (S9).
+    pub(super) fn release_request(&mut self, request_id: &str) {
+        let Some(request) = self.ledger.request(request_id).cloned() else { return };
+        self.retries.cancel(request_id);
+        let woken = self.claims.release(request_id, &request.canvas_ids);
+        self.wake(woken);
+        for id in &request.operation_ids {
+            self.consider_ready(id);
+            let dependents: Vec<String> = self.dependents.get(id).map(|d| d.iter().cloned().collect()).unwrap_or_default();
+            for dependent in dependents {
+                self.consider_ready(&dependent);
+            }
+        }
+    }
+}

@@ -1,0 +1,121 @@
+//! Admitting intents: strict validation of the whole batch first, then one change set (so a
+//! whole `enqueueMany` lands in one transaction and bad input changes nothing).
+
+use std::collections::BTreeSet;
+
+use super::{Lifecycle, Scheduler};
+use crate::core::error::{ErrorCode, SchedulerError};
+use crate::core::host::Host;
+use crate::core::intent::{check_fields, find_cycle, into_intent, IntentInput};
+use crate::core::io::BatchNo;
+use crate::core::model::{Intent, Millis, Operation};
+
+/// Whether a stored intent is what `input` asks for (so enqueueing it again is harmless).
+fn same_intent(stored: &Intent, input: &IntentInput) -> bool {
+    stored.operation_type == input.operation_type
+        && stored.canvas_ids == input.canvas_ids
+        && stored.dependencies == input.dependencies
+        && stored.payload == input.payload
+        && stored.expected_versions == input.expected_versions.clone().unwrap_or_default()
+        && stored.run_id == input.run_id
+        && stored.coalesce_key == input.coalesce_key
+        && stored.blob == input.blob
+        && input.sequence.is_none_or(|s| s == stored.sequence)
+}
+
+impl<H: Host> Scheduler<H> {
+    /// Validates and admits intents; returns the barrier after which they are durable.
+    /// Re-enqueueing an identical intent (e.g. after a failed write) is not an error.
+    pub fn enqueue(&mut self, now: Millis, inputs: Vec<IntentInput>) -> Result<BatchNo, SchedulerError> {
+        if self.lifecycle == Lifecycle::Closed {
+            return Err(SchedulerError::new(ErrorCode::SchedulerClosed, "the scheduler was stopped"));
+        }
+        if self.persist.failed {
+            return Err(SchedulerError::new(
+                ErrorCode::StorageUnavailable,
+                "storage failed; call resume() before enqueueing more",
+            ));
+        }
+        if self.lease.fenced {
+            return Err(SchedulerError::new(ErrorCode::LeaseLost, "another dispatcher owns this ledger"));
+        }
+        let fresh = self.validate_batch(&inputs)?;
+        if fresh.is_empty() {
+            // Everything is already in the ledger: wait for whatever write still carries it.
+            return Ok(self.open_barrier());
+        }
+        let mut sequence = self.ledger.meta().last_sequence;
+        let principal = self.config.principal.clone();
+        let mut admitted = Vec::with_capacity(fresh.len());
+        for input in fresh {
+            sequence = input.sequence.unwrap_or(sequence + 1);
+            let intent = into_intent(input, sequence, principal.clone());
+            admitted.push(intent.id.clone());
+            self.ledger.insert_operation(Operation::new(intent));
+        }
+        for id in &admitted {
+            self.index(id);
+        }
+        let barrier = self.want_barrier();
+        self.maybe_flush(now);
+        self.pump(now);
+        self.sync_timer(now);
+        Ok(barrier)
+    }
+
+    /// Checks a batch against itself and the ledger; returns the intents not yet admitted.
+    fn validate_batch(&self, inputs: &[IntentInput]) -> Result<Vec<IntentInput>, SchedulerError> {
+        if inputs.is_empty() {
+            return Err(SchedulerError::new(ErrorCode::InvalidIntent, "no intents given"));
+        }
+        let mut ids = BTreeSet::new();
+        let mut fresh = Vec::new();
+        let mut last_sequence = self.ledger.meta().last_sequence;
+        for input in inputs {
+            check_fields(input, self.config.max_payload_bytes)?;
+            if !ids.insert(input.id.as_str()) {
+                return Err(SchedulerError::new(
+                    ErrorCode::DuplicateOperation,
+                    format!("operation {} appears twice in the batch", input.id),
+                ));
+            }
+            if let Some(stored) = self.ledger.operation(&input.id) {
+                if same_intent(&stored.intent, input) {
+                    continue;
+                }
+                return Err(SchedulerError::new(
+                    ErrorCode::DuplicateOperation,
+                    format!("operation {} is already in the ledger with another intent", input.id),
+                ));
+            }
+            match input.sequence {
+                Some(sequence) if sequence <= last_sequence => {
+                    return Err(SchedulerError::new(
+                        ErrorCode::InvalidSequence,
+                        format!("sequence {sequence} must exceed {last_sequence}"),
+                    ));
+                }
+                Some(sequence) => last_sequence = sequence,
+                None => last_sequence += 1,
+            }
+            fresh.push(input.clone());
+        }
+        for input in &fresh {
+            for dependency in &input.dependencies {
+                if !ids.contains(dependency.as_str()) && self.ledger.operation(dependency).is_none() {
+                    return Err(SchedulerError::new(
+                        ErrorCode::UnknownDependency,
+                        format!("operation {} depends on unknown {dependency}", input.id),
+                    ));
+                }
+            }
+        }
+        if let Some(at) = find_cycle(&fresh) {
+            return Err(SchedulerError::new(
+                ErrorCode::DependencyCycle,
+                format!("dependencies form a cycle through {at}"),
+            ));
+        }
+        Ok(fresh)
+    }
+}

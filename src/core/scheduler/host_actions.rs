@@ -1,0 +1,264 @@
+//! Host actions: hold/release (S14), resume (S13), stop (S15), flush (K7), retry and
+//! discard (K1).
+
+use super::{HoldId, Lifecycle, Scheduler, Stage};
+use crate::core::error::{ErrorCode, SchedulerError};
+use crate::core::host::Host;
+use crate::core::io::{BatchNo, Effect, Report};
+use crate::core::model::{
+    EventKind, Millis, OperationOutcome, OperationPhase, RequestPhase, RetryAction, Settlement,
+};
+use crate::core::safe_error::SafeError;
+
+use super::inspect::FlushOutcome;
+
+impl<H: Host> Scheduler<H> {
+    /// S14: acquired synchronously; nothing new starts and timers are cleared while held.
+    pub fn hold(&mut self, now: Millis) -> Result<HoldId, SchedulerError> {
+        if self.is_closed() {
+            return Err(SchedulerError::new(ErrorCode::SchedulerClosed, "hold() after stop()"));
+        }
+        self.next_hold += 1;
+        self.holds.insert(self.next_hold);
+        self.sync_timer(now);
+        Ok(self.next_hold)
+    }
+
+    /// Releases a hold; releasing twice is harmless. The last release pumps.
+    pub fn release(&mut self, now: Millis, hold: HoldId) {
+        if !self.holds.remove(&hold) || !self.holds.is_empty() || !self.is_running() {
+            return;
+        }
+        self.pump(now);
+        self.sync_timer(now);
+    }
+
+    /// S13: persist again; once durable, release resolved requests and reschedule the rest.
+    /// Returns the barrier to await, or `None` when not running.
+    pub fn resume(&mut self, now: Millis) -> Option<BatchNo> {
+        if !self.is_running() || self.lease.fenced {
+            return None;
+        }
+        self.persist.failed = false;
+        let barrier = self.want_barrier();
+        self.resume_barrier = Some(barrier);
+        self.maybe_flush(now);
+        self.sync_timer(now);
+        Some(barrier)
+    }
+
+    pub(super) fn reschedule_after_resume(&mut self, now: Millis) {
+        let requests: Vec<_> = self
+            .ledger
+            .requests()
+            .filter(|r| !self.active.contains_key(&r.id))
+            .map(|r| (r.id.clone(), r.is_unresolved(), r.blocked.clone(), r.phase, r.retry_at, r.retry_action, r.principal.clone()))
+            .collect();
+        for (id, unresolved, blocked, phase, retry_at, retry_action, principal) in requests {
+            if !unresolved {
+                self.release_request(&id);
+                continue;
+            }
+            match blocked.as_deref() {
+                Some("unauthorized") => self.ledger.update_request(&id, |r| r.blocked = None),
+                Some(_) => continue,
+                None => {}
+            }
+            if self.config.principal.is_some() && principal != self.config.principal {
+                continue;
+            }
+            let action = retry_action.unwrap_or(if phase == RequestPhase::Frozen { RetryAction::Submit } else { RetryAction::Query });
+            self.retries.schedule(&id, retry_at.unwrap_or(now), action);
+        }
+        let indexed: Vec<String> = self.indexed.iter().cloned().collect();
+        for id in indexed {
+            self.consider_ready(&id);
+        }
+    }
+
+    /// S15: final. Aborts what is on the wire, clears timers; later answers change nothing.
+    pub fn stop(&mut self) {
+        if self.is_closed() {
+            return;
+        }
+        self.lifecycle = Lifecycle::Closed;
+        for attempt in std::mem::take(&mut self.active).into_values() {
+            if attempt.stage == Stage::Sending {
+                self.effects.push_back(Effect::Abort(attempt.id));
+            }
+        }
+        self.retries.clear();
+        self.ready.clear();
+        if self.timer.take().is_some() {
+            self.effects.push_back(Effect::SetTimer(None));
+        }
+    }
+
+    /// K7: run that operation now if it is claimable; otherwise say why.
+    pub fn flush(&mut self, now: Millis, operation_id: &str) -> Result<FlushOutcome, SchedulerError> {
+        let op = self
+            .ledger
+            .operation(operation_id)
+            .cloned()
+            .ok_or_else(|| SchedulerError::new(ErrorCode::UnknownOperation, format!("no operation {operation_id}")))?;
+        if self.is_closed() {
+            return Err(SchedulerError::new(ErrorCode::SchedulerClosed, "flush() after stop()"));
+        }
+        let mut started = false;
+        if self.may_dispatch() && op.phase == OperationPhase::Pending && op.blockers.is_empty() {
+            let request = op.request_id.as_deref().and_then(|r| self.ledger.request(r)).cloned();
+            match request {
+                Some(request) if request.is_unresolved() => {
+                    if request.blocked.is_none() && !self.active.contains_key(&request.id) && self.lane_free(&request.kind) {
+                        let action = request.retry_action.unwrap_or(if request.phase == RequestPhase::Frozen {
+                            RetryAction::Submit
+                        } else {
+                            RetryAction::Query
+                        });
+                        self.retries.cancel(&request.id);
+                        self.deferred.remove(&request.id);
+                        self.launch(now, &request.id, action);
+                        started = self.active.contains_key(&request.id);
+                    }
+                }
+                _ => {
+                    if self.active.len() < self.config.concurrency && self.is_ready(operation_id) {
+                        self.ready.remove(op.intent.sequence, operation_id);
+                        self.examine(now, operation_id);
+                        started = self
+                            .ledger
+                            .operation(operation_id)
+                            .and_then(|o| o.request_id.clone())
+                            .is_some_and(|r| self.active.contains_key(&r));
+                        if !started {
+                            self.consider_ready(operation_id);
+                        }
+                    }
+                }
+            }
+        }
+        self.sync_timer(now);
+        let explanation = self.explain(now, operation_id)?;
+        Ok(FlushOutcome { started, explanation })
+    }
+
+    /// K1: clears a dead letter (or another host-resolvable block) and runs it again with the
+    /// same frozen request; an unknown outcome is queried first.
+    pub fn retry(&mut self, now: Millis, operation_id: &str) -> Result<BatchNo, SchedulerError> {
+        self.check_host_action(operation_id)?;
+        let op = self.ledger.operation(operation_id).cloned().ok_or_else(|| unknown(operation_id))?;
+        let request = op.request_id.as_deref().and_then(|r| self.ledger.request(r)).cloned().filter(|r| r.is_unresolved());
+        match request {
+            Some(request) if request.blocked.as_deref().is_some_and(|b| b != "digest_mismatch" && b != "request_interpreter_unavailable") => {
+                self.ledger.update_request(&request.id, |r| {
+                    r.blocked = None;
+                    r.failures = 0;
+                });
+                for id in &request.operation_ids {
+                    self.ledger.update_operation(id, |o| o.blockers.retain(|b| b != "dead_letter"));
+                }
+                let action = if request.phase == RequestPhase::Frozen { RetryAction::Submit } else { RetryAction::Query };
+                self.ledger.schedule_retry(&request.id, now, action);
+                self.retries.schedule(&request.id, now, action);
+                self.event(EventKind::RetryScheduled, now, Some(&request.id), Some(operation_id), Some("host retry".into()));
+            }
+            Some(_) => return Err(invalid_state(operation_id, "its request is not blocked")),
+            None if !op.blockers.is_empty() => {
+                self.ledger.update_operation(operation_id, |o| o.blockers.clear());
+                self.index(operation_id);
+            }
+            None => return Err(invalid_state(operation_id, "it is not blocked")),
+        }
+        let barrier = self.want_barrier();
+        self.maybe_flush(now);
+        self.pump(now);
+        self.sync_timer(now);
+        Ok(barrier)
+    }
+
+    /// K1: resolves an operation as discarded. Its dependents are blocked
+    /// `dependency_discarded`, never silently sent. A request that may be on the wire or
+    /// retrying (not blocked) cannot be discarded.
+    pub fn discard(&mut self, now: Millis, operation_id: &str) -> Result<BatchNo, SchedulerError> {
+        self.check_host_action(operation_id)?;
+        let op = self.ledger.operation(operation_id).cloned().ok_or_else(|| unknown(operation_id))?;
+        if op.phase == OperationPhase::Resolved {
+            return Err(invalid_state(operation_id, "it is already resolved"));
+        }
+        let request = op.request_id.as_deref().and_then(|r| self.ledger.request(r)).cloned().filter(|r| r.is_unresolved());
+        let mut discarded = vec![operation_id.to_owned()];
+        if let Some(request) = &request {
+            if request.blocked.is_none() || self.active.contains_key(&request.id) {
+                return Err(invalid_state(operation_id, "its request may still reach the server; wait or hold first"));
+            }
+            self.ledger.update_request(&request.id, |r| {
+                r.phase = RequestPhase::Resolved;
+                r.outcome = Some(Settlement::Discarded);
+                r.retry_at = None;
+                r.retry_action = None;
+            });
+            discarded = request.operation_ids.clone();
+        }
+        for id in &discarded {
+            self.ledger.resolve_operation(
+                id,
+                OperationOutcome {
+                    settlement: Settlement::Discarded,
+                    request_id: request.as_ref().map(|r| r.id.clone()),
+                    error: Some(SafeError::new("discarded", "discarded by the host")),
+                    canonical: None,
+                    at: now,
+                },
+            );
+            self.indexed.remove(id);
+            self.unwait(id);
+            if let Some(sequence) = self.ledger.operation(id).map(|o| o.intent.sequence) {
+                self.ready.remove(sequence, id);
+                self.lane_waiters.remove(&(sequence, id.clone()));
+            }
+            self.event(EventKind::Settled, now, request.as_ref().map(|r| r.id.as_str()), Some(id), Some("discarded".into()));
+            self.report(Report::Settled {
+                operation_id: id.clone(),
+                request_id: request.as_ref().map(|r| r.id.clone()),
+                settlement: Settlement::Discarded,
+                error: None,
+                canonical: None,
+            });
+            let dependents: Vec<String> = self.dependents.get(id).map(|d| d.iter().cloned().collect()).unwrap_or_default();
+            for dependent in dependents {
+                if self.ledger.operation(&dependent).is_some_and(|o| o.phase == OperationPhase::Pending) {
+                    self.block_operation(now, &dependent, "dependency_discarded");
+                }
+            }
+        }
+        if let Some(request) = &request {
+            self.release_request(&request.id);
+        }
+        let barrier = self.want_barrier();
+        self.maybe_flush(now);
+        self.pump(now);
+        self.sync_timer(now);
+        Ok(barrier)
+    }
+
+    fn check_host_action(&self, operation_id: &str) -> Result<(), SchedulerError> {
+        if self.is_closed() {
+            return Err(SchedulerError::new(ErrorCode::SchedulerClosed, "the scheduler was stopped"));
+        }
+        if self.persist.failed {
+            return Err(SchedulerError::new(ErrorCode::StorageUnavailable, "storage failed; call resume() first"));
+        }
+        if self.ledger.operation(operation_id).is_none() {
+            return Err(unknown(operation_id));
+        }
+        Ok(())
+    }
+}
+
+fn unknown(operation_id: &str) -> SchedulerError {
+    SchedulerError::new(ErrorCode::UnknownOperation, format!("no operation {operation_id}"))
+}
+
+fn invalid_state(operation_id: &str, why: &str) -> SchedulerError {
+    SchedulerError::new(ErrorCode::InvalidState, format!("operation {operation_id}: {why}"))
+}

@@ -1,0 +1,264 @@
+//! Why things are where they are (D2, D3): statistics with an idle reason, and `explain(id)`
+//! for every state an operation can be in.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use super::{Lifecycle, Scheduler, Stage};
+use crate::core::error::{ErrorCode, SchedulerError};
+use crate::core::host::Host;
+use crate::core::model::{Millis, OperationPhase, UPLOAD_KIND};
+
+/// Why an operation is where it is (D3).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Explanation {
+    /// The operation.
+    pub operation_id: String,
+    /// `pending`, `in_flight`, `blocked` or `resolved`.
+    pub state: &'static str,
+    /// One of D2's idle reasons, or `ready`, `persisting`, `sending`, `settled`, `blocked`,
+    /// `other_principal`, `not_started`, `stopped`.
+    pub reason: String,
+    /// The canvas that holds it back.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub canvas_id: Option<String>,
+    /// The request carrying it or holding its canvas.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub request_id: Option<String>,
+    /// The dependency it waits for.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dependency_id: Option<String>,
+    /// When its next attempt is due.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub due_at: Option<Millis>,
+    /// Sends so far of its request.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub attempt: Option<u32>,
+    /// Its blockers.
+    pub blockers: Vec<String>,
+}
+
+/// The result of `flush(id)` (K7).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FlushOutcome {
+    /// Whether an attempt started.
+    pub started: bool,
+    /// Where the operation is now, and why.
+    pub explanation: Explanation,
+}
+
+/// Counters and the current idle reason (D2).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SchedulerStats {
+    /// Ready operations examined.
+    pub scanned: u64,
+    /// Operations frozen and claimed.
+    pub claimed: u64,
+    /// Examined operations that were no longer ready.
+    pub raced: u64,
+    /// Retries launched.
+    pub retried: u64,
+    /// Attempts sent.
+    pub sent: u64,
+    /// Operations settled by an answer.
+    pub settled: u64,
+    /// Pump passes.
+    pub passes: u64,
+    /// Pending operations.
+    pub pending: usize,
+    /// Attempts between launch and durable answer.
+    pub in_flight: usize,
+    /// Operations in the ready queue.
+    pub ready: usize,
+    /// Requests with a scheduled retry.
+    pub retry_scheduled: usize,
+    /// Claimed canvases.
+    pub claimed_canvases: usize,
+    /// Why nothing is being sent, when nothing is.
+    pub idle_reason: Option<&'static str>,
+    /// Whether this scheduler holds the lease.
+    pub leader: bool,
+    /// Our lease owner id.
+    pub owner: String,
+    /// Our fence, when leading.
+    pub fence: Option<u64>,
+}
+
+impl<H: Host> Scheduler<H> {
+    /// A gate that stops everything, if any (in D2's words).
+    fn gate(&self) -> Option<&'static str> {
+        match self.lifecycle {
+            Lifecycle::Idle => return Some("not_started"),
+            Lifecycle::Closed => return Some("stopped"),
+            Lifecycle::Running => {}
+        }
+        if self.persist.failed {
+            Some("storage_unavailable")
+        } else if !self.is_leader() {
+            Some("not_leader")
+        } else if !self.holds.is_empty() {
+            Some("held")
+        } else if !self.online {
+            Some("offline")
+        } else {
+            None
+        }
+    }
+
+    /// D3: explains one operation; an unknown id is an error.
+    pub fn explain(&self, now: Millis, operation_id: &str) -> Result<Explanation, SchedulerError> {
+        let op = self
+            .ledger
+            .operation(operation_id)
+            .ok_or_else(|| SchedulerError::new(ErrorCode::UnknownOperation, format!("no operation {operation_id}")))?;
+        let mut out = Explanation {
+            operation_id: operation_id.to_owned(),
+            state: "pending",
+            reason: String::new(),
+            canvas_id: None,
+            request_id: op.request_id.clone(),
+            dependency_id: None,
+            due_at: None,
+            attempt: None,
+            blockers: op.blockers.clone(),
+        };
+        if op.phase == OperationPhase::Resolved {
+            out.state = "resolved";
+            out.reason = op.outcome.as_ref().map_or("settled", |o| o.settlement.as_str()).to_owned();
+            return Ok(out);
+        }
+        let request = op.request_id.as_deref().and_then(|r| self.ledger.request(r)).filter(|r| r.is_unresolved());
+        if let Some(first) = op.blockers.first() {
+            out.state = "blocked";
+            out.reason = first.clone();
+            return Ok(out);
+        }
+        if let Some(request) = request {
+            out.attempt = Some(request.attempt);
+            if let Some(blocked) = &request.blocked {
+                out.state = "blocked";
+                out.reason = blocked.clone();
+                return Ok(out);
+            }
+            if let Some(active) = self.active.get(&request.id) {
+                out.state = "in_flight";
+                out.reason = match active.stage {
+                    Stage::Sending => "sending",
+                    Stage::Barrier(_) | Stage::Completing(_) => "persisting",
+                }
+                .to_owned();
+                return Ok(out);
+            }
+            out.due_at = request.retry_at.or_else(|| self.retries.due_of(&request.id));
+            if self.config.principal.is_some() && request.principal != self.config.principal {
+                out.reason = "other_principal".into();
+            } else if let Some(gate) = self.gate() {
+                out.reason = gate.into();
+            } else if self.deferred.contains_key(&request.id) {
+                out.reason = "waiting_lane".into();
+            } else {
+                out.reason = "retry_scheduled".into();
+            }
+            return Ok(out);
+        }
+        if let Some(dep) = op.intent.dependencies.iter().find(|d| !self.ledger.is_resolved(d)) {
+            out.reason = "waiting_dependency".into();
+            out.dependency_id = Some(dep.clone());
+            return Ok(out);
+        }
+        if self.config.principal.is_some() && op.intent.principal != self.config.principal {
+            out.reason = "other_principal".into();
+            return Ok(out);
+        }
+        if let Some(gate) = self.gate() {
+            out.reason = gate.into();
+            return Ok(out);
+        }
+        if self.lane_waiters.contains(&(op.intent.sequence, operation_id.to_owned())) {
+            out.reason = "waiting_lane".into();
+            return Ok(out);
+        }
+        if let Some((_, canvases)) = self.waiting.get(operation_id) {
+            out.reason = "waiting_canvas".into();
+            for canvas in canvases {
+                if let Some(holder) = self.claims.holder(canvas) {
+                    out.canvas_id = Some(canvas.clone());
+                    out.request_id = Some(holder.to_owned());
+                    return Ok(out);
+                }
+                if let Some((_, earlier)) = self.claims.first_waiter(canvas).filter(|(s, _)| *s < op.intent.sequence) {
+                    out.canvas_id = Some(canvas.clone());
+                    out.dependency_id = Some(earlier.clone());
+                    return Ok(out);
+                }
+            }
+            // Its canvas was released and it is queued again.
+        }
+        out.reason = if op.intent.operation_type == UPLOAD_KIND && !self.lane_free(UPLOAD_KIND) {
+            "waiting_lane"
+        } else {
+            "ready"
+        }
+        .into();
+        let _ = now;
+        Ok(out)
+    }
+
+    /// D2: counters, sizes and the idle reason.
+    pub fn stats(&self) -> SchedulerStats {
+        let pending = self.indexed.len();
+        SchedulerStats {
+            scanned: self.counters.scanned,
+            claimed: self.counters.claimed,
+            raced: self.counters.raced,
+            retried: self.counters.retried,
+            sent: self.counters.sent,
+            settled: self.counters.settled,
+            passes: self.counters.passes,
+            pending,
+            in_flight: self.active.len(),
+            ready: self.ready.len(),
+            retry_scheduled: self.retries.len(),
+            claimed_canvases: self.claims.len(),
+            idle_reason: self.idle_reason(),
+            leader: self.is_leader(),
+            owner: self.config.owner.clone(),
+            fence: self.lease.fence,
+        }
+    }
+
+    fn idle_reason(&self) -> Option<&'static str> {
+        if !self.active.is_empty() {
+            return None;
+        }
+        if let Some(gate) = self.gate() {
+            return Some(gate);
+        }
+        if !self.ready.is_empty() {
+            return None;
+        }
+        if !self.retries.is_empty() {
+            return Some("retry_scheduled");
+        }
+        if !self.deferred.is_empty() || !self.lane_waiters.is_empty() {
+            return Some("waiting_lane");
+        }
+        if !self.waiting.is_empty() {
+            return Some("waiting_canvas");
+        }
+        if self.indexed.is_empty() {
+            Some("no_work")
+        } else {
+            Some("waiting_dependency")
+        }
+    }
+
+    /// Canvas → request holding it.
+    pub fn claims(&self) -> BTreeMap<String, String> {
+        self.claims.snapshot()
+    }
+}

@@ -1,0 +1,318 @@
+//! The scheduler state machine (seed 000, SPEC §2 with K1–K8, D1–D5). Sans-IO: every entry
+//! point takes `now`; effects are queued and drained with [`Scheduler::poll_effect`].
+//!
+//! The ledger is the authority; everything else here (ready queue, retry queue, claims,
+//! waiters, dependents, lane waiters, deferred retries, holds) is an index rebuilt by
+//! [`Scheduler::start`].
+
+mod attempt;
+mod enqueue;
+mod host_actions;
+mod inspect;
+mod pump;
+mod recovery;
+
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+
+use super::claims::CanvasClaims;
+use super::config::SchedulerConfig;
+use super::error::{ErrorCode, SchedulerError};
+use super::host::Host;
+use super::io::{AttemptId, BatchNo, Effect, Report};
+use super::ledger::{Ledger, LedgerSnapshot};
+use super::model::{EventKind, Millis, RetryAction, UPLOAD_KIND};
+use super::ready_queue::ReadyQueue;
+use super::retry_queue::{RetryEntry, RetryQueue};
+
+pub use inspect::{Explanation, FlushOutcome, SchedulerStats};
+
+/// Handle returned by [`Scheduler::hold`].
+pub type HoldId = u64;
+
+/// Where one attempt is between "decided to send" and "answer recorded".
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Stage {
+    /// Waiting for the batch holding its dispatch marker to be durable (S7).
+    Barrier(BatchNo),
+    /// On the wire.
+    Sending,
+    /// Answer recorded; waiting for that record to be durable before claims move.
+    Completing(BatchNo),
+}
+
+#[derive(Clone, Debug)]
+struct Attempt {
+    id: AttemptId,
+    action: RetryAction,
+    kind: String,
+    stage: Stage,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Lifecycle {
+    /// Created; `start()` not called yet.
+    Idle,
+    /// Started.
+    Running,
+    /// `stop()` was called; final (S15).
+    Closed,
+}
+
+/// Persistence progress (group commit, one batch in flight at a time).
+#[derive(Debug, Default)]
+struct PersistState {
+    /// Number the next emitted batch gets (the "open" batch).
+    next_no: BatchNo,
+    /// The batch being written.
+    in_flight: Option<BatchNo>,
+    /// Everything up to this batch is durable.
+    durable: BatchNo,
+    /// Someone waits on the open batch even if it writes nothing.
+    barrier_wanted: bool,
+    /// Storage failed; nothing more is written or sent until `resume()` (S13).
+    failed: bool,
+}
+
+/// Lease state of this dispatcher (K2).
+#[derive(Debug, Default)]
+struct Leadership {
+    /// The next batch must take the lease.
+    acquire_wanted: bool,
+    /// The next batch must renew the lease.
+    renew_wanted: bool,
+    /// Our fence while we lead.
+    fence: Option<u64>,
+    /// A newer fence exists: we may never write again.
+    fenced: bool,
+    /// When the lease was last renewed (or taken).
+    renewed_at: Millis,
+}
+
+/// Counters for D2.
+#[derive(Debug, Default, Clone, Copy)]
+struct Counters {
+    scanned: u64,
+    claimed: u64,
+    raced: u64,
+    retried: u64,
+    sent: u64,
+    settled: u64,
+    passes: u64,
+}
+
+/// The scheduler core. See the module docs.
+pub struct Scheduler<H: Host> {
+    config: SchedulerConfig,
+    host: H,
+    ledger: Ledger,
+    lifecycle: Lifecycle,
+    online: bool,
+    ready: ReadyQueue,
+    retries: RetryQueue,
+    claims: CanvasClaims,
+    /// Operation id → the canvases it waits on (reserved in `claims`).
+    waiting: BTreeMap<String, (u64, Vec<String>)>,
+    dependents: BTreeMap<String, BTreeSet<String>>,
+    indexed: BTreeSet<String>,
+    lane_waiters: BTreeSet<(u64, String)>,
+    deferred: BTreeMap<String, RetryEntry>,
+    holds: BTreeSet<HoldId>,
+    next_hold: HoldId,
+    active: BTreeMap<String, Attempt>,
+    next_attempt: AttemptId,
+    persist: PersistState,
+    resume_barrier: Option<BatchNo>,
+    lease: Leadership,
+    effects: VecDeque<Effect>,
+    yielded: bool,
+    timer: Option<Millis>,
+    counters: Counters,
+}
+
+impl<H: Host> Scheduler<H> {
+    /// A scheduler over already-validated durable records. Call [`Scheduler::start`] to run.
+    pub fn new(config: SchedulerConfig, host: H, records: LedgerSnapshot) -> Result<Self, SchedulerError> {
+        config.validate()?;
+        let ledger = Ledger::from_records(records, config.event_log_limit);
+        Ok(Self {
+            config,
+            host,
+            ledger,
+            lifecycle: Lifecycle::Idle,
+            online: true,
+            ready: ReadyQueue::default(),
+            retries: RetryQueue::default(),
+            claims: CanvasClaims::default(),
+            waiting: BTreeMap::new(),
+            dependents: BTreeMap::new(),
+            indexed: BTreeSet::new(),
+            lane_waiters: BTreeSet::new(),
+            deferred: BTreeMap::new(),
+            holds: BTreeSet::new(),
+            next_hold: 0,
+            active: BTreeMap::new(),
+            next_attempt: 0,
+            persist: PersistState {
+                next_no: 1,
+                ..PersistState::default()
+            },
+            resume_barrier: None,
+            lease: Leadership::default(),
+            effects: VecDeque::new(),
+            yielded: false,
+            timer: None,
+            counters: Counters::default(),
+        })
+    }
+
+    /// The next effect to carry out, in order.
+    pub fn poll_effect(&mut self) -> Option<Effect> {
+        self.effects.pop_front()
+    }
+
+    /// The ledger as this scheduler knows it.
+    pub fn ledger(&self) -> &Ledger {
+        &self.ledger
+    }
+
+    /// The options in force.
+    pub fn config(&self) -> &SchedulerConfig {
+        &self.config
+    }
+
+    /// Requests between "decided to send" and "answer durable" (S2 counts these).
+    pub fn in_flight(&self) -> usize {
+        self.active.len()
+    }
+
+    /// Whether `stop()` was called.
+    pub fn is_closed(&self) -> bool {
+        self.lifecycle == Lifecycle::Closed
+    }
+
+    /// Whether this scheduler holds the lease.
+    pub fn is_leader(&self) -> bool {
+        self.lease.fence.is_some() && !self.lease.fenced
+    }
+
+    /// Whether a barrier returned by `enqueue`/`resume`/`retry`/`discard` is durable (`Some(true)`),
+    /// can no longer become durable without `resume()` (`Some(false)`), or is still pending.
+    pub fn barrier_state(&self, barrier: BatchNo) -> Option<bool> {
+        if barrier <= self.persist.durable {
+            Some(true)
+        } else if self.persist.failed || self.lease.fenced || self.is_closed() {
+            Some(false)
+        } else {
+            None
+        }
+    }
+
+    /// Tells the scheduler whether the network is reachable (W2: re-check due work on `online`).
+    pub fn set_online(&mut self, now: Millis, online: bool) {
+        self.online = online;
+        if online {
+            self.pump(now);
+        }
+        self.sync_timer(now);
+    }
+
+    fn report(&mut self, report: Report) {
+        // S17: reporting is an effect; the driver swallows whatever the host's handler throws.
+        self.effects.push_back(Effect::Report(report));
+    }
+
+    fn report_error(&mut self, code: ErrorCode, message: impl Into<String>) {
+        self.report(Report::Error(SchedulerError::new(code, message)));
+    }
+
+    fn is_running(&self) -> bool {
+        self.lifecycle == Lifecycle::Running
+    }
+
+    /// Whether new attempts may start now.
+    fn may_dispatch(&self) -> bool {
+        self.is_running()
+            && self.holds.is_empty()
+            && self.online
+            && !self.persist.failed
+            && self.is_leader()
+    }
+
+    fn lane_free(&self, kind: &str) -> bool {
+        self.active.len() < self.config.concurrency
+            && (kind != UPLOAD_KIND || !self.active.values().any(|a| a.kind == UPLOAD_KIND))
+    }
+
+    /// The batch number a change made now becomes durable with.
+    fn open_barrier(&mut self) -> BatchNo {
+        if self.ledger.has_changes() || self.persist.barrier_wanted {
+            self.persist.next_no
+        } else if let Some(no) = self.persist.in_flight {
+            no
+        } else {
+            self.persist.durable
+        }
+    }
+
+    fn want_barrier(&mut self) -> BatchNo {
+        self.persist.barrier_wanted = true;
+        self.persist.next_no
+    }
+
+    fn event(&mut self, kind: EventKind, now: Millis, request: Option<&str>, operation: Option<&str>, detail: Option<String>) {
+        let mut record = Ledger::event(kind, now);
+        record.request_id = request.map(str::to_owned);
+        record.operation_id = operation.map(str::to_owned);
+        record.attempt = request.and_then(|id| self.ledger.request(id)).map(|r| r.attempt);
+        record.fence = self.lease.fence;
+        record.detail = detail;
+        self.ledger.append_event(record);
+    }
+
+    /// Arms the single wake-up the driver keeps: a yielded pump pass, the earliest due retry,
+    /// or the next lease renewal. Cleared while held, stopped, offline or failed (S14, S15).
+    fn sync_timer(&mut self, now: Millis) {
+        let desired = if self.may_dispatch() {
+            let mut due: Option<Millis> = None;
+            let mut consider = |at: Millis| due = Some(due.map_or(at, |d| d.min(at)));
+            if self.yielded {
+                consider(now);
+            }
+            if self.active.len() < self.config.concurrency {
+                if let Some(entry) = self.retries.peek() {
+                    consider(entry.due_at);
+                }
+            }
+            if self.has_work() {
+                consider(self.lease.renewed_at + self.config.renew_interval());
+            }
+            due
+        } else {
+            None
+        };
+        if desired != self.timer {
+            self.timer = desired;
+            self.effects.push_back(Effect::SetTimer(desired));
+        }
+    }
+
+    fn has_work(&self) -> bool {
+        !self.active.is_empty() || !self.retries.is_empty() || !self.ready.is_empty()
+    }
+
+    /// The timer armed through `SetTimer` fired.
+    pub fn on_timer(&mut self, now: Millis) {
+        if !self.is_running() {
+            return;
+        }
+        self.timer = None;
+        self.yielded = false;
+        if self.is_leader()
+            && self.has_work() && now >= self.lease.renewed_at + self.config.renew_interval() {
+            self.lease.renew_wanted = true;
+        }
+        self.maybe_flush(now);
+        self.pump(now);
+        self.sync_timer(now);
+    }
+}

@@ -1,0 +1,296 @@
+//! The pump (S1–S7, S11, S12): due retries first, then up to `pump_budget` ready operations in
+//! sequence order; each is checked against the upload lane and canvas claims, compiled,
+//! frozen and launched behind the persist barrier.
+
+use super::{Attempt, Scheduler, Stage};
+use crate::core::digest::body_digest;
+use crate::core::host::{Host, WireBody};
+use crate::core::io::Effect;
+use crate::core::model::{
+    EventKind, FrozenRequest, Millis, OperationPhase, RequestPhase, RetryAction, PROTOCOL_VERSION,
+    RUN_CANCEL_KIND, UPLOAD_KIND,
+};
+use crate::core::safe_error::SafeError;
+
+fn sorted_unique(mut ids: Vec<String>) -> Vec<String> {
+    ids.sort();
+    ids.dedup();
+    ids
+}
+
+impl<H: Host> Scheduler<H> {
+    /// Adds an operation to the dependents index (once) and queues it if ready.
+    pub(super) fn index(&mut self, id: &str) {
+        let Some(op) = self.ledger.operation(id) else { return };
+        if op.phase != OperationPhase::Pending {
+            return;
+        }
+        if self.indexed.insert(id.to_owned()) {
+            for dependency in op.intent.dependencies.clone() {
+                self.dependents.entry(dependency).or_default().insert(id.to_owned());
+            }
+        }
+        self.consider_ready(id);
+    }
+
+    /// S1: pending, unblocked, not carried by an unresolved request, every dependency resolved.
+    pub(super) fn is_ready(&self, id: &str) -> bool {
+        let Some(op) = self.ledger.operation(id) else { return false };
+        op.is_open()
+            && op
+                .request_id
+                .as_deref()
+                .and_then(|r| self.ledger.request(r))
+                .is_none_or(|r| !r.is_unresolved())
+            && op.intent.dependencies.iter().all(|d| self.ledger.is_resolved(d))
+    }
+
+    pub(super) fn consider_ready(&mut self, id: &str) {
+        if self.is_ready(id) {
+            if let Some(op) = self.ledger.operation(id) {
+                let sequence = op.intent.sequence;
+                self.ready.push(sequence, id);
+            }
+        }
+    }
+
+    /// Re-offers woken operations; they keep their reservations until they leave waiting.
+    pub(super) fn wake(&mut self, woken: Vec<(u64, String)>) {
+        for (_, id) in woken {
+            self.consider_ready(&id);
+        }
+    }
+
+    /// Drops an operation's canvas reservation (it left the waiting state).
+    pub(super) fn unwait(&mut self, id: &str) {
+        if let Some((sequence, canvases)) = self.waiting.remove(id) {
+            let woken = self.claims.unwait(sequence, id, &canvases);
+            self.wake(woken);
+        }
+    }
+
+    /// Blocks an operation for the host (S5, S6): it never blocks the others.
+    pub(super) fn block_operation(&mut self, now: Millis, id: &str, reason: &str) {
+        self.ledger.block_operation(id, reason);
+        self.unwait(id);
+        let request_id = self.ledger.operation(id).and_then(|op| op.request_id.clone());
+        self.event(EventKind::Blocked, now, None, Some(id), Some(reason.to_owned()));
+        self.report(crate::core::io::Report::Blocked {
+            operation_id: id.to_owned(),
+            request_id,
+            reason: reason.to_owned(),
+        });
+    }
+
+    /// One pump pass. Does nothing while held, stopped, offline, failed or not leading.
+    pub(super) fn pump(&mut self, now: Millis) {
+        if !self.may_dispatch() {
+            return;
+        }
+        self.yielded = false;
+        self.counters.passes += 1;
+        // S11: due retries run before new ready work.
+        while self.active.len() < self.config.concurrency {
+            let Some(entry) = self.retries.pop_due(now) else { break };
+            let Some(request) = self.ledger.request(&entry.request_id) else {
+                self.retries.cancel(&entry.request_id);
+                continue;
+            };
+            if !request.is_unresolved() || request.blocked.is_some() || self.active.contains_key(&request.id) {
+                self.retries.cancel(&entry.request_id);
+                continue;
+            }
+            if !self.lane_free(&request.kind) {
+                self.deferred.insert(entry.request_id.clone(), entry);
+                continue;
+            }
+            self.retries.cancel(&entry.request_id);
+            self.counters.retried += 1;
+            self.launch(now, &entry.request_id, entry.action);
+        }
+        // S12: examine at most `pump_budget` ready operations, then yield.
+        let mut budget = self.ready.len().min(self.config.pump_budget);
+        while self.active.len() < self.config.concurrency && budget > 0 {
+            budget -= 1;
+            let Some((_, id)) = self.ready.pop() else { break };
+            self.counters.scanned += 1;
+            self.examine(now, &id);
+        }
+        if !self.ready.is_empty() && self.active.len() < self.config.concurrency {
+            self.yielded = true;
+        }
+        self.sync_timer(now);
+    }
+
+    /// Tries to freeze and launch one ready operation.
+    pub(super) fn examine(&mut self, now: Millis, id: &str) {
+        if !self.is_ready(id) {
+            self.counters.raced += 1;
+            return;
+        }
+        let Some(op) = self.ledger.operation(id) else { return };
+        let intent = op.intent.clone();
+        if self.config.principal.is_some() && intent.principal != self.config.principal {
+            // K3: another principal's work is never frozen or sent under ours.
+            return;
+        }
+        let kind = intent.operation_type.clone();
+        if !self.lane_free(&kind) {
+            self.lane_waiters.insert((intent.sequence, id.to_owned()));
+            return;
+        }
+        let canvases = match self.host.participants(&intent) {
+            Ok(list) => sorted_unique(list),
+            Err(error) => return self.compile_failed(now, id, error),
+        };
+        if canvases.is_empty() && kind != UPLOAD_KIND && kind != RUN_CANCEL_KIND {
+            return self.block_operation(now, id, "missing_participants");
+        }
+        let occupied = self.claims.occupied(intent.sequence, &canvases);
+        if !occupied.is_empty() {
+            // S4: wait on the claimed canvases and reserve the rest against later operations.
+            self.claims.wait(intent.sequence, id, &canvases);
+            self.waiting.insert(id.to_owned(), (intent.sequence, canvases));
+            return;
+        }
+        let request_id = self.host.create_request_id();
+        let compiled = match self.host.compile(&intent, &request_id) {
+            Ok(compiled) => compiled,
+            Err(error) => return self.compile_failed(now, id, error),
+        };
+        if sorted_unique(compiled.canvas_ids.clone()) != canvases {
+            return self.block_operation(now, id, "participant_mismatch");
+        }
+        let kind = compiled.kind.unwrap_or(kind);
+        let operation_ids = vec![id.to_owned()];
+        let body = WireBody {
+            id: &request_id,
+            operation_ids: &operation_ids,
+            kind: &kind,
+            owner_canvas_id: compiled.owner_canvas_id.as_deref(),
+            run_id: compiled.run_id.as_deref(),
+            protocol_version: compiled.protocol_version.unwrap_or(PROTOCOL_VERSION),
+            payload: &compiled.payload,
+            canvas_ids: &canvases,
+            expected_versions: &compiled.expected_versions,
+        };
+        let body = match serde_json::to_string(&body) {
+            Ok(text) => text,
+            Err(error) => return self.compile_failed(now, id, SafeError::new("compile_failed", &error.to_string())),
+        };
+        let request = FrozenRequest {
+            id: request_id.clone(),
+            operation_ids,
+            kind,
+            owner_canvas_id: compiled.owner_canvas_id,
+            run_id: compiled.run_id,
+            protocol_version: compiled.protocol_version.unwrap_or(PROTOCOL_VERSION),
+            canvas_ids: canvases.clone(),
+            expected_versions: compiled.expected_versions,
+            digest: body_digest(&body),
+            body,
+            principal: intent.principal.clone(),
+            revisions: vec![intent.revision],
+            phase: RequestPhase::Frozen,
+            attempt: 0,
+            failures: 0,
+            retry_at: None,
+            retry_action: None,
+            outcome: None,
+            error: None,
+            canonical: None,
+            blocked: None,
+            frozen_at: now,
+        };
+        self.ledger.freeze(request);
+        if let Err(error) = self.claims.claim(&request_id, &canvases) {
+            // Unreachable by construction (checked above); never send on a conflict.
+            self.report(crate::core::io::Report::Error(error));
+            return;
+        }
+        self.unwait(id);
+        self.counters.claimed += 1;
+        self.event(EventKind::Claimed, now, Some(&request_id), Some(id), None);
+        self.launch(now, &request_id, RetryAction::Submit);
+    }
+
+    fn compile_failed(&mut self, now: Millis, id: &str, error: SafeError) {
+        // S6: the message is the blocker (`compile_failed` if none), and it is reported.
+        let reason = if error.message.trim().is_empty() {
+            "compile_failed".to_owned()
+        } else {
+            error.message.clone()
+        };
+        self.report_error(crate::core::error::ErrorCode::InvalidIntent, format!("compile failed for {id}: {reason}"));
+        self.block_operation(now, id, &reason);
+    }
+
+    /// Counts the attempt in the ledger and waits for it to be durable before sending (S7).
+    pub(super) fn launch(&mut self, now: Millis, request_id: &str, action: RetryAction) {
+        if self.active.contains_key(request_id) || !self.may_dispatch() {
+            return;
+        }
+        let Some(kind) = self.ledger.request(request_id).map(|r| r.kind.clone()) else { return };
+        self.ledger.mark_sent(request_id, action);
+        self.lease.renew_wanted = true;
+        self.next_attempt += 1;
+        let barrier = self.want_barrier();
+        self.active.insert(
+            request_id.to_owned(),
+            Attempt {
+                id: self.next_attempt,
+                action,
+                kind,
+                stage: Stage::Barrier(barrier),
+            },
+        );
+        self.maybe_flush(now);
+    }
+
+    /// A slot (and maybe the upload lane) freed: re-offer deferred retries and lane waiters.
+    pub(super) fn slot_freed(&mut self) {
+        for (_, entry) in std::mem::take(&mut self.deferred) {
+            self.retries.requeue(entry);
+        }
+        if self.lane_free(UPLOAD_KIND) {
+            for (_, id) in std::mem::take(&mut self.lane_waiters) {
+                self.consider_ready(&id);
+            }
+        }
+    }
+
+    /// Emits the open batch if nothing is being written (one transaction in flight at a time).
+    pub(super) fn maybe_flush(&mut self, now: Millis) {
+        if self.persist.in_flight.is_some()
+            || self.persist.failed
+            || self.lease.fenced
+            || self.lifecycle == super::Lifecycle::Closed
+        {
+            return;
+        }
+        let lease_write = if self.lease.acquire_wanted {
+            self.lease.acquire_wanted = false;
+            Some(crate::core::io::LeaseWrite::Acquire {
+                owner: self.config.owner.clone(),
+                now,
+                expires_at: now + self.config.lease_ms,
+            })
+        } else if self.lease.renew_wanted && self.lease.fence.is_some() {
+            Some(crate::core::io::LeaseWrite::Renew {
+                expires_at: now + self.config.lease_ms,
+            })
+        } else {
+            None
+        };
+        if !self.ledger.has_changes() && !self.persist.barrier_wanted && lease_write.is_none() {
+            return;
+        }
+        let no = self.persist.next_no;
+        self.persist.next_no += 1;
+        self.persist.in_flight = Some(no);
+        self.persist.barrier_wanted = false;
+        self.lease.renew_wanted = false;
+        let batch = self.ledger.take_batch(no, self.lease.fence, lease_write);
+        self.effects.push_back(Effect::Persist(batch));
+    }
+}

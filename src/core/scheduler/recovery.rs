@@ -1,0 +1,77 @@
+//! `start()` (S18, D1): rebuild every index from the ledger, validate the whole recovered
+//! claim set before anything is sent, take the lease, and re-offer interrupted requests first.
+
+use super::{Lifecycle, Scheduler};
+use crate::core::error::{ErrorCode, SchedulerError};
+use crate::core::host::Host;
+use crate::core::model::{EventKind, Millis, RequestPhase, RetryAction, PROTOCOL_VERSION};
+
+impl<H: Host> Scheduler<H> {
+    /// Starts (or keeps running). A claim conflict in the recovered ledger sends nothing.
+    pub fn start(&mut self, now: Millis) -> Result<(), SchedulerError> {
+        match self.lifecycle {
+            Lifecycle::Closed => {
+                return Err(SchedulerError::new(ErrorCode::SchedulerClosed, "start() after stop()"));
+            }
+            Lifecycle::Running => return Ok(()),
+            Lifecycle::Idle => {}
+        }
+        self.claims.clear();
+        let unresolved: Vec<(String, Vec<String>)> = self
+            .ledger
+            .requests()
+            .filter(|r| r.is_unresolved())
+            .map(|r| (r.id.clone(), r.canvas_ids.clone()))
+            .collect();
+        for (id, canvases) in &unresolved {
+            if let Err(error) = self.claims.claim(id, canvases) {
+                self.claims.clear();
+                self.report(crate::core::io::Report::Error(error.clone()));
+                return Err(error);
+            }
+        }
+        self.lifecycle = Lifecycle::Running;
+        let mut order: Vec<(u64, String)> = self
+            .ledger
+            .operations()
+            .filter(|op| op.phase == crate::core::model::OperationPhase::Pending)
+            .map(|op| (op.intent.sequence, op.intent.id.clone()))
+            .collect();
+        order.sort();
+        for (_, id) in order {
+            self.index(&id);
+        }
+        for (id, _) in unresolved {
+            self.recover_request(now, &id);
+        }
+        self.lease.acquire_wanted = true;
+        self.maybe_flush(now);
+        self.pump(now);
+        self.sync_timer(now);
+        Ok(())
+    }
+
+    fn recover_request(&mut self, now: Millis, id: &str) {
+        let Some(request) = self.ledger.request(id).cloned() else { return };
+        if request.protocol_version != PROTOCOL_VERSION {
+            self.block_request(now, id, "request_interpreter_unavailable", None);
+            return;
+        }
+        match request.blocked.as_deref() {
+            // A new session may carry new credentials: an unauthorized request is tried again.
+            Some("unauthorized") => self.ledger.update_request(id, |r| r.blocked = None),
+            Some(_) => return,
+            None => {}
+        }
+        if self.config.principal.is_some() && request.principal != self.config.principal {
+            return; // K3: it waits, claims held, for a session of its own principal.
+        }
+        let action = request.retry_action.unwrap_or(if request.phase == RequestPhase::Frozen {
+            RetryAction::Submit
+        } else {
+            RetryAction::Query
+        });
+        self.retries.schedule(id, request.retry_at.unwrap_or(now), action);
+        self.event(EventKind::Reclaimed, now, Some(id), None, Some(action.as_str().into()));
+    }
+}

@@ -1,0 +1,16 @@
+//! canvas-scheduler: an offline-first operation scheduler for browser canvas editors.
+//!
+//! - [`core`] is a sans-IO state machine: events in, effects out. It never touches
+//!   `web_sys`, `js_sys` or the wall clock, so `cargo test` covers it natively.
+//! - `web` (wasm32 only) carries effects out with IndexedDB, `fetch` and browser timers.
+//! - `api` (wasm32 only) is the JavaScript surface of SPEC section 6.
+
+pub mod core;
+
+#[cfg(target_arch = "wasm32")]
+pub mod web;
+
+#[cfg(target_arch = "wasm32")]
+pub mod api;
+
+pub mod testing;

@@ -1,0 +1,169 @@
+//! A step-by-step driver for one scheduler over a [`MemoryStore`] on a virtual clock. Persists
+//! run automatically unless told otherwise; sends stay on the "wire" until answered.
+
+use std::collections::VecDeque;
+
+use crate::core::config::SchedulerConfig;
+use crate::core::host::Host;
+use crate::core::intent::IntentInput;
+use crate::core::io::{AttemptStatus, Effect, PersistBatch, PersistResult, Report, SendOrder};
+use crate::core::model::Millis;
+use crate::core::Scheduler;
+
+use super::MemoryStore;
+
+/// One scheduler, its store, its wire and its timer.
+pub struct Harness<H: Host> {
+    /// The scheduler under test.
+    pub scheduler: Scheduler<H>,
+    /// Durable state.
+    pub store: MemoryStore,
+    /// Virtual time.
+    pub now: Millis,
+    /// The armed wake-up.
+    pub timer: Option<Millis>,
+    /// Batches emitted and not yet applied (when `auto_persist` is off).
+    pub persists: VecDeque<PersistBatch>,
+    /// Attempts on the wire.
+    pub wire: Vec<SendOrder>,
+    /// Everything sent, in order.
+    pub sent: Vec<SendOrder>,
+    /// Reports to the host.
+    pub reports: Vec<Report>,
+    /// Aborted attempts.
+    pub aborted: Vec<u64>,
+    /// Apply batches as soon as they are emitted.
+    pub auto_persist: bool,
+    /// Fail this many upcoming batches with a storage error.
+    pub fail_persists: u32,
+}
+
+impl<H: Host> Harness<H> {
+    /// A harness over an empty store at t = 1 000 000.
+    pub fn new(config: SchedulerConfig, host: H) -> Self {
+        Self::over(config, host, MemoryStore::default(), 1_000_000)
+    }
+
+    /// A harness over an existing store (a restart).
+    pub fn over(config: SchedulerConfig, host: H, store: MemoryStore, now: Millis) -> Self {
+        let scheduler = match Scheduler::new(config, host, store.snapshot()) {
+            Ok(scheduler) => scheduler,
+            Err(error) => panic!("invalid test config: {error}"),
+        };
+        Self {
+            scheduler,
+            store,
+            now,
+            timer: None,
+            persists: VecDeque::new(),
+            wire: Vec::new(),
+            sent: Vec::new(),
+            reports: Vec::new(),
+            aborted: Vec::new(),
+            auto_persist: true,
+            fail_persists: 0,
+        }
+    }
+
+    /// Carries out every queued effect (persists too, when automatic).
+    pub fn drain(&mut self) {
+        loop {
+            while let Some(effect) = self.scheduler.poll_effect() {
+                match effect {
+                    Effect::Persist(batch) => self.persists.push_back(batch),
+                    Effect::Send(order) => {
+                        self.sent.push(order.clone());
+                        self.wire.push(order);
+                    }
+                    Effect::Abort(attempt) => {
+                        self.aborted.push(attempt);
+                        self.wire.retain(|o| o.attempt != attempt);
+                    }
+                    Effect::SetTimer(at) => self.timer = at,
+                    Effect::Report(report) => self.reports.push(report),
+                }
+            }
+            if !self.auto_persist || !self.persist_next() {
+                break;
+            }
+        }
+    }
+
+    /// Applies (or fails) the oldest emitted batch; false when none is waiting.
+    pub fn persist_next(&mut self) -> bool {
+        let Some(batch) = self.persists.pop_front() else { return false };
+        let result = if self.fail_persists > 0 {
+            self.fail_persists -= 1;
+            MemoryStore::failure("QuotaExceededError")
+        } else {
+            self.store.apply(&batch)
+        };
+        self.scheduler.on_persisted(self.now, batch.no, result);
+        true
+    }
+
+    /// Fails the oldest emitted batch with a given result.
+    pub fn persist_with(&mut self, result: PersistResult) {
+        if let Some(batch) = self.persists.pop_front() {
+            self.scheduler.on_persisted(self.now, batch.no, result);
+        }
+    }
+
+    /// Starts the scheduler and settles its first effects.
+    pub fn start(&mut self) {
+        if let Err(error) = self.scheduler.start(self.now) {
+            panic!("start failed: {error}");
+        }
+        self.drain();
+    }
+
+    /// Enqueues and drains.
+    pub fn enqueue(&mut self, inputs: Vec<IntentInput>) -> Result<u64, crate::core::error::SchedulerError> {
+        let result = self.scheduler.enqueue(self.now, inputs);
+        self.drain();
+        result
+    }
+
+    /// Answers the attempt on the wire for `request_id`.
+    pub fn answer(&mut self, request_id: &str, status: AttemptStatus) {
+        let Some(index) = self.wire.iter().position(|o| o.request.id == request_id) else {
+            panic!("no attempt of {request_id} on the wire: {:?}", self.wire_ids());
+        };
+        let order = self.wire.remove(index);
+        self.scheduler.on_answer(self.now, order.attempt, status);
+        self.drain();
+    }
+
+    /// Answers the oldest attempt on the wire.
+    pub fn answer_first(&mut self, status: AttemptStatus) -> Option<SendOrder> {
+        if self.wire.is_empty() {
+            return None;
+        }
+        let order = self.wire.remove(0);
+        self.scheduler.on_answer(self.now, order.attempt, status);
+        self.drain();
+        Some(order)
+    }
+
+    /// Moves time forward, firing the timer whenever it is due.
+    pub fn advance(&mut self, delta: Millis) {
+        let target = self.now + delta;
+        while let Some(at) = self.timer.filter(|at| *at <= target) {
+            self.now = self.now.max(at);
+            self.timer = None;
+            self.scheduler.on_timer(self.now);
+            self.drain();
+        }
+        self.now = target;
+    }
+
+    /// Request ids on the wire, in send order.
+    pub fn wire_ids(&self) -> Vec<String> {
+        self.wire.iter().map(|o| o.request.id.clone()).collect()
+    }
+
+    /// Operation ids on the wire, in send order.
+    pub fn wire_operations(&self) -> Vec<String> {
+        self.wire.iter().flat_map(|o| o.request.operation_ids.clone()).collect()
+    }
+}

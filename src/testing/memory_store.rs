@@ -1,0 +1,113 @@
+//! An in-memory ledger store: applies a [`PersistBatch`] atomically under the K2 fence rules,
+//! exactly as the IndexedDB store does in one readwrite transaction.
+
+use std::collections::BTreeMap;
+
+use crate::core::io::{LeaseWrite, PersistBatch, PersistFailure, PersistResult};
+use crate::core::ledger::LedgerSnapshot;
+use crate::core::model::{EventRecord, FrozenRequest, Lease, LedgerMeta, Operation};
+use crate::core::safe_error::SafeError;
+
+/// Durable state of one ledger.
+#[derive(Clone, Debug, Default)]
+pub struct MemoryStore {
+    operations: BTreeMap<String, Operation>,
+    requests: BTreeMap<String, FrozenRequest>,
+    lease: Option<Lease>,
+    events: BTreeMap<u64, EventRecord>,
+    meta: LedgerMeta,
+    /// Batches written.
+    pub writes: u64,
+}
+
+impl MemoryStore {
+    /// Everything durable, as `start()` would load it.
+    pub fn snapshot(&self) -> LedgerSnapshot {
+        LedgerSnapshot {
+            operations: self.operations.values().cloned().collect(),
+            requests: self.requests.values().cloned().collect(),
+            lease: self.lease.clone(),
+            events: self.events.values().cloned().collect(),
+            meta: self.meta.clone(),
+        }
+    }
+
+    /// A durable request.
+    pub fn request(&self, id: &str) -> Option<&FrozenRequest> {
+        self.requests.get(id)
+    }
+
+    /// A durable operation.
+    pub fn operation(&self, id: &str) -> Option<&Operation> {
+        self.operations.get(id)
+    }
+
+    /// The durable lease.
+    pub fn lease(&self) -> Option<&Lease> {
+        self.lease.as_ref()
+    }
+
+    /// Applies a batch, or refuses all of it.
+    pub fn apply(&mut self, batch: &PersistBatch) -> PersistResult {
+        let fence = batch.fence;
+        match &batch.lease {
+            Some(LeaseWrite::Acquire { owner, now, expires_at }) => {
+                let free = self
+                    .lease
+                    .as_ref()
+                    .is_none_or(|l| l.expires_at <= *now || &l.owner == owner);
+                if !free {
+                    return PersistResult::Failed(PersistFailure::Fenced { current: self.lease.clone() });
+                }
+                let next = self.lease.as_ref().map_or(1, |l| l.fence + 1);
+                self.lease = Some(Lease {
+                    owner: owner.clone(),
+                    fence: next,
+                    expires_at: *expires_at,
+                });
+            }
+            Some(LeaseWrite::Renew { expires_at }) => {
+                if self.lease.as_ref().map(|l| l.fence) != fence || fence.is_none() {
+                    return PersistResult::Failed(PersistFailure::Fenced { current: self.lease.clone() });
+                }
+                if let Some(lease) = self.lease.as_mut() {
+                    lease.expires_at = *expires_at;
+                }
+            }
+            Some(LeaseWrite::Release) => {
+                if self.lease.as_ref().map(|l| l.fence) == fence {
+                    if let Some(lease) = self.lease.as_mut() {
+                        lease.expires_at = 0;
+                    }
+                }
+            }
+            None => {
+                if fence.is_some() && self.lease.as_ref().map(|l| l.fence) != fence {
+                    return PersistResult::Failed(PersistFailure::Fenced { current: self.lease.clone() });
+                }
+            }
+        }
+        for op in &batch.operations {
+            self.operations.insert(op.intent.id.clone(), op.clone());
+        }
+        for request in &batch.requests {
+            self.requests.insert(request.id.clone(), request.clone());
+        }
+        for event in &batch.events {
+            self.events.insert(event.seq, event.clone());
+        }
+        if let Some(below) = batch.trim_events_below {
+            self.events = self.events.split_off(&below);
+        }
+        if let Some(meta) = &batch.meta {
+            self.meta = meta.clone();
+        }
+        self.writes += 1;
+        PersistResult::Done { lease: self.lease.clone() }
+    }
+
+    /// A storage failure result (quota, aborted transaction).
+    pub fn failure(code: &str) -> PersistResult {
+        PersistResult::Failed(PersistFailure::Storage(SafeError::new(code, "simulated storage failure")))
+    }
+}

@@ -1,0 +1,143 @@
+//! A protocol-v1 server model (SPEC §7): applies a request at most once per idempotency key,
+//! answers repeats with the stored outcome, 404s a query for an unknown key, and keeps the
+//! order in which operations were applied per canvas, so invariants can be checked.
+
+use std::collections::BTreeMap;
+
+use serde_json::json;
+
+use crate::core::io::{AttemptOutcome, AttemptStatus};
+use crate::core::model::{FrozenRequest, RetryAction};
+use crate::core::safe_error::SafeError;
+
+/// What a request came to on the server.
+#[derive(Clone, Debug, PartialEq)]
+struct Stored {
+    digest: String,
+    outcome: AttemptOutcome,
+    /// Queries left before an accepted run becomes applied.
+    polls_left: u32,
+}
+
+/// Fault switches for one answer.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ServerFaults {
+    /// Answer 503 without applying.
+    pub server_error: bool,
+    /// Answer 429 with this Retry-After (ms) without applying.
+    pub too_many: Option<u64>,
+    /// Apply, then lose the answer (the client sees a transport error).
+    pub drop_after_apply: bool,
+    /// Lose the request before it arrives.
+    pub drop_before_apply: bool,
+}
+
+/// The server's state.
+#[derive(Clone, Debug, Default)]
+pub struct SimServer {
+    stored: BTreeMap<String, Stored>,
+    versions: BTreeMap<String, u64>,
+    /// Operation id → times applied (must never exceed 1).
+    pub applied: BTreeMap<String, u32>,
+    /// Canvas → operation ids in the order applied.
+    pub order: BTreeMap<String, Vec<String>>,
+    /// Keys received with a body other than the first one (must stay 0).
+    pub key_reuse: u32,
+    /// Submits received (including repeats).
+    pub submits: u64,
+    /// Queries received.
+    pub queries: u64,
+}
+
+impl SimServer {
+    /// Handles one attempt as the wire would deliver it.
+    pub fn handle(&mut self, action: RetryAction, request: &FrozenRequest, faults: ServerFaults) -> AttemptStatus {
+        if faults.drop_before_apply {
+            return AttemptStatus::transport_unknown("connection dropped");
+        }
+        if faults.server_error {
+            return status(AttemptOutcome::Unresolved, Some(SafeError::new("http_503", "service unavailable")));
+        }
+        if let Some(after) = faults.too_many {
+            let mut answer = status(AttemptOutcome::Unresolved, Some(SafeError::new("http_429", "too many requests")));
+            answer.retry_after_ms = Some(after);
+            return answer;
+        }
+        let answer = match action {
+            RetryAction::Submit => self.submit(request),
+            RetryAction::Query => self.query(&request.id),
+        };
+        if faults.drop_after_apply {
+            return AttemptStatus::transport_unknown("connection dropped after apply");
+        }
+        answer
+    }
+
+    fn submit(&mut self, request: &FrozenRequest) -> AttemptStatus {
+        self.submits += 1;
+        if let Some(stored) = self.stored.get(&request.id) {
+            if stored.digest != request.digest {
+                self.key_reuse += 1;
+                return status(AttemptOutcome::Rejected, Some(SafeError::new("idempotency_key_reused", "different body")));
+            }
+            return status(stored.outcome, None);
+        }
+        let conflict = request
+            .expected_versions
+            .iter()
+            .any(|(canvas, v)| self.versions.get(canvas).copied().unwrap_or(0) != *v);
+        if conflict {
+            self.stored.insert(
+                request.id.clone(),
+                Stored { digest: request.digest.clone(), outcome: AttemptOutcome::Rejected, polls_left: 0 },
+            );
+            let mut answer = status(AttemptOutcome::Rejected, Some(SafeError::new("version_conflict", "stale version")));
+            answer.canonical = Some(json!({ "versions": self.versions }));
+            return answer;
+        }
+        let accepted = request.kind == "run.start";
+        self.apply(request);
+        let outcome = if accepted { AttemptOutcome::Accepted } else { AttemptOutcome::Applied };
+        self.stored.insert(
+            request.id.clone(),
+            Stored { digest: request.digest.clone(), outcome, polls_left: if accepted { 2 } else { 0 } },
+        );
+        status(outcome, None)
+    }
+
+    fn apply(&mut self, request: &FrozenRequest) {
+        for id in &request.operation_ids {
+            *self.applied.entry(id.clone()).or_default() += 1;
+            for canvas in &request.canvas_ids {
+                self.order.entry(canvas.clone()).or_default().push(id.clone());
+            }
+        }
+        for canvas in &request.canvas_ids {
+            *self.versions.entry(canvas.clone()).or_default() += 1;
+        }
+    }
+
+    fn query(&mut self, id: &str) -> AttemptStatus {
+        self.queries += 1;
+        let Some(stored) = self.stored.get_mut(id) else {
+            return status(AttemptOutcome::Unresolved, Some(SafeError::new("not_found", "never received")));
+        };
+        if stored.outcome == AttemptOutcome::Accepted {
+            if stored.polls_left == 0 {
+                stored.outcome = AttemptOutcome::Applied;
+            } else {
+                stored.polls_left -= 1;
+            }
+        }
+        status(stored.outcome, None)
+    }
+
+    /// Whether the server has ever received this key.
+    pub fn has(&self, request_id: &str) -> bool {
+        self.stored.contains_key(request_id)
+    }
+}
+
+fn status(outcome: AttemptOutcome, error: Option<SafeError>) -> AttemptStatus {
+    AttemptStatus { error, ..AttemptStatus::outcome(outcome) }
+}

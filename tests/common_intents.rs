@@ -1,0 +1,45 @@
+//! Intent builders shared by the native test files (included with `mod`).
+
+use canvas_scheduler::core::intent::IntentInput;
+use serde_json::json;
+
+/// A plain edit on the given canvases.
+pub fn edit(id: &str, canvases: &[&str]) -> IntentInput {
+    IntentInput {
+        id: id.into(),
+        sequence: None,
+        operation_type: "shape.upsert".into(),
+        canvas_ids: canvases.iter().map(|c| (*c).into()).collect(),
+        dependencies: Vec::new(),
+        payload: json!({ "shapeId": id }),
+        expected_versions: None,
+        run_id: None,
+        coalesce_key: None,
+        blob: None,
+    }
+}
+
+/// An edit with dependencies.
+pub fn edit_after(id: &str, canvases: &[&str], deps: &[&str]) -> IntentInput {
+    IntentInput {
+        dependencies: deps.iter().map(|d| (*d).into()).collect(),
+        ..edit(id, canvases)
+    }
+}
+
+/// An upload (no participants needed).
+pub fn upload(id: &str) -> IntentInput {
+    IntentInput {
+        operation_type: "asset.upload".into(),
+        canvas_ids: Vec::new(),
+        ..edit(id, &[])
+    }
+}
+
+/// An intent of any kind.
+pub fn of_kind(id: &str, kind: &str, canvases: &[&str]) -> IntentInput {
+    IntentInput {
+        operation_type: kind.into(),
+        ..edit(id, canvases)
+    }
+}
