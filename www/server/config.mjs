@@ -1,0 +1,121 @@
+// Server options: defaults, validation, and the command line that produces them.
+
+import { parseArgs } from 'node:util';
+
+import { normaliseTokens } from './auth.mjs';
+import { validateFaults } from './faults.mjs';
+
+/** The only address this server may listen on: it is a test server, never exposed. */
+export const ALLOWED_HOST = '127.0.0.1';
+
+/**
+ * @typedef {object} ServerOptions
+ * @property {number} [port] TCP port; 0 picks a free one. Default 0.
+ * @property {string} [host] Must be `127.0.0.1` (the default).
+ * @property {string} db SQLite file path (`:memory:` for a throw-away store).
+ * @property {number} [runApplyMs] Delay from accepting a run.start to applying it. Default 300.
+ * @property {string | Map<string, string> | Record<string, string> | null} [tokens] Bearer
+ *   tokens: `"user-a:tokA,user-b:tokB"`, a Map token → principal, or `{principal: token}`.
+ *   Absent = no authentication.
+ * @property {Partial<import('./faults.mjs').FaultConfig>} [faults] Initial fault settings (also
+ *   what /admin/reset returns to).
+ * @property {number} [maxBodyBytes] Bound on a JSON body or `request` part. Default 1 MiB.
+ * @property {number} [maxBlobBytes] Bound on an upload's blob. Default 16 MiB.
+ * @property {() => number} [now] Clock, for tests. Default Date.now.
+ */
+
+/**
+ * @typedef {object} ResolvedOptions
+ * @property {number} port
+ * @property {string} host
+ * @property {string} db
+ * @property {number} runApplyMs
+ * @property {Map<string, string> | null} tokens
+ * @property {Partial<import('./faults.mjs').FaultConfig>} faults
+ * @property {number} maxBodyBytes
+ * @property {number} maxBlobBytes
+ * @property {() => number} now
+ */
+
+function integerIn(name, value, min, max) {
+  if (!Number.isSafeInteger(value) || value < min || value > max) {
+    throw new Error(`${name} must be an integer in [${min}, ${max}], got ${value}`);
+  }
+  return value;
+}
+
+/**
+ * Applies defaults and checks every option.
+ *
+ * @param {ServerOptions} options
+ * @returns {ResolvedOptions}
+ * @throws {Error} On any invalid option, including a host other than 127.0.0.1.
+ */
+export function resolveOptions(options) {
+  const host = options.host ?? ALLOWED_HOST;
+  if (host !== ALLOWED_HOST) {
+    throw new Error(`refusing to listen on ${host}: this test server only listens on ${ALLOWED_HOST}`);
+  }
+  if (typeof options.db !== 'string' || options.db.length === 0) {
+    throw new Error('db is required: a SQLite file path, or :memory:');
+  }
+  return {
+    port: integerIn('port', options.port ?? 0, 0, 65_535),
+    host,
+    db: options.db,
+    runApplyMs: integerIn('runApplyMs', options.runApplyMs ?? 300, 0, 3_600_000),
+    tokens: normaliseTokens(options.tokens),
+    faults: validateFaults(options.faults ?? {}),
+    maxBodyBytes: integerIn('maxBodyBytes', options.maxBodyBytes ?? 1024 * 1024, 1024, 64 * 1024 * 1024),
+    maxBlobBytes: integerIn('maxBlobBytes', options.maxBlobBytes ?? 16 * 1024 * 1024, 1, 1024 * 1024 * 1024),
+    now: options.now ?? Date.now,
+  };
+}
+
+export const USAGE = `usage: node server.mjs --db PATH [--port 0] [--host 127.0.0.1] [--run-apply-ms 300]
+                      [--tokens user-a:tokA,user-b:tokB] [--seed N]
+                      [--max-body-bytes N] [--max-blob-bytes N]`;
+
+function integerArg(name, text) {
+  if (text === undefined) return undefined;
+  if (!/^\d+$/.test(text)) throw new Error(`--${name} must be a non-negative integer, got "${text}"`);
+  return Number(text);
+}
+
+/**
+ * Parses the command line into {@link ServerOptions} (still to be resolved).
+ *
+ * @param {string[]} argv Arguments after the script name.
+ * @returns {ServerOptions & {help?: boolean}}
+ * @throws {Error} On unknown or malformed flags.
+ */
+export function parseCliArgs(argv) {
+  const { values } = parseArgs({
+    args: argv,
+    strict: true,
+    allowPositionals: false,
+    options: {
+      port: { type: 'string' },
+      host: { type: 'string' },
+      db: { type: 'string' },
+      'run-apply-ms': { type: 'string' },
+      tokens: { type: 'string' },
+      seed: { type: 'string' },
+      'max-body-bytes': { type: 'string' },
+      'max-blob-bytes': { type: 'string' },
+      help: { type: 'boolean' },
+    },
+  });
+  const seed = integerArg('seed', values.seed);
+  return {
+    help: values.help ?? false,
+    port: integerArg('port', values.port),
+    host: values.host,
+    db: values.db,
+    runApplyMs: integerArg('run-apply-ms', values['run-apply-ms']),
+    tokens: values.tokens,
+    faults: seed === undefined ? {} : { seed },
+    maxBodyBytes: integerArg('max-body-bytes', values['max-body-bytes']),
+    maxBlobBytes: integerArg('max-blob-bytes', values['max-blob-bytes']),
+  };
+}

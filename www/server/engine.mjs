@@ -1,0 +1,542 @@
+// The engine: decides the one outcome of each idempotency key and applies it to the canvases.
+//
+// At most once per key: the first complete submit of a key is decided, applied (if it applies)
+// and its answer recorded in the same SQLite transaction; every later submit with the same body
+// gets that stored answer, and a different body under the same key is refused. While the first
+// submit of a key is still being received (a slow upload), the key is "in progress": a second
+// submit or a query is answered 409 without a body.
+//
+// Kinds interpreted: the document kinds of operations.mjs (also batched), `asset.upload`,
+// `run.start` (accepted now, applied `runApplyMs` later) and `run.cancel`.
+
+import { createHash } from 'node:crypto';
+
+import {
+  DOCUMENT_KINDS,
+  applyDocumentOperation,
+  checkDocumentPayload,
+} from './operations.mjs';
+import {
+  PROTOCOL_VERSION,
+  ProtocolError,
+  keyReusedReply,
+  requestDigest,
+  wireError,
+} from './protocol.mjs';
+
+const NON_BATCHABLE_KINDS = new Set(['asset.upload', 'run.start', 'run.cancel']);
+
+/** How many due runs one promotion pass handles per transaction. */
+const PROMOTION_PAGE = 64;
+/** Upper bound on pages per pass, so a pass always ends. */
+const PROMOTION_MAX_PAGES = 1000;
+/** setTimeout cannot wait longer than this. */
+const MAX_TIMER_MS = 2 ** 31 - 1;
+
+/**
+ * @typedef {object} Blob A received upload body.
+ * @property {Buffer} data
+ * @property {string} contentType
+ * @property {string | null} filename
+ * @property {number} size
+ * @property {string} sha256 Hex digest of `data`.
+ */
+
+/**
+ * @typedef {object} SubmitResult
+ * @property {import('./protocol.mjs').Reply} [reply] The answer to send.
+ * @property {boolean} [created] True when this submit decided the key (something was committed).
+ * @property {boolean} [forbidden] The key belongs to another principal.
+ */
+
+const isPlainObject = (value) =>
+  typeof value === 'object' && value !== null && !Array.isArray(value);
+
+function rejection(request, httpStatus, error, { canonical, perOperation } = {}) {
+  const answer = {
+    outcome: 'rejected',
+    error,
+    operations: request.operationIds.map((operationId) => ({
+      operationId,
+      outcome: 'rejected',
+      error: perOperation?.get(operationId) ?? error,
+    })),
+  };
+  if (canonical !== undefined) answer.canonical = canonical;
+  return { status: 'rejected', httpStatus, answer };
+}
+
+function payloadRejection(request, message) {
+  return rejection(request, 422, wireError('invalid_payload', message));
+}
+
+/**
+ * Creates the engine over a store.
+ *
+ * @param {object} options
+ * @param {import('./store.mjs').Store} options.store
+ * @param {number} options.runApplyMs Delay between accepting a `run.start` and applying it.
+ * @param {() => number} [options.now] Clock (ms since the epoch).
+ */
+export function createEngine({ store, runApplyMs, now = Date.now }) {
+  /** Keys whose first submit is being received but not yet decided. */
+  const receiving = new Set();
+  let runTimer = null;
+  let closed = false;
+
+  const samePrincipal = (stored, principal) =>
+    stored.principal == null || principal == null || stored.principal === principal;
+
+  function canonicalCanvases(ids) {
+    const canvases = {};
+    for (const id of ids) {
+      const { version, document } = store.getCanvas(id);
+      canvases[id] = { version, document };
+    }
+    return { canvases };
+  }
+
+  function versionConflict(request) {
+    const stale = [];
+    for (const [canvasId, expected] of Object.entries(request.expectedVersions)) {
+      const actual = store.getCanvas(canvasId).version;
+      if (actual !== expected) stale.push({ canvasId, expected, actual });
+    }
+    if (stale.length === 0) return null;
+    const ids = [...new Set([...request.canvasIds, ...Object.keys(request.expectedVersions)])].sort();
+    return rejection(
+      request,
+      409,
+      wireError('version_conflict', 'a canvas changed since the request was made', { stale }),
+      { canonical: canonicalCanvases(ids) },
+    );
+  }
+
+  /**
+   * Bumps every canvas of the request by one version, writes the new documents and logs who
+   * applied what. Returns the new canonical state of those canvases.
+   */
+  function commitApplication(request, principal, at, documents, operationsByCanvas) {
+    const canvases = {};
+    for (const canvasId of request.canvasIds) {
+      const current = store.getCanvas(canvasId);
+      const version = current.version + 1;
+      const document = documents.get(canvasId) ?? current.document;
+      store.putCanvas(canvasId, version, document);
+      store.logCanvas(canvasId, version, request.id, operationsByCanvas(canvasId));
+      canvases[canvasId] = { version, document };
+    }
+    for (const operationId of request.operationIds) {
+      store.logOperation(operationId, request.id, request.kind, principal, at);
+    }
+    return canvases;
+  }
+
+  function workingDocuments(request) {
+    return new Map(request.canvasIds.map((id) => [id, structuredClone(store.getCanvas(id).document)]));
+  }
+
+  function documentEntries(request) {
+    if (request.operationIds.length === 1) {
+      const payload = request.payload;
+      return {
+        entries: [
+          {
+            operationId: request.operationIds[0],
+            kind: request.kind,
+            payload,
+            canvasId: isPlainObject(payload) ? payload.canvasId : undefined,
+          },
+        ],
+      };
+    }
+    // A batch carries one entry per operation, in the order of operationIds (README).
+    const list = isPlainObject(request.payload) ? request.payload.operations : undefined;
+    if (!Array.isArray(list) || list.length !== request.operationIds.length) {
+      return { error: 'a batch payload needs operations: one entry per operationId' };
+    }
+    const entries = [];
+    for (let i = 0; i < list.length; i += 1) {
+      const entry = list[i];
+      if (!isPlainObject(entry) || entry.operationId !== request.operationIds[i]) {
+        return { error: `batch entry ${i} must be an object for operation ${request.operationIds[i]}` };
+      }
+      entries.push({
+        operationId: entry.operationId,
+        kind: entry.kind ?? request.kind,
+        payload: entry.payload,
+        canvasId: entry.canvasId ?? (isPlainObject(entry.payload) ? entry.payload.canvasId : undefined),
+      });
+    }
+    return { entries };
+  }
+
+  function targetCanvas(request, entry) {
+    if (entry.canvasId !== undefined) return entry.canvasId;
+    if (request.ownerCanvasId !== undefined) return request.ownerCanvasId;
+    return request.canvasIds.length === 1 ? request.canvasIds[0] : null;
+  }
+
+  /** Shape edits, alone or batched: all apply or none does. */
+  function decideDocument(request, principal, at) {
+    const { entries, error } = documentEntries(request);
+    if (error) return payloadRejection(request, error);
+    const failure = (index, httpStatus, entryError) => {
+      const perOperation = new Map();
+      entries.forEach((entry, i) => {
+        perOperation.set(
+          entry.operationId,
+          i === index
+            ? entryError
+            : wireError('batch_aborted', `operation ${entries[index].operationId} failed; nothing was applied`),
+        );
+      });
+      const topError = { ...entryError, details: { ...entryError.details, operationId: entries[index].operationId } };
+      return rejection(request, httpStatus, topError, {
+        perOperation,
+        canonical: httpStatus === 409 ? canonicalCanvases(request.canvasIds) : undefined,
+      });
+    };
+    // Payload checks first: a malformed request is refused for what it is, whatever the state.
+    for (let i = 0; i < entries.length; i += 1) {
+      const entry = entries[i];
+      if (!DOCUMENT_KINDS.includes(entry.kind)) {
+        const code = NON_BATCHABLE_KINDS.has(entry.kind) ? 'not_batchable' : 'unknown_kind';
+        return failure(i, 422, wireError(code, `kind ${entry.kind} cannot be applied in a batch`));
+      }
+      const check = checkDocumentPayload(entry.kind, entry.payload);
+      if (!check.ok) return failure(i, check.status, check.error);
+      const canvasId = targetCanvas(request, entry);
+      if (canvasId === null) {
+        return failure(i, 422, wireError('invalid_payload', 'name the canvas: canvasId, ownerCanvasId or a single canvasIds entry'));
+      }
+      if (!request.canvasIds.includes(canvasId)) {
+        return failure(i, 422, wireError('canvas_not_in_request', `canvas ${canvasId} is not in canvasIds`));
+      }
+      entry.target = canvasId;
+    }
+    const conflict = versionConflict(request);
+    if (conflict) return conflict;
+    const documents = workingDocuments(request);
+    const results = [];
+    for (let i = 0; i < entries.length; i += 1) {
+      const entry = entries[i];
+      const applied = applyDocumentOperation(documents.get(entry.target), entry.kind, entry.payload);
+      if (!applied.ok) return failure(i, applied.status, applied.error);
+      results.push(applied.result);
+    }
+    const canvases = commitApplication(request, principal, at, documents, (canvasId) =>
+      entries.filter((entry) => entry.target === canvasId).map((entry) => entry.operationId),
+    );
+    return {
+      status: 'applied',
+      httpStatus: 200,
+      answer: {
+        outcome: 'applied',
+        canonical: { canvases },
+        operations: entries.map((entry, i) => ({
+          operationId: entry.operationId,
+          outcome: 'applied',
+          canonical: {
+            canvasId: entry.target,
+            version: canvases[entry.target].version,
+            shapeId: results[i].shapeId,
+            shape: results[i].shape,
+          },
+        })),
+      },
+    };
+  }
+
+  function decideUpload(request, blob, principal, at) {
+    if (!blob) return rejection(request, 422, wireError('missing_blob', 'asset.upload needs a multipart blob part'));
+    const payload = request.payload ?? {};
+    if (!isPlainObject(payload)) return payloadRejection(request, 'asset.upload payload must be an object or null');
+    if (payload.name != null && typeof payload.name !== 'string') return payloadRejection(request, 'name must be a string');
+    const conflict = versionConflict(request);
+    if (conflict) return conflict;
+    // Derived from the key, so the asset id is reproducible and one key yields one asset.
+    const assetId = `asset-${createHash('sha256').update(request.id).digest('hex').slice(0, 24)}`;
+    const name = payload.name ?? blob.filename ?? null;
+    store.insertAsset({
+      id: assetId,
+      requestId: request.id,
+      contentType: blob.contentType,
+      filename: name,
+      size: blob.size,
+      sha256: blob.sha256,
+      data: blob.data,
+      createdAt: at,
+    });
+    const documents = workingDocuments(request);
+    for (const document of documents.values()) {
+      document.assets[assetId] = { size: blob.size, contentType: blob.contentType, name };
+    }
+    const canvases = commitApplication(request, principal, at, documents, () => request.operationIds);
+    const asset = { assetId, size: blob.size, contentType: blob.contentType, sha256: blob.sha256 };
+    return {
+      status: 'applied',
+      httpStatus: 200,
+      answer: {
+        outcome: 'applied',
+        canonical: { ...asset, canvases },
+        operations: request.operationIds.map((operationId) => ({ operationId, outcome: 'applied', canonical: asset })),
+      },
+    };
+  }
+
+  function runIdOf(request) {
+    const runId = request.runId ?? (isPlainObject(request.payload) ? request.payload.runId : undefined);
+    return typeof runId === 'string' && runId.length > 0 && runId.length <= 256 ? runId : null;
+  }
+
+  function decideRunStart(request, at) {
+    const runId = runIdOf(request);
+    if (!runId) return payloadRejection(request, 'run.start needs a runId');
+    const conflict = versionConflict(request);
+    if (conflict) return conflict;
+    const run = store.getRun(runId);
+    if (run?.status === 'cancelled') {
+      // The cancel overtook the start (run.cancel claims no canvas, so it may): honour it.
+      return rejection(request, 409, wireError('run_cancelled', `run ${runId} was cancelled`));
+    }
+    if (run) {
+      return rejection(request, 409, wireError('run_already_started', `run ${runId} was started by another request`, {
+        startRequestId: run.startRequestId,
+      }));
+    }
+    store.putRun({ id: runId, status: 'pending', startRequestId: request.id, cancelRequestId: null, updatedAt: at });
+    return {
+      status: 'accepted',
+      httpStatus: 202,
+      applyAt: at + runApplyMs,
+      answer: {
+        outcome: 'accepted',
+        operations: request.operationIds.map((operationId) => ({ operationId, outcome: 'accepted' })),
+      },
+    };
+  }
+
+  function decideRunCancel(request, principal, at) {
+    const runId = runIdOf(request);
+    if (!runId) return payloadRejection(request, 'run.cancel needs a runId');
+    const conflict = versionConflict(request);
+    if (conflict) return conflict;
+    const run = store.getRun(runId);
+    const previous = run?.status ?? 'unknown';
+    const cancelled = previous === 'unknown' || previous === 'pending';
+    if (previous === 'pending') {
+      const start = store.getRequest(run.startRequestId);
+      if (start?.status === 'accepted') {
+        const refused = rejection(start.body, 409, wireError('run_cancelled', `run ${runId} was cancelled`));
+        store.resolveRequest(start.id, 'rejected', refused.httpStatus, refused.answer, at);
+      }
+    }
+    if (cancelled) {
+      store.putRun({
+        id: runId,
+        status: 'cancelled',
+        startRequestId: run?.startRequestId ?? null,
+        cancelRequestId: request.id,
+        updatedAt: at,
+      });
+    }
+    const documents = workingDocuments(request);
+    if (cancelled) for (const document of documents.values()) document.runs[runId] = 'cancelled';
+    const canvases = commitApplication(request, principal, at, documents, () => request.operationIds);
+    const runState = { runId, status: cancelled ? 'cancelled' : previous, previous, cancelled };
+    return {
+      status: 'applied',
+      httpStatus: 200,
+      answer: {
+        outcome: 'applied',
+        canonical: { run: runState, canvases },
+        operations: request.operationIds.map((operationId) => ({ operationId, outcome: 'applied', canonical: { run: runState } })),
+      },
+    };
+  }
+
+  /** Decides the first outcome of a key. Runs inside the submit transaction. */
+  function decide(request, blob, principal, at) {
+    if (request.protocolVersion !== PROTOCOL_VERSION) {
+      return rejection(request, 422, wireError('unsupported_protocol_version', `this server speaks protocol ${PROTOCOL_VERSION}`));
+    }
+    if (request.operationIds.length > 1 || DOCUMENT_KINDS.includes(request.kind)) {
+      return decideDocument(request, principal, at);
+    }
+    switch (request.kind) {
+      case 'asset.upload':
+        return decideUpload(request, blob, principal, at);
+      case 'run.start':
+        return decideRunStart(request, at);
+      case 'run.cancel':
+        return decideRunCancel(request, principal, at);
+      default:
+        return rejection(request, 422, wireError('unknown_kind', `unknown kind ${request.kind}`));
+    }
+  }
+
+  /** Applies one accepted run.start whose time has come. Runs inside a transaction. */
+  function applyDueRun(stored, at) {
+    const request = stored.body;
+    const runId = runIdOf(request);
+    const run = runId ? store.getRun(runId) : null;
+    if (!run || run.status !== 'pending' || run.startRequestId !== request.id) {
+      // Only a cancel moves a pending run elsewhere, and it resolves this request itself; this
+      // branch keeps a damaged store from leaving the request accepted forever.
+      const refused = rejection(request, 409, wireError('run_cancelled', `run ${runId} is no longer pending`));
+      store.resolveRequest(request.id, 'rejected', refused.httpStatus, refused.answer, at);
+      return;
+    }
+    const documents = workingDocuments(request);
+    for (const document of documents.values()) document.runs[runId] = 'completed';
+    const canvases = commitApplication(request, stored.principal, at, documents, () => request.operationIds);
+    store.putRun({ ...run, status: 'completed', updatedAt: at });
+    const runState = { runId, status: 'completed' };
+    const answer = {
+      outcome: 'applied',
+      canonical: { run: runState, canvases },
+      operations: request.operationIds.map((operationId) => ({ operationId, outcome: 'applied', canonical: { run: runState } })),
+    };
+    store.resolveRequest(request.id, 'applied', 200, answer, at);
+  }
+
+  /**
+   * Applies every accepted request that is due, then re-arms the timer for the next one.
+   * Called before each answer too, so an answer never shows `accepted` past its due time.
+   */
+  function promoteDue() {
+    if (closed) return;
+    const at = now();
+    for (let page = 0; page < PROMOTION_MAX_PAGES; page += 1) {
+      const due = store.dueRequests(at, PROMOTION_PAGE);
+      if (due.length === 0) break;
+      for (const stored of due) {
+        store.transaction(() => {
+          const fresh = store.getRequest(stored.id);
+          if (fresh?.status === 'accepted') applyDueRun(fresh, at);
+        });
+      }
+    }
+    armRunTimer();
+  }
+
+  function armRunTimer() {
+    if (runTimer) clearTimeout(runTimer);
+    runTimer = null;
+    if (closed) return;
+    const dueAt = store.nextDueAt();
+    if (dueAt === null) return;
+    runTimer = setTimeout(onRunTimer, Math.min(MAX_TIMER_MS, Math.max(0, dueAt - now())));
+  }
+
+  function onRunTimer() {
+    runTimer = null;
+    try {
+      promoteDue();
+    } catch (error) {
+      // Not re-armed here (a persistent failure would spin); the next protocol or admin read
+      // promotes and re-arms. Each promotion is its own transaction, so nothing is half-done.
+      process.stderr.write(`canvas-scheduler server: run promotion failed: ${error?.stack ?? error}\n`);
+    }
+  }
+
+  return {
+    /**
+     * Marks a key as being received. Returns a release function, or null when the key is
+     * already being received by another submit (answer 409 without a body).
+     *
+     * @param {string} key
+     * @returns {(() => void) | null}
+     */
+    beginReceiving(key) {
+      if (receiving.has(key)) return null;
+      receiving.add(key);
+      return () => receiving.delete(key);
+    },
+
+    /**
+     * @param {string} key
+     * @returns {boolean} Whether a stored outcome exists for `key`.
+     */
+    isStored(key) {
+      return store.getRequest(key) !== null;
+    },
+
+    /**
+     * Handles a complete submit.
+     *
+     * @param {object} submit
+     * @param {import('./protocol.mjs').WireRequest} submit.request
+     * @param {Blob | null} submit.blob
+     * @param {string | null} submit.principal
+     * @returns {SubmitResult}
+     * @throws {ProtocolError} 400 when a blob comes with a kind other than `asset.upload`.
+     */
+    submit({ request, blob, principal }) {
+      if (closed) throw new Error('engine closed');
+      if (blob && request.kind !== 'asset.upload') {
+        throw new ProtocolError(400, 'unexpected_blob', 'only asset.upload may carry a blob');
+      }
+      promoteDue();
+      const digest = requestDigest(request, blob);
+      const at = now();
+      const result = store.transaction(() => {
+        const existing = store.getRequest(request.id);
+        if (existing) {
+          if (!samePrincipal(existing, principal)) return { forbidden: true };
+          if (existing.digest !== digest) return { reply: keyReusedReply(), created: false };
+          store.countSubmit(request.id);
+          return { reply: { status: existing.httpStatus, answer: existing.answer }, created: false };
+        }
+        const decision = decide(request, blob, principal, at);
+        store.insertRequest({
+          id: request.id,
+          digest,
+          body: request,
+          principal,
+          status: decision.status,
+          httpStatus: decision.httpStatus,
+          answer: decision.answer,
+          receivedAt: at,
+          applyAt: decision.applyAt ?? null,
+        });
+        return { reply: { status: decision.httpStatus, answer: decision.answer }, created: true };
+      });
+      if (result.created) armRunTimer();
+      return result;
+    },
+
+    /**
+     * Handles a query.
+     *
+     * @param {string} key
+     * @param {string | null} principal
+     * @returns {{reply?: import('./protocol.mjs').Reply, inProgress?: boolean, notFound?: boolean, forbidden?: boolean}}
+     */
+    query(key, principal) {
+      if (closed) throw new Error('engine closed');
+      promoteDue();
+      return store.transaction(() => {
+        const existing = store.getRequest(key);
+        if (!existing) return receiving.has(key) ? { inProgress: true } : { notFound: true };
+        if (!samePrincipal(existing, principal)) return { forbidden: true };
+        store.countQuery(key);
+        return { reply: { status: existing.httpStatus, answer: existing.answer } };
+      });
+    },
+
+    /** Applies due runs now (also used by the admin API before reading state). */
+    promoteDue,
+
+    /** Re-reads the due times from the store (after a reset). */
+    rearm: armRunTimer,
+
+    /** Stops the run timer; later calls to submit/query throw. */
+    close() {
+      closed = true;
+      if (runTimer) clearTimeout(runTimer);
+      runTimer = null;
+    },
+  };
+}

@@ -1,0 +1,113 @@
+// Document operations: the kinds that edit a canvas document, as pure functions.
+//
+// A canvas document is `{ shapes: {[shapeId]: object}, assets: {[assetId]: object},
+// runs: {[runId]: status} }`. Each function checks its payload first (a bad payload is a
+// permanent `invalid_payload` refusal) and then applies itself to a document the caller owns; a
+// refusal that depends on the current state (e.g. moving a shape that is gone) is a conflict.
+
+import { MAX_ID_LENGTH, wireError } from './protocol.mjs';
+
+/** Kinds interpreted by this module; each may also appear inside a batch. */
+export const DOCUMENT_KINDS = Object.freeze(['shape.upsert', 'shape.move', 'shape.recolour', 'shape.delete']);
+
+const MAX_COLOUR_LENGTH = 64;
+
+/** @returns {{shapes: object, assets: object, runs: object}} A fresh, empty canvas document. */
+export function emptyDocument() {
+  return { shapes: {}, assets: {}, runs: {} };
+}
+
+/**
+ * Fills in any part an older stored document lacks, so handlers can rely on the full shape.
+ *
+ * @param {object} document
+ */
+export function normaliseDocument(document) {
+  return { ...emptyDocument(), ...document };
+}
+
+const isPlainObject = (value) =>
+  typeof value === 'object' && value !== null && !Array.isArray(value);
+
+function payloadError(message) {
+  return { ok: false, status: 422, error: wireError('invalid_payload', message) };
+}
+
+function shapeIdOf(payload) {
+  const shapeId = payload?.shapeId;
+  return typeof shapeId === 'string' && shapeId.length > 0 && shapeId.length <= MAX_ID_LENGTH
+    ? shapeId
+    : null;
+}
+
+/**
+ * Validates a document operation's payload without looking at any document.
+ *
+ * @param {string} kind One of {@link DOCUMENT_KINDS}.
+ * @param {unknown} payload
+ * @returns {{ok: true} | {ok: false, status: number, error: object}}
+ */
+export function checkDocumentPayload(kind, payload) {
+  if (!isPlainObject(payload)) return payloadError(`${kind} needs an object payload`);
+  if (!shapeIdOf(payload)) return payloadError(`${kind} needs a shapeId of 1..${MAX_ID_LENGTH} characters`);
+  switch (kind) {
+    case 'shape.upsert':
+      return isPlainObject(payload.shape)
+        ? { ok: true }
+        : payloadError('shape.upsert needs a shape object');
+    case 'shape.move':
+      return Number.isFinite(payload.x) && Number.isFinite(payload.y)
+        ? { ok: true }
+        : payloadError('shape.move needs finite numbers x and y');
+    case 'shape.recolour':
+      return typeof payload.colour === 'string' &&
+        payload.colour.length > 0 &&
+        payload.colour.length <= MAX_COLOUR_LENGTH
+        ? { ok: true }
+        : payloadError(`shape.recolour needs a colour string of 1..${MAX_COLOUR_LENGTH} characters`);
+    case 'shape.delete':
+      return { ok: true };
+    default:
+      return { ok: false, status: 422, error: wireError('unknown_kind', `unknown kind ${kind}`) };
+  }
+}
+
+/**
+ * Applies a validated document operation to `document` in place.
+ *
+ * @param {{shapes: object}} document Owned by the caller (a working copy).
+ * @param {string} kind
+ * @param {object} payload Already accepted by {@link checkDocumentPayload}.
+ * @returns {{ok: true, result: {shapeId: string, shape: object | null}} |
+ *           {ok: false, status: number, error: object}}
+ */
+export function applyDocumentOperation(document, kind, payload) {
+  const shapeId = shapeIdOf(payload);
+  const current = Object.hasOwn(document.shapes, shapeId) ? document.shapes[shapeId] : undefined;
+  const missing = () => ({
+    ok: false,
+    status: 409,
+    error: wireError('unknown_shape', `shape ${shapeId} does not exist on this canvas`),
+  });
+  switch (kind) {
+    case 'shape.upsert':
+      document.shapes[shapeId] = payload.shape;
+      break;
+    case 'shape.move':
+      // A move of a shape deleted meanwhile is refused rather than resurrecting a bare shape.
+      if (!current) return missing();
+      document.shapes[shapeId] = { ...current, x: payload.x, y: payload.y };
+      break;
+    case 'shape.recolour':
+      if (!current) return missing();
+      document.shapes[shapeId] = { ...current, colour: payload.colour };
+      break;
+    case 'shape.delete':
+      // Deleting a shape that is already gone still achieves what the user asked for.
+      delete document.shapes[shapeId];
+      break;
+    default:
+      return { ok: false, status: 422, error: wireError('unknown_kind', `unknown kind ${kind}`) };
+  }
+  return { ok: true, result: { shapeId, shape: document.shapes[shapeId] ?? null } };
+}
