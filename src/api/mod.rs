@@ -1,0 +1,5 @@
+//! The JavaScript surface (wasm32 only): thin `#[wasm_bindgen]` exports over `web` and the
+//! core. Every failure reaches JS as an `Error` with a stable `code` (see [`error`]).
+
+pub mod error;
+pub mod probe;

@@ -1,0 +1,7 @@
+//! The browser platform (wasm32 only): the driver side that carries the core's effects out
+//! into IndexedDB, `fetch` and browser timers.
+//!
+//! Everything here works in a Window and in a dedicated Worker alike: it reaches IndexedDB
+//! through the global `indexedDB` (via `indexed_db_futures`), never through `window`.
+
+pub mod probe;

@@ -1,0 +1,189 @@
+//! A storage probe: opens an IndexedDB database, writes one record in a strict-durability
+//! readwrite transaction, then reads it back in a separate readonly transaction.
+//!
+//! It is the smallest real path from Rust to IndexedDB and back, used by the demo page and
+//! the browser tests to prove that storage works where the package runs.
+
+use std::fmt;
+
+use indexed_db_futures::database::Database;
+use indexed_db_futures::prelude::*;
+use indexed_db_futures::transaction::{TransactionDurability, TransactionMode, TransactionOptions};
+use serde::{Deserialize, Serialize};
+
+/// Object store the probe writes to.
+pub const PROBE_STORE: &str = "probe";
+
+/// Schema version of the probe database; version 1 creates [`PROBE_STORE`].
+pub const PROBE_SCHEMA_VERSION: u32 = 1;
+
+/// Longest database name the probe accepts, in UTF-16-agnostic `char`s.
+pub const MAX_DATABASE_NAME_CHARS: usize = 256;
+
+/// The record written and read back. Its `nonce` differs on every probe, so reading back an
+/// older record is detected as a mismatch.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ProbeRecord {
+    /// Key of the record in [`PROBE_STORE`] (out-of-line key).
+    pub key: String,
+    /// A value unique to this probe.
+    pub nonce: String,
+    /// Wall-clock time of the write, in milliseconds since the Unix epoch.
+    pub written_at_ms: f64,
+}
+
+/// Why a probe failed. Each variant has a stable [`code`](ProbeError::code).
+#[derive(Debug, Clone, PartialEq)]
+pub enum ProbeError {
+    /// The database name is empty or longer than [`MAX_DATABASE_NAME_CHARS`].
+    InvalidDatabaseName,
+    /// The database could not be opened or upgraded (no IndexedDB, a newer schema, blocked).
+    Unavailable(String),
+    /// The readwrite transaction failed or did not commit.
+    WriteFailed(String),
+    /// The readonly transaction failed, or the stored value was not a probe record.
+    ReadFailed(String),
+    /// The committed record was missing or different when read back.
+    Mismatch {
+        /// What was written.
+        written: ProbeRecord,
+        /// What was read back (`None`: nothing under the key).
+        read: Option<ProbeRecord>,
+    },
+}
+
+impl ProbeError {
+    /// Stable machine-readable code, the `code` of the JS `Error`.
+    pub fn code(&self) -> &'static str {
+        match self {
+            Self::InvalidDatabaseName => "invalid_database_name",
+            Self::Unavailable(_) => "storage_unavailable",
+            Self::WriteFailed(_) => "storage_write_failed",
+            Self::ReadFailed(_) => "storage_read_failed",
+            Self::Mismatch { .. } => "probe_mismatch",
+        }
+    }
+}
+
+impl fmt::Display for ProbeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::InvalidDatabaseName => write!(
+                f,
+                "database name must be 1 to {MAX_DATABASE_NAME_CHARS} characters"
+            ),
+            Self::Unavailable(why) => write!(f, "cannot open the database: {why}"),
+            Self::WriteFailed(why) => write!(f, "cannot write the probe record: {why}"),
+            Self::ReadFailed(why) => write!(f, "cannot read the probe record: {why}"),
+            Self::Mismatch {
+                written,
+                read: None,
+            } => {
+                write!(f, "record {:?} was committed but is missing", written.key)
+            }
+            Self::Mismatch { written, .. } => {
+                write!(
+                    f,
+                    "record {:?} read back differs from what was written",
+                    written.key
+                )
+            }
+        }
+    }
+}
+
+impl std::error::Error for ProbeError {}
+
+/// Checks a database name before anything touches storage.
+pub fn validate_database_name(name: &str) -> Result<(), ProbeError> {
+    let chars = name.chars().count();
+    if chars == 0 || chars > MAX_DATABASE_NAME_CHARS {
+        return Err(ProbeError::InvalidDatabaseName);
+    }
+    Ok(())
+}
+
+/// Opens `database_name` (creating [`PROBE_STORE`] on first use), puts `record` under its key,
+/// commits, and returns what a fresh readonly transaction reads back under that key.
+///
+/// # Errors
+///
+/// [`ProbeError::InvalidDatabaseName`] before touching storage; otherwise the variant of the
+/// step that failed. A read-back that differs from `record` is [`ProbeError::Mismatch`].
+pub async fn write_and_read(
+    database_name: &str,
+    record: &ProbeRecord,
+) -> Result<ProbeRecord, ProbeError> {
+    validate_database_name(database_name)?;
+    let db = open(database_name).await?;
+    let outcome = write_then_read(&db, record).await;
+    db.close();
+    match outcome? {
+        Some(read) if read == *record => Ok(read),
+        read => Err(ProbeError::Mismatch {
+            written: record.clone(),
+            read,
+        }),
+    }
+}
+
+/// Opens the probe database at [`PROBE_SCHEMA_VERSION`], creating the store on upgrade.
+///
+/// # Errors
+///
+/// [`ProbeError::Unavailable`] when the database cannot be opened at that version.
+pub async fn open(database_name: &str) -> Result<Database, ProbeError> {
+    Database::open(database_name)
+        .with_version(PROBE_SCHEMA_VERSION)
+        .with_on_upgrade_needed(|event, db| {
+            if event.old_version() < 1.0 {
+                db.create_object_store(PROBE_STORE).build()?;
+            }
+            Ok(())
+        })
+        .await
+        .map_err(|e| ProbeError::Unavailable(e.to_string()))
+}
+
+async fn write_then_read(
+    db: &Database,
+    record: &ProbeRecord,
+) -> Result<Option<ProbeRecord>, ProbeError> {
+    let write = |e: indexed_db_futures::error::Error| ProbeError::WriteFailed(e.to_string());
+    let tx = db
+        .transaction(PROBE_STORE)
+        .with_mode(TransactionMode::Readwrite)
+        .with_options(TransactionOptions::new().with_durability(TransactionDurability::Strict))
+        .build()
+        .map_err(write)?;
+    let store = tx.object_store(PROBE_STORE).map_err(write)?;
+    store
+        .put(record)
+        .with_key(record.key.as_str())
+        .without_key_type()
+        .serde()
+        .map_err(write)?
+        .await
+        .map_err(write)?;
+    tx.commit().await.map_err(write)?;
+    read(db, &record.key).await
+}
+
+/// Reads the probe record stored under `key` in an open probe database.
+///
+/// # Errors
+///
+/// [`ProbeError::ReadFailed`] when the transaction fails or the stored value is not a
+/// [`ProbeRecord`].
+pub async fn read(db: &Database, key: &str) -> Result<Option<ProbeRecord>, ProbeError> {
+    let fail = |e: indexed_db_futures::error::Error| ProbeError::ReadFailed(e.to_string());
+    let tx = db.transaction(PROBE_STORE).build().map_err(fail)?;
+    let store = tx.object_store(PROBE_STORE).map_err(fail)?;
+    store
+        .get::<ProbeRecord, _, _>(key)
+        .serde()
+        .map_err(fail)?
+        .await
+        .map_err(fail)
+}

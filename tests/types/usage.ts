@@ -1,0 +1,47 @@
+// Type-checked, never run: `tsc --noEmit --strict -p tsconfig.json` resolves "canvas-scheduler"
+// through package.json's `exports` to the built declarations in pkg/web, as a user would.
+import init, { probeStorage } from "canvas-scheduler";
+import type {
+  CanvasSchedulerError,
+  ErrorCode,
+  ProbeRecord,
+  ProbeReport,
+} from "canvas-scheduler";
+
+/** Loads the module, probes storage and returns the nonce that was read back. */
+export async function probeOnce(databaseName: string): Promise<string> {
+  await init();
+  const report: ProbeReport = await probeStorage(databaseName);
+  const read: ProbeRecord = report.read;
+  const sameRecord: boolean =
+    read.key === report.written.key && read.nonce === report.written.nonce;
+  const took: number = report.elapsedMs + report.schemaVersion;
+  return `${report.database}/${report.store}: ${sameRecord} in ${took}`;
+}
+
+/** Narrows an unknown rejection to the package's coded error. */
+export function codeOf(error: unknown): ErrorCode | undefined {
+  if (error instanceof Error && error.name === "CanvasSchedulerError") {
+    return (error as CanvasSchedulerError).code;
+  }
+  return undefined;
+}
+
+export const knownCodes: readonly ErrorCode[] = [
+  "invalid_database_name",
+  "storage_unavailable",
+  "storage_write_failed",
+  "storage_read_failed",
+  "probe_mismatch",
+  "internal_error",
+];
+
+// The declarations are precise, not `any`: each line below must be a type error.
+// @ts-expect-error ErrorCode is a union of known codes, not any string
+export const unknownCode: ErrorCode = "no_such_code";
+// @ts-expect-error probeStorage takes the database name as a string
+export const badArgument = () => probeStorage(42);
+// @ts-expect-error the report resolves to a ProbeReport, not a string
+export const badResult = async (): Promise<string> => probeStorage("db");
+// @ts-expect-error ProbeReport has no such field
+export const badField = (report: ProbeReport) => report.missing;

@@ -1,0 +1,15 @@
+//! Shared browser tests, compiled into each `tests/web_*.rs` binary (page, dedicated worker).
+//! Each binary names the global scope it expects in `crate::EXPECTED_GLOBAL`.
+
+mod api_probe;
+mod probe;
+mod support;
+
+use wasm_bindgen_test::wasm_bindgen_test;
+
+#[wasm_bindgen_test]
+fn runs_in_the_global_scope_its_binary_configures() {
+    let global = js_sys::global();
+    let name = String::from(global.constructor().name());
+    assert_eq!(name, crate::EXPECTED_GLOBAL);
+}

@@ -1,0 +1,103 @@
+// Shared by the demo and the end-to-end tests: a static server on 127.0.0.1 for the probe
+// page and the built package, and Debian's chromium (path from wasm-pack.toml) driven by
+// playwright-core. Nothing here downloads a browser.
+import { execFileSync } from "node:child_process";
+import { readFile, stat } from "node:fs/promises";
+import { createServer } from "node:http";
+import { extname, join, normalize, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import { chromium } from "playwright-core";
+
+/** Repository root. */
+export const ROOT = resolve(fileURLToPath(new URL("..", import.meta.url)));
+
+/** Only these directories (relative to ROOT, URL = path) are served. */
+const SERVED = ["www/probe/", "pkg/"];
+
+const CONTENT_TYPES = {
+  ".html": "text/html; charset=utf-8",
+  ".js": "text/javascript; charset=utf-8",
+  ".wasm": "application/wasm",
+  ".json": "application/json",
+  ".ts": "text/plain; charset=utf-8",
+};
+
+export const CHROMIUM_ARGS = [
+  "--headless",
+  "--no-sandbox",
+  "--disable-gpu",
+  "--disable-quic",
+  "--no-first-run",
+  "--disable-background-networking",
+  "--disable-component-update",
+  "--disable-sync",
+];
+
+/** Maps a request path to a served file under ROOT, or null. */
+function servedFile(urlPath) {
+  let path;
+  try {
+    path = normalize(decodeURIComponent(urlPath)).replace(/^\/+/, "");
+  } catch {
+    return null;
+  }
+  if (path.split("/").includes("..") || !SERVED.some((dir) => path.startsWith(dir))) {
+    return null;
+  }
+  return join(ROOT, path.endsWith("/") ? `${path}index.html` : path);
+}
+
+/** Starts the static server on 127.0.0.1 (a free port); resolves to { url, close }. */
+export async function serve() {
+  const server = createServer(async (request, response) => {
+    const file = request.method === "GET" ? servedFile(new URL(request.url, "http://x").pathname) : null;
+    try {
+      if (file === null || !(await stat(file)).isFile()) throw new Error("not served");
+      const body = await readFile(file);
+      const type = CONTENT_TYPES[extname(file)] ?? "application/octet-stream";
+      response.writeHead(200, { "content-type": type, "cache-control": "no-store" }).end(body);
+    } catch {
+      response.writeHead(404, { "content-type": "text/plain" }).end("not found\n");
+    }
+  });
+  await new Promise((ready, fail) => {
+    server.once("error", fail);
+    server.listen(0, "127.0.0.1", ready);
+  });
+  const { port } = server.address();
+  return {
+    url: `http://127.0.0.1:${port}`,
+    close: () => new Promise((closed) => server.close(closed)),
+  };
+}
+
+/** The chromium binary named by wasm-pack.toml's [test] chromium. */
+export function chromiumPath() {
+  const manifest = join(ROOT, "scripts", "manifest");
+  return execFileSync("python3", [manifest, "chromium"], { encoding: "utf8" }).trim();
+}
+
+/** Launches headless chromium with a fresh profile. */
+export function launchChromium() {
+  return chromium.launch({ executablePath: chromiumPath(), headless: true, args: CHROMIUM_ARGS });
+}
+
+/**
+ * Opens `path` (e.g. "/www/probe/") and waits for <body data-status>; forwards the page's
+ * console and failures to `print`. Resolves to the status ("ok" or "error").
+ */
+export async function runPage(browser, baseUrl, path, print, timeoutMs = 30_000) {
+  const page = await browser.newPage();
+  page.on("console", (message) => print(`page: ${message.text()}`));
+  page.on("pageerror", (error) => print(`page error: ${error.message}`));
+  page.on("response", (response) => {
+    if (response.status() >= 400) print(`page: HTTP ${response.status()} ${response.url()}`);
+  });
+  try {
+    await page.goto(`${baseUrl}${path}`);
+    await page.waitForSelector("body[data-status]", { timeout: timeoutMs });
+    return await page.getAttribute("body", "data-status");
+  } finally {
+    await page.close();
+  }
+}
