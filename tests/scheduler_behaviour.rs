@@ -1,14 +1,18 @@
 //! SPEC S1–S18 on a virtual clock, each test named after the behaviour it proves.
 
-mod common_intents;
+mod common;
 
 use canvas_scheduler::core::config::SchedulerConfig;
 use canvas_scheduler::core::host::{CompiledRequest, CountingHost, Host};
-use canvas_scheduler::core::io::{AttemptOutcome, AttemptStatus, PersistFailure, PersistResult, Report};
-use canvas_scheduler::core::model::{Intent, OperationPhase, RequestPhase, RetryAction, Settlement};
+use canvas_scheduler::core::io::{
+    AttemptOutcome, AttemptStatus, PersistFailure, PersistResult, Report,
+};
+use canvas_scheduler::core::model::{
+    Intent, OperationPhase, RequestPhase, RetryAction, Settlement,
+};
 use canvas_scheduler::core::safe_error::SafeError;
 use canvas_scheduler::testing::{Harness, MemoryStore};
-use common_intents::{edit, edit_after, of_kind, upload};
+use common::{edit, edit_after, of_kind, upload};
 
 fn harness() -> Harness<CountingHost> {
     let mut h = Harness::new(SchedulerConfig::default(), CountingHost::new("r"));
@@ -31,13 +35,25 @@ fn unresolved() -> AttemptStatus {
 }
 
 fn op_phase<H: Host>(h: &Harness<H>, id: &str) -> OperationPhase {
-    h.scheduler.ledger().operation(id).map(|o| o.phase).expect("operation exists")
+    h.scheduler
+        .ledger()
+        .operation(id)
+        .map(|o| o.phase)
+        .expect("operation exists")
 }
 
 #[test]
 fn s1_ready_operations_leave_in_sequence_order() {
-    let mut h = harness_with(SchedulerConfig { concurrency: 1, ..SchedulerConfig::default() });
-    h.enqueue(vec![edit("a", &["c1"]), edit("b", &["c2"]), edit("c", &["c3"])]).unwrap();
+    let mut h = harness_with(SchedulerConfig {
+        concurrency: 1,
+        ..SchedulerConfig::default()
+    });
+    h.enqueue(vec![
+        edit("a", &["c1"]),
+        edit("b", &["c2"]),
+        edit("c", &["c3"]),
+    ])
+    .unwrap();
     let mut order = Vec::new();
     while let Some(order_sent) = h.answer_first(applied()) {
         order.extend(order_sent.request.operation_ids);
@@ -48,17 +64,30 @@ fn s1_ready_operations_leave_in_sequence_order() {
 #[test]
 fn s1_a_dependent_waits_until_its_dependency_resolves() {
     let mut h = harness();
-    h.enqueue(vec![edit("a", &["c1"]), edit_after("b", &["c2"], &["a"])]).unwrap();
-    assert_eq!(h.wire_operations(), ["a"], "b waits for a although c2 is free");
-    assert_eq!(h.scheduler.explain(h.now, "b").unwrap().reason, "waiting_dependency");
+    h.enqueue(vec![edit("a", &["c1"]), edit_after("b", &["c2"], &["a"])])
+        .unwrap();
+    assert_eq!(
+        h.wire_operations(),
+        ["a"],
+        "b waits for a although c2 is free"
+    );
+    assert_eq!(
+        h.scheduler.explain(h.now, "b").unwrap().reason,
+        "waiting_dependency"
+    );
     h.answer_first(applied());
     assert_eq!(h.wire_operations(), ["b"]);
 }
 
 #[test]
 fn s2_at_most_concurrency_requests_in_flight() {
-    let mut h = harness_with(SchedulerConfig { concurrency: 3, ..SchedulerConfig::default() });
-    let intents = (0..10).map(|i| edit(&format!("op{i}"), &[&format!("c{i}")])).collect();
+    let mut h = harness_with(SchedulerConfig {
+        concurrency: 3,
+        ..SchedulerConfig::default()
+    });
+    let intents = (0..10)
+        .map(|i| edit(&format!("op{i}"), &[&format!("c{i}")]))
+        .collect();
     h.enqueue(intents).unwrap();
     assert_eq!(h.wire.len(), 3);
     h.answer_first(applied());
@@ -68,24 +97,49 @@ fn s2_at_most_concurrency_requests_in_flight() {
 
 #[test]
 fn s2_invalid_concurrency_is_refused() {
-    let config = SchedulerConfig { concurrency: 0, ..SchedulerConfig::default() };
-    let error = canvas_scheduler::core::Scheduler::new(config, CountingHost::new("r"), Default::default()).err().unwrap();
+    let config = SchedulerConfig {
+        concurrency: 0,
+        ..SchedulerConfig::default()
+    };
+    let error =
+        canvas_scheduler::core::Scheduler::new(config, CountingHost::new("r"), Default::default())
+            .err()
+            .unwrap();
     assert_eq!(error.code(), "invalid_concurrency");
 }
 
 #[test]
 fn s3_one_upload_at_a_time_and_a_waiting_upload_does_not_stop_other_kinds() {
-    let mut h = harness_with(SchedulerConfig { concurrency: 3, ..SchedulerConfig::default() });
-    h.enqueue(vec![upload("u1"), upload("u2"), edit("e1", &["c1"]), edit("e2", &["c2"])]).unwrap();
+    let mut h = harness_with(SchedulerConfig {
+        concurrency: 3,
+        ..SchedulerConfig::default()
+    });
+    h.enqueue(vec![
+        upload("u1"),
+        upload("u2"),
+        edit("e1", &["c1"]),
+        edit("e2", &["c2"]),
+    ])
+    .unwrap();
     assert_eq!(h.wire_operations(), ["u1", "e1", "e2"]);
-    assert_eq!(h.scheduler.explain(h.now, "u2").unwrap().reason, "waiting_lane");
+    assert_eq!(
+        h.scheduler.explain(h.now, "u2").unwrap().reason,
+        "waiting_lane"
+    );
     h.answer("r-1", applied());
-    assert_eq!(h.wire_operations(), ["e1", "e2", "u2"], "u2 is woken when the upload slot frees");
+    assert_eq!(
+        h.wire_operations(),
+        ["e1", "e2", "u2"],
+        "u2 is woken when the upload slot frees"
+    );
 }
 
 #[test]
 fn s3_s11_a_retry_deferred_by_the_busy_upload_lane_runs_when_the_slot_frees() {
-    let mut h = harness_with(SchedulerConfig { concurrency: 2, ..SchedulerConfig::default() });
+    let mut h = harness_with(SchedulerConfig {
+        concurrency: 2,
+        ..SchedulerConfig::default()
+    });
     h.enqueue(vec![upload("u1")]).unwrap();
     let first = h.wire_ids()[0].clone();
     h.answer(&first, unresolved()); // u1 retries later (query)
@@ -94,23 +148,46 @@ fn s3_s11_a_retry_deferred_by_the_busy_upload_lane_runs_when_the_slot_frees() {
     assert_ne!(first, second);
     h.advance(60_000); // u1's retry is due but the lane is busy with u2
     assert_eq!(h.wire_ids(), [second.clone()]);
-    assert_eq!(h.scheduler.explain(h.now, "u1").unwrap().reason, "waiting_lane");
+    assert_eq!(
+        h.scheduler.explain(h.now, "u1").unwrap().reason,
+        "waiting_lane"
+    );
     h.answer(&second, applied());
-    assert_eq!(h.wire_ids(), [first.clone()], "the deferred retry runs once the slot frees");
+    assert_eq!(
+        h.wire_ids(),
+        [first.clone()],
+        "the deferred retry runs once the slot frees"
+    );
     assert_eq!(h.wire[0].action, RetryAction::Query);
 }
 
 #[test]
 fn s4_operations_sharing_a_canvas_are_sent_one_at_a_time_in_order() {
-    let mut h = harness_with(SchedulerConfig { concurrency: 4, ..SchedulerConfig::default() });
-    h.enqueue(vec![edit("a", &["x"]), edit("b", &["x", "y"]), edit("c", &["y"]), edit("d", &["z"])]).unwrap();
-    assert_eq!(h.wire_operations(), ["a", "d"], "b waits on x and reserves y against c");
+    let mut h = harness_with(SchedulerConfig {
+        concurrency: 4,
+        ..SchedulerConfig::default()
+    });
+    h.enqueue(vec![
+        edit("a", &["x"]),
+        edit("b", &["x", "y"]),
+        edit("c", &["y"]),
+        edit("d", &["z"]),
+    ])
+    .unwrap();
+    assert_eq!(
+        h.wire_operations(),
+        ["a", "d"],
+        "b waits on x and reserves y against c"
+    );
     let why = h.scheduler.explain(h.now, "c").unwrap();
     assert_eq!(why.reason, "waiting_canvas");
     assert_eq!(why.canvas_id.as_deref(), Some("y"));
     h.answer_first(applied());
     assert_eq!(h.wire_operations(), ["d", "b"]);
-    assert_eq!(h.scheduler.claims().get("x").map(String::as_str), Some(h.wire[1].request.id.as_str()));
+    assert_eq!(
+        h.scheduler.claims().get("x").map(String::as_str),
+        Some(h.wire[1].request.id.as_str())
+    );
     h.answer_first(applied());
     h.answer_first(applied());
     assert_eq!(h.wire_operations(), ["c"]);
@@ -119,7 +196,12 @@ fn s4_operations_sharing_a_canvas_are_sent_one_at_a_time_in_order() {
 #[test]
 fn s5_missing_participants_block_except_uploads_and_cancels() {
     let mut h = harness();
-    h.enqueue(vec![edit("lonely", &[]), of_kind("cancel", "run.cancel", &[]), edit("fine", &["c"])]).unwrap();
+    h.enqueue(vec![
+        edit("lonely", &[]),
+        of_kind("cancel", "run.cancel", &[]),
+        edit("fine", &["c"]),
+    ])
+    .unwrap();
     let op = h.scheduler.ledger().operation("lonely").unwrap();
     assert_eq!(op.blockers, ["missing_participants"]);
     assert_eq!(h.wire_operations(), ["cancel", "fine"]);
@@ -146,7 +228,13 @@ impl Host for FaultyHost {
 
 #[test]
 fn s6_compile_failure_and_participant_mismatch_block_only_that_operation() {
-    let mut h = Harness::new(SchedulerConfig { concurrency: 4, ..SchedulerConfig::default() }, FaultyHost(CountingHost::new("r")));
+    let mut h = Harness::new(
+        SchedulerConfig {
+            concurrency: 4,
+            ..SchedulerConfig::default()
+        },
+        FaultyHost(CountingHost::new("r")),
+    );
     h.start();
     h.enqueue(vec![
         edit("bad-compile", &["c"]),
@@ -159,8 +247,15 @@ fn s6_compile_failure_and_participant_mismatch_block_only_that_operation() {
     assert_eq!(blockers("bad-compile"), ["no such shape"]);
     assert_eq!(blockers("silent-compile"), ["compile_failed"]);
     assert_eq!(blockers("mismatch"), ["participant_mismatch"]);
-    assert_eq!(h.wire_operations(), ["good"], "a blocked operation never blocks the others");
-    assert!(h.reports.iter().any(|r| matches!(r, Report::Error(e) if e.message.contains("no such shape"))));
+    assert_eq!(
+        h.wire_operations(),
+        ["good"],
+        "a blocked operation never blocks the others"
+    );
+    assert!(h
+        .reports
+        .iter()
+        .any(|r| matches!(r, Report::Error(e) if e.message.contains("no such shape"))));
 }
 
 #[test]
@@ -173,9 +268,16 @@ fn s7_nothing_is_sent_before_the_frozen_request_is_durable() {
         h.drain();
     }
     let order = &h.wire[0];
-    let durable = h.store.request(&order.request.id).expect("request durable before send");
+    let durable = h
+        .store
+        .request(&order.request.id)
+        .expect("request durable before send");
     assert_eq!(durable.body, order.request.body);
-    assert_eq!(durable.phase, RequestPhase::Dispatched, "the dispatch marker is durable too");
+    assert_eq!(
+        durable.phase,
+        RequestPhase::Dispatched,
+        "the dispatch marker is durable too"
+    );
 }
 
 #[test]
@@ -187,7 +289,11 @@ fn s8_s9_a_transport_failure_is_unknown_and_the_retry_queries_first() {
     let request = h.scheduler.ledger().request(&id).unwrap();
     assert_eq!(request.error.as_ref().unwrap().code, "transport_unknown");
     assert_eq!(request.retry_action, Some(RetryAction::Query));
-    assert_eq!(h.scheduler.claims().get("c"), Some(&id), "claims held while unknown");
+    assert_eq!(
+        h.scheduler.claims().get("c"),
+        Some(&id),
+        "claims held while unknown"
+    );
 }
 
 #[test]
@@ -195,10 +301,16 @@ fn s9_a_query_that_finds_nothing_resubmits_the_same_request_byte_for_byte() {
     let mut h = harness();
     h.enqueue(vec![edit("a", &["c"])]).unwrap();
     let first = h.wire[0].clone();
-    h.answer(&first.request.id, AttemptStatus::transport_unknown("timeout"));
+    h.answer(
+        &first.request.id,
+        AttemptStatus::transport_unknown("timeout"),
+    );
     h.advance(60_000);
     assert_eq!(h.wire[0].action, RetryAction::Query);
-    let not_found = AttemptStatus { error: Some(SafeError::new("not_found", "404")), ..unresolved() };
+    let not_found = AttemptStatus {
+        error: Some(SafeError::new("not_found", "404")),
+        ..unresolved()
+    };
     h.answer(&first.request.id, not_found);
     h.advance(60_000);
     let again = h.wire[0].clone();
@@ -213,24 +325,51 @@ fn s9_a_query_that_finds_nothing_resubmits_the_same_request_byte_for_byte() {
 #[test]
 fn s10_retry_after_wins_over_backoff_and_the_due_time_is_absolute() {
     let mut h = harness();
-    h.enqueue(vec![edit("a", &["c"]), edit("b", &["d"])]).unwrap();
+    h.enqueue(vec![edit("a", &["c"]), edit("b", &["d"])])
+        .unwrap();
     let (a, b) = (h.wire_ids()[0].clone(), h.wire_ids()[1].clone());
     let start = h.now;
-    h.answer(&a, AttemptStatus { retry_after_ms: Some(7), ..unresolved() });
+    h.answer(
+        &a,
+        AttemptStatus {
+            retry_after_ms: Some(7),
+            ..unresolved()
+        },
+    );
     h.answer(&b, unresolved());
-    assert_eq!(h.scheduler.ledger().request(&a).unwrap().retry_at, Some(start + 7));
-    assert_eq!(h.store.request(&a).unwrap().retry_at, Some(start + 7), "stored durably");
-    assert_eq!(h.scheduler.ledger().request(&b).unwrap().retry_at, Some(start + 1_000), "backoff 500·2^1");
+    assert_eq!(
+        h.scheduler.ledger().request(&a).unwrap().retry_at,
+        Some(start + 7)
+    );
+    assert_eq!(
+        h.store.request(&a).unwrap().retry_at,
+        Some(start + 7),
+        "stored durably"
+    );
+    assert_eq!(
+        h.scheduler.ledger().request(&b).unwrap().retry_at,
+        Some(start + 1_000),
+        "backoff 500·2^1"
+    );
     h.advance(7);
     assert_eq!(h.wire_ids(), [a.clone()]);
 }
 
 #[test]
 fn s11_due_retries_run_before_new_ready_work() {
-    let mut h = harness_with(SchedulerConfig { concurrency: 1, ..SchedulerConfig::default() });
+    let mut h = harness_with(SchedulerConfig {
+        concurrency: 1,
+        ..SchedulerConfig::default()
+    });
     h.enqueue(vec![edit("a", &["c1"])]).unwrap();
     let a = h.wire_ids()[0].clone();
-    h.answer(&a, AttemptStatus { retry_after_ms: Some(5), ..unresolved() });
+    h.answer(
+        &a,
+        AttemptStatus {
+            retry_after_ms: Some(5),
+            ..unresolved()
+        },
+    );
     // b became ready meanwhile, but the slot was taken by nothing; hold to queue both.
     let hold = h.scheduler.hold(h.now).unwrap();
     h.enqueue(vec![edit("b", &["c2"])]).unwrap();
@@ -265,16 +404,33 @@ fn s13_persist_failure_keeps_every_claim_sends_nothing_and_resume_recovers() {
     let a = h.wire_ids()[0].clone();
     h.fail_persists = 1;
     h.answer(&a, applied());
-    assert!(h.reports.iter().any(|r| matches!(r, Report::Error(e) if e.code() == "storage_unavailable")));
-    assert_eq!(h.scheduler.claims().get("c"), Some(&a), "claim kept after the failed write");
-    assert_eq!(h.store.request(&a).unwrap().phase, RequestPhase::Dispatched, "nothing durable changed");
-    assert_eq!(h.enqueue(vec![edit("b", &["c"])]).unwrap_err().code(), "storage_unavailable");
+    assert!(h
+        .reports
+        .iter()
+        .any(|r| matches!(r, Report::Error(e) if e.code() == "storage_unavailable")));
+    assert_eq!(
+        h.scheduler.claims().get("c"),
+        Some(&a),
+        "claim kept after the failed write"
+    );
+    assert_eq!(
+        h.store.request(&a).unwrap().phase,
+        RequestPhase::Dispatched,
+        "nothing durable changed"
+    );
+    assert_eq!(
+        h.enqueue(vec![edit("b", &["c"])]).unwrap_err().code(),
+        "storage_unavailable"
+    );
     assert_eq!(h.scheduler.stats().idle_reason, Some("storage_unavailable"));
     let barrier = h.scheduler.resume(h.now).unwrap();
     h.drain();
     assert_eq!(h.scheduler.barrier_state(barrier), Some(true));
     assert_eq!(h.store.request(&a).unwrap().phase, RequestPhase::Resolved);
-    assert!(h.scheduler.claims().is_empty(), "resume releases resolved requests");
+    assert!(
+        h.scheduler.claims().is_empty(),
+        "resume releases resolved requests"
+    );
     h.enqueue(vec![edit("b", &["c"])]).unwrap();
     assert_eq!(h.wire_operations(), ["b"]);
 }
@@ -284,7 +440,11 @@ fn s13_a_failed_dispatch_marker_sends_nothing_and_resume_reschedules() {
     let mut h = harness();
     h.fail_persists = 1;
     let barrier = h.enqueue(vec![edit("a", &["c"])]).unwrap();
-    assert_eq!(h.scheduler.barrier_state(barrier), Some(false), "the enqueue is not durable");
+    assert_eq!(
+        h.scheduler.barrier_state(barrier),
+        Some(false),
+        "the enqueue is not durable"
+    );
     assert!(h.wire.is_empty());
     h.scheduler.resume(h.now).unwrap();
     h.drain();
@@ -339,46 +499,89 @@ fn s15_stop_aborts_in_flight_and_a_late_completion_changes_nothing() {
     h.drain();
     assert_eq!(h.scheduler.ledger().snapshot(), before);
     assert_eq!(h.store.writes, writes);
-    assert_eq!(h.scheduler.start(h.now).unwrap_err().code(), "scheduler_closed");
-    assert_eq!(h.scheduler.hold(h.now).unwrap_err().code(), "scheduler_closed");
+    assert_eq!(
+        h.scheduler.start(h.now).unwrap_err().code(),
+        "scheduler_closed"
+    );
+    assert_eq!(
+        h.scheduler.hold(h.now).unwrap_err().code(),
+        "scheduler_closed"
+    );
 }
 
 #[test]
 fn s16_in_flight_counts_work_started_while_settling() {
-    let mut h = harness_with(SchedulerConfig { concurrency: 1, ..SchedulerConfig::default() });
-    h.enqueue(vec![edit("a", &["c"]), edit("b", &["c"])]).unwrap();
+    let mut h = harness_with(SchedulerConfig {
+        concurrency: 1,
+        ..SchedulerConfig::default()
+    });
+    h.enqueue(vec![edit("a", &["c"]), edit("b", &["c"])])
+        .unwrap();
     assert_eq!(h.scheduler.in_flight(), 1);
     h.answer_first(applied());
-    assert_eq!(h.scheduler.in_flight(), 1, "b started as a finished: not settled yet");
+    assert_eq!(
+        h.scheduler.in_flight(),
+        1,
+        "b started as a finished: not settled yet"
+    );
     h.answer_first(applied());
     assert_eq!(h.scheduler.in_flight(), 0);
 }
 
 #[test]
 fn s17_a_compile_error_is_reported_as_an_effect_and_the_scheduler_goes_on() {
-    let mut h = Harness::new(SchedulerConfig::default(), FaultyHost(CountingHost::new("r")));
+    let mut h = Harness::new(
+        SchedulerConfig::default(),
+        FaultyHost(CountingHost::new("r")),
+    );
     h.start();
-    h.enqueue(vec![edit("bad-compile", &["c"]), edit("after", &["c"])]).unwrap();
-    assert!(h.reports.iter().any(|r| matches!(r, Report::Blocked { operation_id, .. } if operation_id == "bad-compile")));
+    h.enqueue(vec![edit("bad-compile", &["c"]), edit("after", &["c"])])
+        .unwrap();
+    assert!(h.reports.iter().any(
+        |r| matches!(r, Report::Blocked { operation_id, .. } if operation_id == "bad-compile")
+    ));
     assert_eq!(h.wire_operations(), ["after"]);
 }
 
 #[test]
 fn s18_start_recovers_claims_and_reschedules_with_stored_actions() {
     let mut h = harness();
-    h.enqueue(vec![edit("a", &["c"]), edit("b", &["c"]), edit("x", &["d"])]).unwrap();
+    h.enqueue(vec![
+        edit("a", &["c"]),
+        edit("b", &["c"]),
+        edit("x", &["d"]),
+    ])
+    .unwrap();
     let a = h.wire_ids()[0].clone();
     let x = h.wire_ids()[1].clone();
-    h.answer(&x, AttemptStatus { retry_after_ms: Some(50_000), ..unresolved() });
+    h.answer(
+        &x,
+        AttemptStatus {
+            retry_after_ms: Some(50_000),
+            ..unresolved()
+        },
+    );
     // Crash with a on the wire: restart from the durable store only.
     let store = h.store.clone();
-    let mut r = Harness::over(SchedulerConfig::default(), CountingHost::new("s"), store, h.now + 1);
+    let mut r = Harness::over(
+        SchedulerConfig::default(),
+        CountingHost::new("s"),
+        store,
+        h.now + 1,
+    );
     r.start();
     assert_eq!(r.scheduler.claims().get("c"), Some(&a));
     assert_eq!(r.scheduler.claims().get("d"), Some(&x));
     assert_eq!(r.wire.len(), 1);
-    assert_eq!((r.wire[0].request.id.clone(), r.wire[0].action), (a.clone(), RetryAction::Query), "interrupted request queried first");
-    assert_eq!(r.scheduler.explain(r.now, "x").unwrap().due_at, Some(h.now + 50_000));
+    assert_eq!(
+        (r.wire[0].request.id.clone(), r.wire[0].action),
+        (a.clone(), RetryAction::Query),
+        "interrupted request queried first"
+    );
+    assert_eq!(
+        r.scheduler.explain(r.now, "x").unwrap().due_at,
+        Some(h.now + 50_000)
+    );
     r.answer(&a, applied());
     assert_eq!(r.wire_operations(), ["b"]);
 }
@@ -392,8 +595,16 @@ fn s18_a_recovery_claim_conflict_sends_nothing() {
     twin.id = "twin".into();
     twin.operation_ids = vec!["ghost".into()];
     corrupted.requests.push(twin);
-    let mut s = canvas_scheduler::core::Scheduler::new(SchedulerConfig::default(), CountingHost::new("s"), corrupted).unwrap();
-    assert_eq!(s.start(h.now).unwrap_err().code(), "recovery_claim_conflict");
+    let mut s = canvas_scheduler::core::Scheduler::new(
+        SchedulerConfig::default(),
+        CountingHost::new("s"),
+        corrupted,
+    )
+    .unwrap();
+    assert_eq!(
+        s.start(h.now).unwrap_err().code(),
+        "recovery_claim_conflict"
+    );
     let mut sends = 0;
     while let Some(effect) = s.poll_effect() {
         sends += matches!(effect, canvas_scheduler::core::io::Effect::Send(_)) as usize;
@@ -407,35 +618,40 @@ fn s18_an_unknown_protocol_version_is_blocked_request_interpreter_unavailable() 
     h.enqueue(vec![edit("a", &["c"])]).unwrap();
     let mut snapshot = h.store.snapshot();
     snapshot.requests[0].protocol_version = 9;
-    let mut store = MemoryStore::default();
-    let batch = canvas_scheduler::core::io::PersistBatch {
-        no: 1,
-        fence: None,
-        lease: None,
-        operations: snapshot.operations.clone(),
-        requests: snapshot.requests.clone(),
-        events: vec![],
-        trim_events_below: None,
-        meta: Some(snapshot.meta.clone()),
-    };
-    store.apply(&batch);
-    let mut r = Harness::over(SchedulerConfig::default(), CountingHost::new("s"), store, h.now);
+    let store = MemoryStore::from_snapshot(snapshot);
+    let mut r = Harness::over(
+        SchedulerConfig::default(),
+        CountingHost::new("s"),
+        store,
+        h.now,
+    );
     r.start();
     assert!(r.wire.is_empty());
-    assert_eq!(r.scheduler.explain(r.now, "a").unwrap().reason, "request_interpreter_unavailable");
+    assert_eq!(
+        r.scheduler.explain(r.now, "a").unwrap().reason,
+        "request_interpreter_unavailable"
+    );
 }
 
 #[test]
 fn s9_rejected_settles_with_canonical_and_wakes_dependents() {
     let mut h = harness();
-    h.enqueue(vec![edit("a", &["c"]), edit_after("b", &["d"], &["a"])]).unwrap();
+    h.enqueue(vec![edit("a", &["c"]), edit_after("b", &["d"], &["a"])])
+        .unwrap();
     let rejected = AttemptStatus {
         error: Some(SafeError::new("version_conflict", "stale")),
         canonical: Some(serde_json::json!({"version": 4})),
         ..AttemptStatus::outcome(AttemptOutcome::Rejected)
     };
     h.answer_first(rejected);
-    let outcome = h.scheduler.ledger().operation("a").unwrap().outcome.clone().unwrap();
+    let outcome = h
+        .scheduler
+        .ledger()
+        .operation("a")
+        .unwrap()
+        .outcome
+        .clone()
+        .unwrap();
     assert_eq!(outcome.settlement, Settlement::Rejected);
     assert_eq!(outcome.canonical, Some(serde_json::json!({"version": 4})));
     assert_eq!(h.wire_operations(), ["b"]);
@@ -444,10 +660,14 @@ fn s9_rejected_settles_with_canonical_and_wakes_dependents() {
 #[test]
 fn s9_accepted_is_queried_until_applied() {
     let mut h = harness();
-    h.enqueue(vec![of_kind("run", "run.start", &["c"])]).unwrap();
+    h.enqueue(vec![of_kind("run", "run.start", &["c"])])
+        .unwrap();
     let id = h.wire_ids()[0].clone();
     h.answer(&id, AttemptStatus::outcome(AttemptOutcome::Accepted));
-    assert_eq!(h.scheduler.ledger().request(&id).unwrap().phase, RequestPhase::Accepted);
+    assert_eq!(
+        h.scheduler.ledger().request(&id).unwrap().phase,
+        RequestPhase::Accepted
+    );
     h.advance(60_000);
     assert_eq!(h.wire[0].action, RetryAction::Query);
     h.answer(&id, applied());
@@ -459,10 +679,19 @@ fn s13_unauthorized_blocks_until_resume() {
     let mut h = harness();
     h.enqueue(vec![edit("a", &["c"])]).unwrap();
     let id = h.wire_ids()[0].clone();
-    h.answer(&id, AttemptStatus { blocked: Some("unauthorized".into()), ..unresolved() });
+    h.answer(
+        &id,
+        AttemptStatus {
+            blocked: Some("unauthorized".into()),
+            ..unresolved()
+        },
+    );
     h.advance(120_000);
     assert!(h.wire.is_empty());
-    assert_eq!(h.scheduler.explain(h.now, "a").unwrap().reason, "unauthorized");
+    assert_eq!(
+        h.scheduler.explain(h.now, "a").unwrap().reason,
+        "unauthorized"
+    );
     h.scheduler.resume(h.now).unwrap();
     h.drain();
     h.advance(0);
@@ -472,13 +701,23 @@ fn s13_unauthorized_blocks_until_resume() {
 #[test]
 fn k2_a_fenced_write_stops_the_dispatcher_at_once() {
     let mut h = harness();
-    h.enqueue(vec![edit("a", &["c"]), edit("b", &["d"])]).unwrap();
+    h.enqueue(vec![edit("a", &["c"]), edit("b", &["d"])])
+        .unwrap();
     assert_eq!(h.wire.len(), 2);
     h.auto_persist = false;
     h.answer_first(applied());
-    h.persist_with(PersistResult::Failed(PersistFailure::Fenced { current: None }));
+    h.persist_with(PersistResult::Failed(PersistFailure::Fenced {
+        current: None,
+    }));
     h.drain();
-    assert_eq!(h.aborted.len(), 1, "the attempt still on the wire is aborted");
+    assert_eq!(
+        h.aborted.len(),
+        1,
+        "the attempt still on the wire is aborted"
+    );
     assert!(!h.scheduler.is_leader());
-    assert_eq!(h.enqueue(vec![edit("z", &["e"])]).unwrap_err().code(), "lease_lost");
+    assert_eq!(
+        h.enqueue(vec![edit("z", &["e"])]).unwrap_err().code(),
+        "lease_lost"
+    );
 }

@@ -19,13 +19,20 @@ impl CanvasClaims {
     pub fn claim(&mut self, request_id: &str, canvases: &[String]) -> Result<(), SchedulerError> {
         let conflicts: Vec<&str> = canvases
             .iter()
-            .filter(|canvas| self.claims.get(*canvas).is_some_and(|holder| holder != request_id))
+            .filter(|canvas| {
+                self.claims
+                    .get(*canvas)
+                    .is_some_and(|holder| holder != request_id)
+            })
             .map(String::as_str)
             .collect();
         if !conflicts.is_empty() {
             return Err(SchedulerError::new(
                 ErrorCode::RecoveryClaimConflict,
-                format!("canvases claimed by two unresolved requests: {}", conflicts.join(", ")),
+                format!(
+                    "canvases claimed by two unresolved requests: {}",
+                    conflicts.join(", ")
+                ),
             ));
         }
         for canvas in canvases {
@@ -38,7 +45,11 @@ impl CanvasClaims {
     pub fn release(&mut self, request_id: &str, canvases: &[String]) -> Vec<(u64, String)> {
         let mut woken = Vec::new();
         for canvas in canvases {
-            if self.claims.get(canvas).is_some_and(|holder| holder == request_id) {
+            if self
+                .claims
+                .get(canvas)
+                .is_some_and(|holder| holder == request_id)
+            {
                 self.claims.remove(canvas);
                 woken.extend(self.waiters.remove(canvas).unwrap_or_default());
             }
@@ -83,7 +94,9 @@ impl CanvasClaims {
         let key = (sequence, id.to_owned());
         let mut woken = Vec::new();
         for canvas in canvases {
-            let Some(set) = self.waiters.get_mut(canvas) else { continue };
+            let Some(set) = self.waiters.get_mut(canvas) else {
+                continue;
+            };
             if set.remove(&key) && !self.claims.contains_key(canvas) {
                 woken.extend(std::mem::take(set));
             }

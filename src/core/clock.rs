@@ -45,7 +45,12 @@ impl VirtualClock {
 
     /// Due time of the earliest armed timer.
     pub fn next_due(&self) -> Option<Millis> {
-        self.state.borrow().timers.keys().next().map(|(due, _)| *due)
+        self.state
+            .borrow()
+            .timers
+            .keys()
+            .next()
+            .map(|(due, _)| *due)
     }
 
     /// Number of armed timers.
@@ -99,7 +104,10 @@ impl Clock for VirtualClock {
     }
 
     fn clear_timer(&self, handle: TimerHandle) {
-        self.state.borrow_mut().timers.retain(|(_, h), _| *h != handle);
+        self.state
+            .borrow_mut()
+            .timers
+            .retain(|(_, h), _| *h != handle);
     }
 }
 

@@ -141,22 +141,35 @@ mod tests {
         assert_eq!(policy.delay(5), 16_000);
         assert_eq!(policy.delay(6), 30_000);
         assert_eq!(policy.delay(60), 30_000);
-        let tiny = RetryPolicy { base_ms: 1, max_ms: 1, max_attempts: 1 };
+        let tiny = RetryPolicy {
+            base_ms: 1,
+            max_ms: 1,
+            max_attempts: 1,
+        };
         assert_eq!(tiny.delay(0), 1);
     }
 
     #[test]
     fn s2_concurrency_must_be_at_least_one() {
-        let config = SchedulerConfig { concurrency: 0, ..SchedulerConfig::default() };
+        let config = SchedulerConfig {
+            concurrency: 0,
+            ..SchedulerConfig::default()
+        };
         assert_eq!(config.validate().unwrap_err().code(), "invalid_concurrency");
         assert!(SchedulerConfig::default().validate().is_ok());
     }
 
     #[test]
     fn k2_renew_interval_is_a_third_but_at_least_250ms() {
-        let config = SchedulerConfig { lease_ms: 5_000, ..SchedulerConfig::default() };
+        let config = SchedulerConfig {
+            lease_ms: 5_000,
+            ..SchedulerConfig::default()
+        };
         assert_eq!(config.renew_interval(), 1_666);
-        let short = SchedulerConfig { lease_ms: 1_000, ..SchedulerConfig::default() };
+        let short = SchedulerConfig {
+            lease_ms: 1_000,
+            ..SchedulerConfig::default()
+        };
         assert_eq!(short.renew_interval(), 333);
     }
 }

@@ -35,6 +35,8 @@ pub enum ErrorCode {
     LeaseLost,
     /// A record read from storage is corrupt or foreign.
     CorruptRecord,
+    /// This instance does not hold the lease.
+    NotLeader,
 }
 
 impl ErrorCode {
@@ -56,6 +58,7 @@ impl ErrorCode {
             ErrorCode::RecoveryClaimConflict => "recovery_claim_conflict",
             ErrorCode::LeaseLost => "lease_lost",
             ErrorCode::CorruptRecord => "corrupt_record",
+            ErrorCode::NotLeader => "not_leader",
         }
     }
 }
@@ -114,6 +117,7 @@ mod tests {
             ErrorCode::RecoveryClaimConflict,
             ErrorCode::LeaseLost,
             ErrorCode::CorruptRecord,
+            ErrorCode::NotLeader,
         ];
         let mut seen = std::collections::BTreeSet::new();
         for code in all {

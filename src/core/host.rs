@@ -36,7 +36,11 @@ pub trait Host {
     }
 
     /// Turns an intent into a request body (S6). Default: [`default_compile`].
-    fn compile(&mut self, intent: &Intent, _request_id: &str) -> Result<CompiledRequest, SafeError> {
+    fn compile(
+        &mut self,
+        intent: &Intent,
+        _request_id: &str,
+    ) -> Result<CompiledRequest, SafeError> {
         Ok(default_compile(intent))
     }
 

@@ -92,7 +92,9 @@ fn check_kind(value: &str) -> Result<(), SchedulerError> {
 
 fn check_ids(list: &[String], field: &str) -> Result<(), SchedulerError> {
     if list.len() > MAX_LIST_LEN {
-        return Err(invalid(format!("{field} has more than {MAX_LIST_LEN} entries")));
+        return Err(invalid(format!(
+            "{field} has more than {MAX_LIST_LEN} entries"
+        )));
     }
     let mut seen = BTreeSet::new();
     for id in list {
@@ -109,7 +111,9 @@ fn check_payload(payload: &Value, max_bytes: usize) -> Result<(), SchedulerError
     let mut stack = vec![(payload, 1usize)];
     while let Some((value, depth)) = stack.pop() {
         if depth > MAX_PAYLOAD_DEPTH {
-            return Err(invalid(format!("payload nests deeper than {MAX_PAYLOAD_DEPTH}")));
+            return Err(invalid(format!(
+                "payload nests deeper than {MAX_PAYLOAD_DEPTH}"
+            )));
         }
         match value {
             Value::Array(items) => stack.extend(items.iter().map(|item| (item, depth + 1))),
@@ -149,7 +153,9 @@ pub fn check_fields(input: &IntentInput, max_payload_bytes: usize) -> Result<(),
         for (canvas, version) in versions {
             check_id(canvas, "expectedVersions key")?;
             if *version > MAX_SAFE_INTEGER {
-                return Err(invalid("expectedVersions values must be safe integers >= 0"));
+                return Err(invalid(
+                    "expectedVersions values must be safe integers >= 0",
+                ));
             }
         }
     }
@@ -191,8 +197,10 @@ pub fn into_intent(input: IntentInput, sequence: u64, principal: Option<String>)
 /// Finds a dependency cycle among a batch's own intents (ids in the ledger cannot depend on
 /// new ones, so cycles can only close inside the batch).
 pub fn find_cycle(batch: &[IntentInput]) -> Option<String> {
-    let index: BTreeMap<&str, &IntentInput> =
-        batch.iter().map(|input| (input.id.as_str(), input)).collect();
+    let index: BTreeMap<&str, &IntentInput> = batch
+        .iter()
+        .map(|input| (input.id.as_str(), input))
+        .collect();
     // 0 = unvisited, 1 = on the stack, 2 = done.
     let mut state: BTreeMap<&str, u8> = BTreeMap::new();
     for start in batch {
@@ -202,7 +210,10 @@ pub fn find_cycle(batch: &[IntentInput]) -> Option<String> {
         let mut stack: Vec<(&str, usize)> = vec![(start.id.as_str(), 0)];
         state.insert(start.id.as_str(), 1);
         while let Some((id, next)) = stack.pop() {
-            let deps = index.get(id).map(|i| i.dependencies.as_slice()).unwrap_or(&[]);
+            let deps = index
+                .get(id)
+                .map(|i| i.dependencies.as_slice())
+                .unwrap_or(&[]);
             if next < deps.len() {
                 stack.push((id, next + 1));
                 let dep = deps[next].as_str();
@@ -249,26 +260,44 @@ mod tests {
     fn a_rejects_malformed_fields_with_codes() {
         let limit = 1_000;
         let mut bad = input("", &[]);
-        assert_eq!(check_fields(&bad, limit).unwrap_err().code(), "invalid_intent");
+        assert_eq!(
+            check_fields(&bad, limit).unwrap_err().code(),
+            "invalid_intent"
+        );
         bad = input("ok", &[]);
         bad.canvas_ids = vec!["a".into(), "a".into()];
-        assert_eq!(check_fields(&bad, limit).unwrap_err().code(), "invalid_intent");
+        assert_eq!(
+            check_fields(&bad, limit).unwrap_err().code(),
+            "invalid_intent"
+        );
         bad = input("ok", &[]);
         bad.payload = json!({"__proto__": {"polluted": true}});
-        assert_eq!(check_fields(&bad, limit).unwrap_err().code(), "invalid_intent");
+        assert_eq!(
+            check_fields(&bad, limit).unwrap_err().code(),
+            "invalid_intent"
+        );
         bad = input("ok", &[]);
         bad.payload = json!("x".repeat(2_000));
-        assert_eq!(check_fields(&bad, limit).unwrap_err().code(), "payload_too_large");
+        assert_eq!(
+            check_fields(&bad, limit).unwrap_err().code(),
+            "payload_too_large"
+        );
         bad = input("ok", &[]);
         let mut deep = json!(1);
         for _ in 0..100 {
             deep = json!([deep]);
         }
         bad.payload = deep;
-        assert_eq!(check_fields(&bad, limit).unwrap_err().code(), "invalid_intent");
+        assert_eq!(
+            check_fields(&bad, limit).unwrap_err().code(),
+            "invalid_intent"
+        );
         bad = input("ok", &[]);
         bad.sequence = Some(MAX_SAFE_INTEGER + 1);
-        assert_eq!(check_fields(&bad, limit).unwrap_err().code(), "invalid_intent");
+        assert_eq!(
+            check_fields(&bad, limit).unwrap_err().code(),
+            "invalid_intent"
+        );
         assert!(check_fields(&input("fine-1", &["dep"]), limit).is_ok());
     }
 

@@ -19,22 +19,11 @@ pub type BatchNo = u64;
 /// How the store must treat the lease in this batch's transaction (K2).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum LeaseWrite {
-    /// Take the lease if it is free, expired or already ours; the store bumps the fence.
-    Acquire {
-        /// Who takes it.
-        owner: String,
-        /// The writer's clock, to judge expiry.
-        now: Millis,
-        /// New expiry.
-        expires_at: Millis,
-    },
     /// Extend our lease; refused unless the stored fence is still ours.
     Renew {
         /// New expiry.
         expires_at: Millis,
     },
-    /// Give the lease up (on stop), if still ours.
-    Release,
 }
 
 /// A delta to write in one readwrite transaction (group commit).

@@ -81,7 +81,9 @@ impl Ledger {
         let mut ledger = Self::new(event_limit);
         for operation in snapshot.operations {
             ledger.meta.last_sequence = ledger.meta.last_sequence.max(operation.intent.sequence);
-            ledger.operations.insert(operation.intent.id.clone(), operation);
+            ledger
+                .operations
+                .insert(operation.intent.id.clone(), operation);
         }
         for request in snapshot.requests {
             ledger.requests.insert(request.id.clone(), request);
@@ -169,7 +171,12 @@ impl Ledger {
     // ----- group commit -----
 
     /// Moves every change into a batch; the batch's keys are kept until it is confirmed.
-    pub fn take_batch(&mut self, no: BatchNo, fence: Option<u64>, lease: Option<LeaseWrite>) -> PersistBatch {
+    pub fn take_batch(
+        &mut self,
+        no: BatchNo,
+        fence: Option<u64>,
+        lease: Option<LeaseWrite>,
+    ) -> PersistBatch {
         let dirty = std::mem::take(&mut self.dirty);
         let batch = PersistBatch {
             no,
@@ -223,7 +230,8 @@ impl Ledger {
         self.meta.last_sequence = self.meta.last_sequence.max(operation.intent.sequence);
         self.dirty.meta = true;
         self.dirty.operations.insert(operation.intent.id.clone());
-        self.operations.insert(operation.intent.id.clone(), operation);
+        self.operations
+            .insert(operation.intent.id.clone(), operation);
     }
 
     /// Freezes a request and points its operations at it (S7).

@@ -31,7 +31,12 @@ pub struct RetryQueue {
 
 impl RetryQueue {
     /// Schedules (or reschedules) a request; any earlier entry for it becomes stale.
-    pub fn schedule(&mut self, request_id: &str, due_at: Millis, action: RetryAction) -> RetryEntry {
+    pub fn schedule(
+        &mut self,
+        request_id: &str,
+        due_at: Millis,
+        action: RetryAction,
+    ) -> RetryEntry {
         self.next_order += 1;
         self.next_token += 1;
         self.tokens.insert(request_id.to_owned(), self.next_token);

@@ -79,14 +79,20 @@ mod tests {
         let error = SafeError::new(&long_code, &long_message);
         assert_eq!(error.code.chars().count(), MAX_CODE_CHARS);
         assert_eq!(error.message.chars().count(), MAX_MESSAGE_CHARS);
-        assert_eq!(SafeError::with_fallback("  ", "x", "compile_failed").code, "compile_failed");
+        assert_eq!(
+            SafeError::with_fallback("  ", "x", "compile_failed").code,
+            "compile_failed"
+        );
     }
 
     #[test]
     fn k5_large_details_are_omitted() {
         let big = Value::String("x".repeat(MAX_DETAILS_BYTES + 1));
         let error = SafeError::new("e", "m").with_details(big);
-        assert_eq!(error.details, Some(serde_json::json!({"omitted": "error_details_too_large"})));
+        assert_eq!(
+            error.details,
+            Some(serde_json::json!({"omitted": "error_details_too_large"}))
+        );
         let small = SafeError::new("e", "m").with_details(serde_json::json!({"a": 1}));
         assert_eq!(small.details, Some(serde_json::json!({"a": 1})));
     }

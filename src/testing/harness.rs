@@ -45,7 +45,10 @@ impl<H: Host> Harness<H> {
     }
 
     /// A harness over an existing store (a restart).
-    pub fn over(config: SchedulerConfig, host: H, store: MemoryStore, now: Millis) -> Self {
+    pub fn over(config: SchedulerConfig, host: H, mut store: MemoryStore, now: Millis) -> Self {
+        if let Err(holder) = store.acquire(&config.owner, now, config.lease_ms) {
+            panic!("lease held by {holder:?}");
+        }
         let scheduler = match Scheduler::new(config, host, store.snapshot()) {
             Ok(scheduler) => scheduler,
             Err(error) => panic!("invalid test config: {error}"),
@@ -91,7 +94,9 @@ impl<H: Host> Harness<H> {
 
     /// Applies (or fails) the oldest emitted batch; false when none is waiting.
     pub fn persist_next(&mut self) -> bool {
-        let Some(batch) = self.persists.pop_front() else { return false };
+        let Some(batch) = self.persists.pop_front() else {
+            return false;
+        };
         let result = if self.fail_persists > 0 {
             self.fail_persists -= 1;
             MemoryStore::failure("QuotaExceededError")
@@ -118,7 +123,10 @@ impl<H: Host> Harness<H> {
     }
 
     /// Enqueues and drains.
-    pub fn enqueue(&mut self, inputs: Vec<IntentInput>) -> Result<u64, crate::core::error::SchedulerError> {
+    pub fn enqueue(
+        &mut self,
+        inputs: Vec<IntentInput>,
+    ) -> Result<u64, crate::core::error::SchedulerError> {
         let result = self.scheduler.enqueue(self.now, inputs);
         self.drain();
         result
@@ -127,7 +135,10 @@ impl<H: Host> Harness<H> {
     /// Answers the attempt on the wire for `request_id`.
     pub fn answer(&mut self, request_id: &str, status: AttemptStatus) {
         let Some(index) = self.wire.iter().position(|o| o.request.id == request_id) else {
-            panic!("no attempt of {request_id} on the wire: {:?}", self.wire_ids());
+            panic!(
+                "no attempt of {request_id} on the wire: {:?}",
+                self.wire_ids()
+            );
         };
         let order = self.wire.remove(index);
         self.scheduler.on_answer(self.now, order.attempt, status);
@@ -164,6 +175,9 @@ impl<H: Host> Harness<H> {
 
     /// Operation ids on the wire, in send order.
     pub fn wire_operations(&self) -> Vec<String> {
-        self.wire.iter().flat_map(|o| o.request.operation_ids.clone()).collect()
+        self.wire
+            .iter()
+            .flat_map(|o| o.request.operation_ids.clone())
+            .collect()
     }
 }

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use crate::core::io::{LeaseWrite, PersistBatch, PersistFailure, PersistResult};
 use crate::core::ledger::LedgerSnapshot;
-use crate::core::model::{EventRecord, FrozenRequest, Lease, LedgerMeta, Operation};
+use crate::core::model::{EventRecord, FrozenRequest, Lease, LedgerMeta, Millis, Operation};
 use crate::core::safe_error::SafeError;
 
 /// Durable state of one ledger.
@@ -21,6 +21,26 @@ pub struct MemoryStore {
 }
 
 impl MemoryStore {
+    /// A store holding exactly these records (e.g. a hand-corrupted ledger).
+    pub fn from_snapshot(snapshot: LedgerSnapshot) -> Self {
+        Self {
+            operations: snapshot
+                .operations
+                .into_iter()
+                .map(|o| (o.intent.id.clone(), o))
+                .collect(),
+            requests: snapshot
+                .requests
+                .into_iter()
+                .map(|r| (r.id.clone(), r))
+                .collect(),
+            lease: snapshot.lease,
+            events: snapshot.events.into_iter().map(|e| (e.seq, e)).collect(),
+            meta: snapshot.meta,
+            writes: 0,
+        }
+    }
+
     /// Everything durable, as `start()` would load it.
     pub fn snapshot(&self) -> LedgerSnapshot {
         LedgerSnapshot {
@@ -49,43 +69,19 @@ impl MemoryStore {
 
     /// Applies a batch, or refuses all of it.
     pub fn apply(&mut self, batch: &PersistBatch) -> PersistResult {
-        let fence = batch.fence;
+        // K2: every write of a dispatcher carries its fence and is refused when stale.
+        if batch.fence.is_none() || self.lease.as_ref().map(|l| l.fence) != batch.fence {
+            return PersistResult::Failed(PersistFailure::Fenced {
+                current: self.lease.clone(),
+            });
+        }
         match &batch.lease {
-            Some(LeaseWrite::Acquire { owner, now, expires_at }) => {
-                let free = self
-                    .lease
-                    .as_ref()
-                    .is_none_or(|l| l.expires_at <= *now || &l.owner == owner);
-                if !free {
-                    return PersistResult::Failed(PersistFailure::Fenced { current: self.lease.clone() });
-                }
-                let next = self.lease.as_ref().map_or(1, |l| l.fence + 1);
-                self.lease = Some(Lease {
-                    owner: owner.clone(),
-                    fence: next,
-                    expires_at: *expires_at,
-                });
-            }
             Some(LeaseWrite::Renew { expires_at }) => {
-                if self.lease.as_ref().map(|l| l.fence) != fence || fence.is_none() {
-                    return PersistResult::Failed(PersistFailure::Fenced { current: self.lease.clone() });
-                }
                 if let Some(lease) = self.lease.as_mut() {
                     lease.expires_at = *expires_at;
                 }
             }
-            Some(LeaseWrite::Release) => {
-                if self.lease.as_ref().map(|l| l.fence) == fence {
-                    if let Some(lease) = self.lease.as_mut() {
-                        lease.expires_at = 0;
-                    }
-                }
-            }
-            None => {
-                if fence.is_some() && self.lease.as_ref().map(|l| l.fence) != fence {
-                    return PersistResult::Failed(PersistFailure::Fenced { current: self.lease.clone() });
-                }
-            }
+            None => {}
         }
         for op in &batch.operations {
             self.operations.insert(op.intent.id.clone(), op.clone());
@@ -103,11 +99,40 @@ impl MemoryStore {
             self.meta = meta.clone();
         }
         self.writes += 1;
-        PersistResult::Done { lease: self.lease.clone() }
+        PersistResult::Done {
+            lease: self.lease.clone(),
+        }
+    }
+
+    /// Takes the lease if it is free, expired or already `owner`'s, bumping the fence; the
+    /// caller then loads the snapshot (the browser store does both in one transaction).
+    pub fn acquire(
+        &mut self,
+        owner: &str,
+        now: Millis,
+        lease_ms: Millis,
+    ) -> Result<Lease, Option<Lease>> {
+        let free = self
+            .lease
+            .as_ref()
+            .is_none_or(|l| l.expires_at <= now || l.owner == owner);
+        if !free {
+            return Err(self.lease.clone());
+        }
+        let lease = Lease {
+            owner: owner.to_owned(),
+            fence: self.lease.as_ref().map_or(1, |l| l.fence + 1),
+            expires_at: now + lease_ms,
+        };
+        self.lease = Some(lease.clone());
+        Ok(lease)
     }
 
     /// A storage failure result (quota, aborted transaction).
     pub fn failure(code: &str) -> PersistResult {
-        PersistResult::Failed(PersistFailure::Storage(SafeError::new(code, "simulated storage failure")))
+        PersistResult::Failed(PersistFailure::Storage(SafeError::new(
+            code,
+            "simulated storage failure",
+        )))
     }
 }

@@ -9,7 +9,9 @@ pub struct SimRng {
 impl SimRng {
     /// A generator for `seed`.
     pub fn new(seed: u64) -> Self {
-        Self { state: seed ^ 0x9e37_79b9_7f4a_7c15 }
+        Self {
+            state: seed ^ 0x9e37_79b9_7f4a_7c15,
+        }
     }
 
     /// The next 64 random bits.

@@ -51,15 +51,26 @@ pub struct SimServer {
 
 impl SimServer {
     /// Handles one attempt as the wire would deliver it.
-    pub fn handle(&mut self, action: RetryAction, request: &FrozenRequest, faults: ServerFaults) -> AttemptStatus {
+    pub fn handle(
+        &mut self,
+        action: RetryAction,
+        request: &FrozenRequest,
+        faults: ServerFaults,
+    ) -> AttemptStatus {
         if faults.drop_before_apply {
             return AttemptStatus::transport_unknown("connection dropped");
         }
         if faults.server_error {
-            return status(AttemptOutcome::Unresolved, Some(SafeError::new("http_503", "service unavailable")));
+            return status(
+                AttemptOutcome::Unresolved,
+                Some(SafeError::new("http_503", "service unavailable")),
+            );
         }
         if let Some(after) = faults.too_many {
-            let mut answer = status(AttemptOutcome::Unresolved, Some(SafeError::new("http_429", "too many requests")));
+            let mut answer = status(
+                AttemptOutcome::Unresolved,
+                Some(SafeError::new("http_429", "too many requests")),
+            );
             answer.retry_after_ms = Some(after);
             return answer;
         }
@@ -78,7 +89,10 @@ impl SimServer {
         if let Some(stored) = self.stored.get(&request.id) {
             if stored.digest != request.digest {
                 self.key_reuse += 1;
-                return status(AttemptOutcome::Rejected, Some(SafeError::new("idempotency_key_reused", "different body")));
+                return status(
+                    AttemptOutcome::Rejected,
+                    Some(SafeError::new("idempotency_key_reused", "different body")),
+                );
             }
             return status(stored.outcome, None);
         }
@@ -89,18 +103,33 @@ impl SimServer {
         if conflict {
             self.stored.insert(
                 request.id.clone(),
-                Stored { digest: request.digest.clone(), outcome: AttemptOutcome::Rejected, polls_left: 0 },
+                Stored {
+                    digest: request.digest.clone(),
+                    outcome: AttemptOutcome::Rejected,
+                    polls_left: 0,
+                },
             );
-            let mut answer = status(AttemptOutcome::Rejected, Some(SafeError::new("version_conflict", "stale version")));
+            let mut answer = status(
+                AttemptOutcome::Rejected,
+                Some(SafeError::new("version_conflict", "stale version")),
+            );
             answer.canonical = Some(json!({ "versions": self.versions }));
             return answer;
         }
         let accepted = request.kind == "run.start";
         self.apply(request);
-        let outcome = if accepted { AttemptOutcome::Accepted } else { AttemptOutcome::Applied };
+        let outcome = if accepted {
+            AttemptOutcome::Accepted
+        } else {
+            AttemptOutcome::Applied
+        };
         self.stored.insert(
             request.id.clone(),
-            Stored { digest: request.digest.clone(), outcome, polls_left: if accepted { 2 } else { 0 } },
+            Stored {
+                digest: request.digest.clone(),
+                outcome,
+                polls_left: if accepted { 2 } else { 0 },
+            },
         );
         status(outcome, None)
     }
@@ -109,7 +138,10 @@ impl SimServer {
         for id in &request.operation_ids {
             *self.applied.entry(id.clone()).or_default() += 1;
             for canvas in &request.canvas_ids {
-                self.order.entry(canvas.clone()).or_default().push(id.clone());
+                self.order
+                    .entry(canvas.clone())
+                    .or_default()
+                    .push(id.clone());
             }
         }
         for canvas in &request.canvas_ids {
@@ -120,7 +152,10 @@ impl SimServer {
     fn query(&mut self, id: &str) -> AttemptStatus {
         self.queries += 1;
         let Some(stored) = self.stored.get_mut(id) else {
-            return status(AttemptOutcome::Unresolved, Some(SafeError::new("not_found", "never received")));
+            return status(
+                AttemptOutcome::Unresolved,
+                Some(SafeError::new("not_found", "never received")),
+            );
         };
         if stored.outcome == AttemptOutcome::Accepted {
             if stored.polls_left == 0 {
@@ -139,5 +174,8 @@ impl SimServer {
 }
 
 fn status(outcome: AttemptOutcome, error: Option<SafeError>) -> AttemptStatus {
-    AttemptStatus { error, ..AttemptStatus::outcome(outcome) }
+    AttemptStatus {
+        error,
+        ..AttemptStatus::outcome(outcome)
+    }
 }

@@ -17,7 +17,7 @@ pub const PROBE_STORE: &str = "probe";
 /// Schema version of the probe database; version 1 creates [`PROBE_STORE`].
 pub const PROBE_SCHEMA_VERSION: u32 = 1;
 
-/// Longest database name the probe accepts, in UTF-16-agnostic `char`s.
+/// Longest database name the probe accepts, counted in `char`s (Unicode scalar values).
 pub const MAX_DATABASE_NAME_CHARS: usize = 256;
 
 /// The record written and read back. Its `nonce` differs on every probe, so reading back an

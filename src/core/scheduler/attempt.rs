@@ -6,7 +6,8 @@ use crate::core::digest::body_digest;
 use crate::core::error::ErrorCode;
 use crate::core::host::Host;
 use crate::core::io::{
-    AttemptId, AttemptOutcome, AttemptStatus, BatchNo, Effect, PersistFailure, PersistResult, Report, SendOrder,
+    AttemptId, AttemptOutcome, AttemptStatus, BatchNo, Effect, PersistFailure, PersistResult,
+    Report, SendOrder,
 };
 use crate::core::model::{
     EventKind, Millis, OperationOutcome, RequestPhase, RetryAction, Settlement, PROTOCOL_VERSION,
@@ -50,17 +51,9 @@ impl<H: Host> Scheduler<H> {
         if lease.owner != self.config.owner {
             return;
         }
-        let was_leader = self.is_leader();
-        self.lease.fence = Some(lease.fence);
-        self.lease.renewed_at = now;
-        self.ledger.set_lease(Some(lease.clone()));
-        if !was_leader {
-            self.event(EventKind::LeaseAcquired, now, None, None, Some(self.config.owner.clone()));
-            self.persist.barrier_wanted = true;
-            self.report(Report::LeaderChanged {
-                leader: true,
-                fence: Some(lease.fence),
-            });
+        if Some(lease.fence) == self.lease.fence {
+            self.lease.renewed_at = now;
+            self.ledger.set_lease(Some(lease));
         }
     }
 
@@ -77,9 +70,15 @@ impl<H: Host> Scheduler<H> {
         self.retries.clear();
         self.ready.clear();
         self.event(EventKind::LeaseLost, now, None, None, None);
-        self.report_error(ErrorCode::LeaseLost, "another dispatcher took the lease; this one stopped");
+        self.report_error(
+            ErrorCode::LeaseLost,
+            "another dispatcher took the lease; this one stopped",
+        );
         if was_leader {
-            self.report(Report::LeaderChanged { leader: false, fence: None });
+            self.report(Report::LeaderChanged {
+                leader: false,
+                fence: None,
+            });
         }
     }
 
@@ -97,7 +96,10 @@ impl<H: Host> Scheduler<H> {
         }
         self.report_error(
             ErrorCode::StorageUnavailable,
-            format!("{}: {} (claims kept; call resume())", error.code, error.message),
+            format!(
+                "{}: {} (claims kept; call resume())",
+                error.code, error.message
+            ),
         );
     }
 
@@ -119,7 +121,9 @@ impl<H: Host> Scheduler<H> {
 
     /// The dispatch marker is durable: check the request once more, then send it.
     fn send(&mut self, now: Millis, request_id: &str) {
-        let Some(attempt) = self.active.get(request_id).cloned() else { return };
+        let Some(attempt) = self.active.get(request_id).cloned() else {
+            return;
+        };
         let Some(request) = self.ledger.request(request_id).cloned() else {
             self.active.remove(request_id);
             return;
@@ -128,7 +132,11 @@ impl<H: Host> Scheduler<H> {
             // Held/offline/resolved meanwhile: nothing was sent; run it again later.
             self.active.remove(request_id);
             if request.is_unresolved() && request.blocked.is_none() {
-                let action = if request.phase == RequestPhase::Frozen { RetryAction::Submit } else { RetryAction::Query };
+                let action = if request.phase == RequestPhase::Frozen {
+                    RetryAction::Submit
+                } else {
+                    RetryAction::Query
+                };
                 self.retries.schedule(request_id, now, action);
             }
             self.slot_freed();
@@ -138,7 +146,10 @@ impl<H: Host> Scheduler<H> {
             // D5: a body that no longer matches its digest is never sent.
             self.active.remove(request_id);
             self.block_request(now, request_id, "digest_mismatch", None);
-            self.report_error(ErrorCode::CorruptRecord, format!("request {request_id} body does not match its digest"));
+            self.report_error(
+                ErrorCode::CorruptRecord,
+                format!("request {request_id} body does not match its digest"),
+            );
             self.slot_freed();
             return;
         }
@@ -164,7 +175,13 @@ impl<H: Host> Scheduler<H> {
             active.stage = Stage::Sending;
         }
         self.counters.sent += 1;
-        self.event(EventKind::Dispatched, now, Some(request_id), None, Some(attempt.action.as_str().to_owned()));
+        self.event(
+            EventKind::Dispatched,
+            now,
+            Some(request_id),
+            None,
+            Some(attempt.action.as_str().to_owned()),
+        );
         self.effects.push_back(Effect::Send(SendOrder {
             attempt: attempt.id,
             action: attempt.action,
@@ -176,38 +193,72 @@ impl<H: Host> Scheduler<H> {
     /// have (never sent, or a query said 404) may be dropped and re-frozen.
     fn revision_changed(&self, request: &crate::core::model::FrozenRequest) -> bool {
         let unsent = request.phase == RequestPhase::Frozen
-            || request.error.as_ref().is_some_and(|e| e.code == "not_found");
+            || request
+                .error
+                .as_ref()
+                .is_some_and(|e| e.code == "not_found");
         unsent
-            && request.operation_ids.iter().zip(&request.revisions).any(|(id, revision)| {
-                self.ledger.operation(id).is_some_and(|op| op.intent.revision != *revision)
-            })
+            && request
+                .operation_ids
+                .iter()
+                .zip(&request.revisions)
+                .any(|(id, revision)| {
+                    self.ledger
+                        .operation(id)
+                        .is_some_and(|op| op.intent.revision != *revision)
+                })
     }
 
     fn resolve_stale(&mut self, now: Millis, request_id: &str) {
-        let Some(request) = self.ledger.request(request_id).cloned() else { return };
+        let Some(request) = self.ledger.request(request_id).cloned() else {
+            return;
+        };
         self.ledger.update_request(request_id, |r| {
             r.phase = RequestPhase::Resolved;
             r.outcome = Some(Settlement::Rejected);
-            r.error = Some(SafeError::new("stale_revision", "the intent was revised after freezing"));
+            r.error = Some(SafeError::new(
+                "stale_revision",
+                "the intent was revised after freezing",
+            ));
         });
         for id in &request.operation_ids {
             self.ledger.update_operation(id, |op| op.request_id = None);
         }
-        self.event(EventKind::Settled, now, Some(request_id), None, Some("stale_revision".into()));
+        self.event(
+            EventKind::Settled,
+            now,
+            Some(request_id),
+            None,
+            Some("stale_revision".into()),
+        );
         self.release_request(&request.id);
     }
 
     /// Marks a request as waiting for the host; its operations report `blocked`.
-    pub(super) fn block_request(&mut self, now: Millis, request_id: &str, reason: &str, error: Option<SafeError>) {
+    pub(super) fn block_request(
+        &mut self,
+        now: Millis,
+        request_id: &str,
+        reason: &str,
+        error: Option<SafeError>,
+    ) {
         self.retries.cancel(request_id);
-        let Some(request) = self.ledger.request(request_id).cloned() else { return };
+        let Some(request) = self.ledger.request(request_id).cloned() else {
+            return;
+        };
         self.ledger.update_request(request_id, |r| {
             r.blocked = Some(reason.to_owned());
             if error.is_some() {
                 r.error = error.clone();
             }
         });
-        self.event(EventKind::Blocked, now, Some(request_id), None, Some(reason.to_owned()));
+        self.event(
+            EventKind::Blocked,
+            now,
+            Some(request_id),
+            None,
+            Some(reason.to_owned()),
+        );
         for id in request.operation_ids {
             self.report(Report::Blocked {
                 operation_id: id,
@@ -230,7 +281,10 @@ impl<H: Host> Scheduler<H> {
         else {
             return;
         };
-        let action = self.active.get(&request_id).map_or(RetryAction::Query, |a| a.action);
+        let action = self
+            .active
+            .get(&request_id)
+            .map_or(RetryAction::Query, |a| a.action);
         self.complete(now, &request_id, action, status);
         if self.persist.failed {
             // The record stays in memory; resume() persists it and moves the claims.
@@ -246,9 +300,17 @@ impl<H: Host> Scheduler<H> {
     }
 
     /// Records an attempt's outcome in the ledger (S9, S10, K1, K4).
-    fn complete(&mut self, now: Millis, request_id: &str, action: RetryAction, status: AttemptStatus) {
+    fn complete(
+        &mut self,
+        now: Millis,
+        request_id: &str,
+        action: RetryAction,
+        status: AttemptStatus,
+    ) {
         match status.outcome {
-            AttemptOutcome::Applied | AttemptOutcome::Rejected => self.settle(now, request_id, status),
+            AttemptOutcome::Applied | AttemptOutcome::Rejected => {
+                self.settle(now, request_id, status)
+            }
             AttemptOutcome::Accepted | AttemptOutcome::Unresolved => {
                 if let Some(reason) = status.blocked.clone() {
                     self.block_request(now, request_id, &reason, status.error);
@@ -268,27 +330,46 @@ impl<H: Host> Scheduler<H> {
                     failures = r.failures;
                     attempt = r.attempt;
                 });
-                if !accepted && (status.retryable == Some(false) || failures >= self.config.retry.max_attempts) {
+                if !accepted
+                    && (status.retryable == Some(false)
+                        || failures >= self.config.retry.max_attempts)
+                {
                     return self.dead_letter(now, request_id, status.error);
                 }
                 // S9: a missing receipt is unknown, so the only write a retry may do is this
                 // same frozen request; after a submit or an `accepted`, ask first.
-                let next = if accepted || action == RetryAction::Submit { RetryAction::Query } else { RetryAction::Submit };
+                let next = if accepted || action == RetryAction::Submit {
+                    RetryAction::Query
+                } else {
+                    RetryAction::Submit
+                };
                 let due = match (status.retry_after_ms, status.retry_at) {
                     (Some(after), _) => now + after.max(1),
                     (None, Some(at)) => at.max(now + 1),
                     (None, None) => now + self.config.retry.delay(attempt),
                 };
                 self.ledger.schedule_retry(request_id, due, next);
-                self.event(EventKind::RetryScheduled, now, Some(request_id), None, Some(format!("{} at {due}", next.as_str())));
+                self.event(
+                    EventKind::RetryScheduled,
+                    now,
+                    Some(request_id),
+                    None,
+                    Some(format!("{} at {due}", next.as_str())),
+                );
             }
         }
     }
 
     /// Applied or rejected: the request and its operations are resolved for good.
     fn settle(&mut self, now: Millis, request_id: &str, status: AttemptStatus) {
-        let Some(request) = self.ledger.request(request_id).cloned() else { return };
-        let settlement = if status.outcome == AttemptOutcome::Applied { Settlement::Applied } else { Settlement::Rejected };
+        let Some(request) = self.ledger.request(request_id).cloned() else {
+            return;
+        };
+        let settlement = if status.outcome == AttemptOutcome::Applied {
+            Settlement::Applied
+        } else {
+            Settlement::Rejected
+        };
         self.retries.cancel(request_id);
         self.ledger.update_request(request_id, |r| {
             r.phase = RequestPhase::Resolved;
@@ -304,13 +385,20 @@ impl<H: Host> Scheduler<H> {
                 settlement: verdict.map_or(settlement, |v| v.settlement),
                 request_id: Some(request_id.to_owned()),
                 error: verdict.map_or_else(|| status.error.clone(), |v| v.error.clone()),
-                canonical: verdict.map_or_else(|| status.canonical.clone(), |v| v.canonical.clone()),
+                canonical: verdict
+                    .map_or_else(|| status.canonical.clone(), |v| v.canonical.clone()),
                 at: now,
             };
             self.ledger.resolve_operation(id, outcome.clone());
             self.indexed.remove(id);
             self.counters.settled += 1;
-            self.event(EventKind::Settled, now, Some(request_id), Some(id), Some(outcome.settlement.as_str().into()));
+            self.event(
+                EventKind::Settled,
+                now,
+                Some(request_id),
+                Some(id),
+                Some(outcome.settlement.as_str().into()),
+            );
             self.report(Report::Settled {
                 operation_id: id.clone(),
                 request_id: Some(request_id.to_owned()),
@@ -323,7 +411,9 @@ impl<H: Host> Scheduler<H> {
 
     /// K1: out of attempts. Terminal and visible; claims stay until the host retries or discards.
     fn dead_letter(&mut self, now: Millis, request_id: &str, error: Option<SafeError>) {
-        let Some(request) = self.ledger.request(request_id).cloned() else { return };
+        let Some(request) = self.ledger.request(request_id).cloned() else {
+            return;
+        };
         self.retries.cancel(request_id);
         self.ledger.update_request(request_id, |r| {
             r.blocked = Some("dead_letter".into());
@@ -333,7 +423,13 @@ impl<H: Host> Scheduler<H> {
         for id in &request.operation_ids {
             self.ledger.block_operation(id, "dead_letter");
         }
-        self.event(EventKind::DeadLettered, now, Some(request_id), None, error.as_ref().map(|e| e.code.clone()));
+        self.event(
+            EventKind::DeadLettered,
+            now,
+            Some(request_id),
+            None,
+            error.as_ref().map(|e| e.code.clone()),
+        );
         self.report(Report::DeadLettered {
             operation_ids: request.operation_ids.clone(),
             request_id: request_id.to_owned(),
@@ -358,13 +454,19 @@ impl<H: Host> Scheduler<H> {
 
     /// Releases a resolved request's canvases and wakes waiters and dependents (S9).
     pub(super) fn release_request(&mut self, request_id: &str) {
-        let Some(request) = self.ledger.request(request_id).cloned() else { return };
+        let Some(request) = self.ledger.request(request_id).cloned() else {
+            return;
+        };
         self.retries.cancel(request_id);
         let woken = self.claims.release(request_id, &request.canvas_ids);
         self.wake(woken);
         for id in &request.operation_ids {
             self.consider_ready(id);
-            let dependents: Vec<String> = self.dependents.get(id).map(|d| d.iter().cloned().collect()).unwrap_or_default();
+            let dependents: Vec<String> = self
+                .dependents
+                .get(id)
+                .map(|d| d.iter().cloned().collect())
+                .unwrap_or_default();
             for dependent in dependents {
                 self.consider_ready(&dependent);
             }

@@ -26,9 +26,16 @@ fn same_intent(stored: &Intent, input: &IntentInput) -> bool {
 impl<H: Host> Scheduler<H> {
     /// Validates and admits intents; returns the barrier after which they are durable.
     /// Re-enqueueing an identical intent (e.g. after a failed write) is not an error.
-    pub fn enqueue(&mut self, now: Millis, inputs: Vec<IntentInput>) -> Result<BatchNo, SchedulerError> {
+    pub fn enqueue(
+        &mut self,
+        now: Millis,
+        inputs: Vec<IntentInput>,
+    ) -> Result<BatchNo, SchedulerError> {
         if self.lifecycle == Lifecycle::Closed {
-            return Err(SchedulerError::new(ErrorCode::SchedulerClosed, "the scheduler was stopped"));
+            return Err(SchedulerError::new(
+                ErrorCode::SchedulerClosed,
+                "the scheduler was stopped",
+            ));
         }
         if self.persist.failed {
             return Err(SchedulerError::new(
@@ -37,7 +44,10 @@ impl<H: Host> Scheduler<H> {
             ));
         }
         if self.lease.fenced {
-            return Err(SchedulerError::new(ErrorCode::LeaseLost, "another dispatcher owns this ledger"));
+            return Err(SchedulerError::new(
+                ErrorCode::LeaseLost,
+                "another dispatcher owns this ledger",
+            ));
         }
         let fresh = self.validate_batch(&inputs)?;
         if fresh.is_empty() {
@@ -66,7 +76,10 @@ impl<H: Host> Scheduler<H> {
     /// Checks a batch against itself and the ledger; returns the intents not yet admitted.
     fn validate_batch(&self, inputs: &[IntentInput]) -> Result<Vec<IntentInput>, SchedulerError> {
         if inputs.is_empty() {
-            return Err(SchedulerError::new(ErrorCode::InvalidIntent, "no intents given"));
+            return Err(SchedulerError::new(
+                ErrorCode::InvalidIntent,
+                "no intents given",
+            ));
         }
         let mut ids = BTreeSet::new();
         let mut fresh = Vec::new();
@@ -85,7 +98,10 @@ impl<H: Host> Scheduler<H> {
                 }
                 return Err(SchedulerError::new(
                     ErrorCode::DuplicateOperation,
-                    format!("operation {} is already in the ledger with another intent", input.id),
+                    format!(
+                        "operation {} is already in the ledger with another intent",
+                        input.id
+                    ),
                 ));
             }
             match input.sequence {
@@ -102,7 +118,8 @@ impl<H: Host> Scheduler<H> {
         }
         for input in &fresh {
             for dependency in &input.dependencies {
-                if !ids.contains(dependency.as_str()) && self.ledger.operation(dependency).is_none() {
+                if !ids.contains(dependency.as_str()) && self.ledger.operation(dependency).is_none()
+                {
                     return Err(SchedulerError::new(
                         ErrorCode::UnknownDependency,
                         format!("operation {} depends on unknown {dependency}", input.id),

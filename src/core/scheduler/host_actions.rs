@@ -16,7 +16,10 @@ impl<H: Host> Scheduler<H> {
     /// S14: acquired synchronously; nothing new starts and timers are cleared while held.
     pub fn hold(&mut self, now: Millis) -> Result<HoldId, SchedulerError> {
         if self.is_closed() {
-            return Err(SchedulerError::new(ErrorCode::SchedulerClosed, "hold() after stop()"));
+            return Err(SchedulerError::new(
+                ErrorCode::SchedulerClosed,
+                "hold() after stop()",
+            ));
         }
         self.next_hold += 1;
         self.holds.insert(self.next_hold);
@@ -52,7 +55,17 @@ impl<H: Host> Scheduler<H> {
             .ledger
             .requests()
             .filter(|r| !self.active.contains_key(&r.id))
-            .map(|r| (r.id.clone(), r.is_unresolved(), r.blocked.clone(), r.phase, r.retry_at, r.retry_action, r.principal.clone()))
+            .map(|r| {
+                (
+                    r.id.clone(),
+                    r.is_unresolved(),
+                    r.blocked.clone(),
+                    r.phase,
+                    r.retry_at,
+                    r.retry_action,
+                    r.principal.clone(),
+                )
+            })
             .collect();
         for (id, unresolved, blocked, phase, retry_at, retry_action, principal) in requests {
             if !unresolved {
@@ -67,7 +80,11 @@ impl<H: Host> Scheduler<H> {
             if self.config.principal.is_some() && principal != self.config.principal {
                 continue;
             }
-            let action = retry_action.unwrap_or(if phase == RequestPhase::Frozen { RetryAction::Submit } else { RetryAction::Query });
+            let action = retry_action.unwrap_or(if phase == RequestPhase::Frozen {
+                RetryAction::Submit
+            } else {
+                RetryAction::Query
+            });
             self.retries.schedule(&id, retry_at.unwrap_or(now), action);
         }
         let indexed: Vec<String> = self.indexed.iter().cloned().collect();
@@ -95,26 +112,47 @@ impl<H: Host> Scheduler<H> {
     }
 
     /// K7: run that operation now if it is claimable; otherwise say why.
-    pub fn flush(&mut self, now: Millis, operation_id: &str) -> Result<FlushOutcome, SchedulerError> {
+    pub fn flush(
+        &mut self,
+        now: Millis,
+        operation_id: &str,
+    ) -> Result<FlushOutcome, SchedulerError> {
         let op = self
             .ledger
             .operation(operation_id)
             .cloned()
-            .ok_or_else(|| SchedulerError::new(ErrorCode::UnknownOperation, format!("no operation {operation_id}")))?;
+            .ok_or_else(|| {
+                SchedulerError::new(
+                    ErrorCode::UnknownOperation,
+                    format!("no operation {operation_id}"),
+                )
+            })?;
         if self.is_closed() {
-            return Err(SchedulerError::new(ErrorCode::SchedulerClosed, "flush() after stop()"));
+            return Err(SchedulerError::new(
+                ErrorCode::SchedulerClosed,
+                "flush() after stop()",
+            ));
         }
         let mut started = false;
         if self.may_dispatch() && op.phase == OperationPhase::Pending && op.blockers.is_empty() {
-            let request = op.request_id.as_deref().and_then(|r| self.ledger.request(r)).cloned();
+            let request = op
+                .request_id
+                .as_deref()
+                .and_then(|r| self.ledger.request(r))
+                .cloned();
             match request {
                 Some(request) if request.is_unresolved() => {
-                    if request.blocked.is_none() && !self.active.contains_key(&request.id) && self.lane_free(&request.kind) {
-                        let action = request.retry_action.unwrap_or(if request.phase == RequestPhase::Frozen {
-                            RetryAction::Submit
-                        } else {
-                            RetryAction::Query
-                        });
+                    if request.blocked.is_none()
+                        && !self.active.contains_key(&request.id)
+                        && self.lane_free(&request.kind)
+                    {
+                        let action = request.retry_action.unwrap_or(
+                            if request.phase == RequestPhase::Frozen {
+                                RetryAction::Submit
+                            } else {
+                                RetryAction::Query
+                            },
+                        );
                         self.retries.cancel(&request.id);
                         self.deferred.remove(&request.id);
                         self.launch(now, &request.id, action);
@@ -139,32 +177,60 @@ impl<H: Host> Scheduler<H> {
         }
         self.sync_timer(now);
         let explanation = self.explain(now, operation_id)?;
-        Ok(FlushOutcome { started, explanation })
+        Ok(FlushOutcome {
+            started,
+            explanation,
+        })
     }
 
     /// K1: clears a dead letter (or another host-resolvable block) and runs it again with the
     /// same frozen request; an unknown outcome is queried first.
     pub fn retry(&mut self, now: Millis, operation_id: &str) -> Result<BatchNo, SchedulerError> {
         self.check_host_action(operation_id)?;
-        let op = self.ledger.operation(operation_id).cloned().ok_or_else(|| unknown(operation_id))?;
-        let request = op.request_id.as_deref().and_then(|r| self.ledger.request(r)).cloned().filter(|r| r.is_unresolved());
+        let op = self
+            .ledger
+            .operation(operation_id)
+            .cloned()
+            .ok_or_else(|| unknown(operation_id))?;
+        let request = op
+            .request_id
+            .as_deref()
+            .and_then(|r| self.ledger.request(r))
+            .cloned()
+            .filter(|r| r.is_unresolved());
         match request {
-            Some(request) if request.blocked.as_deref().is_some_and(|b| b != "digest_mismatch" && b != "request_interpreter_unavailable") => {
+            Some(request)
+                if request.blocked.as_deref().is_some_and(|b| {
+                    b != "digest_mismatch" && b != "request_interpreter_unavailable"
+                }) =>
+            {
                 self.ledger.update_request(&request.id, |r| {
                     r.blocked = None;
                     r.failures = 0;
                 });
                 for id in &request.operation_ids {
-                    self.ledger.update_operation(id, |o| o.blockers.retain(|b| b != "dead_letter"));
+                    self.ledger
+                        .update_operation(id, |o| o.blockers.retain(|b| b != "dead_letter"));
                 }
-                let action = if request.phase == RequestPhase::Frozen { RetryAction::Submit } else { RetryAction::Query };
+                let action = if request.phase == RequestPhase::Frozen {
+                    RetryAction::Submit
+                } else {
+                    RetryAction::Query
+                };
                 self.ledger.schedule_retry(&request.id, now, action);
                 self.retries.schedule(&request.id, now, action);
-                self.event(EventKind::RetryScheduled, now, Some(&request.id), Some(operation_id), Some("host retry".into()));
+                self.event(
+                    EventKind::RetryScheduled,
+                    now,
+                    Some(&request.id),
+                    Some(operation_id),
+                    Some("host retry".into()),
+                );
             }
             Some(_) => return Err(invalid_state(operation_id, "its request is not blocked")),
             None if !op.blockers.is_empty() => {
-                self.ledger.update_operation(operation_id, |o| o.blockers.clear());
+                self.ledger
+                    .update_operation(operation_id, |o| o.blockers.clear());
                 self.index(operation_id);
             }
             None => return Err(invalid_state(operation_id, "it is not blocked")),
@@ -181,15 +247,27 @@ impl<H: Host> Scheduler<H> {
     /// retrying (not blocked) cannot be discarded.
     pub fn discard(&mut self, now: Millis, operation_id: &str) -> Result<BatchNo, SchedulerError> {
         self.check_host_action(operation_id)?;
-        let op = self.ledger.operation(operation_id).cloned().ok_or_else(|| unknown(operation_id))?;
+        let op = self
+            .ledger
+            .operation(operation_id)
+            .cloned()
+            .ok_or_else(|| unknown(operation_id))?;
         if op.phase == OperationPhase::Resolved {
             return Err(invalid_state(operation_id, "it is already resolved"));
         }
-        let request = op.request_id.as_deref().and_then(|r| self.ledger.request(r)).cloned().filter(|r| r.is_unresolved());
+        let request = op
+            .request_id
+            .as_deref()
+            .and_then(|r| self.ledger.request(r))
+            .cloned()
+            .filter(|r| r.is_unresolved());
         let mut discarded = vec![operation_id.to_owned()];
         if let Some(request) = &request {
             if request.blocked.is_none() || self.active.contains_key(&request.id) {
-                return Err(invalid_state(operation_id, "its request may still reach the server; wait or hold first"));
+                return Err(invalid_state(
+                    operation_id,
+                    "its request may still reach the server; wait or hold first",
+                ));
             }
             self.ledger.update_request(&request.id, |r| {
                 r.phase = RequestPhase::Resolved;
@@ -216,7 +294,13 @@ impl<H: Host> Scheduler<H> {
                 self.ready.remove(sequence, id);
                 self.lane_waiters.remove(&(sequence, id.clone()));
             }
-            self.event(EventKind::Settled, now, request.as_ref().map(|r| r.id.as_str()), Some(id), Some("discarded".into()));
+            self.event(
+                EventKind::Settled,
+                now,
+                request.as_ref().map(|r| r.id.as_str()),
+                Some(id),
+                Some("discarded".into()),
+            );
             self.report(Report::Settled {
                 operation_id: id.clone(),
                 request_id: request.as_ref().map(|r| r.id.clone()),
@@ -224,9 +308,17 @@ impl<H: Host> Scheduler<H> {
                 error: None,
                 canonical: None,
             });
-            let dependents: Vec<String> = self.dependents.get(id).map(|d| d.iter().cloned().collect()).unwrap_or_default();
+            let dependents: Vec<String> = self
+                .dependents
+                .get(id)
+                .map(|d| d.iter().cloned().collect())
+                .unwrap_or_default();
             for dependent in dependents {
-                if self.ledger.operation(&dependent).is_some_and(|o| o.phase == OperationPhase::Pending) {
+                if self
+                    .ledger
+                    .operation(&dependent)
+                    .is_some_and(|o| o.phase == OperationPhase::Pending)
+                {
                     self.block_operation(now, &dependent, "dependency_discarded");
                 }
             }
@@ -243,10 +335,16 @@ impl<H: Host> Scheduler<H> {
 
     fn check_host_action(&self, operation_id: &str) -> Result<(), SchedulerError> {
         if self.is_closed() {
-            return Err(SchedulerError::new(ErrorCode::SchedulerClosed, "the scheduler was stopped"));
+            return Err(SchedulerError::new(
+                ErrorCode::SchedulerClosed,
+                "the scheduler was stopped",
+            ));
         }
         if self.persist.failed {
-            return Err(SchedulerError::new(ErrorCode::StorageUnavailable, "storage failed; call resume() first"));
+            return Err(SchedulerError::new(
+                ErrorCode::StorageUnavailable,
+                "storage failed; call resume() first",
+            ));
         }
         if self.ledger.operation(operation_id).is_none() {
             return Err(unknown(operation_id));
@@ -256,9 +354,15 @@ impl<H: Host> Scheduler<H> {
 }
 
 fn unknown(operation_id: &str) -> SchedulerError {
-    SchedulerError::new(ErrorCode::UnknownOperation, format!("no operation {operation_id}"))
+    SchedulerError::new(
+        ErrorCode::UnknownOperation,
+        format!("no operation {operation_id}"),
+    )
 }
 
 fn invalid_state(operation_id: &str, why: &str) -> SchedulerError {
-    SchedulerError::new(ErrorCode::InvalidState, format!("operation {operation_id}: {why}"))
+    SchedulerError::new(
+        ErrorCode::InvalidState,
+        format!("operation {operation_id}: {why}"),
+    )
 }

@@ -111,10 +111,12 @@ impl<H: Host> Scheduler<H> {
 
     /// D3: explains one operation; an unknown id is an error.
     pub fn explain(&self, now: Millis, operation_id: &str) -> Result<Explanation, SchedulerError> {
-        let op = self
-            .ledger
-            .operation(operation_id)
-            .ok_or_else(|| SchedulerError::new(ErrorCode::UnknownOperation, format!("no operation {operation_id}")))?;
+        let op = self.ledger.operation(operation_id).ok_or_else(|| {
+            SchedulerError::new(
+                ErrorCode::UnknownOperation,
+                format!("no operation {operation_id}"),
+            )
+        })?;
         let mut out = Explanation {
             operation_id: operation_id.to_owned(),
             state: "pending",
@@ -128,10 +130,18 @@ impl<H: Host> Scheduler<H> {
         };
         if op.phase == OperationPhase::Resolved {
             out.state = "resolved";
-            out.reason = op.outcome.as_ref().map_or("settled", |o| o.settlement.as_str()).to_owned();
+            out.reason = op
+                .outcome
+                .as_ref()
+                .map_or("settled", |o| o.settlement.as_str())
+                .to_owned();
             return Ok(out);
         }
-        let request = op.request_id.as_deref().and_then(|r| self.ledger.request(r)).filter(|r| r.is_unresolved());
+        let request = op
+            .request_id
+            .as_deref()
+            .and_then(|r| self.ledger.request(r))
+            .filter(|r| r.is_unresolved());
         if let Some(first) = op.blockers.first() {
             out.state = "blocked";
             out.reason = first.clone();
@@ -153,7 +163,9 @@ impl<H: Host> Scheduler<H> {
                 .to_owned();
                 return Ok(out);
             }
-            out.due_at = request.retry_at.or_else(|| self.retries.due_of(&request.id));
+            out.due_at = request
+                .retry_at
+                .or_else(|| self.retries.due_of(&request.id));
             if self.config.principal.is_some() && request.principal != self.config.principal {
                 out.reason = "other_principal".into();
             } else if let Some(gate) = self.gate() {
@@ -165,7 +177,12 @@ impl<H: Host> Scheduler<H> {
             }
             return Ok(out);
         }
-        if let Some(dep) = op.intent.dependencies.iter().find(|d| !self.ledger.is_resolved(d)) {
+        if let Some(dep) = op
+            .intent
+            .dependencies
+            .iter()
+            .find(|d| !self.ledger.is_resolved(d))
+        {
             out.reason = "waiting_dependency".into();
             out.dependency_id = Some(dep.clone());
             return Ok(out);
@@ -178,7 +195,10 @@ impl<H: Host> Scheduler<H> {
             out.reason = gate.into();
             return Ok(out);
         }
-        if self.lane_waiters.contains(&(op.intent.sequence, operation_id.to_owned())) {
+        if self
+            .lane_waiters
+            .contains(&(op.intent.sequence, operation_id.to_owned()))
+        {
             out.reason = "waiting_lane".into();
             return Ok(out);
         }
@@ -190,7 +210,11 @@ impl<H: Host> Scheduler<H> {
                     out.request_id = Some(holder.to_owned());
                     return Ok(out);
                 }
-                if let Some((_, earlier)) = self.claims.first_waiter(canvas).filter(|(s, _)| *s < op.intent.sequence) {
+                if let Some((_, earlier)) = self
+                    .claims
+                    .first_waiter(canvas)
+                    .filter(|(s, _)| *s < op.intent.sequence)
+                {
                     out.canvas_id = Some(canvas.clone());
                     out.dependency_id = Some(earlier.clone());
                     return Ok(out);

@@ -76,8 +76,6 @@ struct PersistState {
 /// Lease state of this dispatcher (K2).
 #[derive(Debug, Default)]
 struct Leadership {
-    /// The next batch must take the lease.
-    acquire_wanted: bool,
     /// The next batch must renew the lease.
     renew_wanted: bool,
     /// Our fence while we lead.
@@ -131,8 +129,19 @@ pub struct Scheduler<H: Host> {
 
 impl<H: Host> Scheduler<H> {
     /// A scheduler over already-validated durable records. Call [`Scheduler::start`] to run.
-    pub fn new(config: SchedulerConfig, host: H, records: LedgerSnapshot) -> Result<Self, SchedulerError> {
+    pub fn new(
+        config: SchedulerConfig,
+        host: H,
+        records: LedgerSnapshot,
+    ) -> Result<Self, SchedulerError> {
         config.validate()?;
+        // K2: the driver takes the lease and loads the ledger in one transaction; we lead only
+        // if the loaded lease is ours. An instance never acquires with a stale in-memory view.
+        let fence = records
+            .lease
+            .as_ref()
+            .filter(|l| l.owner == config.owner)
+            .map(|l| l.fence);
         let ledger = Ledger::from_records(records, config.event_log_limit);
         Ok(Self {
             config,
@@ -157,7 +166,10 @@ impl<H: Host> Scheduler<H> {
                 ..PersistState::default()
             },
             resume_barrier: None,
-            lease: Leadership::default(),
+            lease: Leadership {
+                fence,
+                ..Leadership::default()
+            },
             effects: VecDeque::new(),
             yielded: false,
             timer: None,
@@ -183,6 +195,11 @@ impl<H: Host> Scheduler<H> {
     /// Requests between "decided to send" and "answer durable" (S2 counts these).
     pub fn in_flight(&self) -> usize {
         self.active.len()
+    }
+
+    /// Whether a newer fence exists: this instance may never write again (K2).
+    pub fn is_fenced(&self) -> bool {
+        self.lease.fenced
     }
 
     /// Whether `stop()` was called.
@@ -259,11 +276,20 @@ impl<H: Host> Scheduler<H> {
         self.persist.next_no
     }
 
-    fn event(&mut self, kind: EventKind, now: Millis, request: Option<&str>, operation: Option<&str>, detail: Option<String>) {
+    fn event(
+        &mut self,
+        kind: EventKind,
+        now: Millis,
+        request: Option<&str>,
+        operation: Option<&str>,
+        detail: Option<String>,
+    ) {
         let mut record = Ledger::event(kind, now);
         record.request_id = request.map(str::to_owned);
         record.operation_id = operation.map(str::to_owned);
-        record.attempt = request.and_then(|id| self.ledger.request(id)).map(|r| r.attempt);
+        record.attempt = request
+            .and_then(|id| self.ledger.request(id))
+            .map(|r| r.attempt);
         record.fence = self.lease.fence;
         record.detail = detail;
         self.ledger.append_event(record);
@@ -283,7 +309,8 @@ impl<H: Host> Scheduler<H> {
                     consider(entry.due_at);
                 }
             }
-            if self.has_work() {
+            // A renewal already requested or being written needs no wake-up.
+            if self.has_work() && !self.lease.renew_wanted && self.persist.in_flight.is_none() {
                 consider(self.lease.renewed_at + self.config.renew_interval());
             }
             due
@@ -308,7 +335,9 @@ impl<H: Host> Scheduler<H> {
         self.timer = None;
         self.yielded = false;
         if self.is_leader()
-            && self.has_work() && now >= self.lease.renewed_at + self.config.renew_interval() {
+            && self.has_work()
+            && now >= self.lease.renewed_at + self.config.renew_interval()
+        {
             self.lease.renew_wanted = true;
         }
         self.maybe_flush(now);

@@ -21,13 +21,18 @@ fn sorted_unique(mut ids: Vec<String>) -> Vec<String> {
 impl<H: Host> Scheduler<H> {
     /// Adds an operation to the dependents index (once) and queues it if ready.
     pub(super) fn index(&mut self, id: &str) {
-        let Some(op) = self.ledger.operation(id) else { return };
+        let Some(op) = self.ledger.operation(id) else {
+            return;
+        };
         if op.phase != OperationPhase::Pending {
             return;
         }
         if self.indexed.insert(id.to_owned()) {
             for dependency in op.intent.dependencies.clone() {
-                self.dependents.entry(dependency).or_default().insert(id.to_owned());
+                self.dependents
+                    .entry(dependency)
+                    .or_default()
+                    .insert(id.to_owned());
             }
         }
         self.consider_ready(id);
@@ -35,14 +40,20 @@ impl<H: Host> Scheduler<H> {
 
     /// S1: pending, unblocked, not carried by an unresolved request, every dependency resolved.
     pub(super) fn is_ready(&self, id: &str) -> bool {
-        let Some(op) = self.ledger.operation(id) else { return false };
+        let Some(op) = self.ledger.operation(id) else {
+            return false;
+        };
         op.is_open()
             && op
                 .request_id
                 .as_deref()
                 .and_then(|r| self.ledger.request(r))
                 .is_none_or(|r| !r.is_unresolved())
-            && op.intent.dependencies.iter().all(|d| self.ledger.is_resolved(d))
+            && op
+                .intent
+                .dependencies
+                .iter()
+                .all(|d| self.ledger.is_resolved(d))
     }
 
     pub(super) fn consider_ready(&mut self, id: &str) {
@@ -73,8 +84,17 @@ impl<H: Host> Scheduler<H> {
     pub(super) fn block_operation(&mut self, now: Millis, id: &str, reason: &str) {
         self.ledger.block_operation(id, reason);
         self.unwait(id);
-        let request_id = self.ledger.operation(id).and_then(|op| op.request_id.clone());
-        self.event(EventKind::Blocked, now, None, Some(id), Some(reason.to_owned()));
+        let request_id = self
+            .ledger
+            .operation(id)
+            .and_then(|op| op.request_id.clone());
+        self.event(
+            EventKind::Blocked,
+            now,
+            None,
+            Some(id),
+            Some(reason.to_owned()),
+        );
         self.report(crate::core::io::Report::Blocked {
             operation_id: id.to_owned(),
             request_id,
@@ -91,12 +111,17 @@ impl<H: Host> Scheduler<H> {
         self.counters.passes += 1;
         // S11: due retries run before new ready work.
         while self.active.len() < self.config.concurrency {
-            let Some(entry) = self.retries.pop_due(now) else { break };
+            let Some(entry) = self.retries.pop_due(now) else {
+                break;
+            };
             let Some(request) = self.ledger.request(&entry.request_id) else {
                 self.retries.cancel(&entry.request_id);
                 continue;
             };
-            if !request.is_unresolved() || request.blocked.is_some() || self.active.contains_key(&request.id) {
+            if !request.is_unresolved()
+                || request.blocked.is_some()
+                || self.active.contains_key(&request.id)
+            {
                 self.retries.cancel(&entry.request_id);
                 continue;
             }
@@ -112,7 +137,9 @@ impl<H: Host> Scheduler<H> {
         let mut budget = self.ready.len().min(self.config.pump_budget);
         while self.active.len() < self.config.concurrency && budget > 0 {
             budget -= 1;
-            let Some((_, id)) = self.ready.pop() else { break };
+            let Some((_, id)) = self.ready.pop() else {
+                break;
+            };
             self.counters.scanned += 1;
             self.examine(now, &id);
         }
@@ -128,7 +155,9 @@ impl<H: Host> Scheduler<H> {
             self.counters.raced += 1;
             return;
         }
-        let Some(op) = self.ledger.operation(id) else { return };
+        let Some(op) = self.ledger.operation(id) else {
+            return;
+        };
         let intent = op.intent.clone();
         if self.config.principal.is_some() && intent.principal != self.config.principal {
             // K3: another principal's work is never frozen or sent under ours.
@@ -150,7 +179,8 @@ impl<H: Host> Scheduler<H> {
         if !occupied.is_empty() {
             // S4: wait on the claimed canvases and reserve the rest against later operations.
             self.claims.wait(intent.sequence, id, &canvases);
-            self.waiting.insert(id.to_owned(), (intent.sequence, canvases));
+            self.waiting
+                .insert(id.to_owned(), (intent.sequence, canvases));
             return;
         }
         let request_id = self.host.create_request_id();
@@ -176,7 +206,13 @@ impl<H: Host> Scheduler<H> {
         };
         let body = match serde_json::to_string(&body) {
             Ok(text) => text,
-            Err(error) => return self.compile_failed(now, id, SafeError::new("compile_failed", &error.to_string())),
+            Err(error) => {
+                return self.compile_failed(
+                    now,
+                    id,
+                    SafeError::new("compile_failed", &error.to_string()),
+                )
+            }
         };
         let request = FrozenRequest {
             id: request_id.clone(),
@@ -221,7 +257,10 @@ impl<H: Host> Scheduler<H> {
         } else {
             error.message.clone()
         };
-        self.report_error(crate::core::error::ErrorCode::InvalidIntent, format!("compile failed for {id}: {reason}"));
+        self.report_error(
+            crate::core::error::ErrorCode::InvalidIntent,
+            format!("compile failed for {id}: {reason}"),
+        );
         self.block_operation(now, id, &reason);
     }
 
@@ -230,7 +269,9 @@ impl<H: Host> Scheduler<H> {
         if self.active.contains_key(request_id) || !self.may_dispatch() {
             return;
         }
-        let Some(kind) = self.ledger.request(request_id).map(|r| r.kind.clone()) else { return };
+        let Some(kind) = self.ledger.request(request_id).map(|r| r.kind.clone()) else {
+            return;
+        };
         self.ledger.mark_sent(request_id, action);
         self.lease.renew_wanted = true;
         self.next_attempt += 1;
@@ -268,14 +309,7 @@ impl<H: Host> Scheduler<H> {
         {
             return;
         }
-        let lease_write = if self.lease.acquire_wanted {
-            self.lease.acquire_wanted = false;
-            Some(crate::core::io::LeaseWrite::Acquire {
-                owner: self.config.owner.clone(),
-                now,
-                expires_at: now + self.config.lease_ms,
-            })
-        } else if self.lease.renew_wanted && self.lease.fence.is_some() {
+        let lease_write = if self.lease.renew_wanted && self.lease.fence.is_some() {
             Some(crate::core::io::LeaseWrite::Renew {
                 expires_at: now + self.config.lease_ms,
             })

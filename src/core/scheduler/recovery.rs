@@ -11,10 +11,19 @@ impl<H: Host> Scheduler<H> {
     pub fn start(&mut self, now: Millis) -> Result<(), SchedulerError> {
         match self.lifecycle {
             Lifecycle::Closed => {
-                return Err(SchedulerError::new(ErrorCode::SchedulerClosed, "start() after stop()"));
+                return Err(SchedulerError::new(
+                    ErrorCode::SchedulerClosed,
+                    "start() after stop()",
+                ));
             }
             Lifecycle::Running => return Ok(()),
             Lifecycle::Idle => {}
+        }
+        if !self.is_leader() {
+            return Err(SchedulerError::new(
+                ErrorCode::NotLeader,
+                "the loaded ledger's lease is not ours: take the lease, then load and start",
+            ));
         }
         self.claims.clear();
         let unresolved: Vec<(String, Vec<String>)> = self
@@ -44,7 +53,15 @@ impl<H: Host> Scheduler<H> {
         for (id, _) in unresolved {
             self.recover_request(now, &id);
         }
-        self.lease.acquire_wanted = true;
+        self.lease.renewed_at = now;
+        if self.is_leader() {
+            let owner = self.config.owner.clone();
+            self.event(EventKind::LeaseAcquired, now, None, None, Some(owner));
+            self.report(crate::core::io::Report::LeaderChanged {
+                leader: true,
+                fence: self.lease.fence,
+            });
+        }
         self.maybe_flush(now);
         self.pump(now);
         self.sync_timer(now);
@@ -52,7 +69,9 @@ impl<H: Host> Scheduler<H> {
     }
 
     fn recover_request(&mut self, now: Millis, id: &str) {
-        let Some(request) = self.ledger.request(id).cloned() else { return };
+        let Some(request) = self.ledger.request(id).cloned() else {
+            return;
+        };
         if request.protocol_version != PROTOCOL_VERSION {
             self.block_request(now, id, "request_interpreter_unavailable", None);
             return;
@@ -66,12 +85,21 @@ impl<H: Host> Scheduler<H> {
         if self.config.principal.is_some() && request.principal != self.config.principal {
             return; // K3: it waits, claims held, for a session of its own principal.
         }
-        let action = request.retry_action.unwrap_or(if request.phase == RequestPhase::Frozen {
-            RetryAction::Submit
-        } else {
-            RetryAction::Query
-        });
-        self.retries.schedule(id, request.retry_at.unwrap_or(now), action);
-        self.event(EventKind::Reclaimed, now, Some(id), None, Some(action.as_str().into()));
+        let action = request
+            .retry_action
+            .unwrap_or(if request.phase == RequestPhase::Frozen {
+                RetryAction::Submit
+            } else {
+                RetryAction::Query
+            });
+        self.retries
+            .schedule(id, request.retry_at.unwrap_or(now), action);
+        self.event(
+            EventKind::Reclaimed,
+            now,
+            Some(id),
+            None,
+            Some(action.as_str().into()),
+        );
     }
 }

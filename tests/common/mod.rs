@@ -1,4 +1,5 @@
-//! Intent builders shared by the native test files (included with `mod`).
+//! Intent builders shared by the native test files. Not every file uses every builder.
+#![allow(dead_code)]
 
 use canvas_scheduler::core::intent::IntentInput;
 use serde_json::json;

@@ -1,0 +1,546 @@
+//! Deterministic simulation (FoundationDB/TigerBeetle style) of the scheduler core against a
+//! seeded world: a server that applies at most once per idempotency key and may lose answers,
+//! fail with 5xx/429 or 404 a query; a store that fails writes; crashes that restart from the
+//! durable state only; and a second "tab" taking over after the first pauses past its lease.
+//! Invariants are checked after every step. A failing seed is printed; replay it with
+//! `SIM_SEED=<seed> cargo test --test simulation`. `SIM_SEEDS=<n>` runs more seeds.
+
+mod common;
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use canvas_scheduler::core::config::{RetryPolicy, SchedulerConfig};
+use canvas_scheduler::core::host::CountingHost;
+use canvas_scheduler::core::intent::IntentInput;
+use canvas_scheduler::core::io::{Effect, PersistBatch, Report, SendOrder};
+use canvas_scheduler::core::model::{Millis, OperationPhase, UPLOAD_KIND};
+use canvas_scheduler::core::Scheduler;
+use canvas_scheduler::testing::{MemoryStore, ServerFaults, SimRng, SimServer};
+use common::{edit, of_kind, upload};
+
+const CANVASES: [&str; 6] = ["c0", "c1", "c2", "c3", "c4", "c5"];
+const LEASE_MS: Millis = 2_000;
+
+/// One scheduler instance ("tab") and what it has asked the world to do.
+struct Tab {
+    scheduler: Scheduler<CountingHost>,
+    persists: Vec<PersistBatch>,
+    wire: Vec<SendOrder>,
+    timer: Option<Millis>,
+    paused_until: Millis,
+    storage_failed: bool,
+    /// Enqueue barriers not yet known durable: barrier → operation ids.
+    pending_acks: Vec<(u64, Vec<String>)>,
+}
+
+struct World {
+    rng: SimRng,
+    seed: u64,
+    now: Millis,
+    store: MemoryStore,
+    server: SimServer,
+    tabs: Vec<Tab>,
+    next_op: u64,
+    next_tab: u64,
+    config: SchedulerConfig,
+    with_dependencies: bool,
+    /// Operations whose enqueue was acknowledged durable.
+    acknowledged: BTreeSet<String>,
+    sequence_of: BTreeMap<String, u64>,
+    faults_on: bool,
+    steps: u64,
+}
+
+impl World {
+    fn new(seed: u64) -> Self {
+        let mut rng = SimRng::new(seed);
+        let concurrency = 1 + rng.below(3) as usize;
+        let with_dependencies = rng.chance(50);
+        let config = SchedulerConfig {
+            concurrency,
+            retry: RetryPolicy {
+                base_ms: 50,
+                max_ms: 2_000,
+                max_attempts: 30,
+            },
+            lease_ms: LEASE_MS,
+            ..SchedulerConfig::default()
+        };
+        let mut world = Self {
+            rng,
+            seed,
+            now: 1_000_000,
+            store: MemoryStore::default(),
+            server: SimServer::default(),
+            tabs: Vec::new(),
+            next_op: 0,
+            next_tab: 0,
+            config,
+            with_dependencies,
+            acknowledged: BTreeSet::new(),
+            sequence_of: BTreeMap::new(),
+            faults_on: true,
+            steps: 0,
+        };
+        let _ = world.open_tab();
+        world
+    }
+
+    fn fail(&self, message: &str) -> ! {
+        panic!(
+            "seed {} step {}: {message}\nreplay: SIM_SEED={} cargo test --test simulation",
+            self.seed, self.steps, self.seed
+        );
+    }
+
+    /// Opens a tab that takes the lease and loads the ledger, if the lease is free.
+    fn open_tab(&mut self) -> bool {
+        self.next_tab += 1;
+        let config = SchedulerConfig {
+            owner: format!("tab-{}", self.next_tab),
+            ..self.config.clone()
+        };
+        if self
+            .store
+            .acquire(&config.owner, self.now, config.lease_ms)
+            .is_err()
+        {
+            return false;
+        }
+        let host = CountingHost::new(&format!("t{}", self.next_tab));
+        let mut scheduler = match Scheduler::new(config, host, self.store.snapshot()) {
+            Ok(s) => s,
+            Err(e) => self.fail(&format!("new: {e}")),
+        };
+        if let Err(e) = scheduler.start(self.now) {
+            self.fail(&format!("start: {e}"));
+        }
+        self.tabs.push(Tab {
+            scheduler,
+            persists: Vec::new(),
+            wire: Vec::new(),
+            timer: None,
+            paused_until: 0,
+            storage_failed: false,
+            pending_acks: Vec::new(),
+        });
+        self.collect(self.tabs.len() - 1);
+        true
+    }
+
+    /// Carries effects of one tab into the world, checking send-time invariants.
+    fn collect(&mut self, t: usize) {
+        while let Some(effect) = self.tabs[t].scheduler.poll_effect() {
+            match effect {
+                Effect::Persist(batch) => self.tabs[t].persists.push(batch),
+                Effect::Send(order) => {
+                    self.check_send(&order);
+                    self.tabs[t].wire.push(order);
+                    let uploads = self.tabs[t]
+                        .wire
+                        .iter()
+                        .filter(|o| o.request.kind == UPLOAD_KIND)
+                        .count();
+                    if self.tabs[t].wire.len() > self.config.concurrency || uploads > 1 {
+                        self.fail("more in flight than concurrency allows, or two uploads");
+                    }
+                }
+                Effect::Abort(attempt) => self.tabs[t].wire.retain(|o| o.attempt != attempt),
+                Effect::SetTimer(at) => self.tabs[t].timer = at,
+                Effect::Report(Report::Error(e)) if e.code() == "storage_unavailable" => {
+                    self.tabs[t].storage_failed = true
+                }
+                Effect::Report(_) => {}
+            }
+        }
+        if self.tabs[t].scheduler.is_fenced() {
+            // A tab that lost its lease drops its instance (the browser driver reloads it).
+            self.tabs[t].scheduler.stop();
+        }
+    }
+
+    fn check_send(&self, order: &SendOrder) {
+        // S7: the frozen body and the dispatch marker are durable before the first byte.
+        let Some(durable) = self.store.request(&order.request.id) else {
+            self.fail(&format!("{} sent before it was durable", order.request.id));
+        };
+        if durable.body != order.request.body || durable.digest != order.request.digest {
+            self.fail("sent body differs from the durable frozen body");
+        }
+        if durable.attempt < order.request.attempt {
+            self.fail("dispatch marker not durable before send");
+        }
+        for op in &order.request.operation_ids {
+            let deps = self
+                .store
+                .operation(op)
+                .map(|o| o.intent.dependencies.clone())
+                .unwrap_or_default();
+            for dep in deps {
+                if self
+                    .store
+                    .operation(&dep)
+                    .is_none_or(|d| d.phase != OperationPhase::Resolved)
+                {
+                    self.fail(&format!("{op} sent before its dependency {dep} resolved"));
+                }
+            }
+        }
+    }
+
+    fn check_invariants(&self) {
+        if let Some((op, n)) = self.server.applied.iter().find(|(_, n)| **n > 1) {
+            self.fail(&format!("server applied {op} {n} times"));
+        }
+        if self.server.key_reuse > 0 {
+            self.fail("an idempotency key was reused with another body");
+        }
+        // S4: no two unresolved requests share a canvas, in the store and in each tab.
+        let mut owners: BTreeMap<String, String> = BTreeMap::new();
+        for request in self
+            .store
+            .snapshot()
+            .requests
+            .iter()
+            .filter(|r| r.is_unresolved())
+        {
+            for canvas in &request.canvas_ids {
+                if let Some(other) = owners.insert(canvas.clone(), request.id.clone()) {
+                    self.fail(&format!("{other} and {} both claim {canvas}", request.id));
+                }
+            }
+        }
+        if !self.with_dependencies {
+            // Without dependencies nothing may hold an earlier operation back: per-canvas order.
+            for (canvas, ops) in &self.server.order {
+                let seqs: Vec<u64> = ops
+                    .iter()
+                    .filter_map(|o| self.sequence_of.get(o).copied())
+                    .collect();
+                if seqs.windows(2).any(|w| w[0] > w[1]) {
+                    self.fail(&format!(
+                        "canvas {canvas} applied out of sequence order: {ops:?} {seqs:?}"
+                    ));
+                }
+            }
+        }
+    }
+
+    fn random_intents(&mut self) -> Vec<IntentInput> {
+        let count = 1 + self.rng.below(3);
+        let mut intents = Vec::new();
+        for _ in 0..count {
+            self.next_op += 1;
+            let id = format!("op{}", self.next_op);
+            let roll = self.rng.below(100);
+            let mut intent = if roll < 10 {
+                upload(&id)
+            } else if roll < 15 {
+                of_kind(&id, "run.start", &[CANVASES[self.rng.below(6) as usize]])
+            } else {
+                let first = CANVASES[self.rng.below(6) as usize];
+                let second = CANVASES[self.rng.below(6) as usize];
+                if self.rng.chance(25) && first != second {
+                    edit(&id, &[first, second])
+                } else {
+                    edit(&id, &[first])
+                }
+            };
+            if self.with_dependencies && self.next_op > 1 && self.rng.chance(30) {
+                intent.dependencies = vec![format!("op{}", 1 + self.rng.below(self.next_op - 1))];
+            }
+            intents.push(intent);
+        }
+        intents
+    }
+
+    fn leader(&self) -> Option<usize> {
+        self.tabs
+            .iter()
+            .rposition(|t| t.paused_until <= self.now && !t.scheduler.is_closed())
+    }
+
+    fn step(&mut self) {
+        self.steps += 1;
+        if self.tabs.is_empty() && !self.open_tab() {
+            // Every tab crashed; the dead leader's lease must lapse before another takes over.
+            self.now += self.rng.below(LEASE_MS);
+            return;
+        }
+        let roll = self.rng.below(100);
+        let t = self.rng.below(self.tabs.len() as u64) as usize;
+        let awake = self.tabs[t].paused_until <= self.now;
+        match roll {
+            0..=14 => {
+                if let Some(l) = self.leader() {
+                    let intents = self.random_intents();
+                    if let Ok(barrier) = self.tabs[l].scheduler.enqueue(self.now, intents.clone()) {
+                        let ids: Vec<String> = intents.iter().map(|i| i.id.clone()).collect();
+                        for id in &ids {
+                            if let Some(op) = self.tabs[l].scheduler.ledger().operation(id) {
+                                self.sequence_of.insert(id.clone(), op.intent.sequence);
+                                if std::env::var("SIM_TRACE").is_ok() {
+                                    eprintln!(
+                                        "step {} tab {} enqueue {id} seq {} leader {}",
+                                        self.steps,
+                                        self.tabs[l].scheduler.config().owner,
+                                        op.intent.sequence,
+                                        self.tabs[l].scheduler.is_leader()
+                                    );
+                                }
+                            }
+                        }
+                        self.tabs[l].pending_acks.push((barrier, ids));
+                    }
+                    self.collect(l);
+                }
+            }
+            15..=44 if awake && !self.tabs[t].persists.is_empty() => {
+                let batch = self.tabs[t].persists.remove(0);
+                let result = if self.faults_on && self.rng.chance(3) {
+                    MemoryStore::failure("AbortError")
+                } else {
+                    self.store.apply(&batch)
+                };
+                self.tabs[t]
+                    .scheduler
+                    .on_persisted(self.now, batch.no, result);
+                self.collect(t);
+                self.acknowledge(t);
+            }
+            45..=74 if awake && !self.tabs[t].wire.is_empty() => {
+                let i = self.rng.below(self.tabs[t].wire.len() as u64) as usize;
+                let order = self.tabs[t].wire.remove(i);
+                let faults = self.random_faults();
+                let status = self.server.handle(order.action, &order.request, faults);
+                self.tabs[t]
+                    .scheduler
+                    .on_answer(self.now, order.attempt, status);
+                self.collect(t);
+            }
+            75..=86 => {
+                self.now += self.rng.below(400);
+                for t in 0..self.tabs.len() {
+                    let mut fired = 0;
+                    while self.tabs[t]
+                        .timer
+                        .is_some_and(|at| at <= self.now && self.tabs[t].paused_until <= self.now)
+                    {
+                        fired += 1;
+                        if fired > 1_000 {
+                            self.fail("timer storm: the scheduler re-arms without progress");
+                        }
+                        self.tabs[t].timer = None;
+                        self.tabs[t].scheduler.on_timer(self.now);
+                        self.collect(t);
+                    }
+                }
+            }
+            87..=89 if self.tabs[t].storage_failed => {
+                self.tabs[t].storage_failed = false;
+                self.tabs[t].scheduler.resume(self.now);
+                self.collect(t);
+            }
+            90..=91 if self.faults_on => self.crash(t),
+            92 if self.faults_on && self.tabs.len() < 3 => {
+                // A pause longer than the lease; another tab takes over once it has lapsed.
+                self.tabs[t].paused_until = self.now + LEASE_MS * 2;
+            }
+            93..=95 => {
+                // Another tab asks for the lease (Web Locks would queue it); it gets it once lapsed.
+                if self.tabs.len() < 3 {
+                    self.open_tab();
+                }
+            }
+            _ => {}
+        }
+        self.tabs.retain(|tab| {
+            !(tab.scheduler.is_closed() && tab.wire.is_empty() && tab.persists.is_empty())
+        });
+        self.check_invariants();
+    }
+
+    fn acknowledge(&mut self, t: usize) {
+        let tab = &mut self.tabs[t];
+        let mut still = Vec::new();
+        for (barrier, ids) in tab.pending_acks.drain(..) {
+            match tab.scheduler.barrier_state(barrier) {
+                Some(true) => self.acknowledged.extend(ids),
+                Some(false) => {} // the editor was told: not durable (it may re-enqueue)
+                None => still.push((barrier, ids)),
+            }
+        }
+        tab.pending_acks = still;
+    }
+
+    fn random_faults(&mut self) -> ServerFaults {
+        if !self.faults_on {
+            return ServerFaults::default();
+        }
+        let roll = self.rng.below(100);
+        ServerFaults {
+            drop_before_apply: roll < 5,
+            drop_after_apply: (5..10).contains(&roll),
+            server_error: (10..15).contains(&roll),
+            too_many: (15..18).contains(&roll).then_some(100),
+        }
+    }
+
+    /// The tab dies: unanswered attempts may still reach the server; an in-flight batch may
+    /// or may not have committed. Then it restarts from durable state only.
+    fn crash(&mut self, t: usize) {
+        let mut tab = self.tabs.remove(t);
+        for order in tab.wire.drain(..) {
+            if self.rng.chance(50) {
+                let _ = self
+                    .server
+                    .handle(order.action, &order.request, ServerFaults::default());
+            }
+        }
+        if let Some(batch) = tab.persists.first() {
+            if self.rng.chance(50) {
+                let _ = self.store.apply(batch);
+            }
+        }
+        tab.scheduler.stop();
+        let _ = self.open_tab();
+    }
+
+    /// Heals the world and runs until nothing moves; then checks that nothing was lost.
+    fn finish(&mut self) {
+        self.faults_on = false;
+        for tab in &mut self.tabs {
+            tab.paused_until = 0;
+        }
+        for _ in 0..20_000 {
+            let mut moved = false;
+            for t in 0..self.tabs.len() {
+                if self.tabs[t].storage_failed {
+                    self.tabs[t].storage_failed = false;
+                    self.tabs[t].scheduler.resume(self.now);
+                    self.collect(t);
+                    moved = true;
+                }
+                if !self.tabs[t].persists.is_empty() {
+                    let batch = self.tabs[t].persists.remove(0);
+                    let result = self.store.apply(&batch);
+                    self.tabs[t]
+                        .scheduler
+                        .on_persisted(self.now, batch.no, result);
+                    self.collect(t);
+                    self.acknowledge(t);
+                    moved = true;
+                }
+                if !self.tabs[t].wire.is_empty() {
+                    let order = self.tabs[t].wire.remove(0);
+                    let status =
+                        self.server
+                            .handle(order.action, &order.request, ServerFaults::default());
+                    self.tabs[t]
+                        .scheduler
+                        .on_answer(self.now, order.attempt, status);
+                    self.collect(t);
+                    moved = true;
+                }
+            }
+            self.check_invariants();
+            if moved {
+                continue;
+            }
+            if self
+                .leader()
+                .is_none_or(|l| !self.tabs[l].scheduler.is_leader())
+                && self.open_tab()
+            {
+                continue;
+            }
+            let next = self.tabs.iter().filter_map(|t| t.timer).min();
+            match next {
+                Some(at) => {
+                    self.now = self.now.max(at);
+                    for t in 0..self.tabs.len() {
+                        if self.tabs[t].timer.is_some_and(|due| due <= self.now) {
+                            self.tabs[t].timer = None;
+                            self.tabs[t].scheduler.on_timer(self.now);
+                            self.collect(t);
+                        }
+                    }
+                }
+                None if self.store.lease().is_some_and(|l| l.expires_at >= self.now)
+                    && self
+                        .leader()
+                        .is_none_or(|l| !self.tabs[l].scheduler.is_leader()) =>
+                {
+                    self.now = self.store.lease().map_or(self.now, |l| l.expires_at) + 1;
+                }
+                None => break,
+            }
+        }
+        // Nothing lost: every acknowledged operation ended applied, rejected or blocked with a reason.
+        let durable = self.store.snapshot();
+        for id in &self.acknowledged {
+            let Some(op) = durable.operations.iter().find(|o| &o.intent.id == id) else {
+                self.fail(&format!("acknowledged {id} is not in the durable ledger"));
+            };
+            match op.phase {
+                OperationPhase::Resolved => {
+                    let applied = self.server.applied.get(id).copied().unwrap_or(0);
+                    let settled_applied = op
+                        .outcome
+                        .as_ref()
+                        .is_some_and(|o| o.settlement.as_str() == "applied");
+                    if settled_applied && applied != 1 {
+                        self.fail(&format!(
+                            "{id} settled applied but the server applied it {applied} times"
+                        ));
+                    }
+                }
+                OperationPhase::Pending if !op.blockers.is_empty() => {}
+                OperationPhase::Pending => {
+                    let why = self.tabs.last().map(|t| t.scheduler.explain(self.now, id));
+                    self.fail(&format!(
+                        "{id} still pending and unblocked at the end: {why:?}"
+                    ));
+                }
+            }
+        }
+    }
+}
+
+fn run_seed(seed: u64, steps: u64) -> (u64, usize) {
+    let mut world = World::new(seed);
+    for _ in 0..steps {
+        world.step();
+    }
+    world.finish();
+    (world.steps, world.acknowledged.len())
+}
+
+#[test]
+fn simulation_invariants_hold_across_seeds() {
+    let steps: u64 = std::env::var("SIM_STEPS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(300);
+    let seeds: Vec<u64> = match std::env::var("SIM_SEED").ok().and_then(|s| s.parse().ok()) {
+        Some(seed) => vec![seed],
+        None => {
+            let count = std::env::var("SIM_SEEDS")
+                .ok()
+                .and_then(|s| s.parse().ok())
+                .unwrap_or(1_000);
+            (1..=count).collect()
+        }
+    };
+    let (mut total_steps, mut total_ops) = (0, 0);
+    for seed in &seeds {
+        let (steps, ops) = run_seed(*seed, steps);
+        total_steps += steps;
+        total_ops += ops;
+    }
+    println!(
+        "simulation: {} seeds, {total_steps} steps, {total_ops} acknowledged operations",
+        seeds.len()
+    );
+    assert!(total_ops > 0);
+}
