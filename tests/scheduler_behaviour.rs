@@ -147,7 +147,7 @@ fn s3_s11_a_retry_deferred_by_the_busy_upload_lane_runs_when_the_slot_frees() {
     let second = h.wire_ids()[0].clone();
     assert_ne!(first, second);
     h.advance(60_000); // u1's retry is due but the lane is busy with u2
-    assert_eq!(h.wire_ids(), [second.clone()]);
+    assert_eq!(h.wire_ids(), [second.as_str()]);
     assert_eq!(
         h.scheduler.explain(h.now, "u1").unwrap().reason,
         "waiting_lane"
@@ -155,7 +155,7 @@ fn s3_s11_a_retry_deferred_by_the_busy_upload_lane_runs_when_the_slot_frees() {
     h.answer(&second, applied());
     assert_eq!(
         h.wire_ids(),
-        [first.clone()],
+        [first.as_str()],
         "the deferred retry runs once the slot frees"
     );
     assert_eq!(h.wire[0].action, RetryAction::Query);
@@ -352,7 +352,7 @@ fn s10_retry_after_wins_over_backoff_and_the_due_time_is_absolute() {
         "backoff 500·2^1"
     );
     h.advance(7);
-    assert_eq!(h.wire_ids(), [a.clone()]);
+    assert_eq!(h.wire_ids(), [a.as_str()]);
 }
 
 #[test]

@@ -135,7 +135,7 @@ impl World {
                 Effect::Persist(batch) => self.tabs[t].persists.push(batch),
                 Effect::Send(order) => {
                     self.check_send(&order);
-                    self.tabs[t].wire.push(order);
+                    self.tabs[t].wire.push(*order);
                     let uploads = self.tabs[t]
                         .wire
                         .iter()
@@ -346,11 +346,9 @@ impl World {
                 // A pause longer than the lease; another tab takes over once it has lapsed.
                 self.tabs[t].paused_until = self.now + LEASE_MS * 2;
             }
-            93..=95 => {
-                // Another tab asks for the lease (Web Locks would queue it); it gets it once lapsed.
-                if self.tabs.len() < 3 {
-                    self.open_tab();
-                }
+            // Another tab asks for the lease (Web Locks would queue it); it gets it once lapsed.
+            93..=95 if self.tabs.len() < 3 => {
+                let _ = self.open_tab();
             }
             _ => {}
         }

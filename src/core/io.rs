@@ -217,7 +217,7 @@ pub enum Effect {
     /// Write this delta in one transaction, then call `on_persisted`.
     Persist(PersistBatch),
     /// Send this attempt, then call `on_answer`.
-    Send(SendOrder),
+    Send(Box<SendOrder>),
     /// Abort this in-flight attempt (its answer will be ignored).
     Abort(AttemptId),
     /// Wake the core at this absolute time (`None`: no wake-up wanted).

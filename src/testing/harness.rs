@@ -75,8 +75,8 @@ impl<H: Host> Harness<H> {
                 match effect {
                     Effect::Persist(batch) => self.persists.push_back(batch),
                     Effect::Send(order) => {
-                        self.sent.push(order.clone());
-                        self.wire.push(order);
+                        self.sent.push((*order).clone());
+                        self.wire.push(*order);
                     }
                     Effect::Abort(attempt) => {
                         self.aborted.push(attempt);

@@ -182,11 +182,11 @@ impl<H: Host> Scheduler<H> {
             None,
             Some(attempt.action.as_str().to_owned()),
         );
-        self.effects.push_back(Effect::Send(SendOrder {
+        self.effects.push_back(Effect::Send(Box::new(SendOrder {
             attempt: attempt.id,
             action: attempt.action,
             request,
-        }));
+        })));
     }
 
     /// K8: an operation's intent was revised after freezing. Only a request the server cannot

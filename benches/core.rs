@@ -1,0 +1,191 @@
+//! `cargo bench`: operations per second through the core with an instant in-memory world, and
+//! `start()` recovery time for 10 000 and 100 000 pending operations. Each figure is printed
+//! beside a baseline measured in the same run (these machines are shared and noisy), and the
+//! bench never fails on a slow machine.
+
+use std::collections::BTreeMap;
+use std::time::Instant;
+
+use canvas_scheduler::core::config::SchedulerConfig;
+use canvas_scheduler::core::host::CountingHost;
+use canvas_scheduler::core::intent::IntentInput;
+use canvas_scheduler::core::io::{AttemptOutcome, AttemptStatus, Effect};
+use canvas_scheduler::core::ledger::LedgerSnapshot;
+use canvas_scheduler::core::model::{Intent, Lease, LedgerMeta, Operation};
+use canvas_scheduler::core::Scheduler;
+use canvas_scheduler::testing::MemoryStore;
+use serde_json::json;
+
+fn intent(i: u64, canvases: u64) -> IntentInput {
+    IntentInput {
+        id: format!("op{i}"),
+        sequence: None,
+        operation_type: "shape.upsert".into(),
+        canvas_ids: vec![format!("c{}", i % canvases)],
+        dependencies: Vec::new(),
+        payload: json!({ "shapeId": format!("s{i}"), "x": i, "y": i * 2, "fill": "#336699" }),
+        expected_versions: None,
+        run_id: None,
+        coalesce_key: None,
+        blob: None,
+    }
+}
+
+/// Drives the scheduler until idle: every persist applied and every send applied at once.
+fn run_to_idle(
+    scheduler: &mut Scheduler<CountingHost>,
+    store: &mut MemoryStore,
+    now: u64,
+) -> (u64, u64) {
+    let (mut sends, mut batches) = (0, 0);
+    while let Some(effect) = scheduler.poll_effect() {
+        match effect {
+            Effect::Persist(batch) => {
+                batches += 1;
+                let result = store.apply(&batch);
+                scheduler.on_persisted(now, batch.no, result);
+            }
+            Effect::Send(order) => {
+                sends += 1;
+                scheduler.on_answer(
+                    now,
+                    order.attempt,
+                    AttemptStatus::outcome(AttemptOutcome::Applied),
+                );
+            }
+            Effect::SetTimer(Some(at)) if at <= now => scheduler.on_timer(now),
+            _ => {}
+        }
+    }
+    (sends, batches)
+}
+
+fn throughput(total: u64, chunk: u64) -> (f64, u64) {
+    let config = SchedulerConfig {
+        concurrency: 8,
+        ..SchedulerConfig::default()
+    };
+    let mut store = MemoryStore::default();
+    let now = 1_000_000;
+    store.acquire(&config.owner, now, config.lease_ms).ok();
+    let mut scheduler =
+        Scheduler::new(config, CountingHost::new("b"), store.snapshot()).expect("config");
+    scheduler.start(now).expect("start");
+    let started = Instant::now();
+    let mut sends = 0;
+    let mut i = 0;
+    while i < total {
+        let batch: Vec<IntentInput> = (i..(i + chunk).min(total))
+            .map(|n| intent(n, 100))
+            .collect();
+        i += batch.len() as u64;
+        scheduler.enqueue(now, batch).expect("enqueue");
+        sends += run_to_idle(&mut scheduler, &mut store, now).0;
+    }
+    assert_eq!(sends, total, "every operation sent once");
+    (total as f64 / started.elapsed().as_secs_f64(), store.writes)
+}
+
+/// Baseline: the least any durable scheduler must do per operation: serialize a body and put
+/// the operation and the request into ordered maps.
+fn baseline_throughput(total: u64) -> f64 {
+    let started = Instant::now();
+    let mut operations = BTreeMap::new();
+    let mut requests = BTreeMap::new();
+    for i in 0..total {
+        let input = intent(i, 100);
+        let body = serde_json::to_string(&input.payload).expect("json");
+        operations.insert(input.id.clone(), input);
+        requests.insert(format!("b-{i}"), body);
+    }
+    assert_eq!(operations.len() + requests.len(), 2 * total as usize);
+    total as f64 / started.elapsed().as_secs_f64()
+}
+
+fn pending_snapshot(count: u64) -> LedgerSnapshot {
+    let operations = (0..count)
+        .map(|i| {
+            let input = intent(i, 1_000);
+            Operation::new(Intent {
+                id: input.id,
+                sequence: i + 1,
+                operation_type: input.operation_type,
+                canvas_ids: input.canvas_ids,
+                dependencies: if i % 10 == 9 {
+                    vec![format!("op{}", i - 1)]
+                } else {
+                    Vec::new()
+                },
+                payload: input.payload,
+                expected_versions: Default::default(),
+                run_id: None,
+                coalesce_key: None,
+                blob: None,
+                revision: 0,
+                principal: None,
+            })
+        })
+        .collect();
+    LedgerSnapshot {
+        operations,
+        requests: Vec::new(),
+        lease: Some(Lease {
+            owner: "dispatcher".into(),
+            fence: 1,
+            expires_at: u64::MAX,
+        }),
+        events: Vec::new(),
+        meta: LedgerMeta {
+            last_sequence: count,
+            last_event_seq: 0,
+        },
+    }
+}
+
+fn recovery(count: u64) -> (f64, f64) {
+    let snapshot = pending_snapshot(count);
+    let baseline = {
+        let started = Instant::now();
+        let copy = snapshot.clone();
+        let elapsed = started.elapsed().as_secs_f64();
+        assert_eq!(copy.operations.len() as u64, count);
+        elapsed
+    };
+    let started = Instant::now();
+    let mut scheduler =
+        Scheduler::new(SchedulerConfig::default(), CountingHost::new("r"), snapshot)
+            .expect("config");
+    scheduler.start(1_000_000).expect("start");
+    let elapsed = started.elapsed().as_secs_f64();
+    assert_eq!(scheduler.stats().pending as u64, count);
+    (elapsed, baseline)
+}
+
+fn main() {
+    // `cargo test --benches` runs this in test mode; keep that quick.
+    let quick = std::env::args().any(|a| a == "--test") || std::env::var("BENCH_QUICK").is_ok();
+    let total = if quick { 2_000 } else { 50_000 };
+    println!("canvas-scheduler core benchmark (instant in-memory world)");
+    let baseline = baseline_throughput(total);
+    for chunk in [1, 100] {
+        let (ops, writes) = throughput(total, chunk);
+        println!(
+            "  throughput, enqueue chunks of {chunk:>3}: {ops:>10.0} ops/s ({writes} store transactions for {total} ops); baseline {baseline:.0} ops/s; ratio {:.3}",
+            ops / baseline
+        );
+    }
+    for count in if quick {
+        vec![1_000, 10_000]
+    } else {
+        vec![10_000, 100_000]
+    } {
+        let (elapsed, baseline) = recovery(count);
+        println!(
+            "  start() recovery of {count:>6} pending operations: {:>8.1} ms ({:.2} µs/op); baseline (clone the snapshot) {:.1} ms; ratio {:.1}",
+            elapsed * 1e3,
+            elapsed * 1e6 / count as f64,
+            baseline * 1e3,
+            elapsed / baseline.max(1e-9)
+        );
+    }
+}
