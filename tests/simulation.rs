@@ -210,6 +210,29 @@ impl World {
                 }
             }
         }
+        // D3: explain never says `no_work` (or nothing) while an operation is pending and unblocked.
+        for tab in self
+            .tabs
+            .iter()
+            .filter(|t| t.scheduler.is_leader() && !t.scheduler.is_closed())
+        {
+            let pending: Vec<String> = tab
+                .scheduler
+                .ledger()
+                .operations()
+                .filter(|o| o.phase == OperationPhase::Pending && o.blockers.is_empty())
+                .map(|o| o.intent.id.clone())
+                .collect();
+            if !pending.is_empty() && tab.scheduler.stats().idle_reason == Some("no_work") {
+                self.fail("stats say no_work while operations are pending");
+            }
+            for id in pending {
+                match tab.scheduler.explain(self.now, &id) {
+                    Ok(why) if why.reason != "no_work" && !why.reason.is_empty() => {}
+                    other => self.fail(&format!("explain({id}) = {other:?}")),
+                }
+            }
+        }
         if !self.with_dependencies {
             // Without dependencies nothing may hold an earlier operation back: per-canvas order.
             for (canvas, ops) in &self.server.order {

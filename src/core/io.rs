@@ -157,6 +157,28 @@ impl AttemptStatus {
         }
     }
 
+    /// K3: the authorization step denied the send: failed for good, reason bounded to 256 chars.
+    pub fn denied(reason: &str) -> Self {
+        let reason: String = reason.chars().take(256).collect();
+        Self {
+            error: Some(SafeError::with_fallback(
+                "authorization_denied",
+                &reason,
+                "authorization_denied",
+            )),
+            ..Self::outcome(AttemptOutcome::Rejected)
+        }
+    }
+
+    /// K3: the authorization check itself failed: retryable, nothing was sent.
+    pub fn authorization_unavailable(message: &str) -> Self {
+        Self {
+            error: Some(SafeError::new("authorization_unavailable", message)),
+            retryable: Some(true),
+            ..Self::outcome(AttemptOutcome::Unresolved)
+        }
+    }
+
     /// S8: the transport threw, the network failed or the attempt was aborted.
     pub fn transport_unknown(message: &str) -> Self {
         Self {

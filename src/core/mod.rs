@@ -10,6 +10,7 @@ pub mod host;
 pub mod intent;
 pub mod io;
 pub mod ledger;
+pub mod loader;
 pub mod model;
 pub mod ready_queue;
 pub mod retry_queue;

@@ -192,7 +192,9 @@ impl<H: Host> Scheduler<H> {
     /// K8: an operation's intent was revised after freezing. Only a request the server cannot
     /// have (never sent, or a query said 404) may be dropped and re-frozen.
     fn revision_changed(&self, request: &crate::core::model::FrozenRequest) -> bool {
+        // `attempt` was counted at launch: 1 means this is the first send, still unsent.
         let unsent = request.phase == RequestPhase::Frozen
+            || request.attempt <= 1
             || request
                 .error
                 .as_ref()

@@ -183,6 +183,45 @@ impl<H: Host> Scheduler<H> {
         })
     }
 
+    /// K8: revises a pending operation's payload and version guards. An unfrozen intent is
+    /// simply replaced; a frozen request the server cannot have is resolved `stale_revision`
+    /// before its next submit and the operation is frozen again from the new intent. Canvases,
+    /// dependencies and kind may not change.
+    pub fn revise(
+        &mut self,
+        now: Millis,
+        input: crate::core::intent::IntentInput,
+    ) -> Result<BatchNo, SchedulerError> {
+        self.check_host_action(&input.id)?;
+        crate::core::intent::check_fields(&input, self.config.max_payload_bytes)?;
+        let op = self
+            .ledger
+            .operation(&input.id)
+            .cloned()
+            .ok_or_else(|| unknown(&input.id))?;
+        if op.phase == OperationPhase::Resolved {
+            return Err(invalid_state(&input.id, "it is already resolved"));
+        }
+        if op.intent.canvas_ids != input.canvas_ids
+            || op.intent.dependencies != input.dependencies
+            || op.intent.operation_type != input.operation_type
+        {
+            return Err(SchedulerError::new(
+                ErrorCode::InvalidIntent,
+                "a revision may change only payload and expectedVersions",
+            ));
+        }
+        self.ledger.update_operation(&input.id, |o| {
+            o.intent.payload = input.payload;
+            o.intent.expected_versions = input.expected_versions.unwrap_or_default();
+            o.intent.revision = o.intent.revision.saturating_add(1);
+        });
+        let barrier = self.want_barrier();
+        self.maybe_flush(now);
+        self.sync_timer(now);
+        Ok(barrier)
+    }
+
     /// K1: clears a dead letter (or another host-resolvable block) and runs it again with the
     /// same frozen request; an unknown outcome is queried first.
     pub fn retry(&mut self, now: Millis, operation_id: &str) -> Result<BatchNo, SchedulerError> {

@@ -1,0 +1,228 @@
+//! Validated reads from storage (D4). Records arrive as raw JSON in key-ordered pages; every
+//! page is checked (size respected, keys strictly advancing, no repeats) and every record is
+//! decoded and checked. A corrupt or foreign record is quarantined and reported — never
+//! silently dropped, never fatal to the rest of the ledger.
+
+use std::collections::BTreeSet;
+
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+use super::digest::body_digest;
+use super::error::{ErrorCode, SchedulerError};
+use super::intent::check_id;
+use super::ledger::LedgerSnapshot;
+use super::model::{EventRecord, FrozenRequest, Lease, LedgerMeta, Operation};
+
+/// The object stores of the ledger, as named in storage.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RecordStore {
+    /// `operations`, keyed by operation id.
+    Operations,
+    /// `requests`, keyed by request id.
+    Requests,
+    /// `events`, keyed by seq.
+    Events,
+}
+
+impl RecordStore {
+    /// The object store name.
+    pub fn name(self) -> &'static str {
+        match self {
+            RecordStore::Operations => "operations",
+            RecordStore::Requests => "requests",
+            RecordStore::Events => "events",
+        }
+    }
+}
+
+/// A record set aside because it failed validation.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Quarantined {
+    /// Where it was.
+    pub store: &'static str,
+    /// Its key.
+    pub key: String,
+    /// Why it was set aside.
+    pub reason: String,
+    /// The record as read.
+    pub record: Value,
+}
+
+/// Accumulates validated pages into a [`LedgerSnapshot`].
+#[derive(Debug, Default)]
+pub struct LedgerLoader {
+    snapshot: LedgerSnapshot,
+    quarantined: Vec<Quarantined>,
+    last_key: [Option<String>; 3],
+    operation_ids: BTreeSet<String>,
+    sequences: BTreeSet<u64>,
+}
+
+fn decode<T: DeserializeOwned>(value: &Value) -> Result<T, String> {
+    serde_json::from_value(value.clone()).map_err(|e| format!("undecodable: {e}"))
+}
+
+impl LedgerLoader {
+    /// A loader expecting pages of at most `page_size` records.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Checks one page's shape: at most `limit` records, keys strictly after the previous page's.
+    /// A page that breaks these rules is a storage bug: the load stops with an error.
+    pub fn add_page(
+        &mut self,
+        store: RecordStore,
+        limit: usize,
+        page: Vec<(String, Value)>,
+    ) -> Result<(), SchedulerError> {
+        if page.len() > limit {
+            return Err(SchedulerError::new(
+                ErrorCode::CorruptRecord,
+                format!(
+                    "{} page of {} records exceeds the page size {limit}",
+                    store.name(),
+                    page.len()
+                ),
+            ));
+        }
+        let slot = store as usize;
+        for (key, value) in page {
+            let advanced = match (&self.last_key[slot], store) {
+                (None, _) => true,
+                (Some(last), RecordStore::Events) => {
+                    key.parse::<u64>().ok() > last.parse::<u64>().ok()
+                }
+                (Some(last), _) => key > *last,
+            };
+            if !advanced {
+                return Err(SchedulerError::new(
+                    ErrorCode::CorruptRecord,
+                    format!("{} cursor did not advance at key {key}", store.name()),
+                ));
+            }
+            self.last_key[slot] = Some(key.clone());
+            if let Err(reason) = self.accept(store, &key, &value) {
+                self.quarantined.push(Quarantined {
+                    store: store.name(),
+                    key,
+                    reason,
+                    record: value,
+                });
+            }
+        }
+        Ok(())
+    }
+
+    fn accept(&mut self, store: RecordStore, key: &str, value: &Value) -> Result<(), String> {
+        match store {
+            RecordStore::Operations => {
+                let op: Operation = decode(value)?;
+                check_id(&op.intent.id, "id").map_err(|e| e.message)?;
+                if op.intent.id != key {
+                    return Err(format!("key {key} holds operation {}", op.intent.id));
+                }
+                if op.intent.sequence == 0 || !self.sequences.insert(op.intent.sequence) {
+                    return Err(format!(
+                        "sequence {} is zero or repeated",
+                        op.intent.sequence
+                    ));
+                }
+                self.operation_ids.insert(op.intent.id.clone());
+                self.snapshot.operations.push(op);
+            }
+            RecordStore::Requests => {
+                let request: FrozenRequest = decode(value)?;
+                if request.id != key {
+                    return Err(format!("key {key} holds request {}", request.id));
+                }
+                if body_digest(&request.body) != request.digest {
+                    return Err("body does not match its digest".into());
+                }
+                let body: Value = serde_json::from_str(&request.body)
+                    .map_err(|_| "body is not JSON".to_string())?;
+                if body.get("id").and_then(Value::as_str) != Some(request.id.as_str()) {
+                    return Err("body id differs from the request id".into());
+                }
+                let mut sorted = request.canvas_ids.clone();
+                sorted.sort();
+                sorted.dedup();
+                if sorted != request.canvas_ids || request.operation_ids.is_empty() {
+                    return Err("canvas ids not sorted and unique, or no operations".into());
+                }
+                self.snapshot.requests.push(request);
+            }
+            RecordStore::Events => {
+                let event: EventRecord = decode(value)?;
+                if event.seq.to_string() != key {
+                    return Err(format!("key {key} holds event {}", event.seq));
+                }
+                self.snapshot.events.push(event);
+            }
+        }
+        Ok(())
+    }
+
+    /// Sets the lease and meta records (single records; a corrupt one is quarantined).
+    pub fn set_singletons(&mut self, lease: Option<Value>, meta: Option<Value>) {
+        if let Some(value) = lease {
+            match decode::<Lease>(&value) {
+                Ok(lease) => self.snapshot.lease = Some(lease),
+                Err(reason) => self.quarantined.push(Quarantined {
+                    store: "lease",
+                    key: "lease".into(),
+                    reason,
+                    record: value,
+                }),
+            }
+        }
+        if let Some(value) = meta {
+            match decode::<LedgerMeta>(&value) {
+                Ok(meta) => self.snapshot.meta = meta,
+                Err(reason) => self.quarantined.push(Quarantined {
+                    store: "meta",
+                    key: "meta".into(),
+                    reason,
+                    record: value,
+                }),
+            }
+        }
+    }
+
+    /// Cross-record checks, then the snapshot and what was quarantined. A request whose
+    /// operations are all missing is foreign; an operation pointing at a missing request is
+    /// blocked `request_quarantined`: the server may have that key, so only the host decides.
+    pub fn finish(mut self) -> (LedgerSnapshot, Vec<Quarantined>) {
+        let known = self.operation_ids.clone();
+        let (kept, foreign): (Vec<_>, Vec<_>) = std::mem::take(&mut self.snapshot.requests)
+            .into_iter()
+            .partition(|r| r.operation_ids.iter().any(|id| known.contains(id)));
+        for request in foreign {
+            let record = serde_json::to_value(&request).unwrap_or(Value::Null);
+            self.quarantined.push(Quarantined {
+                store: "requests",
+                key: request.id.clone(),
+                reason: "request carries no known operation".into(),
+                record,
+            });
+        }
+        let request_ids: BTreeSet<String> = kept.iter().map(|r| r.id.clone()).collect();
+        self.snapshot.requests = kept;
+        for op in &mut self.snapshot.operations {
+            let lost = op
+                .request_id
+                .as_ref()
+                .is_some_and(|r| !request_ids.contains(r));
+            if lost
+                && op.phase == super::model::OperationPhase::Pending
+                && !op.blockers.iter().any(|b| b == "request_quarantined")
+            {
+                op.blockers.push("request_quarantined".into());
+            }
+        }
+        let top = self.sequences.iter().next_back().copied().unwrap_or(0);
+        self.snapshot.meta.last_sequence = self.snapshot.meta.last_sequence.max(top);
+        (self.snapshot, self.quarantined)
+    }
+}

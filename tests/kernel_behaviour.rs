@@ -1,0 +1,508 @@
+//! SPEC K1–K8 and D1–D5 on a virtual clock, each test named after the behaviour it proves.
+
+mod common;
+
+use canvas_scheduler::core::config::{RetryPolicy, SchedulerConfig};
+use canvas_scheduler::core::host::CountingHost;
+use canvas_scheduler::core::io::{AttemptOutcome, AttemptStatus, Effect, Report};
+use canvas_scheduler::core::loader::{LedgerLoader, RecordStore};
+use canvas_scheduler::core::model::{EventKind, OperationPhase, RetryAction, Settlement};
+use canvas_scheduler::core::Scheduler;
+use canvas_scheduler::testing::{Harness, MemoryStore};
+use common::{edit, edit_after};
+use serde_json::json;
+
+fn harness_with(config: SchedulerConfig) -> Harness<CountingHost> {
+    let mut h = Harness::new(config, CountingHost::new("r"));
+    h.start();
+    h
+}
+
+fn harness() -> Harness<CountingHost> {
+    harness_with(SchedulerConfig::default())
+}
+
+fn few_attempts() -> SchedulerConfig {
+    SchedulerConfig {
+        retry: RetryPolicy {
+            base_ms: 10,
+            max_ms: 100,
+            max_attempts: 3,
+        },
+        ..SchedulerConfig::default()
+    }
+}
+
+fn unresolved() -> AttemptStatus {
+    AttemptStatus::outcome(AttemptOutcome::Unresolved)
+}
+
+/// Fails every attempt of `request` until it is dead-lettered.
+fn exhaust(h: &mut Harness<CountingHost>, request: &str) {
+    for _ in 0..10 {
+        if h.wire_ids().iter().any(|id| id == request) {
+            h.answer(request, unresolved());
+        }
+        h.advance(1_000);
+    }
+}
+
+#[test]
+fn k1_past_max_attempts_a_request_is_dead_lettered_and_only_its_canvas_waits() {
+    let mut h = harness_with(few_attempts());
+    h.enqueue(vec![edit("bad", &["x"]), edit("next", &["x"])])
+        .unwrap();
+    let bad = h.wire_ids()[0].clone();
+    exhaust(&mut h, &bad);
+    assert!(h
+        .reports
+        .iter()
+        .any(|r| matches!(r, Report::DeadLettered { request_id, .. } if *request_id == bad)));
+    assert_eq!(
+        h.scheduler.explain(h.now, "bad").unwrap().reason,
+        "dead_letter"
+    );
+    assert_eq!(
+        h.scheduler.explain(h.now, "next").unwrap().reason,
+        "waiting_canvas"
+    );
+    h.enqueue(vec![edit("unrelated", &["z"])]).unwrap();
+    assert_eq!(
+        h.wire_operations(),
+        ["unrelated"],
+        "unrelated canvases are not frozen"
+    );
+    assert!(h
+        .scheduler
+        .ledger()
+        .events_after(0, 1_000)
+        .iter()
+        .any(|e| e.kind == EventKind::DeadLettered));
+}
+
+#[test]
+fn k1_retry_rearms_the_same_frozen_request_and_queries_first() {
+    let mut h = harness_with(few_attempts());
+    h.enqueue(vec![edit("bad", &["x"])]).unwrap();
+    let first = h.wire[0].clone();
+    exhaust(&mut h, &first.request.id);
+    h.scheduler.retry(h.now, "bad").unwrap();
+    h.drain();
+    assert_eq!(h.wire.len(), 1);
+    assert_eq!(h.wire[0].request.id, first.request.id);
+    assert_eq!(h.wire[0].request.body, first.request.body);
+    assert_eq!(
+        h.wire[0].action,
+        RetryAction::Query,
+        "an unknown outcome is queried first"
+    );
+    h.answer_first(AttemptStatus::outcome(AttemptOutcome::Applied));
+    assert_eq!(
+        h.scheduler.ledger().operation("bad").unwrap().phase,
+        OperationPhase::Resolved
+    );
+}
+
+#[test]
+fn k1_discard_resolves_and_blocks_dependents_dependency_discarded() {
+    let mut h = harness_with(few_attempts());
+    h.enqueue(vec![
+        edit("bad", &["x"]),
+        edit_after("child", &["y"], &["bad"]),
+        edit("same", &["x"]),
+    ])
+    .unwrap();
+    let bad = h.wire_ids()[0].clone();
+    assert_eq!(
+        h.scheduler.discard(h.now, "bad").unwrap_err().code(),
+        "invalid_state",
+        "not while it may reach the server"
+    );
+    exhaust(&mut h, &bad);
+    h.scheduler.discard(h.now, "bad").unwrap();
+    h.drain();
+    let op = h.scheduler.ledger().operation("bad").unwrap();
+    assert_eq!(
+        op.outcome.as_ref().unwrap().settlement,
+        Settlement::Discarded
+    );
+    assert_eq!(
+        h.scheduler.ledger().operation("child").unwrap().blockers,
+        ["dependency_discarded"]
+    );
+    assert_eq!(
+        h.wire_operations(),
+        ["same"],
+        "its canvas claim was released"
+    );
+}
+
+#[test]
+fn k1_k7_host_actions_on_unknown_ids_are_errors() {
+    let mut h = harness();
+    assert_eq!(
+        h.scheduler.retry(h.now, "nope").unwrap_err().code(),
+        "unknown_operation"
+    );
+    assert_eq!(
+        h.scheduler.discard(h.now, "nope").unwrap_err().code(),
+        "unknown_operation"
+    );
+    assert_eq!(
+        h.scheduler.flush(h.now, "nope").unwrap_err().code(),
+        "unknown_operation"
+    );
+    assert_eq!(
+        h.scheduler.explain(h.now, "nope").unwrap_err().code(),
+        "unknown_operation"
+    );
+}
+
+#[test]
+fn k2_writes_carry_the_fence_and_renewal_precedes_each_send() {
+    let mut h = harness();
+    h.auto_persist = false;
+    h.enqueue(vec![edit("a", &["x"])]).unwrap();
+    let mut renewed = false;
+    while h.wire.is_empty() {
+        let Some(batch) = h.persists.front() else {
+            break;
+        };
+        assert_eq!(batch.fence, h.store.lease().map(|l| l.fence));
+        renewed |= batch.lease.is_some();
+        h.persist_next();
+        h.drain();
+    }
+    assert!(renewed, "the batch before the send renews the lease");
+    assert_eq!(h.wire.len(), 1);
+}
+
+#[test]
+fn k2_a_second_dispatcher_cannot_take_an_unexpired_lease() {
+    let mut h = harness();
+    let mut store = h.store.clone();
+    assert!(store.acquire("other-tab", h.now + 1, 5_000).is_err());
+    assert!(store.acquire("other-tab", h.now + 5_001, 5_000).is_ok());
+    h.advance(1);
+}
+
+#[test]
+fn k3_another_principals_request_is_never_sent() {
+    let config = SchedulerConfig {
+        principal: Some("user-a".into()),
+        ..SchedulerConfig::default()
+    };
+    let mut h = harness_with(config.clone());
+    let hold = h.scheduler.hold(h.now).unwrap();
+    h.enqueue(vec![edit("mine", &["x"])]).unwrap();
+    // User B opens the same ledger: A's work waits, B's goes.
+    let store = h.store.clone();
+    let _ = hold;
+    let b = SchedulerConfig {
+        principal: Some("user-b".into()),
+        owner: "tab-b".into(),
+        ..config
+    };
+    let mut hb = Harness::over(b, CountingHost::new("b"), store, h.now + 10_000);
+    hb.start();
+    hb.enqueue(vec![edit("theirs", &["y"])]).unwrap();
+    assert_eq!(hb.wire_operations(), ["theirs"]);
+    assert_eq!(
+        hb.scheduler.explain(hb.now, "mine").unwrap().reason,
+        "other_principal"
+    );
+}
+
+#[test]
+fn k3_denied_fails_for_good_and_an_unavailable_check_retries() {
+    let mut h = harness();
+    h.enqueue(vec![edit("a", &["x"]), edit("b", &["y"])])
+        .unwrap();
+    let long = "r".repeat(1_000);
+    h.answer_first(AttemptStatus::denied(&long));
+    let a = h
+        .scheduler
+        .ledger()
+        .operation("a")
+        .unwrap()
+        .outcome
+        .clone()
+        .unwrap();
+    assert_eq!(a.settlement, Settlement::Rejected);
+    assert_eq!(a.error.as_ref().unwrap().code, "authorization_denied");
+    assert_eq!(a.error.unwrap().message.chars().count(), 256);
+    h.answer_first(AttemptStatus::authorization_unavailable(
+        "policy service down",
+    ));
+    assert!(h
+        .scheduler
+        .ledger()
+        .request(&h.sent[1].request.id)
+        .unwrap()
+        .retry_at
+        .is_some());
+}
+
+#[test]
+fn k4_a_non_retryable_error_dead_letters_at_once_and_retry_at_is_honoured() {
+    let mut h = harness();
+    h.enqueue(vec![edit("a", &["x"]), edit("b", &["y"])])
+        .unwrap();
+    h.answer_first(AttemptStatus {
+        retryable: Some(false),
+        ..unresolved()
+    });
+    assert_eq!(
+        h.scheduler.explain(h.now, "a").unwrap().reason,
+        "dead_letter"
+    );
+    let at = h.now + 12_345;
+    h.answer_first(AttemptStatus {
+        retry_at: Some(at),
+        ..unresolved()
+    });
+    assert_eq!(h.scheduler.explain(h.now, "b").unwrap().due_at, Some(at));
+}
+
+#[test]
+fn k6_the_event_log_is_bounded_persisted_and_readable() {
+    let config = SchedulerConfig {
+        event_log_limit: 10,
+        ..SchedulerConfig::default()
+    };
+    let mut h = harness_with(config);
+    for i in 0..5 {
+        h.enqueue(vec![edit(&format!("e{i}"), &["x"])]).unwrap();
+        h.answer_first(AttemptStatus::outcome(AttemptOutcome::Applied));
+    }
+    let events = h.scheduler.ledger().events_after(0, 100);
+    assert_eq!(events.len(), 10);
+    assert!(events.windows(2).all(|w| w[0].seq < w[1].seq));
+    let kinds: Vec<EventKind> = events.iter().map(|e| e.kind).collect();
+    assert!(
+        kinds.contains(&EventKind::Claimed)
+            && kinds.contains(&EventKind::Dispatched)
+            && kinds.contains(&EventKind::Settled)
+    );
+    assert!(events.iter().all(|e| e.fence == Some(1)));
+    let durable = h.store.snapshot().events;
+    assert_eq!(durable.len(), 10, "trimmed in storage too");
+    assert_eq!(durable.last().map(|e| e.seq), events.last().map(|e| e.seq));
+}
+
+#[test]
+fn k7_flush_runs_a_waiting_retry_now_or_says_why() {
+    let mut h = harness();
+    h.enqueue(vec![edit("a", &["x"]), edit_after("b", &["y"], &["a"])])
+        .unwrap();
+    let a = h.wire_ids()[0].clone();
+    h.answer(
+        &a,
+        AttemptStatus {
+            retry_after_ms: Some(60_000),
+            ..unresolved()
+        },
+    );
+    let outcome = h.scheduler.flush(h.now, "a").unwrap();
+    h.drain();
+    assert!(outcome.started);
+    assert_eq!(h.wire_ids(), [a.as_str()]);
+    let why = h.scheduler.flush(h.now, "b").unwrap();
+    assert!(!why.started);
+    assert_eq!(why.explanation.reason, "waiting_dependency");
+}
+
+#[test]
+fn k8_a_revised_intent_is_not_sent_as_frozen_but_frozen_again() {
+    let mut h = harness();
+    h.auto_persist = false;
+    h.enqueue(vec![edit("a", &["x"])]).unwrap();
+    let stale = h
+        .scheduler
+        .ledger()
+        .operation("a")
+        .unwrap()
+        .request_id
+        .clone()
+        .unwrap();
+    let mut revised = edit("a", &["x"]);
+    revised.payload = json!({"shapeId": "a", "x": 99});
+    h.scheduler.revise(h.now, revised).unwrap();
+    h.auto_persist = true;
+    h.drain();
+    while h.persist_next() {
+        h.drain();
+    }
+    assert_eq!(h.wire.len(), 1);
+    assert_ne!(h.wire[0].request.id, stale);
+    assert!(h.wire[0].request.body.contains("99"));
+    let old = h.scheduler.ledger().request(&stale).unwrap();
+    assert_eq!(old.error.as_ref().unwrap().code, "stale_revision");
+}
+
+#[test]
+fn d1_recovered_requests_go_before_new_work() {
+    let mut h = harness_with(SchedulerConfig {
+        concurrency: 1,
+        ..SchedulerConfig::default()
+    });
+    h.enqueue(vec![edit("a", &["x"])]).unwrap();
+    let a = h.wire_ids()[0].clone();
+    let store = h.store.clone();
+    let mut r = Harness::over(
+        SchedulerConfig {
+            concurrency: 1,
+            owner: "tab-2".into(),
+            ..SchedulerConfig::default()
+        },
+        CountingHost::new("s"),
+        store,
+        h.now + 10_000,
+    );
+    r.scheduler
+        .enqueue(r.now, vec![edit("new", &["y"])])
+        .unwrap();
+    r.start();
+    assert_eq!(r.wire_ids(), [a.as_str()]);
+    assert_eq!(r.wire[0].action, RetryAction::Query);
+}
+
+#[test]
+fn d2_stats_count_and_give_idle_reasons() {
+    let mut h = harness();
+    assert_eq!(h.scheduler.stats().idle_reason, Some("no_work"));
+    h.enqueue(vec![edit("a", &["x"])]).unwrap();
+    assert_eq!(h.scheduler.stats().idle_reason, None, "busy");
+    h.answer_first(unresolved());
+    assert_eq!(h.scheduler.stats().idle_reason, Some("retry_scheduled"));
+    let hold = h.scheduler.hold(h.now).unwrap();
+    assert_eq!(h.scheduler.stats().idle_reason, Some("held"));
+    h.scheduler.release(h.now, hold);
+    h.scheduler.set_online(h.now, false);
+    assert_eq!(h.scheduler.stats().idle_reason, Some("offline"));
+    let stats = h.scheduler.stats();
+    assert_eq!((stats.claimed, stats.sent, stats.leader), (1, 1, true));
+}
+
+#[test]
+fn d3_explain_covers_every_state() {
+    let mut h = harness_with(SchedulerConfig {
+        concurrency: 1,
+        ..SchedulerConfig::default()
+    });
+    h.enqueue(vec![
+        edit("a", &["x"]),
+        edit("b", &["x"]),
+        edit_after("c", &["y"], &["a"]),
+        edit("d", &[]),
+    ])
+    .unwrap();
+    let reason =
+        |h: &Harness<CountingHost>, id: &str| h.scheduler.explain(h.now, id).unwrap().reason;
+    assert_eq!(reason(&h, "a"), "sending");
+    assert_eq!(reason(&h, "c"), "waiting_dependency");
+    assert_eq!(reason(&h, "d"), "ready", "queued behind the full slot");
+    h.answer_first(AttemptStatus::outcome(AttemptOutcome::Applied));
+    assert_eq!(reason(&h, "a"), "applied");
+    assert_eq!(h.scheduler.explain(h.now, "a").unwrap().state, "resolved");
+}
+
+#[test]
+fn d4_corrupt_and_foreign_records_are_quarantined_not_dropped() {
+    let mut h = harness();
+    h.enqueue(vec![edit("a", &["x"]), edit("b", &["y"])])
+        .unwrap();
+    let snapshot = h.store.snapshot();
+    let mut loader = LedgerLoader::new();
+    let mut ops: Vec<(String, serde_json::Value)> = snapshot
+        .operations
+        .iter()
+        .map(|o| (o.intent.id.clone(), serde_json::to_value(o).unwrap()))
+        .collect();
+    ops.push(("zz-garbage".into(), json!({"not": "an operation"})));
+    loader.add_page(RecordStore::Operations, 10, ops).unwrap();
+    let mut requests: Vec<(String, serde_json::Value)> = snapshot
+        .requests
+        .iter()
+        .map(|r| (r.id.clone(), serde_json::to_value(r).unwrap()))
+        .collect();
+    requests.sort_by(|x, y| x.0.cmp(&y.0));
+    if let Some((_, value)) = requests.first_mut() {
+        value["body"] = json!("{\"id\":\"tampered\"}");
+    }
+    loader
+        .add_page(RecordStore::Requests, 10, requests)
+        .unwrap();
+    let (loaded, quarantined) = loader.finish();
+    assert_eq!(loaded.operations.len(), 2);
+    assert_eq!(quarantined.len(), 2, "{quarantined:?}");
+    assert!(quarantined.iter().any(|q| q.key == "zz-garbage"));
+    assert!(quarantined.iter().any(|q| q.reason.contains("digest")));
+    let blocked: Vec<_> = loaded
+        .operations
+        .iter()
+        .filter(|o| o.blockers == ["request_quarantined"])
+        .collect();
+    assert_eq!(
+        blocked.len(),
+        1,
+        "its operation waits for the host instead of being re-sent"
+    );
+}
+
+#[test]
+fn d4_pages_must_respect_size_and_advance() {
+    let mut loader = LedgerLoader::new();
+    let page = vec![("b".to_string(), json!({})), ("a".to_string(), json!({}))];
+    assert_eq!(
+        loader
+            .add_page(RecordStore::Operations, 10, page)
+            .unwrap_err()
+            .code(),
+        "corrupt_record"
+    );
+    let mut loader = LedgerLoader::new();
+    let page = vec![("a".to_string(), json!({})), ("b".to_string(), json!({}))];
+    assert_eq!(
+        loader
+            .add_page(RecordStore::Operations, 1, page)
+            .unwrap_err()
+            .code(),
+        "corrupt_record"
+    );
+}
+
+#[test]
+fn d5_a_body_that_no_longer_matches_its_digest_is_never_sent() {
+    let mut h = harness();
+    h.enqueue(vec![edit("a", &["x"])]).unwrap();
+    let mut snapshot = h.store.snapshot();
+    snapshot.requests[0].body = snapshot.requests[0].body.replace("shapeId", "shapeID");
+    let mut lease = snapshot.lease.clone().unwrap();
+    lease.owner = "dispatcher".into();
+    snapshot.lease = Some(lease);
+    let store = MemoryStore::from_snapshot(snapshot);
+    let mut s = Scheduler::new(
+        SchedulerConfig::default(),
+        CountingHost::new("s"),
+        store.snapshot(),
+    )
+    .unwrap();
+    s.start(h.now + 1).unwrap();
+    let mut store = store;
+    let mut sent = 0;
+    for _ in 0..10 {
+        while let Some(effect) = s.poll_effect() {
+            match effect {
+                Effect::Persist(batch) => {
+                    let result = store.apply(&batch);
+                    s.on_persisted(h.now + 1, batch.no, result);
+                }
+                Effect::Send(_) => sent += 1,
+                _ => {}
+            }
+        }
+    }
+    assert_eq!(sent, 0);
+    assert_eq!(s.explain(h.now + 1, "a").unwrap().reason, "digest_mismatch");
+}
