@@ -506,3 +506,61 @@ fn d5_a_body_that_no_longer_matches_its_digest_is_never_sent() {
     assert_eq!(sent, 0);
     assert_eq!(s.explain(h.now + 1, "a").unwrap().reason, "digest_mismatch");
 }
+
+/// A host whose authorization step denies one operation and cannot decide another.
+struct Gatekeeper(CountingHost);
+
+impl canvas_scheduler::core::host::Host for Gatekeeper {
+    fn create_request_id(&mut self) -> String {
+        self.0.create_request_id()
+    }
+    fn authorize(
+        &mut self,
+        request: &canvas_scheduler::core::model::FrozenRequest,
+        principal: Option<&str>,
+    ) -> canvas_scheduler::core::host::Authorization {
+        use canvas_scheduler::core::host::Authorization;
+        assert_eq!(principal, Some("user-a"));
+        match request.operation_ids[0].as_str() {
+            "forbidden" => Authorization::Denied("workspace is read-only".into()),
+            "unsure" => Authorization::Unavailable("policy service down".into()),
+            _ => Authorization::Allowed,
+        }
+    }
+}
+
+#[test]
+fn k3_the_authorization_step_runs_before_every_send() {
+    let config = SchedulerConfig {
+        principal: Some("user-a".into()),
+        ..SchedulerConfig::default()
+    };
+    let mut h = Harness::new(config, Gatekeeper(CountingHost::new("g")));
+    h.start();
+    h.enqueue(vec![
+        edit("forbidden", &["x"]),
+        edit("unsure", &["y"]),
+        edit("fine", &["z"]),
+    ])
+    .unwrap();
+    assert_eq!(
+        h.wire_operations(),
+        ["fine"],
+        "denied and undecided requests are never sent"
+    );
+    let denied = h
+        .scheduler
+        .ledger()
+        .operation("forbidden")
+        .unwrap()
+        .outcome
+        .clone()
+        .unwrap();
+    assert_eq!(denied.settlement, Settlement::Rejected);
+    assert_eq!(denied.error.unwrap().message, "workspace is read-only");
+    let unsure = h.scheduler.explain(h.now, "unsure").unwrap();
+    assert_eq!(
+        (unsure.reason.as_str(), unsure.due_at.is_some()),
+        ("retry_scheduled", true)
+    );
+}

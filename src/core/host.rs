@@ -46,6 +46,29 @@ pub trait Host {
 
     /// A fresh, never reused request id (the idempotency key).
     fn create_request_id(&mut self) -> String;
+
+    /// K3: the authorization step before every send of `request` under `principal`.
+    /// Default: allowed. (An asynchronous host check can instead answer the attempt with
+    /// [`AttemptStatus::denied`](super::io::AttemptStatus::denied) or
+    /// [`AttemptStatus::authorization_unavailable`](super::io::AttemptStatus::authorization_unavailable).)
+    fn authorize(
+        &mut self,
+        _request: &super::model::FrozenRequest,
+        _principal: Option<&str>,
+    ) -> Authorization {
+        Authorization::Allowed
+    }
+}
+
+/// The verdict of the K3 authorization step.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Authorization {
+    /// Send it.
+    Allowed,
+    /// Never send it: the request fails for good with this reason (at most 256 chars kept).
+    Denied(String),
+    /// The check itself failed: nothing is sent and the attempt is retried.
+    Unavailable(String),
 }
 
 /// The body an intent compiles to when the host supplies no `compile`.

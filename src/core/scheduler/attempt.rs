@@ -171,6 +171,22 @@ impl<H: Host> Scheduler<H> {
             self.slot_freed();
             return;
         }
+        let principal = self.config.principal.clone();
+        match self.host.authorize(&request, principal.as_deref()) {
+            crate::core::host::Authorization::Allowed => {}
+            crate::core::host::Authorization::Denied(reason) => {
+                return self.answer_locally(
+                    now,
+                    request_id,
+                    attempt.action,
+                    AttemptStatus::denied(&reason),
+                );
+            }
+            crate::core::host::Authorization::Unavailable(message) => {
+                let status = AttemptStatus::authorization_unavailable(&message);
+                return self.answer_locally(now, request_id, attempt.action, status);
+            }
+        }
         if let Some(active) = self.active.get_mut(request_id) {
             active.stage = Stage::Sending;
         }
@@ -268,6 +284,25 @@ impl<H: Host> Scheduler<H> {
                 reason: reason.to_owned(),
             });
         }
+    }
+
+    /// Records a verdict reached without sending (K3), exactly like an answer.
+    fn answer_locally(
+        &mut self,
+        now: Millis,
+        request_id: &str,
+        action: RetryAction,
+        status: AttemptStatus,
+    ) {
+        if let Some(active) = self.active.get_mut(request_id) {
+            active.stage = Stage::Sending;
+        }
+        self.complete(now, request_id, action, status);
+        let barrier = self.want_barrier();
+        if let Some(active) = self.active.get_mut(request_id) {
+            active.stage = Stage::Completing(barrier);
+        }
+        self.maybe_flush(now);
     }
 
     /// The driver's answer to a [`SendOrder`].
