@@ -721,3 +721,36 @@ fn k2_a_fenced_write_stops_the_dispatcher_at_once() {
         "lease_lost"
     );
 }
+
+#[test]
+fn w1_group_commit_writes_one_turn_in_one_transaction() {
+    let config = SchedulerConfig {
+        group_commit: true,
+        ..SchedulerConfig::default()
+    };
+    let mut h = Harness::new(config, CountingHost::new("r"));
+    h.start();
+    let writes = h.store.writes;
+    let hold = h.scheduler.hold(h.now).unwrap();
+    let mut barriers = Vec::new();
+    for i in 0..100 {
+        // One turn of the event loop: 100 separate enqueue calls, nothing drained between.
+        barriers.push(
+            h.scheduler
+                .enqueue(h.now, vec![edit(&format!("g{i}"), &["c"])])
+                .unwrap(),
+        );
+    }
+    h.drain();
+    assert_eq!(
+        h.store.writes - writes,
+        1,
+        "one transaction for the whole turn"
+    );
+    assert!(barriers
+        .iter()
+        .all(|b| h.scheduler.barrier_state(*b) == Some(true)));
+    h.scheduler.release(h.now, hold);
+    h.drain();
+    assert_eq!(h.wire_operations(), ["g0"]);
+}

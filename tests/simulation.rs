@@ -64,6 +64,7 @@ impl World {
                 max_attempts: 30,
             },
             lease_ms: LEASE_MS,
+            group_commit: rng.chance(50),
             ..SchedulerConfig::default()
         };
         let mut world = Self {
@@ -151,6 +152,7 @@ impl World {
                     self.tabs[t].storage_failed = true
                 }
                 Effect::Report(_) => {}
+                Effect::CommitSoon => self.tabs[t].scheduler.commit(self.now),
             }
         }
         if self.tabs[t].scheduler.is_fenced() {

@@ -74,6 +74,10 @@ pub struct SchedulerConfig {
     pub owner: String,
     /// Lease duration (K2).
     pub lease_ms: Millis,
+    /// Group commit (W1): instead of writing at once, ask the driver for one
+    /// [`Effect::CommitSoon`](super::io::Effect::CommitSoon) per turn of the event loop, so all
+    /// changes of that turn share one transaction.
+    pub group_commit: bool,
 }
 
 impl Default for SchedulerConfig {
@@ -88,6 +92,7 @@ impl Default for SchedulerConfig {
             event_log_limit: 1_000,
             owner: "dispatcher".to_owned(),
             lease_ms: 5_000,
+            group_commit: false,
         }
     }
 }

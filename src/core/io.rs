@@ -246,4 +246,6 @@ pub enum Effect {
     SetTimer(Option<Millis>),
     /// Tell the host.
     Report(Report),
+    /// Group commit: call `commit()` once the current turn of the event loop ends.
+    CommitSoon,
 }

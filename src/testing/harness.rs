@@ -71,6 +71,7 @@ impl<H: Host> Harness<H> {
     /// Carries out every queued effect (persists too, when automatic).
     pub fn drain(&mut self) {
         loop {
+            let mut commit = false;
             while let Some(effect) = self.scheduler.poll_effect() {
                 match effect {
                     Effect::Persist(batch) => self.persists.push_back(batch),
@@ -84,7 +85,13 @@ impl<H: Host> Harness<H> {
                     }
                     Effect::SetTimer(at) => self.timer = at,
                     Effect::Report(report) => self.reports.push(report),
+                    Effect::CommitSoon => commit = true,
                 }
+            }
+            if commit {
+                // The turn ended: the group commit writes everything it changed.
+                self.scheduler.commit(self.now);
+                continue;
             }
             if !self.auto_persist || !self.persist_next() {
                 break;

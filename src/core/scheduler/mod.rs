@@ -71,6 +71,10 @@ struct PersistState {
     barrier_wanted: bool,
     /// Storage failed; nothing more is written or sent until `resume()` (S13).
     failed: bool,
+    /// A `CommitSoon` is outstanding (group commit).
+    commit_requested: bool,
+    /// Inside `commit()`: write now.
+    committing: bool,
 }
 
 /// Lease state of this dispatcher (K2).

@@ -300,8 +300,20 @@ impl<H: Host> Scheduler<H> {
         }
     }
 
+    /// Group commit: the turn ended; write what it changed in one batch.
+    pub fn commit(&mut self, now: Millis) {
+        self.persist.commit_requested = false;
+        self.persist.committing = true;
+        self.maybe_flush(now);
+        self.persist.committing = false;
+        self.sync_timer(now);
+    }
+
     /// Emits the open batch if nothing is being written (one transaction in flight at a time).
     pub(super) fn maybe_flush(&mut self, now: Millis) {
+        if self.persist.commit_requested && !self.persist.committing {
+            return;
+        }
         if self.persist.in_flight.is_some()
             || self.persist.failed
             || self.lease.fenced
@@ -317,6 +329,14 @@ impl<H: Host> Scheduler<H> {
             None
         };
         if !self.ledger.has_changes() && !self.persist.barrier_wanted && lease_write.is_none() {
+            return;
+        }
+        if self.config.group_commit && !self.persist.committing {
+            // W1: everything changed in this turn goes into the one transaction `commit()` writes.
+            if !self.persist.commit_requested {
+                self.persist.commit_requested = true;
+                self.effects.push_back(Effect::CommitSoon);
+            }
             return;
         }
         let no = self.persist.next_no;

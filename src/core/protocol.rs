@@ -1,0 +1,310 @@
+//! Wire protocol v1 answers (SPEC §7): one HTTP answer — status, body, `Retry-After` — mapped to
+//! the [`AttemptStatus`] the core understands. Pure, so every row of the table is tested natively;
+//! the browser transport only fetches and hands the pieces here.
+//!
+//! | answer | status |
+//! | --- | --- |
+//! | 2xx with `{outcome, error?, canonical?, operations?}` | that outcome |
+//! | 409 / 422 with `{outcome: "rejected", …}` | rejected |
+//! | 409 without a (valid) body | accepted, `in_progress`: query later |
+//! | 404 on a query | unresolved `not_found`: the core submits the same request again |
+//! | 404 on a submit | unresolved `http_404` |
+//! | 401 / 403 | blocked `unauthorized` until `resume()` |
+//! | 408, 425, 429, 5xx | unresolved `http_<status>`, honouring `Retry-After` |
+//! | any other 4xx | rejected for good, `http_<status>` |
+//! | 2xx whose body is not such an answer | unresolved `invalid_answer` |
+//! | anything else (1xx, 3xx) | unresolved `http_<status>` |
+
+use serde_json::{Map, Value};
+
+use super::io::{AttemptOutcome, AttemptStatus, OperationVerdict};
+use super::model::{Millis, RetryAction, Settlement};
+use super::safe_error::SafeError;
+
+/// Code of an unresolved answer to a query for a key the server never received (404).
+pub const NOT_FOUND: &str = "not_found";
+/// Code of a 409 without a body: the server is still receiving this key's first submit.
+pub const IN_PROGRESS: &str = "in_progress";
+/// Code of a 2xx whose body is not a protocol answer.
+pub const INVALID_ANSWER: &str = "invalid_answer";
+/// Why a request waits after 401 or 403.
+pub const UNAUTHORIZED: &str = "unauthorized";
+
+/// Maps one HTTP answer to an attempt status (SPEC §7; the table is in the module docs).
+///
+/// `body` is the response text (`None` or empty when there was none), `retry_after` the raw
+/// `Retry-After` header, `now` the current time (for an HTTP-date `Retry-After`).
+pub fn map_answer(
+    action: RetryAction,
+    status: u16,
+    body: Option<&str>,
+    retry_after: Option<&str>,
+    now: Millis,
+) -> AttemptStatus {
+    let body = body.filter(|text| !text.trim().is_empty());
+    let answer = body.and_then(|text| parse_answer(text).ok());
+    let retry_after_ms = retry_after.and_then(|value| parse_retry_after(value, now));
+    match status {
+        200..=299 => match answer {
+            Some(answer) => {
+                let mut mapped = answer.into_status();
+                if mapped.outcome == AttemptOutcome::Accepted {
+                    // A 202 may say when to ask again.
+                    mapped.retry_after_ms = retry_after_ms;
+                }
+                mapped
+            }
+            None => AttemptStatus {
+                error: Some(SafeError::new(
+                    INVALID_ANSWER,
+                    &format!("HTTP {status} without a protocol v1 answer body"),
+                )),
+                ..AttemptStatus::outcome(AttemptOutcome::Unresolved)
+            },
+        },
+        409 | 422 if answer.as_ref().is_some_and(Answer::is_rejected) => answer
+            .map(Answer::into_status)
+            .unwrap_or_else(|| AttemptStatus::outcome(AttemptOutcome::Rejected)),
+        409 => AttemptStatus {
+            error: Some(SafeError::new(
+                IN_PROGRESS,
+                "the server is still receiving this request: query later",
+            )),
+            retry_after_ms,
+            ..AttemptStatus::outcome(AttemptOutcome::Accepted)
+        },
+        404 if action == RetryAction::Query => AttemptStatus {
+            error: Some(SafeError::new(
+                NOT_FOUND,
+                "the server never received this request: submit it again",
+            )),
+            ..AttemptStatus::outcome(AttemptOutcome::Unresolved)
+        },
+        401 | 403 => AttemptStatus {
+            error: Some(http_error(status, body)),
+            blocked: Some(UNAUTHORIZED.to_owned()),
+            ..AttemptStatus::outcome(AttemptOutcome::Unresolved)
+        },
+        408 | 425 | 429 | 500..=599 => AttemptStatus {
+            error: Some(http_error(status, body)),
+            retry_after_ms,
+            ..AttemptStatus::outcome(AttemptOutcome::Unresolved)
+        },
+        // 404 on a submit: a wrong endpoint or a proxy in the way; retrying may help.
+        404 => AttemptStatus {
+            error: Some(http_error(status, body)),
+            ..AttemptStatus::outcome(AttemptOutcome::Unresolved)
+        },
+        400..=499 => AttemptStatus {
+            error: Some(http_error(status, body)),
+            ..AttemptStatus::outcome(AttemptOutcome::Rejected)
+        },
+        _ => AttemptStatus {
+            error: Some(http_error(status, body)),
+            ..AttemptStatus::outcome(AttemptOutcome::Unresolved)
+        },
+    }
+}
+
+/// A parsed protocol answer body.
+#[derive(Debug)]
+struct Answer {
+    outcome: AttemptOutcome,
+    error: Option<SafeError>,
+    canonical: Option<Value>,
+    operations: Vec<OperationVerdict>,
+}
+
+impl Answer {
+    fn is_rejected(&self) -> bool {
+        self.outcome == AttemptOutcome::Rejected
+    }
+
+    fn into_status(self) -> AttemptStatus {
+        AttemptStatus {
+            error: self.error,
+            canonical: self.canonical,
+            operations: self.operations,
+            ..AttemptStatus::outcome(self.outcome)
+        }
+    }
+}
+
+/// Why a body is not a protocol answer (only ever turned into `invalid_answer`).
+type Invalid = &'static str;
+
+fn parse_answer(text: &str) -> Result<Answer, Invalid> {
+    let value: Value = serde_json::from_str(text).map_err(|_| "not JSON")?;
+    let object = value.as_object().ok_or("not a JSON object")?;
+    let outcome = match object.get("outcome").and_then(Value::as_str) {
+        Some("applied") => AttemptOutcome::Applied,
+        Some("rejected") => AttemptOutcome::Rejected,
+        Some("accepted") => AttemptOutcome::Accepted,
+        _ => return Err("outcome must be applied, rejected or accepted"),
+    };
+    let operations = match object.get("operations") {
+        None | Some(Value::Null) => Vec::new(),
+        Some(Value::Array(entries)) => parse_operations(entries)?,
+        Some(_) => return Err("operations must be an array"),
+    };
+    Ok(Answer {
+        outcome,
+        error: parse_error(object.get("error"))?,
+        canonical: canonical(object),
+        operations,
+    })
+}
+
+fn canonical(object: &Map<String, Value>) -> Option<Value> {
+    object.get("canonical").filter(|v| !v.is_null()).cloned()
+}
+
+/// A string error becomes the code; an object `{code, message, details}` is bounded (K5).
+fn parse_error(value: Option<&Value>) -> Result<Option<SafeError>, Invalid> {
+    match value {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(code)) => Ok(Some(SafeError::with_fallback(
+            code,
+            code,
+            "server_error",
+        ))),
+        Some(Value::Object(fields)) => {
+            let code = fields.get("code").and_then(Value::as_str).unwrap_or("");
+            let message = fields.get("message").and_then(Value::as_str).unwrap_or("");
+            let error = SafeError::with_fallback(code, message, "server_error");
+            Ok(Some(match fields.get("details") {
+                None | Some(Value::Null) => error,
+                Some(details) => error.with_details(details.clone()),
+            }))
+        }
+        Some(_) => Err("error must be a string or an object"),
+    }
+}
+
+/// Per-operation verdicts; `accepted` entries carry no verdict yet and are skipped.
+fn parse_operations(entries: &[Value]) -> Result<Vec<OperationVerdict>, Invalid> {
+    let mut verdicts = Vec::with_capacity(entries.len());
+    for entry in entries {
+        let fields = entry.as_object().ok_or("operation entries must be objects")?;
+        let operation_id = fields
+            .get("operationId")
+            .and_then(Value::as_str)
+            .ok_or("operation entries need an operationId")?;
+        let settlement = match fields.get("outcome").and_then(Value::as_str) {
+            Some("applied") => Settlement::Applied,
+            Some("rejected") => Settlement::Rejected,
+            Some("accepted") => continue,
+            _ => return Err("operation outcome must be applied, rejected or accepted"),
+        };
+        verdicts.push(OperationVerdict {
+            operation_id: operation_id.to_owned(),
+            settlement,
+            error: parse_error(fields.get("error"))?,
+            canonical: canonical(fields),
+        });
+    }
+    Ok(verdicts)
+}
+
+/// `http_<status>`, with the server's own error code and message kept when it sent one.
+fn http_error(status: u16, body: Option<&str>) -> SafeError {
+    let server = body
+        .and_then(|text| serde_json::from_str::<Value>(text).ok())
+        .and_then(|value| parse_error(value.get("error")).ok().flatten());
+    let code = format!("http_{status}");
+    match server {
+        Some(server) => SafeError::new(&code, &server.message)
+            .with_details(serde_json::json!({ "status": status, "serverCode": server.code })),
+        None => SafeError::new(&code, &format!("HTTP {status}"))
+            .with_details(serde_json::json!({ "status": status })),
+    }
+}
+
+/// Parses a `Retry-After` value — delta-seconds or an IMF-fixdate HTTP-date — into milliseconds
+/// from `now` (0 for a date in the past). `None` when it is neither.
+pub fn parse_retry_after(value: &str, now: Millis) -> Option<Millis> {
+    let value = value.trim();
+    if !value.is_empty() && value.bytes().all(|b| b.is_ascii_digit()) {
+        // Overlong digit strings saturate rather than fail: "a very long time".
+        let seconds = value.parse::<u64>().unwrap_or(u64::MAX);
+        return Some(seconds.saturating_mul(1_000));
+    }
+    let at = parse_imf_fixdate(value)?;
+    Some(at.saturating_sub(now))
+}
+
+const DAY_NAMES: [&str; 7] = ["Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"];
+const MONTH_NAMES: [&str; 12] = [
+    "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+];
+
+/// `Sun, 06 Nov 1994 08:49:37 GMT` (RFC 9110 §5.6.7) → milliseconds since the Unix epoch.
+fn parse_imf_fixdate(value: &str) -> Option<Millis> {
+    let bytes = value.as_bytes();
+    // Fixed layout: "Www, DD Mmm YYYY HH:MM:SS GMT" is 29 bytes.
+    if bytes.len() != 29 || !value.is_ascii() {
+        return None;
+    }
+    let literal = |at: usize, text: &str| value.get(at..at + text.len()) == Some(text);
+    if !DAY_NAMES.contains(&&value[0..3])
+        || !literal(3, ", ")
+        || !literal(7, " ")
+        || !literal(11, " ")
+        || !literal(16, " ")
+        || !literal(19, ":")
+        || !literal(22, ":")
+        || !literal(25, " GMT")
+    {
+        return None;
+    }
+    let number = |from: usize, to: usize| -> Option<u64> {
+        let digits = &value[from..to];
+        digits
+            .bytes()
+            .all(|b| b.is_ascii_digit())
+            .then(|| digits.parse().ok())
+            .flatten()
+    };
+    let day = number(5, 7)?;
+    let month = MONTH_NAMES.iter().position(|m| *m == &value[8..11])? as u64 + 1;
+    let year = number(12, 16)?;
+    let (hour, minute, second) = (number(17, 19)?, number(20, 22)?, number(23, 25)?);
+    if year < 1970 || day == 0 || day > days_in_month(year, month) {
+        return None;
+    }
+    // 60 is a leap second (RFC 9110 allows it); it reads as the next second.
+    if hour > 23 || minute > 59 || second > 60 {
+        return None;
+    }
+    let days = days_from_civil(year, month, day);
+    let seconds = days * 86_400 + hour * 3_600 + minute * 60 + second;
+    Some(seconds * 1_000)
+}
+
+fn is_leap_year(year: u64) -> bool {
+    (year % 4 == 0 && year % 100 != 0) || year % 400 == 0
+}
+
+fn days_in_month(year: u64, month: u64) -> u64 {
+    match month {
+        2 if is_leap_year(year) => 29,
+        2 => 28,
+        4 | 6 | 9 | 11 => 30,
+        _ => 31,
+    }
+}
+
+/// Days since 1970-01-01 of a proleptic Gregorian date from 1970 on (Howard Hinnant's
+/// `days_from_civil`, restricted to non-negative results).
+fn days_from_civil(year: u64, month: u64, day: u64) -> u64 {
+    let year = if month <= 2 { year - 1 } else { year };
+    let era = year / 400;
+    let year_of_era = year - era * 400;
+    let shifted_month = (month + 9) % 12; // March = 0
+    let day_of_year = (153 * shifted_month + 2) / 5 + day - 1;
+    let day_of_era = year_of_era * 365 + year_of_era / 4 - year_of_era / 100 + day_of_year;
+    era * 146_097 + day_of_era - 719_468
+}
+
+#[cfg(test)]
+mod tests;
