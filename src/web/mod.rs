@@ -4,4 +4,6 @@
 //! Everything here works in a Window and in a dedicated Worker alike: it reaches IndexedDB
 //! through the global `indexedDB` (via `indexed_db_futures`), never through `window`.
 
+pub mod clock;
 pub mod probe;
+pub mod wake;

@@ -2,8 +2,10 @@
 //! Each binary names the global scope it expects in `crate::EXPECTED_GLOBAL`.
 
 mod api_probe;
+mod clock;
 mod probe;
 mod support;
+mod wake;
 
 use wasm_bindgen_test::wasm_bindgen_test;
 
