@@ -6,4 +6,5 @@
 
 pub mod clock;
 pub mod probe;
+pub mod store;
 pub mod wake;

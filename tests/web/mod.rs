@@ -4,6 +4,10 @@
 mod api_probe;
 mod clock;
 mod probe;
+mod store;
+mod store_bench;
+mod store_schema;
+mod store_support;
 mod support;
 mod wake;
 

@@ -1,0 +1,167 @@
+//! [`IdbLedger::apply`]: one [`PersistBatch`] in one readwrite transaction (group commit),
+//! fenced exactly like [`MemoryStore::apply`](crate::testing::MemoryStore::apply): the
+//! stored lease is read first and a stale or missing fence aborts the whole transaction.
+
+use indexed_db_futures::prelude::*;
+use indexed_db_futures::transaction::{Transaction, TransactionMode};
+use indexed_db_futures::KeyRange;
+use wasm_bindgen::JsValue;
+
+use super::codec::{decode, to_js};
+use super::errors::storage_error;
+use super::schema::{EVENTS, LEASE, LEASE_KEY, META, META_KEY, OPERATIONS, REQUESTS};
+use super::IdbLedger;
+use crate::core::io::{LeaseWrite, PersistBatch, PersistFailure, PersistResult};
+use crate::core::model::Lease;
+use crate::core::safe_error::SafeError;
+
+/// The batch's records, serialized before the transaction opens (a record that cannot be
+/// stored fails the batch before anything is written).
+struct Encoded {
+    operations: Vec<(JsValue, JsValue)>,
+    requests: Vec<(JsValue, JsValue)>,
+    events: Vec<(JsValue, JsValue)>,
+    meta: Option<JsValue>,
+}
+
+fn encode(batch: &PersistBatch) -> Result<Encoded, SafeError> {
+    let operations = batch
+        .operations
+        .iter()
+        .map(|op| Ok((JsValue::from_str(&op.intent.id), to_js(op)?)))
+        .collect::<Result<_, SafeError>>()?;
+    let requests = batch
+        .requests
+        .iter()
+        .map(|r| Ok((JsValue::from_str(&r.id), to_js(r)?)))
+        .collect::<Result<_, SafeError>>()?;
+    let events = batch
+        .events
+        .iter()
+        .map(|e| Ok((JsValue::from_f64(e.seq as f64), to_js(e)?)))
+        .collect::<Result<_, SafeError>>()?;
+    let meta = batch.meta.as_ref().map(to_js).transpose()?;
+    Ok(Encoded {
+        operations,
+        requests,
+        events,
+        meta,
+    })
+}
+
+enum Refused {
+    Fenced(Option<Lease>),
+    Storage(SafeError),
+}
+
+impl From<indexed_db_futures::error::Error> for Refused {
+    fn from(error: indexed_db_futures::error::Error) -> Self {
+        Refused::Storage(storage_error(&error))
+    }
+}
+
+impl IdbLedger {
+    /// Writes `batch` in one readwrite transaction with strict durability, after checking
+    /// its fence against the stored lease in that same transaction (K2).
+    ///
+    /// Returns `Done { lease }` with the lease as stored after the write; `Fenced` when the
+    /// batch has no fence or the stored fence differs (nothing written); `Storage` for any
+    /// storage failure — quota, abort, closed connection — with nothing written.
+    pub async fn apply(&self, batch: &PersistBatch) -> PersistResult {
+        let encoded = match encode(batch) {
+            Ok(encoded) => encoded,
+            Err(error) => return PersistResult::Failed(PersistFailure::Storage(error)),
+        };
+        let db = match self.db() {
+            Ok(db) => db,
+            Err(error) => return PersistResult::Failed(PersistFailure::Storage(error)),
+        };
+        let stores = [LEASE, OPERATIONS, REQUESTS, EVENTS, META];
+        let tx = match self.begin(&db, &stores, TransactionMode::Readwrite) {
+            Ok(tx) => tx,
+            Err(error) => return PersistResult::Failed(PersistFailure::Storage(error)),
+        };
+        match write(&tx, batch, encoded).await {
+            Ok(lease) => match self.finish(tx).await {
+                Ok(()) => PersistResult::Done { lease },
+                Err(error) => PersistResult::Failed(PersistFailure::Storage(error)),
+            },
+            Err(refused) => {
+                let _ = tx.abort().await;
+                PersistResult::Failed(match refused {
+                    Refused::Fenced(current) => PersistFailure::Fenced { current },
+                    Refused::Storage(error) => PersistFailure::Storage(error),
+                })
+            }
+        }
+    }
+}
+
+/// Issues every request of the batch; the returned lease is the one stored after it.
+async fn write(
+    tx: &Transaction<'_>,
+    batch: &PersistBatch,
+    encoded: Encoded,
+) -> Result<Option<Lease>, Refused> {
+    let lease_store = tx.object_store(LEASE)?;
+    let stored: Option<JsValue> = lease_store.get(LEASE_KEY).primitive()?.await?;
+    // An unreadable lease record counts as no lease: nobody's fence matches it.
+    let mut lease: Option<Lease> = stored.and_then(|value| decode(value).ok());
+    if batch.fence.is_none() || lease.as_ref().map(|l| l.fence) != batch.fence {
+        return Err(Refused::Fenced(lease));
+    }
+    if let (Some(LeaseWrite::Renew { expires_at }), Some(current)) = (&batch.lease, &mut lease) {
+        current.expires_at = *expires_at;
+        let value = to_js(current).map_err(Refused::Storage)?;
+        // Requests run in order; their results arrive with the commit.
+        drop(
+            lease_store
+                .put(value)
+                .with_key(LEASE_KEY)
+                .without_key_type()
+                .primitive()?,
+        );
+    }
+    put_all(tx, OPERATIONS, encoded.operations)?;
+    put_all(tx, REQUESTS, encoded.requests)?;
+    put_all(tx, EVENTS, encoded.events)?;
+    if let Some(below) = batch.trim_events_below {
+        let events = tx.object_store(EVENTS)?;
+        let range = KeyRange::UpperBound(JsValue::from_f64(below as f64), true);
+        drop(events.delete::<JsValue, _>(range).primitive()?);
+    }
+    if let Some(meta) = encoded.meta {
+        let store = tx.object_store(META)?;
+        drop(
+            store
+                .put(meta)
+                .with_key(META_KEY)
+                .without_key_type()
+                .primitive()?,
+        );
+    }
+    Ok(lease)
+}
+
+/// Puts every `(key, value)` without waiting for each one: a failing put aborts the whole
+/// transaction, which the commit reports.
+fn put_all(
+    tx: &Transaction<'_>,
+    store: &str,
+    records: Vec<(JsValue, JsValue)>,
+) -> Result<(), Refused> {
+    if records.is_empty() {
+        return Ok(());
+    }
+    let store = tx.object_store(store)?;
+    for (key, value) in records {
+        drop(
+            store
+                .put(value)
+                .with_key(key)
+                .without_key_type()
+                .primitive()?,
+        );
+    }
+    Ok(())
+}

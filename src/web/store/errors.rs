@@ -1,0 +1,65 @@
+//! Storage errors as [`SafeError`]s with stable codes: the `DomException` name when there is
+//! one (`QuotaExceededError`, `AbortError`, `InvalidStateError`, ...), else a code of ours.
+
+use indexed_db_futures::error::{DomException, Error, OpenDbError};
+use wasm_bindgen::JsCast;
+
+use crate::core::model::Lease;
+use crate::core::safe_error::SafeError;
+
+/// The connection was closed (another connection's `versionchange`, or the browser closed it).
+pub const CLOSED: &str = "storage_unavailable";
+
+/// Why [`IdbLedger::acquire_and_load`](super::IdbLedger::acquire_and_load) did not load.
+#[derive(Clone, Debug, PartialEq)]
+pub enum AcquireError {
+    /// Another owner holds an unexpired lease (the stored lease, `None` if unreadable).
+    Held(Option<Lease>),
+    /// Storage failed; nothing was written.
+    Storage(SafeError),
+}
+
+/// Maps a library error to a safe error: the `DomException` name becomes the code.
+pub fn storage_error(error: &Error) -> SafeError {
+    match error {
+        Error::DomException(dom) => dom_error(&web_sys::DomException::from(dom.clone())),
+        Error::Serialisation(e) => SafeError::new("storage_serialization", &e.to_string()),
+        Error::MissingData(e) => SafeError::new("AbortError", &e.to_string()),
+        Error::Unknown(e) => SafeError::new("storage_error", &e.to_string()),
+    }
+}
+
+/// Maps an open failure: always `storage_unavailable`, naming the cause in the message.
+pub fn open_error(error: &OpenDbError) -> SafeError {
+    let cause = match error {
+        OpenDbError::Base(Error::DomException(DomException::Other(e))) => {
+            format!("{}: {}", e.name(), e.message())
+        }
+        other => other.to_string(),
+    };
+    SafeError::new(
+        "storage_unavailable",
+        &format!("cannot open the ledger database: {cause}"),
+    )
+}
+
+/// A `DomException` (or any thrown JS value) as a safe error.
+pub fn dom_error(error: &web_sys::DomException) -> SafeError {
+    SafeError::with_fallback(&error.name(), &error.message(), "storage_error")
+}
+
+/// A thrown JS value as a safe error.
+pub fn js_error(value: &wasm_bindgen::JsValue) -> SafeError {
+    match value.dyn_ref::<web_sys::DomException>() {
+        Some(dom) => dom_error(dom),
+        None => SafeError::new("storage_error", &format!("{value:?}")),
+    }
+}
+
+/// The error of the connection being closed under us.
+pub fn closed(reason: &str) -> SafeError {
+    SafeError::new(
+        CLOSED,
+        &format!("the ledger database connection is closed ({reason}); call reopen()"),
+    )
+}

@@ -1,0 +1,54 @@
+//! Fault injection for tests (W5): the next write transaction fails the way a real browser
+//! fails it. Injected faults abort a *real* transaction after its writes were issued, so the
+//! test sees exactly what a user would: nothing written, a storage error reported.
+
+use std::cell::RefCell;
+use std::collections::VecDeque;
+
+use crate::core::safe_error::SafeError;
+
+/// A failure to inject into the next write transaction (or, for `CloseConnection`, now).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StoreFault {
+    /// The next write transaction is aborted after its writes were issued: `AbortError`.
+    AbortNextTransaction,
+    /// The next write transaction is aborted and reported as `QuotaExceededError`, the way a
+    /// full disk fails a commit.
+    QuotaOnNextWrite,
+    /// The connection is closed now, as when the browser closes it (the `close` event).
+    CloseConnection,
+}
+
+impl StoreFault {
+    /// The error a faulted transaction reports.
+    pub fn error(self) -> SafeError {
+        match self {
+            StoreFault::AbortNextTransaction => {
+                SafeError::new("AbortError", "the transaction was aborted (injected fault)")
+            }
+            StoreFault::QuotaOnNextWrite => SafeError::new(
+                "QuotaExceededError",
+                "the quota has been exceeded (injected fault)",
+            ),
+            StoreFault::CloseConnection => {
+                SafeError::new("storage_unavailable", "connection closed (injected fault)")
+            }
+        }
+    }
+}
+
+/// Faults waiting for the next write transaction, oldest first.
+#[derive(Debug, Default)]
+pub struct FaultQueue(RefCell<VecDeque<StoreFault>>);
+
+impl FaultQueue {
+    /// Queues a transaction fault.
+    pub fn push(&self, fault: StoreFault) {
+        self.0.borrow_mut().push_back(fault);
+    }
+
+    /// The fault the current write transaction must suffer, if any.
+    pub fn take(&self) -> Option<StoreFault> {
+        self.0.borrow_mut().pop_front()
+    }
+}

@@ -1,0 +1,299 @@
+//! [`IdbLedger::acquire_and_load`]: take the lease and read the whole ledger in one readwrite
+//! transaction, so no other tab can write between the lease check and the read (K2, S18).
+//! Records are read with cursors, fed to [`LedgerLoader`] page by page (D4); whatever it
+//! rejects — and records whose key or value is not what a ledger holds — moves to the
+//! `quarantine` store in the same transaction and is reported, never silently dropped.
+
+use indexed_db_futures::prelude::*;
+use indexed_db_futures::transaction::{Transaction, TransactionMode};
+use serde_json::Value;
+use wasm_bindgen::JsValue;
+
+use super::codec::{decode, describe_key, event_key, string_key, to_js, to_json};
+use super::errors::{storage_error, AcquireError};
+use super::schema::{EVENTS, LEASE, LEASE_KEY, META, META_KEY, OPERATIONS, QUARANTINE, REQUESTS};
+use super::IdbLedger;
+use crate::core::ledger::LedgerSnapshot;
+use crate::core::loader::{LedgerLoader, Quarantined, RecordStore};
+use crate::core::model::{Lease, Millis};
+use crate::core::safe_error::SafeError;
+
+/// What a successful acquire read: the ledger (with the freshly taken lease) and what was
+/// moved to the `quarantine` store.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LoadedLedger {
+    /// Every valid record; `lease` is the lease just taken.
+    pub snapshot: LedgerSnapshot,
+    /// Records set aside (D4), reported to the host.
+    pub quarantined: Vec<Quarantined>,
+}
+
+/// A record to move to `quarantine`, with its key as stored.
+struct SetAside {
+    report: Quarantined,
+    raw_key: JsValue,
+    raw_value: Option<JsValue>,
+}
+
+impl From<indexed_db_futures::error::Error> for AcquireError {
+    fn from(error: indexed_db_futures::error::Error) -> Self {
+        AcquireError::Storage(storage_error(&error))
+    }
+}
+
+impl IdbLedger {
+    /// Takes the lease for `owner` if it is absent, expired (`expires_at <= now`) or already
+    /// `owner`'s, bumping the fence, then loads every record in pages of `page_size` — all in
+    /// one readwrite transaction. The snapshot's `lease` is the lease just taken.
+    ///
+    /// # Errors
+    ///
+    /// [`AcquireError::Held`] when another owner's lease is live (nothing written);
+    /// [`AcquireError::Storage`] for storage failures and broken cursors (nothing written).
+    pub async fn acquire_and_load(
+        &self,
+        owner: &str,
+        now: Millis,
+        lease_ms: Millis,
+        page_size: usize,
+    ) -> Result<LoadedLedger, AcquireError> {
+        let db = self.db().map_err(AcquireError::Storage)?;
+        let stores = [LEASE, OPERATIONS, REQUESTS, EVENTS, META, QUARANTINE];
+        let tx = self
+            .begin(&db, &stores, TransactionMode::Readwrite)
+            .map_err(AcquireError::Storage)?;
+        match load(&tx, owner, now, lease_ms, page_size.max(1)).await {
+            Ok(loaded) => {
+                self.finish(tx).await.map_err(AcquireError::Storage)?;
+                Ok(loaded)
+            }
+            Err(error) => {
+                let _ = tx.abort().await;
+                Err(error)
+            }
+        }
+    }
+}
+
+async fn load(
+    tx: &Transaction<'_>,
+    owner: &str,
+    now: Millis,
+    lease_ms: Millis,
+    page_size: usize,
+) -> Result<LoadedLedger, AcquireError> {
+    let mut aside = Vec::new();
+    let lease = take_lease(tx, owner, now, lease_ms, &mut aside).await?;
+    let mut loader = LedgerLoader::new();
+    for store in [
+        RecordStore::Operations,
+        RecordStore::Requests,
+        RecordStore::Events,
+    ] {
+        read_store(tx, store, page_size, &mut loader, &mut aside).await?;
+    }
+    let meta: Option<JsValue> = tx.object_store(META)?.get(META_KEY).primitive()?.await?;
+    let meta = match meta.map(to_json) {
+        Some(Ok(json)) => Some(json),
+        Some(Err(reason)) => {
+            aside.push(set_aside(META, META_KEY, reason, Value::Null, None));
+            None
+        }
+        None => None,
+    };
+    let lease_json = serde_json::to_value(&lease).ok();
+    loader.set_singletons(lease_json, meta);
+    let (snapshot, rejected) = loader.finish();
+    for report in rejected {
+        let raw_key = match report.store {
+            "events" => report.key.parse::<u64>().map_or_else(
+                |_| JsValue::from_str(&report.key),
+                |seq| JsValue::from_f64(seq as f64),
+            ),
+            _ => JsValue::from_str(&report.key),
+        };
+        aside.push(SetAside {
+            report,
+            raw_key,
+            raw_value: None,
+        });
+    }
+    quarantine(tx, now, &aside)?;
+    Ok(LoadedLedger {
+        snapshot,
+        quarantined: aside.into_iter().map(|a| a.report).collect(),
+    })
+}
+
+/// K2: reads the lease and takes it if free; an unreadable lease record is set aside and
+/// replaced (its fence, if legible, still counts: the new fence is above it).
+async fn take_lease(
+    tx: &Transaction<'_>,
+    owner: &str,
+    now: Millis,
+    lease_ms: Millis,
+    aside: &mut Vec<SetAside>,
+) -> Result<Lease, AcquireError> {
+    let store = tx.object_store(LEASE)?;
+    let stored: Option<JsValue> = store.get(LEASE_KEY).primitive()?.await?;
+    let previous_fence = match stored {
+        None => 0,
+        Some(value) => match decode::<Lease>(value.clone()) {
+            Ok(lease) if lease.expires_at > now && lease.owner != owner => {
+                return Err(AcquireError::Held(Some(lease)));
+            }
+            Ok(lease) => lease.fence,
+            Err(reason) => {
+                let fence = js_sys::Reflect::get(&value, &JsValue::from_str("fence"))
+                    .ok()
+                    .and_then(|f| f.as_f64())
+                    .filter(|f| f.is_finite() && *f >= 0.0)
+                    .map_or(0, |f| f as u64);
+                let record = to_json(value.clone()).unwrap_or(Value::Null);
+                aside.push(set_aside(LEASE, LEASE_KEY, reason, record, Some(value)));
+                fence
+            }
+        },
+    };
+    let lease = Lease {
+        owner: owner.to_owned(),
+        fence: previous_fence.saturating_add(1),
+        expires_at: now.saturating_add(lease_ms),
+    };
+    let value = to_js(&lease).map_err(AcquireError::Storage)?;
+    drop(
+        store
+            .put(value)
+            .with_key(LEASE_KEY)
+            .without_key_type()
+            .primitive()?,
+    );
+    Ok(lease)
+}
+
+/// Reads one store with a cursor, in pages of `page_size`. Records with a key of the wrong
+/// type or a value that is not plain JSON are set aside here; the rest go to the loader.
+async fn read_store(
+    tx: &Transaction<'_>,
+    kind: RecordStore,
+    page_size: usize,
+    loader: &mut LedgerLoader,
+    aside: &mut Vec<SetAside>,
+) -> Result<(), AcquireError> {
+    let store = tx.object_store(kind.name())?;
+    let mut page = Vec::with_capacity(page_size);
+    if let Some(mut cursor) = store.open_cursor().primitive()?.await? {
+        while let Some(value) = cursor.next_record::<JsValue>().await? {
+            let raw_key: JsValue = cursor.key::<JsValue>()?.unwrap_or(JsValue::UNDEFINED);
+            let key = match kind {
+                RecordStore::Events => event_key(&raw_key),
+                _ => string_key(&raw_key),
+            };
+            let Some(key) = key else {
+                let record = to_json(value.clone()).unwrap_or(Value::Null);
+                let reason = "key of a type or range the ledger never writes".to_owned();
+                aside.push(SetAside {
+                    report: report(kind.name(), &describe_key(&raw_key), reason, record),
+                    raw_key,
+                    raw_value: Some(value),
+                });
+                continue;
+            };
+            match to_json(value.clone()) {
+                Ok(json) => page.push((key, json)),
+                Err(reason) => aside.push(SetAside {
+                    report: report(kind.name(), &key, reason, Value::Null),
+                    raw_key,
+                    raw_value: Some(value),
+                }),
+            }
+            if page.len() == page_size {
+                add_page(loader, kind, page_size, std::mem::take(&mut page))?;
+            }
+        }
+    }
+    if !page.is_empty() {
+        add_page(loader, kind, page_size, page)?;
+    }
+    Ok(())
+}
+
+fn add_page(
+    loader: &mut LedgerLoader,
+    kind: RecordStore,
+    page_size: usize,
+    page: Vec<(String, Value)>,
+) -> Result<(), AcquireError> {
+    loader
+        .add_page(kind, page_size, page)
+        .map_err(|e| AcquireError::Storage(SafeError::new(e.code.as_str(), &e.message)))
+}
+
+fn report(store: &'static str, key: &str, reason: String, record: Value) -> Quarantined {
+    Quarantined {
+        store,
+        key: key.to_owned(),
+        reason,
+        record,
+    }
+}
+
+fn set_aside(
+    store: &'static str,
+    key: &str,
+    reason: String,
+    record: Value,
+    raw_value: Option<JsValue>,
+) -> SetAside {
+    SetAside {
+        report: report(store, key, reason, record),
+        raw_key: JsValue::from_str(key),
+        raw_value,
+    }
+}
+
+/// Moves every set-aside record to `quarantine` (key `"{store}/{key}"`) and deletes it from
+/// its store; the stored value is the record exactly as it was read.
+fn quarantine(tx: &Transaction<'_>, now: Millis, aside: &[SetAside]) -> Result<(), AcquireError> {
+    if aside.is_empty() {
+        return Ok(());
+    }
+    let target = tx.object_store(QUARANTINE)?;
+    for item in aside {
+        let report = &item.report;
+        let record = match &item.raw_value {
+            Some(raw) => raw.clone(),
+            None => to_js(&report.record).map_err(AcquireError::Storage)?,
+        };
+        let entry = js_sys::Object::new();
+        let fields: [(&str, JsValue); 5] = [
+            ("store", JsValue::from_str(report.store)),
+            ("key", JsValue::from_str(&report.key)),
+            ("reason", JsValue::from_str(&report.reason)),
+            ("at", JsValue::from_f64(now as f64)),
+            ("record", record),
+        ];
+        for (name, value) in fields {
+            js_sys::Reflect::set(&entry, &JsValue::from_str(name), &value)
+                .map_err(|e| AcquireError::Storage(super::errors::js_error(&e)))?;
+        }
+        let key = format!("{}/{}", report.store, report.key);
+        drop(
+            target
+                .put(JsValue::from(entry))
+                .with_key(key)
+                .without_key_type()
+                .primitive()?,
+        );
+        // The lease record is replaced by the new lease, not deleted.
+        if report.store != LEASE {
+            let source = tx.object_store(report.store)?;
+            drop(
+                source
+                    .delete::<JsValue, _>(item.raw_key.clone())
+                    .primitive()?,
+            );
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,137 @@
+//! The IndexedDB ledger store (SPEC W1, W5): the browser twin of
+//! [`MemoryStore`](crate::testing::MemoryStore), with the same K2 fence rules, each call one
+//! readwrite transaction with strict durability.
+//!
+//! - [`IdbLedger::acquire_and_load`] takes the lease and reads the whole ledger, validated
+//!   page by page (D4), in one transaction; corrupt records move to `quarantine`.
+//! - [`IdbLedger::apply`] writes one [`PersistBatch`](crate::core::io::PersistBatch) (group
+//!   commit) after checking the fence in the same transaction; on any failure nothing is
+//!   written.
+//! - Blobs for uploads live beside the ledger ([`IdbLedger::put_blob`]).
+//! - Storage failures are [`SafeError`]s; a `versionchange` from another connection closes
+//!   ours and later calls fail with `storage_unavailable` until [`IdbLedger::reopen`].
+
+mod apply;
+mod blobs;
+mod codec;
+mod connection;
+mod errors;
+mod faults;
+mod load;
+pub mod schema;
+
+use std::cell::Cell;
+
+use indexed_db_futures::database::Database;
+use indexed_db_futures::internals::SystemRepr;
+use indexed_db_futures::prelude::*;
+use indexed_db_futures::transaction::{
+    Transaction, TransactionDurability, TransactionMode, TransactionOptions,
+};
+use wasm_bindgen::JsCast;
+
+pub use errors::AcquireError;
+pub use faults::StoreFault;
+pub use load::LoadedLedger;
+
+use crate::core::safe_error::SafeError;
+use connection::Connection;
+use errors::{dom_error, storage_error};
+use faults::FaultQueue;
+
+/// A ledger stored in one IndexedDB database. Works in a Window and in a Worker.
+pub struct IdbLedger {
+    connection: Connection,
+    faults: FaultQueue,
+    transactions: Cell<u64>,
+}
+
+impl IdbLedger {
+    /// Opens the ledger database `name`, creating it or upgrading an older schema (W1).
+    ///
+    /// # Errors
+    ///
+    /// `storage_unavailable` when IndexedDB cannot open it (see [`schema::open_database`]).
+    pub async fn open(name: &str) -> Result<IdbLedger, SafeError> {
+        Ok(Self {
+            connection: Connection::open(name).await?,
+            faults: FaultQueue::default(),
+            transactions: Cell::new(0),
+        })
+    }
+
+    /// The database name.
+    pub fn name(&self) -> &str {
+        self.connection.name()
+    }
+
+    /// Whether the connection is usable (not closed by a `versionchange` or the browser).
+    pub fn is_open(&self) -> bool {
+        self.connection.is_open()
+    }
+
+    /// Opens a fresh connection, e.g. after another tab upgraded or the browser closed ours.
+    ///
+    /// # Errors
+    ///
+    /// As [`IdbLedger::open`].
+    pub async fn reopen(&self) -> Result<(), SafeError> {
+        self.connection.reopen().await
+    }
+
+    /// Closes the connection; later calls fail with `storage_unavailable` until reopened.
+    pub fn close(&self) {
+        self.connection.close("closed by its owner");
+    }
+
+    /// Injects a fault (tests, W5). `CloseConnection` acts now; the others hit the next write
+    /// transaction.
+    pub fn inject(&self, fault: StoreFault) {
+        match fault {
+            StoreFault::CloseConnection => self.connection.close("closed by the browser"),
+            other => self.faults.push(other),
+        }
+    }
+
+    /// Transactions this handle has started (tests: proves group commit).
+    pub fn transactions(&self) -> u64 {
+        self.transactions.get()
+    }
+
+    fn db(&self) -> Result<Database, SafeError> {
+        self.connection.db()
+    }
+
+    /// Starts a transaction over `stores`, counting it.
+    fn begin<'a>(
+        &self,
+        db: &'a Database,
+        stores: &[&str],
+        mode: TransactionMode,
+    ) -> Result<Transaction<'a>, SafeError> {
+        self.transactions.set(self.transactions.get() + 1);
+        let options = TransactionOptions::new().with_durability(TransactionDurability::Strict);
+        db.transaction(stores)
+            .with_mode(mode)
+            .with_options(options)
+            .build()
+            .map_err(|e| storage_error(&e))
+    }
+
+    /// Commits `tx`, or aborts it when a fault is injected. A failed commit reports the
+    /// transaction's own error (`QuotaExceededError`, ...) when the browser gives one.
+    async fn finish(&self, tx: Transaction<'_>) -> Result<(), SafeError> {
+        if let Some(fault) = self.faults.take() {
+            let _ = tx.abort().await;
+            return Err(fault.error());
+        }
+        let raw: web_sys::IdbTransaction = tx.as_sys().clone().unchecked_into();
+        match tx.commit().await {
+            Ok(()) => Ok(()),
+            Err(error) => Err(match raw.error() {
+                Some(dom) => dom_error(&dom),
+                None => storage_error(&error),
+            }),
+        }
+    }
+}

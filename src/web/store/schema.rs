@@ -1,0 +1,120 @@
+//! The ledger database schema and its upgrade steps (W1).
+//!
+//! Versions only ever *add* object stores; no step deletes a store or rewrites a record, so
+//! an upgrade can never drop queued work. Each step also checks what already exists, so a
+//! database created by hand or by an interrupted upgrade is completed rather than rejected.
+//!
+//! | version | adds |
+//! |---|---|
+//! | 1 | `operations`, `requests`, `meta` |
+//! | 2 | `lease`, `events` |
+//! | 3 | `blobs`, `quarantine` |
+
+use indexed_db_futures::database::Database;
+use indexed_db_futures::error::OpenDbError;
+use indexed_db_futures::prelude::*;
+
+use super::errors::open_error;
+use crate::core::safe_error::SafeError;
+
+/// The schema version this build writes.
+pub const SCHEMA_VERSION: u32 = 3;
+
+/// Operation records, keyed by operation id.
+pub const OPERATIONS: &str = "operations";
+/// Frozen request records, keyed by request id.
+pub const REQUESTS: &str = "requests";
+/// The single lease record, keyed [`LEASE_KEY`].
+pub const LEASE: &str = "lease";
+/// Event log records, keyed by `seq` (a number).
+pub const EVENTS: &str = "events";
+/// Upload blobs with their metadata, keyed by blob id.
+pub const BLOBS: &str = "blobs";
+/// The single meta record, keyed [`META_KEY`].
+pub const META: &str = "meta";
+/// Records set aside by the loader (D4), keyed `"{store}/{key}"`.
+pub const QUARANTINE: &str = "quarantine";
+
+/// Key of the lease record.
+pub const LEASE_KEY: &str = "lease";
+/// Key of the meta record.
+pub const META_KEY: &str = "meta";
+
+/// The stores each version adds, in order.
+const STEPS: [&[&str]; 3] = [
+    &[OPERATIONS, REQUESTS, META],
+    &[LEASE, EVENTS],
+    &[BLOBS, QUARANTINE],
+];
+
+/// Every store this build reads or writes.
+pub const ALL_STORES: [&str; 7] = [OPERATIONS, REQUESTS, LEASE, EVENTS, BLOBS, META, QUARANTINE];
+
+/// Runs the upgrade steps above `old_version`, creating only stores that are missing.
+fn upgrade(old_version: f64, db: &Database) -> indexed_db_futures::Result<()> {
+    let existing: Vec<String> = db.object_store_names().collect();
+    for (index, stores) in STEPS.iter().enumerate() {
+        let version = (index + 1) as f64;
+        if old_version >= version {
+            continue;
+        }
+        for store in stores.iter() {
+            if !existing.iter().any(|name| name == store) {
+                db.create_object_store(*store).build()?;
+            }
+        }
+    }
+    Ok(())
+}
+
+fn has_every_store(db: &Database) -> bool {
+    let existing: Vec<String> = db.object_store_names().collect();
+    ALL_STORES
+        .iter()
+        .all(|store| existing.iter().any(|name| name == store))
+}
+
+/// Opens (creating or upgrading) the ledger database `name`.
+///
+/// A database already at a *newer* version (another tab runs a newer build) is opened at its
+/// own version when it still has every store this build uses: versions only add stores.
+///
+/// # Errors
+///
+/// `storage_unavailable` when IndexedDB is missing, the open is refused, or a newer database
+/// lacks one of our stores.
+pub async fn open_database(name: &str) -> Result<Database, SafeError> {
+    let opened = Database::open(name)
+        .with_version(SCHEMA_VERSION)
+        .with_on_upgrade_needed(|event, db| upgrade(event.old_version(), &db))
+        .await;
+    match opened {
+        Ok(db) => Ok(db),
+        Err(error) if is_version_error(&error) => open_newer(name).await,
+        Err(error) => Err(open_error(&error)),
+    }
+}
+
+async fn open_newer(name: &str) -> Result<Database, SafeError> {
+    let db = Database::open(name).await.map_err(|e| open_error(&e))?;
+    if has_every_store(&db) {
+        Ok(db)
+    } else {
+        let version = db.version();
+        db.close();
+        Err(SafeError::new(
+            "storage_unavailable",
+            &format!("database {name:?} is at newer schema version {version} without this build's stores"),
+        ))
+    }
+}
+
+fn is_version_error(error: &OpenDbError) -> bool {
+    use indexed_db_futures::error::{DomException, Error};
+    match error {
+        OpenDbError::Base(Error::DomException(DomException::Other(e))) => {
+            e.name() == "VersionError"
+        }
+        _ => false,
+    }
+}

@@ -1,0 +1,217 @@
+//! The ledger database's life beyond one build and one tab: upgrades from an older schema
+//! keep queued work (W1), another connection's `versionchange` closes ours without a panic
+//! (W5), and corrupt or foreign records are quarantined and reported (D4).
+
+use canvas_scheduler::core::io::{PersistFailure, PersistResult};
+use canvas_scheduler::core::model::LedgerMeta;
+use canvas_scheduler::web::store::schema::{self, SCHEMA_VERSION};
+use canvas_scheduler::web::store::IdbLedger;
+use indexed_db_futures::database::Database;
+use indexed_db_futures::prelude::*;
+use serde::Serialize;
+use wasm_bindgen::JsValue;
+use wasm_bindgen_test::wasm_bindgen_test;
+
+use super::store_support::{
+    acquire, db_name, event, lease_of, operation, operations_batch, raw_keys, raw_put, request,
+};
+use super::support::{create_database, delete_database};
+
+fn js<T: Serialize>(value: &T) -> JsValue {
+    value
+        .serialize(&serde_wasm_bindgen::Serializer::json_compatible())
+        .expect("test record serializes")
+}
+
+#[wasm_bindgen_test]
+async fn w1_an_older_schema_is_upgraded_without_losing_queued_work() {
+    let name = db_name("upgrade");
+    // Version 1 as an earlier build wrote it: operations, requests and meta only.
+    create_database(
+        &name,
+        1,
+        &[schema::OPERATIONS, schema::REQUESTS, schema::META],
+    )
+    .await;
+    let queued = [operation("op-1", 1), operation("op-2", 2)];
+    for op in &queued {
+        raw_put(
+            &name,
+            schema::OPERATIONS,
+            JsValue::from_str(&op.intent.id),
+            js(op),
+        )
+        .await;
+    }
+    let frozen = request("req-1", "op-1");
+    raw_put(
+        &name,
+        schema::REQUESTS,
+        JsValue::from_str("req-1"),
+        js(&frozen),
+    )
+    .await;
+    let meta = LedgerMeta {
+        last_sequence: 2,
+        last_event_seq: 0,
+    };
+    raw_put(
+        &name,
+        schema::META,
+        JsValue::from_str(schema::META_KEY),
+        js(&meta),
+    )
+    .await;
+
+    let ledger = IdbLedger::open(&name).await.expect("open upgrades");
+    let loaded = acquire(&ledger, "tab-a", 1_000).await;
+    assert!(loaded.quarantined.is_empty(), "{:?}", loaded.quarantined);
+    assert_eq!(loaded.snapshot.operations, queued.to_vec());
+    assert_eq!(loaded.snapshot.requests, vec![frozen]);
+    assert_eq!(loaded.snapshot.meta, meta);
+    assert_eq!(loaded.snapshot.lease.map(|l| l.fence), Some(1));
+    ledger.close();
+
+    let db = Database::open(&name).await.expect("raw open");
+    let mut stores: Vec<String> = db.object_store_names().collect();
+    stores.sort();
+    assert_eq!(db.version(), f64::from(SCHEMA_VERSION));
+    db.close();
+    let mut expected: Vec<String> = schema::ALL_STORES.iter().map(|s| s.to_string()).collect();
+    expected.sort();
+    assert_eq!(stores, expected);
+    delete_database(&name).await;
+}
+
+#[wasm_bindgen_test]
+async fn w5_a_versionchange_from_another_tab_fails_the_next_apply_until_reopen() {
+    let name = db_name("versionchange");
+    let ledger = IdbLedger::open(&name).await.expect("open");
+    let fence = acquire(&ledger, "tab-a", 1_000)
+        .await
+        .snapshot
+        .lease
+        .map(|l| l.fence);
+    let fence = fence.expect("lease");
+    let first = ledger.apply(&operations_batch(fence, 1, 1)).await;
+    assert!(matches!(first, PersistResult::Done { .. }), "{first:?}");
+
+    // Another tab opens a newer schema; our connection must close so it is not blocked.
+    let other = Database::open(&name)
+        .with_version(SCHEMA_VERSION + 1)
+        .with_on_upgrade_needed(|_, db| {
+            db.create_object_store("other-tab").build()?;
+            Ok(())
+        })
+        .await
+        .expect("the other tab's upgrade is not blocked");
+    other.close();
+
+    assert!(!ledger.is_open());
+    match ledger.apply(&operations_batch(fence, 2, 1)).await {
+        PersistResult::Failed(PersistFailure::Storage(error)) => {
+            assert_eq!(error.code, "storage_unavailable", "{error:?}")
+        }
+        other => panic!("expected a storage failure, got {other:?}"),
+    }
+    let held = ledger.acquire_and_load("tab-a", 1_500, 10_000, 10).await;
+    assert!(held.is_err());
+
+    // Reopening finds the newer version with every store we use, and works.
+    ledger.reopen().await.expect("reopen");
+    let retried = ledger.apply(&operations_batch(fence, 2, 1)).await;
+    assert_eq!(lease_of(&retried).map(|l| l.fence), Some(fence));
+    let loaded = acquire(&ledger, "tab-a", 2_000).await.snapshot;
+    assert_eq!(loaded.operations.len(), 2);
+    ledger.close();
+    delete_database(&name).await;
+}
+
+#[wasm_bindgen_test]
+async fn d4_corrupt_and_foreign_records_are_quarantined_and_the_rest_loads() {
+    let name = db_name("corrupt");
+    let ledger = IdbLedger::open(&name).await.expect("open");
+    let fence = acquire(&ledger, "tab-a", 1_000)
+        .await
+        .snapshot
+        .lease
+        .map(|l| l.fence);
+    let mut good = operations_batch(fence.expect("lease"), 1, 2);
+    good.requests = vec![request("req-1", "op-000001")];
+    good.events = vec![event(1), event(2)];
+    assert!(matches!(
+        ledger.apply(&good).await,
+        PersistResult::Done { .. }
+    ));
+
+    // Garbage written behind the store's back.
+    let garbage = JsValue::from_str("garbage");
+    raw_put(
+        &name,
+        schema::OPERATIONS,
+        JsValue::from_str("op-bad"),
+        garbage.clone(),
+    )
+    .await;
+    raw_put(
+        &name,
+        schema::OPERATIONS,
+        JsValue::from_f64(42.0),
+        js(&operation("x", 9)),
+    )
+    .await;
+    let foreign = request("req-foreign", "op-unknown");
+    raw_put(
+        &name,
+        schema::REQUESTS,
+        JsValue::from_str("req-foreign"),
+        js(&foreign),
+    )
+    .await;
+    raw_put(&name, schema::EVENTS, JsValue::from_str("x"), js(&event(3))).await;
+    let blob = web_sys::Blob::new().expect("blob");
+    raw_put(&name, schema::EVENTS, JsValue::from_f64(7.0), blob.into()).await;
+
+    let loaded = acquire(&ledger, "tab-a", 2_000).await;
+    let ids: Vec<&str> = loaded
+        .snapshot
+        .operations
+        .iter()
+        .map(|o| o.intent.id.as_str())
+        .collect();
+    assert_eq!(ids, ["op-000001", "op-000002"]);
+    assert_eq!(loaded.snapshot.requests.len(), 1);
+    assert_eq!(loaded.snapshot.events.len(), 2);
+    let mut set_aside: Vec<String> = loaded
+        .quarantined
+        .iter()
+        .map(|q| format!("{}/{}", q.store, q.key))
+        .collect();
+    set_aside.sort();
+    assert_eq!(
+        set_aside,
+        [
+            "events/7",
+            "events/x",
+            "operations/42",
+            "operations/op-bad",
+            "requests/req-foreign"
+        ]
+    );
+    assert!(loaded.quarantined.iter().all(|q| !q.reason.is_empty()));
+
+    // Moved, not dropped: they are in `quarantine` and gone from their stores.
+    let mut kept: Vec<String> = raw_keys(&name, schema::QUARANTINE)
+        .await
+        .iter()
+        .filter_map(JsValue::as_string)
+        .collect();
+    kept.sort();
+    assert_eq!(kept, set_aside);
+    assert_eq!(raw_keys(&name, schema::OPERATIONS).await.len(), 2);
+    let again = acquire(&ledger, "tab-a", 3_000).await;
+    assert!(again.quarantined.is_empty(), "{:?}", again.quarantined);
+    assert_eq!(again.snapshot.operations.len(), 2);
+    ledger.close();
+    delete_database(&name).await;
+}

@@ -1,0 +1,170 @@
+//! Fixtures for the IndexedDB ledger store tests: records that pass the loader's checks,
+//! batches, per-binary database names, and raw access that bypasses the store.
+
+use std::collections::BTreeMap;
+
+use canvas_scheduler::core::digest::body_digest;
+use canvas_scheduler::core::io::{PersistBatch, PersistResult};
+use canvas_scheduler::core::model::{
+    EventKind, EventRecord, FrozenRequest, Intent, Lease, LedgerMeta, Operation, RequestPhase,
+};
+use canvas_scheduler::web::store::{IdbLedger, LoadedLedger};
+use indexed_db_futures::database::Database;
+use indexed_db_futures::prelude::*;
+use indexed_db_futures::transaction::TransactionMode;
+use serde_json::json;
+use wasm_bindgen::JsValue;
+
+use super::support::unique_name;
+
+/// A database name unique to this test and this binary (page or worker).
+pub fn db_name(test: &str) -> String {
+    unique_name(&format!("store-{test}-{}", crate::EXPECTED_GLOBAL))
+}
+
+/// Largest integer a JS number holds exactly.
+pub const MAX_SAFE: u64 = (1 << 53) - 1;
+
+/// A pending operation with a nested payload.
+pub fn operation(id: &str, sequence: u64) -> Operation {
+    Operation::new(Intent {
+        id: id.into(),
+        sequence,
+        operation_type: "shape.upsert".into(),
+        canvas_ids: vec!["c1".into()],
+        dependencies: vec![],
+        payload: json!({"shape": {"x": 1, "y": -2.5, "tags": ["a", "b"], "n": null}}),
+        expected_versions: BTreeMap::new(),
+        run_id: None,
+        coalesce_key: None,
+        blob: None,
+        revision: 0,
+        principal: None,
+    })
+}
+
+/// A frozen request for `operation_id` that passes the loader's checks.
+pub fn request(id: &str, operation_id: &str) -> FrozenRequest {
+    let body = json!({"id": id, "operations": [operation_id]}).to_string();
+    FrozenRequest {
+        id: id.into(),
+        operation_ids: vec![operation_id.into()],
+        kind: "shape.upsert".into(),
+        owner_canvas_id: Some("c1".into()),
+        run_id: None,
+        protocol_version: 1,
+        canvas_ids: vec!["c1".into()],
+        expected_versions: BTreeMap::from([("c1".into(), MAX_SAFE)]),
+        digest: body_digest(&body),
+        body,
+        principal: None,
+        revisions: vec![0],
+        phase: RequestPhase::Frozen,
+        attempt: 0,
+        failures: 0,
+        retry_at: None,
+        retry_action: None,
+        outcome: None,
+        error: None,
+        canonical: None,
+        blocked: None,
+        frozen_at: 1_700_000_000_000,
+    }
+}
+
+/// An event with `seq`.
+pub fn event(seq: u64) -> EventRecord {
+    EventRecord {
+        seq,
+        at: 1_700_000_000_000 + seq,
+        kind: EventKind::Claimed,
+        request_id: None,
+        operation_id: Some(format!("op-{seq}")),
+        attempt: None,
+        fence: Some(1),
+        detail: None,
+    }
+}
+
+/// An empty batch carrying `fence`.
+pub fn batch(fence: Option<u64>) -> PersistBatch {
+    PersistBatch {
+        no: 1,
+        fence,
+        lease: None,
+        operations: vec![],
+        requests: vec![],
+        events: vec![],
+        trim_events_below: None,
+        meta: None,
+    }
+}
+
+/// A batch of `count` operations numbered from `first`, with meta.
+pub fn operations_batch(fence: u64, first: u64, count: u64) -> PersistBatch {
+    PersistBatch {
+        operations: (first..first + count)
+            .map(|n| operation(&format!("op-{n:06}"), n))
+            .collect(),
+        meta: Some(LedgerMeta {
+            last_sequence: first + count - 1,
+            last_event_seq: 0,
+        }),
+        ..batch(Some(fence))
+    }
+}
+
+/// Takes the lease as `owner` at `now` and loads.
+pub async fn acquire(ledger: &IdbLedger, owner: &str, now: u64) -> LoadedLedger {
+    match ledger.acquire_and_load(owner, now, 10_000, 7).await {
+        Ok(loaded) => loaded,
+        Err(error) => panic!("acquire as {owner} at {now}: {error:?}"),
+    }
+}
+
+/// The lease as `apply` must report it.
+pub fn lease_of(result: &PersistResult) -> Option<Lease> {
+    match result {
+        PersistResult::Done { lease } => lease.clone(),
+        other => panic!("expected Done, got {other:?}"),
+    }
+}
+
+/// Puts `value` under `key` in `store`, bypassing the ledger store.
+pub async fn raw_put(name: &str, store: &str, key: JsValue, value: JsValue) {
+    let db = Database::open(name).await.expect("raw open");
+    let tx = db
+        .transaction(store)
+        .with_mode(TransactionMode::Readwrite)
+        .build()
+        .expect("raw tx");
+    let object_store = tx.object_store(store).expect("raw store");
+    object_store
+        .put(value)
+        .with_key(key)
+        .without_key_type()
+        .primitive()
+        .expect("raw put")
+        .await
+        .expect("raw put result");
+    tx.commit().await.expect("raw commit");
+    db.close();
+}
+
+/// Every key of `store`, read directly.
+pub async fn raw_keys(name: &str, store: &str) -> Vec<JsValue> {
+    let db = Database::open(name).await.expect("raw open");
+    let tx = db.transaction(store).build().expect("raw tx");
+    let object_store = tx.object_store(store).expect("raw store");
+    let keys: Vec<JsValue> = object_store
+        .get_all_keys::<JsValue>()
+        .primitive()
+        .expect("raw keys")
+        .await
+        .expect("raw keys result")
+        .collect::<Result<_, _>>()
+        .expect("raw key values");
+    drop(tx);
+    db.close();
+    keys
+}
