@@ -163,11 +163,7 @@ fn canonical(object: &Map<String, Value>) -> Option<Value> {
 fn parse_error(value: Option<&Value>) -> Result<Option<SafeError>, Invalid> {
     match value {
         None | Some(Value::Null) => Ok(None),
-        Some(Value::String(code)) => Ok(Some(SafeError::with_fallback(
-            code,
-            code,
-            "server_error",
-        ))),
+        Some(Value::String(code)) => Ok(Some(SafeError::with_fallback(code, code, "server_error"))),
         Some(Value::Object(fields)) => {
             let code = fields.get("code").and_then(Value::as_str).unwrap_or("");
             let message = fields.get("message").and_then(Value::as_str).unwrap_or("");
@@ -185,7 +181,9 @@ fn parse_error(value: Option<&Value>) -> Result<Option<SafeError>, Invalid> {
 fn parse_operations(entries: &[Value]) -> Result<Vec<OperationVerdict>, Invalid> {
     let mut verdicts = Vec::with_capacity(entries.len());
     for entry in entries {
-        let fields = entry.as_object().ok_or("operation entries must be objects")?;
+        let fields = entry
+            .as_object()
+            .ok_or("operation entries must be objects")?;
         let operation_id = fields
             .get("operationId")
             .and_then(Value::as_str)

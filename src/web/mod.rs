@@ -7,4 +7,5 @@
 pub mod clock;
 pub mod probe;
 pub mod store;
+pub mod transport;
 pub mod wake;

@@ -9,6 +9,7 @@ mod store_bench;
 mod store_schema;
 mod store_support;
 mod support;
+mod transport;
 mod wake;
 
 use wasm_bindgen_test::wasm_bindgen_test;

@@ -1,0 +1,575 @@
+//! Every row of SPEC §7's answer table, plus `Retry-After` parsing.
+
+use serde_json::json;
+
+use super::*;
+
+const NOW: Millis = 784_111_777_000; // Sun, 06 Nov 1994 08:49:37 GMT
+
+fn code(status: &AttemptStatus) -> Option<&str> {
+    status.error.as_ref().map(|e| e.code.as_str())
+}
+
+/// One row: what came in, and the outcome, error code, blocked reason and delay expected.
+struct Row {
+    name: &'static str,
+    action: RetryAction,
+    status: u16,
+    body: Option<&'static str>,
+    retry_after: Option<&'static str>,
+    outcome: AttemptOutcome,
+    code: Option<&'static str>,
+    blocked: Option<&'static str>,
+    retry_after_ms: Option<Millis>,
+}
+
+const SUBMIT: RetryAction = RetryAction::Submit;
+const QUERY: RetryAction = RetryAction::Query;
+
+fn row(
+    name: &'static str,
+    action: RetryAction,
+    status: u16,
+    body: Option<&'static str>,
+    outcome: AttemptOutcome,
+    code: Option<&'static str>,
+) -> Row {
+    Row {
+        name,
+        action,
+        status,
+        body,
+        retry_after: None,
+        outcome,
+        code,
+        blocked: None,
+        retry_after_ms: None,
+    }
+}
+
+fn table() -> Vec<Row> {
+    use AttemptOutcome::*;
+    let err = Some(r#"{"error":{"code":"service_unavailable","message":"injected"}}"#);
+    vec![
+        row(
+            "200 applied",
+            SUBMIT,
+            200,
+            Some(r#"{"outcome":"applied"}"#),
+            Applied,
+            None,
+        ),
+        row(
+            "201 applied",
+            SUBMIT,
+            201,
+            Some(r#"{"outcome":"applied"}"#),
+            Applied,
+            None,
+        ),
+        row(
+            "202 accepted",
+            SUBMIT,
+            202,
+            Some(r#"{"outcome":"accepted"}"#),
+            Accepted,
+            None,
+        ),
+        row(
+            "200 accepted on a query",
+            QUERY,
+            200,
+            Some(r#"{"outcome":"accepted"}"#),
+            Accepted,
+            None,
+        ),
+        row(
+            "200 rejected",
+            QUERY,
+            200,
+            Some(r#"{"outcome":"rejected","error":"gone"}"#),
+            Rejected,
+            Some("gone"),
+        ),
+        row(
+            "409 rejected",
+            SUBMIT,
+            409,
+            Some(r#"{"outcome":"rejected","error":{"code":"version_conflict","message":"stale"}}"#),
+            Rejected,
+            Some("version_conflict"),
+        ),
+        row(
+            "422 rejected",
+            SUBMIT,
+            422,
+            Some(r#"{"outcome":"rejected","error":{"code":"unknown_kind","message":"no"}}"#),
+            Rejected,
+            Some("unknown_kind"),
+        ),
+        row(
+            "409 empty = in progress",
+            SUBMIT,
+            409,
+            None,
+            Accepted,
+            Some("in_progress"),
+        ),
+        row(
+            "409 blank = in progress",
+            QUERY,
+            409,
+            Some("  "),
+            Accepted,
+            Some("in_progress"),
+        ),
+        row(
+            "409 junk = in progress",
+            SUBMIT,
+            409,
+            Some("<html>"),
+            Accepted,
+            Some("in_progress"),
+        ),
+        row(
+            "409 applied is no rejection",
+            SUBMIT,
+            409,
+            Some(r#"{"outcome":"applied"}"#),
+            Accepted,
+            Some("in_progress"),
+        ),
+        row(
+            "422 without a body",
+            SUBMIT,
+            422,
+            None,
+            Rejected,
+            Some("http_422"),
+        ),
+        row(
+            "404 query = never received",
+            QUERY,
+            404,
+            Some(r#"{"error":{"code":"not_found","message":"x"}}"#),
+            Unresolved,
+            Some("not_found"),
+        ),
+        row(
+            "404 query without a body",
+            QUERY,
+            404,
+            None,
+            Unresolved,
+            Some("not_found"),
+        ),
+        row(
+            "404 submit",
+            SUBMIT,
+            404,
+            Some("not here"),
+            Unresolved,
+            Some("http_404"),
+        ),
+        Row {
+            blocked: Some("unauthorized"),
+            ..row("401", SUBMIT, 401, err, Unresolved, Some("http_401"))
+        },
+        Row {
+            blocked: Some("unauthorized"),
+            ..row("403", QUERY, 403, None, Unresolved, Some("http_403"))
+        },
+        row("408", SUBMIT, 408, None, Unresolved, Some("http_408")),
+        row("425", SUBMIT, 425, None, Unresolved, Some("http_425")),
+        Row {
+            retry_after: Some("3"),
+            retry_after_ms: Some(3_000),
+            ..row(
+                "429 with seconds",
+                SUBMIT,
+                429,
+                err,
+                Unresolved,
+                Some("http_429"),
+            )
+        },
+        Row {
+            retry_after: Some("Sun, 06 Nov 1994 08:50:07 GMT"),
+            retry_after_ms: Some(30_000),
+            ..row(
+                "503 with a date",
+                QUERY,
+                503,
+                err,
+                Unresolved,
+                Some("http_503"),
+            )
+        },
+        Row {
+            retry_after: Some("soon"),
+            ..row(
+                "503 with a bad Retry-After",
+                QUERY,
+                503,
+                None,
+                Unresolved,
+                Some("http_503"),
+            )
+        },
+        row("500", SUBMIT, 500, err, Unresolved, Some("http_500")),
+        row(
+            "502 html",
+            SUBMIT,
+            502,
+            Some("<html>bad gateway</html>"),
+            Unresolved,
+            Some("http_502"),
+        ),
+        row("599", SUBMIT, 599, None, Unresolved, Some("http_599")),
+        row(
+            "400 rejected for good",
+            SUBMIT,
+            400,
+            Some(r#"{"outcome":"rejected","error":{"code":"invalid_request","message":"m"}}"#),
+            Rejected,
+            Some("http_400"),
+        ),
+        row("410", SUBMIT, 410, None, Rejected, Some("http_410")),
+        row("413", SUBMIT, 413, None, Rejected, Some("http_413")),
+        row("415", SUBMIT, 415, None, Rejected, Some("http_415")),
+        row(
+            "200 empty",
+            SUBMIT,
+            200,
+            None,
+            Unresolved,
+            Some("invalid_answer"),
+        ),
+        row(
+            "204",
+            SUBMIT,
+            204,
+            Some(""),
+            Unresolved,
+            Some("invalid_answer"),
+        ),
+        row(
+            "200 not JSON",
+            SUBMIT,
+            200,
+            Some("ok"),
+            Unresolved,
+            Some("invalid_answer"),
+        ),
+        row(
+            "200 array",
+            SUBMIT,
+            200,
+            Some("[]"),
+            Unresolved,
+            Some("invalid_answer"),
+        ),
+        row(
+            "200 no outcome",
+            SUBMIT,
+            200,
+            Some("{}"),
+            Unresolved,
+            Some("invalid_answer"),
+        ),
+        row(
+            "200 unknown outcome",
+            SUBMIT,
+            200,
+            Some(r#"{"outcome":"done"}"#),
+            Unresolved,
+            Some("invalid_answer"),
+        ),
+        row(
+            "200 numeric error",
+            SUBMIT,
+            200,
+            Some(r#"{"outcome":"applied","error":5}"#),
+            Unresolved,
+            Some("invalid_answer"),
+        ),
+        row(
+            "200 bad operations",
+            SUBMIT,
+            200,
+            Some(r#"{"outcome":"applied","operations":[{"outcome":"applied"}]}"#),
+            Unresolved,
+            Some("invalid_answer"),
+        ),
+        row(
+            "200 operations not an array",
+            SUBMIT,
+            200,
+            Some(r#"{"outcome":"applied","operations":{}}"#),
+            Unresolved,
+            Some("invalid_answer"),
+        ),
+        row("302", SUBMIT, 302, None, Unresolved, Some("http_302")),
+    ]
+}
+
+#[test]
+fn w3_p7_every_row_of_the_answer_table() {
+    for row in table() {
+        let status = map_answer(row.action, row.status, row.body, row.retry_after, NOW);
+        assert_eq!(status.outcome, row.outcome, "{}: outcome", row.name);
+        assert_eq!(code(&status), row.code, "{}: error code", row.name);
+        assert_eq!(
+            status.blocked.as_deref(),
+            row.blocked,
+            "{}: blocked",
+            row.name
+        );
+        assert_eq!(
+            status.retry_after_ms, row.retry_after_ms,
+            "{}: retry after",
+            row.name
+        );
+    }
+}
+
+#[test]
+fn p7_applied_carries_canonical_and_operation_verdicts() {
+    let body = json!({
+        "outcome": "applied",
+        "canonical": {"canvases": {"c1": {"version": 2}}},
+        "operations": [
+            {"operationId": "op-1", "outcome": "applied", "canonical": {"shapeId": "s1"}},
+            {"operationId": "op-2", "outcome": "rejected", "error": {"code": "batch_aborted", "message": "m", "details": {"operationId": "op-1"}}},
+            {"operationId": "op-3", "outcome": "accepted"}
+        ]
+    })
+    .to_string();
+    let status = map_answer(SUBMIT, 200, Some(&body), None, NOW);
+    assert_eq!(status.outcome, AttemptOutcome::Applied);
+    assert_eq!(
+        status.canonical,
+        Some(json!({"canvases": {"c1": {"version": 2}}}))
+    );
+    assert_eq!(status.error, None);
+    assert_eq!(
+        status.operations,
+        vec![
+            OperationVerdict {
+                operation_id: "op-1".into(),
+                settlement: Settlement::Applied,
+                error: None,
+                canonical: Some(json!({"shapeId": "s1"})),
+            },
+            OperationVerdict {
+                operation_id: "op-2".into(),
+                settlement: Settlement::Rejected,
+                error: Some(
+                    SafeError::new("batch_aborted", "m")
+                        .with_details(json!({"operationId": "op-1"}))
+                ),
+                canonical: None,
+            },
+        ],
+        "accepted entries carry no verdict yet"
+    );
+}
+
+#[test]
+fn p7_rejected_keeps_the_server_error_and_canonical() {
+    let body = json!({
+        "outcome": "rejected",
+        "error": {"code": "version_conflict", "message": "stale", "details": {"stale": [{"canvasId": "c1", "expected": 5, "actual": 0}]}},
+        "canonical": {"canvases": {"c1": {"version": 0, "document": {}}}},
+        "operations": [{"operationId": "op-1", "outcome": "rejected", "error": {"code": "version_conflict", "message": "stale"}}]
+    })
+    .to_string();
+    let status = map_answer(SUBMIT, 409, Some(&body), None, NOW);
+    assert_eq!(status.outcome, AttemptOutcome::Rejected);
+    let error = status.error.expect("error");
+    assert_eq!(error.code, "version_conflict");
+    assert_eq!(error.message, "stale");
+    assert_eq!(error.details.expect("details")["stale"][0]["expected"], 5);
+    assert_eq!(
+        status.canonical.expect("canonical")["canvases"]["c1"]["version"],
+        0
+    );
+    assert_eq!(status.operations.len(), 1);
+    assert_eq!(status.operations[0].settlement, Settlement::Rejected);
+}
+
+#[test]
+fn k5_p7_server_errors_are_bounded() {
+    let long = "x".repeat(10_000);
+    let body = json!({
+        "outcome": "rejected",
+        "error": {"code": long, "message": long, "details": {"blob": long}}
+    })
+    .to_string();
+    let error = map_answer(SUBMIT, 422, Some(&body), None, NOW)
+        .error
+        .expect("error");
+    assert_eq!(error.code.len(), crate::core::safe_error::MAX_CODE_CHARS);
+    assert_eq!(
+        error.message.len(),
+        crate::core::safe_error::MAX_MESSAGE_CHARS
+    );
+    assert_eq!(
+        error.details,
+        Some(json!({"omitted": "error_details_too_large"}))
+    );
+
+    // A string error becomes the code; an object without a code gets a fallback.
+    let string = map_answer(
+        SUBMIT,
+        200,
+        Some(r#"{"outcome":"rejected","error":"nope"}"#),
+        None,
+        NOW,
+    );
+    assert_eq!(string.error.expect("error").code, "nope");
+    let codeless = map_answer(
+        SUBMIT,
+        200,
+        Some(r#"{"outcome":"rejected","error":{"message":"m"}}"#),
+        None,
+        NOW,
+    );
+    let codeless = codeless.error.expect("error");
+    assert_eq!(
+        (codeless.code.as_str(), codeless.message.as_str()),
+        ("server_error", "m")
+    );
+}
+
+#[test]
+fn p7_http_errors_keep_the_server_code_in_details() {
+    let body = r#"{"error":{"code":"too_many_requests","message":"injected fault"}}"#;
+    let error = map_answer(QUERY, 429, Some(body), Some("1"), NOW)
+        .error
+        .expect("error");
+    assert_eq!(error.code, "http_429");
+    assert_eq!(error.message, "injected fault");
+    assert_eq!(
+        error.details,
+        Some(json!({"status": 429, "serverCode": "too_many_requests"}))
+    );
+    let bare = map_answer(QUERY, 500, None, None, NOW)
+        .error
+        .expect("error");
+    assert_eq!(
+        (bare.code.as_str(), bare.message.as_str()),
+        ("http_500", "HTTP 500")
+    );
+}
+
+#[test]
+fn p7_accepted_honours_retry_after_and_others_ignore_it() {
+    let accepted = map_answer(
+        SUBMIT,
+        202,
+        Some(r#"{"outcome":"accepted"}"#),
+        Some("2"),
+        NOW,
+    );
+    assert_eq!(accepted.retry_after_ms, Some(2_000));
+    let in_progress = map_answer(SUBMIT, 409, None, Some("4"), NOW);
+    assert_eq!(in_progress.retry_after_ms, Some(4_000));
+    let applied = map_answer(
+        SUBMIT,
+        200,
+        Some(r#"{"outcome":"applied"}"#),
+        Some("2"),
+        NOW,
+    );
+    assert_eq!(applied.retry_after_ms, None);
+    let rejected = map_answer(SUBMIT, 400, None, Some("2"), NOW);
+    assert_eq!(rejected.retry_after_ms, None);
+}
+
+#[test]
+fn p7_null_fields_are_absent() {
+    let body = r#"{"outcome":"applied","error":null,"canonical":null,"operations":null}"#;
+    let status = map_answer(SUBMIT, 200, Some(body), None, NOW);
+    assert_eq!(status, AttemptStatus::outcome(AttemptOutcome::Applied));
+}
+
+#[test]
+fn w3_retry_after_delta_seconds() {
+    assert_eq!(parse_retry_after("0", NOW), Some(0));
+    assert_eq!(parse_retry_after("120", NOW), Some(120_000));
+    assert_eq!(parse_retry_after(" 7 ", NOW), Some(7_000));
+    assert_eq!(
+        parse_retry_after("99999999999999999999999", NOW),
+        Some(u64::MAX)
+    );
+    for bad in ["", " ", "-1", "1.5", "+3", "3s", "0x10", "soon"] {
+        assert_eq!(parse_retry_after(bad, NOW), None, "{bad:?}");
+    }
+}
+
+#[test]
+fn w3_retry_after_http_date() {
+    // RFC 9110's example date is NOW itself.
+    assert_eq!(
+        parse_retry_after("Sun, 06 Nov 1994 08:49:37 GMT", NOW),
+        Some(0)
+    );
+    assert_eq!(
+        parse_retry_after("Sun, 06 Nov 1994 08:49:38 GMT", NOW),
+        Some(1_000)
+    );
+    assert_eq!(
+        parse_retry_after("Mon, 07 Nov 1994 08:49:37 GMT", NOW),
+        Some(86_400_000)
+    );
+    // A past date means "now".
+    assert_eq!(
+        parse_retry_after("Thu, 01 Jan 1970 00:00:00 GMT", NOW),
+        Some(0)
+    );
+    // Leap years, month ends and the epoch.
+    assert_eq!(parse_imf_fixdate("Thu, 01 Jan 1970 00:00:00 GMT"), Some(0));
+    assert_eq!(
+        parse_imf_fixdate("Tue, 29 Feb 2000 00:00:00 GMT"),
+        Some(951_782_400_000)
+    );
+    assert_eq!(
+        parse_imf_fixdate("Sat, 01 Jan 2000 00:00:00 GMT"),
+        Some(946_684_800_000)
+    );
+    assert_eq!(
+        parse_imf_fixdate("Fri, 31 Dec 2038 23:59:59 GMT"),
+        Some(2_177_452_799_000)
+    );
+    assert_eq!(
+        parse_imf_fixdate("Tue, 14 Nov 2023 22:13:20 GMT"),
+        Some(1_700_000_000_000)
+    );
+}
+
+#[test]
+fn w3_retry_after_rejects_malformed_dates() {
+    for bad in [
+        "Sun, 06 Nov 1994 08:49:37 UTC",
+        "Sunday, 06-Nov-94 08:49:37 GMT",
+        "Sun Nov  6 08:49:37 1994",
+        "Sun, 6 Nov 1994 08:49:37 GMT",
+        "Xyz, 06 Nov 1994 08:49:37 GMT",
+        "Sun, 06 Foo 1994 08:49:37 GMT",
+        "Sun, 00 Nov 1994 08:49:37 GMT",
+        "Sun, 31 Nov 1994 08:49:37 GMT",
+        "Mon, 29 Feb 1900 00:00:00 GMT",
+        "Sun, 06 Nov 1994 24:00:00 GMT",
+        "Sun, 06 Nov 1994 08:60:00 GMT",
+        "Sun, 06 Nov 1994 08:49:61 GMT",
+        "Sun, 06 Nov 1969 08:49:37 GMT",
+        "Sun, 06 Nov 1994 08:49:3x GMT",
+        "Sun, 06 Nov 1994 08:49:+7 GMT",
+        "Sun,_06 Nov 1994 08:49:37 GMT",
+        "Sun, 06 Nov 1994 08:49:37 GMT ",
+        "Sün, 06 Nov 1994 08:49:37 GMT",
+    ] {
+        assert_eq!(parse_imf_fixdate(bad), None, "{bad:?}");
+    }
+}
