@@ -5,6 +5,7 @@
 //! through the global `indexedDB` (via `indexed_db_futures`), never through `window`.
 
 pub mod clock;
+pub mod driver;
 pub mod probe;
 pub mod store;
 pub mod transport;

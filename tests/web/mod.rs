@@ -3,6 +3,7 @@
 
 mod api_probe;
 mod clock;
+mod driver;
 mod probe;
 mod store;
 mod store_bench;

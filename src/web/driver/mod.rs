@@ -1,0 +1,402 @@
+//! The browser driver: carries the core's effects out with the IndexedDB ledger, the fetch
+//! transport and the browser clock. Single-threaded (`Rc<RefCell<…>>`); no borrow is held
+//! across an `await` or a call into host code, so host callbacks may call back in.
+
+mod host;
+mod promise;
+
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+use std::rc::Rc;
+
+use wasm_bindgen_futures::spawn_local;
+use web_sys::AbortController;
+
+use crate::core::clock::{Clock, TimerHandle};
+use crate::core::config::SchedulerConfig;
+use crate::core::error::{ErrorCode, SchedulerError};
+use crate::core::intent::IntentInput;
+use crate::core::io::{AttemptId, AttemptStatus, BatchNo, Effect, Report, SendOrder};
+use crate::core::loader::Quarantined;
+use crate::core::model::{Millis, UPLOAD_KIND};
+use crate::core::Scheduler;
+use crate::web::clock::BrowserClock;
+use crate::web::store::{AcquireError, IdbLedger};
+use crate::web::transport::FetchTransport;
+use crate::web::wake::{is_online, WakeReason, WakeSignals};
+
+pub use host::WebHost;
+use promise::Signal;
+
+/// How the host hears about reports (`onEvent` in the JS API).
+pub type ReportSink = Rc<dyn Fn(&Report)>;
+
+/// Where to keep the ledger and where to send requests.
+#[derive(Clone)]
+pub struct DriverOptions {
+    /// IndexedDB database name (one ledger per user/workspace).
+    pub database: String,
+    /// Protocol v1 base URL.
+    pub endpoint: String,
+    /// Per-attempt timeout; the attempt is aborted and counts as `transport_unknown`.
+    pub attempt_timeout_ms: u32,
+    /// Records per page when loading the ledger (D4).
+    pub load_page_size: usize,
+    /// Scheduler options (group commit is always on in the browser).
+    pub config: SchedulerConfig,
+}
+
+struct State {
+    scheduler: Scheduler<WebHost>,
+    store: Rc<IdbLedger>,
+    transport: Rc<FetchTransport>,
+    clock: BrowserClock,
+    timer: Option<TimerHandle>,
+    controllers: BTreeMap<AttemptId, AbortController>,
+    barrier_waiters: Vec<(BatchNo, Signal)>,
+    settle_waiters: Vec<Signal>,
+    sink: Option<ReportSink>,
+    wake: Option<WakeSignals>,
+}
+
+/// A running scheduler in the browser.
+#[derive(Clone)]
+pub struct Driver {
+    state: Rc<RefCell<State>>,
+}
+
+fn not_leader(error: AcquireError) -> SchedulerError {
+    match error {
+        AcquireError::Held(lease) => SchedulerError::new(
+            ErrorCode::NotLeader,
+            format!(
+                "another dispatcher holds the ledger until {}",
+                lease.map_or(0, |l| l.expires_at)
+            ),
+        ),
+        AcquireError::Storage(e) => SchedulerError::new(
+            ErrorCode::StorageUnavailable,
+            format!("{}: {}", e.code, e.message),
+        ),
+    }
+}
+
+impl Driver {
+    /// Opens the ledger, takes the lease and loads it (one transaction), ready to `start()`.
+    /// Quarantined records (D4) are returned for the host to see.
+    pub async fn open(
+        options: DriverOptions,
+        sink: Option<ReportSink>,
+    ) -> Result<(Driver, Vec<Quarantined>), SchedulerError> {
+        let store = IdbLedger::open(&options.database).await.map_err(|e| {
+            SchedulerError::new(
+                ErrorCode::StorageUnavailable,
+                format!("{}: {}", e.code, e.message),
+            )
+        })?;
+        let clock = BrowserClock::new();
+        let config = SchedulerConfig {
+            group_commit: true,
+            ..options.config
+        };
+        config.validate()?;
+        let loaded = store
+            .acquire_and_load(
+                &config.owner,
+                clock.now(),
+                config.lease_ms,
+                options.load_page_size,
+            )
+            .await
+            .map_err(not_leader)?;
+        let scheduler = Scheduler::new(config, WebHost::default(), loaded.snapshot)?;
+        let transport = FetchTransport::new(&options.endpoint, options.attempt_timeout_ms);
+        let state = State {
+            scheduler,
+            store: Rc::new(store),
+            transport: Rc::new(transport),
+            clock,
+            timer: None,
+            controllers: BTreeMap::new(),
+            barrier_waiters: Vec::new(),
+            settle_waiters: Vec::new(),
+            sink,
+            wake: None,
+        };
+        let driver = Driver {
+            state: Rc::new(RefCell::new(state)),
+        };
+        driver.watch_wake_signals();
+        Ok((driver, loaded.quarantined))
+    }
+
+    /// W2: due times are absolute; a throttled background timer may fire late, so work is
+    /// re-checked when the page becomes visible and when the network comes back.
+    fn watch_wake_signals(&self) {
+        let weak = Rc::downgrade(&self.state);
+        let signals = WakeSignals::new(move |reason| {
+            let Some(state) = weak.upgrade() else { return };
+            let driver = Driver { state };
+            match reason {
+                WakeReason::Visible => driver.wake(),
+                WakeReason::Online => driver.set_online(true),
+                WakeReason::Offline => driver.set_online(false),
+            }
+        });
+        // Without listeners (an unusual global) the scheduler still works on its timers alone.
+        self.state.borrow_mut().wake = signals.ok();
+        if !is_online() {
+            self.set_online(false);
+        }
+    }
+
+    /// The ledger store (for fault injection in tests and for the API's blob writes).
+    pub fn store(&self) -> Rc<IdbLedger> {
+        self.state.borrow().store.clone()
+    }
+
+    /// Runs `f` on the scheduler with the current time, then carries out its effects.
+    fn with<T>(&self, f: impl FnOnce(&mut Scheduler<WebHost>, Millis) -> T) -> T {
+        let out = {
+            let mut state = self.state.borrow_mut();
+            let now = state.clock.now();
+            f(&mut state.scheduler, now)
+        };
+        self.run();
+        out
+    }
+
+    /// S18: recovers and starts dispatching.
+    pub fn start(&self) -> Result<(), SchedulerError> {
+        self.with(|s, now| s.start(now))
+    }
+
+    /// Durable enqueue: resolves once the intents are in IndexedDB.
+    pub async fn enqueue(&self, intents: Vec<IntentInput>) -> Result<(), SchedulerError> {
+        let barrier = self.with(|s, now| s.enqueue(now, intents))?;
+        self.wait_barrier(barrier).await
+    }
+
+    /// S13: writes again, then releases and reschedules. A connection closed under us
+    /// (`versionchange` from another tab, `close`) is opened again first (W5).
+    pub async fn resume(&self) -> Result<(), SchedulerError> {
+        let store = self.state.borrow().store.clone();
+        if !store.is_open() {
+            store.reopen().await.map_err(|e| {
+                SchedulerError::new(
+                    ErrorCode::StorageUnavailable,
+                    format!("{}: {}", e.code, e.message),
+                )
+            })?;
+        }
+        match self.with(|s, now| s.resume(now)) {
+            Some(barrier) => self.wait_barrier(barrier).await,
+            None => Ok(()),
+        }
+    }
+
+    /// S14: nothing new starts until the returned hold is released.
+    pub fn hold(&self) -> Result<crate::core::HoldId, SchedulerError> {
+        self.with(|s, now| s.hold(now))
+    }
+
+    /// Releases a hold (idempotent).
+    pub fn release(&self, hold: crate::core::HoldId) {
+        self.with(|s, now| s.release(now, hold));
+    }
+
+    /// S15: final; aborts in-flight fetches and clears the timer.
+    pub fn stop(&self) {
+        self.with(|s, _| s.stop());
+        let timer = self.state.borrow_mut().timer.take();
+        if let Some(handle) = timer {
+            self.state.borrow().clock.clear_timer(handle);
+        }
+        self.state.borrow_mut().wake = None;
+        let waiters = std::mem::take(&mut self.state.borrow_mut().settle_waiters);
+        for waiter in waiters {
+            waiter.resolve();
+        }
+    }
+
+    /// S16: resolves once nothing is in flight, including work started while waiting.
+    pub async fn settle(&self) {
+        loop {
+            let signal = {
+                let mut state = self.state.borrow_mut();
+                if state.scheduler.in_flight() == 0 || state.scheduler.is_closed() {
+                    return;
+                }
+                let signal = Signal::new();
+                state.settle_waiters.push(signal.clone());
+                signal
+            };
+            signal.wait().await;
+        }
+    }
+
+    /// Tells the scheduler whether the network is up (W2).
+    pub fn set_online(&self, online: bool) {
+        self.with(|s, now| s.set_online(now, online));
+    }
+
+    /// Wakes the scheduler now (visibility change, leadership change): due times are absolute,
+    /// so a throttled timer delays work but never loses it.
+    pub fn wake(&self) {
+        self.with(|s, now| s.on_timer(now));
+    }
+
+    /// Reads the scheduler.
+    pub fn inspect<T>(&self, f: impl FnOnce(&Scheduler<WebHost>, Millis) -> T) -> T {
+        let state = self.state.borrow();
+        let now = state.clock.now();
+        f(&state.scheduler, now)
+    }
+
+    /// Runs a host action (flush, retry, discard, revise) and carries out its effects.
+    pub fn act<T>(&self, f: impl FnOnce(&mut Scheduler<WebHost>, Millis) -> T) -> T {
+        self.with(f)
+    }
+
+    /// Waits until a barrier is durable; a storage failure is `storage_unavailable`.
+    pub async fn wait_barrier(&self, barrier: BatchNo) -> Result<(), SchedulerError> {
+        loop {
+            let signal = {
+                let mut state = self.state.borrow_mut();
+                match state.scheduler.barrier_state(barrier) {
+                    Some(true) => return Ok(()),
+                    Some(false) => {
+                        return Err(SchedulerError::new(
+                            ErrorCode::StorageUnavailable,
+                            "the write did not become durable; call resume() and enqueue again",
+                        ))
+                    }
+                    None => {
+                        let signal = Signal::new();
+                        state.barrier_waiters.push((barrier, signal.clone()));
+                        signal
+                    }
+                }
+            };
+            signal.wait().await;
+        }
+    }
+
+    /// Carries out every queued effect, then wakes waiters and delivers reports.
+    fn run(&self) {
+        let mut reports = Vec::new();
+        loop {
+            let effect = self.state.borrow_mut().scheduler.poll_effect();
+            let Some(effect) = effect else { break };
+            match effect {
+                Effect::Persist(batch) => {
+                    let this = self.clone();
+                    let store = self.state.borrow().store.clone();
+                    spawn_local(async move {
+                        let result = store.apply(&batch).await;
+                        this.with(|s, now| s.on_persisted(now, batch.no, result));
+                    });
+                }
+                Effect::Send(order) => self.send(*order),
+                Effect::Abort(attempt) => {
+                    if let Some(controller) = self.state.borrow_mut().controllers.remove(&attempt) {
+                        controller.abort();
+                    }
+                }
+                Effect::SetTimer(at) => self.arm(at),
+                Effect::Report(report) => reports.push(report),
+                Effect::CommitSoon => {
+                    // A microtask: runs after the current turn's synchronous code.
+                    let this = self.clone();
+                    spawn_local(async move { this.with(|s, now| s.commit(now)) });
+                }
+            }
+        }
+        self.wake_waiters();
+        let sink = self.state.borrow().sink.clone();
+        if let Some(sink) = sink {
+            for report in &reports {
+                sink(report); // S17: the sink is the API layer's; it swallows host exceptions.
+            }
+        }
+    }
+
+    fn wake_waiters(&self) {
+        let (barriers, settled) = {
+            let mut state = self.state.borrow_mut();
+            let waiters = std::mem::take(&mut state.barrier_waiters);
+            let (done, pending): (Vec<_>, Vec<_>) = waiters
+                .into_iter()
+                .partition(|(b, _)| state.scheduler.barrier_state(*b).is_some());
+            state.barrier_waiters = pending;
+            let settled = if state.scheduler.in_flight() == 0 {
+                std::mem::take(&mut state.settle_waiters)
+            } else {
+                Vec::new()
+            };
+            (done, settled)
+        };
+        for (_, signal) in barriers {
+            signal.resolve();
+        }
+        for signal in settled {
+            signal.resolve();
+        }
+    }
+
+    fn arm(&self, at: Option<Millis>) {
+        let mut state = self.state.borrow_mut();
+        if let Some(handle) = state.timer.take() {
+            state.clock.clear_timer(handle);
+        }
+        if let Some(at) = at {
+            let delay = at.saturating_sub(state.clock.now());
+            let this = self.clone();
+            let handle = state.clock.set_timer(
+                delay,
+                Box::new(move || {
+                    this.state.borrow_mut().timer = None;
+                    this.with(|s, now| s.on_timer(now));
+                }),
+            );
+            state.timer = Some(handle);
+        }
+    }
+
+    fn send(&self, order: SendOrder) {
+        let Ok(controller) = AbortController::new() else {
+            let status = AttemptStatus::transport_unknown("AbortController unavailable");
+            self.with(|s, now| s.on_answer(now, order.attempt, status));
+            return;
+        };
+        let blob_id = if order.request.kind == UPLOAD_KIND {
+            let state = self.state.borrow();
+            order
+                .request
+                .operation_ids
+                .first()
+                .and_then(|id| state.scheduler.ledger().operation(id))
+                .and_then(|op| op.intent.blob.as_ref().map(|b| b.id.clone()))
+        } else {
+            None
+        };
+        let (store, transport) = {
+            let mut state = self.state.borrow_mut();
+            state.controllers.insert(order.attempt, controller.clone());
+            (state.store.clone(), state.transport.clone())
+        };
+        let this = self.clone();
+        spawn_local(async move {
+            let blob = match blob_id {
+                Some(id) => store.get_blob(&id).await.ok().flatten(),
+                None => None,
+            };
+            let clock = BrowserClock::new();
+            let status = transport
+                .send(&order, &[], blob, &controller.signal(), || clock.now())
+                .await;
+            this.state.borrow_mut().controllers.remove(&order.attempt);
+            this.with(|s, now| s.on_answer(now, order.attempt, status));
+        });
+    }
+}

@@ -1,0 +1,262 @@
+//! W1–W3 together: the scheduler on the IndexedDB ledger, the browser clock and the fetch
+//! transport against the reference server (started on 127.0.0.1 by the test command).
+//! 200 operations on 10 canvases with dependencies; the server must see each exactly once and
+//! in per-canvas sequence order.
+
+use std::collections::BTreeMap;
+
+use canvas_scheduler::core::config::SchedulerConfig;
+use canvas_scheduler::core::intent::IntentInput;
+use canvas_scheduler::core::model::{OperationPhase, Settlement};
+use canvas_scheduler::web::driver::{Driver, DriverOptions};
+use serde_json::{json, Value};
+use wasm_bindgen::JsCast;
+use wasm_bindgen_futures::JsFuture;
+use wasm_bindgen_test::wasm_bindgen_test;
+
+fn server() -> &'static str {
+    match option_env!("CANVAS_SCHEDULER_TEST_SERVER") {
+        Some(url) => url,
+        None => panic!(
+            "CANVAS_SCHEDULER_TEST_SERVER is not set: run the browser tests through `npm test`"
+        ),
+    }
+}
+
+async fn fetch_json(url: &str) -> Value {
+    let global = js_sys::global();
+    let fetch = js_sys::Reflect::get(&global, &"fetch".into()).expect("fetch exists");
+    let fetch: js_sys::Function = fetch.dyn_into().expect("fetch is a function");
+    let promise: js_sys::Promise = fetch
+        .call1(&global, &url.into())
+        .expect("fetch call")
+        .dyn_into()
+        .expect("promise");
+    let response: web_sys::Response = JsFuture::from(promise)
+        .await
+        .expect("fetch ok")
+        .dyn_into()
+        .expect("response");
+    let text = JsFuture::from(response.text().expect("text"))
+        .await
+        .expect("body");
+    serde_json::from_str(&text.as_string().unwrap_or_default()).expect("json state")
+}
+
+fn unique(prefix: &str) -> String {
+    format!(
+        "{prefix}-{}-{}",
+        crate::EXPECTED_GLOBAL,
+        js_sys::Date::now() as u64
+    )
+}
+
+#[wasm_bindgen_test]
+async fn w1_w3_two_hundred_operations_reach_the_server_once_each_in_canvas_order() {
+    let run = unique("w5");
+    let options = DriverOptions {
+        database: format!("cs-test-{run}"),
+        endpoint: server().to_owned(),
+        attempt_timeout_ms: 10_000,
+        load_page_size: 100,
+        config: SchedulerConfig {
+            concurrency: 2,
+            owner: format!("tab-{run}"),
+            ..SchedulerConfig::default()
+        },
+    };
+    let (driver, quarantined) = Driver::open(options, None).await.expect("open");
+    assert!(quarantined.is_empty());
+    driver.start().expect("start");
+    let canvases: Vec<String> = (0..10).map(|c| format!("{run}-c{c}")).collect();
+    let mut intents = Vec::new();
+    for i in 0..200u32 {
+        let id = format!("{run}-op{i:03}");
+        let canvas = canvases[(i % 10) as usize].clone();
+        let dependencies = if i >= 10 && i % 7 == 0 {
+            vec![format!("{run}-op{:03}", i - 3)]
+        } else {
+            Vec::new()
+        };
+        intents.push(IntentInput {
+            id,
+            sequence: None,
+            operation_type: "shape.upsert".into(),
+            canvas_ids: vec![canvas],
+            dependencies,
+            payload: json!({ "shapeId": format!("s{i}"), "shape": { "x": i, "y": 2 * i } }),
+            expected_versions: None,
+            run_id: None,
+            coalesce_key: None,
+            blob: None,
+        });
+    }
+    // Half in one call (one transaction), the rest one by one.
+    let rest = intents.split_off(100);
+    driver.enqueue(intents).await.expect("enqueue 100");
+    for intent in rest {
+        driver.enqueue(vec![intent]).await.expect("enqueue one");
+    }
+    for _ in 0..200 {
+        driver.settle().await;
+        let pending = driver.inspect(|s, _| s.stats().pending);
+        if pending == 0 {
+            break;
+        }
+        // Work waits on a timer (a retry) or a dependency: give the event loop a turn.
+        let sleep = js_sys::Promise::new(&mut |resolve, _| {
+            let global = js_sys::global();
+            let set_timeout =
+                js_sys::Reflect::get(&global, &"setTimeout".into()).expect("setTimeout");
+            let set_timeout: js_sys::Function = set_timeout.dyn_into().expect("function");
+            let _ = set_timeout.call2(&global, &resolve, &50.into());
+        });
+        let _ = JsFuture::from(sleep).await;
+    }
+    let ids: Vec<String> = (0..200).map(|i| format!("{run}-op{i:03}")).collect();
+    for id in &ids {
+        let settled = driver.inspect(|s, _| {
+            s.ledger()
+                .operation(id)
+                .map(|o| (o.phase, o.outcome.as_ref().map(|x| x.settlement)))
+        });
+        assert_eq!(
+            settled,
+            Some((OperationPhase::Resolved, Some(Settlement::Applied))),
+            "{id}"
+        );
+    }
+    let state = fetch_json(&format!("{}/admin/state", server())).await;
+    for id in &ids {
+        assert_eq!(
+            state["operations"][id]["applications"],
+            json!(1),
+            "{id} applied exactly once"
+        );
+    }
+    let sequence: BTreeMap<String, u64> = ids
+        .iter()
+        .filter_map(|id| {
+            driver.inspect(|s, _| {
+                s.ledger()
+                    .operation(id)
+                    .map(|o| (id.clone(), o.intent.sequence))
+            })
+        })
+        .collect();
+    for canvas in &canvases {
+        let order: Vec<u64> = state["canvases"][canvas]["order"]
+            .as_array()
+            .expect("canvas order")
+            .iter()
+            .filter_map(|v| v.as_str().and_then(|id| sequence.get(id).copied()))
+            .collect();
+        assert_eq!(order.len(), 20, "{canvas}");
+        // Dependencies may hold an earlier one back (S4); without them the order is strict.
+        let strict: Vec<u64> = order
+            .iter()
+            .copied()
+            .filter(|s| (s - 1) % 7 != 0 || *s < 11)
+            .collect();
+        assert!(
+            strict.windows(2).all(|w| w[0] < w[1]),
+            "{canvas}: {order:?}"
+        );
+    }
+    driver.stop();
+}
+
+async fn open_driver(run: &str) -> Driver {
+    let options = DriverOptions {
+        database: format!("cs-test-{run}"),
+        endpoint: server().to_owned(),
+        attempt_timeout_ms: 10_000,
+        load_page_size: 100,
+        config: SchedulerConfig {
+            concurrency: 2,
+            owner: format!("tab-{run}"),
+            ..SchedulerConfig::default()
+        },
+    };
+    let (driver, _) = Driver::open(options, None).await.expect("open");
+    driver
+}
+
+fn shape(run: &str, i: u32, canvas: &str) -> IntentInput {
+    IntentInput {
+        id: format!("{run}-op{i:03}"),
+        sequence: None,
+        operation_type: "shape.upsert".into(),
+        canvas_ids: vec![format!("{run}-{canvas}")],
+        dependencies: Vec::new(),
+        payload: json!({ "shapeId": format!("s{i}"), "shape": { "x": i } }),
+        expected_versions: None,
+        run_id: None,
+        coalesce_key: None,
+        blob: None,
+    }
+}
+
+/// W5/S13 through the whole stack: each storage fault is surfaced, keeps claims, sends
+/// nothing twice, and `resume()` finishes the work.
+#[wasm_bindgen_test]
+async fn w5_storage_faults_surface_as_s13_and_resume_recovers() {
+    use canvas_scheduler::web::store::StoreFault;
+    for (n, fault) in [
+        StoreFault::QuotaOnNextWrite,
+        StoreFault::AbortNextTransaction,
+        StoreFault::CloseConnection,
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let run = unique(&format!("w5f{n}"));
+        let driver = open_driver(&run).await;
+        driver.start().expect("start");
+        driver.store().inject(fault);
+        let first = driver.enqueue(vec![shape(&run, 0, "a")]).await;
+        let error = first.expect_err("the enqueue's transaction failed");
+        assert_eq!(error.code(), "storage_unavailable");
+        assert_eq!(
+            driver.inspect(|s, _| s.stats().idle_reason),
+            Some("storage_unavailable")
+        );
+        assert!(
+            driver.enqueue(vec![shape(&run, 1, "a")]).await.is_err(),
+            "nothing more until resume()"
+        );
+        driver.resume().await.expect("resume");
+        driver
+            .enqueue(vec![shape(&run, 1, "a")])
+            .await
+            .expect("enqueue after resume");
+        driver.settle().await;
+        // The interrupted request is queried (404: never received), then resubmitted after backoff.
+        for _ in 0..300 {
+            if driver.inspect(|s, _| s.stats().pending) == 0 {
+                break;
+            }
+            driver.settle().await;
+            let sleep = js_sys::Promise::new(&mut |resolve, _| {
+                let global = js_sys::global();
+                let set_timeout: js_sys::Function =
+                    js_sys::Reflect::get(&global, &"setTimeout".into())
+                        .expect("setTimeout")
+                        .dyn_into()
+                        .expect("fn");
+                let _ = set_timeout.call2(&global, &resolve, &50.into());
+            });
+            let _ = JsFuture::from(sleep).await;
+        }
+        let state = fetch_json(&format!("{}/admin/state", server())).await;
+        for i in 0..2 {
+            let id = format!("{run}-op{i:03}");
+            assert_eq!(
+                state["operations"][&id]["applications"],
+                json!(1),
+                "{id} after {fault:?}"
+            );
+        }
+        driver.stop();
+    }
+}
