@@ -2,4 +2,9 @@
 //! core. Every failure reaches JS as an `Error` with a stable `code` (see [`error`]).
 
 pub mod error;
+pub mod events;
+pub mod intent;
+pub mod options;
 pub mod probe;
+pub mod scheduler;
+pub mod types;

@@ -6,6 +6,7 @@
 
 pub mod clock;
 pub mod driver;
+pub mod json;
 pub mod probe;
 pub mod store;
 pub mod transport;

@@ -64,6 +64,8 @@ async fn w1_w3_two_hundred_operations_reach_the_server_once_each_in_canvas_order
             owner: format!("tab-{run}"),
             ..SchedulerConfig::default()
         },
+        host: Default::default(),
+        send_hooks: Default::default(),
     };
     let (driver, quarantined) = Driver::open(options, None).await.expect("open");
     assert!(quarantined.is_empty());
@@ -177,6 +179,8 @@ async fn open_driver(run: &str) -> Driver {
             owner: format!("tab-{run}"),
             ..SchedulerConfig::default()
         },
+        host: Default::default(),
+        send_hooks: Default::default(),
     };
     let (driver, _) = Driver::open(options, None).await.expect("open");
     driver

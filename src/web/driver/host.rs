@@ -1,15 +1,24 @@
 //! The browser's [`Host`]: request ids from `crypto.randomUUID()` (a Window and a Worker both
-//! have it on their global), the default participants and compile.
+//! have it on their global), and the host's optional synchronous `compile` and `participants`
+//! hooks. A hook that throws, returns a Promise or returns the wrong shape blocks only that
+//! operation, with a message (S6).
+
+use std::collections::BTreeMap;
 
 use js_sys::{Function, Reflect};
 use wasm_bindgen::{JsCast, JsValue};
 
-use crate::core::host::Host;
+use crate::core::host::{default_compile, CompiledRequest, Host};
+use crate::core::model::Intent;
+use crate::core::safe_error::SafeError;
 
-/// Request ids that are unique across tabs, reloads and restarts.
-#[derive(Debug, Default)]
+/// Request ids that are unique across tabs, reloads and restarts, and the JS hooks.
+#[derive(Debug, Default, Clone)]
 pub struct WebHost {
-    fallback: u64,
+    /// `compile(intent, requestId)`, synchronous.
+    pub compile: Option<Function>,
+    /// `participants(intent)`, synchronous.
+    pub participants: Option<Function>,
 }
 
 fn random_uuid() -> Option<String> {
@@ -22,18 +31,161 @@ fn random_uuid() -> Option<String> {
         .as_string()
 }
 
-impl Host for WebHost {
-    fn create_request_id(&mut self) -> String {
-        if let Some(uuid) = random_uuid() {
-            return uuid;
+impl WebHost {
+    /// A fresh unique id (`crypto.randomUUID()`, or time and randomness where it is missing).
+    pub fn fresh_id() -> String {
+        random_uuid().unwrap_or_else(|| {
+            let random = (js_sys::Math::random() * 1e15) as u64;
+            let more = (js_sys::Math::random() * 1e15) as u64;
+            format!("r-{:x}-{random:x}-{more:x}", js_sys::Date::now() as u64)
+        })
+    }
+}
+
+fn hook_error(hook: &str, thrown: &JsValue) -> SafeError {
+    let message = thrown
+        .dyn_ref::<js_sys::Error>()
+        .map(|e| String::from(e.message()))
+        .or_else(|| thrown.as_string())
+        .unwrap_or_default();
+    SafeError::with_fallback("compile_failed", &message, "compile_failed")
+        .with_details(serde_json::json!({ "hook": hook }))
+}
+
+fn reject_promise(hook: &str, value: &JsValue) -> Result<(), SafeError> {
+    if value.is_instance_of::<js_sys::Promise>() {
+        return Err(SafeError::new(
+            "compile_failed",
+            &format!("{hook} must return synchronously"),
+        ));
+    }
+    Ok(())
+}
+
+fn intent_js(intent: &Intent) -> JsValue {
+    let serializer = serde_wasm_bindgen::Serializer::json_compatible();
+    serde::Serialize::serialize(intent, &serializer).unwrap_or(JsValue::NULL)
+}
+
+fn string_list(value: &JsValue, what: &str) -> Result<Vec<String>, SafeError> {
+    if !js_sys::Array::is_array(value) {
+        return Err(SafeError::new(
+            "compile_failed",
+            &format!("{what} must be an array of strings"),
+        ));
+    }
+    js_sys::Array::from(value)
+        .iter()
+        .map(|item| {
+            item.as_string().ok_or_else(|| {
+                SafeError::new(
+                    "compile_failed",
+                    &format!("{what} must contain only strings"),
+                )
+            })
+        })
+        .collect()
+}
+
+fn decode_compiled(value: &JsValue) -> Result<CompiledRequest, SafeError> {
+    if !value.is_object() {
+        return Err(SafeError::new(
+            "compile_failed",
+            "compile must return an object",
+        ));
+    }
+    let get =
+        |key: &str| Reflect::get(value, &JsValue::from_str(key)).unwrap_or(JsValue::UNDEFINED);
+    let optional_string = |key: &str| -> Result<Option<String>, SafeError> {
+        let v = get(key);
+        if v.is_undefined() || v.is_null() {
+            return Ok(None);
         }
-        // Insecure contexts lack randomUUID: time, a random part and a counter still never repeat.
-        self.fallback += 1;
-        let random = (js_sys::Math::random() * 1e15) as u64;
-        format!(
-            "r-{:x}-{random:x}-{}",
-            js_sys::Date::now() as u64,
-            self.fallback
-        )
+        v.as_string().map(Some).ok_or_else(|| {
+            SafeError::new(
+                "compile_failed",
+                &format!("compiled {key} must be a string"),
+            )
+        })
+    };
+    let payload = crate::web::json::to_json(&get("payload"), "compiled payload")
+        .map_err(|m| SafeError::new("compile_failed", &m))?;
+    let versions = get("expectedVersions");
+    let mut expected_versions = BTreeMap::new();
+    if !versions.is_undefined() && !versions.is_null() {
+        match crate::web::json::to_json(&versions, "compiled expectedVersions") {
+            Ok(serde_json::Value::Object(map)) => {
+                for (canvas, version) in map {
+                    let version = version.as_u64().ok_or_else(|| {
+                        SafeError::new(
+                            "compile_failed",
+                            "compiled expectedVersions must hold integers",
+                        )
+                    })?;
+                    expected_versions.insert(canvas, version);
+                }
+            }
+            _ => {
+                return Err(SafeError::new(
+                    "compile_failed",
+                    "compiled expectedVersions must be an object",
+                ))
+            }
+        }
+    }
+    let protocol = get("protocolVersion");
+    let protocol_version = if protocol.is_undefined() {
+        None
+    } else {
+        match protocol.as_f64() {
+            Some(n) if n.fract() == 0.0 && (0.0..=1_000.0).contains(&n) => Some(n as u32),
+            _ => {
+                return Err(SafeError::new(
+                    "compile_failed",
+                    "compiled protocolVersion must be a small integer",
+                ))
+            }
+        }
+    };
+    Ok(CompiledRequest {
+        kind: optional_string("kind")?,
+        owner_canvas_id: optional_string("ownerCanvasId")?,
+        run_id: optional_string("runId")?,
+        protocol_version,
+        payload,
+        canvas_ids: string_list(&get("canvasIds"), "compiled canvasIds")?,
+        expected_versions,
+    })
+}
+
+impl Host for WebHost {
+    fn participants(&mut self, intent: &Intent) -> Result<Vec<String>, SafeError> {
+        let Some(hook) = &self.participants else {
+            return Ok(intent.canvas_ids.clone());
+        };
+        let value = hook
+            .call1(&JsValue::NULL, &intent_js(intent))
+            .map_err(|e| hook_error("participants", &e))?;
+        reject_promise("participants", &value)?;
+        string_list(&value, "participants")
+    }
+
+    fn compile(&mut self, intent: &Intent, request_id: &str) -> Result<CompiledRequest, SafeError> {
+        let Some(hook) = &self.compile else {
+            return Ok(default_compile(intent));
+        };
+        let value = hook
+            .call2(
+                &JsValue::NULL,
+                &intent_js(intent),
+                &JsValue::from_str(request_id),
+            )
+            .map_err(|e| hook_error("compile", &e))?;
+        reject_promise("compile", &value)?;
+        decode_compiled(&value)
+    }
+
+    fn create_request_id(&mut self) -> String {
+        Self::fresh_id()
     }
 }

@@ -4,6 +4,7 @@
 
 mod host;
 mod promise;
+mod send_hooks;
 
 use std::cell::RefCell;
 use std::collections::BTreeMap;
@@ -27,6 +28,7 @@ use crate::web::wake::{is_online, WakeReason, WakeSignals};
 
 pub use host::WebHost;
 use promise::Signal;
+pub use send_hooks::SendHooks;
 
 /// How the host hears about reports (`onEvent` in the JS API).
 pub type ReportSink = Rc<dyn Fn(&Report)>;
@@ -44,6 +46,10 @@ pub struct DriverOptions {
     pub load_page_size: usize,
     /// Scheduler options (group commit is always on in the browser).
     pub config: SchedulerConfig,
+    /// The synchronous hooks (compile, participants).
+    pub host: WebHost,
+    /// The asynchronous hooks around each send (headers, authorize, classifyError).
+    pub send_hooks: SendHooks,
 }
 
 struct State {
@@ -57,6 +63,7 @@ struct State {
     settle_waiters: Vec<Signal>,
     sink: Option<ReportSink>,
     wake: Option<WakeSignals>,
+    send_hooks: Rc<SendHooks>,
 }
 
 /// A running scheduler in the browser.
@@ -109,7 +116,7 @@ impl Driver {
             )
             .await
             .map_err(not_leader)?;
-        let scheduler = Scheduler::new(config, WebHost::default(), loaded.snapshot)?;
+        let scheduler = Scheduler::new(config, options.host, loaded.snapshot)?;
         let transport = FetchTransport::new(&options.endpoint, options.attempt_timeout_ms);
         let state = State {
             scheduler,
@@ -122,6 +129,7 @@ impl Driver {
             settle_waiters: Vec::new(),
             sink,
             wake: None,
+            send_hooks: Rc::new(options.send_hooks),
         };
         let driver = Driver {
             state: Rc::new(RefCell::new(state)),
@@ -380,10 +388,14 @@ impl Driver {
         } else {
             None
         };
-        let (store, transport) = {
+        let (store, transport, hooks) = {
             let mut state = self.state.borrow_mut();
             state.controllers.insert(order.attempt, controller.clone());
-            (state.store.clone(), state.transport.clone())
+            (
+                state.store.clone(),
+                state.transport.clone(),
+                state.send_hooks.clone(),
+            )
         };
         let this = self.clone();
         spawn_local(async move {
@@ -392,9 +404,20 @@ impl Driver {
                 None => None,
             };
             let clock = BrowserClock::new();
-            let status = transport
-                .send(&order, &[], blob, &controller.signal(), || clock.now())
-                .await;
+            let status = match hooks.headers().await {
+                Err(status) => status,
+                Ok(headers) => match hooks.authorize(&order.request).await {
+                    Err(status) => status,
+                    Ok(()) => {
+                        let signal = controller.signal();
+                        let mut status = transport
+                            .send(&order, &headers, blob, &signal, || clock.now())
+                            .await;
+                        hooks.classify(&mut status).await;
+                        status
+                    }
+                },
+            };
             this.state.borrow_mut().controllers.remove(&order.attempt);
             this.with(|s, now| s.on_answer(now, order.attempt, status));
         });

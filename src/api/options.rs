@@ -1,0 +1,213 @@
+//! `Scheduler.open` options, validated once with clear, coded errors (`invalid_options`,
+//! `invalid_concurrency`). Unknown keys are refused: a typo must not silently mean a default.
+
+use js_sys::{Function, Object, Reflect};
+use wasm_bindgen::{JsCast, JsValue};
+
+use crate::core::config::{BatchLimits, RetryPolicy, SchedulerConfig};
+use crate::core::error::{ErrorCode, SchedulerError};
+
+/// Default per-attempt timeout.
+pub const DEFAULT_ATTEMPT_TIMEOUT_MS: u32 = 30_000;
+
+const KEYS: [&str; 17] = [
+    "database",
+    "endpoint",
+    "principal",
+    "concurrency",
+    "leaseMs",
+    "attemptTimeoutMs",
+    "retry",
+    "batch",
+    "maxPayloadBytes",
+    "eventLogLimit",
+    "headers",
+    "compile",
+    "participants",
+    "authorize",
+    "classifyError",
+    "onEvent",
+    "owner",
+];
+
+/// The host's hooks, as JS functions.
+#[derive(Clone, Default)]
+pub struct Hooks {
+    /// `headers()`, asked before every send.
+    pub headers: Option<Function>,
+    /// `compile(intent, requestId)`.
+    pub compile: Option<Function>,
+    /// `participants(intent)`.
+    pub participants: Option<Function>,
+    /// `authorize({request, principal})`.
+    pub authorize: Option<Function>,
+    /// `classifyError(error)`.
+    pub classify_error: Option<Function>,
+    /// `onEvent(event)`.
+    pub on_event: Option<Function>,
+}
+
+/// Everything `open` needs.
+pub struct OpenOptions {
+    /// IndexedDB database name.
+    pub database: String,
+    /// Protocol v1 base URL.
+    pub endpoint: String,
+    /// Per-attempt timeout.
+    pub attempt_timeout_ms: u32,
+    /// Core options.
+    pub config: SchedulerConfig,
+    /// JS hooks.
+    pub hooks: Hooks,
+}
+
+fn bad(message: impl Into<String>) -> SchedulerError {
+    SchedulerError::new(ErrorCode::InvalidOptions, message)
+}
+
+fn field(object: &JsValue, key: &str) -> Result<JsValue, SchedulerError> {
+    Reflect::get(object, &JsValue::from_str(key)).map_err(|_| bad(format!("{key} is unreadable")))
+}
+
+fn text(object: &JsValue, key: &str, required: bool) -> Result<Option<String>, SchedulerError> {
+    let value = field(object, key)?;
+    if value.is_undefined() {
+        return if required {
+            Err(bad(format!("{key} is required")))
+        } else {
+            Ok(None)
+        };
+    }
+    match value.as_string() {
+        Some(s) if !s.is_empty() && s.chars().count() <= 256 => Ok(Some(s)),
+        _ => Err(bad(format!("{key} must be a string of 1-256 characters"))),
+    }
+}
+
+fn integer(object: &JsValue, key: &str, min: u64, max: u64) -> Result<Option<u64>, SchedulerError> {
+    let value = field(object, key)?;
+    if value.is_undefined() {
+        return Ok(None);
+    }
+    match value.as_f64() {
+        Some(n) if n.is_finite() && n.fract() == 0.0 && n >= min as f64 && n <= max as f64 => {
+            Ok(Some(n as u64))
+        }
+        _ => Err(bad(format!("{key} must be an integer from {min} to {max}"))),
+    }
+}
+
+fn function(object: &JsValue, key: &str) -> Result<Option<Function>, SchedulerError> {
+    let value = field(object, key)?;
+    if value.is_undefined() {
+        return Ok(None);
+    }
+    value
+        .dyn_into::<Function>()
+        .map(Some)
+        .map_err(|_| bad(format!("{key} must be a function")))
+}
+
+fn nested(
+    object: &JsValue,
+    key: &str,
+    allowed: &[&str],
+) -> Result<Option<JsValue>, SchedulerError> {
+    let value = field(object, key)?;
+    if value.is_undefined() {
+        return Ok(None);
+    }
+    if !value.is_object() || value.is_function() || js_sys::Array::is_array(&value) {
+        return Err(bad(format!("{key} must be an object")));
+    }
+    check_keys(&value, allowed, key)?;
+    Ok(Some(value))
+}
+
+fn check_keys(object: &JsValue, allowed: &[&str], what: &str) -> Result<(), SchedulerError> {
+    for key in Object::keys(object.unchecked_ref::<Object>()).iter() {
+        let key = key.as_string().unwrap_or_default();
+        if !allowed.contains(&key.as_str()) {
+            return Err(bad(format!("unknown option {what}.{key}")));
+        }
+    }
+    Ok(())
+}
+
+/// Validates the options object.
+pub fn decode_options(options: &JsValue) -> Result<OpenOptions, SchedulerError> {
+    if !options.is_object() || options.is_function() || js_sys::Array::is_array(options) {
+        return Err(bad("options must be an object"));
+    }
+    check_keys(options, &KEYS, "options")?;
+    let database = text(options, "database", true)?.unwrap_or_default();
+    let endpoint = text(options, "endpoint", true)?.unwrap_or_default();
+    if !(endpoint.starts_with("http://") || endpoint.starts_with("https://")) {
+        return Err(bad("endpoint must be an http(s) URL"));
+    }
+    let mut config = SchedulerConfig {
+        principal: text(options, "principal", false)?,
+        ..SchedulerConfig::default()
+    };
+    let concurrency = field(options, "concurrency")?;
+    if !concurrency.is_undefined() {
+        match concurrency.as_f64() {
+            Some(n) if n.is_finite() && n.fract() == 0.0 && (1.0..=64.0).contains(&n) => {
+                config.concurrency = n as usize
+            }
+            _ => {
+                return Err(SchedulerError::new(
+                    ErrorCode::InvalidConcurrency,
+                    "concurrency must be an integer from 1 to 64",
+                ))
+            }
+        }
+    }
+    if let Some(lease) = integer(options, "leaseMs", 1_000, 3_600_000)? {
+        config.lease_ms = lease;
+    }
+    let attempt_timeout_ms = integer(options, "attemptTimeoutMs", 100, 600_000)?
+        .map_or(DEFAULT_ATTEMPT_TIMEOUT_MS, |t| t as u32);
+    if let Some(retry) = nested(options, "retry", &["baseMs", "maxMs", "maxAttempts"])? {
+        let base_ms = integer(&retry, "baseMs", 1, 3_600_000)?.unwrap_or(500);
+        let max_ms = integer(&retry, "maxMs", 1, 86_400_000)?.unwrap_or(30_000.max(base_ms));
+        let max_attempts = integer(&retry, "maxAttempts", 1, 10_000)?.unwrap_or(20) as u32;
+        config.retry = RetryPolicy {
+            base_ms,
+            max_ms,
+            max_attempts,
+        };
+    }
+    if let Some(batch) = nested(options, "batch", &["maxOperations", "maxBytes"])? {
+        config.batch = BatchLimits {
+            max_operations: integer(&batch, "maxOperations", 1, 1_000)?.unwrap_or(32) as usize,
+            max_bytes: integer(&batch, "maxBytes", 1, 16 << 20)?.unwrap_or(65_536) as usize,
+        };
+    }
+    if let Some(limit) = integer(options, "maxPayloadBytes", 1, 16 << 20)? {
+        config.max_payload_bytes = limit as usize;
+    }
+    if let Some(limit) = integer(options, "eventLogLimit", 1, 100_000)? {
+        config.event_log_limit = limit as usize;
+    }
+    config.owner = match text(options, "owner", false)? {
+        Some(owner) => owner,
+        None => format!("tab-{}", crate::web::driver::WebHost::fresh_id()),
+    };
+    config.validate()?;
+    let hooks = Hooks {
+        headers: function(options, "headers")?,
+        compile: function(options, "compile")?,
+        participants: function(options, "participants")?,
+        authorize: function(options, "authorize")?,
+        classify_error: function(options, "classifyError")?,
+        on_event: function(options, "onEvent")?,
+    };
+    Ok(OpenOptions {
+        database,
+        endpoint,
+        attempt_timeout_ms,
+        config,
+        hooks,
+    })
+}

@@ -1,0 +1,162 @@
+//! The TypeScript declarations of the public API (SPEC §6): options, intents, hooks, events
+//! and the plain objects the inspection methods return. Written by hand, checked by
+//! `tests/types/*.ts` under `tsc --strict` (no `any`).
+
+use wasm_bindgen::prelude::*;
+
+#[wasm_bindgen(typescript_custom_section)]
+const API_TYPES_TS: &str = r#"
+/** JSON values, as the server and the ledger see them. */
+export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
+
+/** A reference to a blob kept beside the ledger (an upload's file). */
+export interface BlobRef { id: string; size: number; mediaType: string; name?: string }
+
+/** What the editor asks for. `sequence` is assigned when absent. */
+export interface OperationIntent {
+  id: string;
+  operationType: string;
+  canvasIds?: string[];
+  dependencies?: string[];
+  payload?: Json;
+  expectedVersions?: Record<string, number>;
+  runId?: string;
+  coalesceKey?: string;
+  sequence?: number;
+  /** An `asset.upload`'s file: stored in IndexedDB with the intent, sent as multipart. */
+  blob?: Blob;
+}
+
+/** What `compile` returns: the body of the frozen request. */
+export interface CompiledRequest {
+  kind?: string;
+  ownerCanvasId?: string;
+  runId?: string;
+  protocolVersion?: number;
+  payload: Json;
+  canvasIds: string[];
+  expectedVersions?: Record<string, number>;
+}
+
+/** A frozen request as stored; its `id` is the idempotency key. */
+export interface FrozenRequest {
+  id: string;
+  operationIds: string[];
+  kind: string;
+  ownerCanvasId?: string;
+  runId?: string;
+  protocolVersion: number;
+  canvasIds: string[];
+  expectedVersions: Record<string, number>;
+  body: string;
+  digest: string;
+  principal?: string;
+  phase: "frozen" | "dispatched" | "accepted" | "resolved";
+  attempt: number;
+  retryAt?: number;
+  retryAction?: "submit" | "query";
+  outcome?: "applied" | "rejected" | "discarded";
+  error?: SafeError;
+  canonical?: Json;
+  blocked?: string;
+}
+
+/** Errors as stored and reported: bounded, never carrying credentials. */
+export interface SafeError { code: string; message: string; details?: Json }
+
+/** The K3 authorization step's verdict. */
+export interface Authorization { allowed: boolean; reason?: string }
+
+/** The K4 error policy's verdict. */
+export interface ErrorPolicy { retryable?: boolean; retryAt?: number }
+
+/** Options of `Scheduler.open`. */
+export interface SchedulerOptions {
+  /** IndexedDB name: one ledger per user/workspace. */
+  database: string;
+  /** Protocol v1 base URL. */
+  endpoint: string;
+  /** The principal requests are created and sent under (K3). */
+  principal?: string;
+  /** Requests in flight at most (default 2). */
+  concurrency?: number;
+  /** Dispatcher lease (default 5000, at least 1000). */
+  leaseMs?: number;
+  /** Per-attempt timeout (default 30000). */
+  attemptTimeoutMs?: number;
+  retry?: { baseMs?: number; maxMs?: number; maxAttempts?: number };
+  batch?: { maxOperations?: number; maxBytes?: number };
+  /** Largest payload accepted at enqueue, in JSON bytes (default 262144). */
+  maxPayloadBytes?: number;
+  /** Events kept in the log (default 1000). */
+  eventLogLimit?: number;
+  /** Asked before every send; may be async. */
+  headers?: () => Record<string, string> | Promise<Record<string, string>>;
+  /** Synchronous: turns an intent into the request body. */
+  compile?: (intent: OperationIntent, requestId: string) => CompiledRequest;
+  /** Synchronous: the canvases an intent touches (default: its canvasIds). */
+  participants?: (intent: OperationIntent) => string[];
+  /** K3: runs before every send; may be async. */
+  authorize?: (context: { request: FrozenRequest; principal: string | null }) => Authorization | Promise<Authorization>;
+  /** K4: may be async. */
+  classifyError?: (error: SafeError) => ErrorPolicy | Promise<ErrorPolicy>;
+  /** Receives every event; what it throws is swallowed (S17). */
+  onEvent?: (event: SchedulerEvent) => void;
+}
+
+/** What `onEvent` receives. */
+export type SchedulerEvent =
+  | { type: "settled"; operationId: string; requestId?: string; outcome: "applied" | "rejected" | "discarded"; error?: SafeError; canonical?: Json }
+  | { type: "blocked"; operationId: string; requestId?: string; reason: string }
+  | { type: "dead_lettered"; operationIds: string[]; requestId: string; error?: SafeError }
+  | { type: "error"; code: ErrorCode; message: string }
+  | { type: "leader_changed"; leader: boolean; fence?: number }
+  | { type: "quarantined"; store: string; key: string; reason: string };
+
+/** An operation as stored (SPEC §1). */
+export interface OperationRecord {
+  intent: {
+    id: string; sequence: number; operationType: string; canvasIds: string[]; dependencies: string[];
+    payload: Json; expectedVersions?: Record<string, number>; runId?: string; coalesceKey?: string;
+    blob?: BlobRef; revision: number; principal?: string;
+  };
+  phase: "pending" | "resolved";
+  blockers: string[];
+  requestId?: string;
+  outcome?: { settlement: "applied" | "rejected" | "discarded"; requestId?: string; error?: SafeError; canonical?: Json; at: number };
+}
+
+/** Why an operation is where it is (D3). */
+export interface Explanation {
+  operationId: string;
+  state: "pending" | "in_flight" | "blocked" | "resolved";
+  reason: string;
+  canvasId?: string;
+  requestId?: string;
+  dependencyId?: string;
+  dueAt?: number;
+  attempt?: number;
+  blockers: string[];
+}
+
+/** `flush(id)` (K7). */
+export interface FlushResult { started: boolean; explanation: Explanation }
+
+/** Counters and the idle reason (D2). */
+export interface SchedulerStats {
+  scanned: number; claimed: number; raced: number; retried: number; sent: number; settled: number;
+  passes: number; pending: number; inFlight: number; ready: number; retryScheduled: number;
+  claimedCanvases: number;
+  idleReason: null | "held" | "offline" | "not_leader" | "storage_unavailable" | "waiting_canvas"
+    | "waiting_dependency" | "waiting_lane" | "retry_scheduled" | "no_work" | "not_started" | "stopped";
+  leader: boolean; owner: string; fence?: number;
+}
+
+/** One entry of the event log (K6). */
+export interface LedgerEvent {
+  seq: number; at: number;
+  kind: "claimed" | "reclaimed" | "dispatched" | "settled" | "retry_scheduled" | "blocked"
+    | "dead_lettered" | "lease_acquired" | "lease_lost";
+  requestId?: string; operationId?: string; attempt?: number; fence?: number; detail?: string;
+}
+"#;

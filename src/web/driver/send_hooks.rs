@@ -1,0 +1,169 @@
+//! The host's asynchronous hooks around each send: `headers()` (asked before every send),
+//! `authorize` (K3) and `classifyError` (K4). Each may return a value or a Promise; whatever
+//! they throw or return malformed is turned into an attempt status, never into a panic, and
+//! no header value ever reaches an error or event (K5).
+
+use js_sys::{Function, Object, Promise, Reflect};
+use wasm_bindgen::{JsCast, JsValue};
+use wasm_bindgen_futures::JsFuture;
+
+use crate::core::io::{AttemptOutcome, AttemptStatus};
+use crate::core::model::FrozenRequest;
+use crate::core::safe_error::SafeError;
+
+/// The hooks, when the host gave them.
+#[derive(Clone, Default)]
+pub struct SendHooks {
+    /// `headers()`.
+    pub headers: Option<Function>,
+    /// `authorize({request, principal})`.
+    pub authorize: Option<Function>,
+    /// `classifyError(error)`.
+    pub classify_error: Option<Function>,
+    /// The principal passed to `authorize`.
+    pub principal: Option<String>,
+}
+
+async fn settle(value: JsValue) -> Result<JsValue, JsValue> {
+    match value.dyn_into::<Promise>() {
+        Ok(promise) => JsFuture::from(promise).await,
+        Err(value) => Ok(value),
+    }
+}
+
+fn thrown_name(thrown: &JsValue) -> String {
+    thrown
+        .dyn_ref::<js_sys::Error>()
+        .map(|e| String::from(e.message()))
+        .or_else(|| thrown.as_string())
+        .unwrap_or_else(|| "the hook threw".into())
+}
+
+fn unresolved(code: &str, message: &str) -> AttemptStatus {
+    AttemptStatus {
+        error: Some(SafeError::new(code, message)),
+        ..AttemptStatus::outcome(AttemptOutcome::Unresolved)
+    }
+}
+
+impl SendHooks {
+    /// `headers()` as name/value pairs; a failure means nothing is sent this attempt.
+    pub async fn headers(&self) -> Result<Vec<(String, String)>, AttemptStatus> {
+        let Some(hook) = &self.headers else {
+            return Ok(Vec::new());
+        };
+        let value = match hook.call0(&JsValue::NULL) {
+            Ok(value) => settle(value).await,
+            Err(thrown) => Err(thrown),
+        }
+        .map_err(|thrown| unresolved("headers_unavailable", &thrown_name(&thrown)))?;
+        if !value.is_object() {
+            return Err(unresolved(
+                "headers_unavailable",
+                "headers() must return an object of strings",
+            ));
+        }
+        let mut pairs = Vec::new();
+        for key in Object::keys(value.unchecked_ref::<Object>()).iter() {
+            let name = key.as_string().unwrap_or_default();
+            let item = Reflect::get(&value, &key).unwrap_or(JsValue::UNDEFINED);
+            match item.as_string() {
+                Some(text) => pairs.push((name, text)),
+                // The value itself is never echoed: it may be a credential.
+                None => {
+                    return Err(unresolved(
+                        "headers_unavailable",
+                        &format!("header {name} is not a string"),
+                    ))
+                }
+            }
+        }
+        Ok(pairs)
+    }
+
+    /// K3: `Ok` to send; otherwise the status to record instead of sending.
+    pub async fn authorize(&self, request: &FrozenRequest) -> Result<(), AttemptStatus> {
+        let Some(hook) = &self.authorize else {
+            return Ok(());
+        };
+        let context = Object::new();
+        let _ = Reflect::set(
+            &context,
+            &"request".into(),
+            &crate::web::json::to_js(request),
+        );
+        let principal = self
+            .principal
+            .as_deref()
+            .map_or(JsValue::NULL, JsValue::from_str);
+        let _ = Reflect::set(&context, &"principal".into(), &principal);
+        let decision = match hook.call1(&JsValue::NULL, &context) {
+            Ok(value) => settle(value).await,
+            Err(thrown) => Err(thrown),
+        };
+        let decision = match decision {
+            Ok(decision) => decision,
+            Err(thrown) => {
+                return Err(AttemptStatus::authorization_unavailable(&thrown_name(
+                    &thrown,
+                )))
+            }
+        };
+        let allowed = Reflect::get(&decision, &"allowed".into())
+            .ok()
+            .and_then(|v| v.as_bool())
+            == Some(true);
+        if allowed {
+            return Ok(());
+        }
+        let reason = Reflect::get(&decision, &"reason".into())
+            .ok()
+            .and_then(|v| v.as_string())
+            .unwrap_or_else(|| "not_allowed".into());
+        Err(AttemptStatus::denied(&reason))
+    }
+
+    /// K4: lets the host decide whether an unresolved attempt's error is retryable and when.
+    /// A failing policy is not retryable (`error_policy_failed`), as the kernel seed does.
+    pub async fn classify(&self, status: &mut AttemptStatus) {
+        let Some(hook) = &self.classify_error else {
+            return;
+        };
+        let Some(error) = status.error.clone() else {
+            return;
+        };
+        if status.outcome != AttemptOutcome::Unresolved {
+            return;
+        }
+        let verdict = match hook.call1(&JsValue::NULL, &crate::web::json::to_js(&error)) {
+            Ok(value) => settle(value).await,
+            Err(thrown) => Err(thrown),
+        };
+        let verdict = match verdict {
+            Ok(v) if v.is_object() => v,
+            Ok(v) if v.is_undefined() || v.is_null() => return,
+            Ok(_) | Err(_) => {
+                status.retryable = Some(false);
+                status.error = Some(SafeError::new(
+                    "error_policy_failed",
+                    "classifyError() failed or returned a non-object",
+                ));
+                return;
+            }
+        };
+        if let Some(retryable) = Reflect::get(&verdict, &"retryable".into())
+            .ok()
+            .and_then(|v| v.as_bool())
+        {
+            status.retryable = Some(retryable);
+        }
+        if let Some(at) = Reflect::get(&verdict, &"retryAt".into())
+            .ok()
+            .and_then(|v| v.as_f64())
+        {
+            if at.is_finite() && at >= 0.0 {
+                status.retry_at = Some(at as u64);
+            }
+        }
+    }
+}

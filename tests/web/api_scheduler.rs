@@ -1,0 +1,411 @@
+//! The `Scheduler` class as JavaScript sees it (SPEC §6): strict decoding of options and
+//! intents with stable codes and an unchanged ledger, and the host hooks called safely.
+
+use canvas_scheduler::api::scheduler::Scheduler;
+use js_sys::{Function, Reflect};
+use wasm_bindgen::{JsCast, JsValue};
+use wasm_bindgen_futures::JsFuture;
+use wasm_bindgen_test::wasm_bindgen_test;
+
+fn server() -> &'static str {
+    match option_env!("CANVAS_SCHEDULER_TEST_SERVER") {
+        Some(url) => url,
+        None => panic!(
+            "CANVAS_SCHEDULER_TEST_SERVER is not set: run the browser tests through `npm test`"
+        ),
+    }
+}
+
+/// Evaluates a JS expression (test inputs that JSON cannot express: NaN, functions, cycles).
+fn js(expression: &str) -> JsValue {
+    Function::new_no_args(&format!("return ({expression});"))
+        .call0(&JsValue::NULL)
+        .expect("expression evaluates")
+}
+
+fn unique(prefix: &str) -> String {
+    format!(
+        "{prefix}-{}-{}",
+        crate::EXPECTED_GLOBAL,
+        js_sys::Date::now() as u64
+    )
+}
+
+fn code_of(error: &JsValue) -> String {
+    Reflect::get(error, &"code".into())
+        .ok()
+        .and_then(|c| c.as_string())
+        .unwrap_or_else(|| format!("no code: {error:?}"))
+}
+
+async fn open(run: &str, extra: &str) -> Scheduler {
+    let options = js(&format!(
+        "{{ database: 'cs-api-{run}', endpoint: '{}', owner: 'tab-{run}', leaseMs: 1000, retry: {{ baseMs: 20, maxMs: 200 }}, {extra} }}",
+        server()
+    ));
+    match Scheduler::open(options).await {
+        Ok(scheduler) => scheduler,
+        Err(error) => panic!("open failed: {}", code_of(&error)),
+    }
+}
+
+async fn sleep(ms: u32) {
+    let promise = js_sys::Promise::new(&mut |resolve, _| {
+        let _ = js("globalThis.setTimeout")
+            .unchecked_into::<Function>()
+            .call2(&JsValue::NULL, &resolve, &ms.into());
+    });
+    let _ = JsFuture::from(promise).await;
+}
+
+async fn settle_all(scheduler: &Scheduler) {
+    for _ in 0..200 {
+        let _ = scheduler.settle().await;
+        let pending = Reflect::get(&scheduler.stats(), &"pending".into())
+            .ok()
+            .and_then(|p| p.as_f64())
+            .unwrap_or(0.0);
+        if pending == 0.0 {
+            return;
+        }
+        sleep(25).await;
+    }
+}
+
+#[wasm_bindgen_test]
+async fn a_malformed_options_are_refused_with_codes() {
+    let run = unique("opt");
+    let cases = [
+        ("42", "invalid_options"),
+        ("{ endpoint: 'http://127.0.0.1:1' }", "invalid_options"),
+        ("{ database: 'd', endpoint: 'ftp://x' }", "invalid_options"),
+        (
+            "{ database: 'd', endpoint: 'http://x', concurrency: 0 }",
+            "invalid_concurrency",
+        ),
+        (
+            "{ database: 'd', endpoint: 'http://x', concurrency: 1.5 }",
+            "invalid_concurrency",
+        ),
+        (
+            "{ database: 'd', endpoint: 'http://x', concurrency: '2' }",
+            "invalid_concurrency",
+        ),
+        (
+            "{ database: 'd', endpoint: 'http://x', leaseMs: 10 }",
+            "invalid_options",
+        ),
+        (
+            "{ database: 'd', endpoint: 'http://x', headers: 5 }",
+            "invalid_options",
+        ),
+        (
+            "{ database: 'd', endpoint: 'http://x', retry: { maxAttempts: 0 } }",
+            "invalid_options",
+        ),
+        (
+            "{ database: 'd', endpoint: 'http://x', retry: { base: 1 } }",
+            "invalid_options",
+        ),
+        (
+            "{ database: 'd', endpoint: 'http://x', concurency: 2 }",
+            "invalid_options",
+        ),
+    ];
+    for (source, expected) in cases {
+        let error = Scheduler::open(js(&source.replace("'d'", &format!("'cs-opt-{run}'"))))
+            .await
+            .err()
+            .expect(source);
+        assert_eq!(code_of(&error), expected, "{source}");
+        assert_eq!(
+            Reflect::get(&error, &"name".into())
+                .ok()
+                .and_then(|n| n.as_string())
+                .as_deref(),
+            Some("CanvasSchedulerError")
+        );
+    }
+}
+
+#[wasm_bindgen_test]
+async fn a_malformed_intents_are_refused_with_codes_and_change_nothing() {
+    let run = unique("int");
+    let scheduler = open(&run, "").await;
+    let hold = scheduler.hold().expect("hold");
+    scheduler.enqueue(js("{ id: 'dup', operationType: 'shape.upsert', canvasIds: ['c'], payload: { shapeId: 's', shape: {} } }")).await.expect("valid");
+    let cases: Vec<(&str, &str)> = vec![
+        ("42", "invalid_intent"),
+        ("null", "invalid_intent"),
+        ("[]", "invalid_intent"),
+        ("{}", "invalid_intent"),
+        ("{ id: 5, operationType: 'x' }", "invalid_intent"),
+        ("{ id: 'a' }", "invalid_intent"),
+        ("{ id: '', operationType: 'x' }", "invalid_intent"),
+        ("{ id: 'a b', operationType: 'x' }", "invalid_intent"),
+        ("{ id: 'x'.repeat(200), operationType: 'x' }", "invalid_intent"),
+        ("{ id: 'a', operationType: '' }", "invalid_intent"),
+        ("{ id: 'a', operationType: 'x', canvasIds: 'c1' }", "invalid_intent"),
+        ("{ id: 'a', operationType: 'x', canvasIds: [1] }", "invalid_intent"),
+        ("{ id: 'a', operationType: 'x', canvasIds: ['c', 'c'] }", "invalid_intent"),
+        ("{ id: 'a', operationType: 'x', payload: NaN }", "invalid_intent"),
+        ("{ id: 'a', operationType: 'x', payload: { v: Infinity } }", "invalid_intent"),
+        ("{ id: 'a', operationType: 'x', payload: () => 1 }", "invalid_intent"),
+        ("{ id: 'a', operationType: 'x', payload: Symbol('s') }", "invalid_intent"),
+        ("{ id: 'a', operationType: 'x', payload: 10n }", "invalid_intent"),
+        ("{ id: 'a', operationType: 'x', payload: new Date() }", "invalid_intent"),
+        ("{ id: 'a', operationType: 'x', payload: JSON.parse('{\"__proto__\": {\"polluted\": 1}}') }", "invalid_intent"),
+        ("JSON.parse('{\"id\": \"a\", \"operationType\": \"x\", \"__proto__\": {\"polluted\": 1}}')", "invalid_intent"),
+        ("(() => { let v = 1; for (let i = 0; i < 100; i++) v = [v]; return { id: 'a', operationType: 'x', payload: v }; })()", "invalid_intent"),
+        ("(() => { const o = {}; o.self = o; return { id: 'a', operationType: 'x', payload: o }; })()", "invalid_intent"),
+        ("{ id: 'a', operationType: 'x', payload: 'x'.repeat(300000) }", "payload_too_large"),
+        ("{ id: 'a', operationType: 'x', payload: 'x'.repeat(1100000) }", "invalid_intent"),
+        ("{ id: 'a', operationType: 'x', sequence: 1.5 }", "invalid_intent"),
+        ("{ id: 'a', operationType: 'x', sequence: -1 }", "invalid_intent"),
+        ("{ id: 'a', operationType: 'x', sequence: NaN }", "invalid_intent"),
+        ("{ id: 'a', operationType: 'x', sequence: 1 }", "invalid_sequence"),
+        ("{ id: 'a', operationType: 'x', expectedVersions: { c: -1 } }", "invalid_intent"),
+        ("{ id: 'a', operationType: 'x', expectedVersions: { c: 1.5 } }", "invalid_intent"),
+        ("{ id: 'a', operationType: 'x', expectedVersions: [1] }", "invalid_intent"),
+        ("{ id: 'a', operationType: 'x', extra: 1 }", "invalid_intent"),
+        ("{ id: 'a', operationType: 'x', runId: 7 }", "invalid_intent"),
+        ("{ id: 'a', operationType: 'x', blob: 'not a blob' }", "invalid_intent"),
+        ("{ id: 'a', operationType: 'x', dependencies: ['missing'] }", "unknown_dependency"),
+        ("{ id: 'dup', operationType: 'other.kind' }", "duplicate_operation"),
+    ];
+    assert!(cases.len() >= 30);
+    for (source, expected) in &cases {
+        let error = scheduler
+            .enqueue(js(source))
+            .await
+            .err()
+            .unwrap_or_else(|| panic!("accepted: {source}"));
+        assert_eq!(code_of(&error), *expected, "{source}");
+    }
+    let many = [
+        ("[{ id: 'c1', operationType: 'x', dependencies: ['c2'] }, { id: 'c2', operationType: 'x', dependencies: ['c1'] }]", "dependency_cycle"),
+        ("[{ id: 'ok1', operationType: 'x', canvasIds: ['c'] }, { id: 'bad', operationType: 'x', payload: NaN }]", "invalid_intent"),
+        ("[{ id: 'same', operationType: 'x' }, { id: 'same', operationType: 'x' }]", "duplicate_operation"),
+        ("'not an array'", "invalid_intent"),
+    ];
+    for (source, expected) in many {
+        let error = scheduler.enqueue_many(js(source)).await.expect_err(source);
+        assert_eq!(code_of(&error), expected, "{source}");
+    }
+    // Bad input changed nothing: only the one valid intent is in the ledger.
+    let pending = Reflect::get(&scheduler.stats(), &"pending".into())
+        .ok()
+        .and_then(|p| p.as_f64());
+    assert_eq!(pending, Some(1.0));
+    for id in ["a", "c1", "c2", "ok1", "bad", "same"] {
+        assert!(
+            scheduler.operation(id).is_undefined(),
+            "{id} must not be in the ledger"
+        );
+    }
+    hold.call0(&JsValue::NULL).expect("release");
+    hold.call0(&JsValue::NULL)
+        .expect("release twice is harmless");
+    scheduler.stop();
+}
+
+#[wasm_bindgen_test]
+async fn a_hooks_are_called_safely_and_outcomes_reach_on_event() {
+    let run = unique("hooks");
+    let events = format!("__events_{}", run.replace('-', "_"));
+    let hooks = format!(
+        "onEvent: (e) => {{ (globalThis.{events} ??= []).push(e); throw new Error('handler bug'); }},
+         compile: (intent, requestId) => {{
+           if (intent.id.endsWith('throws')) throw new Error('cannot compile this');
+           if (intent.id.endsWith('async')) return Promise.resolve({{ payload: 1, canvasIds: intent.canvasIds }});
+           return {{ payload: intent.payload, canvasIds: intent.canvasIds }};
+         }},
+         headers: async () => {{ globalThis.{events}_headers = (globalThis.{events}_headers ?? 0) + 1;
+           if (globalThis.{events}_headers === 1) throw new Error('token refresh failed');
+           return {{ 'x-trace': 'abc' }}; }},
+         authorize: async ({{ request, principal }}) => request.operationIds[0].endsWith('denied')
+           ? {{ allowed: false, reason: 'read-only workspace' }} : {{ allowed: principal === 'user-a' }},
+         principal: 'user-a',"
+    );
+    let scheduler = open(&run, &hooks).await;
+    scheduler.start().expect("start");
+    let intent = |suffix: &str, canvas: &str| {
+        js(&format!(
+            "{{ id: '{run}-{suffix}', operationType: 'shape.upsert', canvasIds: ['{run}-{canvas}'], payload: {{ shapeId: '{suffix}', shape: {{ w: 1 }} }} }}"
+        ))
+    };
+    scheduler
+        .enqueue(intent("throws", "a"))
+        .await
+        .expect("durable");
+    scheduler
+        .enqueue(intent("async", "b"))
+        .await
+        .expect("durable");
+    scheduler
+        .enqueue(intent("denied", "c"))
+        .await
+        .expect("durable");
+    scheduler
+        .enqueue(intent("fine", "d"))
+        .await
+        .expect("durable");
+    settle_all(&scheduler).await;
+    let reason = |id: &str| {
+        Reflect::get(
+            &scheduler.explain(&format!("{run}-{id}")).expect("explain"),
+            &"reason".into(),
+        )
+        .ok()
+        .and_then(|r| r.as_string())
+    };
+    assert_eq!(reason("throws").as_deref(), Some("cannot compile this"));
+    assert_eq!(
+        reason("async").as_deref(),
+        Some("compile must return synchronously")
+    );
+    assert_eq!(reason("denied").as_deref(), Some("rejected"));
+    assert_eq!(
+        reason("fine").as_deref(),
+        Some("applied"),
+        "sent after the failing headers() was retried"
+    );
+    let seen = js(&format!("globalThis.{events}"));
+    let settled: Vec<JsValue> = js_sys::Array::from(&seen)
+        .iter()
+        .filter(|e| {
+            Reflect::get(e, &"type".into())
+                .ok()
+                .and_then(|t| t.as_string())
+                .as_deref()
+                == Some("settled")
+        })
+        .collect();
+    assert_eq!(
+        settled.len(),
+        2,
+        "fine (applied) and denied (rejected), despite the throwing handler"
+    );
+    let applied = settled
+        .iter()
+        .find(|e| {
+            Reflect::get(e, &"outcome".into())
+                .ok()
+                .and_then(|o| o.as_string())
+                .as_deref()
+                == Some("applied")
+        })
+        .expect("applied event");
+    assert!(
+        Reflect::get(applied, &"canonical".into())
+            .map(|c| c.is_object())
+            .unwrap_or(false),
+        "settled carries canonical"
+    );
+    let denied = settled
+        .iter()
+        .find(|e| {
+            Reflect::get(e, &"outcome".into())
+                .ok()
+                .and_then(|o| o.as_string())
+                .as_deref()
+                == Some("rejected")
+        })
+        .expect("rejected event");
+    let message = Reflect::get(denied, &"error".into())
+        .and_then(|e| Reflect::get(&e, &"message".into()))
+        .ok()
+        .and_then(|m| m.as_string());
+    assert_eq!(message.as_deref(), Some("read-only workspace"));
+    let blocked = js_sys::Array::from(&seen)
+        .iter()
+        .filter(|e| {
+            Reflect::get(e, &"type".into())
+                .ok()
+                .and_then(|t| t.as_string())
+                .as_deref()
+                == Some("blocked")
+        })
+        .count();
+    assert_eq!(blocked, 2);
+    scheduler.stop();
+}
+
+#[wasm_bindgen_test]
+async fn a_leader_changed_and_dead_lettered_reach_on_event() {
+    let run = unique("dead");
+    let events = format!("__events_{}", run.replace('-', "_"));
+    // Port 9 on loopback refuses connections: every attempt is transport_unknown.
+    let options = js(&format!(
+        "{{ database: 'cs-api-{run}', endpoint: 'http://127.0.0.1:9', owner: 'tab-{run}',
+           retry: {{ baseMs: 1, maxMs: 5, maxAttempts: 2 }},
+           onEvent: (e) => (globalThis.{events} ??= []).push(e) }}"
+    ));
+    let scheduler = match Scheduler::open(options).await {
+        Ok(s) => s,
+        Err(error) => panic!("open failed: {}", code_of(&error)),
+    };
+    scheduler.start().expect("start");
+    scheduler
+        .enqueue(js(&format!(
+            "{{ id: '{run}-x', operationType: 'shape.upsert', canvasIds: ['c'], payload: {{}} }}"
+        )))
+        .await
+        .expect("durable");
+    for _ in 0..200 {
+        let _ = scheduler.settle().await;
+        let reason = Reflect::get(
+            &scheduler.explain(&format!("{run}-x")).expect("explain"),
+            &"reason".into(),
+        )
+        .ok()
+        .and_then(|r| r.as_string());
+        if reason.as_deref() == Some("dead_letter") {
+            break;
+        }
+        sleep(20).await;
+    }
+    let kinds: Vec<String> = js_sys::Array::from(&js(&format!("globalThis.{events}")))
+        .iter()
+        .filter_map(|e| {
+            Reflect::get(&e, &"type".into())
+                .ok()
+                .and_then(|t| t.as_string())
+        })
+        .collect();
+    assert_eq!(
+        kinds.first().map(String::as_str),
+        Some("leader_changed"),
+        "{kinds:?}"
+    );
+    assert!(kinds.iter().any(|k| k == "dead_lettered"), "{kinds:?}");
+    let log = JsFuture::from(js_sys::Promise::resolve(
+        &scheduler.events(JsValue::UNDEFINED).await.expect("events"),
+    ))
+    .await
+    .expect("log");
+    let logged: Vec<String> = js_sys::Array::from(&log)
+        .iter()
+        .filter_map(|e| {
+            Reflect::get(&e, &"kind".into())
+                .ok()
+                .and_then(|k| k.as_string())
+        })
+        .collect();
+    assert!(
+        logged.iter().any(|k| k == "dead_lettered") && logged.iter().any(|k| k == "lease_acquired"),
+        "{logged:?}"
+    );
+    // retry(id) re-arms the same request; discard(id) settles it for good.
+    scheduler
+        .discard(format!("{run}-x"))
+        .await
+        .expect("discard");
+    let outcome = Reflect::get(&scheduler.operation(&format!("{run}-x")), &"phase".into())
+        .ok()
+        .and_then(|p| p.as_string());
+    assert_eq!(outcome.as_deref(), Some("resolved"));
+    scheduler.stop();
+    let closed = scheduler.start().err().map(|e| code_of(&e));
+    assert_eq!(closed.as_deref(), Some("scheduler_closed"));
+}
