@@ -49,6 +49,10 @@ struct World {
     sequence_of: BTreeMap<String, u64>,
     faults_on: bool,
     steps: u64,
+    /// Sends of requests that carry several operations.
+    batched_sends: u64,
+    /// Operations superseded by a later coalesced intent.
+    superseded: u64,
 }
 
 impl World {
@@ -65,6 +69,10 @@ impl World {
             },
             lease_ms: LEASE_MS,
             group_commit: rng.chance(50),
+            batch: canvas_scheduler::core::config::BatchLimits {
+                max_operations: 1 + rng.below(4) as usize,
+                max_bytes: 200,
+            },
             ..SchedulerConfig::default()
         };
         let mut world = Self {
@@ -82,6 +90,8 @@ impl World {
             sequence_of: BTreeMap::new(),
             faults_on: true,
             steps: 0,
+            batched_sends: 0,
+            superseded: 0,
         };
         let _ = world.open_tab();
         world
@@ -136,6 +146,7 @@ impl World {
                 Effect::Persist(batch) => self.tabs[t].persists.push(batch),
                 Effect::Send(order) => {
                     self.check_send(&order);
+                    self.batched_sends += u64::from(order.request.operation_ids.len() > 1);
                     self.tabs[t].wire.push(*order);
                     let uploads = self.tabs[t]
                         .wire
@@ -150,6 +161,11 @@ impl World {
                 Effect::SetTimer(at) => self.tabs[t].timer = at,
                 Effect::Report(Report::Error(e)) if e.code() == "storage_unavailable" => {
                     self.tabs[t].storage_failed = true
+                }
+                Effect::Report(Report::Settled { error: Some(e), .. })
+                    if e.code == "superseded" =>
+                {
+                    self.superseded += 1
                 }
                 Effect::Report(_) => {}
                 Effect::CommitSoon => self.tabs[t].scheduler.commit(self.now),
@@ -271,6 +287,13 @@ impl World {
                     edit(&id, &[first])
                 }
             };
+            if intent.operation_type == "shape.upsert"
+                && intent.canvas_ids.len() == 1
+                && self.rng.chance(20)
+            {
+                // A drag: later absolute updates of the same shape supersede earlier ones.
+                intent.coalesce_key = Some(format!("drag:{}", intent.canvas_ids[0]));
+            }
             if self.with_dependencies && self.next_op > 1 && self.rng.chance(30) {
                 intent.dependencies = vec![format!("op{}", 1 + self.rng.below(self.next_op - 1))];
             }
@@ -530,13 +553,18 @@ impl World {
     }
 }
 
-fn run_seed(seed: u64, steps: u64) -> (u64, usize) {
+fn run_seed(seed: u64, steps: u64) -> (u64, usize, u64, u64) {
     let mut world = World::new(seed);
     for _ in 0..steps {
         world.step();
     }
     world.finish();
-    (world.steps, world.acknowledged.len())
+    (
+        world.steps,
+        world.acknowledged.len(),
+        world.batched_sends,
+        world.superseded,
+    )
 }
 
 #[test]
@@ -555,15 +583,21 @@ fn simulation_invariants_hold_across_seeds() {
             (1..=count).collect()
         }
     };
-    let (mut total_steps, mut total_ops) = (0, 0);
+    let (mut total_steps, mut total_ops, mut batched, mut superseded) = (0, 0, 0, 0);
     for seed in &seeds {
-        let (steps, ops) = run_seed(*seed, steps);
+        let (steps, ops, b, s) = run_seed(*seed, steps);
         total_steps += steps;
         total_ops += ops;
+        batched += b;
+        superseded += s;
     }
     println!(
-        "simulation: {} seeds, {total_steps} steps, {total_ops} acknowledged operations",
+        "simulation: {} seeds, {total_steps} steps, {total_ops} acknowledged operations, {batched} batched sends, {superseded} superseded",
         seeds.len()
     );
     assert!(total_ops > 0);
+    assert!(
+        seeds.len() < 100 || (batched > 0 && superseded > 0),
+        "batching and coalescing must be exercised"
+    );
 }

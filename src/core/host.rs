@@ -47,6 +47,12 @@ pub trait Host {
     /// A fresh, never reused request id (the idempotency key).
     fn create_request_id(&mut self) -> String;
 
+    /// Whether several operations may share one request body (the default compile can say how;
+    /// a custom `compile` speaks for one intent only).
+    fn batchable(&self) -> bool {
+        true
+    }
+
     /// K3: the authorization step before every send of `request` under `principal`.
     /// Default: allowed. (An asynchronous host check can instead answer the attempt with
     /// [`AttemptStatus::denied`](super::io::AttemptStatus::denied) or

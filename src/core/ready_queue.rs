@@ -19,6 +19,11 @@ impl ReadyQueue {
         self.entries.pop_first()
     }
 
+    /// The operation with the lowest sequence, without taking it.
+    pub fn first(&self) -> Option<&(u64, String)> {
+        self.entries.first()
+    }
+
     /// Removes an operation if queued.
     pub fn remove(&mut self, sequence: u64, id: &str) -> bool {
         self.entries.remove(&(sequence, id.to_owned()))

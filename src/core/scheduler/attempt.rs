@@ -418,6 +418,13 @@ impl<H: Host> Scheduler<H> {
         });
         for id in &request.operation_ids {
             let verdict = status.operations.iter().find(|v| &v.operation_id == id);
+            if verdict.is_some_and(|v| v.error.as_ref().is_some_and(|e| e.code == "batch_aborted"))
+            {
+                // An atomic batch failed because of another member: this one was not applied,
+                // so it is frozen again on its own once the batch's claims are released.
+                self.ledger.update_operation(id, |op| op.request_id = None);
+                continue;
+            }
             let outcome = OperationOutcome {
                 settlement: verdict.map_or(settlement, |v| v.settlement),
                 request_id: Some(request_id.to_owned()),

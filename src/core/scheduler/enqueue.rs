@@ -8,7 +8,11 @@ use crate::core::error::{ErrorCode, SchedulerError};
 use crate::core::host::Host;
 use crate::core::intent::{check_fields, find_cycle, into_intent, IntentInput};
 use crate::core::io::BatchNo;
-use crate::core::model::{Intent, Millis, Operation};
+use crate::core::io::Report;
+use crate::core::model::{
+    EventKind, Intent, Millis, Operation, OperationOutcome, OperationPhase, Settlement,
+};
+use crate::core::safe_error::SafeError;
 
 /// Whether a stored intent is what `input` asks for (so enqueueing it again is harmless).
 fn same_intent(stored: &Intent, input: &IntentInput) -> bool {
@@ -64,6 +68,7 @@ impl<H: Host> Scheduler<H> {
             self.ledger.insert_operation(Operation::new(intent));
         }
         for id in &admitted {
+            self.supersede(now, id);
             self.index(id);
         }
         let barrier = self.want_barrier();
@@ -71,6 +76,70 @@ impl<H: Host> Scheduler<H> {
         self.pump(now);
         self.sync_timer(now);
         Ok(barrier)
+    }
+
+    /// Coalescing: a new intent with a `coalesceKey` replaces the pending, not yet frozen
+    /// operation with the same key, kind, canvases and principal (a later absolute update
+    /// supersedes an earlier one). Never once frozen, never one that others depend on.
+    fn supersede(&mut self, now: Millis, new_id: &str) {
+        let Some(new) = self.ledger.operation(new_id).map(|o| o.intent.clone()) else {
+            return;
+        };
+        let Some(key) = new.coalesce_key.clone() else {
+            return;
+        };
+        let previous = self.coalescible.insert(key, new_id.to_owned());
+        let Some(old_id) = previous else { return };
+        let Some(old) = self.ledger.operation(&old_id).cloned() else {
+            return;
+        };
+        let has_dependents = self.dependents.get(&old_id).is_some_and(|d| {
+            d.iter().any(|dep| {
+                self.ledger
+                    .operation(dep)
+                    .is_some_and(|o| o.phase == OperationPhase::Pending)
+            })
+        });
+        let replaceable = old.phase == OperationPhase::Pending
+            && old.request_id.is_none()
+            && old.blockers.is_empty()
+            && !has_dependents
+            && old.intent.operation_type == new.operation_type
+            && old.intent.canvas_ids == new.canvas_ids
+            && old.intent.principal == new.principal;
+        if !replaceable {
+            return;
+        }
+        let error = SafeError::new("superseded", &format!("replaced by {new_id}"));
+        self.ledger.resolve_operation(
+            &old_id,
+            OperationOutcome {
+                settlement: Settlement::Discarded,
+                request_id: None,
+                error: Some(error.clone()),
+                canonical: None,
+                at: now,
+            },
+        );
+        self.indexed.remove(&old_id);
+        self.ready.remove(old.intent.sequence, &old_id);
+        self.lane_waiters
+            .remove(&(old.intent.sequence, old_id.clone()));
+        self.unwait(&old_id);
+        self.event(
+            EventKind::Settled,
+            now,
+            None,
+            Some(&old_id),
+            Some("superseded".into()),
+        );
+        self.report(Report::Settled {
+            operation_id: old_id,
+            request_id: None,
+            settlement: Settlement::Discarded,
+            error: Some(error),
+            canonical: None,
+        });
     }
 
     /// Checks a batch against itself and the ledger; returns the intents not yet admitted.

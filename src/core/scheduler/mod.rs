@@ -6,6 +6,7 @@
 //! [`Scheduler::start`].
 
 mod attempt;
+mod batch;
 mod enqueue;
 mod host_actions;
 mod inspect;
@@ -117,6 +118,8 @@ pub struct Scheduler<H: Host> {
     dependents: BTreeMap<String, BTreeSet<String>>,
     indexed: BTreeSet<String>,
     lane_waiters: BTreeSet<(u64, String)>,
+    /// Coalesce key → the latest pending operation carrying it.
+    coalescible: BTreeMap<String, String>,
     deferred: BTreeMap<String, RetryEntry>,
     holds: BTreeSet<HoldId>,
     next_hold: HoldId,
@@ -160,6 +163,7 @@ impl<H: Host> Scheduler<H> {
             dependents: BTreeMap::new(),
             indexed: BTreeSet::new(),
             lane_waiters: BTreeSet::new(),
+            coalescible: BTreeMap::new(),
             deferred: BTreeMap::new(),
             holds: BTreeSet::new(),
             next_hold: 0,

@@ -28,6 +28,10 @@ impl<H: Host> Scheduler<H> {
             return;
         }
         if self.indexed.insert(id.to_owned()) {
+            if let (Some(key), None) = (&op.intent.coalesce_key, &op.request_id) {
+                // Rebuilt at recovery too: ops are indexed in sequence order, the latest wins.
+                self.coalescible.insert(key.clone(), id.to_owned());
+            }
             for dependency in op.intent.dependencies.clone() {
                 self.dependents
                     .entry(dependency)
@@ -192,7 +196,16 @@ impl<H: Host> Scheduler<H> {
             return self.block_operation(now, id, "participant_mismatch");
         }
         let kind = compiled.kind.unwrap_or(kind);
-        let operation_ids = vec![id.to_owned()];
+        let members = self.gather_batch(&intent, &canvases);
+        let mut operation_ids = vec![id.to_owned()];
+        operation_ids.extend(members.iter().map(|m| m.id.clone()));
+        let mut revisions = vec![intent.revision];
+        revisions.extend(members.iter().map(|m| m.revision));
+        let payload = if members.is_empty() {
+            compiled.payload.clone()
+        } else {
+            Self::batch_payload(&intent, &members)
+        };
         let body = WireBody {
             id: &request_id,
             operation_ids: &operation_ids,
@@ -200,18 +213,21 @@ impl<H: Host> Scheduler<H> {
             owner_canvas_id: compiled.owner_canvas_id.as_deref(),
             run_id: compiled.run_id.as_deref(),
             protocol_version: compiled.protocol_version.unwrap_or(PROTOCOL_VERSION),
-            payload: &compiled.payload,
+            payload: &payload,
             canvas_ids: &canvases,
             expected_versions: &compiled.expected_versions,
         };
         let body = match serde_json::to_string(&body) {
             Ok(text) => text,
             Err(error) => {
+                for member in &members {
+                    self.consider_ready(&member.id);
+                }
                 return self.compile_failed(
                     now,
                     id,
                     SafeError::new("compile_failed", &error.to_string()),
-                )
+                );
             }
         };
         let request = FrozenRequest {
@@ -226,7 +242,7 @@ impl<H: Host> Scheduler<H> {
             digest: body_digest(&body),
             body,
             principal: intent.principal.clone(),
-            revisions: vec![intent.revision],
+            revisions,
             phase: RequestPhase::Frozen,
             attempt: 0,
             failures: 0,
@@ -247,6 +263,17 @@ impl<H: Host> Scheduler<H> {
         self.unwait(id);
         self.counters.claimed += 1;
         self.event(EventKind::Claimed, now, Some(&request_id), Some(id), None);
+        for member in &members {
+            self.unwait(&member.id);
+            self.counters.claimed += 1;
+            self.event(
+                EventKind::Claimed,
+                now,
+                Some(&request_id),
+                Some(&member.id),
+                None,
+            );
+        }
         self.launch(now, &request_id, RetryAction::Submit);
     }
 

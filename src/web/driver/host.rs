@@ -188,4 +188,8 @@ impl Host for WebHost {
     fn create_request_id(&mut self) -> String {
         Self::fresh_id()
     }
+
+    fn batchable(&self) -> bool {
+        self.compile.is_none() && self.participants.is_none()
+    }
 }

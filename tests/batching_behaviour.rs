@@ -1,0 +1,235 @@
+//! Request batching and coalescing (performance issue): semantics unchanged, fewer requests.
+
+mod common;
+
+use canvas_scheduler::core::config::{BatchLimits, SchedulerConfig};
+use canvas_scheduler::core::host::CountingHost;
+use canvas_scheduler::core::intent::IntentInput;
+use canvas_scheduler::core::io::{AttemptOutcome, AttemptStatus, OperationVerdict, Report};
+use canvas_scheduler::core::model::{OperationPhase, Settlement};
+use canvas_scheduler::core::safe_error::SafeError;
+use canvas_scheduler::testing::Harness;
+use common::{edit, edit_after, of_kind};
+use serde_json::json;
+
+fn batching(max_operations: usize, max_bytes: usize) -> Harness<CountingHost> {
+    let config = SchedulerConfig {
+        concurrency: 1,
+        batch: BatchLimits {
+            max_operations,
+            max_bytes,
+        },
+        ..SchedulerConfig::default()
+    };
+    let mut h = Harness::new(config, CountingHost::new("r"));
+    h.start();
+    h
+}
+
+fn applied() -> AttemptStatus {
+    AttemptStatus::outcome(AttemptOutcome::Applied)
+}
+
+fn coalescing(id: &str, key: &str, x: i64) -> IntentInput {
+    IntentInput {
+        coalesce_key: Some(key.into()),
+        payload: json!({ "shapeId": "s", "x": x }),
+        ..edit(id, &["c"])
+    }
+}
+
+#[test]
+fn batch_consecutive_same_kind_same_canvases_share_one_request() {
+    let mut h = batching(3, 65_536);
+    let hold = h.scheduler.hold(h.now).unwrap();
+    h.enqueue(vec![
+        edit("a", &["c"]),
+        edit("b", &["c"]),
+        edit("c", &["c"]),
+        edit("d", &["c"]),
+        of_kind("e", "shape.delete", &["c"]),
+        edit("f", &["c", "x"]),
+    ])
+    .unwrap();
+    h.scheduler.release(h.now, hold);
+    h.drain();
+    assert_eq!(h.wire_operations(), ["a", "b", "c"], "up to maxOperations");
+    let body: serde_json::Value = serde_json::from_str(&h.wire[0].request.body).unwrap();
+    assert_eq!(body["operationIds"], json!(["a", "b", "c"]));
+    assert_eq!(body["payload"]["operations"][1]["operationId"], json!("b"));
+    let mut requests = vec![h.wire_operations()];
+    while h.answer_first(applied()).is_some() {
+        if !h.wire.is_empty() {
+            requests.push(h.wire_operations());
+        }
+    }
+    assert_eq!(
+        requests,
+        vec![vec!["a", "b", "c"], vec!["d"], vec!["e"], vec!["f"]],
+        "another kind or canvas set ends a batch"
+    );
+    for id in ["a", "b", "c", "d", "e", "f"] {
+        assert_eq!(
+            h.scheduler.ledger().operation(id).unwrap().phase,
+            OperationPhase::Resolved
+        );
+    }
+}
+
+#[test]
+fn batch_respects_the_byte_limit() {
+    // Each payload `{"shapeId":"x"}` is 15 bytes: 35 bytes hold two of them.
+    let mut h = batching(10, 35);
+    let hold = h.scheduler.hold(h.now).unwrap();
+    h.enqueue(vec![
+        edit("a", &["c"]),
+        edit("b", &["c"]),
+        edit("d", &["c"]),
+    ])
+    .unwrap();
+    h.scheduler.release(h.now, hold);
+    h.drain();
+    assert_eq!(h.wire_operations(), ["a", "b"]);
+    h.answer_first(applied());
+    assert_eq!(h.wire_operations(), ["d"]);
+}
+
+#[test]
+fn batch_never_carries_a_dependent_with_its_dependency_or_a_version_guard() {
+    let mut h = batching(10, 65_536);
+    let hold = h.scheduler.hold(h.now).unwrap();
+    let guarded = IntentInput {
+        expected_versions: Some([("c".to_string(), 1)].into()),
+        ..edit("guarded", &["c"])
+    };
+    h.enqueue(vec![
+        edit("a", &["c"]),
+        edit_after("after-a", &["c"], &["a"]),
+        guarded,
+        edit("z", &["c"]),
+    ])
+    .unwrap();
+    h.scheduler.release(h.now, hold);
+    h.drain();
+    assert_eq!(
+        h.wire_operations(),
+        ["a"],
+        "the next ready one (after-a) is not ready yet: consecutive only"
+    );
+    h.answer_first(applied());
+    assert_eq!(
+        h.wire_operations(),
+        ["after-a"],
+        "the guarded one ends the batch"
+    );
+    h.answer_first(applied());
+    assert_eq!(
+        h.wire_operations(),
+        ["guarded"],
+        "a version guard travels alone"
+    );
+    h.answer_first(applied());
+    assert_eq!(h.wire_operations(), ["z"]);
+}
+
+#[test]
+fn batch_a_member_aborted_with_its_batch_is_sent_again_alone() {
+    let mut h = batching(3, 65_536);
+    let hold = h.scheduler.hold(h.now).unwrap();
+    h.enqueue(vec![edit("bad", &["c"]), edit("good", &["c"])])
+        .unwrap();
+    h.scheduler.release(h.now, hold);
+    h.drain();
+    let verdict = |id: &str, code: &str| OperationVerdict {
+        operation_id: id.into(),
+        settlement: Settlement::Rejected,
+        error: Some(SafeError::new(code, "x")),
+        canonical: None,
+    };
+    let status = AttemptStatus {
+        operations: vec![
+            verdict("bad", "unknown_shape"),
+            verdict("good", "batch_aborted"),
+        ],
+        ..AttemptStatus::outcome(AttemptOutcome::Rejected)
+    };
+    let first = h.wire[0].request.id.clone();
+    h.answer(&first, status);
+    let bad = h
+        .scheduler
+        .ledger()
+        .operation("bad")
+        .unwrap()
+        .outcome
+        .clone()
+        .unwrap();
+    assert_eq!(bad.error.unwrap().code, "unknown_shape");
+    assert_eq!(
+        h.wire_operations(),
+        ["good"],
+        "not applied, so frozen again under a new key"
+    );
+    assert_ne!(h.wire[0].request.id, first);
+    h.answer_first(applied());
+    assert_eq!(
+        h.scheduler
+            .ledger()
+            .operation("good")
+            .unwrap()
+            .outcome
+            .as_ref()
+            .unwrap()
+            .settlement,
+        Settlement::Applied
+    );
+}
+
+#[test]
+fn coalescing_replaces_a_pending_unfrozen_intent_but_never_a_frozen_one() {
+    let mut h = batching(1, 65_536);
+    h.enqueue(vec![edit("first", &["c"])]).unwrap(); // occupies canvas c
+    h.enqueue(vec![coalescing("drag-1", "drag:s", 1)]).unwrap();
+    h.enqueue(vec![coalescing("drag-2", "drag:s", 2)]).unwrap();
+    h.enqueue(vec![coalescing("drag-3", "drag:s", 3)]).unwrap();
+    let superseded = |h: &Harness<CountingHost>, id: &str| {
+        h.scheduler
+            .ledger()
+            .operation(id)
+            .and_then(|o| o.outcome.clone())
+            .and_then(|o| o.error)
+            .map(|e| e.code)
+    };
+    assert_eq!(superseded(&h, "drag-1").as_deref(), Some("superseded"));
+    assert_eq!(superseded(&h, "drag-2").as_deref(), Some("superseded"));
+    assert!(h.reports.iter().any(|r| matches!(r, Report::Settled { operation_id, settlement: Settlement::Discarded, .. } if operation_id == "drag-1")));
+    h.answer_first(applied());
+    assert_eq!(
+        h.wire_operations(),
+        ["drag-3"],
+        "only the latest absolute update is sent"
+    );
+    h.enqueue(vec![coalescing("drag-4", "drag:s", 4)]).unwrap();
+    assert_eq!(
+        superseded(&h, "drag-3"),
+        None,
+        "drag-3 is frozen: never replaced"
+    );
+    h.answer_first(applied());
+    assert_eq!(h.wire_operations(), ["drag-4"]);
+}
+
+#[test]
+fn coalescing_keeps_an_intent_that_others_depend_on() {
+    let mut h = batching(1, 65_536);
+    h.enqueue(vec![edit("first", &["c"])]).unwrap();
+    h.enqueue(vec![
+        coalescing("drag-1", "k", 1),
+        edit_after("needs-1", &["d"], &["drag-1"]),
+    ])
+    .unwrap();
+    h.enqueue(vec![coalescing("drag-2", "k", 2)]).unwrap();
+    assert_eq!(
+        h.scheduler.ledger().operation("drag-1").unwrap().phase,
+        OperationPhase::Pending
+    );
+}
