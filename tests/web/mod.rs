@@ -12,6 +12,7 @@ mod store_schema;
 mod store_support;
 mod support;
 mod transport;
+mod transport_auth;
 mod wake;
 
 use wasm_bindgen_test::wasm_bindgen_test;

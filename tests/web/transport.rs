@@ -42,13 +42,13 @@ fn server() -> &'static str {
 }
 
 /// An id no other test, binary or run uses.
-fn unique(label: &str) -> String {
+pub(super) fn unique(label: &str) -> String {
     let global = String::from(js_sys::global().constructor().name());
     let random = (js_sys::Math::random() * 1e12) as u64;
     format!("{global}-{label}-{random}")
 }
 
-fn now() -> u64 {
+pub(super) fn now() -> u64 {
     js_sys::Date::now() as u64
 }
 
@@ -61,6 +61,16 @@ async fn sleep(ms: i32) {
 
 /// A raw request to the server; returns the status and the body as JSON (`Null` when empty).
 async fn http(method: &str, path: &str, body: Option<&Value>) -> (u16, Value) {
+    http_at(server(), method, path, body).await
+}
+
+/// A raw request to the server at `base` (`http` for the open server).
+pub(super) async fn http_at(
+    base: &str,
+    method: &str,
+    path: &str,
+    body: Option<&Value>,
+) -> (u16, Value) {
     let init = RequestInit::new();
     init.set_method(method);
     if let Some(body) = body {
@@ -71,7 +81,7 @@ async fn http(method: &str, path: &str, body: Option<&Value>) -> (u16, Value) {
         init.set_headers(&headers);
         init.set_body(&JsValue::from_str(&body.to_string()));
     }
-    let response: Response = JsFuture::from(test_fetch(&format!("{}{path}", server()), &init))
+    let response: Response = JsFuture::from(test_fetch(&format!("{base}{path}"), &init))
         .await
         .expect("admin fetch")
         .dyn_into()
@@ -110,17 +120,17 @@ async fn server_record(id: &str) -> Value {
 }
 
 /// A frozen request whose body is exactly what the core freezes (`WireBody`).
-struct Draft {
-    id: String,
+pub(super) struct Draft {
+    pub(super) id: String,
     kind: &'static str,
-    canvas: Option<String>,
+    pub(super) canvas: Option<String>,
     run_id: Option<String>,
     payload: Value,
     expected: BTreeMap<String, u64>,
 }
 
 impl Draft {
-    fn new(kind: &'static str, label: &str, payload: Value) -> Self {
+    pub(super) fn new(kind: &'static str, label: &str, payload: Value) -> Self {
         Self {
             id: unique(label),
             kind,
@@ -131,7 +141,7 @@ impl Draft {
         }
     }
 
-    fn freeze(&self) -> FrozenRequest {
+    pub(super) fn freeze(&self) -> FrozenRequest {
         self.freeze_with_body_id(&self.id)
     }
 
@@ -178,7 +188,7 @@ impl Draft {
     }
 }
 
-fn shape(label: &str) -> Draft {
+pub(super) fn shape(label: &str) -> Draft {
     Draft::new(
         "shape.upsert",
         label,
@@ -225,7 +235,7 @@ fn transport() -> FetchTransport {
     FetchTransport::new(server(), 5_000)
 }
 
-fn code(status: &AttemptStatus) -> Option<&str> {
+pub(super) fn code(status: &AttemptStatus) -> Option<&str> {
     status.error.as_ref().map(|e| e.code.as_str())
 }
 
