@@ -10,7 +10,8 @@ use crate::core::error::{ErrorCode, SchedulerError};
 /// Default per-attempt timeout.
 pub const DEFAULT_ATTEMPT_TIMEOUT_MS: u32 = 30_000;
 
-const KEYS: [&str; 17] = [
+const KEYS: [&str; 18] = [
+    "transport",
     "database",
     "endpoint",
     "principal",
@@ -59,6 +60,8 @@ pub struct OpenOptions {
     pub config: SchedulerConfig,
     /// JS hooks.
     pub hooks: Hooks,
+    /// The host's own transport (W3), replacing `fetch`.
+    pub transport: Option<crate::web::js_transport::JsTransport>,
 }
 
 fn bad(message: impl Into<String>) -> SchedulerError {
@@ -141,7 +144,17 @@ pub fn decode_options(options: &JsValue) -> Result<OpenOptions, SchedulerError> 
     }
     check_keys(options, &KEYS, "options")?;
     let database = text(options, "database", true)?.unwrap_or_default();
-    let endpoint = text(options, "endpoint", true)?.unwrap_or_default();
+    let transport = match nested(options, "transport", &["submit", "query"])? {
+        Some(object) => Some(crate::web::js_transport::JsTransport {
+            submit: function(&object, "submit")?
+                .ok_or_else(|| bad("transport.submit is required"))?,
+            query: function(&object, "query")?.ok_or_else(|| bad("transport.query is required"))?,
+        }),
+        None => None,
+    };
+    // With a pluggable transport the endpoint is only informative.
+    let endpoint = text(options, "endpoint", transport.is_none())?
+        .unwrap_or_else(|| "http://transport.invalid".into());
     if !(endpoint.starts_with("http://") || endpoint.starts_with("https://")) {
         return Err(bad("endpoint must be an http(s) URL"));
     }
@@ -209,5 +222,6 @@ pub fn decode_options(options: &JsValue) -> Result<OpenOptions, SchedulerError> 
         attempt_timeout_ms,
         config,
         hooks,
+        transport,
     })
 }

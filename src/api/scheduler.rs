@@ -52,6 +52,7 @@ impl Scheduler {
                 classify_error: options.hooks.classify_error,
                 principal: options.config.principal.clone(),
             },
+            js_transport: options.transport,
             host: WebHost {
                 compile: options.hooks.compile,
                 participants: options.hooks.participants,

@@ -64,6 +64,18 @@ export interface FrozenRequest {
 /** Errors as stored and reported: bounded, never carrying credentials. */
 export interface SafeError { code: string; message: string; details?: Json }
 
+/** What a pluggable transport answers: the protocol v1 answer, optionally with the HTTP status
+ * it stands for (default 200; 409 for `rejected`) and a retry delay. */
+export interface TransportAnswer {
+  outcome?: "applied" | "rejected" | "accepted";
+  error?: string | SafeError;
+  canonical?: Json;
+  operations?: { operationId: string; outcome: "applied" | "rejected" | "accepted"; error?: string | SafeError; canonical?: Json }[];
+  status?: number;
+  retryAfterMs?: number;
+  retryAfter?: string;
+}
+
 /** The K3 authorization step's verdict. */
 export interface Authorization { allowed: boolean; reason?: string }
 
@@ -74,8 +86,13 @@ export interface ErrorPolicy { retryable?: boolean; retryAt?: number }
 export interface SchedulerOptions {
   /** IndexedDB name: one ledger per user/workspace. */
   database: string;
-  /** Protocol v1 base URL. */
-  endpoint: string;
+  /** Protocol v1 base URL (optional with a pluggable `transport`). */
+  endpoint?: string;
+  /** W3: the host's own transport instead of `fetch` (tests, workers, custom channels). */
+  transport?: {
+    submit: (request: FrozenRequest, signal: AbortSignal, blob?: Blob) => TransportAnswer | Promise<TransportAnswer>;
+    query: (request: FrozenRequest, signal: AbortSignal) => TransportAnswer | Promise<TransportAnswer>;
+  };
   /** The principal requests are created and sent under (K3). */
   principal?: string;
   /** Requests in flight at most (default 2). */

@@ -306,3 +306,22 @@ fn days_from_civil(year: u64, month: u64, day: u64) -> u64 {
 
 #[cfg(test)]
 mod tests;
+
+/// Maps the answer of a pluggable JS transport (W3): the protocol answer object itself
+/// (`{outcome, error?, canonical?, operations?}`), optionally with the HTTP `status` it stands
+/// for (default 200, or 409 for `rejected`) and `retryAfterMs` or a raw `retryAfter` header.
+pub fn map_transport_answer(action: RetryAction, answer: &Value, now: Millis) -> AttemptStatus {
+    let rejected = answer.get("outcome").and_then(Value::as_str) == Some("rejected");
+    let status = answer
+        .get("status")
+        .and_then(Value::as_u64)
+        .filter(|s| (100..=599).contains(s))
+        .map_or(if rejected { 409 } else { 200 }, |s| s as u16);
+    let retry_after = answer.get("retryAfter").and_then(Value::as_str);
+    let body = answer.to_string();
+    let mut mapped = map_answer(action, status, Some(&body), retry_after, now);
+    if let Some(ms) = answer.get("retryAfterMs").and_then(Value::as_u64) {
+        mapped.retry_after_ms = Some(ms);
+    }
+    mapped
+}

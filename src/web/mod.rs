@@ -6,6 +6,7 @@
 
 pub mod clock;
 pub mod driver;
+pub mod js_transport;
 pub mod json;
 pub mod probe;
 pub mod store;

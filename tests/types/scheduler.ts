@@ -12,6 +12,7 @@ import type {
   SchedulerEvent,
   SchedulerOptions,
   SchedulerStats,
+  TransportAnswer,
 } from "canvas-scheduler";
 
 type Shape = { x: number; y: number; fill: string };
@@ -109,3 +110,19 @@ export const badOptions: SchedulerOptions = { database: "d", endpoint: "e", conc
 export const badExplain = (s: Scheduler): string => s.explain("a");
 // @ts-expect-error events are a closed union
 export const badEvent: SchedulerEvent = { type: "exploded" };
+
+/** A pluggable transport (W3): an in-page server for tests or a custom channel. */
+export async function openWithOwnTransport(): Promise<Scheduler> {
+  const applied = new Set<string>();
+  const answer = (outcome: "applied"): TransportAnswer => ({ outcome, canonical: { ok: true } });
+  return Scheduler.open({
+    database: "ledger:test",
+    transport: {
+      submit: async (request) => {
+        applied.add(request.id);
+        return answer("applied");
+      },
+      query: (request) => (applied.has(request.id) ? answer("applied") : { status: 404 }),
+    },
+  });
+}

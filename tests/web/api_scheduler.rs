@@ -409,3 +409,58 @@ async fn a_leader_changed_and_dead_lettered_reach_on_event() {
     let closed = scheduler.start().err().map(|e| code_of(&e));
     assert_eq!(closed.as_deref(), Some("scheduler_closed"));
 }
+
+#[wasm_bindgen_test]
+async fn w3_a_pluggable_transport_replaces_fetch() {
+    let run = unique("jst");
+    let seen = format!("__seen_{}", run.replace('-', "_"));
+    // An in-page server: applies each key once, throws on the first submit (transport_unknown).
+    let options = js(&format!(
+        "{{ database: 'cs-api-{run}', owner: 'tab-{run}', retry: {{ baseMs: 1, maxMs: 5 }},
+           transport: {{
+             submit: async (request, signal) => {{
+               const s = (globalThis.{seen} ??= {{ calls: 0, applied: {{}} }});
+               s.calls += 1;
+               if (s.calls === 1) throw new TypeError('network down');
+               s.applied[request.id] = (s.applied[request.id] ?? 0) + 1;
+               return {{ outcome: 'applied', canonical: {{ ok: true }} }};
+             }},
+             query: async (request) => globalThis.{seen}.applied[request.id] ? {{ outcome: 'applied' }} : {{ status: 404 }},
+           }} }}"
+    ));
+    let scheduler = match Scheduler::open(options).await {
+        Ok(s) => s,
+        Err(error) => panic!("open failed: {}", code_of(&error)),
+    };
+    scheduler.start().expect("start");
+    let intents = js(&format!(
+        "Array.from({{ length: 50 }}, (_, i) => ({{ id: '{run}-' + i, operationType: 'shape.upsert', canvasIds: ['c' + (i % 5)], payload: {{ i }} }}))"
+    ));
+    scheduler.enqueue_many(intents).await.expect("durable");
+    settle_all(&scheduler).await;
+    let applied = js(&format!("Object.values(globalThis.{seen}.applied)"));
+    let counts: Vec<f64> = js_sys::Array::from(&applied)
+        .iter()
+        .filter_map(|v| v.as_f64())
+        .collect();
+    assert_eq!(
+        counts.len(),
+        50,
+        "every operation reached the in-page server"
+    );
+    assert!(
+        counts.iter().all(|c| *c == 1.0),
+        "each key applied once: {counts:?}"
+    );
+    for i in 0..50 {
+        let why = scheduler.explain(&format!("{run}-{i}")).expect("explain");
+        assert_eq!(
+            Reflect::get(&why, &"reason".into())
+                .ok()
+                .and_then(|r| r.as_string())
+                .as_deref(),
+            Some("applied")
+        );
+    }
+    scheduler.stop();
+}

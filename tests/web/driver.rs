@@ -66,6 +66,7 @@ async fn w1_w3_two_hundred_operations_reach_the_server_once_each_in_canvas_order
         },
         host: Default::default(),
         send_hooks: Default::default(),
+        js_transport: None,
     };
     let (driver, quarantined) = Driver::open(options, None).await.expect("open");
     assert!(quarantined.is_empty());
@@ -181,6 +182,7 @@ async fn open_driver(run: &str) -> Driver {
         },
         host: Default::default(),
         send_hooks: Default::default(),
+        js_transport: None,
     };
     let (driver, _) = Driver::open(options, None).await.expect("open");
     driver

@@ -573,3 +573,34 @@ fn w3_retry_after_rejects_malformed_dates() {
         assert_eq!(parse_imf_fixdate(bad), None, "{bad:?}");
     }
 }
+
+#[test]
+fn w3_a_pluggable_transport_answer_maps_like_http() {
+    use super::map_transport_answer;
+    let now = 1_000_000;
+    let applied = map_transport_answer(
+        RetryAction::Submit,
+        &serde_json::json!({"outcome": "applied", "canonical": {"v": 2}}),
+        now,
+    );
+    assert_eq!(applied.outcome, AttemptOutcome::Applied);
+    assert_eq!(applied.canonical, Some(serde_json::json!({"v": 2})));
+    let rejected = map_transport_answer(
+        RetryAction::Submit,
+        &serde_json::json!({"outcome": "rejected", "error": "version_conflict"}),
+        now,
+    );
+    assert_eq!(rejected.outcome, AttemptOutcome::Rejected);
+    let busy = map_transport_answer(
+        RetryAction::Submit,
+        &serde_json::json!({"status": 503, "retryAfterMs": 1500}),
+        now,
+    );
+    assert_eq!(
+        (busy.outcome, busy.retry_after_ms),
+        (AttemptOutcome::Unresolved, Some(1_500))
+    );
+    let missing =
+        map_transport_answer(RetryAction::Query, &serde_json::json!({"status": 404}), now);
+    assert_eq!(missing.error.map(|e| e.code), Some("not_found".to_string()));
+}

@@ -22,6 +22,7 @@ use crate::core::loader::Quarantined;
 use crate::core::model::{Millis, UPLOAD_KIND};
 use crate::core::Scheduler;
 use crate::web::clock::BrowserClock;
+use crate::web::js_transport::JsTransport;
 use crate::web::store::{AcquireError, IdbLedger};
 use crate::web::transport::FetchTransport;
 use crate::web::wake::{is_online, WakeReason, WakeSignals};
@@ -50,12 +51,15 @@ pub struct DriverOptions {
     pub host: WebHost,
     /// The asynchronous hooks around each send (headers, authorize, classifyError).
     pub send_hooks: SendHooks,
+    /// The host's own transport instead of `fetch` (W3).
+    pub js_transport: Option<JsTransport>,
 }
 
 struct State {
     scheduler: Scheduler<WebHost>,
     store: Rc<IdbLedger>,
     transport: Rc<FetchTransport>,
+    js_transport: Option<Rc<JsTransport>>,
     clock: BrowserClock,
     timer: Option<TimerHandle>,
     controllers: BTreeMap<AttemptId, AbortController>,
@@ -122,6 +126,7 @@ impl Driver {
             scheduler,
             store: Rc::new(store),
             transport: Rc::new(transport),
+            js_transport: options.js_transport.map(Rc::new),
             clock,
             timer: None,
             controllers: BTreeMap::new(),
@@ -388,13 +393,14 @@ impl Driver {
         } else {
             None
         };
-        let (store, transport, hooks) = {
+        let (store, transport, hooks, js_transport) = {
             let mut state = self.state.borrow_mut();
             state.controllers.insert(order.attempt, controller.clone());
             (
                 state.store.clone(),
                 state.transport.clone(),
                 state.send_hooks.clone(),
+                state.js_transport.clone(),
             )
         };
         let this = self.clone();
@@ -410,9 +416,16 @@ impl Driver {
                     Err(status) => status,
                     Ok(()) => {
                         let signal = controller.signal();
-                        let mut status = transport
-                            .send(&order, &headers, blob, &signal, || clock.now())
-                            .await;
+                        let mut status = match &js_transport {
+                            Some(custom) => {
+                                custom.send(&order, blob, &signal, || clock.now()).await
+                            }
+                            None => {
+                                transport
+                                    .send(&order, &headers, blob, &signal, || clock.now())
+                                    .await
+                            }
+                        };
                         hooks.classify(&mut status).await;
                         status
                     }
