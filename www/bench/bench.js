@@ -1,0 +1,339 @@
+// The browser benchmark page: each measurement is a function on `window.bench` that the runner
+// (www/bench/run.mjs) calls with page.evaluate and bounded arguments. Every loop is bounded in
+// count and in time (a `deadlineMs` budget); a measurement that runs out of time returns what
+// it got with `timedOut: true`. Baselines are plain IndexedDB and plain fetch in this page.
+import init, { Scheduler } from "../../pkg/web/canvas_scheduler.js";
+
+const wasm = await init();
+
+const now = () => performance.now();
+
+/** The p-th percentile (0..1) of `samples` (milliseconds). */
+function percentile(samples, p) {
+  if (samples.length === 0) return null;
+  const sorted = [...samples].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(p * sorted.length) - 1))];
+}
+
+/** An intent like an editor's: one shape upsert on one canvas. */
+function shapeIntent(id, canvasId, i) {
+  return {
+    id,
+    operationType: "shape.upsert",
+    canvasIds: [canvasId],
+    payload: { shapeId: `shape-${i}`, shape: { x: i % 1000, y: (i * 7) % 1000, fill: "#3366ff" } },
+  };
+}
+
+/** A record of about the size and shape of a stored pending operation. */
+function rawRecord(id, i) {
+  return {
+    intent: { ...shapeIntent(id, `c${i % 100}`, i), sequence: i, dependencies: [], revision: 0 },
+    phase: "pending",
+    blockers: [],
+  };
+}
+
+function request(idbRequest) {
+  return new Promise((resolve, reject) => {
+    idbRequest.onsuccess = () => resolve(idbRequest.result);
+    idbRequest.onerror = () => reject(idbRequest.error);
+  });
+}
+
+function openRawDb(name) {
+  const open = indexedDB.open(name, 1);
+  open.onupgradeneeded = () => open.result.createObjectStore("records");
+  return request(open);
+}
+
+/** One readwrite transaction with strict durability (as the ledger's) putting `records`. */
+function putAll(db, records) {
+  return new Promise((resolve, reject) => {
+    const tx = db.transaction("records", "readwrite", { durability: "strict" });
+    const store = tx.objectStore("records");
+    for (const [key, value] of records) store.put(value, key);
+    tx.oncomplete = () => resolve();
+    tx.onerror = () => reject(tx.error);
+    tx.onabort = () => reject(tx.error ?? new Error("transaction aborted"));
+  });
+}
+
+/** 1. Raw IndexedDB: single-record transactions and `batchSize`-record transactions. */
+async function rawIdb({ singles, batches, batchSize, deadlineMs }) {
+  const db = await openRawDb(`bench-raw-${Date.now()}`);
+  try {
+    const latencies = [];
+    let deadline = now() + deadlineMs / 2;
+    const singleStart = now();
+    for (let i = 0; i < singles && now() < deadline; i++) {
+      const t = now();
+      await putAll(db, [[`s-${i}`, rawRecord(`s-${i}`, i)]]);
+      latencies.push(now() - t);
+    }
+    const singleMs = now() - singleStart;
+    deadline = now() + deadlineMs / 2;
+    let batchRecords = 0;
+    const batchStart = now();
+    for (let b = 0; b < batches && now() < deadline; b++) {
+      const records = [];
+      for (let j = 0; j < batchSize; j++) {
+        const i = b * batchSize + j;
+        records.push([`b-${i}`, rawRecord(`b-${i}`, i)]);
+      }
+      await putAll(db, records);
+      batchRecords += batchSize;
+    }
+    const batchMs = now() - batchStart;
+    return {
+      singleCount: latencies.length,
+      singleRecordsPerSec: (latencies.length / singleMs) * 1000,
+      singleP50Ms: percentile(latencies, 0.5),
+      singleP99Ms: percentile(latencies, 0.99),
+      batchRecords,
+      batchRecordsPerSec: (batchRecords / batchMs) * 1000,
+    };
+  } finally {
+    db.close();
+  }
+}
+
+/** A transport that must never be called (the scheduler is held or never started). */
+const unusedTransport = {
+  submit: async () => ({ outcome: "rejected", error: "bench: unexpected send" }),
+  query: async () => ({ status: 404 }),
+};
+
+/** 2. Durable `enqueue` latency: N sequential awaits on a held scheduler. */
+async function enqueueLatency({ n, deadlineMs }) {
+  const scheduler = await Scheduler.open({ database: `bench-enqueue-${Date.now()}`, transport: unusedTransport });
+  const release = scheduler.hold();
+  try {
+    const latencies = [];
+    const deadline = now() + deadlineMs;
+    for (let i = 0; i < n && now() < deadline; i++) {
+      const t = now();
+      await scheduler.enqueue(shapeIntent(`e-${i}`, `c${i % 10}`, i));
+      latencies.push(now() - t);
+    }
+    return { count: latencies.length, p50Ms: percentile(latencies, 0.5), p99Ms: percentile(latencies, 0.99), timedOut: latencies.length < n };
+  } finally {
+    release();
+    scheduler.stop();
+  }
+}
+
+/**
+ * Enqueues `intents` in chunks of `chunk` (one enqueueMany each), starts the scheduler and
+ * waits until every operation is settled or the deadline passes. Times enqueue and dispatch.
+ */
+async function runScheduler(options, intents, chunk, deadlineMs) {
+  const outcomes = { applied: 0, rejected: 0, discarded: 0 };
+  const errors = [];
+  let wake = () => {};
+  const scheduler = await Scheduler.open({
+    ...options,
+    onEvent: (event) => {
+      if (event.type === "settled") {
+        outcomes[event.outcome] += 1;
+        if (event.outcome !== "applied" && errors.length < 5) errors.push(event.error ?? event.outcome);
+        wake();
+      } else if ((event.type === "error" || event.type === "blocked" || event.type === "dead_lettered") && errors.length < 5) {
+        errors.push(event);
+      }
+    },
+  });
+  try {
+    const deadline = now() + deadlineMs;
+    const t0 = now();
+    let enqueued = 0;
+    for (let i = 0; i < intents.length && now() < deadline; i += chunk) {
+      await scheduler.enqueueMany(intents.slice(i, i + chunk));
+      enqueued = Math.min(intents.length, i + chunk);
+    }
+    const t1 = now();
+    scheduler.start();
+    const settledCount = () => outcomes.applied + outcomes.rejected + outcomes.discarded;
+    while (settledCount() < enqueued && now() < deadline && errors.length === 0) {
+      await new Promise((resolve) => {
+        wake = resolve;
+        setTimeout(resolve, 250);
+      });
+    }
+    const t2 = now();
+    const stats = scheduler.stats();
+    return {
+      enqueued,
+      applied: outcomes.applied,
+      rejected: outcomes.rejected,
+      errors: errors.map((e) => JSON.stringify(e).slice(0, 300)),
+      enqueueMs: t1 - t0,
+      dispatchMs: t2 - t1,
+      totalMs: t2 - t0,
+      opsPerSec: (outcomes.applied / (t2 - t0)) * 1000,
+      dispatchOpsPerSec: (outcomes.applied / (t2 - t1)) * 1000,
+      sent: stats.sent,
+      timedOut: settledCount() < intents.length,
+    };
+  } finally {
+    scheduler.stop();
+  }
+}
+
+/** 3. Durable operations/s with an in-page transport that answers `applied` at once. */
+async function throughputInstant({ n, chunk, concurrency, canvases, deadlineMs }) {
+  const intents = [];
+  for (let i = 0; i < n; i++) intents.push(shapeIntent(`t-${i}`, `c${i % canvases}`, i));
+  const transport = {
+    submit: async () => ({ outcome: "applied" }),
+    query: async () => ({ outcome: "applied" }),
+  };
+  return runScheduler({ database: `bench-instant-${Date.now()}`, transport, concurrency }, intents, chunk, deadlineMs);
+}
+
+/**
+ * 4. End to end against the reference server at concurrency 2, with or without `batch`.
+ * Operations come in runs of `run` on the same canvas (of `canvases`), as an editor dragging
+ * a shape produces them: consecutive operations on one canvas are what a batch may carry.
+ */
+async function endToEnd({ endpoint, n, chunk, canvases, run, batch, deadlineMs, tag }) {
+  const intents = [];
+  for (let i = 0; i < n; i++) intents.push(shapeIntent(`${tag}-${i}`, `${tag}-c${Math.floor(i / run) % canvases}`, i));
+  const options = { database: `bench-${tag}-${Date.now()}`, endpoint, concurrency: 2 };
+  if (batch) options.batch = batch;
+  return runScheduler(options, intents, chunk, deadlineMs);
+}
+
+/** 4. Baseline: a plain fetch loop at concurrency 2 posting one protocol v1 request each. */
+async function fetchLoop({ endpoint, n, canvases, deadlineMs, tag }) {
+  const deadline = now() + deadlineMs;
+  let next = 0;
+  let applied = 0;
+  const failures = [];
+  const worker = async () => {
+    while (next < n && now() < deadline && failures.length === 0) {
+      const i = next++;
+      const id = `${tag}-req-${i}`;
+      const canvasId = `${tag}-c${i % canvases}`;
+      const intent = shapeIntent(`${tag}-op-${i}`, canvasId, i);
+      const body = {
+        id,
+        operationIds: [intent.id],
+        kind: "shape.upsert",
+        ownerCanvasId: canvasId,
+        protocolVersion: 1,
+        payload: intent.payload,
+        canvasIds: [canvasId],
+        expectedVersions: {},
+      };
+      const response = await fetch(`${endpoint}/requests`, {
+        method: "POST",
+        headers: { "content-type": "application/json", "idempotency-key": id },
+        body: JSON.stringify(body),
+      });
+      const answer = await response.json();
+      if (response.status === 200 && answer.outcome === "applied") applied += 1;
+      else failures.push(`${response.status} ${JSON.stringify(answer).slice(0, 200)}`);
+    }
+  };
+  const t0 = now();
+  await Promise.all([worker(), worker()]);
+  const ms = now() - t0;
+  return { applied, failures, ms, opsPerSec: (applied / ms) * 1000, timedOut: applied < n };
+}
+
+/**
+ * 5. Fills a ledger with `n` pending operations (held, never started), then stops. The lease
+ * is the shortest allowed: stop() does not give it up, so the next page waits for it to expire.
+ */
+async function fill({ database, n, chunk, deadlineMs }) {
+  const scheduler = await Scheduler.open({ database, transport: unusedTransport, leaseMs: FILL_LEASE_MS });
+  const release = scheduler.hold();
+  try {
+    const deadline = now() + deadlineMs;
+    const t0 = now();
+    let count = 0;
+    while (count < n && now() < deadline) {
+      const intents = [];
+      for (let i = count; i < Math.min(n, count + chunk); i++) intents.push(shapeIntent(`f-${i}`, `c${i % 100}`, i));
+      await scheduler.enqueueMany(intents);
+      count += intents.length;
+    }
+    return { count, ms: now() - t0, timedOut: count < n };
+  } finally {
+    release();
+    scheduler.stop();
+  }
+}
+
+const FILL_LEASE_MS = 1000;
+
+/** Opens `options`, retrying (bounded) while the previous page's lease has not expired. */
+async function openWhenFree(options) {
+  const deadline = now() + 5 * FILL_LEASE_MS;
+  let waits = 0;
+  for (;;) {
+    try {
+      return { scheduler: await Scheduler.open(options), waits };
+    } catch (error) {
+      if (error?.code !== "not_leader" || now() > deadline) throw error;
+      waits += 1;
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+  }
+}
+
+function heapBytes() {
+  globalThis.gc?.();
+  return performance.memory?.usedJSHeapSize ?? null;
+}
+
+/**
+ * 5 and 6. On a fresh page: Scheduler.open + start() of an existing ledger (held, so nothing is
+ * sent), with the JS heap (performance.memory, precise, after gc) and the wasm linear memory
+ * before and after.
+ */
+async function openStart({ database }) {
+  // Wait out the filling page's lease first, so that the timed open is one clean open.
+  await new Promise((resolve) => setTimeout(resolve, FILL_LEASE_MS + 200));
+  const heapBefore = heapBytes();
+  const wasmBefore = wasm.memory.buffer.byteLength;
+  const t0 = now();
+  const { scheduler, waits } = await openWhenFree({ database, transport: unusedTransport });
+  const t1 = now();
+  const release = scheduler.hold();
+  scheduler.start();
+  const t2 = now();
+  const stats = scheduler.stats();
+  const heapAfter = heapBytes();
+  const wasmAfter = wasm.memory.buffer.byteLength;
+  release();
+  scheduler.stop();
+  return {
+    openMs: t1 - t0,
+    startMs: t2 - t1,
+    totalMs: t2 - t0,
+    pending: stats.pending,
+    leaseWaits: waits,
+    heapMethod: globalThis.gc ? "performance.memory.usedJSHeapSize (precise) after gc()" : "performance.memory.usedJSHeapSize (no gc)",
+    jsHeapDelta: heapBefore === null ? null : heapAfter - heapBefore,
+    wasmMemoryDelta: wasmAfter - wasmBefore,
+    wasmMemoryAfter: wasmAfter,
+  };
+}
+
+/** 5. Baseline: a raw getAll of the ledger's `operations` store. */
+async function rawGetAll({ database }) {
+  const t0 = now();
+  const db = await request(indexedDB.open(database));
+  try {
+    const tx = db.transaction("operations", "readonly");
+    const all = await request(tx.objectStore("operations").getAll());
+    return { ms: now() - t0, count: all.length };
+  } finally {
+    db.close();
+  }
+}
+
+window.bench = { rawIdb, enqueueLatency, throughputInstant, endToEnd, fetchLoop, fill, openStart, rawGetAll };
+document.body.dataset.ready = "1";

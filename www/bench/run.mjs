@@ -1,0 +1,226 @@
+// The browser benchmark runner (`npm run bench` → scripts/bench, after the web build): starts
+// the reference server (www/server) on 127.0.0.1 with a throw-away SQLite file, serves
+// www/bench/ and pkg/ on 127.0.0.1, runs the measurements of www/bench/bench.js in headless
+// chromium (playwright-core, Debian's /usr/bin/chromium), prints each figure beside its
+// baseline with the ratio, and stops everything. It fails only when something is broken (an
+// error, a rejected operation, no progress at all), never because the machine is slow: each
+// measurement has a count and a time budget and reports what it got.
+import { execFileSync, spawn } from "node:child_process";
+import { mkdtemp, readFile, rm, stat } from "node:fs/promises";
+import { createServer } from "node:http";
+import { tmpdir } from "node:os";
+import { extname, join, normalize, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import { chromium } from "playwright-core";
+import { CHROMIUM_ARGS, chromiumPath } from "../harness.mjs";
+
+const ROOT = resolve(fileURLToPath(new URL("../..", import.meta.url)));
+const SERVED = ["www/bench/", "pkg/web/"];
+const TYPES = { ".html": "text/html; charset=utf-8", ".js": "text/javascript; charset=utf-8", ".wasm": "application/wasm" };
+/** The whole run's budget; past it everything is stopped and the run fails. */
+const WATCHDOG_MS = 12 * 60_000;
+
+/** Sizes and time budgets (ms) of each measurement. */
+const PLAN = {
+  raw: { singles: 1000, batches: 100, batchSize: 100, deadlineMs: 30_000 },
+  enqueue: { n: 1000, deadlineMs: 30_000 },
+  instant: { n: 5000, chunk: 500, concurrency: 8, canvases: 100, deadlineMs: 60_000 },
+  e2e: { n: 1000, chunk: 500, canvases: 4, deadlineMs: 60_000 },
+  fetchLoop: { n: 1000, canvases: 4, deadlineMs: 60_000 },
+  start: [
+    { n: 10_000, chunk: 1000, deadlineMs: 60_000 },
+    { n: 100_000, chunk: 5000, deadlineMs: 150_000 },
+  ],
+};
+
+function serveStatic() {
+  const server = createServer(async (request, response) => {
+    let file = null;
+    try {
+      const path = normalize(decodeURIComponent(new URL(request.url, "http://x").pathname)).replace(/^\/+/, "");
+      if (request.method === "GET" && !path.split("/").includes("..") && SERVED.some((dir) => path.startsWith(dir))) {
+        file = join(ROOT, path.endsWith("/") ? `${path}index.html` : path);
+      }
+      if (file === null || !(await stat(file)).isFile()) throw new Error("not served");
+      const body = await readFile(file);
+      response.writeHead(200, { "content-type": TYPES[extname(file)] ?? "application/octet-stream", "cache-control": "no-store" }).end(body);
+    } catch {
+      response.writeHead(404, { "content-type": "text/plain" }).end("not found\n");
+    }
+  });
+  return new Promise((ready, fail) => {
+    server.once("error", fail);
+    server.listen(0, "127.0.0.1", () =>
+      ready({
+        url: `http://127.0.0.1:${server.address().port}`,
+        close: () => new Promise((closed) => { server.close(closed); server.closeAllConnections(); }),
+      }),
+    );
+  });
+}
+
+/** Starts `node www/server/server.mjs` on 127.0.0.1; resolves to { url, stop }. */
+async function startReferenceServer(dir) {
+  const child = spawn(process.execPath, [join(ROOT, "www/server/server.mjs"), "--port", "0", "--host", "127.0.0.1", "--db", join(dir, "server.sqlite")], {
+    stdio: ["ignore", "pipe", "inherit"],
+  });
+  const exited = new Promise((done) => child.once("exit", done));
+  const url = await new Promise((ready, fail) => {
+    let out = "";
+    const timer = setTimeout(() => fail(new Error("reference server did not start within 20 s")), 20_000);
+    child.stdout.on("data", (chunk) => {
+      out += chunk;
+      const line = out.split("\n").find((l) => l.includes("listening"));
+      if (line) {
+        clearTimeout(timer);
+        ready(JSON.parse(line).listening);
+      }
+    });
+    child.once("exit", (code) => fail(new Error(`reference server exited (${code})`)));
+  });
+  return {
+    url,
+    stop: async () => {
+      if (child.exitCode === null) child.kill("SIGTERM");
+      await Promise.race([exited, new Promise((done) => setTimeout(done, 5000))]);
+    },
+  };
+}
+
+/** A fresh page on the bench, ready (the package loaded); page errors are printed. */
+async function benchPage(context, baseUrl) {
+  const page = await context.newPage();
+  page.on("pageerror", (error) => console.error(`page error: ${error.message}`));
+  page.on("console", (message) => {
+    if (message.type() === "error") console.error(`page: ${message.text()}`);
+  });
+  await page.goto(`${baseUrl}/www/bench/`);
+  await page.waitForSelector("body[data-ready]", { timeout: 30_000 });
+  return page;
+}
+
+const call = (page, name, args) => page.evaluate(([n, a]) => window.bench[n](a), [name, args]);
+
+const fmt = (x, digits = 0) => (x === null || x === undefined || Number.isNaN(x) ? "n/a" : x.toLocaleString("en-US", { maximumFractionDigits: digits, minimumFractionDigits: digits }));
+const rows = [];
+function figure(name, value, unit, baseline, baselineUnit, ratio, note = "") {
+  rows.push({ name, value, unit, baseline, baselineUnit, ratio, note });
+  console.log(`${name}: ${value} ${unit} | baseline ${baseline} ${baselineUnit} | ratio ${fmt(ratio, 3)}${note ? ` | ${note}` : ""}`);
+}
+
+const problems = [];
+function expect(condition, message) {
+  if (!condition) problems.push(message);
+}
+
+async function main() {
+  const dir = await mkdtemp(join(tmpdir(), "canvas-scheduler-bench-"));
+  const stops = [async () => rm(dir, { recursive: true, force: true })];
+  const stopAll = async () => {
+    for (const stop of stops.reverse()) await stop().catch((e) => console.error(`cleanup: ${e.message}`));
+    stops.length = 0;
+  };
+  const watchdog = setTimeout(async () => {
+    console.error(`bench: over the ${WATCHDOG_MS / 60_000}-minute budget, stopping`);
+    await stopAll();
+    process.exit(1);
+  }, WATCHDOG_MS);
+  try {
+    const wasmPath = join(ROOT, "pkg/web/canvas_scheduler_bg.wasm");
+    const wasmBytes = await readFile(wasmPath);
+    // As scripts/build measures it: `gzip -9` of the built file.
+    const gz = execFileSync("gzip", ["-9", "-c", wasmPath], { maxBuffer: 64 << 20 }).length;
+
+    const server = await startReferenceServer(dir);
+    stops.push(server.stop);
+    const statics = await serveStatic();
+    stops.push(statics.close);
+    const browser = await chromium.launch({
+      executablePath: chromiumPath(),
+      headless: true,
+      args: [...CHROMIUM_ARGS, "--enable-precise-memory-info", "--js-flags=--expose-gc"],
+    });
+    stops.push(() => browser.close());
+    const context = await browser.newContext();
+    console.log(`bench: chromium ${browser.version()}, reference server ${server.url}, pages ${statics.url}`);
+
+    let page = await benchPage(context, statics.url);
+
+    // 1. Raw IndexedDB baselines.
+    const raw = await call(page, "rawIdb", PLAN.raw);
+    expect(raw.singleCount > 0 && raw.batchRecords > 0, "raw IndexedDB wrote nothing");
+    figure("raw IndexedDB, 1-record transactions", fmt(raw.singleRecordsPerSec), "records/s", "-", "", null, `${raw.singleCount} txns, p50 ${fmt(raw.singleP50Ms, 2)} ms, p99 ${fmt(raw.singleP99Ms, 2)} ms`);
+    figure("raw IndexedDB, 100-record transactions", fmt(raw.batchRecordsPerSec), "records/s", "-", "", null, `${raw.batchRecords} records`);
+
+    // 2. enqueue latency.
+    const enq = await call(page, "enqueueLatency", PLAN.enqueue);
+    expect(enq.count > 0, "no enqueue completed");
+    figure("enqueue latency p50 (held)", fmt(enq.p50Ms, 2), "ms", fmt(raw.singleP50Ms, 2), "ms (raw 1-record txn p50)", enq.p50Ms / raw.singleP50Ms, `p99 ${fmt(enq.p99Ms, 2)} ms, ${enq.count} enqueues`);
+    figure("enqueue latency p99 (held)", fmt(enq.p99Ms, 2), "ms", fmt(raw.singleP99Ms, 2), "ms (raw 1-record txn p99)", enq.p99Ms / raw.singleP99Ms);
+
+    // 3. Durable ops/s with an instant in-page transport.
+    const inst = await call(page, "throughputInstant", PLAN.instant);
+    expect(inst.applied > 0 && inst.rejected === 0 && inst.errors.length === 0, `instant transport: ${JSON.stringify(inst)}`);
+    figure("durable ops/s, instant transport (enqueue + dispatch)", fmt(inst.opsPerSec), "ops/s", fmt(raw.batchRecordsPerSec), "records/s (raw 100-record txns)", inst.opsPerSec / raw.batchRecordsPerSec,
+      `${inst.applied}/${inst.enqueued} applied; enqueue ${fmt(inst.enqueueMs)} ms, dispatch ${fmt(inst.dispatchMs)} ms (${fmt(inst.dispatchOpsPerSec)} ops/s), ${inst.sent} sends${inst.timedOut ? ", TIMED OUT" : ""}`);
+
+    // 4. End to end against the reference server, concurrency 2.
+    const loop = await call(page, "fetchLoop", { endpoint: server.url, tag: `loop${Date.now()}`, ...PLAN.fetchLoop });
+    expect(loop.applied > 0 && loop.failures.length === 0, `fetch loop: ${JSON.stringify(loop.failures)}`);
+    figure("plain fetch loop, concurrency 2", fmt(loop.opsPerSec), "ops/s", "-", "", null, `${loop.applied} requests in ${fmt(loop.ms)} ms${loop.timedOut ? ", TIMED OUT" : ""}`);
+    const batch = { maxOperations: 32, maxBytes: 65536 };
+    const cases = [
+      ["without batching, canvases interleaved", null, 1],
+      ["without batching, runs of 32 per canvas", null, 32],
+      ["with batching 32/64 KiB, runs of 32 per canvas", batch, 32],
+      ["with batching 32/64 KiB, canvases interleaved", batch, 1],
+    ];
+    for (const [label, batch, run] of cases) {
+      const e2e = await call(page, "endToEnd", { endpoint: server.url, batch, run, tag: `e2e${batch ? "b" : "n"}${run}x${Date.now()}`, ...PLAN.e2e });
+      expect(e2e.applied > 0 && e2e.rejected === 0 && e2e.errors.length === 0, `end to end ${label}: ${JSON.stringify(e2e)}`);
+      figure(`end-to-end ops/s ${label}`, fmt(e2e.opsPerSec), "ops/s", fmt(loop.opsPerSec), "ops/s (plain fetch loop)", e2e.opsPerSec / loop.opsPerSec,
+        `${e2e.applied}/${e2e.enqueued} applied in ${e2e.sent} requests; enqueue ${fmt(e2e.enqueueMs)} ms, dispatch ${fmt(e2e.dispatchMs)} ms (${fmt(e2e.dispatchOpsPerSec)} ops/s)${e2e.timedOut ? ", TIMED OUT" : ""}`);
+    }
+    await page.close();
+
+    // 5 and 6. start() of big ledgers on a fresh page; heap per pending operation.
+    for (const plan of PLAN.start) {
+      const database = `bench-start-${plan.n}-${Date.now()}`;
+      page = await benchPage(context, statics.url);
+      const filled = await call(page, "fill", { database, ...plan });
+      await page.close();
+      expect(filled.count > 0, `fill ${plan.n}: nothing written`);
+      page = await benchPage(context, statics.url);
+      const started = await call(page, "openStart", { database });
+      expect(started.leaseWaits === 0, `start ${plan.n}: the timed open waited for the lease ${started.leaseWaits} times`);
+      await page.close();
+      page = await benchPage(context, statics.url);
+      const base = await call(page, "rawGetAll", { database });
+      await page.close();
+      expect(started.pending === filled.count && base.count === filled.count, `start ${plan.n}: pending ${started.pending}, getAll ${base.count}, filled ${filled.count}`);
+      figure(`Scheduler.open + start(), ${fmt(filled.count)} pending`, fmt(started.totalMs), "ms", fmt(base.ms), "ms (raw getAll of operations)", started.totalMs / base.ms,
+        `open ${fmt(started.openMs)} ms + start ${fmt(started.startMs, 1)} ms; filled in ${fmt(filled.ms / 1000, 1)} s${filled.timedOut ? ` (of ${fmt(plan.n)}: fill budget reached)` : ""}`);
+      if (plan.n === 10_000) {
+        const perOp = (started.jsHeapDelta + started.wasmMemoryDelta) / started.pending;
+        figure("memory per pending operation (10 000 pending)", fmt(perOp), "bytes", "-", "", null,
+          `JS heap +${fmt(started.jsHeapDelta)} B (${started.heapMethod}) + wasm linear memory +${fmt(started.wasmMemoryDelta)} B (grows in 64 KiB pages, never shrinks; ${fmt(started.wasmMemoryAfter)} B after)`);
+      }
+    }
+
+    // 7. Size.
+    figure("gzipped .wasm (gzip -9)", fmt(gz), "bytes", fmt(wasmBytes.length), "bytes raw", gz / wasmBytes.length, "issue target: < 122 880");
+  } finally {
+    clearTimeout(watchdog);
+    await stopAll();
+  }
+  console.log(`\nBENCH_JSON ${JSON.stringify(rows)}`);
+  if (problems.length > 0) {
+    for (const p of problems) console.error(`bench: BROKEN: ${p}`);
+    process.exit(1);
+  }
+}
+
+main().catch((error) => {
+  console.error(`bench: ${error.stack ?? error}`);
+  process.exit(1);
+});
