@@ -564,3 +564,21 @@ fn k3_the_authorization_step_runs_before_every_send() {
         ("retry_scheduled", true)
     );
 }
+
+#[test]
+fn k2_stop_hands_the_lease_over_at_once() {
+    let mut h = harness();
+    h.enqueue(vec![edit("a", &["x"])]).unwrap();
+    let mut store = h.store.clone();
+    assert!(
+        store.acquire("next-tab", h.now + 1, 5_000).is_err(),
+        "held while running"
+    );
+    h.scheduler.stop();
+    h.drain();
+    let mut store = h.store.clone();
+    let lease = store
+        .acquire("next-tab", h.now + 1, 5_000)
+        .expect("free right after stop");
+    assert_eq!(lease.fence, 2);
+}

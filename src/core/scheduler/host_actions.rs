@@ -98,6 +98,16 @@ impl<H: Host> Scheduler<H> {
         if self.is_closed() {
             return;
         }
+        if self.is_leader() && !self.persist.failed {
+            // Hand the ledger over at once (a reload or another tab need not wait for the
+            // lease to lapse): a last fenced write with the lease expiring now, carrying
+            // whatever was still unwritten. Its answer is ignored like every late callback.
+            let no = self.persist.next_no;
+            self.persist.next_no += 1;
+            let release = crate::core::io::LeaseWrite::Renew { expires_at: 0 };
+            let batch = self.ledger.take_batch(no, self.lease.fence, Some(release));
+            self.effects.push_back(Effect::Persist(batch));
+        }
         self.lifecycle = Lifecycle::Closed;
         for attempt in std::mem::take(&mut self.active).into_values() {
             if attempt.stage == Stage::Sending {
