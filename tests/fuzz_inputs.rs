@@ -22,7 +22,6 @@
 //! regression test in the behaviour files instead, where it documents what it proves.
 #![cfg(not(target_arch = "wasm32"))]
 
-use std::cell::Cell;
 use std::collections::{BTreeMap, BTreeSet};
 
 use canvas_scheduler::core::config::SchedulerConfig;
@@ -79,7 +78,6 @@ fn run<S: Strategy>(
 {
     let mut runner = runner(property);
     let result = runner.run(&strategy, test);
-    report_known_bugs(property);
     if let Err(failure) = result {
         panic!("{property}: {failure}");
     }
@@ -110,41 +108,8 @@ fn check_code(error: &SchedulerError, allowed: &[&str]) -> Result<(), TestCaseEr
 }
 
 // ---------------------------------------------------------------------------------------------
-// Known bugs (reported, not fixed here: src/ belongs to the fix). Each is pinned by an ignored
-// regression test below with its minimal input. The properties tolerate exactly that shape —
-// nothing broader — counting how often they met it, unless `FUZZ_STRICT=1`, which makes them
-// fail on it. Remove the tolerance together with the fix.
-
-thread_local! {
-    /// Bug 1: an intent without `sequence` enqueued after one with sequence 2^53-1 is given
-    /// 2^53, not a JS-safe integer (validate_batch/enqueue add 1 without the bound that
-    /// check_fields applies to explicit sequences).
-    static KNOWN_BUG_1_SEEN: Cell<u64> = const { Cell::new(0) };
-    /// Bug 2: the loader accepts an operation whose sequence is above 2^53-1 (even u64::MAX);
-    /// the next enqueue then overflows `last_sequence + 1` (a panic in debug, a wrap in release).
-    static KNOWN_BUG_2_SEEN: Cell<u64> = const { Cell::new(0) };
-}
-
-fn strict() -> bool {
-    std::env::var("FUZZ_STRICT").is_ok_and(|v| v == "1")
-}
-
-/// Counts a meeting with a known bug (per test thread); true unless `FUZZ_STRICT=1`.
-fn tolerate(bug: &'static std::thread::LocalKey<Cell<u64>>) -> bool {
-    bug.with(|seen| seen.set(seen.get() + 1));
-    !strict()
-}
-
-fn report_known_bugs(property: &str) {
-    let one = KNOWN_BUG_1_SEEN.with(Cell::get);
-    let two = KNOWN_BUG_2_SEEN.with(Cell::get);
-    if one + two > 0 {
-        println!(
-            "fuzz_inputs {property}: known bug 1 met {one} times, known bug 2 met {two} times \
-             (FUZZ_STRICT=1 fails on them)"
-        );
-    }
-}
+// Regressions found by this fuzzer are pinned as named tests at the end of the file (two so
+// far: sequences past 2^53-1, assigned or loaded; both fixed in the core).
 
 // ---------------------------------------------------------------------------------------------
 // Generators: JSON values.
@@ -460,11 +425,8 @@ fn check_admitted(
             prop_assert_eq!(stored.intent.sequence, sequence);
         }
         prop_assert!(stored.intent.sequence > last, "sequence did not increase");
-        let bug_1 = input.sequence.is_none()
-            && last >= MAX_SAFE_INTEGER
-            && stored.intent.sequence == last + 1;
         prop_assert!(
-            stored.intent.sequence <= MAX_SAFE_INTEGER || (bug_1 && tolerate(&KNOWN_BUG_1_SEEN)),
+            stored.intent.sequence <= MAX_SAFE_INTEGER,
             "{} was given sequence {}, not a safe JS integer",
             input.id,
             stored.intent.sequence
@@ -981,13 +943,11 @@ fn loader_case(
         .find(|o| o.intent.sequence > MAX_SAFE_INTEGER)
     {
         prop_assert!(
-            tolerate(&KNOWN_BUG_2_SEEN),
+            false,
             "operation {} loaded with sequence {}, above 2^53-1",
             unsafe_op.intent.id,
             unsafe_op.intent.sequence
         );
-        // Known bug 2: recovering from it overflows on the next enqueue; not run here.
-        return Ok(());
     }
 
     if recover {
@@ -1045,8 +1005,8 @@ fn fuzz_corrupted_ledgers_are_quarantined_never_dropped_or_trusted() {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Known bugs found by this fuzzer, pinned with their minimal inputs. Ignored until fixed:
-// `cargo test --test fuzz_inputs -- --ignored` shows them failing.
+// Regressions found by this fuzzer, pinned with their minimal inputs (both fixed in the core:
+// sequences stay at or below 2^53-1, assigned or loaded).
 
 fn plain_edit(id: &str) -> IntentInput {
     serde_json::from_value(json!({"id": id, "operationType": "shape.upsert", "canvasIds": ["c1"]}))
@@ -1054,8 +1014,7 @@ fn plain_edit(id: &str) -> IntentInput {
 }
 
 #[test]
-#[ignore = "known bug 1: an auto-assigned sequence may pass 2^53-1 (src/core/scheduler/enqueue.rs)"]
-fn known_bug_1_auto_assigned_sequence_never_passes_max_safe_integer() {
+fn regression_auto_assigned_sequence_never_passes_max_safe_integer() {
     let mut h = Harness::new(SchedulerConfig::default(), CountingHost::new("b1"));
     h.start();
     let top = IntentInput {
@@ -1076,8 +1035,7 @@ fn known_bug_1_auto_assigned_sequence_never_passes_max_safe_integer() {
 }
 
 #[test]
-#[ignore = "known bug 2: the loader accepts sequences above 2^53-1; the next enqueue overflows"]
-fn known_bug_2_a_stored_sequence_above_max_safe_integer_is_quarantined() {
+fn regression_a_stored_sequence_above_max_safe_integer_is_quarantined() {
     let mut h = Harness::new(SchedulerConfig::default(), CountingHost::new("b2"));
     h.start();
     if let Err(error) = h.enqueue(vec![plain_edit("a")]) {

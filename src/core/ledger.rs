@@ -93,7 +93,11 @@ impl Ledger {
         events.sort_by_key(|event| event.seq);
         ledger.meta.last_event_seq = events.last().map_or(0, |event| event.seq);
         ledger.events = events.into();
-        ledger.meta.last_sequence = ledger.meta.last_sequence.max(snapshot.meta.last_sequence);
+        let stored = snapshot
+            .meta
+            .last_sequence
+            .min(crate::core::intent::MAX_SAFE_INTEGER);
+        ledger.meta.last_sequence = ledger.meta.last_sequence.max(stored);
         ledger.meta.last_event_seq = ledger.meta.last_event_seq.max(snapshot.meta.last_event_seq);
         ledger
     }

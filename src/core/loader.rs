@@ -123,10 +123,14 @@ impl LedgerLoader {
                 if op.intent.id != key {
                     return Err(format!("key {key} holds operation {}", op.intent.id));
                 }
-                if op.intent.sequence == 0 || !self.sequences.insert(op.intent.sequence) {
+                let sequence = op.intent.sequence;
+                // A sequence no scheduler could have assigned is as corrupt as a repeat.
+                if sequence == 0
+                    || sequence > super::intent::MAX_SAFE_INTEGER
+                    || !self.sequences.insert(sequence)
+                {
                     return Err(format!(
-                        "sequence {} is zero or repeated",
-                        op.intent.sequence
+                        "sequence {sequence} is zero, above 2^53-1 or repeated"
                     ));
                 }
                 self.operation_ids.insert(op.intent.id.clone());

@@ -6,7 +6,7 @@ use std::collections::BTreeSet;
 use super::{Lifecycle, Scheduler};
 use crate::core::error::{ErrorCode, SchedulerError};
 use crate::core::host::Host;
-use crate::core::intent::{check_fields, find_cycle, into_intent, IntentInput};
+use crate::core::intent::{check_fields, find_cycle, into_intent, IntentInput, MAX_SAFE_INTEGER};
 use crate::core::io::BatchNo;
 use crate::core::io::Report;
 use crate::core::model::{
@@ -181,6 +181,13 @@ impl<H: Host> Scheduler<H> {
                     ));
                 }
                 Some(sequence) => last_sequence = sequence,
+                None if last_sequence >= MAX_SAFE_INTEGER => {
+                    // Sequences must stay exact JS integers; the ledger's space is used up.
+                    return Err(SchedulerError::new(
+                        ErrorCode::InvalidSequence,
+                        "no sequence left below 2^53: the ledger's sequence space is exhausted",
+                    ));
+                }
                 None => last_sequence += 1,
             }
             fresh.push(input.clone());
