@@ -8,6 +8,7 @@
 mod common;
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::io::Write;
 
 use canvas_scheduler::core::config::{RetryPolicy, SchedulerConfig};
 use canvas_scheduler::core::host::CountingHost;
@@ -591,7 +592,9 @@ fn simulation_invariants_hold_across_seeds() {
         batched += b;
         superseded += s;
     }
-    println!(
+    // Written to the stderr handle itself (not captured by the test harness), so CI logs show it.
+    let _ = writeln!(
+        std::io::stderr(),
         "simulation: {} seeds, {total_steps} steps, {total_ops} acknowledged operations, {batched} batched sends, {superseded} superseded",
         seeds.len()
     );
