@@ -1,8 +1,10 @@
 // Shared by the demo and the end-to-end tests: a static server on 127.0.0.1 for the probe
-// page and the built package, and Debian's chromium (path from wasm-pack.toml) driven by
+// page, the demo editor and the built package; the editor's TypeScript build; the reference
+// server (www/server) on 127.0.0.1; and Debian's chromium (path from wasm-pack.toml) driven by
 // playwright-core. Nothing here downloads a browser.
 import { execFileSync } from "node:child_process";
-import { readFile, stat } from "node:fs/promises";
+import { mkdtemp, readFile, rm, stat } from "node:fs/promises";
+import { tmpdir } from "node:os";
 import { createServer } from "node:http";
 import { extname, join, normalize, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -12,10 +14,11 @@ import { chromium } from "playwright-core";
 export const ROOT = resolve(fileURLToPath(new URL("..", import.meta.url)));
 
 /** Only these directories (relative to ROOT, URL = path) are served. */
-const SERVED = ["www/probe/", "pkg/"];
+const SERVED = ["www/probe/", "www/editor/", "pkg/"];
 
 const CONTENT_TYPES = {
   ".html": "text/html; charset=utf-8",
+  ".css": "text/css; charset=utf-8",
   ".js": "text/javascript; charset=utf-8",
   ".wasm": "application/wasm",
   ".json": "application/json",
@@ -47,8 +50,8 @@ function servedFile(urlPath) {
   return join(ROOT, path.endsWith("/") ? `${path}index.html` : path);
 }
 
-/** Starts the static server on 127.0.0.1 (a free port); resolves to { url, close }. */
-export async function serve() {
+/** Starts the static server on 127.0.0.1 (`port`, default a free one); resolves to { url, close }. */
+export async function serve({ port: wanted = 0 } = {}) {
   const server = createServer(async (request, response) => {
     const file = request.method === "GET" ? servedFile(new URL(request.url, "http://x").pathname) : null;
     try {
@@ -62,12 +65,41 @@ export async function serve() {
   });
   await new Promise((ready, fail) => {
     server.once("error", fail);
-    server.listen(0, "127.0.0.1", ready);
+    server.listen(wanted, "127.0.0.1", ready);
   });
   const { port } = server.address();
   return {
     url: `http://127.0.0.1:${port}`,
-    close: () => new Promise((closed) => server.close(closed)),
+    close: () =>
+      new Promise((closed) => {
+        server.close(closed);
+        server.closeAllConnections();
+      }),
+  };
+}
+
+/** Compiles the demo editor (www/editor/src/*.ts → www/editor/build/*.js) with the project's tsc. */
+export function buildEditor() {
+  const tsc = join(ROOT, "node_modules", ".bin", "tsc");
+  execFileSync(tsc, ["-p", join(ROOT, "www", "editor")], { stdio: "inherit", timeout: 120_000 });
+}
+
+/**
+ * Starts the reference server (www/server) on 127.0.0.1 with a fresh SQLite file in a
+ * temporary directory (or `db`); resolves to its RunningServer plus `dir`, and `close()` also
+ * removes the directory it made.
+ */
+export async function startReferenceServer({ port = 0, runApplyMs = 300, db } = {}) {
+  const { startServer } = await import("./server/server.mjs");
+  const dir = db ? null : await mkdtemp(join(tmpdir(), "canvas-scheduler-server-"));
+  const server = await startServer({ db: db ?? join(dir, "server.sqlite"), port, host: "127.0.0.1", runApplyMs });
+  return {
+    ...server,
+    dir,
+    close: async () => {
+      await server.close();
+      if (dir) await rm(dir, { recursive: true, force: true });
+    },
   };
 }
 

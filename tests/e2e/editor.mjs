@@ -1,0 +1,314 @@
+// End-to-end tests of the demo editor (www/editor) against the reference server (www/server),
+// in headless chromium through playwright-core. Each test gets its own reference server and
+// browser context (fresh IndexedDB and localStorage). Every wait is bounded. Screenshots go
+// to artifacts/e2e/. Exits non-zero if any test failed; the last line is the summary.
+import assert from "node:assert/strict";
+import { mkdir } from "node:fs/promises";
+import { join } from "node:path";
+import { crc32, deflateSync } from "node:zlib";
+import { buildEditor, launchChromium, ROOT, serve, startReferenceServer } from "../../www/harness.mjs";
+
+const ARTIFACTS = join(ROOT, "artifacts", "e2e");
+const READY_MS = 30_000;
+const SYNC_MS = 30_000;
+
+const print = (line) => console.log(line);
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** Polls `check` until it returns a truthy value or `timeoutMs` passes. */
+async function waitFor(what, check, timeoutMs = SYNC_MS) {
+  const deadline = Date.now() + timeoutMs;
+  let last;
+  while (Date.now() < deadline) {
+    last = await check();
+    if (last) return last;
+    await sleep(150);
+  }
+  throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+}
+
+async function adminState(server) {
+  const response = await fetch(`${server.url}/admin/state`, { signal: AbortSignal.timeout(5000) });
+  return response.json();
+}
+
+const snapshot = (page) => page.evaluate(() => window.canvasEditor.snapshot());
+
+async function openEditor(context, statics, server, db) {
+  const page = await context.newPage();
+  page.on("pageerror", (error) => print(`  page error: ${error.message}`));
+  page.on("console", (message) => {
+    if (message.type() === "error") print(`  page console: ${message.text()}`);
+  });
+  const url = `${statics.url}/www/editor/?server=${encodeURIComponent(server.url)}&db=${db}`;
+  await page.goto(url, { timeout: 15_000 });
+  await page.waitForSelector("body[data-status=ready]", { timeout: READY_MS });
+  return page;
+}
+
+async function reload(page) {
+  await page.reload({ timeout: 15_000 });
+  // The previous page's lease may still be held: the editor says so and retries.
+  await page.waitForSelector("body[data-status=ready]", { timeout: READY_MS });
+}
+
+async function setOffline(page, offline) {
+  await page.setChecked("#offline", offline);
+  await page.waitForSelector(`body[data-offline=${offline}]`, { timeout: 5_000 });
+}
+
+async function tool(page, name) {
+  await page.check(`input[name=tool][value=${name}]`);
+}
+
+async function tab(page, canvasId) {
+  await page.click(`#tabs [data-canvas=${canvasId}]`);
+}
+
+/** Drags on the canvas from (x0, y0) to (x1, y1), in canvas coordinates (800 × 500). */
+async function drag(page, x0, y0, x1, y1) {
+  const box = await page.locator("#canvas").boundingBox();
+  const sx = box.width / 800;
+  const sy = box.height / 500;
+  await page.mouse.move(box.x + x0 * sx, box.y + y0 * sy);
+  await page.mouse.down();
+  await page.mouse.move(box.x + x1 * sx, box.y + y1 * sy, { steps: 5 });
+  await page.mouse.up();
+}
+
+async function screenshot(page, name) {
+  const path = join(ARTIFACTS, `${name}.png`);
+  await page.screenshot({ path, fullPage: true });
+  return path;
+}
+
+/** The editor's view of every canvas equals the server's: versions, shapes, assets. */
+function assertSameState(editor, server, canvasIds) {
+  for (const id of canvasIds) {
+    const mine = editor.canvases[id];
+    const theirs = server.canvases[id] ?? { version: 0, document: { shapes: {}, assets: {} } };
+    assert.equal(mine.version, theirs.version, `${id}: editor version ${mine.version}, server ${theirs.version}`);
+    assert.deepEqual(mine.document.shapes, theirs.document.shapes, `${id}: shapes differ`);
+    assert.deepEqual(
+      Object.keys(mine.document.assets).sort(),
+      Object.keys(theirs.document.assets ?? {}).sort(),
+      `${id}: assets differ`,
+    );
+  }
+}
+
+function assertExactlyOnce(state) {
+  assert.deepEqual(state.invariants.keysAppliedMoreThanOnce, [], "a key was applied more than once");
+  assert.deepEqual(state.invariants.operationsAppliedMoreThanOnce, [], "an operation was applied more than once");
+}
+
+/** A small solid PNG (so the upload is a real image the page can show). */
+function png(width, height, [r, g, b]) {
+  const chunk = (type, data) => {
+    const length = Buffer.alloc(4);
+    length.writeUInt32BE(data.length);
+    const body = Buffer.concat([Buffer.from(type, "latin1"), data]);
+    const crc = Buffer.alloc(4);
+    crc.writeUInt32BE(crc32(body));
+    return Buffer.concat([length, body, crc]);
+  };
+  const header = Buffer.alloc(13);
+  header.writeUInt32BE(width, 0);
+  header.writeUInt32BE(height, 4);
+  header.set([8, 2, 0, 0, 0], 8);
+  const row = Buffer.concat([Buffer.from([0]), Buffer.from(Array.from({ length: width }, () => [r, g, b]).flat())]);
+  const pixels = deflateSync(Buffer.concat(Array.from({ length: height }, () => row)));
+  return Buffer.concat([
+    Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]),
+    chunk("IHDR", header),
+    chunk("IDAT", pixels),
+    chunk("IEND", Buffer.alloc(0)),
+  ]);
+}
+
+// ---- the tests ----------------------------------------------------------------------------
+
+async function drawOfflineReloadOnline({ page, server, say }) {
+  await setOffline(page, true);
+  await tab(page, "canvas-a");
+  await tool(page, "rect");
+  await drag(page, 60, 60, 200, 160);
+  await drag(page, 300, 80, 420, 200);
+  await tab(page, "canvas-b");
+  await tool(page, "circle");
+  await drag(page, 400, 250, 520, 370);
+  await tab(page, "canvas-a");
+  await tool(page, "select");
+  await drag(page, 120, 100, 220, 330); // moves the first rectangle by (100, 230)
+  await page.fill("#colour", "#16a34a");
+  await page.click("#recolour");
+  let editor = await snapshot(page);
+  assert.equal(Object.keys(editor.canvases["canvas-a"].document.shapes).length, 2);
+  assert.equal(Object.keys(editor.canvases["canvas-b"].document.shapes).length, 1);
+  assert.equal(editor.pending, 5, "five edits wait in the ledger");
+  await sleep(1000); // let the scheduler try (and fail) against the offline server
+  let state = await adminState(server);
+  assert.equal(Object.keys(state.canvases).length, 0, "nothing reached the offline server");
+  say(`offline: 5 edits pending, server empty; ${await screenshot(page, "a-1-offline")}`);
+
+  const before = editor.canvases;
+  await reload(page);
+  editor = await snapshot(page);
+  assert.deepEqual(editor.canvases, before, "the reloaded editor shows the same optimistic canvases");
+  assert.equal(editor.pending, 5, "the five edits survived the reload");
+  say(`reloaded: ${editor.pending} edits still pending; ${await screenshot(page, "a-2-reloaded-offline")}`);
+
+  await setOffline(page, false);
+  editor = await waitFor("every edit to settle", async () => {
+    const s = await snapshot(page);
+    return s.pending === 0 ? s : null;
+  });
+  state = await adminState(server);
+  assertSameState(editor, state, ["canvas-a", "canvas-b", "canvas-c"]);
+  assertExactlyOnce(state);
+  const moved = Object.values(state.canvases["canvas-a"].document.shapes).find((s) => s.x === 160);
+  assert.ok(moved, "the moved rectangle is at x = 160 on the server");
+  assert.equal(moved.colour, "#16a34a", "and recoloured");
+  assert.equal(state.canvases["canvas-a"].version, 4);
+  say(`online: server canvas-a v4, canvas-b v1, equal to the editor; ${await screenshot(page, "a-3-online")}`);
+}
+
+async function conflictRollsBack({ page, server, say }) {
+  await tab(page, "canvas-a");
+  await tool(page, "rect");
+  await page.fill("#colour", "#2563eb");
+  await drag(page, 100, 100, 250, 200);
+  await waitFor("the rectangle to settle", async () => (await snapshot(page)).pending === 0);
+  let state = await adminState(server);
+  assert.equal(state.canvases["canvas-a"].version, 1);
+  const [shapeId] = Object.keys(state.canvases["canvas-a"].document.shapes);
+
+  // A second client edits canvas-a directly: version 1 → 2.
+  const other = {
+    id: "second-client-request-1",
+    operationIds: ["second-client-op-1"],
+    kind: "shape.upsert",
+    ownerCanvasId: "canvas-a",
+    protocolVersion: 1,
+    payload: { shapeId: "from-the-other-client", shape: { type: "circle", x: 500, y: 250, w: 120, h: 120, colour: "#dc2626" } },
+    canvasIds: ["canvas-a"],
+    expectedVersions: { "canvas-a": 1 },
+  };
+  const response = await fetch(`${server.url}/requests`, {
+    method: "POST",
+    headers: { "content-type": "application/json", "idempotency-key": other.id },
+    body: JSON.stringify(other),
+    signal: AbortSignal.timeout(5000),
+  });
+  assert.equal(response.status, 200, "the second client's edit is applied");
+
+  // The editor still believes canvas-a is at version 1: its recolour is refused.
+  await tool(page, "select");
+  await drag(page, 150, 150, 150, 150); // a click selects the rectangle
+  await page.fill("#colour", "#f59e0b");
+  await page.click("#recolour");
+  const optimistic = await snapshot(page);
+  assert.equal(optimistic.canvases["canvas-a"].document.shapes[shapeId].colour, "#f59e0b", "recoloured optimistically");
+  const editor = await waitFor("the recolour to settle", async () => {
+    const s = await snapshot(page);
+    return s.pending === 0 ? s : null;
+  });
+  state = await adminState(server);
+  assert.equal(state.canvases["canvas-a"].version, 2, "the refused edit changed nothing on the server");
+  assert.equal(editor.canvases["canvas-a"].document.shapes[shapeId].colour, "#2563eb", "rolled back to the server's colour");
+  assert.ok(editor.canvases["canvas-a"].document.shapes["from-the-other-client"], "the other client's shape is shown");
+  assertSameState(editor, state, ["canvas-a"]);
+  const notice = await page.locator("#notices .notice.warning").first().textContent({ timeout: 5000 });
+  assert.match(notice, /version_conflict/, "a visible notice names the conflict");
+  assert.match(notice, /Rolled back/);
+  const source = /canonical state/.test(notice) ? "the settled event's canonical" : "a re-read of the server";
+  say(`conflict: notice "${notice.trim()}" (state from ${source}); ${await screenshot(page, "b-conflict-rolled-back")}`);
+}
+
+async function uploadSurvivesReload({ page, server, say }) {
+  const image = png(24, 16, [220, 38, 38]);
+  await setOffline(page, true);
+  await tab(page, "canvas-a");
+  await page.setInputFiles("#upload", { name: "red.png", mimeType: "image/png", buffer: image });
+  await page.waitForSelector("#assets .asset.pending", { timeout: 5000 });
+  await sleep(500);
+  say(`upload queued offline; ${await screenshot(page, "c-1-upload-offline")}`);
+
+  await reload(page);
+  let editor = await snapshot(page);
+  assert.equal(editor.pending, 1, "the upload is still in the ledger after the reload");
+  await page.waitForSelector("#assets .asset.pending", { timeout: 5000 });
+
+  await setOffline(page, false);
+  editor = await waitFor("the upload to settle", async () => {
+    const s = await snapshot(page);
+    return s.pending === 0 ? s : null;
+  });
+  const state = await adminState(server);
+  const assets = Object.entries(state.canvases["canvas-a"].document.assets);
+  assert.equal(assets.length, 1, "the server lists one asset on canvas-a");
+  const [assetId, asset] = assets[0];
+  assert.equal(asset.size, image.length, "the whole file arrived");
+  assert.equal(asset.contentType, "image/png");
+  assert.equal(asset.name, "red.png");
+  assertSameState(editor, state, ["canvas-a"]);
+  assertExactlyOnce(state);
+  const stored = await fetch(`${server.url}/assets/${assetId}`, { signal: AbortSignal.timeout(5000) });
+  assert.deepEqual(Buffer.from(await stored.arrayBuffer()), image, "the stored bytes are the file's");
+  const width = await waitFor("the uploaded image to show", () =>
+    page.evaluate((id) => document.querySelector(`[data-asset-id="${id}"] img`)?.naturalWidth ?? 0, assetId),
+  10_000);
+  assert.equal(width, 24);
+  say(`uploaded after reload: ${assetId} (${asset.size} B) on the server and shown; ${await screenshot(page, "c-2-upload-applied")}`);
+}
+
+const TESTS = [
+  ["draw offline, reload, go online: server state equals editor state", drawOfflineReloadOnline],
+  ["a conflict from a second client is rolled back with a visible notice", conflictRollsBack],
+  ["an upload survives a reload", uploadSurvivesReload],
+];
+
+// ---- runner -------------------------------------------------------------------------------
+
+await mkdir(ARTIFACTS, { recursive: true });
+print("e2e editor: compiling www/editor (tsc -p www/editor)");
+buildEditor();
+const statics = await serve();
+const browser = await launchChromium();
+print(`e2e editor: chromium ${browser.version()}, pages from ${statics.url}, screenshots in ${ARTIFACTS}`);
+let passed = 0;
+let failed = 0;
+try {
+  for (const [index, [name, test]] of TESTS.entries()) {
+    const started = performance.now();
+    const server = await startReferenceServer({ runApplyMs: 200 });
+    const context = await browser.newContext({ viewport: { width: 1280, height: 1000 } });
+    const say = (line) => print(`  ${line}`);
+    let page;
+    try {
+      page = await openEditor(context, statics, server, `e2e-${index}-${Date.now()}`);
+      // A test that hangs despite its bounded waits still ends.
+      await Promise.race([
+        test({ page, server, say }),
+        sleep(120_000).then(() => {
+          throw new Error("test took over 120 s");
+        }),
+      ]);
+      passed += 1;
+      print(`ok ${index + 1} - ${name} (${((performance.now() - started) / 1000).toFixed(1)}s)`);
+    } catch (error) {
+      failed += 1;
+      print(`not ok ${index + 1} - ${name}: ${error.stack ?? error}`);
+      if (page) await screenshot(page, `failed-${index + 1}`).catch(() => {});
+    } finally {
+      await context.close().catch(() => {});
+      await server.close();
+    }
+  }
+} finally {
+  await browser.close();
+  await statics.close();
+}
+print(`e2e editor: screenshots in ${ARTIFACTS}`);
+print(`e2e editor: ${passed} passed, ${failed} failed`);
+process.exit(failed === 0 ? 0 : 1);
