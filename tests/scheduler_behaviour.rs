@@ -754,3 +754,38 @@ fn w1_group_commit_writes_one_turn_in_one_transaction() {
     h.drain();
     assert_eq!(h.wire_operations(), ["g0"]);
 }
+
+#[test]
+fn s9_a_rejection_carries_the_requests_canonical_when_the_operation_has_none() {
+    let mut h = harness();
+    h.enqueue(vec![edit("a", &["c"])]).unwrap();
+    let verdict = canvas_scheduler::core::io::OperationVerdict {
+        operation_id: "a".into(),
+        settlement: Settlement::Rejected,
+        error: None,
+        canonical: None,
+    };
+    let rejected = AttemptStatus {
+        error: Some(SafeError::new("version_conflict", "stale")),
+        canonical: Some(serde_json::json!({"canvases": {"c": {"version": 9}}})),
+        operations: vec![verdict],
+        ..AttemptStatus::outcome(AttemptOutcome::Rejected)
+    };
+    h.answer_first(rejected);
+    let outcome = h
+        .scheduler
+        .ledger()
+        .operation("a")
+        .unwrap()
+        .outcome
+        .clone()
+        .unwrap();
+    assert_eq!(
+        outcome.error.map(|e| e.code).as_deref(),
+        Some("version_conflict")
+    );
+    assert_eq!(
+        outcome.canonical,
+        Some(serde_json::json!({"canvases": {"c": {"version": 9}}}))
+    );
+}

@@ -428,9 +428,14 @@ impl<H: Host> Scheduler<H> {
             let outcome = OperationOutcome {
                 settlement: verdict.map_or(settlement, |v| v.settlement),
                 request_id: Some(request_id.to_owned()),
-                error: verdict.map_or_else(|| status.error.clone(), |v| v.error.clone()),
+                // An operation's own verdict wins; the request's error and canonical state
+                // (e.g. a version conflict's canvases) stand in where it says nothing.
+                error: verdict
+                    .and_then(|v| v.error.clone())
+                    .or_else(|| status.error.clone()),
                 canonical: verdict
-                    .map_or_else(|| status.canonical.clone(), |v| v.canonical.clone()),
+                    .and_then(|v| v.canonical.clone())
+                    .or_else(|| status.canonical.clone()),
                 at: now,
             };
             self.ledger.resolve_operation(id, outcome.clone());
