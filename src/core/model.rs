@@ -265,6 +265,21 @@ impl FrozenRequest {
     pub fn is_unresolved(&self) -> bool {
         self.phase != RequestPhase::Resolved
     }
+
+    /// The safe next action when nothing more is known: a request that was never sent is
+    /// submitted; one that may have reached the server is asked about first.
+    pub fn safe_action(&self) -> RetryAction {
+        if self.phase == RequestPhase::Frozen {
+            RetryAction::Submit
+        } else {
+            RetryAction::Query
+        }
+    }
+
+    /// The stored next action, or the safe one.
+    pub fn next_action(&self) -> RetryAction {
+        self.retry_action.unwrap_or_else(|| self.safe_action())
+    }
 }
 
 /// The dispatcher lease with its fence token (K2).

@@ -132,12 +132,8 @@ impl<H: Host> Scheduler<H> {
             // Held/offline/resolved meanwhile: nothing was sent; run it again later.
             self.active.remove(request_id);
             if request.is_unresolved() && request.blocked.is_none() {
-                let action = if request.phase == RequestPhase::Frozen {
-                    RetryAction::Submit
-                } else {
-                    RetryAction::Query
-                };
-                self.retries.schedule(request_id, now, action);
+                self.retries
+                    .schedule(request_id, now, request.safe_action());
             }
             self.slot_freed();
             return;

@@ -6,7 +6,7 @@ use crate::core::error::{ErrorCode, SchedulerError};
 use crate::core::host::Host;
 use crate::core::io::{BatchNo, Effect, Report};
 use crate::core::model::{
-    EventKind, Millis, OperationOutcome, OperationPhase, RequestPhase, RetryAction, Settlement,
+    EventKind, Millis, OperationOutcome, OperationPhase, RequestPhase, Settlement,
 };
 use crate::core::safe_error::SafeError;
 
@@ -51,41 +51,20 @@ impl<H: Host> Scheduler<H> {
     }
 
     pub(super) fn reschedule_after_resume(&mut self, now: Millis) {
-        let requests: Vec<_> = self
+        let requests: Vec<(String, bool)> = self
             .ledger
             .requests()
             .filter(|r| !self.active.contains_key(&r.id))
-            .map(|r| {
-                (
-                    r.id.clone(),
-                    r.is_unresolved(),
-                    r.blocked.clone(),
-                    r.phase,
-                    r.retry_at,
-                    r.retry_action,
-                    r.principal.clone(),
-                )
-            })
+            .map(|r| (r.id.clone(), r.is_unresolved()))
             .collect();
-        for (id, unresolved, blocked, phase, retry_at, retry_action, principal) in requests {
-            if !unresolved {
-                self.release_request(&id);
-                continue;
-            }
-            match blocked.as_deref() {
-                Some("unauthorized") => self.ledger.update_request(&id, |r| r.blocked = None),
-                Some(_) => continue,
-                None => {}
-            }
-            if self.config.principal.is_some() && principal != self.config.principal {
-                continue;
-            }
-            let action = retry_action.unwrap_or(if phase == RequestPhase::Frozen {
-                RetryAction::Submit
+        for (id, unresolved) in requests {
+            if unresolved {
+                // The same re-offer as at start (S18): stored due time and action, unauthorized
+                // tried again, other principals' requests left waiting.
+                self.recover_request(now, &id);
             } else {
-                RetryAction::Query
-            });
-            self.retries.schedule(&id, retry_at.unwrap_or(now), action);
+                self.release_request(&id);
+            }
         }
         let indexed: Vec<String> = self.indexed.iter().cloned().collect();
         for id in indexed {
@@ -156,13 +135,7 @@ impl<H: Host> Scheduler<H> {
                         && !self.active.contains_key(&request.id)
                         && self.lane_free(&request.kind)
                     {
-                        let action = request.retry_action.unwrap_or(
-                            if request.phase == RequestPhase::Frozen {
-                                RetryAction::Submit
-                            } else {
-                                RetryAction::Query
-                            },
-                        );
+                        let action = request.next_action();
                         self.retries.cancel(&request.id);
                         self.deferred.remove(&request.id);
                         self.launch(now, &request.id, action);
@@ -261,11 +234,7 @@ impl<H: Host> Scheduler<H> {
                     self.ledger
                         .update_operation(id, |o| o.blockers.retain(|b| b != "dead_letter"));
                 }
-                let action = if request.phase == RequestPhase::Frozen {
-                    RetryAction::Submit
-                } else {
-                    RetryAction::Query
-                };
+                let action = request.safe_action();
                 self.ledger.schedule_retry(&request.id, now, action);
                 self.retries.schedule(&request.id, now, action);
                 self.event(

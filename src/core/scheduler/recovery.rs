@@ -4,7 +4,7 @@
 use super::{Lifecycle, Scheduler};
 use crate::core::error::{ErrorCode, SchedulerError};
 use crate::core::host::Host;
-use crate::core::model::{EventKind, Millis, RequestPhase, RetryAction, PROTOCOL_VERSION};
+use crate::core::model::{EventKind, Millis, PROTOCOL_VERSION};
 
 impl<H: Host> Scheduler<H> {
     /// Starts (or keeps running). A claim conflict in the recovered ledger sends nothing.
@@ -68,30 +68,24 @@ impl<H: Host> Scheduler<H> {
         Ok(())
     }
 
-    fn recover_request(&mut self, now: Millis, id: &str) {
+    pub(super) fn recover_request(&mut self, now: Millis, id: &str) {
         let Some(request) = self.ledger.request(id).cloned() else {
             return;
         };
+        match request.blocked.as_deref() {
+            // A new session may carry new credentials: an unauthorized request is tried again.
+            Some("unauthorized") => self.ledger.update_request(id, |r| r.blocked = None),
+            Some(_) => return, // dead letters and the like wait for the host
+            None => {}
+        }
         if request.protocol_version != PROTOCOL_VERSION {
             self.block_request(now, id, "request_interpreter_unavailable", None);
             return;
         }
-        match request.blocked.as_deref() {
-            // A new session may carry new credentials: an unauthorized request is tried again.
-            Some("unauthorized") => self.ledger.update_request(id, |r| r.blocked = None),
-            Some(_) => return,
-            None => {}
-        }
         if self.config.principal.is_some() && request.principal != self.config.principal {
             return; // K3: it waits, claims held, for a session of its own principal.
         }
-        let action = request
-            .retry_action
-            .unwrap_or(if request.phase == RequestPhase::Frozen {
-                RetryAction::Submit
-            } else {
-                RetryAction::Query
-            });
+        let action = request.next_action();
         self.retries
             .schedule(id, request.retry_at.unwrap_or(now), action);
         self.event(
