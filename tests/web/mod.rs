@@ -6,6 +6,7 @@ mod api_scheduler;
 mod clock;
 mod driver;
 mod probe;
+mod security;
 mod store;
 mod store_bench;
 mod store_schema;
