@@ -1,0 +1,295 @@
+// Chaos end-to-end tests (RELIABILITY.md "Chaos in a real browser"): the chaos page
+// (www/chaos) in headless chromium through playwright-core, against the reference server
+// (www/server) with its fault injection on.
+//   1. crash and reload: at least 50 kill points (reload, close + new page, renderer crash
+//      through CDP Page.crash) while a burst of enqueues is under way;
+//   2. network chaos: one long run with the server's fault switches changing every few seconds.
+// Then, faults off: every acknowledged operation is applied exactly once, none is lost, no
+// operation or key is applied twice, and per-canvas order on the server is sequence order.
+// Seeded: CHAOS_SEED=<n> replays the same choices (timing on a real browser still varies).
+// Every loop and wait is bounded. Exits non-zero if any test failed; the last line is the summary.
+import assert from "node:assert/strict";
+import { launchChromium, serve, startReferenceServer } from "../../www/harness.mjs";
+
+const SEED = process.env.CHAOS_SEED !== undefined ? Number(process.env.CHAOS_SEED) >>> 0 : (Math.random() * 2 ** 32) >>> 0;
+const KILLS = Number(process.env.CHAOS_KILLS ?? 50);
+const NETWORK_MS = Number(process.env.CHAOS_NETWORK_MS ?? 60_000);
+const READY_MS = 40_000;
+const DRAIN_MS = 90_000;
+
+const print = (line) => console.log(line);
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+function mulberry32(a) {
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+async function admin(server, path, body) {
+  const response = await fetch(`${server.url}${path}`, {
+    method: body === undefined ? "GET" : "POST",
+    headers: body === undefined ? {} : { "content-type": "application/json" },
+    body: body === undefined ? undefined : JSON.stringify(body),
+    signal: AbortSignal.timeout(10_000),
+  });
+  const json = await response.json();
+  if (!response.ok) throw new Error(`${path}: HTTP ${response.status} ${JSON.stringify(json)}`);
+  return json;
+}
+const setFaults = (server, faults) => admin(server, "/admin/faults", faults);
+const adminState = (server) => admin(server, "/admin/state");
+const FAULTS_OFF = { latencyMs: 0, dropAfterApplyRate: 0, serverErrorRate: 0, tooManyRate: 0, offline: false };
+
+/** One run's world: a browser context (fresh IndexedDB and localStorage), the acknowledged ids. */
+function world(context, statics, server, seed, say) {
+  const db = `chaos-${seed}-${Date.now()}`;
+  const acked = new Set();
+  let epoch = 0;
+  const url = (k) => `${statics.url}/www/chaos/?server=${encodeURIComponent(server.url)}&db=${db}&seed=${seed}&epoch=${k}`;
+  return {
+    acked,
+    nextUrl: () => url(++epoch),
+    async open() {
+      const page = await context.newPage();
+      page.on("pageerror", (error) => say(`page error: ${error.message}`));
+      page.on("console", (message) => {
+        // Failed fetches are the point here (offline, dropped answers, 5xx, 429): not printed.
+        if (message.type() === "error" && !message.text().startsWith("Failed to load resource")) {
+          say(`page console: ${message.text()}`);
+        }
+      });
+      await page.exposeFunction("chaosAck", (id) => void acked.add(id));
+      await page.goto(url(++epoch), { timeout: 15_000 });
+      await ready(page);
+      return page;
+    },
+  };
+}
+
+async function ready(page) {
+  await page.waitForSelector("body[data-status]", { timeout: READY_MS });
+  const status = await page.getAttribute("body", "data-status");
+  if (status !== "ready") throw new Error(`chaos page status ${status}`);
+}
+
+/**
+ * Faults off; waits (bounded) until the server has every acknowledged id applied and the page
+ * has nothing pending; then checks exactly once, nothing lost, per-canvas sequence order.
+ */
+async function drainAndCheck(page, server, acked, say) {
+  await setFaults(server, FAULTS_OFF);
+  // The final page's localStorage list holds what killed pages acknowledged but never reported.
+  for (const id of await page.evaluate(() => window.chaos.acked())) acked.add(id);
+  const ids = [...acked];
+  const deadline = Date.now() + DRAIN_MS;
+  let state;
+  let stats;
+  for (;;) {
+    state = await adminState(server);
+    stats = await page.evaluate(() => window.chaos.stats());
+    const missing = ids.filter((id) => !state.operations[id]);
+    if (missing.length === 0 && stats.pending === 0) break;
+    if (Date.now() > deadline) {
+      const ledger = await page.evaluate((some) => window.chaos.ledger(some), missing.slice(0, 5));
+      const { problems } = await page.evaluate(() => window.chaos.events());
+      throw new Error(
+        `stuck after ${DRAIN_MS} ms: ${missing.length} acknowledged not applied (e.g. ${JSON.stringify(ledger)}), ` +
+          `stats ${JSON.stringify(stats)}, problems ${JSON.stringify(problems.slice(0, 5))}`,
+      );
+    }
+    await sleep(250);
+  }
+  const duplicates = new Set([
+    ...state.invariants.operationsAppliedMoreThanOnce,
+    ...Object.entries(state.operations).filter(([, op]) => op.applications > 1).map(([id]) => id),
+  ]);
+  const lost = ids.filter((id) => (state.operations[id]?.applications ?? 0) === 0);
+  const notOnce = ids.filter((id) => state.operations[id]?.applications !== 1);
+  // Per-canvas order: the server's order of application, by the ledger's sequence.
+  const appliedIds = Object.keys(state.operations);
+  const ledger = await page.evaluate((all) => window.chaos.ledger(all), appliedIds);
+  const orderFaults = [];
+  for (const [canvasId, canvas] of Object.entries(state.canvases)) {
+    let previous = -Infinity;
+    for (const id of canvas.order) {
+      const sequence = ledger[id]?.sequence;
+      if (sequence === undefined) {
+        orderFaults.push(`${canvasId}: ${id} unknown to the ledger`);
+        continue;
+      }
+      if (sequence <= previous) orderFaults.push(`${canvasId}: ${id} (sequence ${sequence}) after ${previous}`);
+      previous = sequence;
+    }
+  }
+  const { events, problems } = await page.evaluate(() => window.chaos.events());
+  const counts = {
+    operations: ids.length,
+    applied: appliedIds.length,
+    duplicates: duplicates.size,
+    lost: lost.length,
+    keysAppliedTwice: state.invariants.keysAppliedMoreThanOnce.length,
+    orderFaults: orderFaults.length,
+  };
+  return { counts, duplicates: [...duplicates], lost, notOnce, orderFaults, state, events, problems };
+}
+
+function assertClean(result) {
+  assert.deepEqual(result.duplicates, [], "an operation was applied more than once");
+  assert.deepEqual(result.state.invariants.keysAppliedMoreThanOnce, [], "a key was applied more than once");
+  assert.deepEqual(result.lost, [], "an acknowledged operation was lost");
+  assert.deepEqual(result.notOnce, [], "an acknowledged operation was not applied exactly once");
+  assert.deepEqual(result.orderFaults, [], "per-canvas order differs from sequence order");
+  assert.ok(result.counts.operations > 0, "no operation was acknowledged");
+}
+
+// ---- 1. crash and reload chaos --------------------------------------------------------------
+
+async function crashAndReload({ context, statics, server, say }) {
+  const random = mulberry32(SEED);
+  await setFaults(server, {
+    seed: SEED,
+    latencyMs: 20,
+    dropAfterApplyRate: 0.1,
+    serverErrorRate: 0.05,
+    tooManyRate: 0.05,
+    retryAfterSeconds: 1,
+  });
+  const w = world(context, statics, server, SEED, say);
+  let page = await w.open();
+  const kinds = { reload: 0, close: 0, crash: 0 };
+  let crashes = 0;
+  for (let kill = 0; kill < KILLS; kill += 1) {
+    const n = 1 + Math.floor(random() * 8);
+    // Not awaited: the kill lands somewhere in the burst (or after it).
+    page.evaluate((count) => window.chaos.burst(count), n).catch(() => {});
+    await sleep(Math.floor(random() * 151));
+    const how = ["reload", "close", "crash"][Math.floor(random() * 3)];
+    kinds[how] += 1;
+    if (how === "reload") {
+      // A fresh epoch in the URL first, so the reloaded page's ids are new.
+      const next = w.nextUrl();
+      await page.evaluate((url) => history.replaceState(null, "", url), next).catch(() => {});
+      await page.reload({ timeout: 15_000 });
+      if (page.url() !== next) throw new Error(`reload kept ${page.url()}`);
+      await ready(page);
+    } else if (how === "close") {
+      await page.close();
+      page = await w.open();
+    } else {
+      const crashed = new Promise((resolve) => page.once("crash", () => resolve(true)));
+      const session = await page.context().newCDPSession(page);
+      session.send("Page.crash").catch(() => {});
+      if (await Promise.race([crashed, sleep(5000).then(() => false)])) crashes += 1;
+      await page.close().catch(() => {});
+      page = await w.open();
+    }
+  }
+  say(`kills: ${KILLS} (reload ${kinds.reload}, close ${kinds.close}, renderer crash ${kinds.crash}, ${crashes} seen crashing)`);
+  assert.equal(crashes, kinds.crash, "every Page.crash crashed the renderer");
+  const faults = await admin(server, "/admin/faults");
+  say(`server faults met: ${JSON.stringify(faults.counters)}`);
+  const result = await drainAndCheck(page, server, w.acked, say);
+  print(
+    `chaos crash: seed ${SEED}, operations ${result.counts.operations}, kills ${KILLS}, ` +
+      `duplicates ${result.counts.duplicates}, lost ${result.counts.lost}`,
+  );
+  say(`details (applied includes durable but unacknowledged enqueues): ${JSON.stringify(result.counts)}; final page events ${JSON.stringify(result.events)}`);
+  assertClean(result);
+}
+
+// ---- 2. network chaos -------------------------------------------------------------------------
+
+async function networkChaos({ context, statics, server, say }) {
+  const seed = (SEED ^ 0x5bd1e995) >>> 0;
+  const random = mulberry32(seed);
+  await setFaults(server, { seed, ...FAULTS_OFF, retryAfterSeconds: 1 });
+  const w = world(context, statics, server, seed, say);
+  const page = await w.open();
+  const started = Date.now();
+  const phases = [];
+  const offlineMs = { total: 0 };
+  let nextSwitch = 0;
+  let offlineSince = null;
+  for (let round = 0; round < 2000 && Date.now() - started < NETWORK_MS; round += 1) {
+    if (Date.now() >= nextSwitch) {
+      const pick = Math.floor(random() * 6);
+      const faults = {
+        latencyMs: random() < 0.5 ? 0 : Math.floor(random() * 400),
+        dropAfterApplyRate: pick === 0 || pick === 4 ? 0.1 + random() * 0.3 : 0,
+        serverErrorRate: pick === 1 || pick === 4 ? 0.1 + random() * 0.3 : 0,
+        tooManyRate: pick === 2 || pick === 4 ? 0.1 + random() * 0.3 : 0,
+        retryAfterSeconds: 1,
+        offline: pick === 3,
+      };
+      if (offlineSince !== null) offlineMs.total += Date.now() - offlineSince;
+      offlineSince = faults.offline ? Date.now() : null;
+      await setFaults(server, faults);
+      phases.push(["drop", "5xx", "429", "offline", "mixed", "calm"][pick]);
+      nextSwitch = Date.now() + 2000 + Math.floor(random() * 3000);
+    }
+    await page.evaluate((count) => window.chaos.burst(count), 1 + Math.floor(random() * 6));
+    await sleep(100 + Math.floor(random() * 300));
+  }
+  if (offlineSince !== null) offlineMs.total += Date.now() - offlineSince;
+  const faults = await admin(server, "/admin/faults");
+  say(`${phases.length} fault phases in ${((Date.now() - started) / 1000).toFixed(0)} s: ${phases.join(" ")}; offline ${(offlineMs.total / 1000).toFixed(1)} s`);
+  say(`server faults met: ${JSON.stringify(faults.counters)}`);
+  const result = await drainAndCheck(page, server, w.acked, say);
+  print(
+    `chaos network: seed ${seed}, operations ${result.counts.operations}, fault phases ${phases.length}, ` +
+      `duplicates ${result.counts.duplicates}, lost ${result.counts.lost}`,
+  );
+  say(`details: ${JSON.stringify(result.counts)}; page events ${JSON.stringify(result.events)}`);
+  assertClean(result);
+}
+
+const TESTS = [
+  [`crash and reload chaos: ${KILLS} kill points under server faults`, crashAndReload, 170_000],
+  ["network chaos: fault switches changing every few seconds", networkChaos, 170_000],
+];
+
+// ---- runner -------------------------------------------------------------------------------
+
+print(`e2e chaos: seed ${SEED} (replay: CHAOS_SEED=${SEED} node tests/e2e/chaos.mjs)`);
+const statics = await serve();
+const browser = await launchChromium();
+print(`e2e chaos: chromium ${browser.version()}, pages from ${statics.url}`);
+let passed = 0;
+let failed = 0;
+try {
+  for (const [index, [name, test, limitMs]] of TESTS.entries()) {
+    const started = performance.now();
+    const server = await startReferenceServer({ runApplyMs: 200 });
+    const context = await browser.newContext();
+    const say = (line) => print(`  ${line}`);
+    try {
+      // A test that hangs despite its bounded waits still ends.
+      let timer;
+      await Promise.race([
+        test({ context, statics, server, say }),
+        new Promise((_, fail) => {
+          timer = setTimeout(() => fail(new Error(`test took over ${limitMs / 1000} s`)), limitMs);
+        }),
+      ]).finally(() => clearTimeout(timer));
+      passed += 1;
+      print(`ok ${index + 1} - ${name} (${((performance.now() - started) / 1000).toFixed(1)}s)`);
+    } catch (error) {
+      failed += 1;
+      print(`not ok ${index + 1} - ${name}: ${error.stack ?? error}`);
+      print(`  replay: CHAOS_SEED=${SEED} node tests/e2e/chaos.mjs`);
+    } finally {
+      await context.close().catch(() => {});
+      await server.close();
+    }
+  }
+} finally {
+  await browser.close();
+  await statics.close();
+}
+print(`e2e chaos: ${passed} passed, ${failed} failed`);
+process.exit(failed === 0 ? 0 : 1);
