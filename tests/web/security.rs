@@ -9,9 +9,8 @@
 //! - SPEC §7: a reused idempotency key with a different body is refused, through
 //!   `FetchTransport` (the server's own test is `www/server/test/protocol.test.mjs`).
 //!
-//! What this does not check: a `headers()` hook that *throws* an Error whose own message holds
-//! the token. Its message is kept (bounded) as the `headers_unavailable` error, so that the host
-//! can see why it failed; keeping secrets out of its own error messages is the host's job.
+//! A `headers()` hook that *throws* an Error whose own message holds the token is covered too:
+//! only the error's class is reported (`headers_unavailable: the hook threw Error`).
 //!
 //! The page and the worker binaries share the server: every id carries the global's
 //! constructor name and a random part.
@@ -247,14 +246,14 @@ async fn k5_errors_and_events_carry_no_header_or_token_values() {
     let nested = format!("n3st3d-{random}");
     let secrets = [secret.as_str(), api_key.as_str(), nested.as_str()];
     let events = format!("__security_{}", run.replace('-', "_"));
-    // headers(): 1st call throws (a message without the secret), 2nd returns a non-string
+    // headers(): 1st call throws (a message holding the secret), 2nd returns a non-string
     // value holding a secret, then a wrong bearer token and an API key (401 from the server).
     let hooks = format!(
         "principal: 'user-a', concurrency: 1,
          onEvent: (e) => (globalThis.{events} ??= []).push(e),
          headers: () => {{
            const n = (globalThis.{events}_calls = (globalThis.{events}_calls ?? 0) + 1);
-           if (n === 1) throw new Error('token refresh failed');
+           if (n === 1) throw new Error('token refresh failed for Bearer {secret}');
            if (n === 2) return {{ authorization: 'Bearer {secret}', 'x-nested': {{ token: '{nested}' }} }};
            return {{ authorization: 'Bearer {secret}', 'x-api-key': '{api_key}' }};
          }}"

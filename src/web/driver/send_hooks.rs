@@ -31,12 +31,15 @@ async fn settle(value: JsValue) -> Result<JsValue, JsValue> {
     }
 }
 
+/// What a failing hook is reported as: only the error's class (`TypeError`, ...). The message
+/// of a hook that deals in credentials may carry one (K5), so it is never stored or reported.
 fn thrown_name(thrown: &JsValue) -> String {
-    thrown
+    let name = thrown
         .dyn_ref::<js_sys::Error>()
-        .map(|e| String::from(e.message()))
-        .or_else(|| thrown.as_string())
-        .unwrap_or_else(|| "the hook threw".into())
+        .map(|e| String::from(e.name()))
+        .filter(|n| !n.is_empty() && n.len() <= 64)
+        .unwrap_or_else(|| "a non-Error value".into());
+    format!("the hook threw {name}")
 }
 
 fn unresolved(code: &str, message: &str) -> AttemptStatus {
