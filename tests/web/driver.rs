@@ -170,6 +170,13 @@ async fn w1_w3_two_hundred_operations_reach_the_server_once_each_in_canvas_order
 }
 
 async fn open_driver(run: &str) -> Driver {
+    open_driver_with(run, None).await
+}
+
+async fn open_driver_with(
+    run: &str,
+    sink: Option<canvas_scheduler::web::driver::ReportSink>,
+) -> Driver {
     let options = DriverOptions {
         database: format!("cs-test-{run}"),
         endpoint: server().to_owned(),
@@ -184,7 +191,7 @@ async fn open_driver(run: &str) -> Driver {
         send_hooks: Default::default(),
         js_transport: None,
     };
-    let (driver, _) = Driver::open(options, None).await.expect("open");
+    let (driver, _) = Driver::open(options, sink).await.expect("open");
     driver
 }
 
@@ -256,6 +263,86 @@ async fn w5_storage_faults_surface_as_s13_and_resume_recovers() {
         }
         let state = fetch_json(&format!("{}/admin/state", server())).await;
         for i in 0..2 {
+            let id = format!("{run}-op{i:03}");
+            assert_eq!(
+                state["operations"][&id]["applications"],
+                json!(1),
+                "{id} after {fault:?}"
+            );
+        }
+        driver.stop();
+    }
+}
+
+/// Reliability item 2: storage faults in the middle of a burst that is being dispatched. The
+/// host hears a clear `storage_unavailable` error, `resume()` finishes the work, and the server
+/// applies every operation exactly once.
+#[wasm_bindgen_test]
+async fn w5_storage_chaos_during_a_burst_loses_nothing_and_sends_nothing_twice() {
+    use canvas_scheduler::core::io::Report;
+    use canvas_scheduler::web::store::StoreFault;
+    use std::cell::RefCell;
+    use std::rc::Rc;
+    for (n, fault) in [
+        StoreFault::QuotaOnNextWrite,
+        StoreFault::AbortNextTransaction,
+        StoreFault::CloseConnection,
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let run = unique(&format!("w5b{n}"));
+        let errors: Rc<RefCell<Vec<String>>> = Rc::default();
+        let seen = errors.clone();
+        let sink: canvas_scheduler::web::driver::ReportSink = Rc::new(move |report: &Report| {
+            if let Report::Error(error) = report {
+                seen.borrow_mut().push(error.code().to_owned());
+            }
+        });
+        let driver = open_driver_with(&run, Some(sink)).await;
+        driver.start().expect("start");
+        let burst: Vec<IntentInput> = (0..40)
+            .map(|i| shape(&run, i, ["a", "b", "c", "d"][i as usize % 4]))
+            .collect();
+        driver.enqueue(burst).await.expect("burst durable");
+        // Dispatch has begun: its next transaction (a dispatch marker or an answer) fails.
+        driver.store().inject(fault);
+        let mut resumed = 0;
+        for _ in 0..400 {
+            driver.settle().await;
+            let (pending, idle) = driver.inspect(|s, _| (s.stats().pending, s.stats().idle_reason));
+            if idle == Some("storage_unavailable") {
+                driver.resume().await.expect("resume after the fault");
+                resumed += 1;
+                continue;
+            }
+            if pending == 0 {
+                break;
+            }
+            let sleep = js_sys::Promise::new(&mut |resolve, _| {
+                let global = js_sys::global();
+                let set_timeout: js_sys::Function =
+                    js_sys::Reflect::get(&global, &"setTimeout".into())
+                        .expect("setTimeout")
+                        .dyn_into()
+                        .expect("fn");
+                let _ = set_timeout.call2(&global, &resolve, &25.into());
+            });
+            let _ = JsFuture::from(sleep).await;
+        }
+        assert!(resumed >= 1, "the fault hit the burst ({fault:?})");
+        assert!(
+            errors.borrow().iter().any(|c| c == "storage_unavailable"),
+            "the host was told: {:?}",
+            errors.borrow()
+        );
+        assert_eq!(
+            driver.inspect(|s, _| s.stats().pending),
+            0,
+            "{fault:?}: the burst finished"
+        );
+        let state = fetch_json(&format!("{}/admin/state", server())).await;
+        for i in 0..40 {
             let id = format!("{run}-op{i:03}");
             assert_eq!(
                 state["operations"][&id]["applications"],
