@@ -7,6 +7,7 @@
 
 mod attempt;
 mod batch;
+mod completion;
 mod enqueue;
 mod host_actions;
 mod inspect;

@@ -1,0 +1,198 @@
+//! Recording an answer (S9, S10, K1, K4): settle applied/rejected requests, schedule retries or
+//! dead-letter, and — once that record is durable — release claims and wake what waited.
+
+use super::Scheduler;
+use crate::core::host::Host;
+use crate::core::io::{AttemptOutcome, AttemptStatus, Report};
+use crate::core::model::{
+    EventKind, Millis, OperationOutcome, RequestPhase, RetryAction, Settlement,
+};
+use crate::core::safe_error::SafeError;
+
+impl<H: Host> Scheduler<H> {
+    /// Records an attempt's outcome in the ledger (S9, S10, K1, K4).
+    pub(super) fn complete(
+        &mut self,
+        now: Millis,
+        request_id: &str,
+        action: RetryAction,
+        status: AttemptStatus,
+    ) {
+        match status.outcome {
+            AttemptOutcome::Applied | AttemptOutcome::Rejected => {
+                self.settle(now, request_id, status)
+            }
+            AttemptOutcome::Accepted | AttemptOutcome::Unresolved => {
+                if let Some(reason) = status.blocked.clone() {
+                    self.block_request(now, request_id, &reason, status.error);
+                    return;
+                }
+                let accepted = status.outcome == AttemptOutcome::Accepted;
+                let mut failures = 0;
+                let mut attempt = 0;
+                self.ledger.update_request(request_id, |r| {
+                    if accepted {
+                        r.phase = RequestPhase::Accepted;
+                        r.failures = 0;
+                    } else {
+                        r.failures = r.failures.saturating_add(1);
+                    }
+                    r.error = status.error.clone();
+                    failures = r.failures;
+                    attempt = r.attempt;
+                });
+                if !accepted
+                    && (status.retryable == Some(false)
+                        || failures >= self.config.retry.max_attempts)
+                {
+                    return self.dead_letter(now, request_id, status.error);
+                }
+                // S9: a missing receipt is unknown, so the only write a retry may do is this
+                // same frozen request; after a submit or an `accepted`, ask first.
+                let next = if accepted || action == RetryAction::Submit {
+                    RetryAction::Query
+                } else {
+                    RetryAction::Submit
+                };
+                let due = match (status.retry_after_ms, status.retry_at) {
+                    (Some(after), _) => now + after.max(1),
+                    (None, Some(at)) => at.max(now + 1),
+                    (None, None) => now + self.config.retry.delay(attempt),
+                };
+                self.ledger.schedule_retry(request_id, due, next);
+                self.event(
+                    EventKind::RetryScheduled,
+                    now,
+                    Some(request_id),
+                    None,
+                    Some(format!("{} at {due}", next.as_str())),
+                );
+            }
+        }
+    }
+
+    /// Applied or rejected: the request and its operations are resolved for good.
+    fn settle(&mut self, now: Millis, request_id: &str, status: AttemptStatus) {
+        let Some(request) = self.ledger.request(request_id).cloned() else {
+            return;
+        };
+        let settlement = if status.outcome == AttemptOutcome::Applied {
+            Settlement::Applied
+        } else {
+            Settlement::Rejected
+        };
+        self.retries.cancel(request_id);
+        self.ledger.update_request(request_id, |r| {
+            r.phase = RequestPhase::Resolved;
+            r.outcome = Some(settlement);
+            r.error = status.error.clone();
+            r.canonical = status.canonical.clone();
+            r.retry_at = None;
+            r.retry_action = None;
+        });
+        for id in &request.operation_ids {
+            let verdict = status.operations.iter().find(|v| &v.operation_id == id);
+            if verdict.is_some_and(|v| v.error.as_ref().is_some_and(|e| e.code == "batch_aborted"))
+            {
+                // An atomic batch failed because of another member: this one was not applied,
+                // so it is frozen again on its own once the batch's claims are released.
+                self.ledger.update_operation(id, |op| op.request_id = None);
+                continue;
+            }
+            let outcome = OperationOutcome {
+                settlement: verdict.map_or(settlement, |v| v.settlement),
+                request_id: Some(request_id.to_owned()),
+                // An operation's own verdict wins; the request's error and canonical state
+                // (e.g. a version conflict's canvases) stand in where it says nothing.
+                error: verdict
+                    .and_then(|v| v.error.clone())
+                    .or_else(|| status.error.clone()),
+                canonical: verdict
+                    .and_then(|v| v.canonical.clone())
+                    .or_else(|| status.canonical.clone()),
+                at: now,
+            };
+            self.ledger.resolve_operation(id, outcome.clone());
+            self.indexed.remove(id);
+            self.counters.settled += 1;
+            self.event(
+                EventKind::Settled,
+                now,
+                Some(request_id),
+                Some(id),
+                Some(outcome.settlement.as_str().into()),
+            );
+            self.report(Report::Settled {
+                operation_id: id.clone(),
+                request_id: Some(request_id.to_owned()),
+                settlement: outcome.settlement,
+                error: outcome.error,
+                canonical: outcome.canonical,
+            });
+        }
+    }
+
+    /// K1: out of attempts. Terminal and visible; claims stay until the host retries or discards.
+    fn dead_letter(&mut self, now: Millis, request_id: &str, error: Option<SafeError>) {
+        let Some(request) = self.ledger.request(request_id).cloned() else {
+            return;
+        };
+        self.retries.cancel(request_id);
+        self.ledger.update_request(request_id, |r| {
+            r.blocked = Some("dead_letter".into());
+            r.retry_at = None;
+            r.retry_action = None;
+        });
+        for id in &request.operation_ids {
+            self.ledger.block_operation(id, "dead_letter");
+        }
+        self.event(
+            EventKind::DeadLettered,
+            now,
+            Some(request_id),
+            None,
+            error.as_ref().map(|e| e.code.clone()),
+        );
+        self.report(Report::DeadLettered {
+            operation_ids: request.operation_ids.clone(),
+            request_id: request_id.to_owned(),
+            error,
+        });
+    }
+
+    /// The answer is durable: release claims of a resolved request or queue its retry.
+    pub(super) fn finish(&mut self, _now: Millis, request_id: &str) {
+        self.active.remove(request_id);
+        if let Some(request) = self.ledger.request(request_id).cloned() {
+            if !request.is_unresolved() {
+                self.release_request(request_id);
+            } else if request.blocked.is_none() {
+                if let (Some(due), Some(action)) = (request.retry_at, request.retry_action) {
+                    self.retries.schedule(request_id, due, action);
+                }
+            }
+        }
+        self.slot_freed();
+    }
+
+    /// Releases a resolved request's canvases and wakes waiters and dependents (S9).
+    pub(super) fn release_request(&mut self, request_id: &str) {
+        let Some(request) = self.ledger.request(request_id).cloned() else {
+            return;
+        };
+        self.retries.cancel(request_id);
+        let woken = self.claims.release(request_id, &request.canvas_ids);
+        self.wake(woken);
+        for id in &request.operation_ids {
+            self.consider_ready(id);
+            let dependents: Vec<String> = self
+                .dependents
+                .get(id)
+                .map(|d| d.iter().cloned().collect())
+                .unwrap_or_default();
+            for dependent in dependents {
+                self.consider_ready(&dependent);
+            }
+        }
+    }
+}
