@@ -3,9 +3,11 @@
 
 use canvas_scheduler::api::scheduler::Scheduler;
 use js_sys::{Function, Reflect};
-use wasm_bindgen::{JsCast, JsValue};
+use wasm_bindgen::JsValue;
 use wasm_bindgen_futures::JsFuture;
 use wasm_bindgen_test::wasm_bindgen_test;
+
+use super::support::sleep;
 
 fn server() -> &'static str {
     match option_env!("CANVAS_SCHEDULER_TEST_SERVER") {
@@ -47,15 +49,6 @@ async fn open(run: &str, extra: &str) -> Scheduler {
         Ok(scheduler) => scheduler,
         Err(error) => panic!("open failed: {}", code_of(&error)),
     }
-}
-
-async fn sleep(ms: u32) {
-    let promise = js_sys::Promise::new(&mut |resolve, _| {
-        let _ = js("globalThis.setTimeout")
-            .unchecked_into::<Function>()
-            .call2(&JsValue::NULL, &resolve, &ms.into());
-    });
-    let _ = JsFuture::from(promise).await;
 }
 
 async fn settle_all(scheduler: &Scheduler) {

@@ -14,6 +14,8 @@ use wasm_bindgen::JsCast;
 use wasm_bindgen_futures::JsFuture;
 use wasm_bindgen_test::wasm_bindgen_test;
 
+use super::support::sleep;
+
 fn server() -> &'static str {
     match option_env!("CANVAS_SCHEDULER_TEST_SERVER") {
         Some(url) => url,
@@ -107,14 +109,7 @@ async fn w1_w3_two_hundred_operations_reach_the_server_once_each_in_canvas_order
             break;
         }
         // Work waits on a timer (a retry) or a dependency: give the event loop a turn.
-        let sleep = js_sys::Promise::new(&mut |resolve, _| {
-            let global = js_sys::global();
-            let set_timeout =
-                js_sys::Reflect::get(&global, &"setTimeout".into()).expect("setTimeout");
-            let set_timeout: js_sys::Function = set_timeout.dyn_into().expect("function");
-            let _ = set_timeout.call2(&global, &resolve, &50.into());
-        });
-        let _ = JsFuture::from(sleep).await;
+        sleep(50).await;
     }
     let ids: Vec<String> = (0..200).map(|i| format!("{run}-op{i:03}")).collect();
     for id in &ids {
@@ -250,16 +245,7 @@ async fn w5_storage_faults_surface_as_s13_and_resume_recovers() {
                 break;
             }
             driver.settle().await;
-            let sleep = js_sys::Promise::new(&mut |resolve, _| {
-                let global = js_sys::global();
-                let set_timeout: js_sys::Function =
-                    js_sys::Reflect::get(&global, &"setTimeout".into())
-                        .expect("setTimeout")
-                        .dyn_into()
-                        .expect("fn");
-                let _ = set_timeout.call2(&global, &resolve, &50.into());
-            });
-            let _ = JsFuture::from(sleep).await;
+            sleep(50).await;
         }
         let state = fetch_json(&format!("{}/admin/state", server())).await;
         for i in 0..2 {
@@ -319,16 +305,7 @@ async fn w5_storage_chaos_during_a_burst_loses_nothing_and_sends_nothing_twice()
             if pending == 0 {
                 break;
             }
-            let sleep = js_sys::Promise::new(&mut |resolve, _| {
-                let global = js_sys::global();
-                let set_timeout: js_sys::Function =
-                    js_sys::Reflect::get(&global, &"setTimeout".into())
-                        .expect("setTimeout")
-                        .dyn_into()
-                        .expect("fn");
-                let _ = set_timeout.call2(&global, &resolve, &25.into());
-            });
-            let _ = JsFuture::from(sleep).await;
+            sleep(25).await;
         }
         assert!(resumed >= 1, "the fault hit the burst ({fault:?})");
         assert!(

@@ -21,9 +21,10 @@ use canvas_scheduler::core::model::{FrozenRequest, RetryAction};
 use canvas_scheduler::web::transport::FetchTransport;
 use js_sys::{Array, Function, Reflect};
 use serde_json::{json, Value};
-use wasm_bindgen::{JsCast, JsValue};
-use wasm_bindgen_futures::JsFuture;
+use wasm_bindgen::JsValue;
 use wasm_bindgen_test::wasm_bindgen_test;
+
+use super::support::sleep;
 use web_sys::AbortController;
 
 use super::transport::{http_at, now, shape, unique, Draft};
@@ -67,15 +68,6 @@ async fn open(options: String) -> Scheduler {
             text(&error, "message")
         ),
     }
-}
-
-async fn sleep(ms: u32) {
-    let promise = js_sys::Promise::new(&mut |resolve, _| {
-        let _ = js("globalThis.setTimeout")
-            .unchecked_into::<Function>()
-            .call2(&JsValue::NULL, &resolve, &ms.into());
-    });
-    let _ = JsFuture::from(promise).await;
 }
 
 fn reason(scheduler: &Scheduler, id: &str) -> String {

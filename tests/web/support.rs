@@ -1,4 +1,4 @@
-//! Test helpers: unique database names, raw database setup and cleanup.
+//! Test helpers: unique database names, raw database setup and cleanup, sleeping.
 
 use indexed_db_futures::database::Database;
 use indexed_db_futures::prelude::*;
@@ -30,4 +30,18 @@ pub async fn delete_database(name: &str) {
         .expect("test cleanup: delete request")
         .await
         .expect("test cleanup: delete database");
+}
+
+/// Waits `ms` on the global `setTimeout` (a Window's or a Worker's).
+pub async fn sleep(ms: u32) {
+    use wasm_bindgen::JsCast;
+    let promise = js_sys::Promise::new(&mut |resolve, _| {
+        let global = js_sys::global();
+        let set_timeout = js_sys::Reflect::get(&global, &"setTimeout".into())
+            .ok()
+            .and_then(|f| f.dyn_into::<js_sys::Function>().ok())
+            .expect("a global setTimeout");
+        let _ = set_timeout.call2(&global, &resolve, &ms.into());
+    });
+    let _ = wasm_bindgen_futures::JsFuture::from(promise).await;
 }
