@@ -40,6 +40,26 @@ pub enum ErrorCode {
 }
 
 impl ErrorCode {
+    /// Every code, for checks that each one is declared and documented.
+    pub const ALL: [ErrorCode; 16] = [
+        ErrorCode::InvalidIntent,
+        ErrorCode::DuplicateOperation,
+        ErrorCode::UnknownDependency,
+        ErrorCode::DependencyCycle,
+        ErrorCode::PayloadTooLarge,
+        ErrorCode::InvalidConcurrency,
+        ErrorCode::InvalidOptions,
+        ErrorCode::SchedulerClosed,
+        ErrorCode::StorageUnavailable,
+        ErrorCode::InvalidSequence,
+        ErrorCode::UnknownOperation,
+        ErrorCode::InvalidState,
+        ErrorCode::RecoveryClaimConflict,
+        ErrorCode::LeaseLost,
+        ErrorCode::CorruptRecord,
+        ErrorCode::NotLeader,
+    ];
+
     /// The stable code string that reaches JS as `error.code`.
     pub fn as_str(&self) -> &'static str {
         match self {
@@ -101,26 +121,8 @@ mod tests {
 
     #[test]
     fn codes_are_stable_snake_case() {
-        let all = [
-            ErrorCode::InvalidIntent,
-            ErrorCode::DuplicateOperation,
-            ErrorCode::UnknownDependency,
-            ErrorCode::DependencyCycle,
-            ErrorCode::PayloadTooLarge,
-            ErrorCode::InvalidConcurrency,
-            ErrorCode::InvalidOptions,
-            ErrorCode::SchedulerClosed,
-            ErrorCode::StorageUnavailable,
-            ErrorCode::InvalidSequence,
-            ErrorCode::UnknownOperation,
-            ErrorCode::InvalidState,
-            ErrorCode::RecoveryClaimConflict,
-            ErrorCode::LeaseLost,
-            ErrorCode::CorruptRecord,
-            ErrorCode::NotLeader,
-        ];
         let mut seen = std::collections::BTreeSet::new();
-        for code in all {
+        for code in ErrorCode::ALL {
             let s = code.as_str();
             assert!(s.chars().all(|c| c.is_ascii_lowercase() || c == '_'), "{s}");
             assert!(seen.insert(s), "duplicate code {s}");

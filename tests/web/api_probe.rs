@@ -95,25 +95,7 @@ fn every_probe_error_code_is_declared_in_typescript() {
 #[wasm_bindgen_test]
 fn every_core_error_code_is_declared() {
     use canvas_scheduler::core::error::ErrorCode;
-    let all = [
-        ErrorCode::InvalidIntent,
-        ErrorCode::DuplicateOperation,
-        ErrorCode::UnknownDependency,
-        ErrorCode::DependencyCycle,
-        ErrorCode::PayloadTooLarge,
-        ErrorCode::InvalidConcurrency,
-        ErrorCode::InvalidOptions,
-        ErrorCode::SchedulerClosed,
-        ErrorCode::StorageUnavailable,
-        ErrorCode::InvalidSequence,
-        ErrorCode::UnknownOperation,
-        ErrorCode::InvalidState,
-        ErrorCode::RecoveryClaimConflict,
-        ErrorCode::LeaseLost,
-        ErrorCode::CorruptRecord,
-        ErrorCode::NotLeader,
-    ];
-    for code in all {
+    for code in ErrorCode::ALL {
         let quoted = format!("\"{}\"", code.as_str());
         assert!(
             ERROR_TYPES_TS.contains(&quoted),
