@@ -12,8 +12,9 @@ use super::intent::{decode_intent, DecodedIntent};
 use super::options::decode_options;
 use crate::core::error::{ErrorCode, SchedulerError};
 use crate::core::model::BlobRef;
-use crate::web::driver::{Driver, DriverOptions, ReportSink, SendHooks, WebHost};
+use crate::web::driver::{DriverOptions, SendHooks, WebHost};
 use crate::web::json::to_js;
+use crate::web::tabs::{EventSink, Tab};
 
 fn to_js_error(error: SchedulerError) -> JsValue {
     js_error(error.code(), &error.message)
@@ -22,24 +23,23 @@ fn to_js_error(error: SchedulerError) -> JsValue {
 /// The offline-first operation scheduler for one ledger (one IndexedDB database).
 #[wasm_bindgen]
 pub struct Scheduler {
-    driver: Driver,
+    tab: Tab,
     max_payload_bytes: usize,
 }
 
 #[wasm_bindgen]
 impl Scheduler {
-    /// Opens the ledger, takes the dispatcher lease and loads it. Rejects with `invalid_options`,
-    /// `invalid_concurrency`, `storage_unavailable` or `not_leader` (another tab dispatches).
+    /// Opens the ledger and joins its tabs (W4): this tab dispatches when no other does,
+    /// and otherwise enqueues through the shared inbox until it is elected. Rejects with
+    /// `invalid_options`, `invalid_concurrency` or `storage_unavailable`.
     #[wasm_bindgen(unchecked_return_type = "Scheduler")]
     pub async fn open(
         #[wasm_bindgen(unchecked_param_type = "SchedulerOptions")] options: JsValue,
     ) -> Result<Scheduler, JsValue> {
         let options = decode_options(&options).map_err(to_js_error)?;
         let max_payload_bytes = options.config.max_payload_bytes;
-        let on_event = options.hooks.on_event.clone();
-        let sink: Option<ReportSink> = on_event.clone().map(|handler| {
-            Rc::new(move |report: &crate::core::io::Report| events::deliver(&handler, report))
-                as ReportSink
+        let sink: Option<EventSink> = options.hooks.on_event.clone().map(|handler| {
+            Rc::new(move |event: &serde_json::Value| events::deliver(&handler, event)) as EventSink
         });
         let driver_options = DriverOptions {
             database: options.database,
@@ -59,16 +59,9 @@ impl Scheduler {
             },
             config: options.config,
         };
-        let (driver, quarantined) = Driver::open(driver_options, sink)
-            .await
-            .map_err(to_js_error)?;
-        if let Some(handler) = &on_event {
-            for record in &quarantined {
-                events::quarantined(handler, record.store, &record.key, &record.reason);
-            }
-        }
+        let tab = Tab::open(driver_options, sink).await.map_err(to_js_error)?;
         Ok(Scheduler {
-            driver,
+            tab,
             max_payload_bytes,
         })
     }
@@ -80,7 +73,7 @@ impl Scheduler {
             .map(|value| decode_intent(value, self.max_payload_bytes))
             .collect::<Result<_, _>>()
             .map_err(to_js_error)?;
-        let store = self.driver.store();
+        let store = self.tab.store();
         let mut inputs = Vec::with_capacity(decoded.len());
         for DecodedIntent { mut input, blob } in decoded {
             if let Some(blob) = blob {
@@ -103,7 +96,7 @@ impl Scheduler {
             }
             inputs.push(input);
         }
-        self.driver.enqueue(inputs).await.map_err(to_js_error)
+        self.tab.enqueue(inputs).await.map_err(to_js_error)
     }
 
     /// Adds one intent; resolves once it is durable.
@@ -130,95 +123,100 @@ impl Scheduler {
         self.admit(Array::from(&intents).iter().collect()).await
     }
 
-    /// Starts dispatching (recovering interrupted work first).
+    /// Starts dispatching (recovering interrupted work first) — now if this tab is the
+    /// dispatching one, else as soon as it is elected.
     pub fn start(&self) -> Result<(), JsValue> {
-        self.driver.start().map_err(to_js_error)
+        self.tab.start().map_err(to_js_error)
     }
 
-    /// Holds new work; returns the release function (calling it twice is harmless).
+    /// Holds new work while this tab dispatches; returns the release function (calling it
+    /// twice is harmless).
     #[wasm_bindgen(unchecked_return_type = "() => void")]
     pub fn hold(&self) -> Result<Function, JsValue> {
-        let hold = self.driver.hold().map_err(to_js_error)?;
-        let driver = self.driver.clone();
-        let release = Closure::<dyn FnMut()>::new(move || driver.release(hold));
+        let hold = self.tab.hold().map_err(to_js_error)?;
+        let tab = self.tab.clone();
+        let release = Closure::<dyn FnMut()>::new(move || tab.release(hold));
         Ok(release.into_js_value().unchecked_into())
+    }
+
+    async fn act(&self, action: &str, arg: serde_json::Value) -> Result<JsValue, JsValue> {
+        self.tab
+            .act(action, arg)
+            .await
+            .map(|value| to_js(&value))
+            .map_err(to_js_error)
     }
 
     /// Writes again after a storage failure, then reschedules (S13).
     #[wasm_bindgen(unchecked_return_type = "Promise<void>")]
     pub async fn resume(&self) -> Result<(), JsValue> {
-        self.driver.resume().await.map_err(to_js_error)
+        self.act("resume", serde_json::Value::Null)
+            .await
+            .map(|_| ())
     }
 
-    /// Resolves once nothing is in flight.
+    /// Resolves once nothing is in flight (in the dispatching tab).
     #[wasm_bindgen(unchecked_return_type = "Promise<void>")]
     pub async fn settle(&self) -> Result<(), JsValue> {
-        self.driver.settle().await;
-        Ok(())
+        match self.act("settle", serde_json::Value::Null).await {
+            Err(_) if self.tab.driver().is_none() => Ok(()), // stopped while waiting
+            other => other.map(|_| ()),
+        }
     }
 
-    /// Final: aborts in-flight fetches; later answers change nothing.
+    /// Final: aborts in-flight fetches and hands the ledger to another tab; later answers
+    /// change nothing.
     pub fn stop(&self) {
-        self.driver.stop();
+        self.tab.stop();
     }
 
-    /// Canvas id → the request holding it.
+    /// Canvas id → the request holding it (empty in a tab that does not dispatch).
     #[wasm_bindgen(unchecked_return_type = "Record<string, string>")]
     pub fn claims(&self) -> JsValue {
-        to_js(&self.driver.inspect(|s, _| s.claims()))
+        to_js(&self.tab.claims())
     }
 
     /// The operation record, or `undefined`.
     #[wasm_bindgen(unchecked_return_type = "OperationRecord | undefined")]
     pub fn operation(&self, id: &str) -> JsValue {
-        self.driver
-            .inspect(|s, _| s.ledger().operation(id).map(to_js))
+        self.tab
+            .operation(id)
+            .map(|view| to_js(&view))
             .unwrap_or(JsValue::UNDEFINED)
     }
 
     /// Why the operation is where it is; an unknown id throws `unknown_operation`.
     #[wasm_bindgen(unchecked_return_type = "Explanation")]
     pub fn explain(&self, id: &str) -> Result<JsValue, JsValue> {
-        self.driver
-            .inspect(|s, now| s.explain(now, id))
-            .map(|e| to_js(&e))
-            .map_err(to_js_error)
+        self.tab.explain(id).map(|e| to_js(&e)).map_err(to_js_error)
     }
 
-    /// Counters and the idle reason.
+    /// Counters, the idle reason, and who dispatches (`leader`, `leaderOwner`).
     #[wasm_bindgen(unchecked_return_type = "SchedulerStats")]
     pub fn stats(&self) -> JsValue {
-        to_js(&self.driver.inspect(|s, _| s.stats()))
+        to_js(&self.tab.stats())
     }
 
     /// Runs that operation now if claimable, otherwise says why (K7).
     #[wasm_bindgen(unchecked_return_type = "Promise<FlushResult>")]
     pub async fn flush(&self, id: String) -> Result<JsValue, JsValue> {
-        let outcome = self
-            .driver
-            .act(|s, now| s.flush(now, &id))
-            .map_err(to_js_error)?;
-        Ok(to_js(&outcome))
+        self.act("flush", serde_json::Value::String(id)).await
     }
 
     /// Re-arms a dead-lettered or blocked operation with its same frozen request (K1).
     #[wasm_bindgen(unchecked_return_type = "Promise<void>")]
     pub async fn retry(&self, id: String) -> Result<(), JsValue> {
-        let barrier = self
-            .driver
-            .act(|s, now| s.retry(now, &id))
-            .map_err(to_js_error)?;
-        self.driver.wait_barrier(barrier).await.map_err(to_js_error)
+        self.act("retry", serde_json::Value::String(id))
+            .await
+            .map(|_| ())
     }
 
     /// Resolves the operation as discarded; its dependents are blocked (K1).
     #[wasm_bindgen(unchecked_return_type = "Promise<void>")]
     pub async fn discard(&self, id: String) -> Result<(), JsValue> {
-        let barrier = self
-            .driver
-            .act(|s, now| s.discard(now, &id))
-            .map_err(to_js_error)?;
-        self.driver.wait_barrier(barrier).await.map_err(to_js_error)
+        self.act("discard", serde_json::Value::String(id))
+            .await
+            .map(|_| ())
     }
 
     /// The event log (K6): entries with `seq > after`, at most `limit` (default 100, max 1000).
@@ -245,11 +243,11 @@ impl Scheduler {
             }
         };
         let after = number("after")?.unwrap_or(0);
-        let limit = number("limit")?.unwrap_or(100).clamp(1, 1_000) as usize;
-        Ok(to_js(
-            &self
-                .driver
-                .inspect(|s, _| s.ledger().events_after(after, limit)),
-        ))
+        let limit = number("limit")?.unwrap_or(100).clamp(1, 1_000);
+        self.act(
+            "events",
+            serde_json::json!({ "after": after, "limit": limit }),
+        )
+        .await
     }
 }

@@ -127,7 +127,7 @@ export type SchedulerEvent =
   | { type: "blocked"; operationId: string; requestId?: string; reason: string }
   | { type: "dead_lettered"; operationIds: string[]; requestId: string; error?: SafeError }
   | { type: "error"; code: ErrorCode; message: string }
-  | { type: "leader_changed"; leader: boolean; fence?: number }
+  | { type: "leader_changed"; leader: boolean; owner?: string; fence?: number }
   | { type: "quarantined"; store: string; key: string; reason: string };
 
 /** An operation as stored (SPEC §1). */
@@ -167,6 +167,8 @@ export interface SchedulerStats {
   idleReason: null | "held" | "offline" | "not_leader" | "storage_unavailable" | "waiting_canvas"
     | "waiting_dependency" | "waiting_lane" | "retry_scheduled" | "no_work" | "not_started" | "stopped";
   leader: boolean; owner: string; fence?: number;
+  /** W4: the owner id of the tab that dispatches, when known (this tab's own while it leads). */
+  leaderOwner: string | null;
 }
 
 /** One entry of the event log (K6). */

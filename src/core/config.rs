@@ -78,6 +78,9 @@ pub struct SchedulerConfig {
     /// [`Effect::CommitSoon`](super::io::Effect::CommitSoon) per turn of the event loop, so all
     /// changes of that turn share one transaction.
     pub group_commit: bool,
+    /// Renew the lease on its interval even when idle, held or offline (W4: other tabs take
+    /// a lease that stops being renewed as the sign of a frozen leader).
+    pub keep_lease: bool,
 }
 
 impl Default for SchedulerConfig {
@@ -93,6 +96,7 @@ impl Default for SchedulerConfig {
             owner: "dispatcher".to_owned(),
             lease_ms: 5_000,
             group_commit: false,
+            keep_lease: false,
         }
     }
 }

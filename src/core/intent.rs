@@ -236,6 +236,45 @@ pub fn find_cycle(batch: &[IntentInput]) -> Option<String> {
     None
 }
 
+/// Whether a stored intent is what `input` asks for (so enqueueing it again is harmless).
+pub fn same_intent(stored: &Intent, input: &IntentInput) -> bool {
+    stored.operation_type == input.operation_type
+        && stored.canvas_ids == input.canvas_ids
+        && stored.dependencies == input.dependencies
+        && stored.payload == input.payload
+        && stored.expected_versions == input.expected_versions.clone().unwrap_or_default()
+        && stored.run_id == input.run_id
+        && stored.coalesce_key == input.coalesce_key
+        && stored.blob == input.blob
+        && input.sequence.is_none_or(|s| s == stored.sequence)
+}
+
+/// The checks an intent batch passes before anything is stored, without the ledger: fields,
+/// no id twice, no cycle inside the batch. A tab that does not dispatch (W4) runs these
+/// before writing to the shared inbox; the dispatcher checks again against the ledger.
+pub fn check_batch(batch: &[IntentInput], max_payload_bytes: usize) -> Result<(), SchedulerError> {
+    if batch.is_empty() {
+        return Err(invalid("no intents given"));
+    }
+    let mut ids = BTreeSet::new();
+    for input in batch {
+        check_fields(input, max_payload_bytes)?;
+        if !ids.insert(input.id.as_str()) {
+            return Err(SchedulerError::new(
+                ErrorCode::DuplicateOperation,
+                format!("operation {} appears twice in the batch", input.id),
+            ));
+        }
+    }
+    match find_cycle(batch) {
+        Some(at) => Err(SchedulerError::new(
+            ErrorCode::DependencyCycle,
+            format!("dependencies form a cycle through {at}"),
+        )),
+        None => Ok(()),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

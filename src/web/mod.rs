@@ -10,5 +10,6 @@ pub mod js_transport;
 pub mod json;
 pub mod probe;
 pub mod store;
+pub mod tabs;
 pub mod transport;
 pub mod wake;

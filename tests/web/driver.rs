@@ -70,7 +70,7 @@ async fn w1_w3_two_hundred_operations_reach_the_server_once_each_in_canvas_order
         send_hooks: Default::default(),
         js_transport: None,
     };
-    let (driver, quarantined) = Driver::open(options, None).await.expect("open");
+    let (driver, quarantined) = Driver::open(options, None, false).await.expect("open");
     assert!(quarantined.is_empty());
     driver.start().expect("start");
     let canvases: Vec<String> = (0..10).map(|c| format!("{run}-c{c}")).collect();
@@ -186,7 +186,7 @@ async fn open_driver_with(
         send_hooks: Default::default(),
         js_transport: None,
     };
-    let (driver, _) = Driver::open(options, sink).await.expect("open");
+    let (driver, _) = Driver::open(options, sink, false).await.expect("open");
     driver
 }
 

@@ -12,6 +12,7 @@ mod store_bench;
 mod store_schema;
 mod store_support;
 mod support;
+mod tabs;
 mod transport;
 mod transport_auth;
 mod wake;

@@ -108,7 +108,9 @@ async fn k2_a_stale_or_missing_fence_is_refused_and_writes_nothing() {
     let a = acquire(&ledger, "tab-a", 1_000).await.snapshot.lease;
 
     // Another owner cannot take a live lease.
-    let held = ledger.acquire_and_load("tab-b", 5_000, 10_000, 10).await;
+    let held = ledger
+        .acquire_and_load("tab-b", 5_000, 10_000, 10, false)
+        .await;
     assert_eq!(held, Err(AcquireError::Held(a.clone())));
 
     // The holder writes under its fence; a batch without a fence is refused.

@@ -114,7 +114,9 @@ async fn w5_a_versionchange_from_another_tab_fails_the_next_apply_until_reopen()
         }
         other => panic!("expected a storage failure, got {other:?}"),
     }
-    let held = ledger.acquire_and_load("tab-a", 1_500, 10_000, 10).await;
+    let held = ledger
+        .acquire_and_load("tab-a", 1_500, 10_000, 10, false)
+        .await;
     assert!(held.is_err());
 
     // Reopening finds the newer version with every store we use, and works.

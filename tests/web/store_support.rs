@@ -116,7 +116,7 @@ pub fn operations_batch(fence: u64, first: u64, count: u64) -> PersistBatch {
 
 /// Takes the lease as `owner` at `now` and loads.
 pub async fn acquire(ledger: &IdbLedger, owner: &str, now: u64) -> LoadedLedger {
-    match ledger.acquire_and_load(owner, now, 10_000, 7).await {
+    match ledger.acquire_and_load(owner, now, 10_000, 7, false).await {
         Ok(loaded) => loaded,
         Err(error) => panic!("acquire as {owner} at {now}: {error:?}"),
     }

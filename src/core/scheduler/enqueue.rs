@@ -6,26 +6,15 @@ use std::collections::BTreeSet;
 use super::{Lifecycle, Scheduler};
 use crate::core::error::{ErrorCode, SchedulerError};
 use crate::core::host::Host;
-use crate::core::intent::{check_fields, find_cycle, into_intent, IntentInput, MAX_SAFE_INTEGER};
+use crate::core::intent::{
+    check_fields, find_cycle, into_intent, same_intent, IntentInput, MAX_SAFE_INTEGER,
+};
 use crate::core::io::BatchNo;
 use crate::core::io::Report;
 use crate::core::model::{
-    EventKind, Intent, Millis, Operation, OperationOutcome, OperationPhase, Settlement,
+    EventKind, Millis, Operation, OperationOutcome, OperationPhase, Settlement,
 };
 use crate::core::safe_error::SafeError;
-
-/// Whether a stored intent is what `input` asks for (so enqueueing it again is harmless).
-fn same_intent(stored: &Intent, input: &IntentInput) -> bool {
-    stored.operation_type == input.operation_type
-        && stored.canvas_ids == input.canvas_ids
-        && stored.dependencies == input.dependencies
-        && stored.payload == input.payload
-        && stored.expected_versions == input.expected_versions.clone().unwrap_or_default()
-        && stored.run_id == input.run_id
-        && stored.coalesce_key == input.coalesce_key
-        && stored.blob == input.blob
-        && input.sequence.is_none_or(|s| s == stored.sequence)
-}
 
 impl<H: Host> Scheduler<H> {
     /// Validates and admits intents; returns the barrier after which they are durable.
@@ -34,6 +23,28 @@ impl<H: Host> Scheduler<H> {
         &mut self,
         now: Millis,
         inputs: Vec<IntentInput>,
+    ) -> Result<BatchNo, SchedulerError> {
+        let principal = self.config.principal.clone();
+        self.admit(now, inputs, principal)
+    }
+
+    /// W4: admits intents another tab wrote to the shared inbox, under the principal of the
+    /// session that enqueued them (K3: they are never sent under another). Validated like
+    /// [`Scheduler::enqueue`]; re-adopting an admitted intent is harmless.
+    pub fn adopt(
+        &mut self,
+        now: Millis,
+        inputs: Vec<IntentInput>,
+        principal: Option<String>,
+    ) -> Result<BatchNo, SchedulerError> {
+        self.admit(now, inputs, principal)
+    }
+
+    fn admit(
+        &mut self,
+        now: Millis,
+        inputs: Vec<IntentInput>,
+        principal: Option<String>,
     ) -> Result<BatchNo, SchedulerError> {
         if self.lifecycle == Lifecycle::Closed {
             return Err(SchedulerError::new(
@@ -59,7 +70,6 @@ impl<H: Host> Scheduler<H> {
             return Ok(self.open_barrier());
         }
         let mut sequence = self.ledger.meta().last_sequence;
-        let principal = self.config.principal.clone();
         let mut admitted = Vec::with_capacity(fresh.len());
         for input in fresh {
             sequence = input.sequence.unwrap_or(sequence + 1);

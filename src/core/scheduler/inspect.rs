@@ -86,6 +86,9 @@ pub struct SchedulerStats {
     pub owner: String,
     /// Our fence, when leading.
     pub fence: Option<u64>,
+    /// The dispatching tab's owner id when known (W4): ours while we lead; the browser's
+    /// tab layer fills it in for a tab that does not dispatch.
+    pub leader_owner: Option<String>,
 }
 
 impl<H: Host> Scheduler<H> {
@@ -252,6 +255,7 @@ impl<H: Host> Scheduler<H> {
             leader: self.is_leader(),
             owner: self.config.owner.clone(),
             fence: self.lease.fence,
+            leader_owner: self.is_leader().then(|| self.config.owner.clone()),
         }
     }
 

@@ -318,18 +318,33 @@ impl<H: Host> Scheduler<H> {
                     consider(entry.due_at);
                 }
             }
-            // A renewal already requested or being written needs no wake-up.
-            if self.has_work() && !self.lease.renew_wanted && self.persist.in_flight.is_none() {
-                consider(self.lease.renewed_at + self.config.renew_interval());
-            }
             due
         } else {
             None
+        };
+        // A renewal already requested or being written needs no wake-up.
+        let renew_at = (self.keeps_lease_alive()
+            && !self.lease.renew_wanted
+            && self.persist.in_flight.is_none())
+        .then(|| self.lease.renewed_at + self.config.renew_interval());
+        let desired = match (desired, renew_at) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
         };
         if desired != self.timer {
             self.timer = desired;
             self.effects.push_back(Effect::SetTimer(desired));
         }
+    }
+
+    /// Whether the lease should be renewed on the renewal interval: while work runs, and with
+    /// [`SchedulerConfig::keep_lease`] (several tabs) whenever this dispatcher is open, so
+    /// an idle, held or offline leader is not mistaken for a frozen one (W4).
+    fn keeps_lease_alive(&self) -> bool {
+        self.is_leader()
+            && !self.is_closed()
+            && !self.persist.failed
+            && ((self.may_dispatch() && self.has_work()) || self.config.keep_lease)
     }
 
     fn has_work(&self) -> bool {
@@ -338,15 +353,12 @@ impl<H: Host> Scheduler<H> {
 
     /// The timer armed through `SetTimer` fired.
     pub fn on_timer(&mut self, now: Millis) {
-        if !self.is_running() {
+        if self.is_closed() {
             return;
         }
         self.timer = None;
         self.yielded = false;
-        if self.is_leader()
-            && self.has_work()
-            && now >= self.lease.renewed_at + self.config.renew_interval()
-        {
+        if self.keeps_lease_alive() && now >= self.lease.renewed_at + self.config.renew_interval() {
             self.lease.renew_wanted = true;
         }
         self.maybe_flush(now);

@@ -2,6 +2,7 @@
 //! transport and the browser clock. Single-threaded (`Rc<RefCell<…>>`); no borrow is held
 //! across an `await` or a call into host code, so host callbacks may call back in.
 
+mod adopt;
 mod host;
 mod promise;
 mod send_hooks;
@@ -27,8 +28,9 @@ use crate::web::store::{AcquireError, IdbLedger};
 use crate::web::transport::FetchTransport;
 use crate::web::wake::{is_online, WakeReason, WakeSignals};
 
+pub use adopt::Adoption;
 pub use host::WebHost;
-use promise::Signal;
+pub(crate) use promise::Signal;
 pub use send_hooks::SendHooks;
 
 /// How the host hears about reports (`onEvent` in the JS API).
@@ -95,9 +97,13 @@ fn not_leader(error: AcquireError) -> SchedulerError {
 impl Driver {
     /// Opens the ledger, takes the lease and loads it (one transaction), ready to `start()`.
     /// Quarantined records (D4) are returned for the host to see.
+    ///
+    /// With `takeover` the lease is taken even from a live holder (W4: the caller holds the
+    /// Web Lock; the fence bump shuts the old holder out).
     pub async fn open(
         options: DriverOptions,
         sink: Option<ReportSink>,
+        takeover: bool,
     ) -> Result<(Driver, Vec<Quarantined>), SchedulerError> {
         let store = IdbLedger::open(&options.database).await.map_err(|e| {
             SchedulerError::new(
@@ -105,6 +111,17 @@ impl Driver {
                 format!("{}: {}", e.code, e.message),
             )
         })?;
+        Self::open_on(Rc::new(store), options, sink, takeover).await
+    }
+
+    /// As [`Driver::open`], on a connection the caller already has (the tab layer shares
+    /// one connection between its inbox writes and its dispatcher).
+    pub async fn open_on(
+        store: Rc<IdbLedger>,
+        options: DriverOptions,
+        sink: Option<ReportSink>,
+        takeover: bool,
+    ) -> Result<(Driver, Vec<Quarantined>), SchedulerError> {
         let clock = BrowserClock::new();
         let config = SchedulerConfig {
             group_commit: true,
@@ -117,6 +134,7 @@ impl Driver {
                 clock.now(),
                 config.lease_ms,
                 options.load_page_size,
+                takeover,
             )
             .await
             .map_err(not_leader)?;
@@ -124,7 +142,7 @@ impl Driver {
         let transport = FetchTransport::new(&options.endpoint, options.attempt_timeout_ms);
         let state = State {
             scheduler,
-            store: Rc::new(store),
+            store,
             transport: Rc::new(transport),
             js_transport: options.js_transport.map(Rc::new),
             clock,

@@ -43,8 +43,10 @@ impl From<indexed_db_futures::error::Error> for AcquireError {
 
 impl IdbLedger {
     /// Takes the lease for `owner` if it is absent, expired (`expires_at <= now`) or already
-    /// `owner`'s, bumping the fence, then loads every record in pages of `page_size` — all in
-    /// one readwrite transaction. The snapshot's `lease` is the lease just taken.
+    /// `owner`'s — or in any case with `takeover` (W4: the caller holds the Web Lock, so the
+    /// old holder is gone or was judged frozen; the fence bump shuts it out) — bumping the
+    /// fence, then loads every record in pages of `page_size`, all in one readwrite
+    /// transaction. The snapshot's `lease` is the lease just taken.
     ///
     /// # Errors
     ///
@@ -56,13 +58,14 @@ impl IdbLedger {
         now: Millis,
         lease_ms: Millis,
         page_size: usize,
+        takeover: bool,
     ) -> Result<LoadedLedger, AcquireError> {
         let db = self.db().map_err(AcquireError::Storage)?;
         let stores = [LEASE, OPERATIONS, REQUESTS, EVENTS, META, QUARANTINE];
         let tx = self
             .begin(&db, &stores, TransactionMode::Readwrite)
             .map_err(AcquireError::Storage)?;
-        match load(&tx, owner, now, lease_ms, page_size.max(1)).await {
+        match load(&tx, owner, now, lease_ms, page_size.max(1), takeover).await {
             Ok(loaded) => {
                 self.finish(tx).await.map_err(AcquireError::Storage)?;
                 Ok(loaded)
@@ -81,9 +84,10 @@ async fn load(
     now: Millis,
     lease_ms: Millis,
     page_size: usize,
+    takeover: bool,
 ) -> Result<LoadedLedger, AcquireError> {
     let mut aside = Vec::new();
-    let lease = take_lease(tx, owner, now, lease_ms, &mut aside).await?;
+    let lease = take_lease(tx, owner, now, lease_ms, takeover, &mut aside).await?;
     let mut loader = LedgerLoader::new();
     for store in [
         RecordStore::Operations,
@@ -132,6 +136,7 @@ async fn take_lease(
     owner: &str,
     now: Millis,
     lease_ms: Millis,
+    takeover: bool,
     aside: &mut Vec<SetAside>,
 ) -> Result<Lease, AcquireError> {
     let store = tx.object_store(LEASE)?;
@@ -139,7 +144,7 @@ async fn take_lease(
     let previous_fence = match stored {
         None => 0,
         Some(value) => match decode::<Lease>(value.clone()) {
-            Ok(lease) if lease.expires_at > now && lease.owner != owner => {
+            Ok(lease) if lease.expires_at > now && lease.owner != owner && !takeover => {
                 return Err(AcquireError::Held(Some(lease)));
             }
             Ok(lease) => lease.fence,

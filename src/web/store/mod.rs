@@ -17,6 +17,8 @@ mod codec;
 mod connection;
 mod errors;
 mod faults;
+mod inbox;
+mod lease;
 mod load;
 pub mod schema;
 
@@ -32,6 +34,7 @@ use wasm_bindgen::JsCast;
 
 pub use errors::AcquireError;
 pub use faults::StoreFault;
+pub use inbox::{InboxEntry, InboxRecord};
 pub use load::LoadedLedger;
 
 use crate::core::safe_error::SafeError;

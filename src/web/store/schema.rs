@@ -9,6 +9,7 @@
 //! | 1 | `operations`, `requests`, `meta` |
 //! | 2 | `lease`, `events` |
 //! | 3 | `blobs`, `quarantine` |
+//! | 4 | `inbox` (auto-increment keys: intents of tabs that do not dispatch, W4) |
 
 use indexed_db_futures::database::Database;
 use indexed_db_futures::error::OpenDbError;
@@ -18,7 +19,7 @@ use super::errors::open_error;
 use crate::core::safe_error::SafeError;
 
 /// The schema version this build writes.
-pub const SCHEMA_VERSION: u32 = 3;
+pub const SCHEMA_VERSION: u32 = 4;
 
 /// Operation records, keyed by operation id.
 pub const OPERATIONS: &str = "operations";
@@ -35,20 +36,26 @@ pub const META: &str = "meta";
 /// Records set aside by the loader (D4), keyed `"{store}/{key}"`.
 pub const QUARANTINE: &str = "quarantine";
 
+/// Intents written by tabs that do not dispatch (W4), keyed by an auto-increment number.
+pub const INBOX: &str = "inbox";
+
 /// Key of the lease record.
 pub const LEASE_KEY: &str = "lease";
 /// Key of the meta record.
 pub const META_KEY: &str = "meta";
 
 /// The stores each version adds, in order.
-const STEPS: [&[&str]; 3] = [
+const STEPS: [&[&str]; 4] = [
     &[OPERATIONS, REQUESTS, META],
     &[LEASE, EVENTS],
     &[BLOBS, QUARANTINE],
+    &[INBOX],
 ];
 
 /// Every store this build reads or writes.
-pub const ALL_STORES: [&str; 7] = [OPERATIONS, REQUESTS, LEASE, EVENTS, BLOBS, META, QUARANTINE];
+pub const ALL_STORES: [&str; 8] = [
+    OPERATIONS, REQUESTS, LEASE, EVENTS, BLOBS, META, QUARANTINE, INBOX,
+];
 
 /// Runs the upgrade steps above `old_version`, creating only stores that are missing.
 fn upgrade(old_version: f64, db: &Database) -> indexed_db_futures::Result<()> {
@@ -59,7 +66,14 @@ fn upgrade(old_version: f64, db: &Database) -> indexed_db_futures::Result<()> {
             continue;
         }
         for store in stores.iter() {
-            if !existing.iter().any(|name| name == store) {
+            if existing.iter().any(|name| name == store) {
+                continue;
+            }
+            if *store == INBOX {
+                db.create_object_store(*store)
+                    .with_auto_increment(true)
+                    .build()?;
+            } else {
                 db.create_object_store(*store).build()?;
             }
         }

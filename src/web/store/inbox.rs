@@ -1,0 +1,275 @@
+//! The shared inbox (W4): a tab that does not dispatch writes its intents here, durably, in
+//! its own transaction; the dispatching tab adopts them into the ledger in inbox order and
+//! then removes them. Only the dispatcher assigns sequences, so tabs never race on them.
+//!
+//! Entries are JSON strings (one per `enqueue`/`enqueueMany` call) under an auto-increment
+//! key, so adoption order is append order. An entry the dispatcher refuses is moved to
+//! `quarantine` (key `"inbox/{key}"`), never dropped.
+
+use std::collections::BTreeSet;
+
+use indexed_db_futures::prelude::*;
+use indexed_db_futures::transaction::{Transaction, TransactionMode};
+use serde::{Deserialize, Serialize};
+use wasm_bindgen::JsValue;
+
+use super::codec::to_json;
+use super::errors::{js_error, storage_error};
+use super::schema::{INBOX, OPERATIONS, QUARANTINE};
+use super::IdbLedger;
+use crate::core::error::{ErrorCode, SchedulerError};
+use crate::core::intent::{same_intent, IntentInput};
+use crate::core::model::{Millis, Operation};
+use crate::core::safe_error::SafeError;
+
+/// One `enqueue`/`enqueueMany` call of a tab that does not dispatch.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct InboxEntry {
+    /// The enqueuing tab's owner id (its events are relayed to it).
+    pub origin: String,
+    /// The principal of the enqueuing session (K3: recorded on the operations).
+    pub principal: Option<String>,
+    /// When it was written.
+    pub at: Millis,
+    /// The intents, validated by the enqueuing tab.
+    pub intents: Vec<IntentInput>,
+}
+
+/// An inbox record as read: its key and the entry, or why it cannot be one.
+pub struct InboxRecord {
+    /// The auto-increment key.
+    pub key: f64,
+    /// The entry, or the reason it is unreadable.
+    pub entry: Result<InboxEntry, String>,
+    raw: JsValue,
+}
+
+fn storage(error: SafeError) -> SchedulerError {
+    SchedulerError::new(
+        ErrorCode::StorageUnavailable,
+        format!("{}: {}", error.code, error.message),
+    )
+}
+
+fn idb(error: indexed_db_futures::error::Error) -> SchedulerError {
+    storage(storage_error(&error))
+}
+
+fn decode_entry(value: &JsValue) -> Result<InboxEntry, String> {
+    let text = value
+        .as_string()
+        .ok_or_else(|| "inbox entry is not a JSON string".to_owned())?;
+    serde_json::from_str(&text).map_err(|e| format!("undecodable inbox entry: {e}"))
+}
+
+/// Reads every inbox record in key order.
+async fn read_all(tx: &Transaction<'_>) -> Result<Vec<InboxRecord>, SchedulerError> {
+    let store = tx.object_store(INBOX).map_err(idb)?;
+    let mut records = Vec::new();
+    let cursor = store
+        .open_cursor()
+        .primitive()
+        .map_err(idb)?
+        .await
+        .map_err(idb)?;
+    if let Some(mut cursor) = cursor {
+        while let Some(raw) = cursor.next_record::<JsValue>().await.map_err(idb)? {
+            let key = cursor
+                .key::<JsValue>()
+                .map_err(idb)?
+                .and_then(|k| k.as_f64())
+                .unwrap_or(f64::NAN);
+            records.push(InboxRecord {
+                key,
+                entry: decode_entry(&raw),
+                raw,
+            });
+        }
+    }
+    Ok(records)
+}
+
+/// Whether operation `id` is stored: `None` when absent, `Some(None)` when stored but
+/// unreadable (the dispatcher's loader quarantines it; the id is still taken).
+async fn stored_operation(
+    tx: &Transaction<'_>,
+    id: &str,
+) -> Result<Option<Option<Operation>>, SchedulerError> {
+    let store = tx.object_store(OPERATIONS).map_err(idb)?;
+    let value: Option<JsValue> = store.get(id).primitive().map_err(idb)?.await.map_err(idb)?;
+    let Some(value) = value else { return Ok(None) };
+    Ok(Some(to_json(value).ok().and_then(|json| {
+        serde_json::from_value::<Operation>(json).ok()
+    })))
+}
+
+impl IdbLedger {
+    /// W4: appends `entry` to the inbox in one strict readwrite transaction, after checking
+    /// it against the durable ledger and the inbox in that same transaction: an id already
+    /// there with another intent is `duplicate_operation` (the same intent again is harmless
+    /// and skipped); a dependency must be in the ledger, the inbox or the entry itself
+    /// (`unknown_dependency`). On any error nothing is written.
+    ///
+    /// # Errors
+    ///
+    /// The codes above, or `storage_unavailable`.
+    pub async fn append_inbox(&self, mut entry: InboxEntry) -> Result<(), SchedulerError> {
+        let db = self.db().map_err(storage)?;
+        let tx = self
+            .begin(&db, &[OPERATIONS, INBOX], TransactionMode::Readwrite)
+            .map_err(storage)?;
+        match check_and_add(&tx, &mut entry).await {
+            Ok(()) => self.finish(tx).await.map_err(storage),
+            Err(error) => {
+                let _ = tx.abort().await;
+                Err(error)
+            }
+        }
+    }
+
+    /// Every inbox record, in append order (one readonly transaction).
+    ///
+    /// # Errors
+    ///
+    /// `storage_unavailable`.
+    pub async fn read_inbox(&self) -> Result<Vec<InboxRecord>, SchedulerError> {
+        let db = self.db().map_err(storage)?;
+        let tx = self
+            .begin(&db, &[INBOX], TransactionMode::Readonly)
+            .map_err(storage)?;
+        read_all(&tx).await
+    }
+
+    /// Removes adopted records and moves refused ones, with their reason, to `quarantine`
+    /// (one strict readwrite transaction).
+    ///
+    /// # Errors
+    ///
+    /// `storage_unavailable`; nothing changed.
+    pub async fn clear_inbox(
+        &self,
+        now: Millis,
+        adopted: &[f64],
+        refused: &[(&InboxRecord, String)],
+    ) -> Result<(), SchedulerError> {
+        if adopted.is_empty() && refused.is_empty() {
+            return Ok(());
+        }
+        let db = self.db().map_err(storage)?;
+        let tx = self
+            .begin(&db, &[INBOX, QUARANTINE], TransactionMode::Readwrite)
+            .map_err(storage)?;
+        let result = (|| {
+            let inbox = tx.object_store(INBOX).map_err(idb)?;
+            let quarantine = tx.object_store(QUARANTINE).map_err(idb)?;
+            for (record, reason) in refused {
+                let aside = js_sys::Object::new();
+                let fields: [(&str, JsValue); 5] = [
+                    ("store", JsValue::from_str(INBOX)),
+                    ("key", JsValue::from_str(&record.key.to_string())),
+                    ("reason", JsValue::from_str(reason)),
+                    ("at", JsValue::from_f64(now as f64)),
+                    ("record", record.raw.clone()),
+                ];
+                for (name, value) in fields {
+                    js_sys::Reflect::set(&aside, &JsValue::from_str(name), &value)
+                        .map_err(|e| storage(js_error(&e)))?;
+                }
+                let key = format!("{INBOX}/{}", record.key);
+                drop(
+                    quarantine
+                        .put(JsValue::from(aside))
+                        .with_key(key)
+                        .without_key_type()
+                        .primitive()
+                        .map_err(idb)?,
+                );
+            }
+            let keys = adopted
+                .iter()
+                .copied()
+                .chain(refused.iter().map(|(r, _)| r.key));
+            for key in keys.filter(|k| k.is_finite()) {
+                drop(
+                    inbox
+                        .delete::<JsValue, _>(JsValue::from_f64(key))
+                        .primitive()
+                        .map_err(idb)?,
+                );
+            }
+            Ok::<(), SchedulerError>(())
+        })();
+        match result {
+            Ok(()) => self.finish(tx).await.map_err(storage),
+            Err(error) => {
+                let _ = tx.abort().await;
+                Err(error)
+            }
+        }
+    }
+}
+
+async fn check_and_add(tx: &Transaction<'_>, entry: &mut InboxEntry) -> Result<(), SchedulerError> {
+    let queued: Vec<IntentInput> = read_all(tx)
+        .await?
+        .into_iter()
+        .filter_map(|r| r.entry.ok())
+        .flat_map(|e| e.intents)
+        .collect();
+    let mut fresh = Vec::with_capacity(entry.intents.len());
+    for input in std::mem::take(&mut entry.intents) {
+        let stored = stored_operation(tx, &input.id).await?;
+        let same = match (&stored, queued.iter().find(|q| q.id == input.id)) {
+            (Some(Some(operation)), _) => Some(same_intent(&operation.intent, &input)),
+            (Some(None), _) => Some(false),
+            (None, Some(queued)) => Some(*queued == input),
+            (None, None) => None,
+        };
+        match same {
+            Some(true) => {}
+            Some(false) => {
+                return Err(SchedulerError::new(
+                    ErrorCode::DuplicateOperation,
+                    format!(
+                        "operation {} is already in the ledger with another intent",
+                        input.id
+                    ),
+                ))
+            }
+            None => fresh.push(input),
+        }
+    }
+    let known: BTreeSet<&str> = fresh
+        .iter()
+        .chain(queued.iter())
+        .map(|i| i.id.as_str())
+        .collect();
+    for input in &fresh {
+        for dependency in &input.dependencies {
+            if !known.contains(dependency.as_str())
+                && stored_operation(tx, dependency).await?.is_none()
+            {
+                return Err(SchedulerError::new(
+                    ErrorCode::UnknownDependency,
+                    format!("operation {} depends on unknown {dependency}", input.id),
+                ));
+            }
+        }
+    }
+    if fresh.is_empty() {
+        return Ok(());
+    }
+    entry.intents = fresh;
+    let text = serde_json::to_string(entry).map_err(|e| {
+        SchedulerError::new(ErrorCode::InvalidIntent, format!("unstorable intent: {e}"))
+    })?;
+    let store = tx.object_store(INBOX).map_err(idb)?;
+    drop(
+        store
+            .add(JsValue::from_str(&text))
+            .primitive()
+            .map_err(idb)?,
+    );
+    Ok(())
+}

@@ -1,0 +1,298 @@
+//! A tab that does not dispatch (W4): enqueues through the inbox, asks the leader for host
+//! actions, and answers reads from what it knows (its own operations, as relayed).
+
+use std::cell::RefCell;
+use std::rc::Rc;
+
+use serde_json::{json, Value};
+use wasm_bindgen_futures::spawn_local;
+
+use super::relay::serve;
+use super::{Role, Tab, TabMessage};
+use crate::core::clock::Clock;
+use crate::core::error::{ErrorCode, SchedulerError};
+use crate::core::intent::{check_batch, into_intent, IntentInput};
+use crate::core::model::Operation;
+use crate::core::SchedulerStats;
+use crate::web::driver::Signal;
+use crate::web::store::InboxEntry;
+
+/// How long a follower waits for the leader to answer a host action (`settle` waits as long
+/// as it takes).
+const ANSWER_TIMEOUT_MS: u64 = 5_000;
+
+/// A host action asked of the leader, waiting for its answer.
+pub(super) struct Pending {
+    message: TabMessage,
+    result: Rc<RefCell<Option<Result<Value, SchedulerError>>>>,
+    signal: Signal,
+}
+
+impl Pending {
+    /// Completes the action (first answer wins).
+    pub(super) fn finish(&self, result: Result<Value, SchedulerError>) {
+        let mut slot = self.result.borrow_mut();
+        if slot.is_none() {
+            *slot = Some(result);
+        }
+        self.signal.resolve();
+    }
+}
+
+fn from_error_value(value: &Value) -> SchedulerError {
+    let code = value
+        .get("code")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    let message = value
+        .get("message")
+        .and_then(Value::as_str)
+        .unwrap_or("the dispatching tab refused the action");
+    let code = ErrorCode::ALL
+        .iter()
+        .find(|c| c.as_str() == code)
+        .cloned()
+        .unwrap_or(ErrorCode::InvalidState);
+    SchedulerError::new(code, message)
+}
+
+impl Tab {
+    /// Validates `intents` as far as possible without the ledger, writes them to the
+    /// inbox (checked against the ledger in that transaction) and wakes the leader.
+    pub(super) async fn enqueue_to_inbox(
+        &self,
+        intents: Vec<IntentInput>,
+    ) -> Result<(), SchedulerError> {
+        let (max_payload, principal, origin, now) = {
+            let state = self.state.borrow();
+            let config = &state.options.config;
+            (
+                config.max_payload_bytes,
+                config.principal.clone(),
+                config.owner.clone(),
+                state.clock.now(),
+            )
+        };
+        check_batch(&intents, max_payload)?;
+        let views: Vec<(String, Value)> = intents
+            .iter()
+            .map(|input| {
+                let op = Operation::new(into_intent(input.clone(), 0, principal.clone()));
+                (
+                    input.id.clone(),
+                    serde_json::to_value(op).unwrap_or(Value::Null),
+                )
+            })
+            .collect();
+        let entry = InboxEntry {
+            origin: origin.clone(),
+            principal,
+            at: now,
+            intents,
+        };
+        self.store().append_inbox(entry).await?;
+        {
+            let mut state = self.state.borrow_mut();
+            for (id, view) in views {
+                state.mine.insert(id.clone());
+                state.views.entry(id).or_insert(view);
+            }
+        }
+        self.post(&TabMessage::Wake { from: origin });
+        if self.driver().is_some() {
+            // Elected while writing: adopt it ourselves.
+            self.adopt().await;
+        }
+        Ok(())
+    }
+
+    /// Runs a host action: here while leading, by the leader otherwise.
+    pub async fn act(&self, action: &str, arg: Value) -> Result<Value, SchedulerError> {
+        if matches!(self.state.borrow().role, Role::Closed) {
+            return Err(SchedulerError::new(
+                ErrorCode::SchedulerClosed,
+                "the scheduler was stopped",
+            ));
+        }
+        if let Some(driver) = self.driver() {
+            return serve(&driver, action, &arg).await;
+        }
+        let (rid, pending) = {
+            let mut state = self.state.borrow_mut();
+            state.next_rid += 1;
+            let rid = state.next_rid;
+            let message = TabMessage::Act {
+                rid,
+                from: state.options.config.owner.clone(),
+                action: action.to_owned(),
+                arg,
+            };
+            let pending = Pending {
+                message,
+                result: Rc::new(RefCell::new(None)),
+                signal: Signal::new(),
+            };
+            let waiter = (pending.result.clone(), pending.signal.clone());
+            state.pending.insert(rid, pending);
+            (rid, waiter)
+        };
+        let message = self
+            .state
+            .borrow()
+            .pending
+            .get(&rid)
+            .map(|p| p.message.clone());
+        if let Some(message) = message {
+            self.post(&message);
+        }
+        if action != "settle" {
+            let weak = Rc::downgrade(&self.state);
+            let state = self.state.borrow();
+            state.clock.set_timer(
+                ANSWER_TIMEOUT_MS,
+                Box::new(move || {
+                    let Some(state) = weak.upgrade() else { return };
+                    let pending = state.borrow_mut().pending.remove(&rid);
+                    if let Some(pending) = pending {
+                        pending.finish(Err(SchedulerError::new(
+                            ErrorCode::NotLeader,
+                            "no dispatching tab answered; try again",
+                        )));
+                    }
+                }),
+            );
+        }
+        let (result, signal) = pending;
+        signal.wait().await;
+        let outcome = result.borrow_mut().take();
+        outcome.unwrap_or_else(|| {
+            Err(SchedulerError::new(
+                ErrorCode::NotLeader,
+                "no dispatching tab answered",
+            ))
+        })
+    }
+
+    /// The leader's answer to one of our actions.
+    pub(super) fn answer(&self, rid: u64, ok: bool, value: Value) {
+        let pending = self.state.borrow_mut().pending.remove(&rid);
+        if let Some(pending) = pending {
+            pending.finish(if ok {
+                Ok(value)
+            } else {
+                Err(from_error_value(&value))
+            });
+        }
+    }
+
+    /// A new leader: ask it what the old one may never have answered.
+    pub(super) fn repost_pending(&self) {
+        let messages: Vec<TabMessage> = self
+            .state
+            .borrow()
+            .pending
+            .values()
+            .map(|p| p.message.clone())
+            .collect();
+        for message in &messages {
+            self.post(message);
+        }
+    }
+
+    /// Elected with actions still waiting for an answer: run them here.
+    pub(super) fn serve_pending_locally(&self) {
+        let Some(driver) = self.driver() else { return };
+        let pending = std::mem::take(&mut self.state.borrow_mut().pending);
+        for (_, waiter) in pending {
+            let driver = driver.clone();
+            spawn_local(async move {
+                let TabMessage::Act { action, arg, .. } = &waiter.message else {
+                    return;
+                };
+                waiter.finish(serve(&driver, action, arg).await);
+            });
+        }
+    }
+
+    /// Canvas id → request id (the dispatcher's claims; none while following).
+    pub fn claims(&self) -> Value {
+        match self.driver() {
+            Some(driver) => driver.inspect(|s, _| serde_json::to_value(s.claims())),
+            None => Ok(json!({})),
+        }
+        .unwrap_or(Value::Null)
+    }
+
+    /// The operation record: the ledger's while leading; while following, the latest the
+    /// leader relayed for an operation this tab enqueued (sequence 0 until it is relayed).
+    pub fn operation(&self, id: &str) -> Option<Value> {
+        match self.driver() {
+            Some(driver) => driver.inspect(|s, _| {
+                s.ledger()
+                    .operation(id)
+                    .and_then(|op| serde_json::to_value(op).ok())
+            }),
+            None => self.state.borrow().views.get(id).cloned(),
+        }
+    }
+
+    /// Why the operation is where it is (D3). While following, an operation of this tab is
+    /// explained as waiting for the dispatching tab (`not_leader`) until it resolves.
+    ///
+    /// # Errors
+    ///
+    /// `unknown_operation`.
+    pub fn explain(&self, id: &str) -> Result<Value, SchedulerError> {
+        if let Some(driver) = self.driver() {
+            return driver
+                .inspect(|s, now| s.explain(now, id))
+                .map(|e| serde_json::to_value(e).unwrap_or(Value::Null));
+        }
+        let view = self.operation(id).ok_or_else(|| {
+            SchedulerError::new(
+                ErrorCode::UnknownOperation,
+                format!("operation {id} is not known to this tab (another tab dispatches)"),
+            )
+        })?;
+        let resolved = view.get("phase").and_then(Value::as_str) == Some("resolved");
+        Ok(json!({
+            "operationId": id,
+            "state": if resolved { "resolved" } else { "pending" },
+            "reason": if resolved { "resolved" } else { "not_leader" },
+            "blockers": view.get("blockers").cloned().unwrap_or_else(|| json!([])),
+        }))
+    }
+
+    /// Counters and the idle reason; `leaderOwner` names the dispatching tab when known.
+    pub fn stats(&self) -> Value {
+        if let Some(driver) = self.driver() {
+            return serde_json::to_value(driver.inspect(|s, _| s.stats())).unwrap_or(Value::Null);
+        }
+        let state = self.state.borrow();
+        let idle = match state.role {
+            Role::Closed => "stopped",
+            _ if !state.started => "not_started",
+            _ => "not_leader",
+        };
+        let stats = SchedulerStats {
+            scanned: 0,
+            claimed: 0,
+            raced: 0,
+            retried: 0,
+            sent: 0,
+            settled: 0,
+            passes: 0,
+            pending: state.mine.len(),
+            in_flight: 0,
+            ready: 0,
+            retry_scheduled: 0,
+            claimed_canvases: 0,
+            idle_reason: Some(idle),
+            leader: false,
+            owner: state.options.config.owner.clone(),
+            fence: None,
+            leader_owner: state.leader_owner.clone(),
+        };
+        serde_json::to_value(stats).unwrap_or(Value::Null)
+    }
+}

@@ -1,0 +1,277 @@
+//! Several tabs on one ledger (SPEC W4). Every tab opens a [`Tab`]; exactly one of them
+//! dispatches through a [`Driver`] at a time.
+//!
+//! - Election: the Web Lock `canvas-scheduler:{database}` decides who *may* lead (liveness:
+//!   the browser releases it when its tab closes or crashes); the fenced lease of K2 decides
+//!   who *can* write or send (safety: a former leader that wakes up is fenced out). A tab
+//!   that holds the lock takes the lease over at once; a tab that sees the lease unrenewed
+//!   for a whole lease period steals the lock (a frozen leader). Without Web Locks the lease
+//!   alone decides: a tab takes it when it has expired.
+//! - Enqueue: a tab that does not dispatch validates its intents, writes them durably to the
+//!   shared inbox (one transaction, checked against the ledger), and wakes the leader over
+//!   the `BroadcastChannel`; the leader adopts the inbox in order (and rescans it on a timer,
+//!   so a lost message only delays it).
+//! - Relay: the leader posts its events (with the operation record) to the channel; each tab
+//!   delivers the ones about operations it enqueued. Host actions (flush, retry, discard,
+//!   resume, settle, events) of a non-dispatching tab are asked of the leader.
+
+mod channel;
+mod election;
+pub mod events;
+mod follower;
+mod locks;
+mod relay;
+
+use std::cell::RefCell;
+use std::collections::{BTreeMap, BTreeSet};
+use std::rc::Rc;
+
+use serde_json::Value;
+
+use crate::core::clock::TimerHandle;
+use crate::core::error::{ErrorCode, SchedulerError};
+use crate::core::intent::IntentInput;
+use crate::core::model::{Lease, Millis};
+use crate::core::HoldId;
+use crate::web::clock::BrowserClock;
+use crate::web::driver::{Driver, DriverOptions};
+use crate::web::store::IdbLedger;
+
+use channel::TabChannel;
+pub use channel::TabMessage;
+use follower::Pending;
+use locks::{LockManager, LockRequest};
+
+/// How the host hears events (`onEvent`): the event object as JSON.
+pub type EventSink = Rc<dyn Fn(&Value)>;
+
+/// What this tab is doing.
+enum Role {
+    /// Another tab dispatches (or nobody yet): enqueue goes to the inbox.
+    Follower,
+    /// Taking the lease and loading the ledger.
+    Promoting,
+    /// This tab dispatches.
+    Leader(Driver),
+    /// `stop()` was called.
+    Closed,
+}
+
+struct TabState {
+    options: DriverOptions,
+    store: Rc<IdbLedger>,
+    clock: BrowserClock,
+    role: Role,
+    started: bool,
+    next_hold: u64,
+    /// The host's holds, and the dispatcher's hold for each while this tab leads.
+    holds: BTreeMap<u64, Option<HoldId>>,
+    leader_owner: Option<String>,
+    /// Operations this tab enqueued while not dispatching, not yet settled.
+    mine: BTreeSet<String>,
+    /// The latest record of each of `mine` relayed by the leader.
+    views: BTreeMap<String, Value>,
+    /// Another tab said hello: relay events.
+    relay: bool,
+    channel: Option<Rc<TabChannel>>,
+    locks: Option<LockManager>,
+    /// Our lock request: held while leading, queued while following.
+    lock: Option<Rc<LockRequest>>,
+    adopting: bool,
+    adopt_again: bool,
+    timer: Option<TimerHandle>,
+    /// The lease as last seen by a follower, and since when it has been unchanged.
+    watched: Option<(Option<Lease>, Millis)>,
+    pending: BTreeMap<u64, Pending>,
+    next_rid: u64,
+    on_event: Option<EventSink>,
+}
+
+/// One tab's share of a ledger: dispatches when elected, enqueues through the inbox
+/// otherwise. Single-threaded; no borrow is held across an `await` or a host call.
+#[derive(Clone)]
+pub struct Tab {
+    state: Rc<RefCell<TabState>>,
+}
+
+fn closed() -> SchedulerError {
+    SchedulerError::new(ErrorCode::SchedulerClosed, "the scheduler was stopped")
+}
+
+impl Tab {
+    /// Opens the ledger and joins its tabs: leads at once when no other tab does, follows
+    /// otherwise. `on_event` receives every event of this tab.
+    ///
+    /// # Errors
+    ///
+    /// Invalid options, or `storage_unavailable` when the ledger cannot be opened or (when
+    /// this tab is elected at once) loaded.
+    pub async fn open(
+        options: DriverOptions,
+        on_event: Option<EventSink>,
+    ) -> Result<Tab, SchedulerError> {
+        let mut options = options;
+        options.config.keep_lease = true;
+        options.config.validate()?;
+        let store = IdbLedger::open(&options.database).await.map_err(|e| {
+            SchedulerError::new(
+                ErrorCode::StorageUnavailable,
+                format!("{}: {}", e.code, e.message),
+            )
+        })?;
+        let state = TabState {
+            options,
+            store: Rc::new(store),
+            clock: BrowserClock::new(),
+            role: Role::Follower,
+            started: false,
+            next_hold: 0,
+            holds: BTreeMap::new(),
+            leader_owner: None,
+            mine: BTreeSet::new(),
+            views: BTreeMap::new(),
+            relay: false,
+            channel: None,
+            locks: LockManager::get(),
+            lock: None,
+            adopting: false,
+            adopt_again: false,
+            timer: None,
+            watched: None,
+            pending: BTreeMap::new(),
+            next_rid: 0,
+            on_event,
+        };
+        let tab = Tab {
+            state: Rc::new(RefCell::new(state)),
+        };
+        tab.open_channel();
+        tab.elect_at_open().await?;
+        tab.arm_tick();
+        Ok(tab)
+    }
+
+    /// This tab's owner id.
+    pub fn owner(&self) -> String {
+        self.state.borrow().options.config.owner.clone()
+    }
+
+    /// The dispatcher, while this tab leads.
+    pub fn driver(&self) -> Option<Driver> {
+        match &self.state.borrow().role {
+            Role::Leader(driver) => Some(driver.clone()),
+            _ => None,
+        }
+    }
+
+    /// The ledger store (blobs are written by whichever tab enqueues).
+    pub fn store(&self) -> Rc<IdbLedger> {
+        self.state.borrow().store.clone()
+    }
+
+    fn is_closed(&self) -> bool {
+        matches!(self.state.borrow().role, Role::Closed)
+    }
+
+    /// Durable enqueue: through the dispatcher while leading, through the inbox otherwise.
+    ///
+    /// # Errors
+    ///
+    /// The codes of [`Driver::enqueue`] and of the inbox checks.
+    pub async fn enqueue(&self, intents: Vec<IntentInput>) -> Result<(), SchedulerError> {
+        if self.is_closed() {
+            return Err(closed());
+        }
+        match self.driver() {
+            Some(driver) => driver.enqueue(intents).await,
+            None => self.enqueue_to_inbox(intents).await,
+        }
+    }
+
+    /// Starts dispatching now if this tab leads, and whenever it is elected later.
+    ///
+    /// # Errors
+    ///
+    /// `scheduler_closed`, or the dispatcher's own errors.
+    pub fn start(&self) -> Result<(), SchedulerError> {
+        if self.is_closed() {
+            return Err(closed());
+        }
+        self.state.borrow_mut().started = true;
+        match self.driver() {
+            Some(driver) => driver.start(),
+            None => Ok(()),
+        }
+    }
+
+    /// A hold of this tab's dispatching (S14): in force while this tab leads.
+    ///
+    /// # Errors
+    ///
+    /// `scheduler_closed`.
+    pub fn hold(&self) -> Result<u64, SchedulerError> {
+        if self.is_closed() {
+            return Err(closed());
+        }
+        let inner = match self.driver() {
+            Some(driver) => Some(driver.hold()?),
+            None => None,
+        };
+        let mut state = self.state.borrow_mut();
+        state.next_hold += 1;
+        let id = state.next_hold;
+        state.holds.insert(id, inner);
+        Ok(id)
+    }
+
+    /// Releases a hold (idempotent).
+    pub fn release(&self, hold: u64) {
+        let inner = self.state.borrow_mut().holds.remove(&hold).flatten();
+        if let (Some(inner), Some(driver)) = (inner, self.driver()) {
+            driver.release(inner);
+        }
+    }
+
+    /// Final: stops dispatching (handing the lease over at once), leaves the election and
+    /// the channel.
+    pub fn stop(&self) {
+        let (role, lock, timer) = {
+            let mut state = self.state.borrow_mut();
+            let role = std::mem::replace(&mut state.role, Role::Closed);
+            (role, state.lock.take(), state.timer.take())
+        };
+        if let Role::Leader(driver) = role {
+            driver.stop();
+            let owner = self.owner();
+            self.post(&TabMessage::Gone { owner });
+        }
+        if let Some(lock) = lock {
+            lock.release();
+        }
+        if let Some(timer) = timer {
+            use crate::core::clock::Clock;
+            self.state.borrow().clock.clear_timer(timer);
+        }
+        let pending = std::mem::take(&mut self.state.borrow_mut().pending);
+        for (_, waiter) in pending {
+            waiter.finish(Err(closed()));
+        }
+        self.state.borrow_mut().channel = None;
+    }
+
+    /// Delivers an event to this tab's host.
+    fn emit(&self, event: &Value) {
+        let sink = self.state.borrow().on_event.clone();
+        if let Some(sink) = sink {
+            sink(event);
+        }
+    }
+
+    /// Posts to the other tabs.
+    fn post(&self, message: &TabMessage) {
+        let channel = self.state.borrow().channel.clone();
+        if let Some(channel) = channel {
+            channel.post(message);
+        }
+    }
+}

@@ -1,0 +1,278 @@
+//! Several tabs on one ledger (SPEC W4), as several `Scheduler`s of one page or worker: they
+//! share IndexedDB, the Web Lock and the `BroadcastChannel` exactly as tabs do. An in-page
+//! transport applies each idempotency key once and counts what reached it.
+
+use canvas_scheduler::api::scheduler::Scheduler;
+use js_sys::{Function, Reflect};
+use wasm_bindgen::JsValue;
+use wasm_bindgen_test::wasm_bindgen_test;
+
+use super::support::sleep;
+
+fn js(expression: &str) -> JsValue {
+    Function::new_no_args(&format!("return ({expression});"))
+        .call0(&JsValue::NULL)
+        .expect("expression evaluates")
+}
+
+fn unique(prefix: &str) -> String {
+    format!(
+        "{prefix}_{}_{}",
+        crate::EXPECTED_GLOBAL,
+        js_sys::Date::now() as u64
+    )
+}
+
+fn code_of(error: &JsValue) -> String {
+    Reflect::get(error, &"code".into())
+        .ok()
+        .and_then(|c| c.as_string())
+        .unwrap_or_else(|| format!("no code: {error:?}"))
+}
+
+fn field(value: &JsValue, name: &str) -> JsValue {
+    Reflect::get(value, &name.into()).unwrap_or(JsValue::UNDEFINED)
+}
+
+/// Opens tab `owner` of ledger `run`; events go to `globalThis.{run}_{owner}`; the in-page
+/// server's state is `globalThis.{run}_server`.
+async fn open_tab(run: &str, owner: &str) -> Scheduler {
+    let options = js(&format!(
+        "{{ database: 'cs-tabs-{run}', owner: '{owner}', leaseMs: 1000, concurrency: 2,
+           retry: {{ baseMs: 5, maxMs: 50 }},
+           onEvent: (e) => (globalThis.{run}_{owner} ??= []).push(e),
+           transport: {{
+             submit: async (request) => {{
+               const s = (globalThis.{run}_server ??= {{ keys: {{}}, ops: {{}}, by: {{}} }});
+               if (!s.keys[request.id]) {{
+                 for (const id of request.operationIds) s.ops[id] = (s.ops[id] ?? 0) + 1;
+               }}
+               s.keys[request.id] = (s.keys[request.id] ?? 0) + 1;
+               await new Promise((r) => setTimeout(r, 2));
+               return {{ outcome: 'applied' }};
+             }},
+             query: async (request) => (globalThis.{run}_server?.keys[request.id] ? {{ outcome: 'applied' }} : {{ status: 404 }}),
+           }} }}"
+    ));
+    match Scheduler::open(options).await {
+        Ok(scheduler) => scheduler,
+        Err(error) => panic!("open {owner} failed: {}", code_of(&error)),
+    }
+}
+
+fn intents(run: &str, prefix: &str, count: usize) -> JsValue {
+    js(&format!(
+        "Array.from({{ length: {count} }}, (_, i) => ({{ id: '{run}-{prefix}-' + i, operationType: 'shape.upsert', canvasIds: ['c' + (i % 3)], payload: {{ i }} }}))"
+    ))
+}
+
+/// The operation ids `owner` heard `settled` for.
+fn settled_ids(run: &str, owner: &str) -> Vec<String> {
+    let events = js(&format!("globalThis.{run}_{owner} ?? []"));
+    js_sys::Array::from(&events)
+        .iter()
+        .filter(|e| field(e, "type").as_string().as_deref() == Some("settled"))
+        .filter_map(|e| field(&e, "operationId").as_string())
+        .collect()
+}
+
+fn event_types(run: &str, owner: &str) -> Vec<String> {
+    let events = js(&format!("globalThis.{run}_{owner} ?? []"));
+    js_sys::Array::from(&events)
+        .iter()
+        .filter_map(|e| field(&e, "type").as_string())
+        .collect()
+}
+
+/// How many times the in-page server applied each operation.
+fn applied(run: &str) -> Vec<(String, f64)> {
+    let entries = js(&format!(
+        "Object.entries(globalThis.{run}_server?.ops ?? {{}})"
+    ));
+    js_sys::Array::from(&entries)
+        .iter()
+        .map(|pair| {
+            let pair = js_sys::Array::from(&pair);
+            (
+                pair.get(0).as_string().unwrap_or_default(),
+                pair.get(1).as_f64().unwrap_or(0.0),
+            )
+        })
+        .collect()
+}
+
+async fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
+    for _ in 0..400 {
+        if done() {
+            return;
+        }
+        sleep(25).await;
+    }
+    panic!("timed out waiting for {what}");
+}
+
+fn stats_of(scheduler: &Scheduler) -> (bool, Option<String>) {
+    let stats = scheduler.stats();
+    (
+        field(&stats, "leader").as_bool().unwrap_or(false),
+        field(&stats, "leaderOwner").as_string(),
+    )
+}
+
+#[wasm_bindgen_test]
+async fn w4_one_tab_dispatches_every_tab_enqueues_and_hears_its_outcomes() {
+    let run = unique("one");
+    let a = open_tab(&run, "a").await;
+    let b = open_tab(&run, "b").await;
+    let c = open_tab(&run, "c").await;
+    assert_eq!(
+        stats_of(&a),
+        (true, Some("a".into())),
+        "the first tab leads"
+    );
+    assert!(!stats_of(&b).0 && !stats_of(&c).0, "the others follow");
+    for tab in [&a, &b, &c] {
+        tab.start().expect("start");
+    }
+    wait_for("followers to learn the leader", || {
+        stats_of(&b).1.as_deref() == Some("a") && stats_of(&c).1.as_deref() == Some("a")
+    })
+    .await;
+    a.enqueue_many(intents(&run, "a", 15))
+        .await
+        .expect("a enqueues");
+    b.enqueue_many(intents(&run, "b", 15))
+        .await
+        .expect("b enqueues");
+    for i in 0..10 {
+        let one = js(&format!(
+            "{{ id: '{run}-c-{i}', operationType: 'shape.upsert', canvasIds: ['c{}'], payload: {{ i: {i} }} }}",
+            i % 3
+        ));
+        c.enqueue(one).await.expect("c enqueues");
+    }
+    wait_for("every tab to hear its operations settle", || {
+        settled_ids(&run, "b").len() == 15 && settled_ids(&run, "c").len() == 10
+    })
+    .await;
+    let counts = applied(&run);
+    assert_eq!(counts.len(), 40, "every operation reached the server");
+    assert!(
+        counts.iter().all(|(_, n)| *n == 1.0),
+        "each once: {counts:?}"
+    );
+    // A follower hears only its own operations, and reads what it enqueued.
+    assert!(settled_ids(&run, "b").iter().all(|id| id.contains("-b-")));
+    let record = b.operation(&format!("{run}-b-3"));
+    assert_eq!(
+        field(&record, "phase").as_string().as_deref(),
+        Some("resolved")
+    );
+    let why = b.explain(&format!("{run}-b-3")).expect("explain");
+    assert_eq!(
+        field(&why, "state").as_string().as_deref(),
+        Some("resolved")
+    );
+    assert_eq!(
+        b.explain("nobody").err().map(|e| code_of(&e)).as_deref(),
+        Some("unknown_operation")
+    );
+    // Host actions of a follower are answered by the leader.
+    let flushed = b.flush("nobody".into()).await.err().map(|e| code_of(&e));
+    assert_eq!(flushed.as_deref(), Some("unknown_operation"));
+    let log = b
+        .events(JsValue::UNDEFINED)
+        .await
+        .expect("events through the leader");
+    assert!(js_sys::Array::from(&log).length() > 0);
+    b.settle().await.expect("settle through the leader");
+    for tab in [&a, &b, &c] {
+        tab.stop();
+    }
+}
+
+#[wasm_bindgen_test]
+async fn w4_a_follower_refuses_bad_input_and_the_ledger_is_unchanged() {
+    let run = unique("bad");
+    let a = open_tab(&run, "a").await;
+    let b = open_tab(&run, "b").await;
+    let _hold = a.hold().expect("hold");
+    a.start().expect("start");
+    a.enqueue(js(&format!(
+        "{{ id: '{run}-x', operationType: 'shape.upsert', canvasIds: ['c'], payload: {{ v: 1 }} }}"
+    )))
+    .await
+    .expect("durable");
+    let cases = [
+        ("{ id: 'bad id!', operationType: 'shape.upsert', canvasIds: ['c'] }".to_owned(), "invalid_intent"),
+        (
+            format!("{{ id: '{run}-y', operationType: 'shape.upsert', canvasIds: ['c'], dependencies: ['{run}-none'] }}"),
+            "unknown_dependency",
+        ),
+        (
+            format!("{{ id: '{run}-x', operationType: 'shape.upsert', canvasIds: ['c'], payload: {{ v: 2 }} }}"),
+            "duplicate_operation",
+        ),
+    ];
+    for (intent, code) in cases {
+        let refused = b.enqueue(js(&intent)).await.err().map(|e| code_of(&e));
+        assert_eq!(refused.as_deref(), Some(code), "{intent}");
+    }
+    // The same intent again is harmless; a dependency on a stored operation is fine.
+    b.enqueue(js(&format!(
+        "{{ id: '{run}-x', operationType: 'shape.upsert', canvasIds: ['c'], payload: {{ v: 1 }} }}"
+    )))
+    .await
+    .expect("identical re-enqueue");
+    b.enqueue(js(&format!(
+        "{{ id: '{run}-z', operationType: 'shape.upsert', canvasIds: ['c'], dependencies: ['{run}-x'] }}"
+    )))
+    .await
+    .expect("dependency in the ledger");
+    wait_for("the leader to adopt", || {
+        field(&a.stats(), "pending").as_f64() == Some(2.0)
+    })
+    .await;
+    assert!(
+        a.operation(&format!("{run}-y")).is_undefined(),
+        "nothing refused was stored"
+    );
+    a.stop();
+    b.stop();
+}
+
+#[wasm_bindgen_test]
+async fn w4_when_the_leader_stops_another_tab_takes_over_and_finishes() {
+    let run = unique("over");
+    let a = open_tab(&run, "a").await;
+    let b = open_tab(&run, "b").await;
+    let _hold = a.hold().expect("nothing leaves tab a");
+    a.start().expect("start a");
+    b.start().expect("start b");
+    b.enqueue_many(intents(&run, "b", 12))
+        .await
+        .expect("b enqueues");
+    a.enqueue_many(intents(&run, "a", 8))
+        .await
+        .expect("a enqueues");
+    wait_for("the leader to adopt b's intents", || {
+        field(&a.stats(), "pending").as_f64() == Some(20.0)
+    })
+    .await;
+    assert!(applied(&run).is_empty(), "held: nothing sent yet");
+    a.stop(); // hands the lease over and releases the lock
+    wait_for("b to take over", || stats_of(&b).0).await;
+    assert!(event_types(&run, "b").iter().any(|t| t == "leader_changed"));
+    assert_eq!(stats_of(&b).1.as_deref(), Some("b"));
+    wait_for("b's operations to settle", || {
+        settled_ids(&run, "b").len() >= 12
+    })
+    .await;
+    wait_for("every operation applied", || applied(&run).len() == 20).await;
+    let counts = applied(&run);
+    assert!(
+        counts.iter().all(|(_, n)| *n == 1.0),
+        "each once: {counts:?}"
+    );
+    b.stop();
+}
