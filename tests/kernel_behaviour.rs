@@ -582,3 +582,64 @@ fn k2_stop_hands_the_lease_over_at_once() {
         .expect("free right after stop");
     assert_eq!(lease.fence, 2);
 }
+
+#[test]
+fn w4_adopted_intents_keep_the_enqueuing_sessions_principal_and_bad_ones_change_nothing() {
+    let config = SchedulerConfig {
+        principal: Some("user-a".into()),
+        ..SchedulerConfig::default()
+    };
+    let mut h = harness_with(config);
+    let now = h.now;
+    h.scheduler
+        .adopt(now, vec![edit("from-b", &["x"])], Some("user-b".into()))
+        .unwrap();
+    h.drain();
+    let stored = h.store.operation("from-b").expect("adopted and durable");
+    assert_eq!(stored.intent.principal.as_deref(), Some("user-b"));
+    assert!(h.wire.is_empty(), "K3: never sent under user-a");
+    // Adopting the same intent again (a crash between adoption and clearing the inbox) is
+    // harmless; a bad batch is refused whole.
+    h.scheduler
+        .adopt(now, vec![edit("from-b", &["x"])], Some("user-b".into()))
+        .unwrap();
+    let before = h.store.snapshot();
+    let refused = h.scheduler.adopt(
+        now,
+        vec![
+            edit("fine", &["y"]),
+            edit_after("bad", &["y"], &["nowhere"]),
+        ],
+        Some("user-b".into()),
+    );
+    assert_eq!(refused.unwrap_err().code.as_str(), "unknown_dependency");
+    h.drain();
+    assert_eq!(h.store.snapshot().operations.len(), before.operations.len());
+    assert!(h.store.operation("fine").is_none());
+}
+
+#[test]
+fn w4_with_keep_lease_an_idle_held_leader_still_renews() {
+    let config = SchedulerConfig {
+        keep_lease: true,
+        lease_ms: 3_000,
+        ..SchedulerConfig::default()
+    };
+    let mut h = harness_with(config);
+    let _hold = h.scheduler.hold(h.now).unwrap();
+    h.drain();
+    let first = h.store.lease().map(|l| l.expires_at).unwrap();
+    h.advance(10_000);
+    let later = h.store.lease().map(|l| l.expires_at).unwrap();
+    assert!(
+        later > first + 9_000,
+        "renewed while idle and held: {first} -> {later}"
+    );
+    assert!(later > h.now, "never lapsed");
+    // Without it (one tab), an idle dispatcher leaves the lease alone.
+    let mut quiet = harness();
+    quiet.drain();
+    let first = quiet.store.lease().map(|l| l.expires_at).unwrap();
+    quiet.advance(10_000);
+    assert_eq!(quiet.store.lease().map(|l| l.expires_at), Some(first));
+}

@@ -13,7 +13,6 @@ use super::options::decode_options;
 use crate::core::error::{ErrorCode, SchedulerError};
 use crate::core::model::BlobRef;
 use crate::web::driver::{DriverOptions, SendHooks, WebHost};
-use crate::web::json::to_js;
 use crate::web::tabs::{EventSink, Tab};
 
 fn to_js_error(error: SchedulerError) -> JsValue {
@@ -39,7 +38,7 @@ impl Scheduler {
         let options = decode_options(&options).map_err(to_js_error)?;
         let max_payload_bytes = options.config.max_payload_bytes;
         let sink: Option<EventSink> = options.hooks.on_event.clone().map(|handler| {
-            Rc::new(move |event: &serde_json::Value| events::deliver(&handler, event)) as EventSink
+            Rc::new(move |event: &JsValue| events::deliver(&handler, event)) as EventSink
         });
         let driver_options = DriverOptions {
             database: options.database,
@@ -139,26 +138,20 @@ impl Scheduler {
         Ok(release.into_js_value().unchecked_into())
     }
 
-    async fn act(&self, action: &str, arg: serde_json::Value) -> Result<JsValue, JsValue> {
-        self.tab
-            .act(action, arg)
-            .await
-            .map(|value| to_js(&value))
-            .map_err(to_js_error)
+    async fn act(&self, action: &str, arg: JsValue) -> Result<JsValue, JsValue> {
+        self.tab.act(action, arg).await.map_err(to_js_error)
     }
 
     /// Writes again after a storage failure, then reschedules (S13).
     #[wasm_bindgen(unchecked_return_type = "Promise<void>")]
     pub async fn resume(&self) -> Result<(), JsValue> {
-        self.act("resume", serde_json::Value::Null)
-            .await
-            .map(|_| ())
+        self.act("resume", JsValue::NULL).await.map(|_| ())
     }
 
     /// Resolves once nothing is in flight (in the dispatching tab).
     #[wasm_bindgen(unchecked_return_type = "Promise<void>")]
     pub async fn settle(&self) -> Result<(), JsValue> {
-        match self.act("settle", serde_json::Value::Null).await {
+        match self.act("settle", JsValue::NULL).await {
             Err(_) if self.tab.driver().is_none() => Ok(()), // stopped while waiting
             other => other.map(|_| ()),
         }
@@ -173,48 +166,43 @@ impl Scheduler {
     /// Canvas id → the request holding it (empty in a tab that does not dispatch).
     #[wasm_bindgen(unchecked_return_type = "Record<string, string>")]
     pub fn claims(&self) -> JsValue {
-        to_js(&self.tab.claims())
+        self.tab.claims()
     }
 
     /// The operation record, or `undefined`.
     #[wasm_bindgen(unchecked_return_type = "OperationRecord | undefined")]
     pub fn operation(&self, id: &str) -> JsValue {
-        self.tab
-            .operation(id)
-            .map(|view| to_js(&view))
-            .unwrap_or(JsValue::UNDEFINED)
+        self.tab.operation(id).unwrap_or(JsValue::UNDEFINED)
     }
 
     /// Why the operation is where it is; an unknown id throws `unknown_operation`.
     #[wasm_bindgen(unchecked_return_type = "Explanation")]
     pub fn explain(&self, id: &str) -> Result<JsValue, JsValue> {
-        self.tab.explain(id).map(|e| to_js(&e)).map_err(to_js_error)
+        self.tab.explain(id).map_err(to_js_error)
     }
 
     /// Counters, the idle reason, and who dispatches (`leader`, `leaderOwner`).
     #[wasm_bindgen(unchecked_return_type = "SchedulerStats")]
     pub fn stats(&self) -> JsValue {
-        to_js(&self.tab.stats())
+        self.tab.stats()
     }
 
     /// Runs that operation now if claimable, otherwise says why (K7).
     #[wasm_bindgen(unchecked_return_type = "Promise<FlushResult>")]
     pub async fn flush(&self, id: String) -> Result<JsValue, JsValue> {
-        self.act("flush", serde_json::Value::String(id)).await
+        self.act("flush", JsValue::from_str(&id)).await
     }
 
     /// Re-arms a dead-lettered or blocked operation with its same frozen request (K1).
     #[wasm_bindgen(unchecked_return_type = "Promise<void>")]
     pub async fn retry(&self, id: String) -> Result<(), JsValue> {
-        self.act("retry", serde_json::Value::String(id))
-            .await
-            .map(|_| ())
+        self.act("retry", JsValue::from_str(&id)).await.map(|_| ())
     }
 
     /// Resolves the operation as discarded; its dependents are blocked (K1).
     #[wasm_bindgen(unchecked_return_type = "Promise<void>")]
     pub async fn discard(&self, id: String) -> Result<(), JsValue> {
-        self.act("discard", serde_json::Value::String(id))
+        self.act("discard", JsValue::from_str(&id))
             .await
             .map(|_| ())
     }
@@ -244,10 +232,9 @@ impl Scheduler {
         };
         let after = number("after")?.unwrap_or(0);
         let limit = number("limit")?.unwrap_or(100).clamp(1, 1_000);
-        self.act(
-            "events",
-            serde_json::json!({ "after": after, "limit": limit }),
-        )
-        .await
+        let arg = js_sys::Object::new();
+        let _ = js_sys::Reflect::set(&arg, &"after".into(), &(after as f64).into());
+        let _ = js_sys::Reflect::set(&arg, &"limit".into(), &(limit as f64).into());
+        self.act("events", arg.into()).await
     }
 }

@@ -165,3 +165,9 @@ fn describe(error: &JsValue) -> String {
         .or_else(|| error.as_string())
         .unwrap_or_else(|| "unknown error".to_owned())
 }
+
+/// Whether this global is a document that is not visible now (a background tab). A Worker
+/// has no visibility of its own: never hidden.
+pub fn is_hidden() -> bool {
+    document().is_some_and(|d| d.visibility_state() == VisibilityState::Hidden)
+}

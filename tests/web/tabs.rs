@@ -186,7 +186,22 @@ async fn w4_one_tab_dispatches_every_tab_enqueues_and_hears_its_outcomes() {
         .expect("events through the leader");
     assert!(js_sys::Array::from(&log).length() > 0);
     b.settle().await.expect("settle through the leader");
-    for tab in [&a, &b, &c] {
+    // A tab opened later (a reload) that enqueues the same intent again changes nothing and
+    // reads the stored record.
+    let d = open_tab(&run, "d").await;
+    d.enqueue(js(&format!(
+        "{{ id: '{run}-b-3', operationType: 'shape.upsert', canvasIds: ['c0'], payload: {{ i: 3 }} }}"
+    )))
+    .await
+    .expect("an identical intent again is harmless");
+    let record = d.operation(&format!("{run}-b-3"));
+    assert_eq!(
+        field(&record, "phase").as_string().as_deref(),
+        Some("resolved")
+    );
+    sleep(300).await;
+    assert_eq!(applied(&run).len(), 40, "nothing new was sent");
+    for tab in [&a, &b, &c, &d] {
         tab.stop();
     }
 }

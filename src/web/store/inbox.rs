@@ -109,18 +109,22 @@ impl IdbLedger {
     /// it against the durable ledger and the inbox in that same transaction: an id already
     /// there with another intent is `duplicate_operation` (the same intent again is harmless
     /// and skipped); a dependency must be in the ledger, the inbox or the entry itself
-    /// (`unknown_dependency`). On any error nothing is written.
+    /// (`unknown_dependency`). On any error nothing is written. Returns the operations
+    /// already in the ledger with the same intent (e.g. enqueued again after a reload).
     ///
     /// # Errors
     ///
     /// The codes above, or `storage_unavailable`.
-    pub async fn append_inbox(&self, mut entry: InboxEntry) -> Result<(), SchedulerError> {
+    pub async fn append_inbox(
+        &self,
+        mut entry: InboxEntry,
+    ) -> Result<Vec<Operation>, SchedulerError> {
         let db = self.db().map_err(storage)?;
         let tx = self
             .begin(&db, &[OPERATIONS, INBOX], TransactionMode::Readwrite)
             .map_err(storage)?;
         match check_and_add(&tx, &mut entry).await {
-            Ok(()) => self.finish(tx).await.map_err(storage),
+            Ok(present) => self.finish(tx).await.map_err(storage).map(|()| present),
             Err(error) => {
                 let _ = tx.abort().await;
                 Err(error)
@@ -210,7 +214,10 @@ impl IdbLedger {
     }
 }
 
-async fn check_and_add(tx: &Transaction<'_>, entry: &mut InboxEntry) -> Result<(), SchedulerError> {
+async fn check_and_add(
+    tx: &Transaction<'_>,
+    entry: &mut InboxEntry,
+) -> Result<Vec<Operation>, SchedulerError> {
     let queued: Vec<IntentInput> = read_all(tx)
         .await?
         .into_iter()
@@ -218,6 +225,7 @@ async fn check_and_add(tx: &Transaction<'_>, entry: &mut InboxEntry) -> Result<(
         .flat_map(|e| e.intents)
         .collect();
     let mut fresh = Vec::with_capacity(entry.intents.len());
+    let mut present = Vec::new();
     for input in std::mem::take(&mut entry.intents) {
         let stored = stored_operation(tx, &input.id).await?;
         let same = match (&stored, queued.iter().find(|q| q.id == input.id)) {
@@ -227,7 +235,7 @@ async fn check_and_add(tx: &Transaction<'_>, entry: &mut InboxEntry) -> Result<(
             (None, None) => None,
         };
         match same {
-            Some(true) => {}
+            Some(true) => present.extend(stored.flatten()),
             Some(false) => {
                 return Err(SchedulerError::new(
                     ErrorCode::DuplicateOperation,
@@ -258,7 +266,7 @@ async fn check_and_add(tx: &Transaction<'_>, entry: &mut InboxEntry) -> Result<(
         }
     }
     if fresh.is_empty() {
-        return Ok(());
+        return Ok(present);
     }
     entry.intents = fresh;
     let text = serde_json::to_string(entry).map_err(|e| {
@@ -271,5 +279,5 @@ async fn check_and_add(tx: &Transaction<'_>, entry: &mut InboxEntry) -> Result<(
             .primitive()
             .map_err(idb)?,
     );
-    Ok(())
+    Ok(present)
 }

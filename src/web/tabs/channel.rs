@@ -1,70 +1,182 @@
 //! The tabs' `BroadcastChannel` (W4): hints and relays between tabs of one ledger. Nothing
 //! here is needed for safety — a lost message delays work (the periodic rescan and lease
 //! watch catch up), it never loses or duplicates it.
+//!
+//! Messages are plain objects `{t: kind, ...}` sent by structured clone, so events and
+//! records travel as the very objects `onEvent` and `operation()` hand out.
 
 use std::rc::Rc;
 
-use serde::{Deserialize, Serialize};
-use serde_json::Value;
+use js_sys::{Object, Reflect};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 use web_sys::{BroadcastChannel, MessageEvent};
 
-/// What tabs tell each other. Sent as JSON text.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "t", rename_all = "snake_case")]
+/// What tabs tell each other.
+#[derive(Clone, Debug)]
 pub enum TabMessage {
-    /// A tab that does not dispatch is here: the leader starts relaying events.
-    Hello {
-        /// Its owner id.
-        from: String,
-    },
+    /// A tab that does not dispatch is here (`from`): the leader starts relaying events.
+    Hello { from: String },
     /// `owner` now dispatches with `fence`.
-    Leader {
-        /// The leader's owner id.
-        owner: String,
-        /// Its fence.
-        fence: Option<u64>,
-    },
+    Leader { owner: String, fence: Option<u64> },
+    /// `owner` holds the lock and is loading the ledger to lead (a heartbeat: a large ledger
+    /// can take longer than a lease to load, and the lease it takes is not visible until then).
+    Loading { owner: String },
     /// `owner` stopped dispatching and gave the lease up.
-    Gone {
-        /// The former leader's owner id.
-        owner: String,
-    },
-    /// The inbox has new entries.
-    Wake {
-        /// Who wrote them.
-        from: String,
-    },
-    /// An event of the dispatcher, for the tabs whose operations it names.
-    Event {
-        /// The event as `onEvent` receives it.
-        event: Value,
-        /// The operation record after the event, when it names one.
-        operation: Option<Value>,
-    },
-    /// A host action asked of the dispatcher by another tab.
+    Gone { owner: String },
+    /// The inbox has new entries written by `from`.
+    Wake { from: String },
+    /// A tab that does not dispatch became visible (`from`): a hidden leader may hand over.
+    Visible { from: String },
+    /// The hidden leader stopped and gave the lease up for `to`, which now steals the lock.
+    Handover { to: String },
+    /// An event of the dispatcher (as `onEvent` receives it) and, when it names one
+    /// operation, that operation's record after it.
+    Event { event: JsValue, operation: JsValue },
+    /// Host action `action` (`flush`, `retry`, `discard`, `resume`, `settle`, `events`)
+    /// asked of the dispatcher by tab `from`, request id `rid`.
     Act {
-        /// Request id, unique per sender.
         rid: u64,
-        /// The asking tab.
         from: String,
-        /// `flush`, `retry`, `discard`, `resume`, `settle`, `events`.
         action: String,
-        /// The operation id, or the `events` options.
-        arg: Value,
+        arg: JsValue,
     },
-    /// The dispatcher's answer to an [`TabMessage::Act`].
+    /// The dispatcher's answer to `rid` of tab `to`: the value, or `{code, message}`.
     Done {
-        /// The request id.
         rid: u64,
-        /// The asking tab.
         to: String,
-        /// The result, or `{code, message}` when `ok` is false.
         ok: bool,
-        /// The value or the error.
-        value: Value,
+        value: JsValue,
     },
+}
+
+fn set(target: &Object, key: &str, value: &JsValue) {
+    let _ = Reflect::set(target, &key.into(), value);
+}
+
+fn get(source: &JsValue, key: &str) -> JsValue {
+    Reflect::get(source, &key.into()).unwrap_or(JsValue::UNDEFINED)
+}
+
+fn text(source: &JsValue, key: &str) -> Option<String> {
+    get(source, key).as_string()
+}
+
+fn number(source: &JsValue, key: &str) -> Option<u64> {
+    get(source, key)
+        .as_f64()
+        .filter(|n| n.is_finite() && *n >= 0.0 && n.fract() == 0.0)
+        .map(|n| n as u64)
+}
+
+impl TabMessage {
+    fn encode(&self) -> JsValue {
+        let out = Object::new();
+        let kind = match self {
+            TabMessage::Hello { from } => {
+                set(&out, "from", &from.into());
+                "hello"
+            }
+            TabMessage::Leader { owner, fence } => {
+                set(&out, "owner", &owner.into());
+                if let Some(fence) = fence {
+                    set(&out, "fence", &(*fence as f64).into());
+                }
+                "leader"
+            }
+            TabMessage::Loading { owner } => {
+                set(&out, "owner", &owner.into());
+                "loading"
+            }
+            TabMessage::Gone { owner } => {
+                set(&out, "owner", &owner.into());
+                "gone"
+            }
+            TabMessage::Wake { from } => {
+                set(&out, "from", &from.into());
+                "wake"
+            }
+            TabMessage::Visible { from } => {
+                set(&out, "from", &from.into());
+                "visible"
+            }
+            TabMessage::Handover { to } => {
+                set(&out, "to", &to.into());
+                "handover"
+            }
+            TabMessage::Event { event, operation } => {
+                set(&out, "event", event);
+                set(&out, "operation", operation);
+                "event"
+            }
+            TabMessage::Act {
+                rid,
+                from,
+                action,
+                arg,
+            } => {
+                set(&out, "rid", &(*rid as f64).into());
+                set(&out, "from", &from.into());
+                set(&out, "action", &action.into());
+                set(&out, "arg", arg);
+                "act"
+            }
+            TabMessage::Done { rid, to, ok, value } => {
+                set(&out, "rid", &(*rid as f64).into());
+                set(&out, "to", &to.into());
+                set(&out, "ok", &(*ok).into());
+                set(&out, "value", value);
+                "done"
+            }
+        };
+        set(&out, "t", &kind.into());
+        out.into()
+    }
+
+    /// Reads a message; anything malformed is `None` (and ignored).
+    fn decode(data: &JsValue) -> Option<TabMessage> {
+        Some(match text(data, "t")?.as_str() {
+            "hello" => TabMessage::Hello {
+                from: text(data, "from")?,
+            },
+            "leader" => TabMessage::Leader {
+                owner: text(data, "owner")?,
+                fence: number(data, "fence"),
+            },
+            "loading" => TabMessage::Loading {
+                owner: text(data, "owner")?,
+            },
+            "gone" => TabMessage::Gone {
+                owner: text(data, "owner")?,
+            },
+            "wake" => TabMessage::Wake {
+                from: text(data, "from")?,
+            },
+            "visible" => TabMessage::Visible {
+                from: text(data, "from")?,
+            },
+            "handover" => TabMessage::Handover {
+                to: text(data, "to")?,
+            },
+            "event" => TabMessage::Event {
+                event: get(data, "event"),
+                operation: get(data, "operation"),
+            },
+            "act" => TabMessage::Act {
+                rid: number(data, "rid")?,
+                from: text(data, "from")?,
+                action: text(data, "action")?,
+                arg: get(data, "arg"),
+            },
+            "done" => TabMessage::Done {
+                rid: number(data, "rid")?,
+                to: text(data, "to")?,
+                ok: get(data, "ok").as_bool()?,
+                value: get(data, "value"),
+            },
+            _ => return None,
+        })
+    }
 }
 
 /// A `BroadcastChannel` carrying [`TabMessage`]s; the listener goes with it.
@@ -79,10 +191,7 @@ impl TabChannel {
     pub fn open(name: &str, on_message: Rc<dyn Fn(TabMessage)>) -> Option<TabChannel> {
         let channel = BroadcastChannel::new(name).ok()?;
         let listener = Closure::<dyn FnMut(MessageEvent)>::new(move |event: MessageEvent| {
-            let Some(text) = event.data().as_string() else {
-                return;
-            };
-            if let Ok(message) = serde_json::from_str::<TabMessage>(&text) {
+            if let Some(message) = TabMessage::decode(&event.data()) {
                 on_message(message);
             }
         });
@@ -95,9 +204,7 @@ impl TabChannel {
 
     /// Posts `message` to the other tabs (never to ourselves).
     pub fn post(&self, message: &TabMessage) {
-        if let Ok(text) = serde_json::to_string(message) {
-            let _ = self.channel.post_message(&JsValue::from_str(&text));
-        }
+        let _ = self.channel.post_message(&message.encode());
     }
 }
 

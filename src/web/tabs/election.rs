@@ -51,14 +51,14 @@ impl Tab {
     }
 
     /// Waits in the lock's queue; when granted, takes over.
-    fn queue_for_lock(&self) {
+    pub(super) fn queue_for_lock(&self) {
         let locks = self.state.borrow().locks.clone();
         let Some(locks) = locks else { return };
         self.request_lock(Rc::new(locks.request(&self.lock_name(), false, false)));
     }
 
     /// Steals the lock from a leader that stopped renewing its lease (frozen).
-    fn steal_lock(&self) {
+    pub(super) fn steal_lock(&self) {
         let locks = self.state.borrow().locks.clone();
         let Some(locks) = locks else { return };
         self.give_up_lock();
@@ -89,7 +89,7 @@ impl Tab {
 
     /// When a held lock ends without our release (stolen: we were judged frozen), stop
     /// dispatching; the fence already shuts this tab out.
-    fn watch_lock(&self, request: Rc<LockRequest>) {
+    pub(super) fn watch_lock(&self, request: Rc<LockRequest>) {
         let this = self.clone();
         spawn_local(async move {
             request.finished().await;
@@ -101,7 +101,7 @@ impl Tab {
         });
     }
 
-    fn give_up_lock(&self) {
+    pub(super) fn give_up_lock(&self) {
         let lock = self.state.borrow_mut().lock.take();
         if let Some(lock) = lock {
             lock.release();
@@ -110,7 +110,7 @@ impl Tab {
 
     /// Takes the lease (`takeover`: even from a live holder; only with the lock) and loads
     /// the ledger, then adopts the inbox and starts if the host started this tab.
-    async fn promote(&self, takeover: bool) -> Result<(), SchedulerError> {
+    pub(super) async fn promote(&self, takeover: bool) -> Result<(), SchedulerError> {
         let (options, store) = {
             let mut state = self.state.borrow_mut();
             if !matches!(state.role, Role::Follower) {
@@ -135,7 +135,7 @@ impl Tab {
             return Ok(());
         }
         for record in &quarantined {
-            self.emit(&events::quarantined(
+            self.emit_json(&events::quarantined(
                 record.store,
                 &record.key,
                 &record.reason,
@@ -158,7 +158,7 @@ impl Tab {
             owner: owner.clone(),
             fence,
         });
-        self.emit(&events::leader_changed(true, Some(&owner), fence));
+        self.emit_json(&events::leader_changed(true, Some(&owner), fence));
         self.serve_pending_locally();
         self.adopt().await;
         if self.state.borrow().started {
@@ -179,10 +179,15 @@ impl Tab {
                     state.role = Role::Closed;
                     return;
                 }
-                _ => None,
+                Role::Promoting => None, // `promote` sees this and stops what it opened
+                Role::Follower => return,
             }
         };
-        let Some(driver) = driver else { return };
+        let Some(driver) = driver else {
+            self.give_up_lock();
+            self.queue_for_lock();
+            return;
+        };
         {
             let mut state = self.state.borrow_mut();
             state.leader_owner = None;
@@ -192,7 +197,7 @@ impl Tab {
         }
         driver.stop();
         self.give_up_lock();
-        self.emit(&events::leader_changed(false, None, None));
+        self.emit_json(&events::leader_changed(false, None, None));
         self.queue_for_lock();
         self.say_hello();
     }
@@ -236,15 +241,17 @@ impl Tab {
         state.timer = Some(handle);
     }
 
-    /// Leader: rescan the inbox. Follower: watch the lease.
+    /// Leader: rescan the inbox. Loading: say so. Follower: watch the lease.
     fn tick(&self) {
-        let leading = matches!(self.state.borrow().role, Role::Leader(_));
-        let following = matches!(self.state.borrow().role, Role::Follower);
         let this = self.clone();
-        if leading {
-            spawn_local(async move { this.adopt().await });
-        } else if following {
-            spawn_local(async move { this.watch_lease().await });
+        match self.state.borrow().role {
+            Role::Leader(_) => spawn_local(async move { this.adopt().await }),
+            Role::Promoting => {
+                let owner = this.owner();
+                this.post(&TabMessage::Loading { owner });
+            }
+            Role::Follower => spawn_local(async move { this.watch_lease().await }),
+            Role::Closed => {}
         }
     }
 

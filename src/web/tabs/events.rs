@@ -1,7 +1,9 @@
 //! Event objects as `onEvent` receives them (typed `SchedulerEvent`), built as JSON so the
 //! dispatching tab can relay them to the tab that enqueued the operation (W4).
 
+use js_sys::{Array, Reflect};
 use serde_json::{json, Value};
+use wasm_bindgen::JsValue;
 
 use crate::core::io::Report;
 
@@ -54,20 +56,25 @@ pub fn quarantined(store: &str, key: &str, reason: &str) -> Value {
     json!({ "type": "quarantined", "store": store, "key": key, "reason": reason })
 }
 
-/// The operation ids an event names (`operationId` or `operationIds`).
-pub fn operation_ids(event: &Value) -> Vec<String> {
-    if let Some(id) = event.get("operationId").and_then(Value::as_str) {
-        return vec![id.to_owned()];
+/// The operation ids an event object names (`operationId` or `operationIds`).
+pub fn operation_ids(event: &JsValue) -> Vec<String> {
+    let field = |name: &str| Reflect::get(event, &name.into()).unwrap_or(JsValue::UNDEFINED);
+    if let Some(id) = field("operationId").as_string() {
+        return vec![id];
     }
-    event
-        .get("operationIds")
-        .and_then(Value::as_array)
-        .map(|ids| {
-            ids.iter()
-                .filter_map(|id| id.as_str().map(str::to_owned))
-                .collect()
-        })
-        .unwrap_or_default()
+    let ids = field("operationIds");
+    if !Array::is_array(&ids) {
+        return Vec::new();
+    }
+    Array::from(&ids)
+        .iter()
+        .filter_map(|id| id.as_string())
+        .collect()
+}
+
+/// The `type` of an event object.
+pub fn kind(event: &JsValue) -> Option<String> {
+    Reflect::get(event, &"type".into()).ok()?.as_string()
 }
 
 /// Absent, not null: the declarations say `field?: T`.

@@ -4,7 +4,8 @@
 use std::cell::RefCell;
 use std::rc::Rc;
 
-use serde_json::{json, Value};
+use js_sys::Reflect;
+use wasm_bindgen::JsValue;
 use wasm_bindgen_futures::spawn_local;
 
 use super::relay::serve;
@@ -12,9 +13,10 @@ use super::{Role, Tab, TabMessage};
 use crate::core::clock::Clock;
 use crate::core::error::{ErrorCode, SchedulerError};
 use crate::core::intent::{check_batch, into_intent, IntentInput};
-use crate::core::model::Operation;
+use crate::core::model::{Operation, OperationPhase};
 use crate::core::SchedulerStats;
 use crate::web::driver::Signal;
+use crate::web::json::to_js;
 use crate::web::store::InboxEntry;
 
 /// How long a follower waits for the leader to answer a host action (`settle` waits as long
@@ -24,13 +26,13 @@ const ANSWER_TIMEOUT_MS: u64 = 5_000;
 /// A host action asked of the leader, waiting for its answer.
 pub(super) struct Pending {
     message: TabMessage,
-    result: Rc<RefCell<Option<Result<Value, SchedulerError>>>>,
+    result: Rc<RefCell<Option<Result<JsValue, SchedulerError>>>>,
     signal: Signal,
 }
 
 impl Pending {
     /// Completes the action (first answer wins).
-    pub(super) fn finish(&self, result: Result<Value, SchedulerError>) {
+    pub(super) fn finish(&self, result: Result<JsValue, SchedulerError>) {
         let mut slot = self.result.borrow_mut();
         if slot.is_none() {
             *slot = Some(result);
@@ -39,18 +41,18 @@ impl Pending {
     }
 }
 
-fn from_error_value(value: &Value) -> SchedulerError {
-    let code = value
-        .get("code")
-        .and_then(Value::as_str)
-        .unwrap_or_default();
-    let message = value
-        .get("message")
-        .and_then(Value::as_str)
-        .unwrap_or("the dispatching tab refused the action");
+fn from_error_value(value: &JsValue) -> SchedulerError {
+    let field = |name: &str| {
+        Reflect::get(value, &name.into())
+            .ok()
+            .and_then(|v| v.as_string())
+    };
+    let code = field("code").unwrap_or_default();
+    let message =
+        field("message").unwrap_or_else(|| "the dispatching tab refused the action".to_owned());
     let code = ErrorCode::ALL
         .iter()
-        .find(|c| c.as_str() == code)
+        .find(|c| c.as_str() == code.as_str())
         .cloned()
         .unwrap_or(ErrorCode::InvalidState);
     SchedulerError::new(code, message)
@@ -74,14 +76,11 @@ impl Tab {
             )
         };
         check_batch(&intents, max_payload)?;
-        let views: Vec<(String, Value)> = intents
+        let views: Vec<(String, JsValue)> = intents
             .iter()
             .map(|input| {
                 let op = Operation::new(into_intent(input.clone(), 0, principal.clone()));
-                (
-                    input.id.clone(),
-                    serde_json::to_value(op).unwrap_or(Value::Null),
-                )
+                (input.id.clone(), to_js(&op))
             })
             .collect();
         let entry = InboxEntry {
@@ -90,12 +89,21 @@ impl Tab {
             at: now,
             intents,
         };
-        self.store().append_inbox(entry).await?;
+        let present = self.store().append_inbox(entry).await?;
         {
             let mut state = self.state.borrow_mut();
             for (id, view) in views {
                 state.mine.insert(id.clone());
                 state.views.entry(id).or_insert(view);
+            }
+            // Already in the ledger (enqueued again, e.g. after a reload): its stored record
+            // answers `operation()`, and a resolved one has nothing more to hear.
+            for operation in present {
+                let id = operation.intent.id.clone();
+                if operation.phase == OperationPhase::Resolved {
+                    state.mine.remove(&id);
+                }
+                state.views.insert(id, to_js(&operation));
             }
         }
         self.post(&TabMessage::Wake { from: origin });
@@ -107,7 +115,7 @@ impl Tab {
     }
 
     /// Runs a host action: here while leading, by the leader otherwise.
-    pub async fn act(&self, action: &str, arg: Value) -> Result<Value, SchedulerError> {
+    pub async fn act(&self, action: &str, arg: JsValue) -> Result<JsValue, SchedulerError> {
         if matches!(self.state.borrow().role, Role::Closed) {
             return Err(SchedulerError::new(
                 ErrorCode::SchedulerClosed,
@@ -174,7 +182,7 @@ impl Tab {
     }
 
     /// The leader's answer to one of our actions.
-    pub(super) fn answer(&self, rid: u64, ok: bool, value: Value) {
+    pub(super) fn answer(&self, rid: u64, ok: bool, value: JsValue) {
         let pending = self.state.borrow_mut().pending.remove(&rid);
         if let Some(pending) = pending {
             pending.finish(if ok {
@@ -215,23 +223,18 @@ impl Tab {
     }
 
     /// Canvas id → request id (the dispatcher's claims; none while following).
-    pub fn claims(&self) -> Value {
+    pub fn claims(&self) -> JsValue {
         match self.driver() {
-            Some(driver) => driver.inspect(|s, _| serde_json::to_value(s.claims())),
-            None => Ok(json!({})),
+            Some(driver) => driver.inspect(|s, _| to_js(&s.claims())),
+            None => js_sys::Object::new().into(),
         }
-        .unwrap_or(Value::Null)
     }
 
     /// The operation record: the ledger's while leading; while following, the latest the
     /// leader relayed for an operation this tab enqueued (sequence 0 until it is relayed).
-    pub fn operation(&self, id: &str) -> Option<Value> {
+    pub fn operation(&self, id: &str) -> Option<JsValue> {
         match self.driver() {
-            Some(driver) => driver.inspect(|s, _| {
-                s.ledger()
-                    .operation(id)
-                    .and_then(|op| serde_json::to_value(op).ok())
-            }),
+            Some(driver) => driver.inspect(|s, _| s.ledger().operation(id).map(to_js)),
             None => self.state.borrow().views.get(id).cloned(),
         }
     }
@@ -242,11 +245,11 @@ impl Tab {
     /// # Errors
     ///
     /// `unknown_operation`.
-    pub fn explain(&self, id: &str) -> Result<Value, SchedulerError> {
+    pub fn explain(&self, id: &str) -> Result<JsValue, SchedulerError> {
         if let Some(driver) = self.driver() {
             return driver
                 .inspect(|s, now| s.explain(now, id))
-                .map(|e| serde_json::to_value(e).unwrap_or(Value::Null));
+                .map(|e| to_js(&e));
         }
         let view = self.operation(id).ok_or_else(|| {
             SchedulerError::new(
@@ -254,19 +257,31 @@ impl Tab {
                 format!("operation {id} is not known to this tab (another tab dispatches)"),
             )
         })?;
-        let resolved = view.get("phase").and_then(Value::as_str) == Some("resolved");
-        Ok(json!({
-            "operationId": id,
-            "state": if resolved { "resolved" } else { "pending" },
-            "reason": if resolved { "resolved" } else { "not_leader" },
-            "blockers": view.get("blockers").cloned().unwrap_or_else(|| json!([])),
-        }))
+        let field = |name: &str| Reflect::get(&view, &name.into()).unwrap_or(JsValue::UNDEFINED);
+        let resolved = field("phase").as_string().as_deref() == Some("resolved");
+        let explanation = js_sys::Object::new();
+        let fields: [(&str, JsValue); 4] = [
+            ("operationId", id.into()),
+            (
+                "state",
+                if resolved { "resolved" } else { "pending" }.into(),
+            ),
+            (
+                "reason",
+                if resolved { "resolved" } else { "not_leader" }.into(),
+            ),
+            ("blockers", field("blockers")),
+        ];
+        for (name, value) in fields {
+            let _ = Reflect::set(&explanation, &name.into(), &value);
+        }
+        Ok(explanation.into())
     }
 
     /// Counters and the idle reason; `leaderOwner` names the dispatching tab when known.
-    pub fn stats(&self) -> Value {
+    pub fn stats(&self) -> JsValue {
         if let Some(driver) = self.driver() {
-            return serde_json::to_value(driver.inspect(|s, _| s.stats())).unwrap_or(Value::Null);
+            return driver.inspect(|s, _| to_js(&s.stats()));
         }
         let state = self.state.borrow();
         let idle = match state.role {
@@ -274,7 +289,7 @@ impl Tab {
             _ if !state.started => "not_started",
             _ => "not_leader",
         };
-        let stats = SchedulerStats {
+        to_js(&SchedulerStats {
             scanned: 0,
             claimed: 0,
             raced: 0,
@@ -292,7 +307,6 @@ impl Tab {
             owner: state.options.config.owner.clone(),
             fence: None,
             leader_owner: state.leader_owner.clone(),
-        };
-        serde_json::to_value(stats).unwrap_or(Value::Null)
+        })
     }
 }

@@ -19,6 +19,7 @@ mod channel;
 mod election;
 pub mod events;
 mod follower;
+mod handover;
 mod locks;
 mod relay;
 
@@ -27,6 +28,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::rc::Rc;
 
 use serde_json::Value;
+use wasm_bindgen::JsValue;
 
 use crate::core::clock::TimerHandle;
 use crate::core::error::{ErrorCode, SchedulerError};
@@ -35,15 +37,17 @@ use crate::core::model::{Lease, Millis};
 use crate::core::HoldId;
 use crate::web::clock::BrowserClock;
 use crate::web::driver::{Driver, DriverOptions};
+use crate::web::json::to_js;
 use crate::web::store::IdbLedger;
+use crate::web::wake::WakeSignals;
 
 use channel::TabChannel;
 pub use channel::TabMessage;
 use follower::Pending;
 use locks::{LockManager, LockRequest};
 
-/// How the host hears events (`onEvent`): the event object as JSON.
-pub type EventSink = Rc<dyn Fn(&Value)>;
+/// How the host hears events (`onEvent`): the event object.
+pub type EventSink = Rc<dyn Fn(&JsValue)>;
 
 /// What this tab is doing.
 enum Role {
@@ -70,7 +74,7 @@ struct TabState {
     /// Operations this tab enqueued while not dispatching, not yet settled.
     mine: BTreeSet<String>,
     /// The latest record of each of `mine` relayed by the leader.
-    views: BTreeMap<String, Value>,
+    views: BTreeMap<String, JsValue>,
     /// Another tab said hello: relay events.
     relay: bool,
     channel: Option<Rc<TabChannel>>,
@@ -85,6 +89,8 @@ struct TabState {
     pending: BTreeMap<u64, Pending>,
     next_rid: u64,
     on_event: Option<EventSink>,
+    /// `visibilitychange` listener (a visible follower asks a hidden leader to hand over).
+    visibility: Option<WakeSignals>,
 }
 
 /// One tab's share of a ledger: dispatches when elected, enqueues through the inbox
@@ -141,6 +147,7 @@ impl Tab {
             pending: BTreeMap::new(),
             next_rid: 0,
             on_event,
+            visibility: None,
         };
         let tab = Tab {
             state: Rc::new(RefCell::new(state)),
@@ -148,6 +155,7 @@ impl Tab {
         tab.open_channel();
         tab.elect_at_open().await?;
         tab.arm_tick();
+        tab.watch_visibility();
         Ok(tab)
     }
 
@@ -256,15 +264,22 @@ impl Tab {
         for (_, waiter) in pending {
             waiter.finish(Err(closed()));
         }
-        self.state.borrow_mut().channel = None;
+        let mut state = self.state.borrow_mut();
+        state.channel = None;
+        state.visibility = None;
     }
 
     /// Delivers an event to this tab's host.
-    fn emit(&self, event: &Value) {
+    fn emit(&self, event: &JsValue) {
         let sink = self.state.borrow().on_event.clone();
         if let Some(sink) = sink {
             sink(event);
         }
+    }
+
+    /// Delivers an event built as JSON.
+    fn emit_json(&self, event: &Value) {
+        self.emit(&to_js(event));
     }
 
     /// Posts to the other tabs.

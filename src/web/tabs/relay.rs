@@ -3,7 +3,9 @@
 
 use std::rc::Rc;
 
-use serde_json::{json, Value};
+use js_sys::Reflect;
+use serde_json::json;
+use wasm_bindgen::JsValue;
 use wasm_bindgen_futures::spawn_local;
 
 use super::channel::TabChannel;
@@ -12,10 +14,11 @@ use super::{Role, Tab, TabMessage};
 use crate::core::error::SchedulerError;
 use crate::core::io::Report;
 use crate::web::driver::Driver;
+use crate::web::json::to_js;
 
 /// An error as an action's answer.
-pub(super) fn error_value(error: &SchedulerError) -> Value {
-    json!({ "code": error.code.as_str(), "message": error.message })
+pub(super) fn error_value(error: &SchedulerError) -> JsValue {
+    to_js(&json!({ "code": error.code.as_str(), "message": error.message }))
 }
 
 impl Tab {
@@ -45,6 +48,7 @@ impl Tab {
                 }
             }
             TabMessage::Leader { owner, fence } => self.on_leader(owner, fence, leading),
+            TabMessage::Loading { .. } => self.state.borrow_mut().watched = None,
             TabMessage::Gone { owner } => {
                 let mut state = self.state.borrow_mut();
                 if state.leader_owner.as_deref() == Some(owner.as_str()) {
@@ -58,7 +62,9 @@ impl Tab {
                     spawn_local(async move { this.adopt().await });
                 }
             }
-            TabMessage::Event { event, operation } => self.on_relayed(event, operation),
+            TabMessage::Event { event, operation } => self.on_relayed(&event, operation),
+            TabMessage::Visible { from } => self.on_visible_follower(from),
+            TabMessage::Handover { to } => self.on_handover(&to),
             TabMessage::Act {
                 rid,
                 from,
@@ -107,7 +113,7 @@ impl Tab {
             changed
         };
         if changed {
-            self.emit(&events::leader_changed(false, Some(&owner), fence));
+            self.emit_json(&events::leader_changed(false, Some(&owner), fence));
             let from = self.owner();
             self.post(&TabMessage::Hello { from });
             self.repost_pending();
@@ -115,8 +121,8 @@ impl Tab {
     }
 
     /// A follower keeps the events about operations it enqueued.
-    fn on_relayed(&self, event: Value, operation: Option<Value>) {
-        let ids = events::operation_ids(&event);
+    fn on_relayed(&self, event: &JsValue, operation: JsValue) {
+        let ids = events::operation_ids(event);
         let ours = {
             let mut state = self.state.borrow_mut();
             if !matches!(state.role, Role::Follower | Role::Promoting) {
@@ -126,10 +132,13 @@ impl Tab {
                 .into_iter()
                 .filter(|id| state.mine.contains(id))
                 .collect();
-            if let (Some(view), [id]) = (operation, ours.as_slice()) {
-                state.views.insert(id.clone(), view);
+            if let (false, [id]) = (
+                operation.is_undefined() || operation.is_null(),
+                ours.as_slice(),
+            ) {
+                state.views.insert(id.clone(), operation);
             }
-            if event.get("type").and_then(Value::as_str) == Some("settled") {
+            if events::kind(event).as_deref() == Some("settled") {
                 for id in &ours {
                     state.mine.remove(id);
                 }
@@ -137,13 +146,13 @@ impl Tab {
             !ours.is_empty()
         };
         if ours {
-            self.emit(&event);
+            self.emit(event);
         }
     }
 
     /// The leader's own reports: to this tab's host, and to the others when any listens.
     pub(super) fn on_report(&self, report: &Report) {
-        let event = events::event_json(report);
+        let event = to_js(&events::event_json(report));
         self.emit(&event);
         let (relay, driver) = {
             let state = self.state.borrow();
@@ -156,16 +165,14 @@ impl Tab {
         let (true, Some(driver)) = (relay, driver) else {
             return;
         };
-        let ids = events::operation_ids(&event);
-        let operation = match ids.as_slice() {
-            [id] => driver.inspect(|s, _| {
-                s.ledger()
-                    .operation(id)
-                    .and_then(|op| serde_json::to_value(op).ok())
-            }),
+        let operation = match events::operation_ids(&event).as_slice() {
+            [id] => driver.inspect(|s, _| s.ledger().operation(id).map(to_js)),
             _ => None,
         };
-        self.post(&TabMessage::Event { event, operation });
+        self.post(&TabMessage::Event {
+            event,
+            operation: operation.unwrap_or(JsValue::UNDEFINED),
+        });
     }
 
     /// Adopts the inbox (one pass at a time; a request during a pass runs another after
@@ -187,16 +194,16 @@ impl Tab {
                         continue;
                     };
                     for id in outcome.operation_ids {
-                        let event = json!({
+                        let event = to_js(&json!({
                             "type": "settled", "operationId": id, "outcome": "rejected",
-                            "error": error_value(&error),
-                        });
+                            "error": { "code": error.code.as_str(), "message": error.message },
+                        }));
                         if outcome.origin == self.owner() {
                             self.on_relayed_own(&id, &event);
                         } else {
                             self.post(&TabMessage::Event {
                                 event,
-                                operation: None,
+                                operation: JsValue::UNDEFINED,
                             });
                         }
                     }
@@ -211,43 +218,44 @@ impl Tab {
         self.state.borrow_mut().adopting = false;
     }
 
-    fn on_relayed_own(&self, id: &str, event: &Value) {
+    fn on_relayed_own(&self, id: &str, event: &JsValue) {
         self.state.borrow_mut().mine.remove(id);
         self.emit(event);
     }
 }
 
-/// Runs a host action another tab asked of this dispatcher.
+/// Runs a host action another tab asked of this dispatcher (or this tab's own).
 pub(super) async fn serve(
     driver: &Driver,
     action: &str,
-    arg: &Value,
-) -> Result<Value, SchedulerError> {
-    let id = arg.as_str().unwrap_or_default().to_owned();
+    arg: &JsValue,
+) -> Result<JsValue, SchedulerError> {
+    let id = arg.as_string().unwrap_or_default();
     match action {
-        "flush" => {
-            let outcome = driver.act(|s, now| s.flush(now, &id))?;
-            Ok(serde_json::to_value(outcome).unwrap_or(Value::Null))
-        }
+        "flush" => driver.act(|s, now| s.flush(now, &id)).map(|o| to_js(&o)),
         "retry" => {
             let barrier = driver.act(|s, now| s.retry(now, &id))?;
-            driver.wait_barrier(barrier).await.map(|()| Value::Null)
+            driver.wait_barrier(barrier).await.map(|()| JsValue::NULL)
         }
         "discard" => {
             let barrier = driver.act(|s, now| s.discard(now, &id))?;
-            driver.wait_barrier(barrier).await.map(|()| Value::Null)
+            driver.wait_barrier(barrier).await.map(|()| JsValue::NULL)
         }
-        "resume" => driver.resume().await.map(|()| Value::Null),
+        "resume" => driver.resume().await.map(|()| JsValue::NULL),
         "settle" => {
             driver.settle().await;
-            Ok(Value::Null)
+            Ok(JsValue::NULL)
         }
         "events" => {
-            let number = |key: &str| arg.get(key).and_then(Value::as_u64);
-            let after = number("after").unwrap_or(0);
-            let limit = number("limit").unwrap_or(100) as usize;
-            let events = driver.inspect(|s, _| s.ledger().events_after(after, limit));
-            Ok(serde_json::to_value(events).unwrap_or(Value::Null))
+            let number = |key: &str| {
+                Reflect::get(arg, &key.into())
+                    .ok()
+                    .and_then(|n| n.as_f64())
+                    .filter(|n| n.is_finite() && *n >= 0.0)
+            };
+            let after = number("after").unwrap_or(0.0) as u64;
+            let limit = number("limit").unwrap_or(100.0).clamp(1.0, 1_000.0) as usize;
+            Ok(driver.inspect(|s, _| to_js(&s.ledger().events_after(after, limit))))
         }
         other => Err(SchedulerError::new(
             crate::core::error::ErrorCode::InvalidOptions,

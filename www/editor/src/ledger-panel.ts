@@ -79,7 +79,7 @@ export class LedgerPanel {
     }
     this.put(
       "stats",
-      `<b>idle reason:</b> ${escape(String(stats.idleReason ?? "working"))} · leader ${stats.leader ? "yes" : "no"}` +
+      `<b>idle reason:</b> ${escape(String(stats.idleReason ?? "working"))} · leader ${stats.leader ? "this tab" : escape(stats.leaderOwner ?? "unknown")}` +
         ` (fence ${stats.fence ?? "—"}) · pending ${stats.pending} · in flight ${stats.inFlight}` +
         ` · retry scheduled ${stats.retryScheduled} · sent ${stats.sent} · settled ${stats.settled}`,
     );

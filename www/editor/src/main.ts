@@ -249,7 +249,14 @@ function onEvent(event: SchedulerEvent): void {
       addNotice(state, "error", `Scheduler error ${event.code}: ${event.message}`);
       break;
     case "leader_changed":
-      if (!event.leader) setStatus("waiting", "another tab took the ledger; this tab no longer sends");
+      // During open, boot() sets the status once the editor is ready.
+      if (!scheduler) break;
+      setStatus(
+        "ready",
+        event.leader
+          ? `Ledger "${database}" open; this tab sends for every tab to ${server}`
+          : `Ledger "${database}" open; tab ${event.owner ?? "(another)"} sends, this tab queues through it`,
+      );
       break;
     case "quarantined":
       addNotice(state, "warning", `A corrupt ledger record was quarantined (${event.store}/${event.key}): ${event.reason}`);
@@ -303,6 +310,8 @@ async function reconcile(target: Scheduler): Promise<void> {
       }
     } else if (madeHere.has(op.id)) {
       await enqueue(target, op);
+    } else if (!target.stats().leader) {
+      await requeueFromFollower(target, op);
     } else {
       state.pending = state.pending.filter((p) => p.id !== op.id);
       lost += 1;
@@ -310,6 +319,28 @@ async function reconcile(target: Scheduler): Promise<void> {
   }
   if (lost > 0) addNotice(state, "warning", `${lost} edit(s) never reached the ledger before the last reload and were dropped.`);
   save();
+}
+
+/**
+ * Another tab dispatches, so this tab cannot read the ledger: it enqueues the edit again. That
+ * is harmless when the ledger has it (an identical intent is skipped; an upload whose file this
+ * page no longer holds is refused `duplicate_operation`), and it makes this tab hear the outcome.
+ */
+async function requeueFromFollower(target: Scheduler, op: PendingOp): Promise<void> {
+  try {
+    await target.enqueue(intentOf(op));
+  } catch (error) {
+    if (codeOf(error) !== "duplicate_operation") {
+      state.pending = state.pending.filter((p) => p.id !== op.id);
+      addNotice(state, "error", `Could not queue ${describe(op)}: ${codeOf(error)} ${messageOf(error)}`);
+      return;
+    }
+  }
+  op.enqueued = true;
+  const record = target.operation(op.id);
+  if (record?.phase === "resolved" && record.outcome) {
+    settled(op.id, record.outcome.settlement, record.outcome.error, record.outcome.canonical);
+  }
 }
 
 async function boot(): Promise<void> {
@@ -329,7 +360,13 @@ async function boot(): Promise<void> {
     ($("hold") as HTMLInputElement).checked = true;
   }
   opened.start();
-  setStatus("ready", `Ledger "${database}" open; sending to ${server}`);
+  const leader = opened.stats().leaderOwner;
+  setStatus(
+    "ready",
+    opened.stats().leader || leader === null
+      ? `Ledger "${database}" open; sending to ${server}`
+      : `Ledger "${database}" open; tab ${leader} sends, this tab queues through it`,
+  );
   render();
 }
 
