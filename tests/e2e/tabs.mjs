@@ -242,7 +242,7 @@ async function withSamplerPaused(action) {
 const kills = []; // { how, owner, at, midFlight, inFlight, takeoverMs, newLeader }
 
 async function startRun(tab) {
-  const options = { minGapMs: 30, maxGapMs: 140, manyRate: 0.3, maxOps: 1500 };
+  const options = { minGapMs: 40, maxGapMs: 200, manyRate: 0.3, maxOps: 1500 };
   await within(tab.page.evaluate((o) => window.tabs.run(o), options), 5000, `${tab.owner} run()`);
 }
 
@@ -318,7 +318,7 @@ async function killLeader(how, world) {
 
 async function scenario(world) {
   const { server } = world;
-  const latencyMs = between(30, 120);
+  const latencyMs = between(20, 80);
   await admin(server, "/admin/faults", {
     seed: SEED,
     latencyMs,
@@ -365,8 +365,10 @@ async function scenario(world) {
   const drainStarted = Date.now();
   let state;
   let leaderStats = null;
+  let backlog = null; // acknowledged, not yet applied when the burst ended
   for (let i = 0; i < 1000; i += 1) {
     state = await admin(server, "/admin/state");
+    backlog ??= acked.filter((id) => !state.operations[id]).length;
     const missing = acked.filter((id) => !state.operations[id]);
     const found = await findLeader(2000);
     leaderStats = found?.stats ?? null;
@@ -381,7 +383,8 @@ async function scenario(world) {
     }
     await sleep(250);
   }
-  say(`drained in ${Date.now() - drainStarted} ms`);
+  const drainMs = Date.now() - drainStarted;
+  say(`drained a backlog of ${backlog} acknowledged operations in ${drainMs} ms (${((backlog * 1000) / Math.max(1, drainMs)).toFixed(1)}/s)`);
   const settles = await Promise.allSettled(liveTabs().map((tab) => within(tab.page.evaluate(() => window.tabs.settle()), SETTLE_MS, `${tab.owner} settle()`)));
   for (const r of settles) if (r.status === "rejected") fail(r.reason.message);
   state = await admin(server, "/admin/state");
