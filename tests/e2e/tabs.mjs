@@ -273,6 +273,7 @@ async function killLeader(how, world) {
     leader.alive = false;
     leader.how = how === "close" ? (runBeforeUnload ? "closed (runBeforeUnload)" : "closed") : "crashed";
     kill.at = Date.now();
+    kill.when = elapsed();
     leader.diedAt = kill.at;
     if (how === "close") {
       await within(leader.page.close({ runBeforeUnload }), 10_000, `${leader.owner} close`).catch((e) => fail(e.message));
@@ -302,7 +303,7 @@ async function killLeader(how, world) {
     await sleep(25);
   }
   say(
-    `${leader.how} leader ${leader.owner} at ${elapsed()}` +
+    `${leader.how} leader ${leader.owner} at ${kill.when} (+${kill.at - startedAt} ms)` +
       (how === "crash" ? (kill.midFlight ? ` with ${kill.inFlight} in flight` : " (nothing in flight within 3 s)") : "") +
       `: ${kill.newLeader ? `${kill.newLeader} took over in ${kill.takeoverMs} ms` : "no takeover"}`,
   );
