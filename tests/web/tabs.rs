@@ -291,3 +291,27 @@ async fn w4_when_the_leader_stops_another_tab_takes_over_and_finishes() {
     );
     b.stop();
 }
+
+#[wasm_bindgen_test]
+async fn w4_without_web_locks_the_lease_alone_decides() {
+    let run = unique("nolock");
+    // Tabs opened while `navigator.locks` is hidden never see it (it is read at open).
+    js("Object.defineProperty(navigator, 'locks', { configurable: true, get: () => undefined })");
+    let a = open_tab(&run, "a").await;
+    let b = open_tab(&run, "b").await;
+    js("delete navigator.locks");
+    assert!(js("typeof navigator.locks.request === 'function'").is_truthy());
+    assert!(stats_of(&a).0, "a took the free lease");
+    assert!(!stats_of(&b).0, "b found it held");
+    a.start().expect("start a");
+    b.start().expect("start b");
+    b.enqueue_many(intents(&run, "b", 6)).await.expect("b enqueues");
+    wait_for("b's operations through a", || settled_ids(&run, "b").len() == 6).await;
+    // No lock to pass on: b takes the lease once a has given it up.
+    a.stop();
+    wait_for("b to take the lease", || stats_of(&b).0).await;
+    b.enqueue_many(intents(&run, "b2", 4)).await.expect("b enqueues as leader");
+    wait_for("every operation applied", || applied(&run).len() == 10).await;
+    assert!(applied(&run).iter().all(|(_, n)| *n == 1.0));
+    b.stop();
+}
