@@ -79,9 +79,13 @@ impl Tab {
             Box::new(move || {
                 let Some(state) = weak.upgrade() else { return };
                 let tab = Tab { state };
+                if stolen.get() {
+                    return;
+                }
                 let idle = matches!(tab.state.borrow().role, Role::Follower)
                     && tab.state.borrow().lock.is_none();
-                if stolen.get() || !idle {
+                if !idle {
+                    lock.release(); // stopped (or queued again) meanwhile
                     return;
                 }
                 // Nobody came: we still hold the lock, so we lead again.

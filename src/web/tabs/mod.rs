@@ -75,7 +75,7 @@ struct TabState {
     mine: BTreeSet<String>,
     /// The latest record of each of `mine` relayed by the leader.
     views: BTreeMap<String, JsValue>,
-    /// Another tab said hello: relay events.
+    /// Another tab has spoken on the channel: relay events while leading.
     relay: bool,
     channel: Option<Rc<TabChannel>>,
     locks: Option<LockManager>,

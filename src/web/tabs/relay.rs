@@ -37,11 +37,13 @@ impl Tab {
     }
 
     fn on_message(&self, message: TabMessage) {
+        // Another tab exists: relay events while leading, also right after a takeover (before
+        // the others have said hello to the new leader).
+        self.state.borrow_mut().relay = true;
         let leading = self.driver();
         match message {
             TabMessage::Hello { .. } => {
                 if let Some(driver) = leading {
-                    self.state.borrow_mut().relay = true;
                     let owner = self.owner();
                     let fence = driver.inspect(|s, _| s.stats().fence);
                     self.post(&TabMessage::Leader { owner, fence });
