@@ -530,7 +530,10 @@ async function check(state, leaderOwner) {
         // With what explains it: when and by which request it was applied, who led then.
         const application = state.operations[id].applied[0];
         const request = state.requests[application.requestId] ?? {};
-        const leaderThen = sampler.leaderSeq.filter((l) => l.at <= appliedAt).at(-1)?.owner ?? "?";
+        // Who led then: the sampled leaders and the takeovers seen after kills, by time.
+        const timeline = [...sampler.leaderSeq, ...kills.filter((k) => k.newLeader).map((k) => ({ owner: k.newLeader, at: k.at + k.takeoverMs }))].sort((a, b) => a.at - b.at);
+        const then = timeline.filter((l) => l.at <= appliedAt).at(-1);
+        const leaderThen = then ? `${then.owner}, leading for ${appliedAt - then.at} ms or more` : "?";
         settledMissing.push(
           `${tab.owner}${tab.alive ? "" : ` (${tab.how} at +${tab.diedAt - startedAt} ms)`}: ${id} applied at +${appliedAt - startedAt} ms ` +
             `(request ${application.requestId}: ${request.submits} submits, ${request.queries} queries; leader then ${leaderThen}; acked +${ackedAt.has(id) ? ackedAt.get(id) - startedAt : "?"} ms)`,
@@ -604,9 +607,9 @@ async function check(state, leaderOwner) {
 const CONTENT_TYPES = { ".html": "text/html; charset=utf-8", ".js": "text/javascript; charset=utf-8", ".wasm": "application/wasm", ".ts": "text/plain; charset=utf-8" };
 
 /**
- * The tabs page and the built package on 127.0.0.1 (www/harness.mjs's serve() does not serve
- * www/tabs/; a Playwright route cannot stand in for it, since chromium then treats the page as
- * public and refuses its fetches to the loopback reference server).
+ * The tabs page and the built package on 127.0.0.1: like www/harness.mjs's serve(), but the
+ * package may come from TABS_PKG. (A Playwright route cannot stand in for a server: chromium then
+ * treats the page as public and refuses its fetches to the loopback reference server.)
  */
 async function serveTabs() {
   const served = ["www/tabs/", "pkg/web/"];
