@@ -326,6 +326,10 @@ impl<H: Host> Scheduler<H> {
             if let Some(active) = self.active.get_mut(&request_id) {
                 active.stage = Stage::Completing(barrier);
             }
+            // Its slot is free now (claims stay until the answer is durable, S13): what is
+            // frozen next joins the batch that writes this answer, one transaction per round.
+            self.slot_freed();
+            self.pump(now);
             self.maybe_flush(now);
         }
         self.sync_timer(now);

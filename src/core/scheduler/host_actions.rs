@@ -143,7 +143,7 @@ impl<H: Host> Scheduler<H> {
                     }
                 }
                 _ => {
-                    if self.active.len() < self.config.concurrency && self.is_ready(operation_id) {
+                    if self.occupied() < self.config.concurrency && self.is_ready(operation_id) {
                         self.ready.remove(op.intent.sequence, operation_id);
                         self.examine(now, operation_id);
                         started = self

@@ -247,7 +247,7 @@ impl<H: Host> Scheduler<H> {
             settled: self.counters.settled,
             passes: self.counters.passes,
             pending,
-            in_flight: self.active.len(),
+            in_flight: self.occupied(),
             ready: self.ready.len(),
             retry_scheduled: self.retries.len(),
             claimed_canvases: self.claims.len(),

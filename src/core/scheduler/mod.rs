@@ -264,9 +264,23 @@ impl<H: Host> Scheduler<H> {
             && self.is_leader()
     }
 
+    /// Attempts that hold a concurrency slot (S2): from the decision to send until the answer
+    /// arrives. An answered attempt waiting for its write keeps its claims (S13) but no slot,
+    /// so the next requests are frozen into the batch that writes the answer.
+    fn occupied(&self) -> usize {
+        self.active
+            .values()
+            .filter(|a| !matches!(a.stage, Stage::Completing(_)))
+            .count()
+    }
+
     fn lane_free(&self, kind: &str) -> bool {
-        self.active.len() < self.config.concurrency
-            && (kind != UPLOAD_KIND || !self.active.values().any(|a| a.kind == UPLOAD_KIND))
+        self.occupied() < self.config.concurrency
+            && (kind != UPLOAD_KIND
+                || !self
+                    .active
+                    .values()
+                    .any(|a| a.kind == UPLOAD_KIND && !matches!(a.stage, Stage::Completing(_))))
     }
 
     /// The batch number a change made now becomes durable with.
@@ -313,7 +327,7 @@ impl<H: Host> Scheduler<H> {
             if self.yielded {
                 consider(now);
             }
-            if self.active.len() < self.config.concurrency {
+            if self.occupied() < self.config.concurrency {
                 if let Some(entry) = self.retries.peek() {
                     consider(entry.due_at);
                 }

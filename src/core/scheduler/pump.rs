@@ -114,7 +114,7 @@ impl<H: Host> Scheduler<H> {
         self.yielded = false;
         self.counters.passes += 1;
         // S11: due retries run before new ready work.
-        while self.active.len() < self.config.concurrency {
+        while self.occupied() < self.config.concurrency {
             let Some(entry) = self.retries.pop_due(now) else {
                 break;
             };
@@ -139,7 +139,7 @@ impl<H: Host> Scheduler<H> {
         }
         // S12: examine at most `pump_budget` ready operations, then yield.
         let mut budget = self.ready.len().min(self.config.pump_budget);
-        while self.active.len() < self.config.concurrency && budget > 0 {
+        while self.occupied() < self.config.concurrency && budget > 0 {
             budget -= 1;
             let Some((_, id)) = self.ready.pop() else {
                 break;
@@ -147,7 +147,7 @@ impl<H: Host> Scheduler<H> {
             self.counters.scanned += 1;
             self.examine(now, &id);
         }
-        if !self.ready.is_empty() && self.active.len() < self.config.concurrency {
+        if !self.ready.is_empty() && self.occupied() < self.config.concurrency {
             self.yielded = true;
         }
         self.sync_timer(now);
