@@ -81,8 +81,8 @@ try {
       const timer = setTimeout(() => done("blocked 2 s"), 2000);
       const open = indexedDB.open(new URLSearchParams(location.search).get("db"));
       open.onsuccess = () => {
-        const tx = open.result.transaction("lease", "readonly");
-        const get = tx.objectStore("lease").get("lease");
+        const tx = open.result.transaction("dispatcher_lease", "readonly");
+        const get = tx.objectStore("dispatcher_lease").get("lease");
         get.onsuccess = () => { clearTimeout(timer); done(JSON.stringify(get.result) + " now " + Date.now()); };
       };
       open.onerror = () => done("open failed");

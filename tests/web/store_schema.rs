@@ -217,3 +217,46 @@ async fn d4_corrupt_and_foreign_records_are_quarantined_and_the_rest_loads() {
     ledger.close();
     delete_database(&name).await;
 }
+
+#[wasm_bindgen_test]
+async fn w1_version_4_retires_the_lease_store_so_earlier_builds_refuse_the_database() {
+    let name = db_name("retire-lease");
+    // Version 3 as an earlier build left it, with a lease held and one queued operation.
+    create_database(
+        &name,
+        3,
+        &[
+            schema::OPERATIONS,
+            schema::REQUESTS,
+            schema::META,
+            schema::LEGACY_LEASE,
+            schema::EVENTS,
+            schema::BLOBS,
+            schema::QUARANTINE,
+        ],
+    )
+    .await;
+    let queued = operation("op-1", 1);
+    raw_put(
+        &name,
+        schema::OPERATIONS,
+        JsValue::from_str("op-1"),
+        js(&queued),
+    )
+    .await;
+    let ledger = IdbLedger::open(&name).await.expect("open upgrades");
+    let loaded = acquire(&ledger, "tab-a", 1_000).await;
+    assert_eq!(loaded.snapshot.operations, vec![queued], "queued work kept");
+    assert_eq!(loaded.snapshot.lease.map(|l| l.fence), Some(1));
+    ledger.close();
+    let db = Database::open(&name).await.expect("raw open");
+    let stores: Vec<String> = db.object_store_names().collect();
+    db.close();
+    // What an earlier build checks before using a newer database: every store it knows.
+    assert!(
+        !stores.iter().any(|s| s == schema::LEGACY_LEASE),
+        "an earlier build finds no `lease` store and refuses: {stores:?}"
+    );
+    assert!(stores.iter().any(|s| s == schema::LEASE));
+    delete_database(&name).await;
+}

@@ -9,7 +9,14 @@
 //! | 1 | `operations`, `requests`, `meta` |
 //! | 2 | `lease`, `events` |
 //! | 3 | `blobs`, `quarantine` |
-//! | 4 | `inbox` (auto-increment keys: intents of tabs that do not dispatch, W4) |
+//! | 4 | `inbox` (auto-increment keys: intents of tabs that do not dispatch, W4); records become JSON text; `lease` becomes `dispatcher_lease` |
+//!
+//! Version 4 is the one exception to "only add": it deletes the `lease` store (one record, the
+//! lease — never queued work) and keeps the lease in `dispatcher_lease`. Builds up to version
+//! 3 open a newer database when it has every store they use; without `lease` they refuse it,
+//! so a stale page of an earlier build can never take the lease and quarantine records it
+//! cannot read. The fence starts again from 1: no holder of an older fence can open the
+//! database any more.
 
 use indexed_db_futures::database::Database;
 use indexed_db_futures::error::OpenDbError;
@@ -26,7 +33,9 @@ pub const OPERATIONS: &str = "operations";
 /// Frozen request records, keyed by request id.
 pub const REQUESTS: &str = "requests";
 /// The single lease record, keyed [`LEASE_KEY`].
-pub const LEASE: &str = "lease";
+pub const LEASE: &str = "dispatcher_lease";
+/// Where versions 2 and 3 kept the lease (deleted by the upgrade to 4).
+pub const LEGACY_LEASE: &str = "lease";
 /// Event log records, keyed by `seq` (a number).
 pub const EVENTS: &str = "events";
 /// Upload blobs with their metadata, keyed by blob id.
@@ -49,7 +58,7 @@ const STEPS: [&[&str]; 4] = [
     &[OPERATIONS, REQUESTS, META],
     &[LEASE, EVENTS],
     &[BLOBS, QUARANTINE],
-    &[INBOX],
+    &[INBOX, LEASE],
 ];
 
 /// Every store this build reads or writes.
@@ -59,7 +68,10 @@ pub const ALL_STORES: [&str; 8] = [
 
 /// Runs the upgrade steps above `old_version`, creating only stores that are missing.
 fn upgrade(old_version: f64, db: &Database) -> indexed_db_futures::Result<()> {
-    let existing: Vec<String> = db.object_store_names().collect();
+    let mut existing: Vec<String> = db.object_store_names().collect();
+    if old_version < 4.0 && existing.iter().any(|name| name == LEGACY_LEASE) {
+        db.delete_object_store(LEGACY_LEASE)?;
+    }
     for (index, stores) in STEPS.iter().enumerate() {
         let version = (index + 1) as f64;
         if old_version >= version {
@@ -76,6 +88,7 @@ fn upgrade(old_version: f64, db: &Database) -> indexed_db_futures::Result<()> {
             } else {
                 db.create_object_store(*store).build()?;
             }
+            existing.push((*store).to_owned());
         }
     }
     Ok(())
