@@ -6,6 +6,12 @@
 //! Reads accept both forms, so a ledger written by an earlier build (plain JSON objects) still
 //! loads: a string is parsed as JSON; anything else goes through `JSON.stringify` first. Either
 //! way the loader gets `serde_json` input (D4), and no per-type JS deserializer is needed.
+//!
+//! The reverse does not hold: an earlier build reads a string record as a JSON string, not a
+//! record, and quarantines it. So this format must ship with a schema version above 3
+//! ([`schema::SCHEMA_VERSION`](super::schema::SCHEMA_VERSION)): an earlier build (say, a tab
+//! left open across a deploy) then cannot open the database at all instead of taking the
+//! lease and moving every newer record to `quarantine`.
 
 use serde::Serialize;
 use serde_json::Value;
