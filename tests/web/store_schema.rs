@@ -3,7 +3,7 @@
 //! (W5), and corrupt or foreign records are quarantined and reported (D4).
 
 use canvas_scheduler::core::io::{PersistFailure, PersistResult};
-use canvas_scheduler::core::model::LedgerMeta;
+use canvas_scheduler::core::model::{Lease, LedgerMeta};
 use canvas_scheduler::web::store::schema::{self, SCHEMA_VERSION};
 use canvas_scheduler::web::store::IdbLedger;
 use indexed_db_futures::database::Database;
@@ -13,7 +13,8 @@ use wasm_bindgen::JsValue;
 use wasm_bindgen_test::wasm_bindgen_test;
 
 use super::store_support::{
-    acquire, db_name, event, lease_of, operation, operations_batch, raw_keys, raw_put, request,
+    acquire, db_name, event, lease_of, operation, operations_batch, raw_get, raw_keys, raw_put,
+    request,
 };
 use super::support::{create_database, delete_database};
 
@@ -258,5 +259,204 @@ async fn w1_version_4_retires_the_lease_store_so_earlier_builds_refuse_the_datab
         "an earlier build finds no `lease` store and refuses: {stores:?}"
     );
     assert!(stores.iter().any(|s| s == schema::LEASE));
+    delete_database(&name).await;
+}
+
+#[wasm_bindgen_test]
+async fn w1_a_ledger_of_older_object_records_and_newer_string_records_loads_whole() {
+    let name = db_name("mixed");
+    let ledger = IdbLedger::open(&name).await.expect("open");
+    let fence = acquire(&ledger, "tab-a", 1_000)
+        .await
+        .snapshot
+        .lease
+        .map(|l| l.fence)
+        .expect("lease");
+    // This build writes JSON strings: odd sequences through the store...
+    let mut written = operations_batch(fence, 1, 1);
+    written.operations = (1..=15)
+        .step_by(2)
+        .map(|n| operation(&format!("op-{n:06}"), n))
+        .collect();
+    written.events = vec![event(1), event(3)];
+    assert!(matches!(
+        ledger.apply(&written).await,
+        PersistResult::Done { .. }
+    ));
+    let stored = raw_get(&name, schema::OPERATIONS, JsValue::from_str("op-000001")).await;
+    assert!(stored.is_some_and(|v| v.is_string()), "stored as a string");
+    ledger.close();
+
+    // ...even sequences, a request, events, meta and the lease as an earlier build wrote
+    // them: plain objects (interleaved with the strings across pages of 7).
+    let older: Vec<_> = (2..=16)
+        .step_by(2)
+        .map(|n| operation(&format!("op-{n:06}"), n))
+        .collect();
+    for op in &older {
+        let key = JsValue::from_str(&op.intent.id);
+        raw_put(&name, schema::OPERATIONS, key, js(op)).await;
+    }
+    let frozen = request("req-1", "op-000002");
+    raw_put(
+        &name,
+        schema::REQUESTS,
+        JsValue::from_str("req-1"),
+        js(&frozen),
+    )
+    .await;
+    raw_put(&name, schema::EVENTS, JsValue::from_f64(2.0), js(&event(2))).await;
+    let meta = LedgerMeta {
+        last_sequence: 16,
+        last_event_seq: 3,
+    };
+    let meta_key = JsValue::from_str(schema::META_KEY);
+    raw_put(&name, schema::META, meta_key, js(&meta)).await;
+    let old_lease = Lease {
+        owner: "tab-a".into(),
+        fence,
+        expires_at: 11_000,
+    };
+    let lease_key = JsValue::from_str(schema::LEASE_KEY);
+    raw_put(&name, schema::LEASE, lease_key.clone(), js(&old_lease)).await;
+
+    // An older-build lease record still fences a write (read in the apply transaction).
+    let ledger = IdbLedger::open(&name).await.expect("reopen");
+    let mut late = operations_batch(fence, 17, 1);
+    late.meta = None;
+    assert_eq!(lease_of(&ledger.apply(&late).await), Some(old_lease));
+
+    let loaded = acquire(&ledger, "tab-a", 2_000).await;
+    assert!(loaded.quarantined.is_empty(), "{:?}", loaded.quarantined);
+    let sequences: Vec<u64> = loaded
+        .snapshot
+        .operations
+        .iter()
+        .map(|o| o.intent.sequence)
+        .collect();
+    assert_eq!(sequences, (1..=17).collect::<Vec<u64>>());
+    assert_eq!(loaded.snapshot.operations[1], older[0]);
+    assert_eq!(loaded.snapshot.requests, vec![frozen]);
+    let seqs: Vec<u64> = loaded.snapshot.events.iter().map(|e| e.seq).collect();
+    assert_eq!(seqs, [1, 2, 3]);
+    assert_eq!(
+        loaded.snapshot.meta,
+        LedgerMeta {
+            last_sequence: 17,
+            ..meta
+        }
+    );
+    assert_eq!(loaded.snapshot.lease.map(|l| l.fence), Some(fence + 1));
+    // The lease just taken is stored in this build's form.
+    let lease = raw_get(&name, schema::LEASE, lease_key).await;
+    assert!(lease.is_some_and(|v| v.is_string()));
+    ledger.close();
+    delete_database(&name).await;
+}
+
+#[wasm_bindgen_test]
+async fn d4_string_records_that_are_not_json_or_not_a_record_are_quarantined_as_stored() {
+    let name = db_name("corrupt-strings");
+    let ledger = IdbLedger::open(&name).await.expect("open");
+    let fence = acquire(&ledger, "tab-a", 1_000)
+        .await
+        .snapshot
+        .lease
+        .map(|l| l.fence)
+        .expect("lease");
+    let mut good = operations_batch(fence, 1, 2);
+    good.requests = vec![request("req-1", "op-000001")];
+    good.events = vec![event(1)];
+    assert!(matches!(
+        ledger.apply(&good).await,
+        PersistResult::Done { .. }
+    ));
+    ledger.close();
+
+    let bad: [(&str, JsValue, &str); 6] = [
+        (
+            schema::OPERATIONS,
+            "op-a".into(),
+            "{\"intent\": {\"id\": \"op-a\"",
+        ),
+        (
+            schema::OPERATIONS,
+            "op-b".into(),
+            "{\"intent\": 5, \"phase\": \"pending\"}",
+        ),
+        (
+            schema::OPERATIONS,
+            "op-c".into(),
+            "\"a JSON string, not a record\"",
+        ),
+        (schema::REQUESTS, "req-x".into(), "[1, 2, 3]"),
+        (schema::EVENTS, JsValue::from_f64(5.0), "not json"),
+        (
+            schema::META,
+            schema::META_KEY.into(),
+            "{\"lastSequence\": \"two\"}",
+        ),
+    ];
+    for (store, key, text) in &bad {
+        raw_put(&name, store, key.clone(), JsValue::from_str(text)).await;
+    }
+
+    let ledger = IdbLedger::open(&name).await.expect("reopen");
+    let loaded = acquire(&ledger, "tab-a", 2_000).await;
+    let ids: Vec<&str> = loaded
+        .snapshot
+        .operations
+        .iter()
+        .map(|o| o.intent.id.as_str())
+        .collect();
+    assert_eq!(ids, ["op-000001", "op-000002"]);
+    assert_eq!(loaded.snapshot.requests.len(), 1);
+    assert_eq!(loaded.snapshot.events.len(), 1);
+    let mut set_aside: Vec<String> = loaded
+        .quarantined
+        .iter()
+        .map(|q| format!("{}/{}", q.store, q.key))
+        .collect();
+    set_aside.sort();
+    let expected = [
+        "events/5",
+        "meta/meta",
+        "operations/op-a",
+        "operations/op-b",
+        "operations/op-c",
+        "requests/req-x",
+    ];
+    assert_eq!(set_aside, expected);
+    let reason = |key: &str| {
+        let found = loaded.quarantined.iter().find(|q| q.key == key);
+        found.map(|q| q.reason.clone()).unwrap_or_default()
+    };
+    assert!(reason("op-a").starts_with("not JSON"), "{}", reason("op-a"));
+    assert!(
+        reason("op-b").starts_with("undecodable"),
+        "{}",
+        reason("op-b")
+    );
+    assert!(reason("5").starts_with("not JSON"), "{}", reason("5"));
+
+    // Moved as stored (the very string), gone from their stores; the next load is clean.
+    let entry = raw_get(&name, schema::QUARANTINE, "operations/op-a".into()).await;
+    let record = entry.map(|e| js_sys::Reflect::get(&e, &"record".into()).expect("record"));
+    assert_eq!(
+        record.and_then(|r| r.as_string()).as_deref(),
+        Some(bad[0].2)
+    );
+    let mut kept: Vec<String> = raw_keys(&name, schema::QUARANTINE)
+        .await
+        .iter()
+        .filter_map(JsValue::as_string)
+        .collect();
+    kept.sort();
+    assert_eq!(kept, expected);
+    assert_eq!(raw_keys(&name, schema::OPERATIONS).await.len(), 2);
+    let again = acquire(&ledger, "tab-a", 3_000).await;
+    assert!(again.quarantined.is_empty(), "{:?}", again.quarantined);
+    assert_eq!(again.snapshot.operations.len(), 2);
+    ledger.close();
     delete_database(&name).await;
 }

@@ -168,3 +168,19 @@ pub async fn raw_keys(name: &str, store: &str) -> Vec<JsValue> {
     db.close();
     keys
 }
+
+/// The value stored under `key` in `store`, read directly.
+pub async fn raw_get(name: &str, store: &str, key: JsValue) -> Option<JsValue> {
+    let db = Database::open(name).await.expect("raw open");
+    let tx = db.transaction(store).build().expect("raw tx");
+    let object_store = tx.object_store(store).expect("raw store");
+    let value: Option<JsValue> = object_store
+        .get(key)
+        .primitive()
+        .expect("raw get")
+        .await
+        .expect("raw get result");
+    drop(tx);
+    db.close();
+    value
+}

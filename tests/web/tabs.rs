@@ -305,12 +305,19 @@ async fn w4_without_web_locks_the_lease_alone_decides() {
     assert!(!stats_of(&b).0, "b found it held");
     a.start().expect("start a");
     b.start().expect("start b");
-    b.enqueue_many(intents(&run, "b", 6)).await.expect("b enqueues");
-    wait_for("b's operations through a", || settled_ids(&run, "b").len() == 6).await;
+    b.enqueue_many(intents(&run, "b", 6))
+        .await
+        .expect("b enqueues");
+    wait_for("b's operations through a", || {
+        settled_ids(&run, "b").len() == 6
+    })
+    .await;
     // No lock to pass on: b takes the lease once a has given it up.
     a.stop();
     wait_for("b to take the lease", || stats_of(&b).0).await;
-    b.enqueue_many(intents(&run, "b2", 4)).await.expect("b enqueues as leader");
+    b.enqueue_many(intents(&run, "b2", 4))
+        .await
+        .expect("b enqueues as leader");
     wait_for("every operation applied", || applied(&run).len() == 10).await;
     assert!(applied(&run).iter().all(|(_, n)| *n == 1.0));
     b.stop();

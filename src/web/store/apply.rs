@@ -1,6 +1,7 @@
 //! [`IdbLedger::apply`]: one [`PersistBatch`] in one readwrite transaction (group commit),
 //! fenced exactly like [`MemoryStore::apply`](crate::testing::MemoryStore::apply): the
-//! stored lease is read first and a stale or missing fence aborts the whole transaction.
+//! stored lease is read first (the writes are queued behind that read) and a stale or
+//! missing fence aborts the whole transaction.
 
 use indexed_db_futures::prelude::*;
 use indexed_db_futures::transaction::{Transaction, TransactionMode};
@@ -98,15 +99,41 @@ impl IdbLedger {
 }
 
 /// Issues every request of the batch; the returned lease is the one stored after it.
+///
+/// The batch's writes are issued right behind the lease read, without waiting for it: the
+/// requests of a transaction run in order, so the read sees the lease as it was, and a fence
+/// that does not match aborts the transaction (the caller does), so none of those writes
+/// lands. This saves a round trip to the storage backend per transaction.
 async fn write(
     tx: &Transaction<'_>,
     batch: &PersistBatch,
     encoded: Encoded,
 ) -> Result<Option<Lease>, Refused> {
     let lease_store = tx.object_store(LEASE)?;
-    let stored: Option<JsValue> = lease_store.get(LEASE_KEY).primitive()?.await?;
+    let stored = lease_store.get(LEASE_KEY).primitive()?;
+    if batch.fence.is_some() {
+        put_all(tx, OPERATIONS, encoded.operations)?;
+        put_all(tx, REQUESTS, encoded.requests)?;
+        put_all(tx, EVENTS, encoded.events)?;
+        if let Some(below) = batch.trim_events_below {
+            let events = tx.object_store(EVENTS)?;
+            let range = KeyRange::UpperBound(JsValue::from_f64(below as f64), true);
+            drop(events.delete::<JsValue, _>(range).primitive()?);
+        }
+        if let Some(meta) = encoded.meta {
+            let store = tx.object_store(META)?;
+            drop(
+                store
+                    .put(meta)
+                    .with_key(META_KEY)
+                    .without_key_type()
+                    .primitive()?,
+            );
+        }
+    }
+    let stored: Option<JsValue> = stored.await?;
     // An unreadable lease record counts as no lease: nobody's fence matches it.
-    let mut lease: Option<Lease> = stored.and_then(|value| decode(value).ok());
+    let mut lease: Option<Lease> = stored.and_then(|value| decode(&value).ok());
     if batch.fence.is_none() || lease.as_ref().map(|l| l.fence) != batch.fence {
         return Err(Refused::Fenced(lease));
     }
@@ -118,24 +145,6 @@ async fn write(
             lease_store
                 .put(value)
                 .with_key(LEASE_KEY)
-                .without_key_type()
-                .primitive()?,
-        );
-    }
-    put_all(tx, OPERATIONS, encoded.operations)?;
-    put_all(tx, REQUESTS, encoded.requests)?;
-    put_all(tx, EVENTS, encoded.events)?;
-    if let Some(below) = batch.trim_events_below {
-        let events = tx.object_store(EVENTS)?;
-        let range = KeyRange::UpperBound(JsValue::from_f64(below as f64), true);
-        drop(events.delete::<JsValue, _>(range).primitive()?);
-    }
-    if let Some(meta) = encoded.meta {
-        let store = tx.object_store(META)?;
-        drop(
-            store
-                .put(meta)
-                .with_key(META_KEY)
                 .without_key_type()
                 .primitive()?,
         );

@@ -1,7 +1,17 @@
-//! Records to and from JS values. Writes use serde-wasm-bindgen's JSON-compatible serializer
-//! (maps become plain objects, `u64` become numbers, `None` becomes `null`), so a record is
-//! plain, structured-cloneable JSON that other readers (devtools, a newer build) understand.
-//! Reads go back through `serde_json::Value`, the loader's input (D4).
+//! Records to and from stored values. This build writes each record as one JSON string
+//! (compact `serde_json` text, integers within ±(2^53 - 1) so any JS reader gets them back
+//! exactly): IndexedDB structured-clones a string far faster than an object, and it crosses
+//! the JS/wasm boundary as one copy instead of one call per field.
+//!
+//! Reads accept both forms, so a ledger written by an earlier build (plain JSON objects) still
+//! loads: a string is parsed as JSON; anything else goes through `JSON.stringify` first. Either
+//! way the loader gets `serde_json` input (D4), and no per-type JS deserializer is needed.
+//!
+//! The reverse does not hold: an earlier build reads a string record as a JSON string, not a
+//! record, and quarantines it. So this format must ship with a schema version above 3
+//! ([`schema::SCHEMA_VERSION`](super::schema::SCHEMA_VERSION)): an earlier build (say, a tab
+//! left open across a deploy) then cannot open the database at all instead of taking the
+//! lease and moving every newer record to `quarantine`.
 
 use serde::Serialize;
 use serde_json::Value;
@@ -12,25 +22,42 @@ use crate::core::safe_error::SafeError;
 /// Largest integer a JS number holds exactly.
 pub const MAX_SAFE_INTEGER: f64 = 9_007_199_254_740_991.0;
 
-/// Serializes a record to a plain JS value.
+/// Serializes a record to the stored form: a JSON string.
 ///
 /// # Errors
 ///
 /// `unserializable_record` (e.g. an integer above 2^53 - 1).
 pub fn to_js<T: Serialize>(value: &T) -> Result<JsValue, SafeError> {
-    value
-        .serialize(&serde_wasm_bindgen::Serializer::json_compatible())
+    crate::web::json::to_string(value)
+        .map(|text| JsValue::from_str(&text))
         .map_err(|e| SafeError::new("unserializable_record", &e.to_string()))
 }
 
-/// Reads a stored JS value as JSON; `Err` when it is not plain JSON.
-pub fn to_json(value: JsValue) -> Result<Value, String> {
-    serde_wasm_bindgen::from_value(value).map_err(|e| format!("not plain JSON: {e}"))
+/// The JSON text of a stored value: the string itself (this build's records) or
+/// `JSON.stringify` of an object (earlier builds' records). `Err` when there is none (e.g.
+/// `undefined`, a `BigInt`, a cyclic object).
+pub fn json_text(value: &JsValue) -> Result<String, String> {
+    if let Some(text) = value.as_string() {
+        return Ok(text);
+    }
+    match js_sys::JSON::stringify(value) {
+        Ok(text) => text
+            .as_string()
+            .ok_or_else(|| "not plain JSON: nothing to stringify".to_owned()),
+        Err(_) => Err("not plain JSON: JSON.stringify threw".to_owned()),
+    }
 }
 
-/// Reads a stored JS value as a typed record.
-pub fn decode<T: serde::de::DeserializeOwned>(value: JsValue) -> Result<T, String> {
-    serde_wasm_bindgen::from_value(value).map_err(|e| format!("undecodable: {e}"))
+/// Reads a stored value as JSON; `Err` when it is not JSON.
+pub fn to_json(value: &JsValue) -> Result<Value, String> {
+    let text = json_text(value)?;
+    serde_json::from_str(&text).map_err(|e| format!("not JSON: {e}"))
+}
+
+/// Reads a stored value as a typed record.
+pub fn decode<T: serde::de::DeserializeOwned>(value: &JsValue) -> Result<T, String> {
+    let text = json_text(value)?;
+    serde_json::from_str(&text).map_err(|e| format!("undecodable: {e}"))
 }
 
 /// The key of an `operations`/`requests` record as the loader sees it, or `None` for a key

@@ -99,7 +99,7 @@ async fn stored_operation(
     let store = tx.object_store(OPERATIONS).map_err(idb)?;
     let value: Option<JsValue> = store.get(id).primitive().map_err(idb)?.await.map_err(idb)?;
     let Some(value) = value else { return Ok(None) };
-    Ok(Some(to_json(value).ok().and_then(|json| {
+    Ok(Some(to_json(&value).ok().and_then(|json| {
         serde_json::from_value::<Operation>(json).ok()
     })))
 }

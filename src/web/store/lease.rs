@@ -29,6 +29,6 @@ impl IdbLedger {
             .map_err(|e| storage_error(&e))?
             .await
             .map_err(|e| storage_error(&e))?;
-        Ok(stored.and_then(|value| decode(value).ok()))
+        Ok(stored.and_then(|value| decode(&value).ok()))
     }
 }
