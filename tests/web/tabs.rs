@@ -322,3 +322,39 @@ async fn w4_without_web_locks_the_lease_alone_decides() {
     assert!(applied(&run).iter().all(|(_, n)| *n == 1.0));
     b.stop();
 }
+
+#[wasm_bindgen_test]
+async fn w4_a_newly_elected_tab_keeps_its_enqueue_order_across_the_inbox() {
+    let run = unique("order");
+    js("Object.defineProperty(navigator, 'locks', { configurable: true, get: () => undefined })");
+    let a = open_tab(&run, "a").await;
+    let b = open_tab(&run, "b").await;
+    js("delete navigator.locks");
+    a.stop(); // nobody leads until b sees the lease given up
+    let one = |i: usize| {
+        js(&format!(
+            "{{ id: '{run}-x{i}', operationType: 'shape.upsert', canvasIds: ['c'], payload: {{ i: {i} }} }}"
+        ))
+    };
+    b.enqueue(one(1)).await.expect("x1 to the inbox");
+    b.enqueue(one(2)).await.expect("x2 to the inbox");
+    // Keep the inbox locked (a readwrite transaction kept busy) for 1.5 s, so b is elected
+    // while x1 and x2 still wait there: x3, enqueued as leader, must not overtake them.
+    js(&format!(
+        "(() => {{ const open = indexedDB.open('cs-tabs-{run}'); const until = Date.now() + 1500;
+           open.onsuccess = () => {{ const store = open.result.transaction('inbox', 'readwrite').objectStore('inbox');
+             const spin = () => {{ if (Date.now() < until) store.get(0).onsuccess = spin; }}; spin(); }}; }})()"
+    ));
+    wait_for("b to lead", || stats_of(&b).0).await;
+    b.enqueue(one(3)).await.expect("x3 as leader");
+    let sequence = |i: usize| {
+        let record = b.operation(&format!("{run}-x{i}"));
+        field(&field(&record, "intent"), "sequence").as_f64()
+    };
+    let (s1, s2, s3) = (sequence(1), sequence(2), sequence(3));
+    assert!(
+        s1.is_some() && s1 < s2 && s2 < s3,
+        "enqueue order kept: {s1:?} {s2:?} {s3:?}"
+    );
+    b.stop();
+}

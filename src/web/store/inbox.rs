@@ -109,8 +109,9 @@ impl IdbLedger {
     /// it against the durable ledger and the inbox in that same transaction: an id already
     /// there with another intent is `duplicate_operation` (the same intent again is harmless
     /// and skipped); a dependency must be in the ledger, the inbox or the entry itself
-    /// (`unknown_dependency`). On any error nothing is written. Returns the operations
-    /// already in the ledger with the same intent (e.g. enqueued again after a reload).
+    /// (`unknown_dependency`). On any error nothing is written. Returns whether an entry was
+    /// written (not when every intent was already there), and the operations already in the
+    /// ledger with the same intent (e.g. enqueued again after a reload).
     ///
     /// # Errors
     ///
@@ -118,13 +119,13 @@ impl IdbLedger {
     pub async fn append_inbox(
         &self,
         mut entry: InboxEntry,
-    ) -> Result<Vec<Operation>, SchedulerError> {
+    ) -> Result<(bool, Vec<Operation>), SchedulerError> {
         let db = self.db().map_err(storage)?;
         let tx = self
             .begin(&db, &[OPERATIONS, INBOX], TransactionMode::Readwrite)
             .map_err(storage)?;
         match check_and_add(&tx, &mut entry).await {
-            Ok(present) => self.finish(tx).await.map_err(storage).map(|()| present),
+            Ok(appended) => self.finish(tx).await.map_err(storage).map(|()| appended),
             Err(error) => {
                 let _ = tx.abort().await;
                 Err(error)
@@ -217,7 +218,7 @@ impl IdbLedger {
 async fn check_and_add(
     tx: &Transaction<'_>,
     entry: &mut InboxEntry,
-) -> Result<Vec<Operation>, SchedulerError> {
+) -> Result<(bool, Vec<Operation>), SchedulerError> {
     let queued: Vec<IntentInput> = read_all(tx)
         .await?
         .into_iter()
@@ -266,7 +267,7 @@ async fn check_and_add(
         }
     }
     if fresh.is_empty() {
-        return Ok(present);
+        return Ok((false, present));
     }
     entry.intents = fresh;
     let text = serde_json::to_string(entry).map_err(|e| {
@@ -279,5 +280,5 @@ async fn check_and_add(
             .primitive()
             .map_err(idb)?,
     );
-    Ok(present)
+    Ok((true, present))
 }

@@ -161,6 +161,7 @@ impl Tab {
         self.emit_json(&events::leader_changed(true, Some(&owner), fence));
         self.serve_pending_locally();
         self.adopt().await;
+        self.catch_up().await;
         if self.state.borrow().started {
             driver.start()?;
         } else {

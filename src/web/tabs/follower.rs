@@ -13,6 +13,7 @@ use super::{Role, Tab, TabMessage};
 use crate::core::clock::Clock;
 use crate::core::error::{ErrorCode, SchedulerError};
 use crate::core::intent::{check_batch, into_intent, IntentInput};
+use crate::core::io::Report;
 use crate::core::model::{Operation, OperationPhase};
 use crate::core::SchedulerStats;
 use crate::web::driver::Signal;
@@ -89,9 +90,15 @@ impl Tab {
             at: now,
             intents,
         };
-        let present = self.store().append_inbox(entry).await?;
+        self.state.borrow_mut().inbox_writes_in_flight += 1;
+        let appended = self.store().append_inbox(entry).await;
+        self.state.borrow_mut().inbox_writes_in_flight -= 1;
+        let (written, present) = appended?;
         {
             let mut state = self.state.borrow_mut();
+            if written {
+                state.own_writes += 1;
+            }
             for (id, view) in views {
                 state.mine.insert(id.clone());
                 state.views.entry(id).or_insert(view);
@@ -308,5 +315,57 @@ impl Tab {
             fence: None,
             leader_owner: state.leader_owner.clone(),
         })
+    }
+
+    /// After a change of leader: outcomes of this tab's operations that a relay message may
+    /// have missed (a leader dying between writing an outcome and posting it) are read from
+    /// the ledger — the new leader's, or this tab's own once elected — and delivered.
+    pub(super) async fn catch_up(&self) {
+        let ids: Vec<String> = self.state.borrow().mine.iter().cloned().collect();
+        if ids.is_empty() {
+            return;
+        }
+        let records: Vec<Operation> = match self.driver() {
+            Some(driver) => driver.inspect(|s, _| {
+                ids.iter()
+                    .filter_map(|id| s.ledger().operation(id).cloned())
+                    .collect()
+            }),
+            None => {
+                let arg = js_sys::Array::new();
+                for id in &ids {
+                    arg.push(&JsValue::from_str(id));
+                }
+                let Ok(found) = self.act("operations", arg.into()).await else {
+                    return;
+                };
+                js_sys::Array::from(&found)
+                    .iter()
+                    .filter_map(|record| crate::web::json::to_json(&record, "operation").ok())
+                    .filter_map(|json| serde_json::from_value::<Operation>(json).ok())
+                    .collect()
+            }
+        };
+        for operation in records {
+            let id = operation.intent.id.clone();
+            let Some(outcome) = operation.outcome.clone() else {
+                continue;
+            };
+            if !self.state.borrow_mut().mine.remove(&id) {
+                continue; // heard meanwhile
+            }
+            self.state
+                .borrow_mut()
+                .views
+                .insert(id.clone(), to_js(&operation));
+            let report = Report::Settled {
+                operation_id: id,
+                request_id: outcome.request_id,
+                settlement: outcome.settlement,
+                error: outcome.error,
+                canonical: outcome.canonical,
+            };
+            self.emit(&to_js(&super::events::event_json(&report)));
+        }
     }
 }

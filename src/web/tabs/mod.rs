@@ -36,7 +36,7 @@ use crate::core::intent::IntentInput;
 use crate::core::model::{Lease, Millis};
 use crate::core::HoldId;
 use crate::web::clock::BrowserClock;
-use crate::web::driver::{Driver, DriverOptions};
+use crate::web::driver::{Driver, DriverOptions, Signal};
 use crate::web::json::to_js;
 use crate::web::store::IdbLedger;
 use crate::web::wake::WakeSignals;
@@ -88,6 +88,13 @@ struct TabState {
     watched: Option<(Option<Lease>, Millis)>,
     pending: BTreeMap<u64, Pending>,
     next_rid: u64,
+    /// Inbox entries this tab has written, and how many of those an adoption pass of this
+    /// tab (as leader) has certainly seen; inbox writes of this tab still under way.
+    own_writes: u64,
+    own_adopted: u64,
+    inbox_writes_in_flight: usize,
+    /// Direct enqueues of a newly elected tab waiting for those entries (per-tab order).
+    inbox_waiters: Vec<Signal>,
     on_event: Option<EventSink>,
     /// `visibilitychange` listener (a visible follower asks a hidden leader to hand over).
     visibility: Option<WakeSignals>,
@@ -146,6 +153,10 @@ impl Tab {
             watched: None,
             pending: BTreeMap::new(),
             next_rid: 0,
+            own_writes: 0,
+            own_adopted: 0,
+            inbox_writes_in_flight: 0,
+            inbox_waiters: Vec::new(),
             on_event,
             visibility: None,
         };
@@ -191,9 +202,51 @@ impl Tab {
             return Err(closed());
         }
         match self.driver() {
-            Some(driver) => driver.enqueue(intents).await,
+            Some(driver) => {
+                self.after_own_inbox().await?;
+                // Kept until settled, so this tab still hears them if it stops leading.
+                let ids: Vec<String> = intents.iter().map(|i| i.id.clone()).collect();
+                let fresh: Vec<String> = {
+                    let mut state = self.state.borrow_mut();
+                    ids.into_iter()
+                        .filter(|id| state.mine.insert(id.clone()))
+                        .collect()
+                };
+                let result = driver.enqueue(intents).await;
+                if result.is_err() {
+                    let mut state = self.state.borrow_mut();
+                    for id in &fresh {
+                        state.mine.remove(id);
+                    }
+                }
+                result
+            }
             None => self.enqueue_to_inbox(intents).await,
         }
+    }
+
+    /// A tab elected while intents it enqueued still sit in the inbox sends nothing of its
+    /// own directly until they are adopted, so its enqueue order stays its sequence order
+    /// (per-canvas order). Waiters resume in the order they came, after each adoption pass.
+    async fn after_own_inbox(&self) -> Result<(), SchedulerError> {
+        for _ in 0..100 {
+            let signal = {
+                let mut state = self.state.borrow_mut();
+                if state.own_adopted >= state.own_writes && state.inbox_writes_in_flight == 0 {
+                    return Ok(());
+                }
+                let signal = Signal::new();
+                state.inbox_waiters.push(signal.clone());
+                signal
+            };
+            let this = self.clone();
+            wasm_bindgen_futures::spawn_local(async move { this.adopt().await });
+            signal.wait().await;
+        }
+        Err(SchedulerError::new(
+            ErrorCode::StorageUnavailable,
+            "intents this tab enqueued earlier cannot be moved out of the inbox; call resume()",
+        ))
     }
 
     /// Starts dispatching now if this tab leads, and whenever it is elected later.
@@ -263,6 +316,10 @@ impl Tab {
         let pending = std::mem::take(&mut self.state.borrow_mut().pending);
         for (_, waiter) in pending {
             waiter.finish(Err(closed()));
+        }
+        let waiters = std::mem::take(&mut self.state.borrow_mut().inbox_waiters);
+        for waiter in waiters {
+            waiter.resolve();
         }
         let mut state = self.state.borrow_mut();
         state.channel = None;

@@ -119,6 +119,8 @@ impl Tab {
             let from = self.owner();
             self.post(&TabMessage::Hello { from });
             self.repost_pending();
+            let this = self.clone();
+            spawn_local(async move { this.catch_up().await });
         }
     }
 
@@ -155,6 +157,9 @@ impl Tab {
     /// The leader's own reports: to this tab's host, and to the others when any listens.
     pub(super) fn on_report(&self, report: &Report) {
         let event = to_js(&events::event_json(report));
+        if let Report::Settled { operation_id, .. } = report {
+            self.state.borrow_mut().mine.remove(operation_id);
+        }
         self.emit(&event);
         let (relay, driver) = {
             let state = self.state.borrow();
@@ -190,7 +195,13 @@ impl Tab {
         }
         loop {
             let Some(driver) = self.driver() else { break };
+            let writes_before = self.state.borrow().own_writes;
             if let Ok(outcomes) = driver.adopt_inbox().await {
+                {
+                    // Every entry this tab wrote before the pass began is adopted (or refused).
+                    let mut state = self.state.borrow_mut();
+                    state.own_adopted = state.own_adopted.max(writes_before);
+                }
                 for outcome in outcomes {
                     let Some(error) = outcome.refused else {
                         continue;
@@ -217,7 +228,14 @@ impl Tab {
             }
             state.adopt_again = false;
         }
-        self.state.borrow_mut().adopting = false;
+        let waiters = {
+            let mut state = self.state.borrow_mut();
+            state.adopting = false;
+            std::mem::take(&mut state.inbox_waiters)
+        };
+        for waiter in waiters {
+            waiter.resolve();
+        }
     }
 
     fn on_relayed_own(&self, id: &str, event: &JsValue) {
@@ -247,6 +265,22 @@ pub(super) async fn serve(
         "settle" => {
             driver.settle().await;
             Ok(JsValue::NULL)
+        }
+        "operations" => {
+            // Records of the given ids (a tab catching up after a change of leader).
+            let ids: Vec<String> = js_sys::Array::from(arg)
+                .iter()
+                .filter_map(|id| id.as_string())
+                .collect();
+            Ok(driver.inspect(|s, _| {
+                let found = js_sys::Array::new();
+                for id in &ids {
+                    if let Some(op) = s.ledger().operation(id) {
+                        found.push(&to_js(op));
+                    }
+                }
+                found.into()
+            }))
         }
         "events" => {
             let number = |key: &str| {
