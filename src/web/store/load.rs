@@ -328,30 +328,33 @@ async fn read_records(
 }
 
 /// Waits for `request` to succeed (its result) or fail (its error). The continuation runs in
-/// the success event's microtask checkpoint, while the transaction is still active.
+/// the success event's microtask checkpoint, while the transaction is still active. The
+/// handlers read the request from the event (capturing it would keep every page's records
+/// alive) and are removed and dropped once it settles.
 async fn request_result(request: &web_sys::IdbRequest) -> Result<JsValue, JsValue> {
+    type Handler = Closure<dyn FnMut(web_sys::Event)>;
+    fn target(event: &web_sys::Event) -> Option<web_sys::IdbRequest> {
+        event.target().and_then(|t| t.dyn_into().ok())
+    }
+    let mut handlers: Option<(Handler, Handler)> = None;
     let promise = js_sys::Promise::new(&mut |resolve, reject| {
-        let on_success = {
-            let request = request.clone();
-            Closure::once_into_js(move |_: web_sys::Event| {
-                let _ = resolve.call1(&JsValue::NULL, &request.result().unwrap_or_default());
-            })
-        };
-        let on_error = {
-            let request = request.clone();
-            Closure::once_into_js(move |_: web_sys::Event| {
-                let error = request
-                    .error()
-                    .ok()
-                    .flatten()
-                    .map_or(JsValue::NULL, JsValue::from);
-                let _ = reject.call1(&JsValue::NULL, &error);
-            })
-        };
-        request.set_onsuccess(Some(on_success.unchecked_ref()));
-        request.set_onerror(Some(on_error.unchecked_ref()));
+        let on_success = Handler::new(move |event: web_sys::Event| {
+            let result = target(&event).and_then(|r| r.result().ok());
+            let _ = resolve.call1(&JsValue::NULL, &result.unwrap_or_default());
+        });
+        let on_error = Handler::new(move |event: web_sys::Event| {
+            let error = target(&event).and_then(|r| r.error().ok().flatten());
+            let _ = reject.call1(&JsValue::NULL, &error.map_or(JsValue::NULL, JsValue::from));
+        });
+        request.set_onsuccess(Some(on_success.as_ref().unchecked_ref()));
+        request.set_onerror(Some(on_error.as_ref().unchecked_ref()));
+        handlers = Some((on_success, on_error));
     });
-    wasm_bindgen_futures::JsFuture::from(promise).await
+    let result = wasm_bindgen_futures::JsFuture::from(promise).await;
+    request.set_onsuccess(None);
+    request.set_onerror(None);
+    drop(handlers);
+    result
 }
 
 /// A read that broke the page rules: a storage bug, the load stops (nothing written).
