@@ -460,3 +460,60 @@ async fn d4_string_records_that_are_not_json_or_not_a_record_are_quarantined_as_
     ledger.close();
     delete_database(&name).await;
 }
+
+#[wasm_bindgen_test]
+async fn d4_without_get_all_records_pages_come_from_get_all_and_get_all_keys() {
+    let name = db_name("no-get-all-records");
+    let ledger = IdbLedger::open(&name).await.expect("open");
+    let fence = acquire(&ledger, "tab-a", 1_000)
+        .await
+        .snapshot
+        .lease
+        .map(|l| l.fence)
+        .expect("lease");
+    let mut written = operations_batch(fence, 1, 15);
+    written.events = (1..=9).map(event).collect();
+    assert!(matches!(
+        ledger.apply(&written).await,
+        PersistResult::Done { .. }
+    ));
+    let older = operation("op-000016", 16);
+    raw_put(&name, schema::OPERATIONS, "op-000016".into(), js(&older)).await;
+    raw_put(
+        &name,
+        schema::OPERATIONS,
+        "op-bad".into(),
+        "not json".into(),
+    )
+    .await;
+
+    // A browser without IDBObjectStore.prototype.getAllRecords (only chromium has it).
+    let global = js_sys::global();
+    let class = js_sys::Reflect::get(&global, &"IDBObjectStore".into()).expect("class");
+    let prototype = js_sys::Reflect::get(&class, &"prototype".into()).expect("prototype");
+    let key = JsValue::from_str("getAllRecords");
+    let saved = js_sys::Reflect::get(&prototype, &key).expect("read");
+    let prototype: js_sys::Object = prototype.into();
+    js_sys::Reflect::delete_property(&prototype, &key).expect("hide");
+    let loaded = ledger.acquire_and_load("tab-a", 2_000, 10_000, 4).await;
+    if !saved.is_undefined() {
+        js_sys::Reflect::set(&prototype, &key, &saved).expect("restore");
+    }
+    let loaded = loaded.expect("loads");
+    let sequences: Vec<u64> = loaded
+        .snapshot
+        .operations
+        .iter()
+        .map(|o| o.intent.sequence)
+        .collect();
+    assert_eq!(sequences, (1..=16).collect::<Vec<u64>>());
+    assert_eq!(loaded.snapshot.events.len(), 9);
+    let set_aside: Vec<String> = loaded
+        .quarantined
+        .iter()
+        .map(|q| format!("{}/{}", q.store, q.key))
+        .collect();
+    assert_eq!(set_aside, ["operations/op-bad"]);
+    ledger.close();
+    delete_database(&name).await;
+}
