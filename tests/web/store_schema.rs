@@ -495,7 +495,9 @@ async fn d4_without_get_all_records_pages_come_from_get_all_and_get_all_keys() {
     let saved = js_sys::Reflect::get(&prototype, &key).expect("read");
     let prototype: js_sys::Object = prototype.into();
     js_sys::Reflect::delete_property(&prototype, &key).expect("hide");
-    let loaded = ledger.acquire_and_load("tab-a", 2_000, 10_000, 4).await;
+    let loaded = ledger
+        .acquire_and_load("tab-a", 2_000, 10_000, 4, false)
+        .await;
     if !saved.is_undefined() {
         js_sys::Reflect::set(&prototype, &key, &saved).expect("restore");
     }
