@@ -133,3 +133,19 @@ export async function runPage(browser, baseUrl, path, print, timeoutMs = 30_000)
     await page.close();
   }
 }
+
+/**
+ * Calls the reference server's admin API: GET `path`, or POST `body` as JSON. Rejects on a
+ * non-2xx answer; bounded by a 10 s timeout.
+ */
+export async function admin(server, path, body) {
+  const response = await fetch(`${server.url}${path}`, {
+    method: body === undefined ? "GET" : "POST",
+    headers: body === undefined ? {} : { "content-type": "application/json" },
+    body: body === undefined ? undefined : JSON.stringify(body),
+    signal: AbortSignal.timeout(10_000),
+  });
+  const json = await response.json();
+  if (!response.ok) throw new Error(`${path}: HTTP ${response.status} ${JSON.stringify(json)}`);
+  return json;
+}

@@ -9,7 +9,7 @@
 // Seeded: CHAOS_SEED=<n> replays the same choices (timing on a real browser still varies).
 // Every loop and wait is bounded. Exits non-zero if any test failed; the last line is the summary.
 import assert from "node:assert/strict";
-import { launchChromium, serve, startReferenceServer } from "../../www/harness.mjs";
+import { admin, launchChromium, serve, startReferenceServer } from "../../www/harness.mjs";
 
 const SEED = process.env.CHAOS_SEED !== undefined ? Number(process.env.CHAOS_SEED) >>> 0 : (Math.random() * 2 ** 32) >>> 0;
 const KILLS = Number(process.env.CHAOS_KILLS ?? 50);
@@ -30,17 +30,6 @@ function mulberry32(a) {
   };
 }
 
-async function admin(server, path, body) {
-  const response = await fetch(`${server.url}${path}`, {
-    method: body === undefined ? "GET" : "POST",
-    headers: body === undefined ? {} : { "content-type": "application/json" },
-    body: body === undefined ? undefined : JSON.stringify(body),
-    signal: AbortSignal.timeout(10_000),
-  });
-  const json = await response.json();
-  if (!response.ok) throw new Error(`${path}: HTTP ${response.status} ${JSON.stringify(json)}`);
-  return json;
-}
 const setFaults = (server, faults) => admin(server, "/admin/faults", faults);
 const adminState = (server) => admin(server, "/admin/state");
 const FAULTS_OFF = { latencyMs: 0, dropAfterApplyRate: 0, serverErrorRate: 0, tooManyRate: 0, offline: false };

@@ -23,7 +23,7 @@
 import { readFile } from "node:fs/promises";
 import { createServer } from "node:http";
 import { join, normalize } from "node:path";
-import { launchChromium, ROOT, startReferenceServer } from "../../www/harness.mjs";
+import { admin, launchChromium, ROOT, startReferenceServer } from "../../www/harness.mjs";
 
 const SEED = process.env.TABS_SEED !== undefined ? Number(process.env.TABS_SEED) >>> 0 : (Math.random() * 2 ** 32) >>> 0;
 const TABS = Math.max(1, Math.min(5, Number(process.env.TABS_COUNT ?? 3)));
@@ -69,17 +69,6 @@ function within(promise, ms, what) {
   ]).finally(() => clearTimeout(timer));
 }
 
-async function admin(server, path, body) {
-  const response = await fetch(`${server.url}${path}`, {
-    method: body === undefined ? "GET" : "POST",
-    headers: body === undefined ? {} : { "content-type": "application/json" },
-    body: body === undefined ? undefined : JSON.stringify(body),
-    signal: AbortSignal.timeout(10_000),
-  });
-  const json = await response.json();
-  if (!response.ok) throw new Error(`${path}: HTTP ${response.status} ${JSON.stringify(json)}`);
-  return json;
-}
 const FAULTS_OFF = { latencyMs: 0, dropAfterApplyRate: 0, serverErrorRate: 0, tooManyRate: 0, offline: false };
 
 const failures = [];

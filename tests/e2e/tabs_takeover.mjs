@@ -7,20 +7,10 @@
 // then every acknowledged operation is applied exactly once and none is lost.
 // Every wait is bounded; prints the counts; exits non-zero on failure.
 import assert from "node:assert/strict";
-import { launchChromium, serve, startReferenceServer } from "../../www/harness.mjs";
+import { admin, launchChromium, serve, startReferenceServer } from "../../www/harness.mjs";
 
 const print = (line) => console.log(line);
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
-
-async function admin(server, path, body) {
-  const response = await fetch(`${server.url}${path}`, {
-    method: body === undefined ? "GET" : "POST",
-    headers: body === undefined ? {} : { "content-type": "application/json" },
-    body: body === undefined ? undefined : JSON.stringify(body),
-    signal: AbortSignal.timeout(10_000),
-  });
-  return response.json();
-}
 
 async function until(what, check, timeoutMs) {
   const started = Date.now();

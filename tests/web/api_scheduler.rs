@@ -2,12 +2,12 @@
 //! intents with stable codes and an unchanged ledger, and the host hooks called safely.
 
 use canvas_scheduler::api::scheduler::Scheduler;
-use js_sys::{Function, Reflect};
+use js_sys::Reflect;
 use wasm_bindgen::JsValue;
 use wasm_bindgen_futures::JsFuture;
 use wasm_bindgen_test::wasm_bindgen_test;
 
-use super::support::sleep;
+use super::support::{code_of, js, sleep};
 
 fn server() -> &'static str {
     match option_env!("CANVAS_SCHEDULER_TEST_SERVER") {
@@ -18,26 +18,12 @@ fn server() -> &'static str {
     }
 }
 
-/// Evaluates a JS expression (test inputs that JSON cannot express: NaN, functions, cycles).
-fn js(expression: &str) -> JsValue {
-    Function::new_no_args(&format!("return ({expression});"))
-        .call0(&JsValue::NULL)
-        .expect("expression evaluates")
-}
-
 fn unique(prefix: &str) -> String {
     format!(
         "{prefix}-{}-{}",
         crate::EXPECTED_GLOBAL,
         js_sys::Date::now() as u64
     )
-}
-
-fn code_of(error: &JsValue) -> String {
-    Reflect::get(error, &"code".into())
-        .ok()
-        .and_then(|c| c.as_string())
-        .unwrap_or_else(|| format!("no code: {error:?}"))
 }
 
 async fn open(run: &str, extra: &str) -> Scheduler {

@@ -19,12 +19,12 @@ use canvas_scheduler::api::scheduler::Scheduler;
 use canvas_scheduler::core::io::{AttemptOutcome, AttemptStatus, SendOrder};
 use canvas_scheduler::core::model::{FrozenRequest, RetryAction};
 use canvas_scheduler::web::transport::FetchTransport;
-use js_sys::{Array, Function, Reflect};
+use js_sys::{Array, Reflect};
 use serde_json::{json, Value};
 use wasm_bindgen::JsValue;
 use wasm_bindgen_test::wasm_bindgen_test;
 
-use super::support::sleep;
+use super::support::{code_of, js, sleep};
 use web_sys::AbortController;
 
 use super::transport::{http_at, now, shape, unique, Draft};
@@ -43,20 +43,10 @@ fn auth_server() -> &'static str {
 /// Loopback port 9 refuses connections: every attempt is `transport_unknown` ("offline").
 const UNREACHABLE: &str = "http://127.0.0.1:9";
 
-fn js(expression: &str) -> JsValue {
-    Function::new_no_args(&format!("return ({expression});"))
-        .call0(&JsValue::NULL)
-        .expect("expression evaluates")
-}
-
 fn text(value: &JsValue, key: &str) -> Option<String> {
     Reflect::get(value, &key.into())
         .ok()
         .and_then(|v| v.as_string())
-}
-
-fn code_of(error: &JsValue) -> String {
-    text(error, "code").unwrap_or_else(|| format!("no code: {error:?}"))
 }
 
 async fn open(options: String) -> Scheduler {

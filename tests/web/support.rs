@@ -1,4 +1,5 @@
-//! Test helpers: unique database names, raw database setup and cleanup, sleeping.
+//! Test helpers: unique database names, raw database setup and cleanup, sleeping, evaluating
+//! JS expressions and reading error codes.
 
 use indexed_db_futures::database::Database;
 use indexed_db_futures::prelude::*;
@@ -44,4 +45,19 @@ pub async fn sleep(ms: u32) {
         let _ = set_timeout.call2(&global, &resolve, &ms.into());
     });
     let _ = wasm_bindgen_futures::JsFuture::from(promise).await;
+}
+
+/// Evaluates a JS expression (test inputs JSON cannot express: NaN, functions, cycles).
+pub fn js(expression: &str) -> wasm_bindgen::JsValue {
+    js_sys::Function::new_no_args(&format!("return ({expression});"))
+        .call0(&wasm_bindgen::JsValue::NULL)
+        .expect("expression evaluates")
+}
+
+/// The `code` of a thrown scheduler error.
+pub fn code_of(error: &wasm_bindgen::JsValue) -> String {
+    js_sys::Reflect::get(error, &"code".into())
+        .ok()
+        .and_then(|c| c.as_string())
+        .unwrap_or_else(|| format!("no code: {error:?}"))
 }

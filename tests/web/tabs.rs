@@ -3,17 +3,11 @@
 //! transport applies each idempotency key once and counts what reached it.
 
 use canvas_scheduler::api::scheduler::Scheduler;
-use js_sys::{Function, Reflect};
+use js_sys::Reflect;
 use wasm_bindgen::JsValue;
 use wasm_bindgen_test::wasm_bindgen_test;
 
-use super::support::sleep;
-
-fn js(expression: &str) -> JsValue {
-    Function::new_no_args(&format!("return ({expression});"))
-        .call0(&JsValue::NULL)
-        .expect("expression evaluates")
-}
+use super::support::{code_of, js, sleep};
 
 fn unique(prefix: &str) -> String {
     format!(
@@ -21,13 +15,6 @@ fn unique(prefix: &str) -> String {
         crate::EXPECTED_GLOBAL,
         js_sys::Date::now() as u64
     )
-}
-
-fn code_of(error: &JsValue) -> String {
-    Reflect::get(error, &"code".into())
-        .ok()
-        .and_then(|c| c.as_string())
-        .unwrap_or_else(|| format!("no code: {error:?}"))
 }
 
 fn field(value: &JsValue, name: &str) -> JsValue {
