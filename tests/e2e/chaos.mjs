@@ -9,7 +9,7 @@
 // Seeded: CHAOS_SEED=<n> replays the same choices (timing on a real browser still varies).
 // Every loop and wait is bounded. Exits non-zero if any test failed; the last line is the summary.
 import assert from "node:assert/strict";
-import { admin, launchChromium, serve, startReferenceServer } from "../../www/harness.mjs";
+import { admin, launchChromium, mulberry32, serve, startReferenceServer } from "../../www/harness.mjs";
 
 const SEED = process.env.CHAOS_SEED !== undefined ? Number(process.env.CHAOS_SEED) >>> 0 : (Math.random() * 2 ** 32) >>> 0;
 const KILLS = Number(process.env.CHAOS_KILLS ?? 50);
@@ -19,16 +19,6 @@ const DRAIN_MS = 90_000;
 
 const print = (line) => console.log(line);
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
-
-function mulberry32(a) {
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const setFaults = (server, faults) => admin(server, "/admin/faults", faults);
 const adminState = (server) => admin(server, "/admin/state");

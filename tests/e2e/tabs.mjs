@@ -23,7 +23,7 @@
 import { readFile } from "node:fs/promises";
 import { createServer } from "node:http";
 import { join, normalize } from "node:path";
-import { admin, launchChromium, ROOT, startReferenceServer } from "../../www/harness.mjs";
+import { admin, launchChromium, mulberry32, ROOT, startReferenceServer } from "../../www/harness.mjs";
 
 const SEED = process.env.TABS_SEED !== undefined ? Number(process.env.TABS_SEED) >>> 0 : (Math.random() * 2 ** 32) >>> 0;
 const TABS = Math.max(1, Math.min(5, Number(process.env.TABS_COUNT ?? 3)));
@@ -46,15 +46,6 @@ const say = (line) => print(`  ${line}`);
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 const elapsed = () => `${((performance.now() - started) / 1000).toFixed(1)}s`;
 
-function mulberry32(a) {
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 const random = mulberry32(SEED);
 const between = (lo, hi) => lo + Math.floor(random() * (hi - lo + 1));
 

@@ -13,7 +13,8 @@ use crate::core::io::Report;
 use crate::web::driver::{Driver, ReportSink};
 
 impl Tab {
-    fn lock_name(&self) -> String {
+    /// The name of this ledger's Web Lock and `BroadcastChannel`.
+    pub(super) fn lock_name(&self) -> String {
         format!("canvas-scheduler:{}", self.state.borrow().options.database)
     }
 

@@ -23,7 +23,7 @@ pub(super) fn error_value(error: &SchedulerError) -> JsValue {
 
 impl Tab {
     pub(super) fn open_channel(&self) {
-        let name = format!("canvas-scheduler:{}", self.state.borrow().options.database);
+        let name = self.lock_name();
         let weak = Rc::downgrade(&self.state);
         let channel = TabChannel::open(
             &name,
