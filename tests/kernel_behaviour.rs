@@ -473,6 +473,39 @@ fn d4_pages_must_respect_size_and_advance() {
 }
 
 #[test]
+fn d4_records_decode_from_their_text_and_bad_text_is_reported_as_read() {
+    let mut h = harness();
+    h.enqueue(vec![edit("a", &["x"])]).unwrap();
+    let snapshot = h.store.snapshot();
+    let (op, request) = (snapshot.operations[0].clone(), snapshot.requests[0].clone());
+    let mut loader = LedgerLoader::new();
+    let requests = vec![(request.id.clone(), serde_json::to_string(&request).unwrap())];
+    loader
+        .add_page(RecordStore::Requests, 10, requests)
+        .unwrap();
+    let page: Vec<(String, String)> = vec![
+        ("a".into(), serde_json::to_string(&op).unwrap()),
+        ("b".into(), "{\"intent\": tru".into()),
+        ("c".into(), "{\"intent\": 3}".into()),
+    ];
+    loader.add_page(RecordStore::Operations, 10, page).unwrap();
+    let kept: Vec<_> = loader.quarantined().iter().map(|q| q.key.clone()).collect();
+    assert_eq!(kept, ["b", "c"]);
+    let (loaded, quarantined) = loader.finish();
+    assert_eq!(loaded.operations, vec![op]);
+    assert_eq!(loaded.requests, vec![request]);
+    assert!(
+        quarantined[0].reason.starts_with("not JSON"),
+        "{quarantined:?}"
+    );
+    assert_eq!(quarantined[0].record, json!("{\"intent\": tru"));
+    assert!(
+        quarantined[1].reason.starts_with("undecodable"),
+        "{quarantined:?}"
+    );
+    assert_eq!(quarantined[1].record, json!({"intent": 3}));
+}
+#[test]
 fn d5_a_body_that_no_longer_matches_its_digest_is_never_sent() {
     let mut h = harness();
     h.enqueue(vec![edit("a", &["x"])]).unwrap();

@@ -1,7 +1,12 @@
-//! Validated reads from storage (D4). Records arrive as raw JSON in key-ordered pages; every
+//! Validated reads from storage (D4). Records arrive as JSON text in key-ordered pages; every
 //! page is checked (size respected, keys strictly advancing, no repeats) and every record is
 //! decoded and checked. A corrupt or foreign record is quarantined and reported — never
 //! silently dropped, never fatal to the rest of the ledger.
+//!
+//! Records are decoded straight from their text into the typed records: no intermediate
+//! `serde_json::Value` (which cost a second pass and a copy per record, and a
+//! `Value`-deserializer per record type in the `.wasm`). A `Value` is built only for a record
+//! that is rejected, to report it.
 
 use std::collections::BTreeSet;
 
@@ -59,8 +64,42 @@ pub struct LedgerLoader {
     sequences: BTreeSet<u64>,
 }
 
-fn decode<T: DeserializeOwned>(value: &Value) -> Result<T, String> {
-    serde_json::from_value(value.clone()).map_err(|e| format!("undecodable: {e}"))
+/// A stored record's JSON as handed to the loader: text as read from storage (the browser
+/// store) or a value built by a test or simulation.
+pub trait RecordJson {
+    /// The record's JSON text.
+    fn into_text(self) -> String;
+}
+
+impl RecordJson for String {
+    fn into_text(self) -> String {
+        self
+    }
+}
+
+impl RecordJson for Value {
+    fn into_text(self) -> String {
+        self.to_string()
+    }
+}
+
+fn decode<T: DeserializeOwned>(text: &str) -> Result<T, String> {
+    serde_json::from_str(text).map_err(|e| match serde_json::from_str::<Value>(text) {
+        Ok(_) => format!("undecodable: {e}"),
+        Err(e) => format!("not JSON: {e}"),
+    })
+}
+
+/// The record as reported when it is set aside: its JSON, or the text itself when it is not
+/// JSON.
+fn reported(text: String) -> Value {
+    serde_json::from_str(&text).unwrap_or(Value::String(text))
+}
+
+/// The part of a frozen body the loader checks: its `id`.
+#[derive(serde::Deserialize)]
+struct BodyId {
+    id: Option<String>,
 }
 
 impl LedgerLoader {
@@ -71,11 +110,11 @@ impl LedgerLoader {
 
     /// Checks one page's shape: at most `limit` records, keys strictly after the previous page's.
     /// A page that breaks these rules is a storage bug: the load stops with an error.
-    pub fn add_page(
+    pub fn add_page<R: RecordJson>(
         &mut self,
         store: RecordStore,
         limit: usize,
-        page: Vec<(String, Value)>,
+        page: Vec<(String, R)>,
     ) -> Result<(), SchedulerError> {
         if page.len() > limit {
             return Err(SchedulerError::new(
@@ -103,22 +142,29 @@ impl LedgerLoader {
                 ));
             }
             self.last_key[slot] = Some(key.clone());
-            if let Err(reason) = self.accept(store, &key, &value) {
+            let text = value.into_text();
+            if let Err(reason) = self.accept(store, &key, &text) {
                 self.quarantined.push(Quarantined {
                     store: store.name(),
                     key,
                     reason,
-                    record: value,
+                    record: reported(text),
                 });
             }
         }
         Ok(())
     }
 
-    fn accept(&mut self, store: RecordStore, key: &str, value: &Value) -> Result<(), String> {
+    /// What has been set aside so far, in order (the browser store pairs each with the value
+    /// as stored, to move it to `quarantine` unchanged).
+    pub fn quarantined(&self) -> &[Quarantined] {
+        &self.quarantined
+    }
+
+    fn accept(&mut self, store: RecordStore, key: &str, text: &str) -> Result<(), String> {
         match store {
             RecordStore::Operations => {
-                let op: Operation = decode(value)?;
+                let op: Operation = decode(text)?;
                 check_id(&op.intent.id, "id").map_err(|e| e.message)?;
                 if op.intent.id != key {
                     return Err(format!("key {key} holds operation {}", op.intent.id));
@@ -137,16 +183,16 @@ impl LedgerLoader {
                 self.snapshot.operations.push(op);
             }
             RecordStore::Requests => {
-                let request: FrozenRequest = decode(value)?;
+                let request: FrozenRequest = decode(text)?;
                 if request.id != key {
                     return Err(format!("key {key} holds request {}", request.id));
                 }
                 if body_digest(&request.body) != request.digest {
                     return Err("body does not match its digest".into());
                 }
-                let body: Value = serde_json::from_str(&request.body)
-                    .map_err(|_| "body is not JSON".to_string())?;
-                if body.get("id").and_then(Value::as_str) != Some(request.id.as_str()) {
+                let body: BodyId = serde_json::from_str(&request.body)
+                    .map_err(|_| "body is not a JSON object".to_string())?;
+                if body.id.as_deref() != Some(request.id.as_str()) {
                     return Err("body id differs from the request id".into());
                 }
                 let mut sorted = request.canvas_ids.clone();
@@ -158,7 +204,7 @@ impl LedgerLoader {
                 self.snapshot.requests.push(request);
             }
             RecordStore::Events => {
-                let event: EventRecord = decode(value)?;
+                let event: EventRecord = decode(text)?;
                 if event.seq.to_string() != key {
                     return Err(format!("key {key} holds event {}", event.seq));
                 }
@@ -169,26 +215,32 @@ impl LedgerLoader {
     }
 
     /// Sets the lease and meta records (single records; a corrupt one is quarantined).
-    pub fn set_singletons(&mut self, lease: Option<Value>, meta: Option<Value>) {
+    pub fn set_singletons<L: RecordJson, M: RecordJson>(
+        &mut self,
+        lease: Option<L>,
+        meta: Option<M>,
+    ) {
         if let Some(value) = lease {
-            match decode::<Lease>(&value) {
+            let text = value.into_text();
+            match decode::<Lease>(&text) {
                 Ok(lease) => self.snapshot.lease = Some(lease),
                 Err(reason) => self.quarantined.push(Quarantined {
                     store: "lease",
                     key: "lease".into(),
                     reason,
-                    record: value,
+                    record: reported(text),
                 }),
             }
         }
         if let Some(value) = meta {
-            match decode::<LedgerMeta>(&value) {
+            let text = value.into_text();
+            match decode::<LedgerMeta>(&text) {
                 Ok(meta) => self.snapshot.meta = meta,
                 Err(reason) => self.quarantined.push(Quarantined {
                     store: "meta",
                     key: "meta".into(),
                     reason,
-                    record: value,
+                    record: reported(text),
                 }),
             }
         }

@@ -99,6 +99,13 @@ async function benchPage(context, baseUrl) {
   return page;
 }
 
+/**
+ * `BENCH_ONLY=enqueue,start` runs only those parts (of raw, enqueue, instant, e2e, start), for
+ * a quick look at one figure while working on it; the raw baselines always run.
+ */
+const ONLY = process.env.BENCH_ONLY ? new Set(process.env.BENCH_ONLY.split(",")) : null;
+const want = (part) => ONLY === null || ONLY.has(part);
+
 const call = (page, name, args) => page.evaluate(([n, a]) => window.bench[n](a), [name, args]);
 
 const fmt = (x, digits = 0) => (x === null || x === undefined || Number.isNaN(x) ? "n/a" : x.toLocaleString("en-US", { maximumFractionDigits: digits, minimumFractionDigits: digits }));
@@ -153,38 +160,44 @@ async function main() {
     figure("raw IndexedDB, 100-record transactions", fmt(raw.batchRecordsPerSec), "records/s", "-", "", null, `${raw.batchRecords} records`);
 
     // 2. enqueue latency.
-    const enq = await call(page, "enqueueLatency", PLAN.enqueue);
-    expect(enq.count > 0, "no enqueue completed");
-    figure("enqueue latency p50 (held)", fmt(enq.p50Ms, 2), "ms", fmt(raw.singleP50Ms, 2), "ms (raw 1-record txn p50)", enq.p50Ms / raw.singleP50Ms, `p99 ${fmt(enq.p99Ms, 2)} ms, ${enq.count} enqueues`);
-    figure("enqueue latency p99 (held)", fmt(enq.p99Ms, 2), "ms", fmt(raw.singleP99Ms, 2), "ms (raw 1-record txn p99)", enq.p99Ms / raw.singleP99Ms);
+    if (want("enqueue")) {
+      const enq = await call(page, "enqueueLatency", PLAN.enqueue);
+      expect(enq.count > 0, "no enqueue completed");
+      figure("enqueue latency p50 (held)", fmt(enq.p50Ms, 2), "ms", fmt(raw.singleP50Ms, 2), "ms (raw 1-record txn p50)", enq.p50Ms / raw.singleP50Ms, `p99 ${fmt(enq.p99Ms, 2)} ms, ${enq.count} enqueues`);
+      figure("enqueue latency p99 (held)", fmt(enq.p99Ms, 2), "ms", fmt(raw.singleP99Ms, 2), "ms (raw 1-record txn p99)", enq.p99Ms / raw.singleP99Ms);
+    }
 
     // 3. Durable ops/s with an instant in-page transport.
-    const inst = await call(page, "throughputInstant", PLAN.instant);
-    expect(inst.applied > 0 && inst.rejected === 0 && inst.errors.length === 0, `instant transport: ${JSON.stringify(inst)}`);
-    figure("durable ops/s, instant transport (enqueue + dispatch)", fmt(inst.opsPerSec), "ops/s", fmt(raw.batchRecordsPerSec), "records/s (raw 100-record txns)", inst.opsPerSec / raw.batchRecordsPerSec,
-      `${inst.applied}/${inst.enqueued} applied; enqueue ${fmt(inst.enqueueMs)} ms, dispatch ${fmt(inst.dispatchMs)} ms (${fmt(inst.dispatchOpsPerSec)} ops/s), ${inst.sent} sends${inst.timedOut ? ", TIMED OUT" : ""}`);
+    if (want("instant")) {
+      const inst = await call(page, "throughputInstant", PLAN.instant);
+      expect(inst.applied > 0 && inst.rejected === 0 && inst.errors.length === 0, `instant transport: ${JSON.stringify(inst)}`);
+      figure("durable ops/s, instant transport (enqueue + dispatch)", fmt(inst.opsPerSec), "ops/s", fmt(raw.batchRecordsPerSec), "records/s (raw 100-record txns)", inst.opsPerSec / raw.batchRecordsPerSec,
+        `${inst.applied}/${inst.enqueued} applied; enqueue ${fmt(inst.enqueueMs)} ms, dispatch ${fmt(inst.dispatchMs)} ms (${fmt(inst.dispatchOpsPerSec)} ops/s), ${inst.sent} sends${inst.timedOut ? ", TIMED OUT" : ""}`);
+    }
 
     // 4. End to end against the reference server, concurrency 2.
-    const loop = await call(page, "fetchLoop", { endpoint: server.url, tag: `loop${Date.now()}`, ...PLAN.fetchLoop });
-    expect(loop.applied > 0 && loop.failures.length === 0, `fetch loop: ${JSON.stringify(loop.failures)}`);
-    figure("plain fetch loop, concurrency 2", fmt(loop.opsPerSec), "ops/s", "-", "", null, `${loop.applied} requests in ${fmt(loop.ms)} ms${loop.timedOut ? ", TIMED OUT" : ""}`);
-    const batch = { maxOperations: 32, maxBytes: 65536 };
-    const cases = [
-      ["without batching, canvases interleaved", null, 1],
-      ["without batching, runs of 32 per canvas", null, 32],
-      ["with batching 32/64 KiB, runs of 32 per canvas", batch, 32],
-      ["with batching 32/64 KiB, canvases interleaved", batch, 1],
-    ];
-    for (const [label, batch, run] of cases) {
-      const e2e = await call(page, "endToEnd", { endpoint: server.url, batch, run, tag: `e2e${batch ? "b" : "n"}${run}x${Date.now()}`, ...PLAN.e2e });
-      expect(e2e.applied > 0 && e2e.rejected === 0 && e2e.errors.length === 0, `end to end ${label}: ${JSON.stringify(e2e)}`);
-      figure(`end-to-end ops/s ${label}`, fmt(e2e.opsPerSec), "ops/s", fmt(loop.opsPerSec), "ops/s (plain fetch loop)", e2e.opsPerSec / loop.opsPerSec,
-        `${e2e.applied}/${e2e.enqueued} applied in ${e2e.sent} requests; enqueue ${fmt(e2e.enqueueMs)} ms, dispatch ${fmt(e2e.dispatchMs)} ms (${fmt(e2e.dispatchOpsPerSec)} ops/s)${e2e.timedOut ? ", TIMED OUT" : ""}`);
+    if (want("e2e")) {
+      const loop = await call(page, "fetchLoop", { endpoint: server.url, tag: `loop${Date.now()}`, ...PLAN.fetchLoop });
+      expect(loop.applied > 0 && loop.failures.length === 0, `fetch loop: ${JSON.stringify(loop.failures)}`);
+      figure("plain fetch loop, concurrency 2", fmt(loop.opsPerSec), "ops/s", "-", "", null, `${loop.applied} requests in ${fmt(loop.ms)} ms${loop.timedOut ? ", TIMED OUT" : ""}`);
+      const batch = { maxOperations: 32, maxBytes: 65536 };
+      const cases = [
+        ["without batching, canvases interleaved", null, 1],
+        ["without batching, runs of 32 per canvas", null, 32],
+        ["with batching 32/64 KiB, runs of 32 per canvas", batch, 32],
+        ["with batching 32/64 KiB, canvases interleaved", batch, 1],
+      ];
+      for (const [label, batch, run] of cases) {
+        const e2e = await call(page, "endToEnd", { endpoint: server.url, batch, run, tag: `e2e${batch ? "b" : "n"}${run}x${Date.now()}`, ...PLAN.e2e });
+        expect(e2e.applied > 0 && e2e.rejected === 0 && e2e.errors.length === 0, `end to end ${label}: ${JSON.stringify(e2e)}`);
+        figure(`end-to-end ops/s ${label}`, fmt(e2e.opsPerSec), "ops/s", fmt(loop.opsPerSec), "ops/s (plain fetch loop)", e2e.opsPerSec / loop.opsPerSec,
+          `${e2e.applied}/${e2e.enqueued} applied in ${e2e.sent} requests; enqueue ${fmt(e2e.enqueueMs)} ms, dispatch ${fmt(e2e.dispatchMs)} ms (${fmt(e2e.dispatchOpsPerSec)} ops/s)${e2e.timedOut ? ", TIMED OUT" : ""}`);
+      }
     }
     await page.close();
 
     // 5 and 6. start() of big ledgers on a fresh page; heap per pending operation.
-    for (const plan of PLAN.start) {
+    for (const plan of want("start") ? PLAN.start : []) {
       const database = `bench-start-${plan.n}-${Date.now()}`;
       page = await benchPage(context, statics.url);
       const filled = await call(page, "fill", { database, ...plan });

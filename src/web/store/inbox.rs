@@ -13,7 +13,7 @@ use indexed_db_futures::transaction::{Transaction, TransactionMode};
 use serde::{Deserialize, Serialize};
 use wasm_bindgen::JsValue;
 
-use super::codec::to_json;
+use super::codec::decode;
 use super::errors::{js_error, storage_error};
 use super::schema::{INBOX, OPERATIONS, QUARANTINE};
 use super::IdbLedger;
@@ -99,9 +99,7 @@ async fn stored_operation(
     let store = tx.object_store(OPERATIONS).map_err(idb)?;
     let value: Option<JsValue> = store.get(id).primitive().map_err(idb)?.await.map_err(idb)?;
     let Some(value) = value else { return Ok(None) };
-    Ok(Some(to_json(&value).ok().and_then(|json| {
-        serde_json::from_value::<Operation>(json).ok()
-    })))
+    Ok(Some(decode::<Operation>(&value).ok()))
 }
 
 impl IdbLedger {

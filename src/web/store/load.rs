@@ -14,7 +14,7 @@ use serde_json::Value;
 use wasm_bindgen::closure::Closure;
 use wasm_bindgen::{JsCast, JsValue};
 
-use super::codec::{decode, describe_key, event_key, string_key, to_js, to_json};
+use super::codec::{decode, describe_key, event_key, json_text, string_key, to_js, to_json};
 use super::errors::{js_error, storage_error, AcquireError};
 use super::schema::{EVENTS, LEASE, LEASE_KEY, META, META_KEY, OPERATIONS, QUARANTINE, REQUESTS};
 use super::IdbLedger;
@@ -94,36 +94,59 @@ async fn load(
     let mut aside = Vec::new();
     let lease = take_lease(tx, owner, now, lease_ms, takeover, &mut aside).await?;
     let mut loader = LedgerLoader::new();
+    // The stored values of records the loader set aside, to move them unchanged.
+    let mut raw_values = RawValues::new();
     for store in [
         RecordStore::Operations,
         RecordStore::Requests,
         RecordStore::Events,
     ] {
-        read_store(tx, store, page_size, &mut loader, &mut aside).await?;
+        read_store(
+            tx,
+            store,
+            page_size,
+            &mut loader,
+            &mut aside,
+            &mut raw_values,
+        )
+        .await?;
     }
     let meta: Option<JsValue> = tx.object_store(META)?.get(META_KEY).primitive()?.await?;
-    let meta = match meta.as_ref().map(to_json) {
-        Some(Ok(json)) => Some(json),
-        Some(Err(reason)) => {
-            aside.push(set_aside(META, META_KEY, reason, Value::Null, None));
+    let meta = match meta.as_ref().map(|m| (json_text(m), m)) {
+        Some((Ok(text), raw)) => {
+            raw_values.push((META, META_KEY.to_owned(), raw.clone()));
+            Some(text)
+        }
+        Some((Err(reason), raw)) => {
+            aside.push(set_aside(
+                META,
+                META_KEY,
+                reason,
+                Value::Null,
+                Some(raw.clone()),
+            ));
             None
         }
         None => None,
     };
-    let lease_json = serde_json::to_value(&lease).ok();
+    let lease_json = serde_json::to_string(&lease).ok();
     loader.set_singletons(lease_json, meta);
     let (snapshot, rejected) = loader.finish();
     for report in rejected {
-        let raw_key = match report.store {
-            "events" => report.key.parse::<u64>().map_or_else(
-                |_| JsValue::from_str(&report.key),
-                |seq| JsValue::from_f64(seq as f64),
-            ),
-            _ => JsValue::from_str(&report.key),
-        };
+        let stored_at = raw_values
+            .iter()
+            .position(|(store, key, _)| *store == report.store && *key == report.key);
+        if let Some((_, _, raw_value)) = stored_at.map(|at| raw_values.swap_remove(at)) {
+            aside.push(SetAside {
+                raw_key: key_of(&report),
+                report,
+                raw_value: Some(raw_value),
+            });
+            continue;
+        }
         aside.push(SetAside {
+            raw_key: key_of(&report),
             report,
-            raw_key,
             raw_value: None,
         });
     }
@@ -132,6 +155,20 @@ async fn load(
         snapshot,
         quarantined: aside.into_iter().map(|a| a.report).collect(),
     })
+}
+
+/// Stored values of the records the loader set aside: (store, key, value). Few, so a list.
+type RawValues = Vec<(&'static str, String, JsValue)>;
+
+/// The key as stored of a record the loader set aside (events are keyed by number).
+fn key_of(report: &Quarantined) -> JsValue {
+    match report.store {
+        "events" => report.key.parse::<u64>().map_or_else(
+            |_| JsValue::from_str(&report.key),
+            |seq| JsValue::from_f64(seq as f64),
+        ),
+        _ => JsValue::from_str(&report.key),
+    }
 }
 
 /// K2: reads the lease and takes it if free; an unreadable lease record is set aside and
@@ -195,6 +232,7 @@ async fn read_store(
     page_size: usize,
     loader: &mut LedgerLoader,
     aside: &mut Vec<SetAside>,
+    raw_values: &mut RawValues,
 ) -> Result<(), AcquireError> {
     let store = tx.object_store(kind.name())?;
     let limit = u32::try_from(page_size).unwrap_or(u32::MAX);
@@ -221,6 +259,7 @@ async fn read_store(
             )));
         }
         let mut page = Vec::with_capacity(keys.len());
+        let mut stored = Vec::with_capacity(keys.len());
         for (raw_key, value) in keys.into_iter().zip(values) {
             let key = match kind {
                 RecordStore::Events => event_key(&raw_key),
@@ -236,8 +275,11 @@ async fn read_store(
                 });
                 continue;
             };
-            match to_json(&value) {
-                Ok(json) => page.push((key, json)),
+            match json_text(&value) {
+                Ok(text) => {
+                    page.push((key, text));
+                    stored.push(value);
+                }
                 Err(reason) => aside.push(SetAside {
                     report: report(kind.name(), &key, reason, Value::Null),
                     raw_key,
@@ -246,7 +288,16 @@ async fn read_store(
             }
         }
         if !page.is_empty() {
+            let keys: Vec<String> = page.iter().map(|(key, _)| key.clone()).collect();
+            let before = loader.quarantined().len();
             add_page(loader, kind, page_size, page)?;
+            // Pair what this page set aside with its stored value (keys are unique and
+            // ascending in a page, so a binary search finds each).
+            for report in &loader.quarantined()[before..] {
+                if let Ok(at) = keys.binary_search_by(|k| key_order(kind, k, &report.key)) {
+                    raw_values.push((kind.name(), report.key.clone(), stored[at].clone()));
+                }
+            }
         }
         if !full {
             break;
@@ -370,11 +421,19 @@ fn broken(message: String) -> AcquireError {
     ))
 }
 
+/// Key order within a store's page: events by number, the rest as strings.
+fn key_order(kind: RecordStore, a: &str, b: &str) -> std::cmp::Ordering {
+    match kind {
+        RecordStore::Events => a.parse::<u64>().ok().cmp(&b.parse::<u64>().ok()),
+        _ => a.cmp(b),
+    }
+}
+
 fn add_page(
     loader: &mut LedgerLoader,
     kind: RecordStore,
     page_size: usize,
-    page: Vec<(String, Value)>,
+    page: Vec<(String, String)>,
 ) -> Result<(), AcquireError> {
     loader
         .add_page(kind, page_size, page)

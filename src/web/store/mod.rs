@@ -13,7 +13,7 @@
 
 mod apply;
 mod blobs;
-mod codec;
+pub(crate) mod codec;
 mod connection;
 mod errors;
 mod faults;

@@ -341,8 +341,9 @@ impl Tab {
                 };
                 js_sys::Array::from(&found)
                     .iter()
-                    .filter_map(|record| crate::web::json::to_json(&record, "operation").ok())
-                    .filter_map(|json| serde_json::from_value::<Operation>(json).ok())
+                    .filter_map(|record| {
+                        crate::web::store::codec::decode::<Operation>(&record).ok()
+                    })
                     .collect()
             }
         };
