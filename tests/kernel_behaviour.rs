@@ -285,9 +285,71 @@ fn k6_the_event_log_is_bounded_persisted_and_readable() {
             && kinds.contains(&EventKind::Settled)
     );
     assert!(events.iter().all(|e| e.fence == Some(1)));
+    // Storage keeps the log in pages (one per batch) and trims whole pages: the newest ten
+    // and at most one page ending above the trim.
     let durable = h.store.snapshot().events;
-    assert_eq!(durable.len(), 10, "trimmed in storage too");
+    assert!(
+        (10..20).contains(&durable.len()),
+        "trimmed in storage too: {}",
+        durable.len()
+    );
     assert_eq!(durable.last().map(|e| e.seq), events.last().map(|e| e.seq));
+    assert!(h.store.writes > 0);
+    // A restart keeps exactly the newest ten.
+    let config = SchedulerConfig {
+        event_log_limit: 10,
+        ..SchedulerConfig::default()
+    };
+    let now = h.now + 60_000;
+    let restarted = Harness::over(config, CountingHost::new("r"), h.store.clone(), now);
+    let reloaded = restarted.scheduler.ledger().events_after(0, 100);
+    assert_eq!(reloaded.len(), 10);
+    assert_eq!(reloaded.last().map(|e| e.seq), events.last().map(|e| e.seq));
+}
+
+#[test]
+fn k6_event_pages_load_beside_single_event_records_and_bad_pages_are_set_aside() {
+    let mut h = harness();
+    h.enqueue(vec![edit("a", &["x"]), edit("b", &["y"])])
+        .unwrap();
+    let events = h.store.snapshot().events;
+    assert!(events.len() >= 3, "{events:?}");
+    let text = |events: &[canvas_scheduler::core::model::EventRecord]| {
+        serde_json::to_string(events).unwrap()
+    };
+    let seq = |i: usize| events[i].seq.to_string();
+    let last = events.len() - 1;
+    // An earlier build's single record, then a page (keyed by its last seq).
+    let mut loader = LedgerLoader::new();
+    let page = vec![
+        (seq(0), serde_json::to_string(&events[0]).unwrap()),
+        (seq(last), text(&events[1..])),
+    ];
+    loader.add_page(RecordStore::Events, 10, page).unwrap();
+    let (loaded, quarantined) = loader.finish();
+    assert!(quarantined.is_empty(), "{quarantined:?}");
+    assert_eq!(loaded.events, events);
+    // A page keyed by something other than its last seq, a page overlapping the record
+    // before it, an empty page and a page out of order are each set aside whole.
+    let mut reversed = events[1..].to_vec();
+    reversed.reverse();
+    let cases = [
+        (seq(last - 1), text(&events[1..]), "ending at"),
+        (seq(last), text(&events[..]), "overlaps"),
+        (seq(last), "[]".to_string(), "empty"),
+        (seq(1), text(&reversed), "ascending"),
+    ];
+    for (key, value, reason) in cases {
+        let mut loader = LedgerLoader::new();
+        let first = (seq(0), serde_json::to_string(&events[0]).unwrap());
+        loader
+            .add_page(RecordStore::Events, 10, vec![first, (key, value)])
+            .unwrap();
+        let (loaded, quarantined) = loader.finish();
+        assert_eq!(loaded.events, events[..1], "{reason}");
+        assert_eq!(quarantined.len(), 1, "{reason}");
+        assert!(quarantined[0].reason.contains(reason), "{quarantined:?}");
+    }
 }
 
 #[test]

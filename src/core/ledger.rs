@@ -92,6 +92,9 @@ impl Ledger {
         let mut events = snapshot.events;
         events.sort_by_key(|event| event.seq);
         ledger.meta.last_event_seq = events.last().map_or(0, |event| event.seq);
+        // Storage trims whole pages, so it may hold a few events more than the limit.
+        let excess = events.len().saturating_sub(ledger.event_limit);
+        events.drain(..excess);
         ledger.events = events.into();
         let stored = snapshot
             .meta

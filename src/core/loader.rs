@@ -96,6 +96,32 @@ fn reported(text: String) -> Value {
     serde_json::from_str(&text).unwrap_or(Value::String(text))
 }
 
+/// A page of the event log (all events of one persist batch, keyed by its last seq): not
+/// empty, seqs strictly ascending, the last one equal to the key, the first one after the
+/// previous record's key (pages never overlap).
+fn check_event_page(page: &[EventRecord], key: &str, previous: Option<&str>) -> Result<(), String> {
+    let (Some(first), Some(last)) = (page.first(), page.last()) else {
+        return Err("empty event page".into());
+    };
+    if last.seq.to_string() != key {
+        return Err(format!(
+            "key {key} holds an event page ending at {}",
+            last.seq
+        ));
+    }
+    if page.windows(2).any(|pair| pair[0].seq >= pair[1].seq) {
+        return Err("event page not in ascending seq order".into());
+    }
+    let after = previous.and_then(|p| p.parse::<u64>().ok()).unwrap_or(0);
+    if first.seq <= after {
+        return Err(format!(
+            "event page from {} overlaps the record at {after}",
+            first.seq
+        ));
+    }
+    Ok(())
+}
+
 /// The part of a frozen body the loader checks: its `id`.
 #[derive(serde::Deserialize)]
 struct BodyId {
@@ -141,9 +167,9 @@ impl LedgerLoader {
                     format!("{} cursor did not advance at key {key}", store.name()),
                 ));
             }
-            self.last_key[slot] = Some(key.clone());
+            let previous = self.last_key[slot].replace(key.clone());
             let text = value.into_text();
-            if let Err(reason) = self.accept(store, &key, &text) {
+            if let Err(reason) = self.accept(store, &key, &text, previous.as_deref()) {
                 self.quarantined.push(Quarantined {
                     store: store.name(),
                     key,
@@ -161,7 +187,13 @@ impl LedgerLoader {
         &self.quarantined
     }
 
-    fn accept(&mut self, store: RecordStore, key: &str, text: &str) -> Result<(), String> {
+    fn accept(
+        &mut self,
+        store: RecordStore,
+        key: &str,
+        text: &str,
+        previous: Option<&str>,
+    ) -> Result<(), String> {
         match store {
             RecordStore::Operations => {
                 let op: Operation = decode(text)?;
@@ -202,6 +234,11 @@ impl LedgerLoader {
                     return Err("canvas ids not sorted and unique, or no operations".into());
                 }
                 self.snapshot.requests.push(request);
+            }
+            RecordStore::Events if text.trim_start().starts_with('[') => {
+                let page: Vec<EventRecord> = decode(text)?;
+                check_event_page(&page, key, previous)?;
+                self.snapshot.events.extend(page);
             }
             RecordStore::Events => {
                 let event: EventRecord = decode(text)?;

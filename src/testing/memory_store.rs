@@ -14,7 +14,9 @@ pub struct MemoryStore {
     operations: BTreeMap<String, Operation>,
     requests: BTreeMap<String, FrozenRequest>,
     lease: Option<Lease>,
-    events: BTreeMap<u64, EventRecord>,
+    /// The event log in pages, one per batch, keyed by the page's last seq (as the browser
+    /// store keeps it).
+    events: BTreeMap<u64, Vec<EventRecord>>,
     meta: LedgerMeta,
     /// Batches written.
     pub writes: u64,
@@ -35,7 +37,11 @@ impl MemoryStore {
                 .map(|r| (r.id.clone(), r))
                 .collect(),
             lease: snapshot.lease,
-            events: snapshot.events.into_iter().map(|e| (e.seq, e)).collect(),
+            events: snapshot
+                .events
+                .into_iter()
+                .map(|e| (e.seq, vec![e]))
+                .collect(),
             meta: snapshot.meta,
             writes: 0,
         }
@@ -47,7 +53,7 @@ impl MemoryStore {
             operations: self.operations.values().cloned().collect(),
             requests: self.requests.values().cloned().collect(),
             lease: self.lease.clone(),
-            events: self.events.values().cloned().collect(),
+            events: self.events.values().flatten().cloned().collect(),
             meta: self.meta.clone(),
         }
     }
@@ -89,9 +95,10 @@ impl MemoryStore {
         for request in &batch.requests {
             self.requests.insert(request.id.clone(), request.clone());
         }
-        for event in &batch.events {
-            self.events.insert(event.seq, event.clone());
+        if let Some(last) = batch.events.last() {
+            self.events.insert(last.seq, batch.events.clone());
         }
+        // Whole pages only: a page is dropped once its last event is below the trim.
         if let Some(below) = batch.trim_events_below {
             self.events = self.events.split_off(&below);
         }

@@ -8,12 +8,13 @@ use canvas_scheduler::core::model::{
 };
 use canvas_scheduler::core::safe_error::SafeError;
 use canvas_scheduler::testing::MemoryStore;
-use canvas_scheduler::web::store::{AcquireError, IdbLedger, StoreFault};
+use canvas_scheduler::web::store::{schema, AcquireError, IdbLedger, StoreFault};
 use serde_json::json;
 use wasm_bindgen_test::wasm_bindgen_test;
 
 use super::store_support::{
-    acquire, batch, db_name, event, lease_of, operation, operations_batch, request, MAX_SAFE,
+    acquire, batch, db_name, event, lease_of, operation, operations_batch, raw_keys, request,
+    MAX_SAFE,
 };
 use super::support::delete_database;
 
@@ -94,9 +95,37 @@ async fn w1_apply_then_load_round_trips_exactly_like_the_memory_store() {
     assert_eq!(reloaded.snapshot, memory.snapshot());
     assert_eq!(reloaded.snapshot.operations, written.operations);
     assert_eq!(reloaded.snapshot.requests, written.requests);
+    // The batch's events are one page keyed by its last seq; a trim drops whole pages only,
+    // so the page ending at 5 stays (a ledger keeps its newest `event_limit` of them).
     let seqs: Vec<u64> = reloaded.snapshot.events.iter().map(|e| e.seq).collect();
-    assert_eq!(seqs, vec![3, 4, 5]);
-    assert_eq!(reloaded.snapshot.lease.map(|l| l.fence), Some(2));
+    assert_eq!(seqs, vec![1, 2, 3, 4, 5]);
+    let keys = raw_keys(&name, schema::EVENTS).await;
+    assert_eq!(
+        keys.iter().map(|k| k.as_f64()).collect::<Vec<_>>(),
+        [Some(5.0)]
+    );
+    let fence = reloaded.snapshot.lease.as_ref().map(|l| l.fence);
+    assert_eq!(fence, Some(2));
+
+    // The next page, with a trim above the first page's end: that page goes, whole.
+    let later = PersistBatch {
+        events: (6..=7).map(event).collect(),
+        trim_events_below: Some(6),
+        ..batch(fence)
+    };
+    assert_eq!(ledger.apply(&later).await, memory.apply(&later));
+    let keys = raw_keys(&name, schema::EVENTS).await;
+    assert_eq!(
+        keys.iter().map(|k| k.as_f64()).collect::<Vec<_>>(),
+        [Some(7.0)]
+    );
+    let again = acquire(&ledger, "tab-a", 3_000).await;
+    memory
+        .acquire("tab-a", 3_000, 10_000)
+        .expect("memory reacquire");
+    assert_eq!(again.snapshot, memory.snapshot());
+    let seqs: Vec<u64> = again.snapshot.events.iter().map(|e| e.seq).collect();
+    assert_eq!(seqs, vec![6, 7]);
     ledger.close();
     delete_database(&name).await;
 }

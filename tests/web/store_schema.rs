@@ -278,7 +278,8 @@ async fn w1_a_ledger_of_older_object_records_and_newer_string_records_loads_whol
         .step_by(2)
         .map(|n| operation(&format!("op-{n:06}"), n))
         .collect();
-    written.events = vec![event(1), event(3)];
+    // ...and its events as a page (keyed by the last seq, 4).
+    written.events = vec![event(3), event(4)];
     assert!(matches!(
         ledger.apply(&written).await,
         PersistResult::Done { .. }
@@ -287,8 +288,9 @@ async fn w1_a_ledger_of_older_object_records_and_newer_string_records_loads_whol
     assert!(stored.is_some_and(|v| v.is_string()), "stored as a string");
     ledger.close();
 
-    // ...even sequences, a request, events, meta and the lease as an earlier build wrote
-    // them: plain objects (interleaved with the strings across pages of 7).
+    // ...even sequences, a request, events (one record each, before this build's page), meta
+    // and the lease as an earlier build wrote them: plain objects (interleaved with the
+    // strings across pages of 7).
     let older: Vec<_> = (2..=16)
         .step_by(2)
         .map(|n| operation(&format!("op-{n:06}"), n))
@@ -305,10 +307,13 @@ async fn w1_a_ledger_of_older_object_records_and_newer_string_records_loads_whol
         js(&frozen),
     )
     .await;
-    raw_put(&name, schema::EVENTS, JsValue::from_f64(2.0), js(&event(2))).await;
+    for seq in [1, 2] {
+        let key = JsValue::from_f64(seq as f64);
+        raw_put(&name, schema::EVENTS, key, js(&event(seq))).await;
+    }
     let meta = LedgerMeta {
         last_sequence: 16,
-        last_event_seq: 3,
+        last_event_seq: 4,
     };
     let meta_key = JsValue::from_str(schema::META_KEY);
     raw_put(&name, schema::META, meta_key, js(&meta)).await;
@@ -338,7 +343,7 @@ async fn w1_a_ledger_of_older_object_records_and_newer_string_records_loads_whol
     assert_eq!(loaded.snapshot.operations[1], older[0]);
     assert_eq!(loaded.snapshot.requests, vec![frozen]);
     let seqs: Vec<u64> = loaded.snapshot.events.iter().map(|e| e.seq).collect();
-    assert_eq!(seqs, [1, 2, 3]);
+    assert_eq!(seqs, [1, 2, 3, 4]);
     assert_eq!(
         loaded.snapshot.meta,
         LedgerMeta {

@@ -11,6 +11,12 @@
 //! | 3 | `blobs`, `quarantine` |
 //! | 4 | `inbox` (auto-increment keys: intents of tabs that do not dispatch, W4); records become JSON text; `lease` becomes `dispatcher_lease` |
 //!
+//! Within version 4, `events` went from one record per event (keyed by its `seq`) to one page
+//! per persisted batch (a JSON array keyed by its last `seq`); the loader reads both. A build
+//! from before that reads a page as a record it does not know and sets it aside in
+//! `quarantine`: the event log only (diagnostics), never queued work, so this needed no new
+//! version (a version bump would make every open tab reconnect).
+//!
 //! Version 4 is the one exception to "only add": it deletes the `lease` store (one record, the
 //! lease — never queued work) and keeps the lease in `dispatcher_lease`. Builds up to version
 //! 3 open a newer database when it has every store they use; without `lease` they refuse it,
@@ -36,7 +42,8 @@ pub const REQUESTS: &str = "requests";
 pub const LEASE: &str = "dispatcher_lease";
 /// Where versions 2 and 3 kept the lease (deleted by the upgrade to 4).
 pub const LEGACY_LEASE: &str = "lease";
-/// Event log records, keyed by `seq` (a number).
+/// Event log pages (one per persisted batch, keyed by the page's last `seq`, a number); an
+/// earlier build's single event records, keyed by their `seq`, load beside them.
 pub const EVENTS: &str = "events";
 /// Upload blobs with their metadata, keyed by blob id.
 pub const BLOBS: &str = "blobs";
