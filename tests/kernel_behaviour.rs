@@ -513,6 +513,80 @@ fn d4_corrupt_and_foreign_records_are_quarantined_not_dropped() {
 }
 
 #[test]
+fn s7_freeze_writes_the_request_only_and_a_load_points_the_operation_back_at_it() {
+    let mut h = harness();
+    h.enqueue(vec![edit("a", &["x"])]).unwrap();
+    h.drain();
+    let durable = h.store.snapshot();
+    let request = durable.requests[0].clone();
+    assert!(request.is_unresolved());
+    assert_eq!(request.operation_ids, ["a"]);
+    assert_eq!(
+        h.scheduler.ledger().operation("a").unwrap().request_id,
+        Some(request.id.clone())
+    );
+    // Written at enqueue, not again at freeze: the stored operation has no pointer...
+    assert_eq!(h.store.operation("a").unwrap().request_id, None);
+    // ...and a restart points it back at the unresolved request listing it.
+    let now = h.now + 60_000;
+    let restarted = Harness::over(
+        SchedulerConfig::default(),
+        CountingHost::new("r"),
+        h.store.clone(),
+        now,
+    );
+    assert_eq!(
+        restarted
+            .scheduler
+            .ledger()
+            .operation("a")
+            .unwrap()
+            .request_id,
+        Some(request.id)
+    );
+}
+
+#[test]
+fn d4_operations_a_set_aside_request_may_have_carried_are_blocked_not_refrozen() {
+    let mut h = harness();
+    h.enqueue(vec![edit("a", &["x"]), edit("b", &["y"])])
+        .unwrap();
+    let snapshot = h.store.snapshot();
+    let ops: Vec<(String, serde_json::Value)> = snapshot
+        .operations
+        .iter()
+        .map(|o| (o.intent.id.clone(), serde_json::to_value(o).unwrap()))
+        .collect();
+    let blocked = |request: serde_json::Value| {
+        let mut loader = LedgerLoader::new();
+        loader
+            .add_page(RecordStore::Operations, 10, ops.clone())
+            .unwrap();
+        loader
+            .add_page(
+                RecordStore::Requests,
+                10,
+                vec![("r-x".to_string(), request)],
+            )
+            .unwrap();
+        let (loaded, quarantined) = loader.finish();
+        assert_eq!(quarantined.len(), 1, "{quarantined:?}");
+        let ids: Vec<String> = loaded
+            .operations
+            .iter()
+            .filter(|o| o.blockers == ["request_quarantined"])
+            .map(|o| o.intent.id.clone())
+            .collect();
+        ids
+    };
+    // A corrupt request that still names its operations blocks those only...
+    assert_eq!(blocked(json!({"id": "r-x", "operationIds": ["a"]})), ["a"]);
+    // ...one that names none legibly blocks every pending operation no request carries.
+    assert_eq!(blocked(json!({"id": "r-x", "operationIds": 7})), ["a", "b"]);
+    assert_eq!(blocked(json!("not a record")), ["a", "b"]);
+}
+
+#[test]
 fn d4_pages_must_respect_size_and_advance() {
     let mut loader = LedgerLoader::new();
     let page = vec![("b".to_string(), json!({})), ("a".to_string(), json!({}))];

@@ -62,6 +62,11 @@ pub struct LedgerLoader {
     last_key: [Option<String>; 3],
     operation_ids: BTreeSet<String>,
     sequences: BTreeSet<u64>,
+    /// Operations listed by request records that were set aside: one of them may have
+    /// carried them (their own records need not point at it, see `Ledger::freeze`).
+    suspect_operations: BTreeSet<String>,
+    /// A request record was set aside without a legible `operationIds`.
+    illegible_request: bool,
 }
 
 /// A stored record's JSON as handed to the loader: text as read from storage (the browser
@@ -170,15 +175,30 @@ impl LedgerLoader {
             let previous = self.last_key[slot].replace(key.clone());
             let text = value.into_text();
             if let Err(reason) = self.accept(store, &key, &text, previous.as_deref()) {
+                let record = reported(text);
+                if store == RecordStore::Requests {
+                    self.suspect(&record);
+                }
                 self.quarantined.push(Quarantined {
                     store: store.name(),
                     key,
                     reason,
-                    record: reported(text),
+                    record,
                 });
             }
         }
         Ok(())
+    }
+
+    /// Notes the operations a set-aside request record lists, or that it lists none legibly.
+    fn suspect(&mut self, record: &Value) {
+        let listed = record.get("operationIds").and_then(Value::as_array);
+        match listed {
+            Some(ids) if ids.iter().all(Value::is_string) => self
+                .suspect_operations
+                .extend(ids.iter().filter_map(Value::as_str).map(str::to_owned)),
+            _ => self.illegible_request = true,
+        }
     }
 
     /// What has been set aside so far, in order (the browser store pairs each with the value
@@ -286,6 +306,9 @@ impl LedgerLoader {
     /// Cross-record checks, then the snapshot and what was quarantined. A request whose
     /// operations are all missing is foreign; an operation pointing at a missing request is
     /// blocked `request_quarantined`: the server may have that key, so only the host decides.
+    /// So is a pending operation without a pointer that no unresolved request lists when a
+    /// set-aside request record lists it — or, if that record was illegible, every such
+    /// operation: it may have been frozen into that request (see `Ledger::freeze`).
     pub fn finish(mut self) -> (LedgerSnapshot, Vec<Quarantined>) {
         let known = self.operation_ids.clone();
         let (kept, foreign): (Vec<_>, Vec<_>) = std::mem::take(&mut self.snapshot.requests)
@@ -301,12 +324,21 @@ impl LedgerLoader {
             });
         }
         let request_ids: BTreeSet<String> = kept.iter().map(|r| r.id.clone()).collect();
+        let carried: BTreeSet<String> = kept
+            .iter()
+            .filter(|r| r.is_unresolved())
+            .flat_map(|r| r.operation_ids.iter().cloned())
+            .collect();
         self.snapshot.requests = kept;
         for op in &mut self.snapshot.operations {
-            let lost = op
-                .request_id
-                .as_ref()
-                .is_some_and(|r| !request_ids.contains(r));
+            let id = &op.intent.id;
+            let lost = match &op.request_id {
+                Some(request) => !request_ids.contains(request),
+                None => {
+                    !carried.contains(id)
+                        && (self.illegible_request || self.suspect_operations.contains(id))
+                }
+            };
             if lost
                 && op.phase == super::model::OperationPhase::Pending
                 && !op.blockers.iter().any(|b| b == "request_quarantined")

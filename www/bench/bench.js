@@ -181,14 +181,16 @@ async function runScheduler(options, intents, chunk, deadlineMs) {
 }
 
 /** 3. Durable operations/s with an in-page transport that answers `applied` at once. */
-async function throughputInstant({ n, chunk, concurrency, canvases, deadlineMs }) {
+async function throughputInstant({ n, chunk, concurrency, canvases, batch, run = 1, deadlineMs }) {
   const intents = [];
-  for (let i = 0; i < n; i++) intents.push(shapeIntent(`t-${i}`, `c${i % canvases}`, i));
+  for (let i = 0; i < n; i++) intents.push(shapeIntent(`t-${i}`, `c${Math.floor(i / run) % canvases}`, i));
   const transport = {
     submit: async () => ({ outcome: "applied" }),
     query: async () => ({ outcome: "applied" }),
   };
-  return runScheduler({ database: `bench-instant-${Date.now()}`, transport, concurrency }, intents, chunk, deadlineMs);
+  const options = { database: `bench-instant-${batch ? "b" : "n"}-${Date.now()}`, transport, concurrency };
+  if (batch) options.batch = batch;
+  return runScheduler(options, intents, chunk, deadlineMs);
 }
 
 /**

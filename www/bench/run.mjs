@@ -173,6 +173,12 @@ async function main() {
       expect(inst.applied > 0 && inst.rejected === 0 && inst.errors.length === 0, `instant transport: ${JSON.stringify(inst)}`);
       figure("durable ops/s, instant transport (enqueue + dispatch)", fmt(inst.opsPerSec), "ops/s", fmt(raw.batchRecordsPerSec), "records/s (raw 100-record txns)", inst.opsPerSec / raw.batchRecordsPerSec,
         `${inst.applied}/${inst.enqueued} applied; enqueue ${fmt(inst.enqueueMs)} ms, dispatch ${fmt(inst.dispatchMs)} ms (${fmt(inst.dispatchOpsPerSec)} ops/s), ${inst.sent} sends${inst.timedOut ? ", TIMED OUT" : ""}`);
+      // With request batching, operations in runs of 32 per canvas (as a drag produces them:
+      // consecutive operations on one canvas are what a batch may carry).
+      const batched = await call(page, "throughputInstant", { ...PLAN.instant, run: 32, batch: { maxOperations: 32, maxBytes: 65536 } });
+      expect(batched.applied > 0 && batched.rejected === 0 && batched.errors.length === 0, `instant transport, batching: ${JSON.stringify(batched)}`);
+      figure("durable ops/s, instant transport, batching 32/64 KiB, runs of 32", fmt(batched.opsPerSec), "ops/s", fmt(raw.batchRecordsPerSec), "records/s (raw 100-record txns)", batched.opsPerSec / raw.batchRecordsPerSec,
+        `${batched.applied}/${batched.enqueued} applied; enqueue ${fmt(batched.enqueueMs)} ms, dispatch ${fmt(batched.dispatchMs)} ms (${fmt(batched.dispatchOpsPerSec)} ops/s), ${batched.sent} sends${batched.timedOut ? ", TIMED OUT" : ""}`);
     }
 
     // 4. End to end against the reference server, concurrency 2.
