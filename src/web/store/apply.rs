@@ -79,8 +79,7 @@ impl IdbLedger {
             Ok(db) => db,
             Err(error) => return PersistResult::Failed(PersistFailure::Storage(error)),
         };
-        let stores = [LEASE, OPERATIONS, REQUESTS, EVENTS, META];
-        let tx = match self.begin(&db, &stores, TransactionMode::Readwrite) {
+        let tx = match self.begin(&db, &scope(batch), TransactionMode::Readwrite) {
             Ok(tx) => tx,
             Err(error) => return PersistResult::Failed(PersistFailure::Storage(error)),
         };
@@ -98,6 +97,28 @@ impl IdbLedger {
             }
         }
     }
+}
+
+/// The stores `batch` writes, and the lease: a transaction over fewer stores costs the
+/// browser less to open and commit (an enqueue touches three of the five).
+fn scope(batch: &PersistBatch) -> Vec<&'static str> {
+    let mut stores = vec![LEASE];
+    let writes = [
+        (OPERATIONS, !batch.operations.is_empty()),
+        (REQUESTS, !batch.requests.is_empty()),
+        (
+            EVENTS,
+            !batch.events.is_empty() || batch.trim_events_below.is_some(),
+        ),
+        (META, batch.meta.is_some()),
+    ];
+    stores.extend(
+        writes
+            .iter()
+            .filter(|(_, used)| *used)
+            .map(|(store, _)| *store),
+    );
+    stores
 }
 
 /// Issues every request of the batch; the returned lease is the one stored after it.
