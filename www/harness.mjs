@@ -14,7 +14,7 @@ import { chromium } from "playwright-core";
 export const ROOT = resolve(fileURLToPath(new URL("..", import.meta.url)));
 
 /** Only these directories (relative to ROOT, URL = path) are served. */
-const SERVED = ["www/probe/", "www/editor/", "www/chaos/", "www/tabs/", "pkg/"];
+const SERVED = ["www/probe/", "www/editor/", "www/chaos/", "www/tabs/", "www/shared/", "pkg/"];
 
 const CONTENT_TYPES = {
   ".html": "text/html; charset=utf-8",
@@ -150,13 +150,4 @@ export async function admin(server, path, body) {
   return json;
 }
 
-/** A small seeded PRNG (mulberry32): the same seed gives the tests the same choices. */
-export function mulberry32(a) {
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+export { mulberry32 } from "./shared/seeded.js";

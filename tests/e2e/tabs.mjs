@@ -592,7 +592,7 @@ const CONTENT_TYPES = { ".html": "text/html; charset=utf-8", ".js": "text/javasc
  * treats the page as public and refuses its fetches to the loopback reference server.)
  */
 async function serveTabs() {
-  const served = ["www/tabs/", "pkg/web/"];
+  const served = ["www/tabs/", "www/shared/", "pkg/web/"];
   // pkg/web/<name> comes from PKG_DIR.
   const fileOf = (path) => (path.startsWith("pkg/web/") ? join(PKG_DIR, path.slice("pkg/web/".length)) : join(ROOT, path.endsWith("/") ? `${path}index.html` : path));
   const server = createServer(async (request, response) => {

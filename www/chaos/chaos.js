@@ -7,6 +7,7 @@
 // Each acknowledged id is appended to localStorage (synchronously) and reported to the test
 // through window.chaosAck when the test exposed it.
 import init, { Scheduler } from "/pkg/web/canvas_scheduler.js";
+import { mulberry32 } from "/www/shared/seeded.js";
 
 const CANVASES = ["canvas-0", "canvas-1", "canvas-2", "canvas-3"];
 const OPEN_DEADLINE_MS = 30_000;
@@ -18,15 +19,6 @@ const seed = Number(params.get("seed") ?? "1") >>> 0;
 const epoch = params.get("epoch") ?? "0";
 const ACK_KEY = `chaos:${database}:acked`;
 
-function mulberry32(a) {
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 const random = mulberry32((seed ^ Math.imul(Number(epoch) + 1, 0x9e3779b1)) >>> 0);
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 const events = { settled: 0, blocked: 0, dead_lettered: 0, error: 0, quarantined: 0, leader_changed: 0 };

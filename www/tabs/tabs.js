@@ -18,6 +18,7 @@
 // Each acknowledged id is appended to localStorage (synchronously) and reported to the test
 // through window.tabsAck; settled and leader_changed events through window.tabsEvent.
 import init, { Scheduler } from "/pkg/web/canvas_scheduler.js";
+import { mulberry32 } from "/www/shared/seeded.js";
 
 const CANVASES = ["canvas-0", "canvas-1", "canvas-2", "canvas-3"];
 const OPEN_DEADLINE_MS = 30_000;
@@ -31,15 +32,6 @@ const retryOpen = params.get("retryOpen") === "1";
 const ACK_PREFIX = `tabs:${database}:acked:`;
 const ACK_KEY = `${ACK_PREFIX}${owner}`;
 
-function mulberry32(a) {
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 function hash(text) {
   let h = 0x811c9dc5;
   for (let i = 0; i < text.length; i += 1) h = Math.imul(h ^ text.charCodeAt(i), 0x01000193) >>> 0;
