@@ -139,6 +139,7 @@ fn pending_snapshot(count: u64) -> LedgerSnapshot {
             last_sequence: count,
             last_event_seq: 0,
         },
+        ..LedgerSnapshot::default()
     }
 }
 

@@ -5,9 +5,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::error::SchedulerError;
-use super::model::{
-    EventRecord, FrozenRequest, Lease, LedgerMeta, Millis, Operation, RetryAction, Settlement,
-};
+use super::model::{EventRecord, FrozenRequest, Lease, Millis, Operation, RetryAction, Settlement};
+use super::operation_pages::OperationPage;
 use super::safe_error::SafeError;
 
 /// Identifies one attempt (one send) so that a late answer to an older attempt is ignored.
@@ -35,27 +34,30 @@ pub struct PersistBatch {
     pub fence: Option<u64>,
     /// The lease change, if any, evaluated first in the same transaction.
     pub lease: Option<LeaseWrite>,
-    /// Operation records to put, whole.
+    /// Operations written for the first time, as new pages (see `operation_pages`).
+    pub operation_pages: Vec<OperationPage>,
+    /// Operations written again, each as its own record, whole (superseding a page copy).
     pub operations: Vec<Operation>,
+    /// Pages to delete: every operation in them has a newer copy.
+    pub drop_operation_pages: Vec<u64>,
     /// Request records to put, whole.
     pub requests: Vec<FrozenRequest>,
     /// Event records to append.
     pub events: Vec<EventRecord>,
     /// Event records with `seq` below this are deleted (the log is bounded).
     pub trim_events_below: Option<u64>,
-    /// Ledger meta to put.
-    pub meta: Option<LedgerMeta>,
 }
 
 impl PersistBatch {
     /// Whether the batch writes nothing (it is still a barrier).
     pub fn is_empty(&self) -> bool {
         self.lease.is_none()
+            && self.operation_pages.is_empty()
             && self.operations.is_empty()
+            && self.drop_operation_pages.is_empty()
             && self.requests.is_empty()
             && self.events.is_empty()
             && self.trim_events_below.is_none()
-            && self.meta.is_none()
     }
 }
 

@@ -9,6 +9,7 @@ use super::model::{
     EventKind, EventRecord, FrozenRequest, Lease, LedgerMeta, Millis, Operation, OperationOutcome,
     OperationPhase, RequestPhase, RetryAction,
 };
+use super::operation_pages::{Home, PageBook, PageHomes, PagePlan};
 
 /// The durable records as loaded from storage.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -23,6 +24,12 @@ pub struct LedgerSnapshot {
     pub events: Vec<EventRecord>,
     /// Ledger meta.
     pub meta: LedgerMeta,
+    /// Every stored operation page with the ids whose current copy it holds (none: the page
+    /// is garbage, deleted by the next batch). An operation in no list has its own record.
+    pub operation_pages: PageHomes,
+    /// Operations the load changed (blocked because a record they depend on was set aside):
+    /// the first batch writes them back, so the next load finds them blocked too.
+    pub amended: BTreeSet<String>,
 }
 
 #[derive(Debug, Default, Clone)]
@@ -31,7 +38,7 @@ struct Dirty {
     requests: BTreeSet<String>,
     events: Vec<EventRecord>,
     trim_below: Option<u64>,
-    meta: bool,
+    stale_pages: BTreeSet<u64>,
 }
 
 impl Dirty {
@@ -42,7 +49,7 @@ impl Dirty {
         events.append(&mut self.events);
         self.events = events;
         self.trim_below = self.trim_below.max(older.trim_below);
-        self.meta |= older.meta;
+        self.stale_pages.extend(older.stale_pages);
     }
 
     fn is_empty(&self) -> bool {
@@ -50,21 +57,38 @@ impl Dirty {
             && self.requests.is_empty()
             && self.events.is_empty()
             && self.trim_below.is_none()
-            && !self.meta
+            && self.stale_pages.is_empty()
     }
+}
+
+/// An operation and where its current durable copy is.
+#[derive(Debug)]
+struct Slot {
+    op: Operation,
+    home: Home,
+}
+
+/// A batch on its way to storage: what it wrote, and what changes once it is durable.
+#[derive(Debug)]
+struct InFlight {
+    no: BatchNo,
+    dirty: Dirty,
+    plan: PagePlan,
+    homes: Vec<(String, Home)>,
 }
 
 /// The in-memory ledger with change tracking.
 #[derive(Debug, Default)]
 pub struct Ledger {
-    operations: BTreeMap<String, Operation>,
+    operations: BTreeMap<String, Slot>,
     requests: BTreeMap<String, FrozenRequest>,
     lease: Option<Lease>,
     events: VecDeque<EventRecord>,
     meta: LedgerMeta,
     event_limit: usize,
     dirty: Dirty,
-    in_flight: Option<(BatchNo, Dirty)>,
+    pages: PageBook,
+    in_flight: Option<InFlight>,
 }
 
 impl Ledger {
@@ -79,18 +103,36 @@ impl Ledger {
     /// A ledger holding already-validated durable records (nothing dirty).
     pub fn from_records(snapshot: LedgerSnapshot, event_limit: usize) -> Self {
         let mut ledger = Self::new(event_limit);
-        for operation in snapshot.operations {
-            ledger.meta.last_sequence = ledger.meta.last_sequence.max(operation.intent.sequence);
-            ledger
-                .operations
-                .insert(operation.intent.id.clone(), operation);
+        for op in snapshot.operations {
+            ledger.meta.last_sequence = ledger.meta.last_sequence.max(op.intent.sequence);
+            let slot = Slot {
+                op,
+                home: Home::Record,
+            };
+            ledger.operations.insert(slot.op.intent.id.clone(), slot);
         }
+        for (no, ids) in &snapshot.operation_pages {
+            for id in ids {
+                if let Some(slot) = ledger.operations.get_mut(id) {
+                    slot.home = Home::Page(*no);
+                }
+            }
+        }
+        let (pages, stale) = PageBook::from_loaded(&snapshot.operation_pages);
+        ledger.pages = pages;
+        ledger.dirty.stale_pages = stale;
+        ledger.dirty.operations = snapshot
+            .amended
+            .into_iter()
+            .filter(|id| ledger.operations.contains_key(id))
+            .collect();
         for request in snapshot.requests {
             // An operation frozen into this request and not written since (`freeze`) is
             // pending with no pointer: this unresolved request is the one carrying it.
             if request.is_unresolved() {
                 for id in &request.operation_ids {
-                    if let Some(op) = ledger.operations.get_mut(id) {
+                    if let Some(slot) = ledger.operations.get_mut(id) {
+                        let op = &mut slot.op;
                         if op.phase == OperationPhase::Pending && op.request_id.is_none() {
                             op.request_id = Some(request.id.clone());
                         }
@@ -118,12 +160,23 @@ impl Ledger {
 
     /// A copy of every record (what a crash-free store would hold after all batches).
     pub fn snapshot(&self) -> LedgerSnapshot {
+        let mut operation_pages: PageHomes =
+            self.pages.pages().map(|(no, _)| (no, Vec::new())).collect();
+        for (id, slot) in &self.operations {
+            if let Home::Page(no) = slot.home {
+                if let Ok(at) = operation_pages.binary_search_by_key(&no, |(n, _)| *n) {
+                    operation_pages[at].1.push(id.clone());
+                }
+            }
+        }
         LedgerSnapshot {
-            operations: self.operations.values().cloned().collect(),
+            operations: self.operations().cloned().collect(),
             requests: self.requests.values().cloned().collect(),
             lease: self.lease.clone(),
             events: self.events.iter().cloned().collect(),
             meta: self.meta.clone(),
+            operation_pages,
+            amended: BTreeSet::new(),
         }
     }
 
@@ -131,7 +184,7 @@ impl Ledger {
 
     /// An operation by id.
     pub fn operation(&self, id: &str) -> Option<&Operation> {
-        self.operations.get(id)
+        self.operations.get(id).map(|slot| &slot.op)
     }
 
     /// A request by id.
@@ -141,7 +194,7 @@ impl Ledger {
 
     /// Every operation, by id.
     pub fn operations(&self) -> impl Iterator<Item = &Operation> {
-        self.operations.values()
+        self.operations.values().map(|slot| &slot.op)
     }
 
     /// Every request, by id.
@@ -178,7 +231,7 @@ impl Ledger {
     pub fn is_resolved(&self, id: &str) -> bool {
         self.operations
             .get(id)
-            .is_some_and(|op| op.phase == OperationPhase::Resolved)
+            .is_some_and(|slot| slot.op.phase == OperationPhase::Resolved)
     }
 
     /// Whether anything waits to be written.
@@ -189,6 +242,9 @@ impl Ledger {
     // ----- group commit -----
 
     /// Moves every change into a batch; the batch's keys are kept until it is confirmed.
+    /// Operations never written go into new pages (unless there is just one); the others are
+    /// written as their own
+    /// records, superseding their page copies (`operation_pages`).
     pub fn take_batch(
         &mut self,
         no: BatchNo,
@@ -196,15 +252,49 @@ impl Ledger {
         lease: Option<LeaseWrite>,
     ) -> PersistBatch {
         let dirty = std::mem::take(&mut self.dirty);
+        let mut fresh = Vec::new();
+        let mut rewritten = Vec::new();
+        let mut superseded = Vec::new();
+        let mut homes = Vec::with_capacity(dirty.operations.len());
+        for id in &dirty.operations {
+            let Some(slot) = self.operations.get(id) else {
+                continue;
+            };
+            match slot.home {
+                Home::Unwritten => {
+                    fresh.push(slot.op.clone());
+                    continue;
+                }
+                Home::Page(page) => superseded.push(page),
+                Home::Record => {}
+            }
+            rewritten.push(slot.op.clone());
+            homes.push((id.clone(), Home::Record));
+        }
+        // A lone new operation (one enqueue in a turn) is written as its own record: a page
+        // of one costs more to store (the page object and its index entry: +0.1 ms per
+        // enqueue, measured A/B) and saves nothing on a load.
+        if fresh.len() == 1 {
+            if let Some(op) = fresh.pop() {
+                homes.push((op.intent.id.clone(), Home::Record));
+                rewritten.push(op);
+            }
+        }
+        let (pages, plan) = self.pages.plan(fresh, superseded, &dirty.stale_pages);
+        for page in &pages {
+            homes.extend(
+                page.operations
+                    .iter()
+                    .map(|op| (op.intent.id.clone(), Home::Page(page.no))),
+            );
+        }
         let batch = PersistBatch {
             no,
             fence,
             lease,
-            operations: dirty
-                .operations
-                .iter()
-                .filter_map(|id| self.operations.get(id).cloned())
-                .collect(),
+            operation_pages: pages,
+            operations: rewritten,
+            drop_operation_pages: plan.dropped.clone(),
             requests: dirty
                 .requests
                 .iter()
@@ -212,26 +302,38 @@ impl Ledger {
                 .collect(),
             events: dirty.events.clone(),
             trim_events_below: dirty.trim_below,
-            meta: dirty.meta.then(|| self.meta.clone()),
         };
-        self.in_flight = Some((no, dirty));
+        self.in_flight = Some(InFlight {
+            no,
+            dirty,
+            plan,
+            homes,
+        });
         batch
     }
 
-    /// The batch is durable.
+    /// The batch is durable: its operations' copies are now where it wrote them.
     pub fn confirm_batch(&mut self, no: BatchNo) {
-        if self.in_flight.as_ref().is_some_and(|(n, _)| *n == no) {
-            self.in_flight = None;
+        if self.in_flight.as_ref().is_some_and(|batch| batch.no == no) {
+            if let Some(batch) = self.in_flight.take() {
+                self.pages.confirm(&batch.plan);
+                for (id, home) in batch.homes {
+                    if let Some(slot) = self.operations.get_mut(&id) {
+                        slot.home = home;
+                    }
+                }
+            }
         }
     }
 
-    /// The batch failed: its changes are dirty again, ahead of newer ones.
+    /// The batch failed: its changes are dirty again, ahead of newer ones (every operation
+    /// keeps the copy it had, so the retry writes the same kind of record).
     pub fn restore_batch(&mut self, no: BatchNo) {
-        if let Some((n, dirty)) = self.in_flight.take() {
-            if n == no {
-                self.dirty.merge_from(dirty);
+        if let Some(batch) = self.in_flight.take() {
+            if batch.no == no {
+                self.dirty.merge_from(batch.dirty);
             } else {
-                self.in_flight = Some((n, dirty));
+                self.in_flight = Some(batch);
             }
         }
     }
@@ -249,8 +351,11 @@ impl Ledger {
         // highest one (`from_records`, the loader), so one record fewer per enqueue.
         self.meta.last_sequence = self.meta.last_sequence.max(operation.intent.sequence);
         self.dirty.operations.insert(operation.intent.id.clone());
-        self.operations
-            .insert(operation.intent.id.clone(), operation);
+        let slot = Slot {
+            op: operation,
+            home: Home::Unwritten,
+        };
+        self.operations.insert(slot.op.intent.id.clone(), slot);
     }
 
     /// Freezes a request and points its operations at it (S7).
@@ -262,8 +367,8 @@ impl Ledger {
     /// is written with the pointer anyway.
     pub fn freeze(&mut self, request: FrozenRequest) {
         for id in &request.operation_ids {
-            if let Some(op) = self.operations.get_mut(id) {
-                op.request_id = Some(request.id.clone());
+            if let Some(slot) = self.operations.get_mut(id) {
+                slot.op.request_id = Some(request.id.clone());
             }
         }
         self.dirty.requests.insert(request.id.clone());
@@ -277,9 +382,9 @@ impl Ledger {
     }
 
     fn operation_mut(&mut self, id: &str) -> Option<&mut Operation> {
-        let op = self.operations.get_mut(id)?;
+        let slot = self.operations.get_mut(id)?;
         self.dirty.operations.insert(id.to_owned());
-        Some(op)
+        Some(&mut slot.op)
     }
 
     /// Counts a send; a submit marks the request dispatched (the conservative marker of S7).

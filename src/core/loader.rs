@@ -17,7 +17,8 @@ use super::digest::body_digest;
 use super::error::{ErrorCode, SchedulerError};
 use super::intent::check_id;
 use super::ledger::LedgerSnapshot;
-use super::model::{EventRecord, FrozenRequest, Lease, LedgerMeta, Operation};
+use super::model::{EventRecord, FrozenRequest, Lease, LedgerMeta, Operation, OperationPhase};
+use super::operation_pages::current_copies;
 
 /// The object stores of the ledger, as named in storage.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -28,6 +29,8 @@ pub enum RecordStore {
     Requests,
     /// `events`, keyed by seq.
     Events,
+    /// `operation_pages`, keyed by page number (see `operation_pages`).
+    OperationPages,
 }
 
 impl RecordStore {
@@ -37,7 +40,13 @@ impl RecordStore {
             RecordStore::Operations => "operations",
             RecordStore::Requests => "requests",
             RecordStore::Events => "events",
+            RecordStore::OperationPages => "operation_pages",
         }
+    }
+
+    /// Whether keys are numbers (compared as such) rather than strings.
+    pub fn numeric_keys(self) -> bool {
+        matches!(self, RecordStore::Events | RecordStore::OperationPages)
     }
 }
 
@@ -59,8 +68,10 @@ pub struct Quarantined {
 pub struct LedgerLoader {
     snapshot: LedgerSnapshot,
     quarantined: Vec<Quarantined>,
-    last_key: [Option<String>; 3],
+    last_key: [Option<String>; 4],
     operation_ids: BTreeSet<String>,
+    /// Legible operation pages by number; merged with the records in `finish`.
+    pages: Vec<(u64, Vec<Operation>)>,
     sequences: BTreeSet<u64>,
     /// Operations listed by request records that were set aside: one of them may have
     /// carried them (their own records need not point at it, see `Ledger::freeze`).
@@ -127,6 +138,23 @@ fn check_event_page(page: &[EventRecord], key: &str, previous: Option<&str>) -> 
     Ok(())
 }
 
+/// Two lists of operations in id order (no id in both) as one, in id order.
+fn merge_by_id(records: Vec<Operation>, paged: Vec<Operation>) -> Vec<Operation> {
+    if paged.is_empty() {
+        return records;
+    }
+    let mut merged = Vec::with_capacity(records.len() + paged.len());
+    let mut paged = paged.into_iter().peekable();
+    for op in records {
+        while let Some(next) = paged.next_if(|p| p.intent.id < op.intent.id) {
+            merged.push(next);
+        }
+        merged.push(op);
+    }
+    merged.extend(paged);
+    merged
+}
+
 /// The part of a frozen body the loader checks: its `id`.
 #[derive(serde::Deserialize)]
 struct BodyId {
@@ -159,12 +187,12 @@ impl LedgerLoader {
         }
         let slot = store as usize;
         for (key, value) in page {
-            let advanced = match (&self.last_key[slot], store) {
-                (None, _) => true,
-                (Some(last), RecordStore::Events) => {
+            let advanced = match &self.last_key[slot] {
+                None => true,
+                Some(last) if store.numeric_keys() => {
                     key.parse::<u64>().ok() > last.parse::<u64>().ok()
                 }
-                (Some(last), _) => key > *last,
+                Some(last) => key > *last,
             };
             if !advanced {
                 return Err(SchedulerError::new(
@@ -255,6 +283,23 @@ impl LedgerLoader {
                 }
                 self.snapshot.requests.push(request);
             }
+            RecordStore::OperationPages => {
+                let no: u64 = key
+                    .parse()
+                    .map_err(|_| format!("page key {key} is not a page number"))?;
+                let page: Vec<Operation> = decode(text)?;
+                if page.is_empty() {
+                    return Err("empty operation page".into());
+                }
+                let mut ids = BTreeSet::new();
+                for op in &page {
+                    check_id(&op.intent.id, "id").map_err(|e| e.message)?;
+                    if !ids.insert(op.intent.id.as_str()) {
+                        return Err(format!("operation {} twice in one page", op.intent.id));
+                    }
+                }
+                self.pages.push((no, page));
+            }
             RecordStore::Events if text.trim_start().starts_with('[') => {
                 let page: Vec<EventRecord> = decode(text)?;
                 check_event_page(&page, key, previous)?;
@@ -303,6 +348,48 @@ impl LedgerLoader {
         }
     }
 
+    /// Adds each operation's current page copy (one without its own record; the newest page's
+    /// copy) to the snapshot, with the same checks a record gets, and notes which page holds
+    /// it. A pending copy whose record was set aside is the operation as it was before that
+    /// record: it loads blocked `record_quarantined` (written back), for the host to judge.
+    fn merge_pages(&mut self) {
+        let set_aside: BTreeSet<String> = self
+            .quarantined
+            .iter()
+            .filter(|q| q.store == RecordStore::Operations.name())
+            .map(|q| q.key.clone())
+            .collect();
+        let (copies, homes) = current_copies(std::mem::take(&mut self.pages), &self.operation_ids);
+        let mut paged = Vec::with_capacity(copies.len());
+        for (no, mut op) in copies {
+            let id = op.intent.id.clone();
+            let sequence = op.intent.sequence;
+            if sequence == 0
+                || sequence > super::intent::MAX_SAFE_INTEGER
+                || !self.sequences.insert(sequence)
+            {
+                // Reported, and left in its page: the page stays stored (it keeps a current
+                // copy that never loads) as the whole record, and the report names it.
+                self.quarantined.push(Quarantined {
+                    store: RecordStore::OperationPages.name(),
+                    key: format!("{no}/{id}"),
+                    reason: format!("sequence {sequence} is zero, above 2^53-1 or repeated"),
+                    record: serde_json::json!({ "page": no, "id": id, "sequence": sequence }),
+                });
+                continue;
+            }
+            if set_aside.contains(&id) && op.phase == OperationPhase::Pending {
+                op.blockers.push("record_quarantined".into());
+                self.snapshot.amended.insert(id.clone());
+            }
+            self.operation_ids.insert(id);
+            paged.push(op);
+        }
+        let records = std::mem::take(&mut self.snapshot.operations);
+        self.snapshot.operations = merge_by_id(records, paged);
+        self.snapshot.operation_pages = homes;
+    }
+
     /// Cross-record checks, then the snapshot and what was quarantined. A request whose
     /// operations are all missing is foreign; an operation pointing at a missing request is
     /// blocked `request_quarantined`: the server may have that key, so only the host decides.
@@ -310,6 +397,7 @@ impl LedgerLoader {
     /// set-aside request record lists it — or, if that record was illegible, every such
     /// operation: it may have been frozen into that request (see `Ledger::freeze`).
     pub fn finish(mut self) -> (LedgerSnapshot, Vec<Quarantined>) {
+        self.merge_pages();
         let known = self.operation_ids.clone();
         let (kept, foreign): (Vec<_>, Vec<_>) = std::mem::take(&mut self.snapshot.requests)
             .into_iter()
@@ -340,10 +428,12 @@ impl LedgerLoader {
                 }
             };
             if lost
-                && op.phase == super::model::OperationPhase::Pending
+                && op.phase == OperationPhase::Pending
                 && !op.blockers.iter().any(|b| b == "request_quarantined")
             {
                 op.blockers.push("request_quarantined".into());
+                // Written back: the next load no longer sees the set-aside request.
+                self.snapshot.amended.insert(id.clone());
             }
         }
         let top = self.sequences.iter().next_back().copied().unwrap_or(0);

@@ -12,6 +12,7 @@ pub mod io;
 pub mod ledger;
 pub mod loader;
 pub mod model;
+pub mod operation_pages;
 pub mod protocol;
 pub mod ready_queue;
 pub mod retry_queue;

@@ -1,17 +1,21 @@
 //! An in-memory ledger store: applies a [`PersistBatch`] atomically under the K2 fence rules,
 //! exactly as the IndexedDB store does in one readwrite transaction.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use crate::core::io::{LeaseWrite, PersistBatch, PersistFailure, PersistResult};
 use crate::core::ledger::LedgerSnapshot;
 use crate::core::model::{EventRecord, FrozenRequest, Lease, LedgerMeta, Millis, Operation};
+use crate::core::operation_pages::current_copies;
 use crate::core::safe_error::SafeError;
 
 /// Durable state of one ledger.
 #[derive(Clone, Debug, Default)]
 pub struct MemoryStore {
+    /// Operations written again, one record each (they supersede page copies).
     operations: BTreeMap<String, Operation>,
+    /// Operation pages, keyed by page number (as the browser store keeps them).
+    operation_pages: BTreeMap<u64, Vec<Operation>>,
     requests: BTreeMap<String, FrozenRequest>,
     lease: Option<Lease>,
     /// The event log in pages, one per batch, keyed by the page's last seq (as the browser
@@ -31,6 +35,7 @@ impl MemoryStore {
                 .into_iter()
                 .map(|o| (o.intent.id.clone(), o))
                 .collect(),
+            operation_pages: BTreeMap::new(),
             requests: snapshot
                 .requests
                 .into_iter()
@@ -48,14 +53,28 @@ impl MemoryStore {
     }
 
     /// Everything durable, as `start()` would load it.
+    /// Each operation's current copy (its record, else its newest page copy), in id order.
     pub fn snapshot(&self) -> LedgerSnapshot {
+        let records: BTreeSet<String> = self.operations.keys().cloned().collect();
+        let (paged, operation_pages) =
+            current_copies(self.operation_pages.clone().into_iter().collect(), &records);
+        let mut operations: Vec<Operation> = self.operations.values().cloned().collect();
+        operations.extend(paged.into_iter().map(|(_, op)| op));
+        operations.sort_by(|a, b| a.intent.id.cmp(&b.intent.id));
         LedgerSnapshot {
-            operations: self.operations.values().cloned().collect(),
+            operations,
             requests: self.requests.values().cloned().collect(),
             lease: self.lease.clone(),
             events: self.events.values().flatten().cloned().collect(),
             meta: self.meta.clone(),
+            operation_pages,
+            amended: BTreeSet::new(),
         }
+    }
+
+    /// Operation pages stored, and records stored (for tests of the layout).
+    pub fn record_counts(&self) -> (usize, usize) {
+        (self.operation_pages.len(), self.operations.len())
     }
 
     /// A durable request.
@@ -65,7 +84,13 @@ impl MemoryStore {
 
     /// A durable operation.
     pub fn operation(&self, id: &str) -> Option<&Operation> {
-        self.operations.get(id)
+        self.operations.get(id).or_else(|| {
+            self.operation_pages
+                .values()
+                .rev()
+                .flatten()
+                .find(|op| op.intent.id == id)
+        })
     }
 
     /// The durable lease.
@@ -89,8 +114,15 @@ impl MemoryStore {
             }
             None => {}
         }
+        for page in &batch.operation_pages {
+            self.operation_pages
+                .insert(page.no, page.operations.clone());
+        }
         for op in &batch.operations {
             self.operations.insert(op.intent.id.clone(), op.clone());
+        }
+        for no in &batch.drop_operation_pages {
+            self.operation_pages.remove(no);
         }
         for request in &batch.requests {
             self.requests.insert(request.id.clone(), request.clone());
@@ -101,9 +133,6 @@ impl MemoryStore {
         // Whole pages only: a page is dropped once its last event is below the trim.
         if let Some(below) = batch.trim_events_below {
             self.events = self.events.split_off(&below);
-        }
-        if let Some(meta) = &batch.meta {
-            self.meta = meta.clone();
         }
         self.writes += 1;
         PersistResult::Done {

@@ -2,24 +2,27 @@
 //! injected storage faults (W1, W5). Each result is compared with the in-memory store, whose
 //! semantics the IndexedDB store must reproduce exactly.
 
+use canvas_scheduler::core::intent::IntentInput;
 use canvas_scheduler::core::io::{LeaseWrite, PersistBatch, PersistFailure, PersistResult};
-use canvas_scheduler::core::model::{
-    BlobRef, LedgerMeta, OperationOutcome, RetryAction, Settlement,
-};
+use canvas_scheduler::core::ledger::LedgerSnapshot;
+use canvas_scheduler::core::model::{BlobRef, OperationOutcome, RetryAction, Settlement};
+use canvas_scheduler::core::operation_pages::{homes_of, OperationPage};
 use canvas_scheduler::core::safe_error::SafeError;
 use canvas_scheduler::testing::MemoryStore;
-use canvas_scheduler::web::store::{schema, AcquireError, IdbLedger, StoreFault};
+use canvas_scheduler::web::store::{schema, AcquireError, IdbLedger, InboxEntry, StoreFault};
+use js_sys::Reflect;
 use serde_json::json;
+use wasm_bindgen::JsValue;
 use wasm_bindgen_test::wasm_bindgen_test;
 
 use super::store_support::{
-    acquire, batch, db_name, event, lease_of, operation, operations_batch, raw_keys, request,
-    MAX_SAFE,
+    acquire, batch, db_name, event, lease_of, operation, operations_batch, raw_get, raw_keys,
+    request, MAX_SAFE,
 };
 use super::support::delete_database;
 
 /// A batch exercising every field: nested payloads, optional fields, u64 up to 2^53 - 1,
-/// events with a trim, meta and a lease renewal.
+/// events with a trim, a page of operations and a lease renewal.
 fn full_batch(fence: u64) -> PersistBatch {
     let mut rich = operation("op-1", 1);
     rich.intent.payload = json!({
@@ -58,10 +61,10 @@ fn full_batch(fence: u64) -> PersistBatch {
         requests: vec![req],
         events: (1..=5).map(event).collect(),
         trim_events_below: Some(3),
-        meta: Some(LedgerMeta {
-            last_sequence: 2,
-            last_event_seq: 5,
-        }),
+        operation_pages: vec![OperationPage {
+            no: 1,
+            operations: vec![operation("op-3", 3), operation("op-4", 4)],
+        }],
         ..batch(Some(fence))
     }
 }
@@ -92,8 +95,27 @@ async fn w1_apply_then_load_round_trips_exactly_like_the_memory_store() {
     memory
         .acquire("tab-a", 2_000, 10_000)
         .expect("memory reacquire");
-    assert_eq!(reloaded.snapshot, memory.snapshot());
-    assert_eq!(reloaded.snapshot.operations, written.operations);
+    // Meta is derived at load (no store holds it since schema 5): the loader takes the highest
+    // sequence it read; the memory store keeps what it was given.
+    assert_eq!(reloaded.snapshot.meta.last_sequence, 4);
+    let same_meta = |mut snapshot: LedgerSnapshot| {
+        snapshot.meta = reloaded.snapshot.meta.clone();
+        snapshot
+    };
+    assert_eq!(reloaded.snapshot, same_meta(memory.snapshot()));
+    let mut operations = written.operations.clone();
+    operations.extend(written.operation_pages[0].operations.clone());
+    assert_eq!(reloaded.snapshot.operations, operations);
+    assert_eq!(
+        *homes_of(&reloaded.snapshot.operation_pages, 1).unwrap(),
+        ["op-3", "op-4"]
+    );
+    // The page as stored: its ids (for the `by_operation` index) beside its JSON text.
+    let page = raw_get(&name, schema::OPERATION_PAGES, JsValue::from_f64(1.0)).await;
+    let ids = page
+        .as_ref()
+        .map(|p| Reflect::get(p, &"ids".into()).unwrap());
+    assert_eq!(ids.map(|ids| js_sys::Array::from(&ids).length()), Some(2));
     assert_eq!(reloaded.snapshot.requests, written.requests);
     // The batch's events are one page keyed by its last seq; a trim drops whole pages only,
     // so the page ending at 5 stays (a ledger keeps its newest `event_limit` of them).
@@ -108,9 +130,14 @@ async fn w1_apply_then_load_round_trips_exactly_like_the_memory_store() {
     assert_eq!(fence, Some(2));
 
     // The next page, with a trim above the first page's end: that page goes, whole.
+    // It also writes op-3 again (its record supersedes the page copy) and, after that, op-4
+    // with the page's deletion.
+    let mut op3 = operation("op-3", 3);
+    op3.blockers = vec!["held".into()];
     let later = PersistBatch {
         events: (6..=7).map(event).collect(),
         trim_events_below: Some(6),
+        operations: vec![op3.clone()],
         ..batch(fence)
     };
     assert_eq!(ledger.apply(&later).await, memory.apply(&later));
@@ -123,9 +150,28 @@ async fn w1_apply_then_load_round_trips_exactly_like_the_memory_store() {
     memory
         .acquire("tab-a", 3_000, 10_000)
         .expect("memory reacquire");
-    assert_eq!(again.snapshot, memory.snapshot());
+    assert_eq!(again.snapshot, same_meta(memory.snapshot()));
     let seqs: Vec<u64> = again.snapshot.events.iter().map(|e| e.seq).collect();
     assert_eq!(seqs, vec![6, 7]);
+    assert_eq!(
+        *homes_of(&again.snapshot.operation_pages, 1).unwrap(),
+        ["op-4"]
+    );
+    assert!(again.snapshot.operations.contains(&op3));
+    let fence = again.snapshot.lease.as_ref().map(|l| l.fence);
+    let last = PersistBatch {
+        operations: vec![operation("op-4", 4)],
+        drop_operation_pages: vec![1],
+        ..batch(fence)
+    };
+    assert_eq!(ledger.apply(&last).await, memory.apply(&last));
+    assert!(raw_keys(&name, schema::OPERATION_PAGES).await.is_empty());
+    let end = acquire(&ledger, "tab-a", 4_000).await;
+    memory
+        .acquire("tab-a", 4_000, 10_000)
+        .expect("memory reacquire");
+    assert_eq!(end.snapshot, same_meta(memory.snapshot()));
+    assert_eq!(end.snapshot.operations.len(), 4);
     ledger.close();
     delete_database(&name).await;
 }
@@ -297,6 +343,64 @@ async fn w1_blobs_are_stored_beside_the_ledger() {
         ledger.get_blob("blob-2").await.map(|b| b.is_none()),
         Ok(true)
     );
+    ledger.close();
+    delete_database(&name).await;
+}
+
+#[wasm_bindgen_test]
+async fn w4_an_inbox_id_check_finds_operations_that_are_only_in_a_page() {
+    let name = db_name("inbox-pages");
+    let ledger = IdbLedger::open(&name).await.expect("open");
+    let fence = acquire(&ledger, "tab-a", 1_000)
+        .await
+        .snapshot
+        .lease
+        .map(|l| l.fence);
+    let paged = operation("op-p", 1);
+    let written = PersistBatch {
+        operation_pages: vec![OperationPage {
+            no: 1,
+            operations: vec![paged.clone()],
+        }],
+        ..batch(fence)
+    };
+    assert!(matches!(
+        ledger.apply(&written).await,
+        PersistResult::Done { .. }
+    ));
+    let input = |operation_type: &str, dependencies: Vec<String>| IntentInput {
+        id: "op-q".into(),
+        sequence: None,
+        operation_type: operation_type.into(),
+        canvas_ids: paged.intent.canvas_ids.clone(),
+        dependencies,
+        payload: paged.intent.payload.clone(),
+        expected_versions: None,
+        run_id: None,
+        coalesce_key: None,
+        blob: None,
+    };
+    let entry = |intent: IntentInput| InboxEntry {
+        origin: "tab-b".into(),
+        principal: None,
+        at: 1_000,
+        intents: vec![intent],
+    };
+    // The same id with another intent is a duplicate, found through the page index...
+    let mut other = input("run.start", Vec::new());
+    other.id = "op-p".into();
+    let error = ledger.append_inbox(entry(other)).await.unwrap_err();
+    assert_eq!(error.code(), "duplicate_operation");
+    // ...the same intent again is the stored operation, not a new entry...
+    let mut same = input(&paged.intent.operation_type, Vec::new());
+    same.id = "op-p".into();
+    let (appended, present) = ledger.append_inbox(entry(same)).await.expect("append");
+    assert!(!appended);
+    assert_eq!(present, vec![paged.clone()]);
+    // ...and a paged operation is a known dependency.
+    let dependent = input("shape.upsert", vec!["op-p".into()]);
+    let (appended, _) = ledger.append_inbox(entry(dependent)).await.expect("append");
+    assert!(appended);
     ledger.close();
     delete_database(&name).await;
 }

@@ -12,6 +12,9 @@ use serde::Serialize;
 use wasm_bindgen::JsValue;
 use wasm_bindgen_test::wasm_bindgen_test;
 
+/// Key of the meta record versions 1–4 kept.
+const META_KEY: &str = "meta";
+
 use super::store_support::{
     acquire, db_name, event, lease_of, operation, operations_batch, raw_get, raw_keys, raw_put,
     request,
@@ -56,19 +59,14 @@ async fn w1_an_older_schema_is_upgraded_without_losing_queued_work() {
         last_sequence: 2,
         last_event_seq: 0,
     };
-    raw_put(
-        &name,
-        schema::META,
-        JsValue::from_str(schema::META_KEY),
-        js(&meta),
-    )
-    .await;
+    raw_put(&name, schema::META, JsValue::from_str(META_KEY), js(&meta)).await;
 
     let ledger = IdbLedger::open(&name).await.expect("open upgrades");
     let loaded = acquire(&ledger, "tab-a", 1_000).await;
     assert!(loaded.quarantined.is_empty(), "{:?}", loaded.quarantined);
     assert_eq!(loaded.snapshot.operations, queued.to_vec());
     assert_eq!(loaded.snapshot.requests, vec![frozen]);
+    // `meta` is gone (version 5); the same values come from the records.
     assert_eq!(loaded.snapshot.meta, meta);
     assert_eq!(loaded.snapshot.lease.map(|l| l.fence), Some(1));
     ledger.close();
@@ -263,6 +261,47 @@ async fn w1_version_4_retires_the_lease_store_so_earlier_builds_refuse_the_datab
 }
 
 #[wasm_bindgen_test]
+async fn w1_version_5_retires_meta_so_builds_that_cannot_read_pages_refuse_the_database() {
+    let name = db_name("retire-meta");
+    // Version 4 as the build before pages left it: one queued operation, a meta record.
+    const V4: [&str; 8] = [
+        schema::OPERATIONS,
+        schema::REQUESTS,
+        schema::META,
+        schema::LEASE,
+        schema::EVENTS,
+        schema::BLOBS,
+        schema::QUARANTINE,
+        schema::INBOX,
+    ];
+    create_database(&name, 4, &V4).await;
+    let queued = operation("op-1", 1);
+    raw_put(&name, schema::OPERATIONS, "op-1".into(), js(&queued)).await;
+    let meta = LedgerMeta {
+        last_sequence: 1,
+        last_event_seq: 0,
+    };
+    raw_put(&name, schema::META, META_KEY.into(), js(&meta)).await;
+    let ledger = IdbLedger::open(&name).await.expect("open upgrades");
+    let loaded = acquire(&ledger, "tab-a", 1_000).await;
+    assert_eq!(loaded.snapshot.operations, vec![queued], "queued work kept");
+    assert_eq!(loaded.snapshot.meta, meta, "derived from the records");
+    ledger.close();
+    let db = Database::open(&name).await.expect("raw open");
+    let stores: Vec<String> = db.object_store_names().collect();
+    db.close();
+    // A version-4 build opens a newer database only when every store it uses is there.
+    let missing: Vec<&str> = V4
+        .iter()
+        .filter(|s| !stores.iter().any(|name| name == *s))
+        .copied()
+        .collect();
+    assert_eq!(missing, [schema::META], "{stores:?}");
+    assert!(stores.iter().any(|s| s == schema::OPERATION_PAGES));
+    delete_database(&name).await;
+}
+
+#[wasm_bindgen_test]
 async fn w1_a_ledger_of_older_object_records_and_newer_string_records_loads_whole() {
     let name = db_name("mixed");
     let ledger = IdbLedger::open(&name).await.expect("open");
@@ -311,12 +350,6 @@ async fn w1_a_ledger_of_older_object_records_and_newer_string_records_loads_whol
         let key = JsValue::from_f64(seq as f64);
         raw_put(&name, schema::EVENTS, key, js(&event(seq))).await;
     }
-    let meta = LedgerMeta {
-        last_sequence: 16,
-        last_event_seq: 4,
-    };
-    let meta_key = JsValue::from_str(schema::META_KEY);
-    raw_put(&name, schema::META, meta_key, js(&meta)).await;
     let old_lease = Lease {
         owner: "tab-a".into(),
         fence,
@@ -327,8 +360,7 @@ async fn w1_a_ledger_of_older_object_records_and_newer_string_records_loads_whol
 
     // An older-build lease record still fences a write (read in the apply transaction).
     let ledger = IdbLedger::open(&name).await.expect("reopen");
-    let mut late = operations_batch(fence, 17, 1);
-    late.meta = None;
+    let late = operations_batch(fence, 17, 1);
     assert_eq!(lease_of(&ledger.apply(&late).await), Some(old_lease));
 
     let loaded = acquire(&ledger, "tab-a", 2_000).await;
@@ -346,9 +378,11 @@ async fn w1_a_ledger_of_older_object_records_and_newer_string_records_loads_whol
     assert_eq!(seqs, [1, 2, 3, 4]);
     assert_eq!(
         loaded.snapshot.meta,
+        // From the records (`meta` is gone); the ledger takes the last event seq from the
+        // events themselves (`Ledger::from_records`).
         LedgerMeta {
             last_sequence: 17,
-            ..meta
+            last_event_seq: 0,
         }
     );
     assert_eq!(loaded.snapshot.lease.map(|l| l.fence), Some(fence + 1));
@@ -397,9 +431,9 @@ async fn d4_string_records_that_are_not_json_or_not_a_record_are_quarantined_as_
         (schema::REQUESTS, "req-x".into(), "[1, 2, 3]"),
         (schema::EVENTS, JsValue::from_f64(5.0), "not json"),
         (
-            schema::META,
-            schema::META_KEY.into(),
-            "{\"lastSequence\": \"two\"}",
+            schema::OPERATION_PAGES,
+            JsValue::from_f64(9.0),
+            "not a page object",
         ),
     ];
     for (store, key, text) in &bad {
@@ -425,7 +459,7 @@ async fn d4_string_records_that_are_not_json_or_not_a_record_are_quarantined_as_
     set_aside.sort();
     let expected = [
         "events/5",
-        "meta/meta",
+        "operation_pages/9",
         "operations/op-a",
         "operations/op-b",
         "operations/op-c",

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use canvas_scheduler::core::digest::body_digest;
 use canvas_scheduler::core::io::{PersistBatch, PersistResult};
 use canvas_scheduler::core::model::{
-    EventKind, EventRecord, FrozenRequest, Intent, Lease, LedgerMeta, Operation, RequestPhase,
+    EventKind, EventRecord, FrozenRequest, Intent, Lease, Operation, RequestPhase,
 };
 use canvas_scheduler::web::store::{IdbLedger, LoadedLedger};
 use indexed_db_futures::database::Database;
@@ -96,20 +96,17 @@ pub fn batch(fence: Option<u64>) -> PersistBatch {
         requests: vec![],
         events: vec![],
         trim_events_below: None,
-        meta: None,
+        operation_pages: vec![],
+        drop_operation_pages: vec![],
     }
 }
 
-/// A batch of `count` operations numbered from `first`, with meta.
+/// A batch of `count` operation records numbered from `first`.
 pub fn operations_batch(fence: u64, first: u64, count: u64) -> PersistBatch {
     PersistBatch {
         operations: (first..first + count)
             .map(|n| operation(&format!("op-{n:06}"), n))
             .collect(),
-        meta: Some(LedgerMeta {
-            last_sequence: first + count - 1,
-            last_event_seq: 0,
-        }),
         ..batch(Some(fence))
     }
 }

@@ -10,22 +10,47 @@ use wasm_bindgen::JsValue;
 
 use super::codec::{decode, to_js};
 use super::errors::storage_error;
-use super::schema::{EVENTS, LEASE, LEASE_KEY, META, META_KEY, OPERATIONS, REQUESTS};
+use super::schema::{EVENTS, LEASE, LEASE_KEY, OPERATIONS, OPERATION_PAGES, REQUESTS};
 use super::IdbLedger;
 use crate::core::io::{LeaseWrite, PersistBatch, PersistFailure, PersistResult};
 use crate::core::model::Lease;
+use crate::core::operation_pages::OperationPage;
 use crate::core::safe_error::SafeError;
 
 /// The batch's records, serialized before the transaction opens (a record that cannot be
 /// stored fails the batch before anything is written).
 struct Encoded {
+    operation_pages: Vec<(JsValue, JsValue)>,
     operations: Vec<(JsValue, JsValue)>,
     requests: Vec<(JsValue, JsValue)>,
     events: Vec<(JsValue, JsValue)>,
-    meta: Option<JsValue>,
+}
+
+/// A page as stored: `{ids, json}` — the ids for the `by_operation` index (W4's check that an
+/// id is not taken), the operations as one JSON text (see `codec`).
+fn page_value(page: &OperationPage) -> Result<JsValue, SafeError> {
+    let ids = js_sys::Array::new();
+    for op in &page.operations {
+        ids.push(&JsValue::from_str(&op.intent.id));
+    }
+    let value = js_sys::Object::new();
+    let fields = [
+        ("ids", JsValue::from(ids)),
+        ("json", to_js(&page.operations)?),
+    ];
+    for (name, field) in fields {
+        js_sys::Reflect::set(&value, &JsValue::from_str(name), &field)
+            .map_err(|e| super::errors::js_error(&e))?;
+    }
+    Ok(value.into())
 }
 
 fn encode(batch: &PersistBatch) -> Result<Encoded, SafeError> {
+    let operation_pages = batch
+        .operation_pages
+        .iter()
+        .map(|page| Ok((JsValue::from_f64(page.no as f64), page_value(page)?)))
+        .collect::<Result<_, SafeError>>()?;
     let operations = batch
         .operations
         .iter()
@@ -43,12 +68,11 @@ fn encode(batch: &PersistBatch) -> Result<Encoded, SafeError> {
         Some(last) => vec![(JsValue::from_f64(last.seq as f64), to_js(&batch.events)?)],
         None => Vec::new(),
     };
-    let meta = batch.meta.as_ref().map(to_js).transpose()?;
     Ok(Encoded {
+        operation_pages,
         operations,
         requests,
         events,
-        meta,
     })
 }
 
@@ -104,13 +128,16 @@ impl IdbLedger {
 fn scope(batch: &PersistBatch) -> Vec<&'static str> {
     let mut stores = vec![LEASE];
     let writes = [
+        (
+            OPERATION_PAGES,
+            !batch.operation_pages.is_empty() || !batch.drop_operation_pages.is_empty(),
+        ),
         (OPERATIONS, !batch.operations.is_empty()),
         (REQUESTS, !batch.requests.is_empty()),
         (
             EVENTS,
             !batch.events.is_empty() || batch.trim_events_below.is_some(),
         ),
-        (META, batch.meta.is_some()),
     ];
     stores.extend(
         writes
@@ -135,23 +162,20 @@ async fn write(
     let lease_store = tx.object_store(LEASE)?;
     let stored = lease_store.get(LEASE_KEY).primitive()?;
     if batch.fence.is_some() {
+        put_all(tx, OPERATION_PAGES, encoded.operation_pages)?;
         put_all(tx, OPERATIONS, encoded.operations)?;
+        if !batch.drop_operation_pages.is_empty() {
+            let pages = tx.object_store(OPERATION_PAGES)?;
+            for no in &batch.drop_operation_pages {
+                drop(pages.delete(JsValue::from_f64(*no as f64)).primitive()?);
+            }
+        }
         put_all(tx, REQUESTS, encoded.requests)?;
         put_all(tx, EVENTS, encoded.events)?;
         if let Some(below) = batch.trim_events_below {
             let events = tx.object_store(EVENTS)?;
             let range = KeyRange::UpperBound(JsValue::from_f64(below as f64), true);
             drop(events.delete::<JsValue, _>(range).primitive()?);
-        }
-        if let Some(meta) = encoded.meta {
-            let store = tx.object_store(META)?;
-            drop(
-                store
-                    .put(meta)
-                    .with_key(META_KEY)
-                    .without_key_type()
-                    .primitive()?,
-            );
         }
     }
     let stored: Option<JsValue> = stored.await?;

@@ -15,7 +15,7 @@ use wasm_bindgen::JsValue;
 
 use super::codec::decode;
 use super::errors::{js_error, storage_error};
-use super::schema::{INBOX, OPERATIONS, QUARANTINE};
+use super::schema::{BY_OPERATION, INBOX, OPERATIONS, OPERATION_PAGES, QUARANTINE};
 use super::IdbLedger;
 use crate::core::error::{ErrorCode, SchedulerError};
 use crate::core::intent::{same_intent, IntentInput};
@@ -98,8 +98,31 @@ async fn stored_operation(
 ) -> Result<Option<Option<Operation>>, SchedulerError> {
     let store = tx.object_store(OPERATIONS).map_err(idb)?;
     let value: Option<JsValue> = store.get(id).primitive().map_err(idb)?.await.map_err(idb)?;
-    let Some(value) = value else { return Ok(None) };
-    Ok(Some(decode::<Operation>(&value).ok()))
+    if let Some(value) = value {
+        return Ok(Some(decode::<Operation>(&value).ok()));
+    }
+    // Not rewritten since its first write: its copy is in a page (the newest one holding it).
+    let pages = tx.object_store(OPERATION_PAGES).map_err(idb)?;
+    let pages = pages.index(BY_OPERATION).map_err(idb)?;
+    let found = pages
+        .get_all::<JsValue>()
+        .with_query::<&str, _>(id)
+        .primitive()
+        .map_err(idb)?
+        .await
+        .map_err(idb)?
+        .collect::<Result<Vec<JsValue>, _>>()
+        .map_err(idb)?;
+    let Some(page) = found.last() else {
+        return Ok(None);
+    };
+    let operations = js_sys::Reflect::get(page, &JsValue::from_str("json"))
+        .ok()
+        .and_then(|json| json.as_string())
+        .and_then(|json| serde_json::from_str::<Vec<Operation>>(&json).ok());
+    Ok(Some(operations.and_then(|ops| {
+        ops.into_iter().find(|op| op.intent.id == id)
+    })))
 }
 
 impl IdbLedger {
@@ -120,7 +143,11 @@ impl IdbLedger {
     ) -> Result<(bool, Vec<Operation>), SchedulerError> {
         let db = self.db().map_err(storage)?;
         let tx = self
-            .begin(&db, &[OPERATIONS, INBOX], TransactionMode::Readwrite)
+            .begin(
+                &db,
+                &[OPERATIONS, OPERATION_PAGES, INBOX],
+                TransactionMode::Readwrite,
+            )
             .map_err(storage)?;
         match check_and_add(&tx, &mut entry).await {
             Ok(appended) => self.finish(tx).await.map_err(storage).map(|()| appended),

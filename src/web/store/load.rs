@@ -16,7 +16,7 @@ use wasm_bindgen::{JsCast, JsValue};
 
 use super::codec::{decode, describe_key, event_key, json_text, string_key, to_js, to_json};
 use super::errors::{js_error, storage_error, AcquireError};
-use super::schema::{EVENTS, LEASE, LEASE_KEY, META, META_KEY, OPERATIONS, QUARANTINE, REQUESTS};
+use super::schema::{EVENTS, LEASE, LEASE_KEY, OPERATIONS, OPERATION_PAGES, QUARANTINE, REQUESTS};
 use super::IdbLedger;
 use crate::core::ledger::LedgerSnapshot;
 use crate::core::loader::{LedgerLoader, Quarantined, RecordStore};
@@ -66,7 +66,14 @@ impl IdbLedger {
         takeover: bool,
     ) -> Result<LoadedLedger, AcquireError> {
         let db = self.db().map_err(AcquireError::Storage)?;
-        let stores = [LEASE, OPERATIONS, REQUESTS, EVENTS, META, QUARANTINE];
+        let stores = [
+            LEASE,
+            OPERATIONS,
+            OPERATION_PAGES,
+            REQUESTS,
+            EVENTS,
+            QUARANTINE,
+        ];
         let tx = self
             .begin(&db, &stores, TransactionMode::Readwrite)
             .map_err(AcquireError::Storage)?;
@@ -98,6 +105,7 @@ async fn load(
     let mut raw_values = RawValues::new();
     for store in [
         RecordStore::Operations,
+        RecordStore::OperationPages,
         RecordStore::Requests,
         RecordStore::Events,
     ] {
@@ -111,26 +119,8 @@ async fn load(
         )
         .await?;
     }
-    let meta: Option<JsValue> = tx.object_store(META)?.get(META_KEY).primitive()?.await?;
-    let meta = match meta.as_ref().map(|m| (json_text(m), m)) {
-        Some((Ok(text), raw)) => {
-            raw_values.push((META, META_KEY.to_owned(), raw.clone()));
-            Some(text)
-        }
-        Some((Err(reason), raw)) => {
-            aside.push(set_aside(
-                META,
-                META_KEY,
-                reason,
-                Value::Null,
-                Some(raw.clone()),
-            ));
-            None
-        }
-        None => None,
-    };
     let lease_json = serde_json::to_string(&lease).ok();
-    loader.set_singletons(lease_json, meta);
+    loader.set_singletons(lease_json, None::<String>);
     let (snapshot, rejected) = loader.finish();
     for report in rejected {
         let stored_at = raw_values
@@ -163,7 +153,7 @@ type RawValues = Vec<(&'static str, String, JsValue)>;
 /// The key as stored of a record the loader set aside (events are keyed by number).
 fn key_of(report: &Quarantined) -> JsValue {
     match report.store {
-        "events" => report.key.parse::<u64>().map_or_else(
+        "events" | "operation_pages" => report.key.parse::<u64>().map_or_else(
             |_| JsValue::from_str(&report.key),
             |seq| JsValue::from_f64(seq as f64),
         ),
@@ -261,9 +251,10 @@ async fn read_store(
         let mut page = Vec::with_capacity(keys.len());
         let mut stored = Vec::with_capacity(keys.len());
         for (raw_key, value) in keys.into_iter().zip(values) {
-            let key = match kind {
-                RecordStore::Events => event_key(&raw_key),
-                _ => string_key(&raw_key),
+            let key = if kind.numeric_keys() {
+                event_key(&raw_key)
+            } else {
+                string_key(&raw_key)
             };
             let Some(key) = key else {
                 let record = to_json(&value).unwrap_or(Value::Null);
@@ -275,7 +266,11 @@ async fn read_store(
                 });
                 continue;
             };
-            match json_text(&value) {
+            let text = match kind {
+                RecordStore::OperationPages => page_text(&value),
+                _ => json_text(&value),
+            };
+            match text {
                 Ok(text) => {
                     page.push((key, text));
                     stored.push(value);
@@ -423,10 +418,19 @@ fn broken(message: String) -> AcquireError {
 
 /// Key order within a store's page: events by number, the rest as strings.
 fn key_order(kind: RecordStore, a: &str, b: &str) -> std::cmp::Ordering {
-    match kind {
-        RecordStore::Events => a.parse::<u64>().ok().cmp(&b.parse::<u64>().ok()),
-        _ => a.cmp(b),
+    if kind.numeric_keys() {
+        a.parse::<u64>().ok().cmp(&b.parse::<u64>().ok())
+    } else {
+        a.cmp(b)
     }
+}
+
+/// The JSON text of a stored operation page (its `json` field; see `apply`).
+fn page_text(value: &JsValue) -> Result<String, String> {
+    Reflect::get(value, &JsValue::from_str("json"))
+        .ok()
+        .and_then(|json| json.as_string())
+        .ok_or_else(|| "operation page without its json text".to_owned())
 }
 
 fn add_page(

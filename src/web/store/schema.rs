@@ -10,6 +10,7 @@
 //! | 2 | `lease`, `events` |
 //! | 3 | `blobs`, `quarantine` |
 //! | 4 | `inbox` (auto-increment keys: intents of tabs that do not dispatch, W4); records become JSON text; `lease` becomes `dispatcher_lease` |
+//! | 5 | `operation_pages` (numeric keys; a multi-entry index `by_operation` on each page's `ids`); deletes `meta` |
 //!
 //! Within version 4, `events` went from one record per event (keyed by its `seq`) to one page
 //! per persisted batch (a JSON array keyed by its last `seq`); the loader reads both. A build
@@ -23,16 +24,24 @@
 //! so a stale page of an earlier build can never take the lease and quarantine records it
 //! cannot read. The fence starts again from 1: no holder of an older fence can open the
 //! database any more.
+//!
+//! Version 5 stores the operations a batch writes for the first time as pages
+//! (`crate::core::operation_pages`). A version-4 build would not read them: it would take the
+//! lease and send later operations of a canvas before the paged ones. So version 5 also
+//! deletes `meta` — unwritten since version 4 stopped writing it (every value it held is
+//! derived from the records at load) — and a version-4 build, which needs `meta`, refuses
+//! the database instead of opening it.
 
 use indexed_db_futures::database::Database;
 use indexed_db_futures::error::OpenDbError;
 use indexed_db_futures::prelude::*;
+use indexed_db_futures::KeyPath;
 
 use super::errors::open_error;
 use crate::core::safe_error::SafeError;
 
 /// The schema version this build writes.
-pub const SCHEMA_VERSION: u32 = 4;
+pub const SCHEMA_VERSION: u32 = 5;
 
 /// Operation records, keyed by operation id.
 pub const OPERATIONS: &str = "operations";
@@ -45,9 +54,14 @@ pub const LEGACY_LEASE: &str = "lease";
 /// Event log pages (one per persisted batch, keyed by the page's last `seq`, a number); an
 /// earlier build's single event records, keyed by their `seq`, load beside them.
 pub const EVENTS: &str = "events";
+/// Operation pages (JSON text of the operations a batch wrote first, in `json`, and their ids,
+/// in `ids`), keyed by page number.
+pub const OPERATION_PAGES: &str = "operation_pages";
+/// The multi-entry index of [`OPERATION_PAGES`] on `ids`: which page holds an operation.
+pub const BY_OPERATION: &str = "by_operation";
 /// Upload blobs with their metadata, keyed by blob id.
 pub const BLOBS: &str = "blobs";
-/// The single meta record, keyed [`META_KEY`].
+/// Where versions 1–4 kept ledger meta (deleted by the upgrade to 5).
 pub const META: &str = "meta";
 /// Records set aside by the loader (D4), keyed `"{store}/{key}"`.
 pub const QUARANTINE: &str = "quarantine";
@@ -57,20 +71,26 @@ pub const INBOX: &str = "inbox";
 
 /// Key of the lease record.
 pub const LEASE_KEY: &str = "lease";
-/// Key of the meta record.
-pub const META_KEY: &str = "meta";
 
 /// The stores each version adds, in order.
-const STEPS: [&[&str]; 4] = [
-    &[OPERATIONS, REQUESTS, META],
+const STEPS: [&[&str]; 5] = [
+    &[OPERATIONS, REQUESTS],
     &[LEASE, EVENTS],
     &[BLOBS, QUARANTINE],
     &[INBOX, LEASE],
+    &[OPERATION_PAGES],
 ];
 
 /// Every store this build reads or writes.
 pub const ALL_STORES: [&str; 8] = [
-    OPERATIONS, REQUESTS, LEASE, EVENTS, BLOBS, META, QUARANTINE, INBOX,
+    OPERATIONS,
+    OPERATION_PAGES,
+    REQUESTS,
+    LEASE,
+    EVENTS,
+    BLOBS,
+    QUARANTINE,
+    INBOX,
 ];
 
 /// Runs the upgrade steps above `old_version`, creating only stores that are missing.
@@ -78,6 +98,9 @@ fn upgrade(old_version: f64, db: &Database) -> indexed_db_futures::Result<()> {
     let mut existing: Vec<String> = db.object_store_names().collect();
     if old_version < 4.0 && existing.iter().any(|name| name == LEGACY_LEASE) {
         db.delete_object_store(LEGACY_LEASE)?;
+    }
+    if old_version < 5.0 && existing.iter().any(|name| name == META) {
+        db.delete_object_store(META)?;
     }
     for (index, stores) in STEPS.iter().enumerate() {
         let version = (index + 1) as f64;
@@ -91,6 +114,12 @@ fn upgrade(old_version: f64, db: &Database) -> indexed_db_futures::Result<()> {
             if *store == INBOX {
                 db.create_object_store(*store)
                     .with_auto_increment(true)
+                    .build()?;
+            } else if *store == OPERATION_PAGES {
+                db.create_object_store(*store)
+                    .build()?
+                    .create_index(BY_OPERATION, KeyPath::One("ids"))
+                    .with_multi_entry(true)
                     .build()?;
             } else {
                 db.create_object_store(*store).build()?;

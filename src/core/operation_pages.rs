@@ -1,0 +1,282 @@
+//! Operation pages: the operations a persist batch writes for the first time go to storage
+//! together, as one record (a page, keyed by a number that only grows), instead of one record
+//! each. Reading 100 000 pending operations back then costs a few hundred records instead of
+//! 100 000 — per-record cost, not bytes, is what bounds a load in IndexedDB.
+//!
+//! A page is written once and never changed. A later change of one of its operations is
+//! written as that operation's own record in `operations`, which supersedes the page's copy;
+//! the batch that supersedes a page's last current copy also deletes the page. So every
+//! operation has exactly one current durable copy: its record if it has one, else its copy
+//! in the newest page holding it ([`current_copies`]).
+//!
+//! A batch with a single new operation writes it as a record instead (`Ledger::take_batch`):
+//! for one operation a page only adds cost. So the ledgers that load fast are the ones filled
+//! in bulk (`enqueueMany`, imports, several intents in one turn); one enqueue per turn, as a
+//! slow stream of edits produces, leaves one record per operation, as before pages.
+//!
+//! Pages are few (a few hundred for 100 000 operations), so they are kept in sorted vectors,
+//! not maps: every map type is more code in the `.wasm`.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use super::model::Operation;
+
+/// Most operations in one page (a bigger batch writes several pages).
+pub const PAGE_LIMIT: usize = 256;
+
+/// Where an operation's current durable copy is.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Home {
+    /// Nowhere yet: the next batch writes it into a new page.
+    #[default]
+    Unwritten,
+    /// In this page.
+    Page(u64),
+    /// In its own record.
+    Record,
+}
+
+/// A page as written: its number and its operations, in id order.
+#[derive(Clone, Debug, PartialEq)]
+pub struct OperationPage {
+    /// The page's key; above every page written before.
+    pub no: u64,
+    /// The operations, at least one.
+    pub operations: Vec<Operation>,
+}
+
+/// What one batch does to the pages, applied when the batch is durable.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct PagePlan {
+    /// New pages: number and how many operations.
+    pub written: Vec<(u64, usize)>,
+    /// Pages whose copies the batch supersedes, one entry per superseded copy.
+    pub superseded: Vec<u64>,
+    /// Pages the batch deletes (no current copy left).
+    pub dropped: Vec<u64>,
+}
+
+/// Each stored page, in page order, with the ids whose current copy it holds.
+pub type PageHomes = Vec<(u64, Vec<String>)>;
+
+/// The ids current in page `no`, if it is listed.
+pub fn homes_of(homes: &PageHomes, no: u64) -> Option<&Vec<String>> {
+    let at = homes.binary_search_by_key(&no, |(n, _)| *n).ok()?;
+    homes.get(at).map(|(_, ids)| ids)
+}
+
+/// The stored pages and how many current copies each still holds, in page order.
+#[derive(Clone, Debug, Default)]
+pub struct PageBook {
+    current: Vec<(u64, usize)>,
+    next: u64,
+}
+
+impl PageBook {
+    /// The book of a loaded ledger: each stored page (in page order) with the ids current in
+    /// it. Pages holding none are returned, to be deleted by the next batch.
+    pub fn from_loaded(pages: &PageHomes) -> (Self, BTreeSet<u64>) {
+        let mut book = Self {
+            next: pages.iter().map(|(no, _)| no + 1).max().unwrap_or(1),
+            ..Self::default()
+        };
+        let mut empty = BTreeSet::new();
+        for (no, ids) in pages {
+            if ids.is_empty() {
+                empty.insert(*no);
+            } else {
+                book.current.push((*no, ids.len()));
+            }
+        }
+        (book, empty)
+    }
+
+    fn at(&self, no: u64) -> Option<usize> {
+        self.current.binary_search_by_key(&no, |(n, _)| *n).ok()
+    }
+
+    /// Splits `fresh` (operations never written, in id order) into new pages, and works out
+    /// which pages lose their last current copy when the copies in `superseded` (one page
+    /// number per operation now written as its own record) and the pages in `stale` go.
+    pub fn plan(
+        &mut self,
+        fresh: Vec<Operation>,
+        superseded: Vec<u64>,
+        stale: &BTreeSet<u64>,
+    ) -> (Vec<OperationPage>, PagePlan) {
+        let mut pages = Vec::new();
+        let mut plan = PagePlan::default();
+        let mut fresh = fresh.into_iter().peekable();
+        while fresh.peek().is_some() {
+            let operations: Vec<Operation> = fresh.by_ref().take(PAGE_LIMIT).collect();
+            // Numbers are never reused, even when the batch fails: a page written by a batch
+            // whose answer was lost must never be overwritten by a different page.
+            let no = self.next;
+            self.next += 1;
+            plan.written.push((no, operations.len()));
+            pages.push(OperationPage { no, operations });
+        }
+        // Copies each touched page loses (a batch touches few pages).
+        let mut losses: Vec<(u64, usize)> = Vec::new();
+        for no in &superseded {
+            match losses.iter_mut().find(|(page, _)| page == no) {
+                Some((_, lost)) => *lost += 1,
+                None => losses.push((*no, 1)),
+            }
+        }
+        let mut dropped = stale.clone();
+        for (no, lost) in losses {
+            let left = self.at(no).map_or(0, |at| self.current[at].1);
+            if left <= lost {
+                dropped.insert(no);
+            }
+        }
+        plan.dropped = dropped.into_iter().collect();
+        plan.superseded = superseded;
+        (pages, plan)
+    }
+
+    /// The batch carrying `plan` is durable.
+    pub fn confirm(&mut self, plan: &PagePlan) {
+        // New pages have the highest numbers: appending keeps the order.
+        self.current.extend(plan.written.iter().copied());
+        for no in &plan.superseded {
+            if let Some(at) = self.at(*no) {
+                self.current[at].1 = self.current[at].1.saturating_sub(1);
+            }
+        }
+        self.current.retain(|(no, _)| !plan.dropped.contains(no));
+    }
+
+    /// Stored pages and their current copies, in page order.
+    pub fn pages(&self) -> impl Iterator<Item = (u64, usize)> + '_ {
+        self.current.iter().copied()
+    }
+}
+
+/// The current copy of every operation, given the pages (in page order) and the ids that
+/// have their own record: a record supersedes every page copy, a newer page an older one.
+/// Returns the current page copies in id order and, for every page, the ids current in it
+/// (possibly none).
+pub fn current_copies(
+    pages: Vec<(u64, Vec<Operation>)>,
+    records: &BTreeSet<String>,
+) -> (Vec<(u64, Operation)>, PageHomes) {
+    let mut homes: PageHomes = pages.iter().map(|(no, _)| (*no, Vec::new())).collect();
+    let mut copies: Vec<Option<(u64, Operation)>> = pages
+        .into_iter()
+        .flat_map(|(no, ops)| ops.into_iter().map(move |op| Some((no, op))))
+        .collect();
+    // Id → index of its newest copy: pages come in order, so a later copy replaces an
+    // earlier one. (Indices, not the operations: they are large.)
+    let mut newest: BTreeMap<String, u64> = BTreeMap::new();
+    for (at, copy) in copies.iter().enumerate() {
+        if let Some((_, op)) = copy {
+            if !records.contains(&op.intent.id) {
+                newest.insert(op.intent.id.clone(), at as u64);
+            }
+        }
+    }
+    let mut current: Vec<(u64, Operation)> = Vec::with_capacity(newest.len());
+    for (id, at) in newest {
+        let Some((no, op)) = copies.get_mut(at as usize).and_then(Option::take) else {
+            continue;
+        };
+        if let Ok(slot) = homes.binary_search_by_key(&no, |(n, _)| *n) {
+            homes[slot].1.push(id);
+        }
+        current.push((no, op));
+    }
+    (current, homes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::core::model::Intent;
+
+    fn op(id: &str, sequence: u64) -> Operation {
+        Operation::new(Intent {
+            id: id.into(),
+            sequence,
+            operation_type: "shape.upsert".into(),
+            canvas_ids: vec!["c".into()],
+            dependencies: Vec::new(),
+            payload: serde_json::Value::Null,
+            expected_versions: Default::default(),
+            run_id: None,
+            coalesce_key: None,
+            blob: None,
+            revision: 0,
+            principal: None,
+        })
+    }
+
+    #[test]
+    fn a_batch_is_cut_into_pages_of_at_most_the_limit() {
+        let mut book = PageBook::default();
+        let fresh: Vec<Operation> = (1..=PAGE_LIMIT as u64 + 1)
+            .map(|i| op(&format!("o{i:04}"), i))
+            .collect();
+        let (pages, plan) = book.plan(fresh, Vec::new(), &BTreeSet::new());
+        assert_eq!(pages.len(), 2);
+        assert_eq!(pages[0].operations.len(), PAGE_LIMIT);
+        assert_eq!(pages[1].operations.len(), 1);
+        assert!(pages[0].no < pages[1].no);
+        assert_eq!(
+            plan.written,
+            vec![(pages[0].no, PAGE_LIMIT), (pages[1].no, 1)]
+        );
+        assert!(plan.dropped.is_empty());
+    }
+
+    #[test]
+    fn a_page_is_dropped_with_its_last_current_copy_and_not_before() {
+        let mut book = PageBook::default();
+        let (pages, plan) = book.plan(vec![op("a", 1), op("b", 2)], Vec::new(), &BTreeSet::new());
+        book.confirm(&plan);
+        let no = pages[0].no;
+        let (_, first) = book.plan(Vec::new(), vec![no], &BTreeSet::new());
+        assert!(first.dropped.is_empty(), "one copy is still current");
+        book.confirm(&first);
+        let (_, second) = book.plan(Vec::new(), vec![no], &BTreeSet::new());
+        assert_eq!(second.dropped, vec![no]);
+        book.confirm(&second);
+        assert_eq!(book.pages().count(), 0);
+    }
+
+    #[test]
+    fn an_unconfirmed_plan_changes_no_count_and_no_number_is_reused() {
+        let mut book = PageBook::default();
+        let (first, plan) = book.plan(vec![op("a", 1)], Vec::new(), &BTreeSet::new());
+        book.confirm(&plan);
+        let (_, failed) = book.plan(vec![op("b", 2)], vec![first[0].no], &BTreeSet::new());
+        assert_eq!(failed.dropped, vec![first[0].no]);
+        // The batch failed: nothing confirmed, the next plan starts from the same counts.
+        let (again, retry) = book.plan(vec![op("b", 2)], vec![first[0].no], &BTreeSet::new());
+        assert_eq!(retry.dropped, vec![first[0].no]);
+        assert!(again[0].no > failed.written[0].0);
+    }
+
+    #[test]
+    fn records_supersede_pages_and_newer_pages_older_ones() {
+        let pages = vec![
+            (3, vec![op("a", 1), op("b", 2)]),
+            (7, vec![op("b", 2), op("c", 3)]),
+            (9, vec![op("d", 4)]),
+        ];
+        let records: BTreeSet<String> = ["c".to_owned(), "d".to_owned()].into();
+        let (current, homes) = current_copies(pages, &records);
+        let located: Vec<(u64, &str)> = current
+            .iter()
+            .map(|(no, op)| (*no, op.intent.id.as_str()))
+            .collect();
+        assert_eq!(located, vec![(3, "a"), (7, "b")]);
+        assert_eq!(homes_of(&homes, 3), Some(&vec!["a".to_owned()]));
+        assert_eq!(homes_of(&homes, 7), Some(&vec!["b".to_owned()]));
+        assert_eq!(homes_of(&homes, 9), Some(&Vec::new()), "nothing current");
+        let (book, empty) = PageBook::from_loaded(&homes);
+        assert_eq!(empty, BTreeSet::from([9]));
+        assert_eq!(book.pages().collect::<Vec<_>>(), vec![(3, 1), (7, 1)]);
+    }
+}

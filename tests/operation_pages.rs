@@ -1,0 +1,208 @@
+//! Operations stored in pages (D4, S18): first writes go to storage as pages, later writes as
+//! records that supersede the page copies, and a page goes with its last current copy. The
+//! loader's page checks, and what a load does when a record it needs was set aside.
+
+mod common;
+
+use canvas_scheduler::core::config::SchedulerConfig;
+use canvas_scheduler::core::host::CountingHost;
+use canvas_scheduler::core::io::{AttemptOutcome, AttemptStatus};
+use canvas_scheduler::core::loader::{LedgerLoader, RecordStore};
+use canvas_scheduler::core::model::{Operation, OperationPhase};
+use canvas_scheduler::core::operation_pages::{homes_of, PAGE_LIMIT};
+use canvas_scheduler::testing::Harness;
+use common::edit;
+
+fn harness() -> Harness<CountingHost> {
+    let mut h = Harness::new(SchedulerConfig::default(), CountingHost::new("r"));
+    h.start();
+    h
+}
+
+fn text<T: serde::Serialize>(value: &T) -> String {
+    serde_json::to_string(value).unwrap()
+}
+
+#[test]
+fn s18_first_writes_are_pages_and_settled_operations_retire_them() {
+    let mut h = harness();
+    let count = PAGE_LIMIT + 10;
+    let intents = (0..count)
+        .map(|i| edit(&format!("op{i:04}"), &["c"]))
+        .collect();
+    h.auto_persist = false;
+    h.enqueue(intents).unwrap();
+    let batch = h
+        .persists
+        .front()
+        .cloned()
+        .expect("an enqueue commits one batch");
+    assert_eq!(
+        batch.operation_pages.len(),
+        2,
+        "{count} operations, pages of {PAGE_LIMIT}"
+    );
+    assert!(batch.operations.is_empty(), "no record per operation");
+    h.auto_persist = true;
+    h.drain();
+    assert_eq!(h.store.record_counts(), (2, 0));
+    // Everything settles: each operation is written again as its own record, and the batch
+    // superseding a page's last copy deletes the page.
+    for _ in 0..count {
+        h.drain();
+        if h.answer_first(AttemptStatus::outcome(AttemptOutcome::Applied))
+            .is_none()
+        {
+            break;
+        }
+    }
+    h.drain();
+    let durable = h.store.snapshot();
+    assert_eq!(durable.operations.len(), count);
+    assert!(durable
+        .operations
+        .iter()
+        .all(|op| op.phase == OperationPhase::Resolved));
+    assert_eq!(h.store.record_counts(), (0, count));
+}
+
+#[test]
+fn s18_a_restart_reads_pages_and_records_as_one_ledger() {
+    let mut h = harness();
+    h.enqueue(vec![edit("a", &["x"]), edit("b", &["y"])])
+        .unwrap();
+    h.drain();
+    h.answer_first(AttemptStatus::outcome(AttemptOutcome::Applied));
+    h.drain();
+    assert_eq!(h.store.record_counts(), (1, 1), "b still only in its page");
+    let restarted = Harness::over(
+        SchedulerConfig::default(),
+        CountingHost::new("r"),
+        h.store.clone(),
+        h.now + 60_000,
+    );
+    let ledger = restarted.scheduler.ledger();
+    let phases: Vec<OperationPhase> = ["a", "b"]
+        .iter()
+        .map(|id| ledger.operation(id).unwrap().phase)
+        .collect();
+    assert_eq!(phases, [OperationPhase::Resolved, OperationPhase::Pending]);
+    assert_eq!(ledger.meta().last_sequence, 2);
+}
+
+/// Pages as the loader reads them: `(page number, operations)`.
+fn load(pages: Vec<(u64, Vec<Operation>)>, records: Vec<(String, String)>) -> LoadResult {
+    let mut loader = LedgerLoader::new();
+    loader
+        .add_page(RecordStore::Operations, 100, records)
+        .unwrap();
+    let pages = pages
+        .into_iter()
+        .map(|(no, ops)| (no.to_string(), text(&ops)))
+        .collect();
+    loader
+        .add_page(RecordStore::OperationPages, 100, pages)
+        .unwrap();
+    loader.finish()
+}
+
+type LoadResult = (
+    canvas_scheduler::core::ledger::LedgerSnapshot,
+    Vec<canvas_scheduler::core::loader::Quarantined>,
+);
+
+fn two_pending() -> Vec<Operation> {
+    let mut h = harness();
+    h.enqueue(vec![edit("a", &["x"]), edit("b", &["y"])])
+        .unwrap();
+    h.store.snapshot().operations
+}
+
+#[test]
+fn d4_a_record_supersedes_its_page_copy_and_an_empty_page_is_marked_for_deletion() {
+    let ops = two_pending();
+    let mut newer = ops[0].clone();
+    newer.blockers.push("host_hold".into());
+    let (loaded, quarantined) = load(
+        vec![(1, ops.clone()), (2, vec![ops[1].clone()])],
+        vec![("a".into(), text(&newer))],
+    );
+    assert!(quarantined.is_empty(), "{quarantined:?}");
+    assert_eq!(loaded.operations, vec![newer, ops[1].clone()]);
+    assert_eq!(
+        *homes_of(&loaded.operation_pages, 1).unwrap(),
+        Vec::<String>::new(),
+        "nothing current: delete"
+    );
+    assert_eq!(
+        *homes_of(&loaded.operation_pages, 2).unwrap(),
+        ["b"],
+        "the newer page's copy of b"
+    );
+}
+
+#[test]
+fn d4_bad_pages_are_set_aside_whole_and_repeated_sequences_entry_by_entry() {
+    let ops = two_pending();
+    let mut loader = LedgerLoader::new();
+    let mut twin = ops[1].clone();
+    twin.intent.id = "c".into(); // b's sequence again
+    let pages = vec![
+        ("1".to_string(), text(&ops)),
+        ("2".to_string(), "[]".to_string()),
+        ("3".to_string(), text(&vec![ops[0].clone(), ops[0].clone()])),
+        ("4".to_string(), "{\"not\": \"a page\"}".to_string()),
+        ("5".to_string(), text(&vec![twin])),
+    ];
+    loader
+        .add_page(RecordStore::OperationPages, 10, pages)
+        .unwrap();
+    let kept: Vec<&str> = loader
+        .quarantined()
+        .iter()
+        .map(|q| q.key.as_str())
+        .collect();
+    assert_eq!(kept, ["2", "3", "4"]);
+    let (loaded, quarantined) = loader.finish();
+    assert_eq!(loaded.operations, ops);
+    assert_eq!(quarantined.len(), 4, "{quarantined:?}");
+    assert_eq!(quarantined[3].store, "operation_pages");
+    assert_eq!(quarantined[3].key, "5/c");
+    assert_eq!(
+        *homes_of(&loaded.operation_pages, 5).unwrap(),
+        ["c"],
+        "kept: the page is the record"
+    );
+    let mut loader = LedgerLoader::new();
+    let unordered = vec![("2".to_string(), text(&ops)), ("1".to_string(), text(&ops))];
+    let error = loader
+        .add_page(RecordStore::OperationPages, 10, unordered)
+        .unwrap_err();
+    assert_eq!(error.code(), "corrupt_record");
+}
+
+#[test]
+fn d4_a_page_copy_whose_record_was_set_aside_loads_blocked_and_is_written_back() {
+    let mut h = harness();
+    h.enqueue(vec![edit("a", &["x"])]).unwrap();
+    let ops = h.store.snapshot().operations;
+    let (loaded, quarantined) = load(vec![(1, ops)], vec![("a".into(), "{\"intent\": 3}".into())]);
+    assert_eq!(quarantined.len(), 1);
+    assert_eq!(loaded.operations[0].blockers, ["record_quarantined"]);
+    assert!(loaded.amended.contains("a"));
+    // The first batch after the load writes it as a record, so the next load sees it blocked
+    // even though the set-aside record has left the store.
+    let mut ledger = canvas_scheduler::core::ledger::Ledger::from_records(loaded, 100);
+    let batch = ledger.take_batch(1, Some(1), None);
+    let written: Vec<(&str, &[String])> = batch
+        .operations
+        .iter()
+        .map(|op| (op.intent.id.as_str(), op.blockers.as_slice()))
+        .collect();
+    assert_eq!(written, [("a", &["record_quarantined".to_string()][..])]);
+    assert_eq!(
+        batch.drop_operation_pages,
+        [1],
+        "its page held nothing else"
+    );
+}
