@@ -25,10 +25,9 @@ use super::model::Operation;
 pub const PAGE_LIMIT: usize = 256;
 
 /// Where an operation's current durable copy is.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Home {
     /// Nowhere yet: the next batch writes it into a new page.
-    #[default]
     Unwritten,
     /// In this page.
     Page(u64),

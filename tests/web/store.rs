@@ -16,8 +16,8 @@ use wasm_bindgen::JsValue;
 use wasm_bindgen_test::wasm_bindgen_test;
 
 use super::store_support::{
-    acquire, batch, db_name, event, lease_of, operation, operations_batch, raw_get, raw_keys,
-    request, MAX_SAFE,
+    acquire, acquire_fence, batch, db_name, event, lease_of, operation, operations_batch, raw_get,
+    raw_keys, request, MAX_SAFE,
 };
 use super::support::delete_database;
 
@@ -235,12 +235,7 @@ async fn k2_a_stale_or_missing_fence_is_refused_and_writes_nothing() {
 async fn w5_quota_and_aborted_transactions_fail_whole_and_the_next_apply_succeeds() {
     let name = db_name("faults");
     let ledger = IdbLedger::open(&name).await.expect("open");
-    let fence = acquire(&ledger, "tab-a", 1_000)
-        .await
-        .snapshot
-        .lease
-        .map(|l| l.fence);
-    let fence = fence.expect("lease");
+    let fence = acquire_fence(&ledger, "tab-a", 1_000).await;
     let first = ledger.apply(&operations_batch(fence, 1, 2)).await;
     assert!(matches!(first, PersistResult::Done { .. }), "{first:?}");
 
@@ -351,11 +346,7 @@ async fn w1_blobs_are_stored_beside_the_ledger() {
 async fn w4_an_inbox_id_check_finds_operations_that_are_only_in_a_page() {
     let name = db_name("inbox-pages");
     let ledger = IdbLedger::open(&name).await.expect("open");
-    let fence = acquire(&ledger, "tab-a", 1_000)
-        .await
-        .snapshot
-        .lease
-        .map(|l| l.fence);
+    let fence = Some(acquire_fence(&ledger, "tab-a", 1_000).await);
     let paged = operation("op-p", 1);
     let written = PersistBatch {
         operation_pages: vec![OperationPage {

@@ -5,7 +5,7 @@ use canvas_scheduler::core::io::PersistResult;
 use canvas_scheduler::web::store::IdbLedger;
 use wasm_bindgen_test::{console_log, wasm_bindgen_test};
 
-use super::store_support::{acquire, db_name, operations_batch};
+use super::store_support::{acquire, acquire_fence, db_name, operations_batch};
 use super::support::delete_database;
 
 fn now_ms() -> f64 {
@@ -34,12 +34,7 @@ async fn write_in_batches(
 async fn w1_a_batch_of_500_operations_is_one_transaction() {
     let name = db_name("group-commit");
     let ledger = IdbLedger::open(&name).await.expect("open");
-    let fence = acquire(&ledger, "tab-a", 1_000)
-        .await
-        .snapshot
-        .lease
-        .map(|l| l.fence);
-    let fence = fence.expect("lease");
+    let fence = acquire_fence(&ledger, "tab-a", 1_000).await;
 
     let before = ledger.transactions();
     let grouped_ms = write_in_batches(&ledger, fence, 1, 500, 500).await;
@@ -69,12 +64,7 @@ async fn w1_a_batch_of_500_operations_is_one_transaction() {
 async fn w1_records_per_second_single_vs_100_record_transactions() {
     let name = db_name("throughput");
     let ledger = IdbLedger::open(&name).await.expect("open");
-    let fence = acquire(&ledger, "tab-a", 1_000)
-        .await
-        .snapshot
-        .lease
-        .map(|l| l.fence);
-    let fence = fence.expect("lease");
+    let fence = acquire_fence(&ledger, "tab-a", 1_000).await;
     let total = 300;
     let single_ms = write_in_batches(&ledger, fence, 1, total, 1).await;
     let grouped_ms = write_in_batches(&ledger, fence, 1 + total, total, 100).await;

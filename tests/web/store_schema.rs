@@ -16,8 +16,8 @@ use wasm_bindgen_test::wasm_bindgen_test;
 const META_KEY: &str = "meta";
 
 use super::store_support::{
-    acquire, db_name, event, lease_of, operation, operations_batch, raw_get, raw_keys, raw_put,
-    request,
+    acquire, acquire_fence, db_name, event, lease_of, operation, operations_batch, raw_get,
+    raw_keys, raw_put, request,
 };
 use super::support::{create_database, delete_database};
 
@@ -86,12 +86,7 @@ async fn w1_an_older_schema_is_upgraded_without_losing_queued_work() {
 async fn w5_a_versionchange_from_another_tab_fails_the_next_apply_until_reopen() {
     let name = db_name("versionchange");
     let ledger = IdbLedger::open(&name).await.expect("open");
-    let fence = acquire(&ledger, "tab-a", 1_000)
-        .await
-        .snapshot
-        .lease
-        .map(|l| l.fence);
-    let fence = fence.expect("lease");
+    let fence = acquire_fence(&ledger, "tab-a", 1_000).await;
     let first = ledger.apply(&operations_batch(fence, 1, 1)).await;
     assert!(matches!(first, PersistResult::Done { .. }), "{first:?}");
 
@@ -132,12 +127,8 @@ async fn w5_a_versionchange_from_another_tab_fails_the_next_apply_until_reopen()
 async fn d4_corrupt_and_foreign_records_are_quarantined_and_the_rest_loads() {
     let name = db_name("corrupt");
     let ledger = IdbLedger::open(&name).await.expect("open");
-    let fence = acquire(&ledger, "tab-a", 1_000)
-        .await
-        .snapshot
-        .lease
-        .map(|l| l.fence);
-    let mut good = operations_batch(fence.expect("lease"), 1, 2);
+    let fence = acquire_fence(&ledger, "tab-a", 1_000).await;
+    let mut good = operations_batch(fence, 1, 2);
     good.requests = vec![request("req-1", "op-000001")];
     good.events = vec![event(1), event(2)];
     assert!(matches!(
@@ -305,12 +296,7 @@ async fn w1_version_5_retires_meta_so_builds_that_cannot_read_pages_refuse_the_d
 async fn w1_a_ledger_of_older_object_records_and_newer_string_records_loads_whole() {
     let name = db_name("mixed");
     let ledger = IdbLedger::open(&name).await.expect("open");
-    let fence = acquire(&ledger, "tab-a", 1_000)
-        .await
-        .snapshot
-        .lease
-        .map(|l| l.fence)
-        .expect("lease");
+    let fence = acquire_fence(&ledger, "tab-a", 1_000).await;
     // This build writes JSON strings: odd sequences through the store...
     let mut written = operations_batch(fence, 1, 1);
     written.operations = (1..=15)
@@ -397,12 +383,7 @@ async fn w1_a_ledger_of_older_object_records_and_newer_string_records_loads_whol
 async fn d4_string_records_that_are_not_json_or_not_a_record_are_quarantined_as_stored() {
     let name = db_name("corrupt-strings");
     let ledger = IdbLedger::open(&name).await.expect("open");
-    let fence = acquire(&ledger, "tab-a", 1_000)
-        .await
-        .snapshot
-        .lease
-        .map(|l| l.fence)
-        .expect("lease");
+    let fence = acquire_fence(&ledger, "tab-a", 1_000).await;
     let mut good = operations_batch(fence, 1, 2);
     good.requests = vec![request("req-1", "op-000001")];
     good.events = vec![event(1)];
@@ -504,12 +485,7 @@ async fn d4_string_records_that_are_not_json_or_not_a_record_are_quarantined_as_
 async fn d4_without_get_all_records_pages_come_from_get_all_and_get_all_keys() {
     let name = db_name("no-get-all-records");
     let ledger = IdbLedger::open(&name).await.expect("open");
-    let fence = acquire(&ledger, "tab-a", 1_000)
-        .await
-        .snapshot
-        .lease
-        .map(|l| l.fence)
-        .expect("lease");
+    let fence = acquire_fence(&ledger, "tab-a", 1_000).await;
     let mut written = operations_batch(fence, 1, 15);
     written.events = (1..=9).map(event).collect();
     assert!(matches!(

@@ -119,6 +119,12 @@ pub async fn acquire(ledger: &IdbLedger, owner: &str, now: u64) -> LoadedLedger 
     }
 }
 
+/// Takes the lease as `owner` at `now` (see [`acquire`]) and returns its fence.
+pub async fn acquire_fence(ledger: &IdbLedger, owner: &str, now: u64) -> u64 {
+    let lease = acquire(ledger, owner, now).await.snapshot.lease;
+    lease.map(|l| l.fence).expect("acquire stores a lease")
+}
+
 /// The lease as `apply` must report it.
 pub fn lease_of(result: &PersistResult) -> Option<Lease> {
     match result {

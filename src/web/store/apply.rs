@@ -8,13 +8,12 @@ use indexed_db_futures::transaction::{Transaction, TransactionMode};
 use indexed_db_futures::KeyRange;
 use wasm_bindgen::JsValue;
 
-use super::codec::{decode, to_js};
+use super::codec::{decode, page_value, to_js};
 use super::errors::storage_error;
 use super::schema::{EVENTS, LEASE, LEASE_KEY, OPERATIONS, OPERATION_PAGES, REQUESTS};
 use super::IdbLedger;
 use crate::core::io::{LeaseWrite, PersistBatch, PersistFailure, PersistResult};
 use crate::core::model::Lease;
-use crate::core::operation_pages::OperationPage;
 use crate::core::safe_error::SafeError;
 
 /// The batch's records, serialized before the transaction opens (a record that cannot be
@@ -24,25 +23,6 @@ struct Encoded {
     operations: Vec<(JsValue, JsValue)>,
     requests: Vec<(JsValue, JsValue)>,
     events: Vec<(JsValue, JsValue)>,
-}
-
-/// A page as stored: `{ids, json}` — the ids for the `by_operation` index (W4's check that an
-/// id is not taken), the operations as one JSON text (see `codec`).
-fn page_value(page: &OperationPage) -> Result<JsValue, SafeError> {
-    let ids = js_sys::Array::new();
-    for op in &page.operations {
-        ids.push(&JsValue::from_str(&op.intent.id));
-    }
-    let value = js_sys::Object::new();
-    let fields = [
-        ("ids", JsValue::from(ids)),
-        ("json", to_js(&page.operations)?),
-    ];
-    for (name, field) in fields {
-        js_sys::Reflect::set(&value, &JsValue::from_str(name), &field)
-            .map_err(|e| super::errors::js_error(&e))?;
-    }
-    Ok(value.into())
 }
 
 fn encode(batch: &PersistBatch) -> Result<Encoded, SafeError> {

@@ -17,6 +17,7 @@ use serde::Serialize;
 use serde_json::Value;
 use wasm_bindgen::JsValue;
 
+use crate::core::operation_pages::OperationPage;
 use crate::core::safe_error::SafeError;
 
 /// Largest integer a JS number holds exactly.
@@ -85,4 +86,31 @@ pub fn describe_key(key: &JsValue) -> String {
             Err(_) => format!("{key:?}"),
         },
     }
+}
+
+/// A page as stored: `{ids, json}` — the ids for the `by_operation` index (W4's check that an
+/// id is not taken), the operations as one JSON text (read back by [`page_text`]).
+pub fn page_value(page: &OperationPage) -> Result<JsValue, SafeError> {
+    let ids = js_sys::Array::new();
+    for op in &page.operations {
+        ids.push(&JsValue::from_str(&op.intent.id));
+    }
+    let value = js_sys::Object::new();
+    let fields = [
+        ("ids", JsValue::from(ids)),
+        ("json", to_js(&page.operations)?),
+    ];
+    for (name, field) in fields {
+        js_sys::Reflect::set(&value, &JsValue::from_str(name), &field)
+            .map_err(|e| super::errors::js_error(&e))?;
+    }
+    Ok(value.into())
+}
+
+/// The JSON text of a stored operation page (its `json` field; see `apply`).
+pub fn page_text(value: &JsValue) -> Result<String, String> {
+    js_sys::Reflect::get(value, &JsValue::from_str("json"))
+        .ok()
+        .and_then(|json| json.as_string())
+        .ok_or_else(|| "operation page without its json text".to_owned())
 }

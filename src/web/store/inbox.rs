@@ -13,7 +13,7 @@ use indexed_db_futures::transaction::{Transaction, TransactionMode};
 use serde::{Deserialize, Serialize};
 use wasm_bindgen::JsValue;
 
-use super::codec::decode;
+use super::codec::{decode, page_text};
 use super::errors::{js_error, storage_error};
 use super::schema::{BY_OPERATION, INBOX, OPERATIONS, OPERATION_PAGES, QUARANTINE};
 use super::IdbLedger;
@@ -116,9 +116,8 @@ async fn stored_operation(
     let Some(page) = found.last() else {
         return Ok(None);
     };
-    let operations = js_sys::Reflect::get(page, &JsValue::from_str("json"))
+    let operations = page_text(page)
         .ok()
-        .and_then(|json| json.as_string())
         .and_then(|json| serde_json::from_str::<Vec<Operation>>(&json).ok());
     Ok(Some(operations.and_then(|ops| {
         ops.into_iter().find(|op| op.intent.id == id)

@@ -14,7 +14,9 @@ use serde_json::Value;
 use wasm_bindgen::closure::Closure;
 use wasm_bindgen::{JsCast, JsValue};
 
-use super::codec::{decode, describe_key, event_key, json_text, string_key, to_js, to_json};
+use super::codec::{
+    decode, describe_key, event_key, json_text, page_text, string_key, to_js, to_json,
+};
 use super::errors::{js_error, storage_error, AcquireError};
 use super::schema::{EVENTS, LEASE, LEASE_KEY, OPERATIONS, OPERATION_PAGES, QUARANTINE, REQUESTS};
 use super::IdbLedger;
@@ -423,14 +425,6 @@ fn key_order(kind: RecordStore, a: &str, b: &str) -> std::cmp::Ordering {
     } else {
         a.cmp(b)
     }
-}
-
-/// The JSON text of a stored operation page (its `json` field; see `apply`).
-fn page_text(value: &JsValue) -> Result<String, String> {
-    Reflect::get(value, &JsValue::from_str("json"))
-        .ok()
-        .and_then(|json| json.as_string())
-        .ok_or_else(|| "operation page without its json text".to_owned())
 }
 
 fn add_page(
