@@ -69,7 +69,6 @@ pub struct LedgerLoader {
     snapshot: LedgerSnapshot,
     quarantined: Vec<Quarantined>,
     last_key: [Option<String>; 4],
-    operation_ids: BTreeSet<String>,
     /// Legible operation pages by number; merged with the records in `finish`.
     pages: Vec<(u64, Vec<Operation>)>,
     sequences: BTreeSet<u64>,
@@ -139,6 +138,13 @@ fn check_event_page(page: &[EventRecord], key: &str, previous: Option<&str>) -> 
 }
 
 /// Two lists of operations in id order (no id in both) as one, in id order.
+/// Whether `operations`, in id order, hold `id`.
+fn holds(operations: &[Operation], id: &str) -> bool {
+    operations
+        .binary_search_by(|op| op.intent.id.as_str().cmp(id))
+        .is_ok()
+}
+
 fn merge_by_id(records: Vec<Operation>, paged: Vec<Operation>) -> Vec<Operation> {
     if paged.is_empty() {
         return records;
@@ -259,7 +265,8 @@ impl LedgerLoader {
                         "sequence {sequence} is zero, above 2^53-1 or repeated"
                     ));
                 }
-                self.operation_ids.insert(op.intent.id.clone());
+                // Keys strictly advance and each is its operation's id: the records stay in
+                // id order, so finding one is a binary search (no set of 100 000 ids).
                 self.snapshot.operations.push(op);
             }
             RecordStore::Requests => {
@@ -359,7 +366,9 @@ impl LedgerLoader {
             .filter(|q| q.store == RecordStore::Operations.name())
             .map(|q| q.key.clone())
             .collect();
-        let (copies, homes) = current_copies(std::mem::take(&mut self.pages), &self.operation_ids);
+        let records = std::mem::take(&mut self.snapshot.operations);
+        let (copies, homes) =
+            current_copies(std::mem::take(&mut self.pages), |id| holds(&records, id));
         let mut paged = Vec::with_capacity(copies.len());
         for (no, mut op) in copies {
             let id = op.intent.id.clone();
@@ -382,10 +391,8 @@ impl LedgerLoader {
                 op.blockers.push("record_quarantined".into());
                 self.snapshot.amended.insert(id.clone());
             }
-            self.operation_ids.insert(id);
             paged.push(op);
         }
-        let records = std::mem::take(&mut self.snapshot.operations);
         self.snapshot.operations = merge_by_id(records, paged);
         self.snapshot.operation_pages = homes;
     }
@@ -398,10 +405,10 @@ impl LedgerLoader {
     /// operation: it may have been frozen into that request (see `Ledger::freeze`).
     pub fn finish(mut self) -> (LedgerSnapshot, Vec<Quarantined>) {
         self.merge_pages();
-        let known = self.operation_ids.clone();
+        let operations = &self.snapshot.operations;
         let (kept, foreign): (Vec<_>, Vec<_>) = std::mem::take(&mut self.snapshot.requests)
             .into_iter()
-            .partition(|r| r.operation_ids.iter().any(|id| known.contains(id)));
+            .partition(|r| r.operation_ids.iter().any(|id| holds(operations, id)));
         for request in foreign {
             let record = serde_json::to_value(&request).unwrap_or(Value::Null);
             self.quarantined.push(Quarantined {

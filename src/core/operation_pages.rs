@@ -153,38 +153,43 @@ impl PageBook {
     }
 }
 
-/// The current copy of every operation, given the pages (in page order) and the ids that
-/// have their own record: a record supersedes every page copy, a newer page an older one.
+/// The current copy of every operation, given the pages (in page order) and which ids have
+/// their own record: a record supersedes every page copy, a newer page an older one.
 /// Returns the current page copies in id order and, for every page, the ids current in it
 /// (possibly none).
 pub fn current_copies(
     pages: Vec<(u64, Vec<Operation>)>,
-    records: &BTreeSet<String>,
+    is_record: impl Fn(&str) -> bool,
 ) -> (Vec<(u64, Operation)>, PageHomes) {
     let mut homes: PageHomes = pages.iter().map(|(no, _)| (*no, Vec::new())).collect();
-    let mut copies: Vec<Option<(u64, Operation)>> = pages
-        .into_iter()
-        .flat_map(|(no, ops)| ops.into_iter().map(move |op| Some((no, op))))
-        .collect();
-    // Id → index of its newest copy: pages come in order, so a later copy replaces an
-    // earlier one. (Indices, not the operations: they are large.)
-    let mut newest: BTreeMap<String, u64> = BTreeMap::new();
-    for (at, copy) in copies.iter().enumerate() {
-        if let Some((_, op)) = copy {
-            if !records.contains(&op.intent.id) {
-                newest.insert(op.intent.id.clone(), at as u64);
+    // Id → (page, place in page) of its newest copy: pages come in order, so a later copy
+    // replaces an earlier one. Borrowed ids and positions, not the operations: they are large
+    // and a load has 100 000 of them.
+    let mut newest: BTreeMap<&str, (usize, usize)> = BTreeMap::new();
+    for (page, (_, ops)) in pages.iter().enumerate() {
+        for (place, op) in ops.iter().enumerate() {
+            if !is_record(&op.intent.id) {
+                newest.insert(&op.intent.id, (page, place));
             }
         }
     }
-    let mut current: Vec<(u64, Operation)> = Vec::with_capacity(newest.len());
-    for (id, at) in newest {
-        let Some((no, op)) = copies.get_mut(at as usize).and_then(Option::take) else {
+    let order: Vec<(usize, usize)> = newest.into_values().collect();
+    let mut pages: Vec<(u64, Vec<Option<Operation>>)> = pages
+        .into_iter()
+        .map(|(no, ops)| (no, ops.into_iter().map(Some).collect()))
+        .collect();
+    let mut current: Vec<(u64, Operation)> = Vec::with_capacity(order.len());
+    for (page, place) in order {
+        let Some((no, ops)) = pages.get_mut(page) else {
             continue;
         };
-        if let Ok(slot) = homes.binary_search_by_key(&no, |(n, _)| *n) {
-            homes[slot].1.push(id);
+        let Some(op) = ops.get_mut(place).and_then(Option::take) else {
+            continue;
+        };
+        if let Some((_, ids)) = homes.get_mut(page) {
+            ids.push(op.intent.id.clone());
         }
-        current.push((no, op));
+        current.push((*no, op));
     }
     (current, homes)
 }
@@ -265,7 +270,7 @@ mod tests {
             (9, vec![op("d", 4)]),
         ];
         let records: BTreeSet<String> = ["c".to_owned(), "d".to_owned()].into();
-        let (current, homes) = current_copies(pages, &records);
+        let (current, homes) = current_copies(pages, |id| records.contains(id));
         let located: Vec<(u64, &str)> = current
             .iter()
             .map(|(no, op)| (*no, op.intent.id.as_str()))

@@ -57,7 +57,9 @@ impl MemoryStore {
     pub fn snapshot(&self) -> LedgerSnapshot {
         let records: BTreeSet<String> = self.operations.keys().cloned().collect();
         let (paged, operation_pages) =
-            current_copies(self.operation_pages.clone().into_iter().collect(), &records);
+            current_copies(self.operation_pages.clone().into_iter().collect(), |id| {
+                records.contains(id)
+            });
         let mut operations: Vec<Operation> = self.operations.values().cloned().collect();
         operations.extend(paged.into_iter().map(|(_, op)| op));
         operations.sort_by(|a, b| a.intent.id.cmp(&b.intent.id));

@@ -7,8 +7,8 @@ use crate::core::digest::body_digest;
 use crate::core::host::{Host, WireBody};
 use crate::core::io::Effect;
 use crate::core::model::{
-    EventKind, FrozenRequest, Millis, OperationPhase, RequestPhase, RetryAction, PROTOCOL_VERSION,
-    RUN_CANCEL_KIND, UPLOAD_KIND,
+    EventKind, FrozenRequest, Millis, Operation, OperationPhase, RequestPhase, RetryAction,
+    PROTOCOL_VERSION, RUN_CANCEL_KIND, UPLOAD_KIND,
 };
 use crate::core::safe_error::SafeError;
 
@@ -27,26 +27,34 @@ impl<H: Host> Scheduler<H> {
         if op.phase != OperationPhase::Pending {
             return;
         }
+        // One lookup for all of it: recovery indexes every pending operation (100 000 in a
+        // big ledger), so each extra search by id is felt in start().
+        let ready = self.is_ready_op(op).then_some(op.intent.sequence);
         if self.indexed.insert(id.to_owned()) {
             if let (Some(key), None) = (&op.intent.coalesce_key, &op.request_id) {
                 // Rebuilt at recovery too: ops are indexed in sequence order, the latest wins.
                 self.coalescible.insert(key.clone(), id.to_owned());
             }
-            for dependency in op.intent.dependencies.clone() {
+            for dependency in &op.intent.dependencies {
                 self.dependents
-                    .entry(dependency)
+                    .entry(dependency.clone())
                     .or_default()
                     .insert(id.to_owned());
             }
         }
-        self.consider_ready(id);
+        if let Some(sequence) = ready {
+            self.ready.push(sequence, id);
+        }
     }
 
     /// S1: pending, unblocked, not carried by an unresolved request, every dependency resolved.
     pub(super) fn is_ready(&self, id: &str) -> bool {
-        let Some(op) = self.ledger.operation(id) else {
-            return false;
-        };
+        self.ledger
+            .operation(id)
+            .is_some_and(|op| self.is_ready_op(op))
+    }
+
+    fn is_ready_op(&self, op: &Operation) -> bool {
         op.is_open()
             && op
                 .request_id
@@ -61,8 +69,8 @@ impl<H: Host> Scheduler<H> {
     }
 
     pub(super) fn consider_ready(&mut self, id: &str) {
-        if self.is_ready(id) {
-            if let Some(op) = self.ledger.operation(id) {
+        if let Some(op) = self.ledger.operation(id) {
+            if self.is_ready_op(op) {
                 let sequence = op.intent.sequence;
                 self.ready.push(sequence, id);
             }
