@@ -116,7 +116,7 @@ fn pending_snapshot(count: u64) -> LedgerSnapshot {
                 } else {
                     Vec::new()
                 },
-                payload: input.payload,
+                payload: input.payload.into(),
                 expected_versions: Default::default(),
                 run_id: None,
                 coalesce_key: None,

@@ -4,9 +4,9 @@
 use std::collections::BTreeMap;
 
 use serde::Serialize;
-use serde_json::Value;
 
 use super::model::{Intent, PROTOCOL_VERSION};
+use super::payload::Payload;
 use super::safe_error::SafeError;
 
 /// What `compile` turns an intent into (the body of the request, before freezing).
@@ -21,7 +21,7 @@ pub struct CompiledRequest {
     /// Protocol version; defaults to 1.
     pub protocol_version: Option<u32>,
     /// Body payload.
-    pub payload: Value,
+    pub payload: Payload,
     /// Canvases the body touches; must equal the participants (S6).
     pub canvas_ids: Vec<String>,
     /// Version guards.
@@ -109,7 +109,7 @@ pub struct WireBody<'a> {
     /// Protocol version.
     pub protocol_version: u32,
     /// Payload (one per operation when batched: an array of the operations' payloads).
-    pub payload: &'a Value,
+    pub payload: &'a Payload,
     /// Sorted, unique canvases.
     pub canvas_ids: &'a [String],
     /// Version guards.

@@ -9,6 +9,7 @@ use serde_json::Value;
 
 use super::error::{ErrorCode, SchedulerError};
 use super::model::{BlobRef, Intent};
+use super::payload::Payload;
 
 /// Longest id (operation, canvas, run, blob) accepted.
 pub const MAX_ID_CHARS: usize = 128;
@@ -184,7 +185,7 @@ pub fn into_intent(input: IntentInput, sequence: u64, principal: Option<String>)
         operation_type: input.operation_type,
         canvas_ids: input.canvas_ids,
         dependencies: input.dependencies,
-        payload: input.payload,
+        payload: Payload::from_value(&input.payload),
         expected_versions: input.expected_versions.unwrap_or_default(),
         run_id: input.run_id,
         coalesce_key: input.coalesce_key,

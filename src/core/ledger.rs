@@ -103,14 +103,28 @@ impl Ledger {
     /// A ledger holding already-validated durable records (nothing dirty).
     pub fn from_records(snapshot: LedgerSnapshot, event_limit: usize) -> Self {
         let mut ledger = Self::new(event_limit);
-        for op in snapshot.operations {
-            ledger.meta.last_sequence = ledger.meta.last_sequence.max(op.intent.sequence);
-            let slot = Slot {
-                op,
-                home: Home::Record,
-            };
-            ledger.operations.insert(slot.op.intent.id.clone(), slot);
-        }
+        let top = snapshot
+            .operations
+            .iter()
+            .map(|op| op.intent.sequence)
+            .max();
+        ledger.meta.last_sequence = top.unwrap_or(0);
+        // Built at once (a load's operations come in id order: built without a search per
+        // operation); a repeated id keeps its last copy, as inserting one by one would.
+        ledger.operations = snapshot
+            .operations
+            .into_iter()
+            .map(|op| {
+                let id = op.intent.id.clone();
+                (
+                    id,
+                    Slot {
+                        op,
+                        home: Home::Record,
+                    },
+                )
+            })
+            .collect();
         for (no, ids) in &snapshot.operation_pages {
             for id in ids {
                 if let Some(slot) = ledger.operations.get_mut(id) {

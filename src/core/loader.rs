@@ -149,6 +149,9 @@ fn merge_by_id(records: Vec<Operation>, paged: Vec<Operation>) -> Vec<Operation>
     if paged.is_empty() {
         return records;
     }
+    if records.is_empty() {
+        return paged;
+    }
     let mut merged = Vec::with_capacity(records.len() + paged.len());
     let mut paged = paged.into_iter().peekable();
     for op in records {
@@ -367,11 +370,11 @@ impl LedgerLoader {
             .map(|q| q.key.clone())
             .collect();
         let records = std::mem::take(&mut self.snapshot.operations);
-        let (copies, homes) =
+        let (mut paged, homes) =
             current_copies(std::mem::take(&mut self.pages), |id| holds(&records, id));
-        let mut paged = Vec::with_capacity(copies.len());
-        for (no, mut op) in copies {
-            let id = op.intent.id.clone();
+        // In place: 100 000 operations are not moved once more.
+        paged.retain_mut(|op| {
+            let id = &op.intent.id;
             let sequence = op.intent.sequence;
             if sequence == 0
                 || sequence > super::intent::MAX_SAFE_INTEGER
@@ -379,20 +382,24 @@ impl LedgerLoader {
             {
                 // Reported, and left in its page: the page stays stored (it keeps a current
                 // copy that never loads) as the whole record, and the report names it.
+                let no = homes
+                    .iter()
+                    .find(|(_, ids)| ids.contains(id))
+                    .map_or(0, |(no, _)| *no);
                 self.quarantined.push(Quarantined {
                     store: RecordStore::OperationPages.name(),
                     key: format!("{no}/{id}"),
                     reason: format!("sequence {sequence} is zero, above 2^53-1 or repeated"),
                     record: serde_json::json!({ "page": no, "id": id, "sequence": sequence }),
                 });
-                continue;
+                return false;
             }
-            if set_aside.contains(&id) && op.phase == OperationPhase::Pending {
-                op.blockers.push("record_quarantined".into());
+            if set_aside.contains(id) && op.phase == OperationPhase::Pending {
                 self.snapshot.amended.insert(id.clone());
+                op.blockers.push("record_quarantined".into());
             }
-            paged.push(op);
-        }
+            true
+        });
         self.snapshot.operations = merge_by_id(records, paged);
         self.snapshot.operation_pages = homes;
     }

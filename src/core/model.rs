@@ -6,6 +6,8 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use super::payload::Payload;
+
 use super::safe_error::SafeError;
 
 /// Milliseconds since the Unix epoch. Due times are absolute so throttled timers lose nothing.
@@ -52,9 +54,9 @@ pub struct Intent {
     /// Operations that must resolve before this one is sent.
     #[serde(default)]
     pub dependencies: Vec<String>,
-    /// Opaque JSON body for the server.
+    /// Opaque JSON body for the server, as checked at enqueue.
     #[serde(default)]
-    pub payload: Value,
+    pub payload: Payload,
     /// Optimistic-concurrency guard per canvas.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub expected_versions: BTreeMap<String, u64>,

@@ -160,7 +160,7 @@ impl PageBook {
 pub fn current_copies(
     pages: Vec<(u64, Vec<Operation>)>,
     is_record: impl Fn(&str) -> bool,
-) -> (Vec<(u64, Operation)>, PageHomes) {
+) -> (Vec<Operation>, PageHomes) {
     let mut homes: PageHomes = pages.iter().map(|(no, _)| (*no, Vec::new())).collect();
     // Id → (page, place in page) of its newest copy: pages come in order, so a later copy
     // replaces an earlier one. Borrowed ids and positions, not the operations: they are large
@@ -178,9 +178,9 @@ pub fn current_copies(
         .into_iter()
         .map(|(no, ops)| (no, ops.into_iter().map(Some).collect()))
         .collect();
-    let mut current: Vec<(u64, Operation)> = Vec::with_capacity(order.len());
+    let mut current: Vec<Operation> = Vec::with_capacity(order.len());
     for (page, place) in order {
-        let Some((no, ops)) = pages.get_mut(page) else {
+        let Some((_, ops)) = pages.get_mut(page) else {
             continue;
         };
         let Some(op) = ops.get_mut(place).and_then(Option::take) else {
@@ -189,7 +189,7 @@ pub fn current_copies(
         if let Some((_, ids)) = homes.get_mut(page) {
             ids.push(op.intent.id.clone());
         }
-        current.push((*no, op));
+        current.push(op);
     }
     (current, homes)
 }
@@ -206,7 +206,7 @@ mod tests {
             operation_type: "shape.upsert".into(),
             canvas_ids: vec!["c".into()],
             dependencies: Vec::new(),
-            payload: serde_json::Value::Null,
+            payload: Default::default(),
             expected_versions: Default::default(),
             run_id: None,
             coalesce_key: None,
@@ -271,11 +271,8 @@ mod tests {
         ];
         let records: BTreeSet<String> = ["c".to_owned(), "d".to_owned()].into();
         let (current, homes) = current_copies(pages, |id| records.contains(id));
-        let located: Vec<(u64, &str)> = current
-            .iter()
-            .map(|(no, op)| (*no, op.intent.id.as_str()))
-            .collect();
-        assert_eq!(located, vec![(3, "a"), (7, "b")]);
+        let located: Vec<&str> = current.iter().map(|op| op.intent.id.as_str()).collect();
+        assert_eq!(located, vec!["a", "b"]);
         assert_eq!(homes_of(&homes, 3), Some(&vec!["a".to_owned()]));
         assert_eq!(homes_of(&homes, 7), Some(&vec!["b".to_owned()]));
         assert_eq!(homes_of(&homes, 9), Some(&Vec::new()), "nothing current");

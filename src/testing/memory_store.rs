@@ -61,7 +61,7 @@ impl MemoryStore {
                 records.contains(id)
             });
         let mut operations: Vec<Operation> = self.operations.values().cloned().collect();
-        operations.extend(paged.into_iter().map(|(_, op)| op));
+        operations.extend(paged);
         operations.sort_by(|a, b| a.intent.id.cmp(&b.intent.id));
         LedgerSnapshot {
             operations,

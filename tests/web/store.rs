@@ -28,7 +28,8 @@ fn full_batch(fence: u64) -> PersistBatch {
     rich.intent.payload = json!({
         "deep": {"list": [1, -2, 3.25, "x", {"k": [true, false, null]}], "max": MAX_SAFE},
         "empty": {}, "text": "é ✓ 😀"
-    });
+    })
+    .into();
     rich.intent.expected_versions.insert("c1".into(), MAX_SAFE);
     rich.intent.run_id = Some("run-1".into());
     rich.intent.coalesce_key = Some("shape:1".into());
@@ -365,7 +366,7 @@ async fn w4_an_inbox_id_check_finds_operations_that_are_only_in_a_page() {
         operation_type: operation_type.into(),
         canvas_ids: paged.intent.canvas_ids.clone(),
         dependencies,
-        payload: paged.intent.payload.clone(),
+        payload: paged.intent.payload.to_value(),
         expected_versions: None,
         run_id: None,
         coalesce_key: None,

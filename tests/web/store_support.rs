@@ -33,7 +33,7 @@ pub fn operation(id: &str, sequence: u64) -> Operation {
         operation_type: "shape.upsert".into(),
         canvas_ids: vec!["c1".into()],
         dependencies: vec![],
-        payload: json!({"shape": {"x": 1, "y": -2.5, "tags": ["a", "b"], "n": null}}),
+        payload: json!({"shape": {"x": 1, "y": -2.5, "tags": ["a", "b"], "n": null}}).into(),
         expected_versions: BTreeMap::new(),
         run_id: None,
         coalesce_key: None,

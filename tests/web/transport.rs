@@ -156,7 +156,7 @@ impl Draft {
             owner_canvas_id: self.canvas.as_deref(),
             run_id: self.run_id.as_deref(),
             protocol_version: 1,
-            payload: &self.payload,
+            payload: &self.payload.clone().into(),
             canvas_ids: &canvas_ids,
             expected_versions: &self.expected,
         })

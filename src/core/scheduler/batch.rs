@@ -3,11 +3,12 @@
 //! dependencies and exactly-once are unchanged: the batch claims the shared canvases, every
 //! member is ready on its own, and the server applies the batch atomically under one key.
 
-use serde_json::{json, Value};
+use serde::Serialize;
 
 use super::Scheduler;
 use crate::core::host::Host;
 use crate::core::model::Intent;
+use crate::core::payload::Payload;
 
 /// Protocol v1 batches only shape operations (the reference server refuses others).
 fn batchable_kind(kind: &str) -> bool {
@@ -15,7 +16,22 @@ fn batchable_kind(kind: &str) -> bool {
 }
 
 fn payload_bytes(intent: &Intent) -> usize {
-    serde_json::to_vec(&intent.payload).map_or(usize::MAX, |bytes| bytes.len())
+    intent.payload.text().len()
+}
+
+/// One operation in a batch body. Fields in key order: the body reads as it did when built
+/// from a sorted JSON map.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct BatchEntry<'a> {
+    kind: &'a str,
+    operation_id: &'a str,
+    payload: &'a Payload,
+}
+
+#[derive(Serialize)]
+struct BatchPayload<'a> {
+    operations: Vec<BatchEntry<'a>>,
 }
 
 impl<H: Host> Scheduler<H> {
@@ -61,11 +77,15 @@ impl<H: Host> Scheduler<H> {
     }
 
     /// The body payload of a batch: one entry per operation, in order (SPEC §1, protocol v1).
-    pub(super) fn batch_payload(first: &Intent, members: &[Intent]) -> Value {
-        let entries: Vec<Value> = std::iter::once(first)
+    pub(super) fn batch_payload(first: &Intent, members: &[Intent]) -> Payload {
+        let operations = std::iter::once(first)
             .chain(members)
-            .map(|intent| json!({ "operationId": intent.id, "kind": intent.operation_type, "payload": intent.payload }))
+            .map(|intent| BatchEntry {
+                kind: &intent.operation_type,
+                operation_id: &intent.id,
+                payload: &intent.payload,
+            })
             .collect();
-        json!({ "operations": entries })
+        Payload::from_serialized(&BatchPayload { operations })
     }
 }

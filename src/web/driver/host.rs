@@ -10,6 +10,7 @@ use wasm_bindgen::{JsCast, JsValue};
 
 use crate::core::host::{default_compile, CompiledRequest, Host};
 use crate::core::model::Intent;
+use crate::core::payload::Payload;
 use crate::core::safe_error::SafeError;
 
 /// Request ids that are unique across tabs, reloads and restarts, and the JS hooks.
@@ -62,9 +63,10 @@ fn reject_promise(hook: &str, value: &JsValue) -> Result<(), SafeError> {
     Ok(())
 }
 
+/// The intent as `compile` and `participants` see it: a plain object (its payload is stored
+/// as JSON text, which only a JSON serializer writes as the value it is).
 fn intent_js(intent: &Intent) -> JsValue {
-    let serializer = serde_wasm_bindgen::Serializer::json_compatible();
-    serde::Serialize::serialize(intent, &serializer).unwrap_or(JsValue::NULL)
+    crate::web::json::to_js(intent)
 }
 
 fn string_list(value: &JsValue, what: &str) -> Result<Vec<String>, SafeError> {
@@ -152,7 +154,7 @@ fn decode_compiled(value: &JsValue) -> Result<CompiledRequest, SafeError> {
         owner_canvas_id: optional_string("ownerCanvasId")?,
         run_id: optional_string("runId")?,
         protocol_version,
-        payload,
+        payload: Payload::from_value(&payload),
         canvas_ids: string_list(&get("canvasIds"), "compiled canvasIds")?,
         expected_versions,
     })
