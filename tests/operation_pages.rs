@@ -14,9 +14,140 @@ use canvas_scheduler::testing::Harness;
 use common::edit;
 
 fn harness() -> Harness<CountingHost> {
-    let mut h = Harness::new(SchedulerConfig::default(), CountingHost::new("r"));
+    harness_folding_at(0)
+}
+
+/// A started harness that folds loose records into a page once `at` have gathered (0: never).
+fn harness_folding_at(at: usize) -> Harness<CountingHost> {
+    let config = SchedulerConfig {
+        fold_records_at: at,
+        ..SchedulerConfig::default()
+    };
+    let mut h = Harness::new(config, CountingHost::new("r"));
     h.start();
     h
+}
+
+fn ids(ops: &[Operation]) -> Vec<&str> {
+    ops.iter().map(|op| op.intent.id.as_str()).collect()
+}
+
+/// Holds dispatch, then enqueues `ids` one per turn: each is written as its own record.
+fn enqueue_one_by_one(h: &mut Harness<CountingHost>, ids: &[&str]) {
+    for id in ids {
+        h.enqueue(vec![edit(id, &["c"])]).unwrap();
+        h.drain();
+    }
+}
+
+#[test]
+fn s18_operations_written_one_by_one_are_folded_into_a_page_by_a_later_batch() {
+    let mut h = harness_folding_at(3);
+    let hold = h.scheduler.hold(h.now).unwrap();
+    h.drain();
+    enqueue_one_by_one(&mut h, &["a", "b", "c"]);
+    assert_eq!(h.store.record_counts(), (0, 3), "one record each");
+    h.auto_persist = false;
+    h.enqueue(vec![edit("d", &["c"])]).unwrap();
+    let batch = h.persists.front().cloned().expect("the enqueue's batch");
+    assert_eq!(
+        batch.drop_operations,
+        ["a", "b", "c"],
+        "three loose records fold"
+    );
+    assert_eq!(batch.operation_pages.len(), 1);
+    assert_eq!(ids(&batch.operation_pages[0].operations), ["a", "b", "c"]);
+    assert_eq!(
+        ids(&batch.operations),
+        ["d"],
+        "the batch's own write is a record"
+    );
+    // A failed batch changes nothing: its retry folds the same records again.
+    h.persist_with(canvas_scheduler::testing::MemoryStore::failure(
+        "AbortError",
+    ));
+    assert_eq!(h.store.record_counts(), (0, 3));
+    h.scheduler.resume(h.now);
+    h.drain();
+    let retry = h.persists.front().cloned().expect("the retried batch");
+    assert_eq!(retry.drop_operations, ["a", "b", "c"]);
+    assert!(
+        retry.operation_pages[0].no > batch.operation_pages[0].no,
+        "new number"
+    );
+    h.auto_persist = true;
+    h.drain();
+    assert_eq!(
+        h.store.record_counts(),
+        (1, 1),
+        "a page of three, d's record"
+    );
+    // The folded copies are current: a restart loads all four, in their phases; settling
+    // them later supersedes the page copies as usual.
+    let restarted = Harness::over(
+        SchedulerConfig::default(),
+        CountingHost::new("r"),
+        h.store.clone(),
+        h.now + 60_000,
+    );
+    let loaded: Vec<&str> = restarted
+        .scheduler
+        .ledger()
+        .operations()
+        .map(|op| op.intent.id.as_str())
+        .collect();
+    assert_eq!(loaded, ["a", "b", "c", "d"]);
+    assert_eq!(restarted.scheduler.ledger().meta().last_sequence, 4);
+    h.scheduler.release(h.now, hold);
+    for _ in 0..4 {
+        h.drain();
+        h.answer_first(AttemptStatus::outcome(AttemptOutcome::Applied));
+    }
+    h.drain();
+    let durable = h.store.snapshot();
+    assert!(durable
+        .operations
+        .iter()
+        .all(|op| op.phase == OperationPhase::Resolved));
+    assert_eq!(durable.operations.len(), 4);
+}
+
+#[test]
+fn s18_a_loaded_ledger_of_records_is_folded_a_page_per_batch() {
+    let mut h = harness_folding_at(0);
+    let hold = h.scheduler.hold(h.now).unwrap();
+    h.drain();
+    let names: Vec<String> = (0..7).map(|i| format!("op{i}")).collect();
+    let names: Vec<&str> = names.iter().map(String::as_str).collect();
+    enqueue_one_by_one(&mut h, &names);
+    h.scheduler.release(h.now, hold);
+    assert_eq!(h.store.record_counts(), (0, 7));
+    // A new session that folds at 2: every batch it writes anyway carries a page of the
+    // loaded records (at most a page's worth), until none are left.
+    let config = SchedulerConfig {
+        fold_records_at: 2,
+        ..SchedulerConfig::default()
+    };
+    let mut next = Harness::over(
+        config,
+        CountingHost::new("s"),
+        h.store.clone(),
+        h.now + 60_000,
+    );
+    next.start();
+    let hold = next.scheduler.hold(next.now).unwrap();
+    next.drain();
+    next.enqueue(vec![edit("late", &["d"])]).unwrap();
+    next.drain();
+    assert_eq!(
+        next.store.record_counts(),
+        (1, 1),
+        "seven folded, late's record stays"
+    );
+    let durable = next.store.snapshot();
+    assert_eq!(durable.operations.len(), 8);
+    assert_eq!(durable.operation_pages[0].1.len(), 7);
+    next.scheduler.release(next.now, hold);
 }
 
 fn text<T: serde::Serialize>(value: &T) -> String {

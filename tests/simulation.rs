@@ -13,7 +13,7 @@ use std::io::Write;
 use canvas_scheduler::core::config::{RetryPolicy, SchedulerConfig};
 use canvas_scheduler::core::host::CountingHost;
 use canvas_scheduler::core::intent::IntentInput;
-use canvas_scheduler::core::io::{Effect, PersistBatch, Report, SendOrder};
+use canvas_scheduler::core::io::{Effect, PersistBatch, PersistResult, Report, SendOrder};
 use canvas_scheduler::core::model::{Millis, OperationPhase, UPLOAD_KIND};
 use canvas_scheduler::core::Scheduler;
 use canvas_scheduler::testing::{MemoryStore, ServerFaults, SimRng, SimServer};
@@ -54,6 +54,8 @@ struct World {
     batched_sends: u64,
     /// Operations superseded by a later coalesced intent.
     superseded: u64,
+    /// Operations folded from their own records into pages, in batches that became durable.
+    folded: u64,
 }
 
 impl World {
@@ -70,6 +72,8 @@ impl World {
             },
             lease_ms: LEASE_MS,
             group_commit: rng.chance(50),
+            // Fold loose records often (or never), so that folds meet crashes and faults.
+            fold_records_at: [0, 2, 3, 5, 8][rng.below(5) as usize],
             batch: canvas_scheduler::core::config::BatchLimits {
                 max_operations: 1 + rng.below(4) as usize,
                 max_bytes: 200,
@@ -93,6 +97,7 @@ impl World {
             steps: 0,
             batched_sends: 0,
             superseded: 0,
+            folded: 0,
         };
         let _ = world.open_tab();
         world
@@ -204,6 +209,12 @@ impl World {
                     self.fail(&format!("{op} sent before its dependency {dep} resolved"));
                 }
             }
+        }
+    }
+
+    fn count_folds(&mut self, batch: &PersistBatch, result: &PersistResult) {
+        if matches!(result, PersistResult::Done { .. }) {
+            self.folded += batch.drop_operations.len() as u64;
         }
     }
 
@@ -351,6 +362,7 @@ impl World {
                 } else {
                     self.store.apply(&batch)
                 };
+                self.count_folds(&batch, &result);
                 self.tabs[t]
                     .scheduler
                     .on_persisted(self.now, batch.no, result);
@@ -471,6 +483,7 @@ impl World {
                 if !self.tabs[t].persists.is_empty() {
                     let batch = self.tabs[t].persists.remove(0);
                     let result = self.store.apply(&batch);
+                    self.count_folds(&batch, &result);
                     self.tabs[t]
                         .scheduler
                         .on_persisted(self.now, batch.no, result);
@@ -554,7 +567,7 @@ impl World {
     }
 }
 
-fn run_seed(seed: u64, steps: u64) -> (u64, usize, u64, u64) {
+fn run_seed(seed: u64, steps: u64) -> (u64, usize, u64, u64, u64) {
     let mut world = World::new(seed);
     for _ in 0..steps {
         world.step();
@@ -565,6 +578,7 @@ fn run_seed(seed: u64, steps: u64) -> (u64, usize, u64, u64) {
         world.acknowledged.len(),
         world.batched_sends,
         world.superseded,
+        world.folded,
     )
 }
 
@@ -584,9 +598,10 @@ fn simulation_invariants_hold_across_seeds() {
             (1..=count).collect()
         }
     };
-    let (mut total_steps, mut total_ops, mut batched, mut superseded) = (0, 0, 0, 0);
+    let (mut total_steps, mut total_ops, mut batched, mut superseded, mut folded) = (0, 0, 0, 0, 0);
     for seed in &seeds {
-        let (steps, ops, b, s) = run_seed(*seed, steps);
+        let (steps, ops, b, s, f) = run_seed(*seed, steps);
+        folded += f;
         total_steps += steps;
         total_ops += ops;
         batched += b;
@@ -595,12 +610,12 @@ fn simulation_invariants_hold_across_seeds() {
     // Written to the stderr handle itself (not captured by the test harness), so CI logs show it.
     let _ = writeln!(
         std::io::stderr(),
-        "simulation: {} seeds, {total_steps} steps, {total_ops} acknowledged operations, {batched} batched sends, {superseded} superseded",
+        "simulation: {} seeds, {total_steps} steps, {total_ops} acknowledged operations, {batched} batched sends, {superseded} superseded, {folded} folded into pages",
         seeds.len()
     );
     assert!(total_ops > 0);
     assert!(
-        seeds.len() < 100 || (batched > 0 && superseded > 0),
-        "batching and coalescing must be exercised"
+        seeds.len() < 100 || (batched > 0 && superseded > 0 && folded > 0),
+        "batching, coalescing and folding must be exercised"
     );
 }

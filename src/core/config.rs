@@ -81,6 +81,10 @@ pub struct SchedulerConfig {
     /// Renew the lease on its interval even when idle, held or offline (W4: other tabs take
     /// a lease that stops being renewed as the sign of a frozen leader).
     pub keep_lease: bool,
+    /// Operations stored as their own records are folded into a page (one record) once this
+    /// many have gathered, in a batch that is written anyway (0: never). Not an option of the
+    /// JS API: the default is a page; tests lower it to fold often.
+    pub fold_records_at: usize,
 }
 
 impl Default for SchedulerConfig {
@@ -97,6 +101,7 @@ impl Default for SchedulerConfig {
             lease_ms: 5_000,
             group_commit: false,
             keep_lease: false,
+            fold_records_at: crate::core::operation_pages::PAGE_LIMIT,
         }
     }
 }

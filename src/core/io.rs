@@ -38,6 +38,8 @@ pub struct PersistBatch {
     pub operation_pages: Vec<OperationPage>,
     /// Operations written again, each as its own record, whole (superseding a page copy).
     pub operations: Vec<Operation>,
+    /// Operation records to delete: their operations are folded into this batch's pages.
+    pub drop_operations: Vec<String>,
     /// Pages to delete: every operation in them has a newer copy.
     pub drop_operation_pages: Vec<u64>,
     /// Request records to put, whole.
@@ -54,6 +56,7 @@ impl PersistBatch {
         self.lease.is_none()
             && self.operation_pages.is_empty()
             && self.operations.is_empty()
+            && self.drop_operations.is_empty()
             && self.drop_operation_pages.is_empty()
             && self.requests.is_empty()
             && self.events.is_empty()

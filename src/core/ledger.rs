@@ -9,7 +9,7 @@ use super::model::{
     EventKind, EventRecord, FrozenRequest, Lease, LedgerMeta, Millis, Operation, OperationOutcome,
     OperationPhase, RequestPhase, RetryAction,
 };
-use super::operation_pages::{Home, PageBook, PageHomes, PagePlan};
+use super::operation_pages::{Home, PageBook, PageHomes, PagePlan, PAGE_LIMIT};
 
 /// The durable records as loaded from storage.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -75,6 +75,8 @@ struct InFlight {
     dirty: Dirty,
     plan: PagePlan,
     homes: Vec<(String, Home)>,
+    /// Operations this batch folds from their records into a page (`loose` again if it fails).
+    folded: Vec<String>,
 }
 
 /// The in-memory ledger with change tracking.
@@ -89,6 +91,11 @@ pub struct Ledger {
     dirty: Dirty,
     pages: PageBook,
     in_flight: Option<InFlight>,
+    /// Operations whose current copy became their own record, oldest first (with repeats
+    /// and some that have moved on since): the candidates for folding into pages.
+    loose: Vec<String>,
+    /// Fold loose records into a page once this many have gathered (0: never).
+    fold_at: usize,
 }
 
 impl Ledger {
@@ -96,6 +103,7 @@ impl Ledger {
     pub fn new(event_limit: usize) -> Self {
         Self {
             event_limit: event_limit.max(1),
+            fold_at: PAGE_LIMIT,
             ..Self::default()
         }
     }
@@ -132,6 +140,12 @@ impl Ledger {
                 }
             }
         }
+        ledger.loose = ledger
+            .operations
+            .iter()
+            .filter(|(_, slot)| slot.home == Home::Record)
+            .map(|(id, _)| id.clone())
+            .collect();
         let (pages, stale) = PageBook::from_loaded(&snapshot.operation_pages);
         ledger.pages = pages;
         ledger.dirty.stale_pages = stale;
@@ -170,6 +184,13 @@ impl Ledger {
         ledger.meta.last_sequence = ledger.meta.last_sequence.max(stored);
         ledger.meta.last_event_seq = ledger.meta.last_event_seq.max(snapshot.meta.last_event_seq);
         ledger
+    }
+
+    /// Folds loose records into a page once `at` of them have gathered (0: never). A ledger
+    /// filled one enqueue per turn would otherwise stay one record per operation, and a load
+    /// costs per record.
+    pub fn set_fold_at(&mut self, at: usize) {
+        self.fold_at = at;
     }
 
     /// A copy of every record (what a crash-free store would hold after all batches).
@@ -257,8 +278,8 @@ impl Ledger {
 
     /// Moves every change into a batch; the batch's keys are kept until it is confirmed.
     /// Operations never written go into new pages (unless there is just one); the others are
-    /// written as their own
-    /// records, superseding their page copies (`operation_pages`).
+    /// written as their own records, superseding their page copies; once enough loose records
+    /// have gathered, up to a page of them is folded into a new page (`operation_pages`).
     pub fn take_batch(
         &mut self,
         no: BatchNo,
@@ -294,6 +315,13 @@ impl Ledger {
                 rewritten.push(op);
             }
         }
+        let folded = self.fold_candidates(&dirty);
+        fresh.extend(
+            folded
+                .iter()
+                .filter_map(|id| self.operations.get(id))
+                .map(|slot| slot.op.clone()),
+        );
         let (pages, plan) = self.pages.plan(fresh, superseded, &dirty.stale_pages);
         for page in &pages {
             homes.extend(
@@ -308,6 +336,7 @@ impl Ledger {
             lease,
             operation_pages: pages,
             operations: rewritten,
+            drop_operations: folded.clone(),
             drop_operation_pages: plan.dropped.clone(),
             requests: dirty
                 .requests
@@ -322,8 +351,41 @@ impl Ledger {
             dirty,
             plan,
             homes,
+            folded,
         });
         batch
+    }
+
+    /// Up to a page of operations to fold from their own records into a page, once `fold_at`
+    /// loose records have gathered: oldest first, each once, only those whose record is their
+    /// current copy and that this batch does not write anyway (their memory is their record;
+    /// a pointer set by `freeze` and not written yet is written with them, as any write does).
+    fn fold_candidates(&mut self, dirty: &Dirty) -> Vec<String> {
+        if self.fold_at == 0 || self.loose.len() < self.fold_at {
+            return Vec::new();
+        }
+        let mut picked: BTreeSet<String> = BTreeSet::new();
+        let mut used = 0;
+        for id in &self.loose {
+            if picked.len() == PAGE_LIMIT {
+                break;
+            }
+            used += 1;
+            let is_record = self
+                .operations
+                .get(id)
+                .is_some_and(|slot| slot.home == Home::Record);
+            if is_record && !dirty.operations.contains(id) {
+                picked.insert(id.clone());
+            }
+        }
+        self.loose.drain(..used);
+        if picked.len() < 2 {
+            // One record as a page saves nothing; it stays loose.
+            self.loose.extend(picked);
+            return Vec::new();
+        }
+        picked.into_iter().collect()
     }
 
     /// The batch is durable: its operations' copies are now where it wrote them.
@@ -334,6 +396,9 @@ impl Ledger {
                 for (id, home) in batch.homes {
                     if let Some(slot) = self.operations.get_mut(&id) {
                         slot.home = home;
+                        if home == Home::Record {
+                            self.loose.push(id);
+                        }
                     }
                 }
             }
@@ -346,6 +411,7 @@ impl Ledger {
         if let Some(batch) = self.in_flight.take() {
             if batch.no == no {
                 self.dirty.merge_from(batch.dirty);
+                self.loose.extend(batch.folded);
             } else {
                 self.in_flight = Some(batch);
             }

@@ -123,6 +123,9 @@ impl MemoryStore {
         for op in &batch.operations {
             self.operations.insert(op.intent.id.clone(), op.clone());
         }
+        for id in &batch.drop_operations {
+            self.operations.remove(id);
+        }
         for no in &batch.drop_operation_pages {
             self.operation_pages.remove(no);
         }

@@ -178,6 +178,67 @@ async fn w1_apply_then_load_round_trips_exactly_like_the_memory_store() {
 }
 
 #[wasm_bindgen_test]
+async fn s18_a_fold_moves_records_into_a_page_in_one_transaction() {
+    let name = db_name("fold");
+    let ledger = IdbLedger::open(&name).await.expect("open");
+    let mut memory = MemoryStore::default();
+    let fence = acquire_fence(&ledger, "tab-a", 1_000).await;
+    memory
+        .acquire("tab-a", 1_000, 10_000)
+        .expect("memory acquire");
+    let records = operations_batch(fence, 1, 3);
+    assert_eq!(ledger.apply(&records).await, memory.apply(&records));
+    // The fold: the three records as a page, their records deleted, beside the batch's own
+    // record write.
+    let folded = records.operations.clone();
+    let fold = PersistBatch {
+        operation_pages: vec![OperationPage {
+            no: 1,
+            operations: folded.clone(),
+        }],
+        drop_operations: folded.iter().map(|op| op.intent.id.clone()).collect(),
+        operations: vec![operation("op-000004", 4)],
+        ..batch(Some(fence))
+    };
+    assert_eq!(ledger.apply(&fold).await, memory.apply(&fold));
+    let keys = raw_keys(&name, schema::OPERATIONS).await;
+    assert_eq!(
+        keys.iter().map(|k| k.as_string()).collect::<Vec<_>>(),
+        [Some("op-000004".to_owned())],
+        "the folded records are gone"
+    );
+    let reloaded = acquire(&ledger, "tab-a", 2_000).await;
+    memory
+        .acquire("tab-a", 2_000, 10_000)
+        .expect("memory reacquire");
+    let mut expected = memory.snapshot();
+    expected.meta = reloaded.snapshot.meta.clone();
+    assert_eq!(reloaded.snapshot, expected);
+    assert_eq!(reloaded.snapshot.operations.len(), 4);
+    assert_eq!(
+        *homes_of(&reloaded.snapshot.operation_pages, 1).unwrap(),
+        ["op-000001", "op-000002", "op-000003"]
+    );
+    // A fold under a stale fence writes nothing: the records stay.
+    let stale = PersistBatch {
+        operation_pages: vec![OperationPage {
+            no: 2,
+            operations: vec![operation("op-000004", 4)],
+        }],
+        drop_operations: vec!["op-000004".into()],
+        ..batch(Some(fence))
+    };
+    assert!(matches!(
+        ledger.apply(&stale).await,
+        PersistResult::Failed(PersistFailure::Fenced { .. })
+    ));
+    assert_eq!(raw_keys(&name, schema::OPERATIONS).await.len(), 1);
+    assert_eq!(raw_keys(&name, schema::OPERATION_PAGES).await.len(), 1);
+    ledger.close();
+    delete_database(&name).await;
+}
+
+#[wasm_bindgen_test]
 async fn k2_a_stale_or_missing_fence_is_refused_and_writes_nothing() {
     let name = db_name("fence");
     let ledger = IdbLedger::open(&name).await.expect("open");

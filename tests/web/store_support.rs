@@ -97,6 +97,7 @@ pub fn batch(fence: Option<u64>) -> PersistBatch {
         events: vec![],
         trim_events_below: None,
         operation_pages: vec![],
+        drop_operations: vec![],
         drop_operation_pages: vec![],
     }
 }

@@ -150,7 +150,8 @@ impl<H: Host> Scheduler<H> {
             .as_ref()
             .filter(|l| l.owner == config.owner)
             .map(|l| l.fence);
-        let ledger = Ledger::from_records(records, config.event_log_limit);
+        let mut ledger = Ledger::from_records(records, config.event_log_limit);
+        ledger.set_fold_at(config.fold_records_at);
         Ok(Self {
             config,
             host,

@@ -112,7 +112,10 @@ fn scope(batch: &PersistBatch) -> Vec<&'static str> {
             OPERATION_PAGES,
             !batch.operation_pages.is_empty() || !batch.drop_operation_pages.is_empty(),
         ),
-        (OPERATIONS, !batch.operations.is_empty()),
+        (
+            OPERATIONS,
+            !batch.operations.is_empty() || !batch.drop_operations.is_empty(),
+        ),
         (REQUESTS, !batch.requests.is_empty()),
         (
             EVENTS,
@@ -144,6 +147,13 @@ async fn write(
     if batch.fence.is_some() {
         put_all(tx, OPERATION_PAGES, encoded.operation_pages)?;
         put_all(tx, OPERATIONS, encoded.operations)?;
+        if !batch.drop_operations.is_empty() {
+            // Folded into this batch's pages: the page copy is current once the record goes.
+            let records = tx.object_store(OPERATIONS)?;
+            for id in &batch.drop_operations {
+                drop(records.delete(JsValue::from_str(id)).primitive()?);
+            }
+        }
         if !batch.drop_operation_pages.is_empty() {
             let pages = tx.object_store(OPERATION_PAGES)?;
             for no in &batch.drop_operation_pages {
