@@ -41,49 +41,56 @@ fn enqueue_one_by_one(h: &mut Harness<CountingHost>, ids: &[&str]) {
 }
 
 #[test]
-fn s18_operations_written_one_by_one_are_folded_into_a_page_by_a_later_batch() {
+fn s18_records_written_one_by_one_are_folded_into_a_page_when_the_scheduler_is_quiet() {
     let mut h = harness_folding_at(3);
     let hold = h.scheduler.hold(h.now).unwrap();
     h.drain();
-    enqueue_one_by_one(&mut h, &["a", "b", "c"]);
-    assert_eq!(h.store.record_counts(), (0, 3), "one record each");
+    enqueue_one_by_one(&mut h, &["a", "b"]);
+    assert_eq!(h.store.record_counts(), (0, 2), "one record each");
     h.auto_persist = false;
-    h.enqueue(vec![edit("d", &["c"])]).unwrap();
-    let batch = h.persists.front().cloned().expect("the enqueue's batch");
-    assert_eq!(
-        batch.drop_operations,
-        ["a", "b", "c"],
-        "three loose records fold"
+    h.enqueue(vec![edit("c", &["c"])]).unwrap();
+    let own = h.persists.front().cloned().expect("the enqueue's batch");
+    assert!(
+        own.drop_operations.is_empty(),
+        "an enqueue's batch folds nothing"
     );
-    assert_eq!(batch.operation_pages.len(), 1);
-    assert_eq!(ids(&batch.operation_pages[0].operations), ["a", "b", "c"]);
-    assert_eq!(
-        ids(&batch.operations),
-        ["d"],
-        "the batch's own write is a record"
-    );
-    // A failed batch changes nothing: its retry folds the same records again.
+    assert_eq!(ids(&own.operations), ["c"]);
+    // Once it is durable the scheduler is quiet (held: nothing to dispatch) with three loose
+    // records: the next batch is the fold.
+    h.persist_next();
+    h.drain();
+    let fold = h.persists.front().cloned().expect("the fold batch");
+    assert_eq!(fold.drop_operations, ["a", "b", "c"]);
+    assert_eq!(fold.operation_pages.len(), 1);
+    assert_eq!(ids(&fold.operation_pages[0].operations), ["a", "b", "c"]);
+    assert!(fold.operations.is_empty());
+    // A failed fold changes nothing: the retry folds the same records again, in a new page.
     h.persist_with(canvas_scheduler::testing::MemoryStore::failure(
         "AbortError",
     ));
     assert_eq!(h.store.record_counts(), (0, 3));
     h.scheduler.resume(h.now);
     h.drain();
-    let retry = h.persists.front().cloned().expect("the retried batch");
+    // The resume's barrier goes first; the fold follows once the scheduler is quiet again.
+    for _ in 0..3 {
+        if h.persists.front().is_some_and(|b| b.drop_operations.is_empty()) {
+            h.persist_next();
+            h.drain();
+        }
+    }
+    let retry = h.persists.front().cloned().expect("the retried fold");
     assert_eq!(retry.drop_operations, ["a", "b", "c"]);
     assert!(
-        retry.operation_pages[0].no > batch.operation_pages[0].no,
-        "new number"
+        retry.operation_pages[0].no > fold.operation_pages[0].no,
+        "a new number"
     );
     h.auto_persist = true;
     h.drain();
-    assert_eq!(
-        h.store.record_counts(),
-        (1, 1),
-        "a page of three, d's record"
-    );
-    // The folded copies are current: a restart loads all four, in their phases; settling
-    // them later supersedes the page copies as usual.
+    assert_eq!(h.store.record_counts(), (1, 0), "a page of three");
+    enqueue_one_by_one(&mut h, &["d"]);
+    assert_eq!(h.store.record_counts(), (1, 1));
+    // The folded copies are current: a restart loads all four; settling them later
+    // supersedes the page copies as usual.
     let restarted = Harness::over(
         SchedulerConfig::default(),
         CountingHost::new("r"),
@@ -105,15 +112,30 @@ fn s18_operations_written_one_by_one_are_folded_into_a_page_by_a_later_batch() {
     }
     h.drain();
     let durable = h.store.snapshot();
+    assert_eq!(durable.operations.len(), 4);
     assert!(durable
         .operations
         .iter()
         .all(|op| op.phase == OperationPhase::Resolved));
-    assert_eq!(durable.operations.len(), 4);
 }
 
 #[test]
-fn s18_a_loaded_ledger_of_records_is_folded_a_page_per_batch() {
+fn s18_nothing_is_folded_while_requests_are_in_flight() {
+    let mut h = harness_folding_at(2);
+    enqueue_one_by_one(&mut h, &["a", "b", "c"]);
+    // Dispatching (a is in flight, b and c wait for its canvas): no fold yet.
+    assert!(!h.sent.is_empty());
+    assert_eq!(h.store.record_counts(), (0, 3));
+    for _ in 0..3 {
+        h.answer_first(AttemptStatus::outcome(AttemptOutcome::Applied));
+        h.drain();
+    }
+    // All settled: quiet, and the settled records fold.
+    assert_eq!(h.store.record_counts(), (1, 0));
+}
+
+#[test]
+fn s18_a_loaded_ledger_of_records_is_folded_once_the_scheduler_is_quiet() {
     let mut h = harness_folding_at(0);
     let hold = h.scheduler.hold(h.now).unwrap();
     h.drain();
@@ -122,8 +144,8 @@ fn s18_a_loaded_ledger_of_records_is_folded_a_page_per_batch() {
     enqueue_one_by_one(&mut h, &names);
     h.scheduler.release(h.now, hold);
     assert_eq!(h.store.record_counts(), (0, 7));
-    // A new session that folds at 2: every batch it writes anyway carries a page of the
-    // loaded records (at most a page's worth), until none are left.
+    // A new session that folds at 2 folds the loaded records (up to a page a batch) as soon
+    // as it is quiet.
     let config = SchedulerConfig {
         fold_records_at: 2,
         ..SchedulerConfig::default()
@@ -136,6 +158,9 @@ fn s18_a_loaded_ledger_of_records_is_folded_a_page_per_batch() {
     );
     next.start();
     let hold = next.scheduler.hold(next.now).unwrap();
+    next.drain();
+    // The start dispatched op0; once it is answered nothing is in flight (the rest is held).
+    next.answer_first(AttemptStatus::outcome(AttemptOutcome::Applied));
     next.drain();
     next.enqueue(vec![edit("late", &["d"])]).unwrap();
     next.drain();
@@ -324,7 +349,7 @@ fn d4_a_page_copy_whose_record_was_set_aside_loads_blocked_and_is_written_back()
     // The first batch after the load writes it as a record, so the next load sees it blocked
     // even though the set-aside record has left the store.
     let mut ledger = canvas_scheduler::core::ledger::Ledger::from_records(loaded, 100);
-    let batch = ledger.take_batch(1, Some(1), None);
+    let batch = ledger.take_batch(1, Some(1), None, false);
     let written: Vec<(&str, &[String])> = batch
         .operations
         .iter()

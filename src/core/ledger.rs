@@ -193,6 +193,11 @@ impl Ledger {
         self.fold_at = at;
     }
 
+    /// Whether enough loose records have gathered to fold (a page of one saves nothing).
+    pub fn wants_fold(&self) -> bool {
+        self.fold_at > 0 && self.loose.len() >= self.fold_at.max(2)
+    }
+
     /// A copy of every record (what a crash-free store would hold after all batches).
     pub fn snapshot(&self) -> LedgerSnapshot {
         let mut operation_pages: PageHomes =
@@ -278,13 +283,15 @@ impl Ledger {
 
     /// Moves every change into a batch; the batch's keys are kept until it is confirmed.
     /// Operations never written go into new pages (unless there is just one); the others are
-    /// written as their own records, superseding their page copies; once enough loose records
-    /// have gathered, up to a page of them is folded into a new page (`operation_pages`).
+    /// written as their own records, superseding their page copies. With `fold` (the scheduler
+    /// is quiet) and enough loose records gathered, up to a page of them is folded into a new
+    /// page (`operation_pages`).
     pub fn take_batch(
         &mut self,
         no: BatchNo,
         fence: Option<u64>,
         lease: Option<LeaseWrite>,
+        fold: bool,
     ) -> PersistBatch {
         let dirty = std::mem::take(&mut self.dirty);
         let mut fresh = Vec::new();
@@ -315,7 +322,11 @@ impl Ledger {
                 rewritten.push(op);
             }
         }
-        let folded = self.fold_candidates(&dirty);
+        let folded = if fold {
+            self.fold_candidates(&dirty)
+        } else {
+            Vec::new()
+        };
         fresh.extend(
             folded
                 .iter()
@@ -361,7 +372,7 @@ impl Ledger {
     /// current copy and that this batch does not write anyway (their memory is their record;
     /// a pointer set by `freeze` and not written yet is written with them, as any write does).
     fn fold_candidates(&mut self, dirty: &Dirty) -> Vec<String> {
-        if self.fold_at == 0 || self.loose.len() < self.fold_at {
+        if !self.wants_fold() {
             return Vec::new();
         }
         let mut picked: BTreeSet<String> = BTreeSet::new();

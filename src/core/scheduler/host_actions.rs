@@ -85,7 +85,9 @@ impl<H: Host> Scheduler<H> {
             let no = self.persist.next_no;
             self.persist.next_no += 1;
             let release = crate::core::io::LeaseWrite::Renew { expires_at: 0 };
-            let batch = self.ledger.take_batch(no, self.lease.fence, Some(release));
+            let batch = self
+                .ledger
+                .take_batch(no, self.lease.fence, Some(release), false);
             self.effects.push_back(Effect::Persist(batch));
         }
         self.lifecycle = Lifecycle::Closed;

@@ -363,7 +363,12 @@ impl<H: Host> Scheduler<H> {
         } else {
             None
         };
-        if !self.ledger.has_changes() && !self.persist.barrier_wanted && lease_write.is_none() {
+        let fold = self.is_quiet() && self.ledger.wants_fold();
+        if !self.ledger.has_changes()
+            && !self.persist.barrier_wanted
+            && lease_write.is_none()
+            && !fold
+        {
             return;
         }
         if self.config.group_commit && !self.persist.committing {
@@ -379,7 +384,9 @@ impl<H: Host> Scheduler<H> {
         self.persist.in_flight = Some(no);
         self.persist.barrier_wanted = false;
         self.lease.renew_wanted = false;
-        let batch = self.ledger.take_batch(no, self.lease.fence, lease_write);
+        let batch = self
+            .ledger
+            .take_batch(no, self.lease.fence, lease_write, fold);
         self.effects.push_back(Effect::Persist(batch));
     }
 }
