@@ -73,7 +73,10 @@ fn s18_records_written_one_by_one_are_folded_into_a_page_when_the_scheduler_is_q
     h.drain();
     // The resume's barrier goes first; the fold follows once the scheduler is quiet again.
     for _ in 0..3 {
-        if h.persists.front().is_some_and(|b| b.drop_operations.is_empty()) {
+        if h.persists
+            .front()
+            .is_some_and(|b| b.drop_operations.is_empty())
+        {
             h.persist_next();
             h.drain();
         }
