@@ -8,8 +8,11 @@
 //!   enqueue leaves the ledger exactly as it was.
 //! - **Storage** (D4, D5): a real ledger written by the [`Harness`] is corrupted record by
 //!   record (flipped fields, truncated bodies, changed digests, repeated sequences, wrong keys,
-//!   garbage, reordered or oversized pages) and read back through [`LedgerLoader`]. Nothing
-//!   panics; every record is either loaded or quarantined (a page-level error is always
+//!   garbage, reordered or oversized pages) and read back through [`LedgerLoader`], with some
+//!   or all of its operations stored in operation pages (entries corrupted, operations copied
+//!   into other pages or beside their records). Nothing panics; every record is either loaded
+//!   or quarantined, every operation a page names is loaded or its page (or its entry) is
+//!   reported, a page copy standing in for a set-aside record loads blocked (a page-level error is always
 //!   `corrupt_record`, and only when the paging itself was broken); a body that does not match
 //!   its digest is never loaded; and a scheduler recovered from what was loaded runs without
 //!   panicking.
@@ -32,6 +35,7 @@ use canvas_scheduler::core::intent::{check_fields, IntentInput, MAX_SAFE_INTEGER
 use canvas_scheduler::core::io::{AttemptOutcome, AttemptStatus};
 use canvas_scheduler::core::ledger::LedgerSnapshot;
 use canvas_scheduler::core::loader::{LedgerLoader, RecordStore};
+use canvas_scheduler::core::model::OperationPhase;
 use canvas_scheduler::testing::{Harness, MemoryStore};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, RngSeed, TestCaseError, TestRunner};
@@ -595,6 +599,16 @@ enum Mutation {
     Repeat { store: usize, pick: usize },
     /// Corrupt the lease or the meta singleton.
     Singleton { meta: bool, value: Value },
+    /// Replace an operation in a page (`field` 0: the whole entry) or one of its intent fields.
+    PageEntry {
+        pick: usize,
+        entry: usize,
+        field: usize,
+        value: Value,
+    },
+    /// Put a copy of an operation (from a record or a page) into a page: a stale copy under a
+    /// record or a newer page, or the same operation twice in one page.
+    CopyIntoPage { source: usize, page: usize },
 }
 
 impl Mutation {
@@ -608,7 +622,7 @@ impl Mutation {
 }
 
 fn mutation() -> impl Strategy<Value = Mutation> {
-    let store = 0usize..3;
+    let store = 0usize..STORES.len();
     let pick = any::<prop::sample::Index>().prop_map(|i| i.index(1 << 16));
     prop_oneof![
         4 => (store.clone(), pick.clone(), 0usize..32, prop::option::weighted(0.8, json_value()))
@@ -631,18 +645,25 @@ fn mutation() -> impl Strategy<Value = Mutation> {
         1 => (store.clone(), pick.clone(), pick.clone()).prop_map(|(store, a, b)| Mutation::Swap { store, a, b }),
         1 => (store, pick.clone()).prop_map(|(store, pick)| Mutation::Repeat { store, pick }),
         1 => (any::<bool>(), json_value()).prop_map(|(meta, value)| Mutation::Singleton { meta, value }),
+        2 => (pick.clone(), pick.clone(), 0usize..16, json_value())
+            .prop_map(|(pick, entry, field, value)| Mutation::PageEntry { pick, entry, field, value }),
+        2 => (pick.clone(), pick.clone()).prop_map(|(source, page)| Mutation::CopyIntoPage { source, page }),
     ]
 }
 
-const STORES: [RecordStore; 3] = [
+const STORES: [RecordStore; 4] = [
     RecordStore::Operations,
     RecordStore::Requests,
     RecordStore::Events,
+    RecordStore::OperationPages,
 ];
+/// Index of the operation pages in [`STORES`].
+const PAGES: usize = 3;
 
 /// The ledger as the store would page it: key-ordered records per store, then the singletons.
+/// Operation pages hold JSON arrays of operations, keyed by page number.
 struct Records {
-    stores: [Vec<(String, Value)>; 3],
+    stores: [Vec<(String, Value)>; 4],
     lease: Option<Value>,
     meta: Option<Value>,
 }
@@ -651,13 +672,29 @@ fn to_value<T: serde::Serialize>(record: &T) -> Value {
     serde_json::to_value(record).unwrap_or_else(|e| panic!("serialize: {e}"))
 }
 
-fn records(snapshot: &LedgerSnapshot) -> Records {
+/// The snapshot's records; with `paged` > 0, every operation whose place is a multiple of
+/// `paged` is stored in a page (up to three a page) instead of its own record.
+fn records(snapshot: &LedgerSnapshot, paged: usize) -> Records {
     let mut operations: Vec<(String, Value)> = snapshot
         .operations
         .iter()
         .map(|o| (o.intent.id.clone(), to_value(o)))
         .collect();
     operations.sort_by(|x, y| x.0.cmp(&y.0));
+    let mut in_pages = Vec::new();
+    if paged > 0 {
+        let (moved, kept): (Vec<_>, Vec<_>) = operations
+            .into_iter()
+            .enumerate()
+            .partition(|(at, _)| at % paged == 0);
+        operations = kept.into_iter().map(|(_, record)| record).collect();
+        in_pages = moved.into_iter().map(|(_, (_, value))| value).collect();
+    }
+    let pages: Vec<(String, Value)> = in_pages
+        .chunks(3)
+        .enumerate()
+        .map(|(no, ops)| ((no + 1).to_string(), Value::Array(ops.to_vec())))
+        .collect();
     let mut requests: Vec<(String, Value)> = snapshot
         .requests
         .iter()
@@ -678,6 +715,7 @@ fn records(snapshot: &LedgerSnapshot) -> Records {
                 .into_iter()
                 .map(|(k, v)| (k.to_string(), v))
                 .collect(),
+            pages,
         ],
         lease: snapshot.lease.as_ref().map(to_value),
         meta: Some(to_value(&snapshot.meta)),
@@ -828,7 +866,64 @@ fn apply(records: &mut Records, mutation: &Mutation) {
                 records.lease = Some(value.clone());
             }
         }
+        Mutation::PageEntry {
+            pick,
+            entry,
+            field,
+            value,
+        } => {
+            let n = len(records, PAGES);
+            if n == 0 {
+                return;
+            }
+            let Some(ops) = records.stores[PAGES][pick % n].1.as_array_mut() else {
+                return;
+            };
+            if ops.is_empty() {
+                return;
+            }
+            let at = entry % ops.len();
+            if *field == 0 {
+                ops[at] = value.clone();
+            } else if let Some(intent) = ops[at].get_mut("intent").and_then(Value::as_object_mut) {
+                let keys: Vec<String> = intent.keys().cloned().collect();
+                if !keys.is_empty() {
+                    intent.insert(keys[field % keys.len()].clone(), value.clone());
+                }
+            }
+        }
+        Mutation::CopyIntoPage { source, page } => {
+            let n = len(records, PAGES);
+            let sources: Vec<Value> = records.stores[0]
+                .iter()
+                .map(|(_, v)| v.clone())
+                .chain(
+                    records.stores[PAGES]
+                        .iter()
+                        .filter_map(|(_, v)| v.as_array())
+                        .flatten()
+                        .cloned(),
+                )
+                .collect();
+            if n == 0 || sources.is_empty() {
+                return;
+            }
+            let copy = sources[source % sources.len()].clone();
+            if let Some(ops) = records.stores[PAGES][page % n].1.as_array_mut() {
+                ops.push(copy);
+            }
+        }
     }
+}
+
+/// The operation ids a page record names (entries that are not legible operations name none).
+fn page_ids(page: &Value) -> Vec<String> {
+    page.as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|op| op.pointer("/intent/id").and_then(Value::as_str))
+        .map(str::to_owned)
+        .collect()
 }
 
 fn loader_case(
@@ -837,15 +932,19 @@ fn loader_case(
     page_size: usize,
     oversize: bool,
     recover: bool,
+    paged: usize,
 ) -> Result<(), TestCaseError> {
     let original = real_ledger(shape);
-    let clean = records(&original);
-    let mut records = records(&original);
+    let clean = records(&original, paged);
+    let mut records = records(&original, paged);
     for mutation in &mutations {
         apply(&mut records, mutation);
     }
     let paging_broken = mutations.iter().any(Mutation::breaks_paging) || oversize;
-    let input_count = records.stores.iter().map(Vec::len).sum::<usize>()
+    // Operations are counted by id (a page holds many, a record may supersede a page copy);
+    // every other record one by one.
+    let input_count = records.stores[1].len()
+        + records.stores[2].len()
         + usize::from(records.lease.is_some())
         + usize::from(records.meta.is_some());
 
@@ -878,13 +977,17 @@ fn loader_case(
     let (loaded, quarantined) = loader.finish();
 
     // Never silently dropped: every record read is loaded or quarantined.
-    let loaded_count = loaded.operations.len()
-        + loaded.requests.len()
+    let loaded_count = loaded.requests.len()
         + loaded.events.len()
         + usize::from(loaded.lease.is_some())
         + usize::from(records.meta.is_some() && !quarantined.iter().any(|q| q.store == "meta"));
+    let operation_reports: Vec<(&str, &str)> = quarantined
+        .iter()
+        .filter(|q| q.store == "operations" || q.store == "operation_pages")
+        .map(|q| (q.store, q.key.as_str()))
+        .collect();
     prop_assert_eq!(
-        loaded_count + quarantined.len(),
+        loaded_count + quarantined.len() - operation_reports.len(),
         input_count,
         "records lost: {} loaded, {} quarantined, {} read; quarantined: {:?}",
         loaded_count,
@@ -897,6 +1000,45 @@ fn loader_case(
     );
     for q in &quarantined {
         prop_assert!(!q.reason.is_empty());
+    }
+    // Every operation record and every operation a page names is loaded, or its record, its
+    // page or its entry in the page is reported.
+    let loaded_ids: BTreeSet<&str> = loaded
+        .operations
+        .iter()
+        .map(|o| o.intent.id.as_str())
+        .collect();
+    let reported = |store: &str, key: &str| operation_reports.contains(&(store, key));
+    for (key, _) in &records.stores[0] {
+        prop_assert!(
+            loaded_ids.contains(key.as_str()) || reported("operations", key),
+            "operation record {} neither loaded nor reported: {:?}",
+            key,
+            operation_reports
+        );
+    }
+    // A page copy standing in for a record that was set aside is never trusted as current.
+    for op in &loaded.operations {
+        if reported("operations", &op.intent.id) && op.phase == OperationPhase::Pending {
+            prop_assert!(
+                op.blockers.iter().any(|b| b == "record_quarantined"),
+                "{} loaded from a page copy unblocked after its record was set aside",
+                op.intent.id
+            );
+        }
+    }
+    for (page, value) in &records.stores[PAGES] {
+        for id in page_ids(value) {
+            prop_assert!(
+                loaded_ids.contains(id.as_str())
+                    || reported("operation_pages", page)
+                    || reported("operation_pages", &format!("{page}/{id}")),
+                "operation {} of page {} neither loaded nor reported: {:?}",
+                id,
+                page,
+                operation_reports
+            );
+        }
     }
     if mutations.is_empty() {
         prop_assert!(
@@ -994,12 +1136,14 @@ fn fuzz_corrupted_ledgers_are_quarantined_never_dropped_or_trusted() {
         1usize..6,
         prop::bool::weighted(0.05),
         prop::bool::weighted(0.5),
+        // Operations stored in pages: none (0), every one, every second or every third.
+        0usize..4,
     );
     run(
         "fuzz_corrupted_ledgers",
         strategy,
-        |(shape, mutations, page_size, oversize, recover)| {
-            loader_case(shape, mutations, page_size, oversize, recover)
+        |(shape, mutations, page_size, oversize, recover, paged)| {
+            loader_case(shape, mutations, page_size, oversize, recover, paged)
         },
     );
 }
