@@ -11,11 +11,11 @@
 //!   garbage, reordered or oversized pages) and read back through [`LedgerLoader`], with some
 //!   or all of its operations stored in operation pages (entries corrupted, operations copied
 //!   into other pages or beside their records). Nothing panics; every record is either loaded
-//!   or quarantined, every operation a page names is loaded or its page (or its entry) is
-//!   reported, a page copy standing in for a set-aside record loads blocked (a page-level error is always
-//!   `corrupt_record`, and only when the paging itself was broken); a body that does not match
-//!   its digest is never loaded; and a scheduler recovered from what was loaded runs without
-//!   panicking.
+//!   or quarantined (a page-level error is always `corrupt_record`, and only when the paging
+//!   itself was broken); every operation a page names is loaded or its page (or its entry) is
+//!   reported; a page copy standing in for a set-aside record loads blocked; a body that does
+//!   not match its digest is never loaded; and a scheduler recovered from what was loaded runs
+//!   without panicking.
 //!
 //! Case count: `FUZZ_CASES` (default 128 per property, a few seconds in debug). Seed:
 //! `FUZZ_SEED` (default: random each run). The seed is printed at the start of each property
