@@ -137,7 +137,6 @@ fn check_event_page(page: &[EventRecord], key: &str, previous: Option<&str>) -> 
     Ok(())
 }
 
-/// Two lists of operations in id order (no id in both) as one, in id order.
 /// Whether `operations`, in id order, hold `id`.
 fn holds(operations: &[Operation], id: &str) -> bool {
     operations
@@ -145,6 +144,7 @@ fn holds(operations: &[Operation], id: &str) -> bool {
         .is_ok()
 }
 
+/// Two lists of operations in id order (no id in both) as one, in id order.
 fn merge_by_id(records: Vec<Operation>, paged: Vec<Operation>) -> Vec<Operation> {
     if paged.is_empty() {
         return records;

@@ -2,14 +2,16 @@
 //!
 //! The scheduler never looks inside a payload after enqueue: it stores it, copies it into the
 //! frozen body and hands it to `compile`. Kept as a parsed tree it cost a dozen allocations
-//! per operation at every load (a third of `start()` for 100 000 pending); as text it is one
-//! allocation, written to storage and into the wire body byte for byte.
+//! per operation at every load (in a profile of open + start of 100 000 pending, `malloc` fell
+//! from 181 to 21 ms with text); as text it is one allocation, written to storage and into the
+//! wire body byte for byte.
 
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use serde_json::Value;
 
-/// A payload: valid JSON text, compact as serde_json writes it (object keys sorted).
+/// A payload: valid JSON text (compact, object keys sorted, when this scheduler wrote it; as
+/// stored by an earlier build otherwise).
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(transparent)]
 pub struct Payload(Box<RawValue>);
@@ -26,7 +28,7 @@ impl Payload {
         Self(serde_json::value::to_raw_value(value).unwrap_or_else(|_| null()))
     }
 
-    /// The payload as a JSON value (for `compile` and for comparing intents).
+    /// The payload as a JSON value (for comparing intents).
     pub fn to_value(&self) -> Value {
         serde_json::from_str(self.0.get()).unwrap_or(Value::Null)
     }
