@@ -172,16 +172,29 @@ async fn open_driver_with(
     run: &str,
     sink: Option<canvas_scheduler::web::driver::ReportSink>,
 ) -> Driver {
+    open_driver_config(
+        run,
+        sink,
+        SchedulerConfig {
+            concurrency: 2,
+            owner: format!("tab-{run}"),
+            ..SchedulerConfig::default()
+        },
+    )
+    .await
+}
+
+async fn open_driver_config(
+    run: &str,
+    sink: Option<canvas_scheduler::web::driver::ReportSink>,
+    config: SchedulerConfig,
+) -> Driver {
     let options = DriverOptions {
         database: format!("cs-test-{run}"),
         endpoint: server().to_owned(),
         attempt_timeout_ms: 10_000,
         load_page_size: 100,
-        config: SchedulerConfig {
-            concurrency: 2,
-            owner: format!("tab-{run}"),
-            ..SchedulerConfig::default()
-        },
+        config,
         host: Default::default(),
         send_hooks: Default::default(),
         js_transport: None,
@@ -203,6 +216,43 @@ fn shape(run: &str, i: u32, canvas: &str) -> IntentInput {
         coalesce_key: None,
         blob: None,
     }
+}
+
+/// S18 through the driver: operations enqueued one per turn are each written as a record, and
+/// once enough have gathered the quiet scheduler folds them into pages (held here, so nothing
+/// is dispatched); a reload reads them all back.
+#[wasm_bindgen_test]
+async fn s18_records_enqueued_one_per_turn_are_folded_into_pages_when_quiet() {
+    let run = unique("fold");
+    let config = |owner: &str| SchedulerConfig {
+        owner: owner.to_owned(),
+        fold_records_at: 8,
+        ..SchedulerConfig::default()
+    };
+    let driver = open_driver_config(&run, None, config("tab-a")).await;
+    let hold = driver.hold().expect("hold");
+    driver.start().expect("start");
+    for i in 0..20 {
+        driver
+            .enqueue(vec![shape(&run, i, "a")])
+            .await
+            .expect("enqueue");
+    }
+    driver.settle().await;
+    let database = format!("cs-test-{run}");
+    let records = super::store_support::raw_keys(&database, "operations")
+        .await
+        .len();
+    let pages = super::store_support::raw_keys(&database, "operation_pages")
+        .await
+        .len();
+    assert!(records < 8, "{records} records left loose");
+    assert!(pages >= 2, "{pages} pages");
+    driver.release(hold);
+    driver.stop();
+    let again = open_driver_config(&run, None, config("tab-a")).await;
+    assert_eq!(again.inspect(|s, _| s.ledger().operation_count()), 20);
+    again.stop();
 }
 
 /// W5/S13 through the whole stack: each storage fault is surfaced, keeps claims, sends
