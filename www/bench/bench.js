@@ -43,7 +43,10 @@ function request(idbRequest) {
 
 function openRawDb(name) {
   const open = indexedDB.open(name, 1);
-  open.onupgradeneeded = () => open.result.createObjectStore("records");
+  open.onupgradeneeded = () => {
+    open.result.createObjectStore("records");
+    open.result.createObjectStore("lease");
+  };
   return request(open);
 }
 
@@ -59,20 +62,49 @@ function putAll(db, records) {
   });
 }
 
-/** 1. Raw IndexedDB: single-record transactions and `batchSize`-record transactions. */
+/**
+ * A fenced write as the ledger does it: one readwrite transaction over the lease and the
+ * records, reading the lease and putting the record (the read's answer is not awaited).
+ */
+function fencedPut(db, key, value) {
+  return new Promise((resolve, reject) => {
+    const tx = db.transaction(["lease", "records"], "readwrite", { durability: "strict" });
+    tx.objectStore("lease").get("lease");
+    tx.objectStore("records").put(value, key);
+    tx.oncomplete = () => resolve();
+    tx.onerror = () => reject(tx.error);
+    tx.onabort = () => reject(tx.error ?? new Error("transaction aborted"));
+  });
+}
+
+/**
+ * 1. Raw IndexedDB: single-record transactions, single-record transactions in the shape of
+ * the ledger's fenced write (lease read + record put, two stores), and `batchSize`-record
+ * transactions.
+ */
 async function rawIdb({ singles, batches, batchSize, deadlineMs }) {
   const db = await openRawDb(`bench-raw-${Date.now()}`);
   try {
+    await new Promise((resolve, reject) => {
+      const tx = db.transaction("lease", "readwrite");
+      tx.objectStore("lease").put(JSON.stringify({ owner: "bench", fence: 1, expiresAt: 0 }), "lease");
+      tx.oncomplete = () => resolve();
+      tx.onabort = () => reject(tx.error);
+    });
+    // Interleaved, so that both kinds meet the same moments of the machine and the store.
+    const fenced = [];
     const latencies = [];
-    let deadline = now() + deadlineMs / 2;
-    const singleStart = now();
+    let deadline = now() + (deadlineMs * 2) / 3;
     for (let i = 0; i < singles && now() < deadline; i++) {
-      const t = now();
+      let t = now();
       await putAll(db, [[`s-${i}`, rawRecord(`s-${i}`, i)]]);
       latencies.push(now() - t);
+      t = now();
+      await fencedPut(db, `f-${i}`, rawRecord(`f-${i}`, i));
+      fenced.push(now() - t);
     }
-    const singleMs = now() - singleStart;
-    deadline = now() + deadlineMs / 2;
+    const singleMs = latencies.reduce((sum, ms) => sum + ms, 0);
+    deadline = now() + deadlineMs / 3;
     let batchRecords = 0;
     const batchStart = now();
     for (let b = 0; b < batches && now() < deadline; b++) {
@@ -90,6 +122,9 @@ async function rawIdb({ singles, batches, batchSize, deadlineMs }) {
       singleRecordsPerSec: (latencies.length / singleMs) * 1000,
       singleP50Ms: percentile(latencies, 0.5),
       singleP99Ms: percentile(latencies, 0.99),
+      fencedCount: fenced.length,
+      fencedP50Ms: percentile(fenced, 0.5),
+      fencedP99Ms: percentile(fenced, 0.99),
       batchRecords,
       batchRecordsPerSec: (batchRecords / batchMs) * 1000,
     };
