@@ -82,8 +82,8 @@ pub struct SchedulerConfig {
     /// a lease that stops being renewed as the sign of a frozen leader).
     pub keep_lease: bool,
     /// Operations stored as their own records are folded into a page (one record) once this
-    /// many have gathered, in a batch that is written anyway (0: never). Not an option of the
-    /// JS API: the default is a page; tests lower it to fold often.
+    /// many have gathered, in a batch of its own while the scheduler is quiet (0: never). Not
+    /// an option of the JS API: the default is a page; tests lower it to fold often.
     pub fold_records_at: usize,
 }
 

@@ -12,10 +12,11 @@
 //! A batch with a single new operation writes it as a record instead (`Ledger::take_batch`):
 //! for one operation a page only adds cost. Records gathered that way (one enqueue per turn,
 //! as a stream of edits produces) and by later writes are folded back into pages: once
-//! `fold_records_at` (a page's worth) have gathered, a batch that is written anyway also puts
-//! up to a page of them, unchanged since written, into a new page and deletes their records
-//! in the same transaction (`Ledger::fold_candidates`). About 25 ms of IndexedDB work per 256
-//! (the deletes), once per 256 records; a load then reads pages, not one record each.
+//! `fold_records_at` (a page's worth) have gathered and the scheduler is quiet (nothing to
+//! write, nothing in flight, nothing to dispatch), a batch of its own puts up to a page of
+//! them, unchanged since written, into a new page and deletes their records in the same
+//! transaction (`Ledger::fold_candidates`). About 25 ms of IndexedDB work per 256 (the
+//! deletes), once per 256 records; a load then reads pages, not one record each.
 //!
 //! Pages are few (a few hundred for 100 000 operations), so they are kept in sorted vectors,
 //! not maps: every map type is more code in the `.wasm`.

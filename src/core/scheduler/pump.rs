@@ -363,7 +363,7 @@ impl<H: Host> Scheduler<H> {
         } else {
             None
         };
-        let fold = self.is_quiet() && self.ledger.wants_fold();
+        let fold = self.ledger.wants_fold() && self.is_quiet();
         if !self.ledger.has_changes()
             && !self.persist.barrier_wanted
             && lease_write.is_none()

@@ -147,19 +147,14 @@ async fn write(
     if batch.fence.is_some() {
         put_all(tx, OPERATION_PAGES, encoded.operation_pages)?;
         put_all(tx, OPERATIONS, encoded.operations)?;
-        if !batch.drop_operations.is_empty() {
-            // Folded into this batch's pages: the page copy is current once the record goes.
-            let records = tx.object_store(OPERATIONS)?;
-            for id in &batch.drop_operations {
-                drop(records.delete(JsValue::from_str(id)).primitive()?);
-            }
-        }
-        if !batch.drop_operation_pages.is_empty() {
-            let pages = tx.object_store(OPERATION_PAGES)?;
-            for no in &batch.drop_operation_pages {
-                drop(pages.delete(JsValue::from_f64(*no as f64)).primitive()?);
-            }
-        }
+        // Folded into this batch's pages: the page copy is current once the record goes.
+        let folded = batch.drop_operations.iter().map(|id| JsValue::from_str(id));
+        delete_all(tx, OPERATIONS, folded)?;
+        let dropped = batch
+            .drop_operation_pages
+            .iter()
+            .map(|no| JsValue::from_f64(*no as f64));
+        delete_all(tx, OPERATION_PAGES, dropped)?;
         put_all(tx, REQUESTS, encoded.requests)?;
         put_all(tx, EVENTS, encoded.events)?;
         if let Some(below) = batch.trim_events_below {
@@ -187,6 +182,22 @@ async fn write(
         );
     }
     Ok(lease)
+}
+
+/// Deletes every key without waiting for each one (a failing delete aborts the transaction).
+fn delete_all(
+    tx: &Transaction<'_>,
+    store: &str,
+    keys: impl ExactSizeIterator<Item = JsValue>,
+) -> Result<(), Refused> {
+    if keys.len() == 0 {
+        return Ok(());
+    }
+    let store = tx.object_store(store)?;
+    for key in keys {
+        drop(store.delete(key).primitive()?);
+    }
+    Ok(())
 }
 
 /// Puts every `(key, value)` without waiting for each one: a failing put aborts the whole
