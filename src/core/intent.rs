@@ -198,43 +198,49 @@ pub fn into_intent(input: IntentInput, sequence: u64, principal: Option<String>)
 /// Finds a dependency cycle among a batch's own intents (ids in the ledger cannot depend on
 /// new ones, so cycles can only close inside the batch).
 pub fn find_cycle(batch: &[IntentInput]) -> Option<String> {
-    let index: BTreeMap<&str, &IntentInput> = batch
-        .iter()
-        .map(|input| (input.id.as_str(), input))
-        .collect();
-    // 0 = unvisited, 1 = on the stack, 2 = done.
-    let mut state: BTreeMap<&str, u8> = BTreeMap::new();
+    // Id → (place in the batch, visit state: 0 unvisited, 1 on the stack, 2 done). One map of
+    // the key/value type the page loader uses: every BTreeMap type is its own copy of the
+    // tree code in the .wasm.
+    let mut visits: BTreeMap<&str, (usize, usize)> = BTreeMap::new();
+    for (place, input) in batch.iter().enumerate() {
+        visits.insert(input.id.as_str(), (place, 0));
+    }
     for start in batch {
-        if state.get(start.id.as_str()).copied().unwrap_or(0) != 0 {
+        if visits.get(start.id.as_str()).is_some_and(|v| v.1 != 0) {
             continue;
         }
         let mut stack: Vec<(&str, usize)> = vec![(start.id.as_str(), 0)];
-        state.insert(start.id.as_str(), 1);
+        set_visit(&mut visits, &start.id, 1);
         while let Some((id, next)) = stack.pop() {
-            let deps = index
+            let deps = visits
                 .get(id)
+                .and_then(|(place, _)| batch.get(*place))
                 .map(|i| i.dependencies.as_slice())
                 .unwrap_or(&[]);
             if next < deps.len() {
                 stack.push((id, next + 1));
                 let dep = deps[next].as_str();
-                if !index.contains_key(dep) {
-                    continue;
-                }
-                match state.get(dep).copied().unwrap_or(0) {
-                    1 => return Some(dep.to_owned()),
-                    0 => {
-                        state.insert(dep, 1);
+                match visits.get(dep).map(|v| v.1) {
+                    None => {}
+                    Some(1) => return Some(dep.to_owned()),
+                    Some(0) => {
+                        set_visit(&mut visits, dep, 1);
                         stack.push((dep, 0));
                     }
-                    _ => {}
+                    Some(_) => {}
                 }
             } else {
-                state.insert(id, 2);
+                set_visit(&mut visits, id, 2);
             }
         }
     }
     None
+}
+
+fn set_visit(visits: &mut BTreeMap<&str, (usize, usize)>, id: &str, state: usize) {
+    if let Some(visit) = visits.get_mut(id) {
+        visit.1 = state;
+    }
 }
 
 /// Whether a stored intent is what `input` asks for (so enqueueing it again is harmless).

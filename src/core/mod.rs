@@ -19,5 +19,6 @@ pub mod ready_queue;
 pub mod retry_queue;
 pub mod safe_error;
 pub mod scheduler;
+pub mod small_map;
 
 pub use scheduler::{Explanation, FlushOutcome, HoldId, Scheduler, SchedulerStats};

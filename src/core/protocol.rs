@@ -318,7 +318,9 @@ pub fn map_transport_answer(action: RetryAction, answer: &Value, now: Millis) ->
         .filter(|s| (100..=599).contains(s))
         .map_or(if rejected { 409 } else { 200 }, |s| s as u16);
     let retry_after = answer.get("retryAfter").and_then(Value::as_str);
-    let body = answer.to_string();
+    // Compact text, as `to_string` would give, without pulling `Value`'s Display (and its
+    // pretty printer) into the .wasm; a Value always serializes.
+    let body = serde_json::to_string(answer).unwrap_or_default();
     let mut mapped = map_answer(action, status, Some(&body), retry_after, now);
     if let Some(ms) = answer.get("retryAfterMs").and_then(Value::as_u64) {
         mapped.retry_after_ms = Some(ms);

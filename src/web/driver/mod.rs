@@ -8,7 +8,6 @@ mod promise;
 mod send_hooks;
 
 use std::cell::RefCell;
-use std::collections::BTreeMap;
 use std::rc::Rc;
 
 use wasm_bindgen_futures::spawn_local;
@@ -21,6 +20,7 @@ use crate::core::intent::IntentInput;
 use crate::core::io::{AttemptId, AttemptStatus, BatchNo, Effect, Report, SendOrder};
 use crate::core::loader::Quarantined;
 use crate::core::model::{Millis, UPLOAD_KIND};
+use crate::core::small_map::SmallMap;
 use crate::core::Scheduler;
 use crate::web::clock::BrowserClock;
 use crate::web::js_transport::JsTransport;
@@ -64,7 +64,7 @@ struct State {
     js_transport: Option<Rc<JsTransport>>,
     clock: BrowserClock,
     timer: Option<TimerHandle>,
-    controllers: BTreeMap<AttemptId, AbortController>,
+    controllers: SmallMap<AttemptId, AbortController>,
     barrier_waiters: Vec<(BatchNo, Signal)>,
     settle_waiters: Vec<Signal>,
     sink: Option<ReportSink>,
@@ -147,7 +147,7 @@ impl Driver {
             js_transport: options.js_transport.map(Rc::new),
             clock,
             timer: None,
-            controllers: BTreeMap::new(),
+            controllers: SmallMap::new(),
             barrier_waiters: Vec::new(),
             settle_waiters: Vec::new(),
             sink,

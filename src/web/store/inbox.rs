@@ -273,11 +273,11 @@ async fn check_and_add(
             None => fresh.push(input),
         }
     }
-    let known: BTreeSet<&str> = fresh
-        .iter()
-        .chain(queued.iter())
-        .map(|i| i.id.as_str())
-        .collect();
+    // Inserted one by one: collecting would sort first, one more sort in the .wasm.
+    let mut known: BTreeSet<&str> = BTreeSet::new();
+    for input in fresh.iter().chain(queued.iter()) {
+        known.insert(input.id.as_str());
+    }
     for input in &fresh {
         for dependency in &input.dependencies {
             if !known.contains(dependency.as_str())

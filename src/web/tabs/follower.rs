@@ -101,7 +101,7 @@ impl Tab {
             }
             for (id, view) in views {
                 state.mine.insert(id.clone());
-                state.views.entry(id).or_insert(view);
+                state.views.set_if_absent(&id, &view);
             }
             // Already in the ledger (enqueued again, e.g. after a reload): its stored record
             // answers `operation()`, and a resolved one has nothing more to hear.
@@ -110,7 +110,7 @@ impl Tab {
                 if operation.phase == OperationPhase::Resolved {
                     state.mine.remove(&id);
                 }
-                state.views.insert(id, to_js(&operation));
+                state.views.set(&id, &to_js(&operation));
             }
         }
         self.post(&TabMessage::Wake { from: origin });
@@ -242,7 +242,7 @@ impl Tab {
     pub fn operation(&self, id: &str) -> Option<JsValue> {
         match self.driver() {
             Some(driver) => driver.inspect(|s, _| s.ledger().operation(id).map(to_js)),
-            None => self.state.borrow().views.get(id).cloned(),
+            None => self.state.borrow().views.get(id),
         }
     }
 
@@ -355,10 +355,7 @@ impl Tab {
             if !self.state.borrow_mut().mine.remove(&id) {
                 continue; // heard meanwhile
             }
-            self.state
-                .borrow_mut()
-                .views
-                .insert(id.clone(), to_js(&operation));
+            self.state.borrow().views.set(&id, &to_js(&operation));
             let report = Report::Settled {
                 operation_id: id,
                 request_id: outcome.request_id,

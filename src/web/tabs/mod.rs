@@ -22,9 +22,10 @@ mod follower;
 mod handover;
 mod locks;
 mod relay;
+mod views;
 
 use std::cell::RefCell;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::rc::Rc;
 
 use serde_json::Value;
@@ -34,6 +35,7 @@ use crate::core::clock::TimerHandle;
 use crate::core::error::{ErrorCode, SchedulerError};
 use crate::core::intent::IntentInput;
 use crate::core::model::{Lease, Millis};
+use crate::core::small_map::SmallMap;
 use crate::core::HoldId;
 use crate::web::clock::BrowserClock;
 use crate::web::driver::{Driver, DriverOptions, Signal};
@@ -45,6 +47,7 @@ use channel::TabChannel;
 pub use channel::TabMessage;
 use follower::Pending;
 use locks::{LockManager, LockRequest};
+use views::OperationViews;
 
 /// How the host hears events (`onEvent`): the event object.
 pub type EventSink = Rc<dyn Fn(&JsValue)>;
@@ -69,12 +72,12 @@ struct TabState {
     started: bool,
     next_hold: u64,
     /// The host's holds, and the dispatcher's hold for each while this tab leads.
-    holds: BTreeMap<u64, Option<HoldId>>,
+    holds: SmallMap<u64, Option<HoldId>>,
     leader_owner: Option<String>,
     /// Operations this tab enqueued while not dispatching, not yet settled.
     mine: BTreeSet<String>,
     /// The latest record of each of `mine` relayed by the leader.
-    views: BTreeMap<String, JsValue>,
+    views: OperationViews,
     /// Another tab has spoken on the channel: relay events while leading.
     relay: bool,
     channel: Option<Rc<TabChannel>>,
@@ -86,7 +89,7 @@ struct TabState {
     timer: Option<TimerHandle>,
     /// The lease as last seen by a follower, and since when it has been unchanged.
     watched: Option<(Option<Lease>, Millis)>,
-    pending: BTreeMap<u64, Pending>,
+    pending: SmallMap<u64, Pending>,
     next_rid: u64,
     /// Inbox entries this tab has written, and how many of those an adoption pass of this
     /// tab (as leader) has certainly seen; inbox writes of this tab still under way.
@@ -139,10 +142,10 @@ impl Tab {
             role: Role::Follower,
             started: false,
             next_hold: 0,
-            holds: BTreeMap::new(),
+            holds: SmallMap::new(),
             leader_owner: None,
             mine: BTreeSet::new(),
-            views: BTreeMap::new(),
+            views: OperationViews::new(),
             relay: false,
             channel: None,
             locks: LockManager::get(),
@@ -151,7 +154,7 @@ impl Tab {
             adopt_again: false,
             timer: None,
             watched: None,
-            pending: BTreeMap::new(),
+            pending: SmallMap::new(),
             next_rid: 0,
             own_writes: 0,
             own_adopted: 0,

@@ -140,7 +140,7 @@ impl Tab {
                 operation.is_undefined() || operation.is_null(),
                 ours.as_slice(),
             ) {
-                state.views.insert(id.clone(), operation);
+                state.views.set(id, &operation);
             }
             if events::kind(event).as_deref() == Some("settled") {
                 for id in &ours {
