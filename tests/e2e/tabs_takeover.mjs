@@ -31,6 +31,19 @@ const leaderOf = async (tabs) => {
   return leading;
 };
 
+// Whether `page` can read the lease store within `ms` (a transaction of a paused page blocks it).
+const leaseReadable = (page, ms) => page.evaluate((ms) => new Promise((done) => {
+  const timer = setTimeout(() => done(false), ms);
+  const open = indexedDB.open(new URLSearchParams(location.search).get("db"));
+  open.onsuccess = () => {
+    const db = open.result;
+    const get = db.transaction("dispatcher_lease", "readonly").objectStore("dispatcher_lease").get("lease");
+    get.onsuccess = () => { clearTimeout(timer); db.close(); done(true); };
+    get.onerror = () => { clearTimeout(timer); db.close(); done(false); };
+  };
+  open.onerror = () => { clearTimeout(timer); done(false); };
+}), ms);
+
 const statics = await serve();
 const browser = await launchChromium();
 const server = await startReferenceServer({ runApplyMs: 200 });
@@ -62,10 +75,22 @@ try {
   const cdp = await context.newCDPSession(tabs.get("a"));
   // Chrome does not freeze a page that holds a Web Lock (Page.setWebLifecycleState changes
   // nothing here), so the leader is frozen the way a debugger or a stalled main thread does it.
-  await cdp.send("Debugger.enable");
-  await cdp.send("Debugger.pause");
-  const frozenAt = Date.now();
+  // A page paused inside an IndexedDB transaction keeps it open, and every other tab's reads of
+  // those stores wait until it resumes: no tab can take over then (a browser limit, not the
+  // scheduler's). So the freeze is retried until another tab can read the lease store.
   const others = new Map([...tabs].filter(([name]) => name !== "a"));
+  await cdp.send("Debugger.enable");
+  let pauses = 0;
+  for (;;) {
+    await cdp.send("Debugger.pause");
+    pauses += 1;
+    if (await leaseReadable(others.get("b"), 500)) break;
+    if (pauses >= 10) throw new Error("every pause landed inside an IndexedDB transaction");
+    await cdp.send("Debugger.resume");
+    await sleep(30);
+  }
+  if (pauses > 1) print(`paused ${pauses} times: the earlier pauses landed inside an IndexedDB transaction`);
+  const frozenAt = Date.now();
   const takeoverMs = await until("another tab to take over from the frozen leader", async () => (await leaderOf(others)).length === 1, 15_000).catch(async (error) => {
     for (const [name, page] of others) print(`${name} lease: ${await page.evaluate(() => new Promise((done) => {
       const timer = setTimeout(() => done("blocked 2 s"), 2000);
