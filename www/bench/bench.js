@@ -139,20 +139,42 @@ const unusedTransport = {
   query: async () => ({ status: 404 }),
 };
 
-/** 2. Durable `enqueue` latency: N sequential awaits on a held scheduler. */
+/**
+ * 2. Durable `enqueue` latency: N sequential awaits on a held scheduler, interleaved with the
+ * two raw baselines (a 1-record transaction, and the ledger's fenced-write shape) in a raw
+ * database of this page, so that all three meet the same moments of a shared machine.
+ */
 async function enqueueLatency({ n, deadlineMs }) {
   const scheduler = await Scheduler.open({ database: `bench-enqueue-${Date.now()}`, transport: unusedTransport });
   const release = scheduler.hold();
+  const db = await openRawDb(`bench-enqueue-raw-${Date.now()}`);
   try {
     const latencies = [];
+    const raw = [];
+    const fenced = [];
     const deadline = now() + deadlineMs;
     for (let i = 0; i < n && now() < deadline; i++) {
-      const t = now();
+      let t = now();
+      await putAll(db, [[`s-${i}`, rawRecord(`s-${i}`, i)]]);
+      raw.push(now() - t);
+      t = now();
+      await fencedPut(db, `f-${i}`, rawRecord(`f-${i}`, i));
+      fenced.push(now() - t);
+      t = now();
       await scheduler.enqueue(shapeIntent(`e-${i}`, `c${i % 10}`, i));
       latencies.push(now() - t);
     }
-    return { count: latencies.length, p50Ms: percentile(latencies, 0.5), p99Ms: percentile(latencies, 0.99), timedOut: latencies.length < n };
+    return {
+      count: latencies.length,
+      p50Ms: percentile(latencies, 0.5),
+      p99Ms: percentile(latencies, 0.99),
+      rawP50Ms: percentile(raw, 0.5),
+      rawP99Ms: percentile(raw, 0.99),
+      fencedP50Ms: percentile(fenced, 0.5),
+      timedOut: latencies.length < n,
+    };
   } finally {
+    db.close();
     release();
     scheduler.stop();
   }
