@@ -1,70 +1,115 @@
 //! [`IdbLedger::apply`]: one [`PersistBatch`] in one readwrite transaction (group commit),
 //! fenced exactly like [`MemoryStore::apply`](crate::testing::MemoryStore::apply): the
 //! stored lease is read first (the writes are queued behind that read) and a stale or
-//! missing fence aborts the whole transaction.
+//! missing fence aborts the whole transaction. The transaction itself is driven by a small
+//! JS function (`apply.js`): one call and one promise per batch instead of a closure,
+//! listeners and a wake-up per request.
 
-use indexed_db_futures::prelude::*;
-use indexed_db_futures::transaction::{Transaction, TransactionMode};
-use indexed_db_futures::KeyRange;
-use wasm_bindgen::JsValue;
+use std::cell::RefCell;
+use std::rc::Rc;
+
+use indexed_db_futures::internals::SystemRepr;
+use js_sys::{Array, Function, Promise};
+use wasm_bindgen::closure::Closure;
+use wasm_bindgen::prelude::wasm_bindgen;
+use wasm_bindgen::{JsCast, JsValue};
+use wasm_bindgen_futures::JsFuture;
 
 use super::codec::{decode, page_value, to_js};
-use super::errors::storage_error;
+use super::errors::js_error;
 use super::schema::{EVENTS, LEASE, LEASE_KEY, OPERATIONS, OPERATION_PAGES, REQUESTS};
 use super::IdbLedger;
 use crate::core::io::{LeaseWrite, PersistBatch, PersistFailure, PersistResult};
 use crate::core::model::Lease;
 use crate::core::safe_error::SafeError;
 
-/// The batch's records, serialized before the transaction opens (a record that cannot be
-/// stored fails the batch before anything is written).
-struct Encoded {
-    operation_pages: Vec<(JsValue, JsValue)>,
-    operations: Vec<(JsValue, JsValue)>,
-    requests: Vec<(JsValue, JsValue)>,
-    events: Vec<(JsValue, JsValue)>,
+#[wasm_bindgen(module = "/src/web/store/apply.js")]
+extern "C" {
+    #[wasm_bindgen(js_name = applyBatch)]
+    fn apply_batch(
+        db: &web_sys::IdbDatabase,
+        stores: &Array,
+        lease_store: &str,
+        lease_key: &str,
+        writes: &Array,
+        decide: &Function,
+        abort_instead: bool,
+    ) -> Promise;
 }
 
-fn encode(batch: &PersistBatch) -> Result<Encoded, SafeError> {
-    let operation_pages = batch
-        .operation_pages
-        .iter()
-        .map(|page| Ok((JsValue::from_f64(page.no as f64), page_value(page)?)))
-        .collect::<Result<_, SafeError>>()?;
-    let operations = batch
-        .operations
-        .iter()
-        .map(|op| Ok((JsValue::from_str(&op.intent.id), to_js(op)?)))
-        .collect::<Result<_, SafeError>>()?;
-    let requests = batch
-        .requests
-        .iter()
-        .map(|r| Ok((JsValue::from_str(&r.id), to_js(r)?)))
-        .collect::<Result<_, SafeError>>()?;
+/// `apply.js`'s write codes.
+const PUT: f64 = 0.0;
+const DELETE: f64 = 1.0;
+const DELETE_BELOW: f64 = 2.0;
+
+/// The batch's writes for `apply.js`, serialized before the transaction opens (a record that
+/// cannot be stored fails the batch before anything is written). Order as before: pages,
+/// operations, folded records and dropped pages deleted, requests, events, the trim.
+fn encode(batch: &PersistBatch) -> Result<Array, SafeError> {
+    let writes = Array::new();
+    if batch.fence.is_none() {
+        return Ok(writes); // refused at the lease read: nothing to issue
+    }
+    let push = |op: f64, store: &str, key: JsValue, value: JsValue| {
+        writes.push(&JsValue::from_f64(op));
+        writes.push(&JsValue::from_str(store));
+        writes.push(&key);
+        writes.push(&value);
+    };
+    for page in &batch.operation_pages {
+        push(PUT, OPERATION_PAGES, number(page.no), page_value(page)?);
+    }
+    for op in &batch.operations {
+        push(
+            PUT,
+            OPERATIONS,
+            JsValue::from_str(&op.intent.id),
+            to_js(op)?,
+        );
+    }
+    // Folded into this batch's pages: the page copy is current once the record goes.
+    for id in &batch.drop_operations {
+        push(
+            DELETE,
+            OPERATIONS,
+            JsValue::from_str(id),
+            JsValue::UNDEFINED,
+        );
+    }
+    for no in &batch.drop_operation_pages {
+        push(DELETE, OPERATION_PAGES, number(*no), JsValue::UNDEFINED);
+    }
+    for request in &batch.requests {
+        push(
+            PUT,
+            REQUESTS,
+            JsValue::from_str(&request.id),
+            to_js(request)?,
+        );
+    }
     // The batch's events as one page keyed by its last seq: one record per transaction
     // instead of one per event (about three per operation). The trim's range delete then
     // drops only pages that end below it.
-    let events = match batch.events.last() {
-        Some(last) => vec![(JsValue::from_f64(last.seq as f64), to_js(&batch.events)?)],
-        None => Vec::new(),
-    };
-    Ok(Encoded {
-        operation_pages,
-        operations,
-        requests,
-        events,
-    })
-}
-
-enum Refused {
-    Fenced(Option<Lease>),
-    Storage(SafeError),
-}
-
-impl From<indexed_db_futures::error::Error> for Refused {
-    fn from(error: indexed_db_futures::error::Error) -> Self {
-        Refused::Storage(storage_error(&error))
+    if let Some(last) = batch.events.last() {
+        push(PUT, EVENTS, number(last.seq), to_js(&batch.events)?);
     }
+    if let Some(below) = batch.trim_events_below {
+        push(DELETE_BELOW, EVENTS, number(below), JsValue::UNDEFINED);
+    }
+    Ok(writes)
+}
+
+fn number(n: u64) -> JsValue {
+    JsValue::from_f64(n as f64)
+}
+
+/// What the lease read decided, kept for after the transaction.
+#[derive(Default)]
+struct LeaseCheck {
+    /// The lease as stored after the batch (renewed if the batch renews it).
+    lease: Option<Lease>,
+    /// A renewal that could not be serialized (the batch was refused for it).
+    error: Option<SafeError>,
 }
 
 impl IdbLedger {
@@ -75,32 +120,80 @@ impl IdbLedger {
     /// batch has no fence or the stored fence differs (nothing written); `Storage` for any
     /// storage failure — quota, abort, closed connection — with nothing written.
     pub async fn apply(&self, batch: &PersistBatch) -> PersistResult {
-        let encoded = match encode(batch) {
-            Ok(encoded) => encoded,
-            Err(error) => return PersistResult::Failed(PersistFailure::Storage(error)),
+        let failed = |error| PersistResult::Failed(PersistFailure::Storage(error));
+        let writes = match encode(batch) {
+            Ok(writes) => writes,
+            Err(error) => return failed(error),
         };
         let db = match self.db() {
             Ok(db) => db,
-            Err(error) => return PersistResult::Failed(PersistFailure::Storage(error)),
+            Err(error) => return failed(error),
         };
-        let tx = match self.begin(&db, &scope(batch), TransactionMode::Readwrite) {
-            Ok(tx) => tx,
-            Err(error) => return PersistResult::Failed(PersistFailure::Storage(error)),
-        };
-        match write(&tx, batch, encoded).await {
-            Ok(lease) => match self.finish(tx).await {
-                Ok(()) => PersistResult::Done { lease },
-                Err(error) => PersistResult::Failed(PersistFailure::Storage(error)),
+        self.transactions.set(self.transactions.get() + 1);
+        let stores: Array = scope(batch).into_iter().map(JsValue::from_str).collect();
+        let check = Rc::new(RefCell::new(LeaseCheck::default()));
+        let decide = lease_decision(batch, check.clone());
+        let fault = self.faults.take();
+        let raw: &web_sys::IdbDatabase = db.as_sys().unchecked_ref();
+        let promise = apply_batch(
+            raw,
+            &stores,
+            LEASE,
+            LEASE_KEY,
+            &writes,
+            decide.as_ref().unchecked_ref(),
+            fault.is_some(),
+        );
+        let outcome = JsFuture::from(promise).await.unwrap_or_else(|error| error);
+        drop(decide);
+        let check = check.take();
+        match outcome.as_string().as_deref() {
+            Some("done") => PersistResult::Done { lease: check.lease },
+            Some("refused") => match check.error {
+                Some(error) => failed(error),
+                None => PersistResult::Failed(PersistFailure::Fenced {
+                    current: check.lease,
+                }),
             },
-            Err(refused) => {
-                let _ = tx.abort().await;
-                PersistResult::Failed(match refused {
-                    Refused::Fenced(current) => PersistFailure::Fenced { current },
-                    Refused::Storage(error) => PersistFailure::Storage(error),
-                })
-            }
+            // An injected fault aborts instead of committing: nothing was written.
+            _ => failed(match fault {
+                Some(fault) => fault.error(),
+                None => js_error(&outcome),
+            }),
         }
     }
+}
+
+/// The callback `apply.js` runs when the lease read answers: refuse unless the batch's fence
+/// is the stored one (an unreadable lease record counts as none: nobody's fence matches it),
+/// and give the renewed lease to put when the batch renews it.
+fn lease_decision(
+    batch: &PersistBatch,
+    check: Rc<RefCell<LeaseCheck>>,
+) -> Closure<dyn FnMut(JsValue) -> JsValue> {
+    let fence = batch.fence;
+    let renew = batch.lease.clone();
+    Closure::new(move |stored: JsValue| {
+        let mut lease: Option<Lease> = decode(&stored).ok();
+        let mut check = check.borrow_mut();
+        if fence.is_none() || lease.as_ref().map(|l| l.fence) != fence {
+            check.lease = lease;
+            return JsValue::FALSE;
+        }
+        let mut answer = JsValue::UNDEFINED;
+        if let (Some(LeaseWrite::Renew { expires_at }), Some(current)) = (&renew, &mut lease) {
+            current.expires_at = *expires_at;
+            match to_js(current) {
+                Ok(value) => answer = value,
+                Err(error) => {
+                    check.error = Some(error);
+                    return JsValue::FALSE;
+                }
+            }
+        }
+        check.lease = lease;
+        answer
+    })
 }
 
 /// The stores `batch` writes, and the lease: a transaction over fewer stores costs the
@@ -129,96 +222,4 @@ fn scope(batch: &PersistBatch) -> Vec<&'static str> {
             .map(|(store, _)| *store),
     );
     stores
-}
-
-/// Issues every request of the batch; the returned lease is the one stored after it.
-///
-/// The batch's writes are issued right behind the lease read, without waiting for it: the
-/// requests of a transaction run in order, so the read sees the lease as it was, and a fence
-/// that does not match aborts the transaction (the caller does), so none of those writes
-/// lands. This saves a round trip to the storage backend per transaction.
-async fn write(
-    tx: &Transaction<'_>,
-    batch: &PersistBatch,
-    encoded: Encoded,
-) -> Result<Option<Lease>, Refused> {
-    let lease_store = tx.object_store(LEASE)?;
-    let stored = lease_store.get(LEASE_KEY).primitive()?;
-    if batch.fence.is_some() {
-        put_all(tx, OPERATION_PAGES, encoded.operation_pages)?;
-        put_all(tx, OPERATIONS, encoded.operations)?;
-        // Folded into this batch's pages: the page copy is current once the record goes.
-        let folded = batch.drop_operations.iter().map(|id| JsValue::from_str(id));
-        delete_all(tx, OPERATIONS, folded)?;
-        let dropped = batch
-            .drop_operation_pages
-            .iter()
-            .map(|no| JsValue::from_f64(*no as f64));
-        delete_all(tx, OPERATION_PAGES, dropped)?;
-        put_all(tx, REQUESTS, encoded.requests)?;
-        put_all(tx, EVENTS, encoded.events)?;
-        if let Some(below) = batch.trim_events_below {
-            let events = tx.object_store(EVENTS)?;
-            let range = KeyRange::UpperBound(JsValue::from_f64(below as f64), true);
-            drop(events.delete::<JsValue, _>(range).primitive()?);
-        }
-    }
-    let stored: Option<JsValue> = stored.await?;
-    // An unreadable lease record counts as no lease: nobody's fence matches it.
-    let mut lease: Option<Lease> = stored.and_then(|value| decode(&value).ok());
-    if batch.fence.is_none() || lease.as_ref().map(|l| l.fence) != batch.fence {
-        return Err(Refused::Fenced(lease));
-    }
-    if let (Some(LeaseWrite::Renew { expires_at }), Some(current)) = (&batch.lease, &mut lease) {
-        current.expires_at = *expires_at;
-        let value = to_js(current).map_err(Refused::Storage)?;
-        // Requests run in order; their results arrive with the commit.
-        drop(
-            lease_store
-                .put(value)
-                .with_key(LEASE_KEY)
-                .without_key_type()
-                .primitive()?,
-        );
-    }
-    Ok(lease)
-}
-
-/// Deletes every key without waiting for each one (a failing delete aborts the transaction).
-fn delete_all(
-    tx: &Transaction<'_>,
-    store: &str,
-    keys: impl ExactSizeIterator<Item = JsValue>,
-) -> Result<(), Refused> {
-    if keys.len() == 0 {
-        return Ok(());
-    }
-    let store = tx.object_store(store)?;
-    for key in keys {
-        drop(store.delete(key).primitive()?);
-    }
-    Ok(())
-}
-
-/// Puts every `(key, value)` without waiting for each one: a failing put aborts the whole
-/// transaction, which the commit reports.
-fn put_all(
-    tx: &Transaction<'_>,
-    store: &str,
-    records: Vec<(JsValue, JsValue)>,
-) -> Result<(), Refused> {
-    if records.is_empty() {
-        return Ok(());
-    }
-    let store = tx.object_store(store)?;
-    for (key, value) in records {
-        drop(
-            store
-                .put(value)
-                .with_key(key)
-                .without_key_type()
-                .primitive()?,
-        );
-    }
-    Ok(())
 }
