@@ -29,8 +29,19 @@ fn invalid(message: impl Into<String>) -> SchedulerError {
     SchedulerError::new(ErrorCode::InvalidIntent, message)
 }
 
+thread_local! {
+    /// The field names as JS strings, made once: every `JsValue::from_str` is a copy into JS
+    /// through `TextDecoder`, ten per intent otherwise.
+    static FIELD_KEYS: Vec<JsValue> = FIELDS.iter().map(|name| JsValue::from_str(name)).collect();
+}
+
 fn get(object: &JsValue, key: &str) -> Result<JsValue, SchedulerError> {
-    Reflect::get(object, &JsValue::from_str(key))
+    let place = FIELDS.iter().position(|name| *name == key);
+    FIELD_KEYS
+        .with(|keys| match place.and_then(|at| keys.get(at)) {
+            Some(key_js) => Reflect::get(object, key_js),
+            None => Reflect::get(object, &JsValue::from_str(key)),
+        })
         .map_err(|_| invalid(format!("{key} is unreadable")))
 }
 

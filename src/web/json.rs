@@ -21,10 +21,28 @@ fn is_plain_object(value: &JsValue) -> bool {
 
 /// Converts a JS value to JSON, refusing anything that is not plain JSON.
 pub fn to_json(value: &JsValue, field: &str) -> Result<Value, String> {
-    convert(value, field, 1)
+    convert(value, &Path::Field(field), 1)
 }
 
-fn convert(value: &JsValue, path: &str, depth: usize) -> Result<Value, String> {
+/// Where a value sits in what is being converted, written out only for an error message
+/// (formatting every path on the way down cost an allocation per value).
+enum Path<'a> {
+    Field(&'a str),
+    Key(&'a Path<'a>, &'a str),
+    Index(&'a Path<'a>, usize),
+}
+
+impl std::fmt::Display for Path<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Path::Field(name) => f.write_str(name),
+            Path::Key(parent, key) => write!(f, "{parent}.{key}"),
+            Path::Index(parent, index) => write!(f, "{parent}[{index}]"),
+        }
+    }
+}
+
+fn convert(value: &JsValue, path: &Path<'_>, depth: usize) -> Result<Value, String> {
     if depth > MAX_PAYLOAD_DEPTH {
         return Err(format!(
             "{path} nests deeper than {MAX_PAYLOAD_DEPTH} (or is cyclic)"
@@ -49,26 +67,25 @@ fn convert(value: &JsValue, path: &str, depth: usize) -> Result<Value, String> {
         let array: &Array = value.unchecked_ref();
         let mut items = Vec::with_capacity(array.length() as usize);
         for (index, item) in array.iter().enumerate() {
-            items.push(convert(&item, &format!("{path}[{index}]"), depth + 1)?);
+            items.push(convert(&item, &Path::Index(path, index), depth + 1)?);
         }
         return Ok(Value::Array(items));
     }
     if is_plain_object(value) {
         let mut map = Map::new();
-        for key in Object::keys(value.unchecked_ref::<Object>()).iter() {
-            let key = key.as_string().unwrap_or_default();
+        for key_js in Object::keys(value.unchecked_ref::<Object>()).iter() {
+            let key = key_js.as_string().unwrap_or_default();
             if key == "__proto__" {
                 return Err(format!("{path} has a __proto__ key"));
             }
-            let item = Reflect::get(value, &JsValue::from_str(&key))
-                .map_err(|_| format!("{path}.{key} is unreadable"))?;
+            // The key as JS gave it: no second copy of the name into JS.
+            let item =
+                Reflect::get(value, &key_js).map_err(|_| format!("{path}.{key} is unreadable"))?;
             if item.is_undefined() {
                 continue; // as JSON.stringify does
             }
-            map.insert(
-                key.clone(),
-                convert(&item, &format!("{path}.{key}"), depth + 1)?,
-            );
+            let converted = convert(&item, &Path::Key(path, &key), depth + 1)?;
+            map.insert(key, converted);
         }
         return Ok(Value::Object(map));
     }

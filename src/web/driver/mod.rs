@@ -63,7 +63,8 @@ struct State {
     transport: Rc<FetchTransport>,
     js_transport: Option<Rc<JsTransport>>,
     clock: BrowserClock,
-    timer: Option<TimerHandle>,
+    /// The armed browser timer and when it is due.
+    timer: Option<(TimerHandle, Millis)>,
     controllers: SmallMap<AttemptId, AbortController>,
     barrier_waiters: Vec<(BatchNo, Signal)>,
     settle_waiters: Vec<Signal>,
@@ -240,7 +241,7 @@ impl Driver {
     pub fn stop(&self) {
         self.with(|s, _| s.stop());
         let timer = self.state.borrow_mut().timer.take();
-        if let Some(handle) = timer {
+        if let Some((handle, _)) = timer {
             self.state.borrow().clock.clear_timer(handle);
         }
         self.state.borrow_mut().wake = None;
@@ -377,7 +378,16 @@ impl Driver {
 
     fn arm(&self, at: Option<Millis>) {
         let mut state = self.state.borrow_mut();
-        if let Some(handle) = state.timer.take() {
+        // Re-arming is a clearTimeout and a setTimeout (about 2 % of an enqueue, whose write
+        // toggles the lease-renewal wake-up). A timer already armed for no later than `at`,
+        // or armed when none is wanted, is kept: an early `on_timer` is harmless (the core
+        // does what is due and asks again). `stop()` clears it.
+        match (&state.timer, at) {
+            (Some((_, due)), Some(at)) if *due <= at => return,
+            (Some(_), None) => return,
+            _ => {}
+        }
+        if let Some((handle, _)) = state.timer.take() {
             state.clock.clear_timer(handle);
         }
         if let Some(at) = at {
@@ -390,7 +400,7 @@ impl Driver {
                     this.with(|s, now| s.on_timer(now));
                 }),
             );
-            state.timer = Some(handle);
+            state.timer = Some((handle, at));
         }
     }
 
