@@ -16,8 +16,8 @@ use wasm_bindgen::JsValue;
 use wasm_bindgen_test::wasm_bindgen_test;
 
 use super::store_support::{
-    acquire, acquire_fence, batch, db_name, event, lease_of, operation, operations_batch, raw_get,
-    raw_keys, request, MAX_SAFE,
+    acquire, acquire_fence, batch, db_name, event, lease_of, operation, operations_batch,
+    raw_delete, raw_get, raw_keys, raw_put, request, MAX_SAFE,
 };
 use super::support::delete_database;
 
@@ -289,6 +289,54 @@ async fn k2_a_stale_or_missing_fence_is_refused_and_writes_nothing() {
         after.lease.map(|l| (l.fence, l.expires_at)),
         Some((3, 22_000))
     );
+    ledger.close();
+    delete_database(&name).await;
+}
+
+#[wasm_bindgen_test]
+async fn k2_an_unreadable_or_deleted_lease_record_refuses_the_whole_batch() {
+    let name = db_name("lease-gone");
+    let ledger = IdbLedger::open(&name).await.expect("open");
+    let fence = acquire_fence(&ledger, "tab-a", 1_000).await;
+    let first = ledger.apply(&operations_batch(fence, 1, 1)).await;
+    assert!(matches!(first, PersistResult::Done { .. }), "{first:?}");
+    let lease_key = JsValue::from_str(schema::LEASE_KEY);
+    let renewing = |first_sequence| PersistBatch {
+        lease: Some(LeaseWrite::Renew { expires_at: 99_999 }),
+        events: vec![event(first_sequence)],
+        ..operations_batch(fence, first_sequence, 3)
+    };
+
+    // A lease record that is not a lease counts as none: nobody's fence matches it.
+    raw_put(
+        &name,
+        schema::LEASE,
+        lease_key.clone(),
+        JsValue::from_str("not a lease"),
+    )
+    .await;
+    assert_eq!(
+        ledger.apply(&renewing(2)).await,
+        PersistResult::Failed(PersistFailure::Fenced { current: None })
+    );
+    let stored = raw_get(&name, schema::LEASE, lease_key.clone()).await;
+    assert_eq!(
+        stored.and_then(|v| v.as_string()).as_deref(),
+        Some("not a lease")
+    );
+
+    // No lease record at all: the same.
+    raw_delete(&name, schema::LEASE, lease_key.clone()).await;
+    assert_eq!(
+        ledger.apply(&renewing(5)).await,
+        PersistResult::Failed(PersistFailure::Fenced { current: None })
+    );
+    assert_eq!(raw_get(&name, schema::LEASE, lease_key).await, None);
+
+    // Neither refused batch wrote anything: one operation, no events.
+    assert_eq!(raw_keys(&name, schema::OPERATIONS).await.len(), 1);
+    assert_eq!(raw_keys(&name, schema::OPERATION_PAGES).await.len(), 0);
+    assert_eq!(raw_keys(&name, schema::EVENTS).await.len(), 0);
     ledger.close();
     delete_database(&name).await;
 }

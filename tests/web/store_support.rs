@@ -155,6 +155,25 @@ pub async fn raw_put(name: &str, store: &str, key: JsValue, value: JsValue) {
     db.close();
 }
 
+/// Deletes `key` from `store`, bypassing the ledger store.
+pub async fn raw_delete(name: &str, store: &str, key: JsValue) {
+    let db = Database::open(name).await.expect("raw open");
+    let tx = db
+        .transaction(store)
+        .with_mode(TransactionMode::Readwrite)
+        .build()
+        .expect("raw tx");
+    let object_store = tx.object_store(store).expect("raw store");
+    object_store
+        .delete(key)
+        .primitive()
+        .expect("raw delete")
+        .await
+        .expect("raw delete result");
+    tx.commit().await.expect("raw commit");
+    db.close();
+}
+
 /// Every key of `store`, read directly.
 pub async fn raw_keys(name: &str, store: &str) -> Vec<JsValue> {
     let db = Database::open(name).await.expect("raw open");

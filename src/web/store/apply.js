@@ -44,7 +44,9 @@ export function applyBatch(db, stores, leaseStore, leaseKey, writes, decide, abo
           }
           if (renewed !== undefined) lease.put(renewed, leaseKey);
           if (abortInstead) tx.abort();
-          else tx.commit();
+          // Without commit() (older engines) the transaction commits by itself once these
+          // requests are done.
+          else if (typeof tx.commit === "function") tx.commit();
         } catch (error) {
           tx.abort();
         }
