@@ -136,27 +136,16 @@ pub fn lease_of(result: &PersistResult) -> Option<Lease> {
 
 /// Puts `value` under `key` in `store`, bypassing the ledger store.
 pub async fn raw_put(name: &str, store: &str, key: JsValue, value: JsValue) {
-    let db = Database::open(name).await.expect("raw open");
-    let tx = db
-        .transaction(store)
-        .with_mode(TransactionMode::Readwrite)
-        .build()
-        .expect("raw tx");
-    let object_store = tx.object_store(store).expect("raw store");
-    object_store
-        .put(value)
-        .with_key(key)
-        .without_key_type()
-        .primitive()
-        .expect("raw put")
-        .await
-        .expect("raw put result");
-    tx.commit().await.expect("raw commit");
-    db.close();
+    raw_write(name, store, key, Some(value)).await;
 }
 
 /// Deletes `key` from `store`, bypassing the ledger store.
 pub async fn raw_delete(name: &str, store: &str, key: JsValue) {
+    raw_write(name, store, key, None).await;
+}
+
+/// One readwrite transaction: a put of `value`, or a delete when there is none.
+async fn raw_write(name: &str, store: &str, key: JsValue, value: Option<JsValue>) {
     let db = Database::open(name).await.expect("raw open");
     let tx = db
         .transaction(store)
@@ -164,12 +153,22 @@ pub async fn raw_delete(name: &str, store: &str, key: JsValue) {
         .build()
         .expect("raw tx");
     let object_store = tx.object_store(store).expect("raw store");
-    object_store
-        .delete(key)
-        .primitive()
-        .expect("raw delete")
-        .await
-        .expect("raw delete result");
+    match value {
+        Some(value) => object_store
+            .put(value)
+            .with_key(key)
+            .without_key_type()
+            .primitive()
+            .expect("raw put")
+            .await
+            .expect("raw put result"),
+        None => object_store
+            .delete(key)
+            .primitive()
+            .expect("raw delete")
+            .await
+            .expect("raw delete result"),
+    }
     tx.commit().await.expect("raw commit");
     db.close();
 }

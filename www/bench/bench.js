@@ -8,6 +8,13 @@ const wasm = await init();
 
 const now = () => performance.now();
 
+/** Runs `action` and adds how long it took (ms) to `samples`. */
+async function timed(samples, action) {
+  const t = now();
+  await action();
+  samples.push(now() - t);
+}
+
 /** The p-th percentile (0..1) of `samples` (milliseconds). */
 function percentile(samples, p) {
   if (samples.length === 0) return null;
@@ -96,12 +103,8 @@ async function rawIdb({ singles, batches, batchSize, deadlineMs }) {
     const latencies = [];
     let deadline = now() + (deadlineMs * 2) / 3;
     for (let i = 0; i < singles && now() < deadline; i++) {
-      let t = now();
-      await putAll(db, [[`s-${i}`, rawRecord(`s-${i}`, i)]]);
-      latencies.push(now() - t);
-      t = now();
-      await fencedPut(db, `f-${i}`, rawRecord(`f-${i}`, i));
-      fenced.push(now() - t);
+      await timed(latencies, () => putAll(db, [[`s-${i}`, rawRecord(`s-${i}`, i)]]));
+      await timed(fenced, () => fencedPut(db, `f-${i}`, rawRecord(`f-${i}`, i)));
     }
     const singleMs = latencies.reduce((sum, ms) => sum + ms, 0);
     deadline = now() + deadlineMs / 3;
@@ -154,15 +157,9 @@ async function enqueueLatency({ n, deadlineMs }) {
     const fenced = [];
     const deadline = now() + deadlineMs;
     for (let i = 0; i < n && now() < deadline; i++) {
-      let t = now();
-      await putAll(db, [[`s-${i}`, rawRecord(`s-${i}`, i)]]);
-      raw.push(now() - t);
-      t = now();
-      await fencedPut(db, `f-${i}`, rawRecord(`f-${i}`, i));
-      fenced.push(now() - t);
-      t = now();
-      await scheduler.enqueue(shapeIntent(`e-${i}`, `c${i % 10}`, i));
-      latencies.push(now() - t);
+      await timed(raw, () => putAll(db, [[`s-${i}`, rawRecord(`s-${i}`, i)]]));
+      await timed(fenced, () => fencedPut(db, `f-${i}`, rawRecord(`f-${i}`, i)));
+      await timed(latencies, () => scheduler.enqueue(shapeIntent(`e-${i}`, `c${i % 10}`, i)));
     }
     return {
       count: latencies.length,
