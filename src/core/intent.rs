@@ -97,10 +97,11 @@ fn check_ids(list: &[String], field: &str) -> Result<(), SchedulerError> {
             "{field} has more than {MAX_LIST_LEN} entries"
         )));
     }
-    let mut seen = BTreeSet::new();
+    // A set of `&str` as the batch check uses (not `&String`: one tree type less in the .wasm).
+    let mut seen: BTreeSet<&str> = BTreeSet::new();
     for id in list {
         check_id(id, field)?;
-        if !seen.insert(id) {
+        if !seen.insert(id.as_str()) {
             return Err(invalid(format!("{field} repeats {id}")));
         }
     }
