@@ -1,42 +1,68 @@
-//! A one-shot signal awaited from Rust, built on a JS Promise (no extra crates).
+//! A one-shot signal awaited from Rust: a flag and the wakers of its waiters (no extra crates).
+//!
+//! Pure Rust rather than a JS `Promise`: every `enqueue` waits on one, and a promise-backed
+//! signal cost a JS promise, its executor closure and two more closures for the await.
 
 use std::cell::RefCell;
+use std::future::Future;
+use std::pin::Pin;
 use std::rc::Rc;
+use std::task::{Context, Poll, Waker};
 
-use js_sys::{Function, Promise};
-use wasm_bindgen::JsValue;
-use wasm_bindgen_futures::JsFuture;
+#[derive(Default)]
+struct SignalState {
+    resolved: bool,
+    wakers: Vec<Waker>,
+}
 
 /// Resolved once; awaited by any number of clones.
-#[derive(Clone)]
+#[derive(Clone, Default)]
 pub struct Signal {
-    promise: Promise,
-    resolve: Rc<RefCell<Option<Function>>>,
+    state: Rc<RefCell<SignalState>>,
 }
 
 impl Signal {
     /// An unresolved signal.
     pub fn new() -> Self {
-        let slot: Rc<RefCell<Option<Function>>> = Rc::new(RefCell::new(None));
-        let inner = slot.clone();
-        let promise = Promise::new(&mut |resolve, _reject| {
-            *inner.borrow_mut() = Some(resolve);
-        });
-        Self {
-            promise,
-            resolve: slot,
-        }
+        Self::default()
     }
 
     /// Wakes every waiter; later calls do nothing.
     pub fn resolve(&self) {
-        if let Some(resolve) = self.resolve.borrow_mut().take() {
-            let _ = resolve.call0(&JsValue::UNDEFINED);
+        let wakers = {
+            let mut state = self.state.borrow_mut();
+            if state.resolved {
+                return;
+            }
+            state.resolved = true;
+            std::mem::take(&mut state.wakers)
+        };
+        for waker in wakers {
+            waker.wake();
         }
     }
 
     /// Waits for `resolve`.
     pub async fn wait(&self) {
-        let _ = JsFuture::from(self.promise.clone()).await;
+        Wait { state: &self.state }.await
+    }
+}
+
+struct Wait<'a> {
+    state: &'a Rc<RefCell<SignalState>>,
+}
+
+impl Future for Wait<'_> {
+    type Output = ();
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        let mut state = self.state.borrow_mut();
+        if state.resolved {
+            return Poll::Ready(());
+        }
+        if !state.wakers.iter().any(|w| w.will_wake(cx.waker())) {
+            state.wakers.push(cx.waker().clone());
+        }
+        Poll::Pending
     }
 }
