@@ -31,18 +31,20 @@ const leaderOf = async (tabs) => {
   return leading;
 };
 
-// Whether `page` can read the lease store within `ms` (a transaction of a paused page blocks it).
-const leaseReadable = (page, ms) => page.evaluate((ms) => new Promise((done) => {
-  const timer = setTimeout(() => done(false), ms);
+// The lease record as `page` reads it within `ms` ({ lease }), or { blocked } / { failed } (a
+// transaction of a paused page blocks the read).
+const readLease = (page, ms) => page.evaluate((ms) => new Promise((done) => {
+  const timer = setTimeout(() => done({ blocked: `${ms} ms` }), ms);
   const open = indexedDB.open(new URLSearchParams(location.search).get("db"));
   open.onsuccess = () => {
     const db = open.result;
     const get = db.transaction("dispatcher_lease", "readonly").objectStore("dispatcher_lease").get("lease");
-    get.onsuccess = () => { clearTimeout(timer); db.close(); done(true); };
-    get.onerror = () => { clearTimeout(timer); db.close(); done(false); };
+    get.onsuccess = () => { clearTimeout(timer); db.close(); done({ lease: get.result ?? null, now: Date.now() }); };
+    get.onerror = () => { clearTimeout(timer); db.close(); done({ failed: "read" }); };
   };
-  open.onerror = () => { clearTimeout(timer); done(false); };
+  open.onerror = () => { clearTimeout(timer); done({ failed: "open" }); };
 }), ms);
+const leaseReadable = async (page, ms) => "lease" in (await readLease(page, ms));
 
 const statics = await serve();
 const browser = await launchChromium();
@@ -92,16 +94,7 @@ try {
   if (pauses > 1) print(`paused ${pauses} times: the earlier pauses landed inside an IndexedDB transaction`);
   const frozenAt = Date.now();
   const takeoverMs = await until("another tab to take over from the frozen leader", async () => (await leaderOf(others)).length === 1, 15_000).catch(async (error) => {
-    for (const [name, page] of others) print(`${name} lease: ${await page.evaluate(() => new Promise((done) => {
-      const timer = setTimeout(() => done("blocked 2 s"), 2000);
-      const open = indexedDB.open(new URLSearchParams(location.search).get("db"));
-      open.onsuccess = () => {
-        const tx = open.result.transaction("dispatcher_lease", "readonly");
-        const get = tx.objectStore("dispatcher_lease").get("lease");
-        get.onsuccess = () => { clearTimeout(timer); done(JSON.stringify(get.result) + " now " + Date.now()); };
-      };
-      open.onerror = () => done("open failed");
-    }))}; locks ${JSON.stringify(await page.evaluate(() => navigator.locks.query()))}`);
+    for (const [name, page] of others) print(`${name} lease: ${JSON.stringify(await readLease(page, 2000))}; locks ${JSON.stringify(await page.evaluate(() => navigator.locks.query()))}`);
     for (const [name, page] of others) print(`${name}: ${JSON.stringify(await page.evaluate(() => window.takeover.stats()))} ${JSON.stringify((await page.evaluate(() => window.takeover.events())).slice(-3))}`);
     throw error;
   });
