@@ -2,15 +2,16 @@
 //! need a claimed canvas wait on it. A waiting operation also reserves its canvases against
 //! later operations, so operations sharing a canvas leave in `sequence` order.
 
-use std::collections::{BTreeMap, BTreeSet};
+use crate::core::str_map::StrMap;
+use std::collections::BTreeSet;
 
 use super::error::{ErrorCode, SchedulerError};
 
 /// Claims per canvas and the operations waiting on each.
 #[derive(Debug, Default)]
 pub struct CanvasClaims {
-    claims: BTreeMap<String, String>,
-    waiters: BTreeMap<String, BTreeSet<(u64, String)>>,
+    claims: StrMap<String>,
+    waiters: StrMap<BTreeSet<(u64, String)>>,
 }
 
 impl CanvasClaims {
@@ -21,7 +22,7 @@ impl CanvasClaims {
             .iter()
             .filter(|canvas| {
                 self.claims
-                    .get(*canvas)
+                    .get(canvas)
                     .is_some_and(|holder| holder != request_id)
             })
             .map(String::as_str)
@@ -67,10 +68,10 @@ impl CanvasClaims {
         canvases
             .iter()
             .filter(|canvas| {
-                self.claims.contains_key(*canvas)
+                self.claims.contains_key(canvas)
                     || self
                         .waiters
-                        .get(*canvas)
+                        .get(canvas)
                         .and_then(|set| set.first())
                         .is_some_and(|(first, _)| *first < sequence)
             })
@@ -82,8 +83,7 @@ impl CanvasClaims {
     pub fn wait(&mut self, sequence: u64, id: &str, canvases: &[String]) {
         for canvas in canvases {
             self.waiters
-                .entry(canvas.clone())
-                .or_default()
+                .get_or_insert_with(canvas, BTreeSet::new)
                 .insert((sequence, id.to_owned()));
         }
     }
@@ -108,7 +108,7 @@ impl CanvasClaims {
     }
 
     /// A snapshot of canvas → request.
-    pub fn snapshot(&self) -> BTreeMap<String, String> {
+    pub fn snapshot(&self) -> StrMap<String> {
         self.claims.clone()
     }
 

@@ -2,7 +2,8 @@
 //! authority; every transition marks what it changed, and [`Ledger::take_batch`] turns the
 //! changes into one [`PersistBatch`] (group commit). A failed batch is put back.
 
-use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use crate::core::str_map::StrMap;
+use std::collections::{BTreeSet, VecDeque};
 
 use super::io::{BatchNo, LeaseWrite, PersistBatch};
 use super::model::{
@@ -82,8 +83,8 @@ struct InFlight {
 /// The in-memory ledger with change tracking.
 #[derive(Debug, Default)]
 pub struct Ledger {
-    operations: BTreeMap<String, Slot>,
-    requests: BTreeMap<String, FrozenRequest>,
+    operations: StrMap<Slot>,
+    requests: StrMap<FrozenRequest>,
     lease: Option<Lease>,
     events: VecDeque<EventRecord>,
     meta: LedgerMeta,
@@ -202,7 +203,7 @@ impl Ledger {
     pub fn snapshot(&self) -> LedgerSnapshot {
         let mut operation_pages: PageHomes =
             self.pages.pages().map(|(no, _)| (no, Vec::new())).collect();
-        for (id, slot) in &self.operations {
+        for (id, slot) in self.operations.iter() {
             if let Home::Page(no) = slot.home {
                 if let Ok(at) = operation_pages.binary_search_by_key(&no, |(n, _)| *n) {
                     operation_pages[at].1.push(id.clone());

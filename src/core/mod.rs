@@ -20,5 +20,6 @@ pub mod retry_queue;
 pub mod safe_error;
 pub mod scheduler;
 pub mod small_map;
+pub mod str_map;
 
 pub use scheduler::{Explanation, FlushOutcome, HoldId, Scheduler, SchedulerStats};

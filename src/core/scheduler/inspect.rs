@@ -1,7 +1,7 @@
 //! Why things are where they are (D2, D3): statistics with an idle reason, and `explain(id)`
 //! for every state an operation can be in.
 
-use std::collections::BTreeMap;
+use crate::core::str_map::StrMap;
 
 use serde::Serialize;
 
@@ -286,7 +286,7 @@ impl<H: Host> Scheduler<H> {
     }
 
     /// Canvas → request holding it.
-    pub fn claims(&self) -> BTreeMap<String, String> {
+    pub fn claims(&self) -> StrMap<String> {
         self.claims.snapshot()
     }
 }

@@ -14,7 +14,8 @@ mod inspect;
 mod pump;
 mod recovery;
 
-use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use crate::core::str_map::StrMap;
+use std::collections::{BTreeSet, VecDeque};
 
 use super::claims::CanvasClaims;
 use super::config::SchedulerConfig;
@@ -115,16 +116,16 @@ pub struct Scheduler<H: Host> {
     retries: RetryQueue,
     claims: CanvasClaims,
     /// Operation id → the canvases it waits on (reserved in `claims`).
-    waiting: BTreeMap<String, (u64, Vec<String>)>,
-    dependents: BTreeMap<String, BTreeSet<String>>,
+    waiting: StrMap<(u64, Vec<String>)>,
+    dependents: StrMap<BTreeSet<String>>,
     indexed: BTreeSet<String>,
     lane_waiters: BTreeSet<(u64, String)>,
     /// Coalesce key → the latest pending operation carrying it.
-    coalescible: BTreeMap<String, String>,
-    deferred: BTreeMap<String, RetryEntry>,
+    coalescible: StrMap<String>,
+    deferred: StrMap<RetryEntry>,
     holds: BTreeSet<HoldId>,
     next_hold: HoldId,
-    active: BTreeMap<String, Attempt>,
+    active: StrMap<Attempt>,
     next_attempt: AttemptId,
     persist: PersistState,
     resume_barrier: Option<BatchNo>,
@@ -161,15 +162,15 @@ impl<H: Host> Scheduler<H> {
             ready: ReadyQueue::default(),
             retries: RetryQueue::default(),
             claims: CanvasClaims::default(),
-            waiting: BTreeMap::new(),
-            dependents: BTreeMap::new(),
+            waiting: StrMap::new(),
+            dependents: StrMap::new(),
             indexed: BTreeSet::new(),
             lane_waiters: BTreeSet::new(),
-            coalescible: BTreeMap::new(),
-            deferred: BTreeMap::new(),
+            coalescible: StrMap::new(),
+            deferred: StrMap::new(),
             holds: BTreeSet::new(),
             next_hold: 0,
-            active: BTreeMap::new(),
+            active: StrMap::new(),
             next_attempt: 0,
             persist: PersistState {
                 next_no: 1,

@@ -2,6 +2,8 @@
 //! sequence order; each is checked against the upload lane and canvas claims, compiled,
 //! frozen and launched behind the persist barrier.
 
+use std::collections::BTreeSet;
+
 use super::{Attempt, Scheduler, Stage};
 use crate::core::digest::body_digest;
 use crate::core::host::{Host, WireBody};
@@ -37,8 +39,7 @@ impl<H: Host> Scheduler<H> {
             }
             for dependency in &op.intent.dependencies {
                 self.dependents
-                    .entry(dependency.clone())
-                    .or_default()
+                    .get_or_insert_with(dependency, BTreeSet::new)
                     .insert(id.to_owned());
             }
         }
@@ -325,7 +326,7 @@ impl<H: Host> Scheduler<H> {
 
     /// A slot (and maybe the upload lane) freed: re-offer deferred retries and lane waiters.
     pub(super) fn slot_freed(&mut self) {
-        for (_, entry) in std::mem::take(&mut self.deferred) {
+        for entry in std::mem::take(&mut self.deferred).into_values() {
             self.retries.requeue(entry);
         }
         if self.lane_free(UPLOAD_KIND) {

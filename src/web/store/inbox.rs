@@ -56,6 +56,15 @@ fn idb(error: indexed_db_futures::error::Error) -> SchedulerError {
     storage(storage_error(&error))
 }
 
+/// An inbox key as JS writes it. JS formats the number: Rust's float formatting would add
+/// about 15 KB to the module for this one use.
+fn key_text(key: f64) -> String {
+    js_sys::Number::from(key)
+        .to_string_with_radix(10)
+        .map(String::from)
+        .unwrap_or_else(|_| "NaN".to_owned())
+}
+
 fn decode_entry(value: &JsValue) -> Result<InboxEntry, String> {
     let text = value
         .as_string()
@@ -196,7 +205,7 @@ impl IdbLedger {
                 let aside = js_sys::Object::new();
                 let fields: [(&str, JsValue); 5] = [
                     ("store", JsValue::from_str(INBOX)),
-                    ("key", JsValue::from_str(&record.key.to_string())),
+                    ("key", JsValue::from_str(&key_text(record.key))),
                     ("reason", JsValue::from_str(reason)),
                     ("at", JsValue::from_f64(now as f64)),
                     ("record", record.raw.clone()),
@@ -205,7 +214,7 @@ impl IdbLedger {
                     js_sys::Reflect::set(&aside, &JsValue::from_str(name), &value)
                         .map_err(|e| storage(js_error(&e)))?;
                 }
-                let key = format!("{INBOX}/{}", record.key);
+                let key = format!("{INBOX}/{}", key_text(record.key));
                 drop(
                     quarantine
                         .put(JsValue::from(aside))
