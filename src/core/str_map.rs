@@ -145,10 +145,36 @@ impl<V: serde::Serialize> serde::Serialize for StrMap<V> {
 }
 
 impl<V> FromIterator<(String, V)> for StrMap<V> {
+    /// Builds the tree in one pass (`BTreeMap`'s bulk build: linear for keys already in
+    /// order, as a load's are) instead of a search per key. A key given twice keeps its last
+    /// value, as with `BTreeMap`.
     fn from_iter<I: IntoIterator<Item = (String, V)>>(entries: I) -> Self {
-        let mut map = StrMap::new();
-        for (key, value) in entries {
-            map.insert(key, value);
+        let mut slots = Vec::new();
+        let keys: Vec<(String, u64)> = entries
+            .into_iter()
+            .map(|(key, value)| {
+                slots.push(Some(value));
+                (key, (slots.len() - 1) as u64)
+            })
+            .collect();
+        let index: BTreeMap<String, u64> = keys.into_iter().collect();
+        let mut map = StrMap {
+            index,
+            slots,
+            free: Vec::new(),
+        };
+        if map.index.len() < map.slots.len() {
+            // Repeated keys: the values they replaced are unreachable; free their slots.
+            let mut used = vec![false; map.slots.len()];
+            for &at in map.index.values() {
+                used[at as usize] = true;
+            }
+            for (at, slot) in map.slots.iter_mut().enumerate() {
+                if !used[at] {
+                    *slot = None;
+                    map.free.push(at as u64);
+                }
+            }
         }
         map
     }
@@ -182,6 +208,20 @@ mod tests {
             assert!(map.iter().eq(model.iter()), "order at step {step}");
         }
         assert!(map.slots.len() <= 23, "removed slots are reused");
+    }
+
+    #[test]
+    fn collects_in_key_order_keeping_the_last_of_a_repeated_key() {
+        let entries = [("b", 1), ("a", 2), ("b", 3), ("c", 4)];
+        let map: StrMap<i32> = entries.iter().map(|&(k, v)| (k.to_owned(), v)).collect();
+        let model: BTreeMap<String, i32> =
+            entries.iter().map(|&(k, v)| (k.to_owned(), v)).collect();
+        assert!(map.iter().eq(model.iter()));
+        assert_eq!(map.free, [0], "the replaced value's slot is free");
+        let mut map = map;
+        map.insert("d".to_owned(), 5);
+        assert_eq!(map.slots.len(), 4, "the free slot is reused");
+        assert_eq!(map.get("d"), Some(&5));
     }
 
     #[test]
