@@ -149,9 +149,11 @@ impl<V> FromIterator<(String, V)> for StrMap<V> {
     /// order, as a load's are) instead of a search per key. A key given twice keeps its last
     /// value, as with `BTreeMap`.
     fn from_iter<I: IntoIterator<Item = (String, V)>>(entries: I) -> Self {
-        let mut slots = Vec::new();
+        let entries = entries.into_iter();
+        // Sized up front: a load's slots are large and 100 000 of them; growing by doubling
+        // would copy them all several times.
+        let mut slots = Vec::with_capacity(entries.size_hint().0);
         let keys: Vec<(String, u64)> = entries
-            .into_iter()
             .map(|(key, value)| {
                 slots.push(Some(value));
                 (key, (slots.len() - 1) as u64)
