@@ -12,7 +12,7 @@ use canvas_scheduler::testing::MemoryStore;
 use canvas_scheduler::web::store::{schema, AcquireError, IdbLedger, InboxEntry, StoreFault};
 use js_sys::Reflect;
 use serde_json::json;
-use wasm_bindgen::JsValue;
+use wasm_bindgen::{JsCast, JsValue};
 use wasm_bindgen_test::wasm_bindgen_test;
 
 use super::store_support::{
@@ -117,6 +117,13 @@ async fn w1_apply_then_load_round_trips_exactly_like_the_memory_store() {
         .as_ref()
         .map(|p| Reflect::get(p, &"ids".into()).unwrap());
     assert_eq!(ids.map(|ids| js_sys::Array::from(&ids).length()), Some(2));
+    let json = page
+        .as_ref()
+        .map(|p| Reflect::get(p, &"json".into()).unwrap());
+    assert!(
+        json.is_some_and(|j| j.is_instance_of::<js_sys::Uint8Array>()),
+        "a page's operations are stored as UTF-8 bytes"
+    );
     assert_eq!(reloaded.snapshot.requests, written.requests);
     // The batch's events are one page keyed by its last seq; a trim drops whole pages only,
     // so the page ending at 5 stays (a ledger keeps its newest `event_limit` of them).
@@ -504,4 +511,61 @@ async fn w4_an_inbox_id_check_finds_operations_that_are_only_in_a_page() {
     assert!(appended);
     ledger.close();
     delete_database(&name).await;
+}
+
+/// Pages written by earlier builds hold their JSON as a string; they load as before. A page
+/// whose bytes are not UTF-8 is set aside, not trusted.
+#[wasm_bindgen_test]
+async fn s18_a_page_with_json_text_loads_and_one_with_bad_bytes_is_set_aside() {
+    let name = db_name("page-forms");
+    let ledger = IdbLedger::open(&name).await.expect("open");
+    let fence = acquire_fence(&ledger, "tab-a", 1_000).await;
+    let page = OperationPage {
+        no: 1,
+        operations: vec![operation("op-1", 1), operation("op-2", 2)],
+    };
+    let written = PersistBatch {
+        operation_pages: vec![page.clone()],
+        ..batch(Some(fence))
+    };
+    let result = ledger.apply(&written).await;
+    assert!(matches!(result, PersistResult::Done { .. }), "{result:?}");
+    let rewrite = |json: JsValue| {
+        let ids = js_sys::Array::of2(&"op-1".into(), &"op-2".into());
+        let value = js_sys::Object::new();
+        Reflect::set(&value, &"ids".into(), &ids).unwrap();
+        Reflect::set(&value, &"json".into(), &json).unwrap();
+        value.into()
+    };
+    let text = serde_json::to_string(&page.operations).unwrap();
+    raw_put(
+        &name,
+        schema::OPERATION_PAGES,
+        JsValue::from_f64(1.0),
+        rewrite(text.into()),
+    )
+    .await;
+    let loaded = acquire(&ledger, "tab-a", 2_000).await;
+    assert!(loaded.quarantined.is_empty());
+    assert_eq!(loaded.snapshot.operations, page.operations);
+
+    let not_utf8 = js_sys::Uint8Array::from(&[b'[', 0xff, b']'][..]);
+    raw_put(
+        &name,
+        schema::OPERATION_PAGES,
+        JsValue::from_f64(1.0),
+        rewrite(not_utf8.into()),
+    )
+    .await;
+    let loaded = acquire(&ledger, "tab-a", 3_000).await;
+    assert!(loaded.snapshot.operations.is_empty());
+    let reasons: Vec<&str> = loaded
+        .quarantined
+        .iter()
+        .map(|q| q.reason.as_str())
+        .collect();
+    assert!(
+        reasons.iter().any(|r| r.contains("not UTF-8")),
+        "set aside with its reason: {reasons:?}"
+    );
 }

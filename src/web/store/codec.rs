@@ -15,7 +15,7 @@
 
 use serde::Serialize;
 use serde_json::Value;
-use wasm_bindgen::JsValue;
+use wasm_bindgen::{JsCast, JsValue};
 
 use crate::core::operation_pages::OperationPage;
 use crate::core::safe_error::SafeError;
@@ -89,16 +89,20 @@ pub fn describe_key(key: &JsValue) -> String {
 }
 
 /// A page as stored: `{ids, json}` — the ids for the `by_operation` index (W4's check that an
-/// id is not taken), the operations as one JSON text (read back by [`page_text`]).
+/// id is not taken), the operations as one JSON text in UTF-8 bytes (read back by
+/// [`page_text`]). Bytes, not a JS string: a load reads every page, and copying a string into
+/// wasm re-encodes it from UTF-16 character by character, where bytes are one copy.
 pub fn page_value(page: &OperationPage) -> Result<JsValue, SafeError> {
     let ids = js_sys::Array::new();
     for op in &page.operations {
         ids.push(&JsValue::from_str(&op.intent.id));
     }
+    let text = crate::web::json::to_string(&page.operations)
+        .map_err(|e| SafeError::new("unserializable_record", &e.to_string()))?;
     let value = js_sys::Object::new();
     let fields = [
         ("ids", JsValue::from(ids)),
-        ("json", to_js(&page.operations)?),
+        ("json", js_sys::Uint8Array::from(text.as_bytes()).into()),
     ];
     for (name, field) in fields {
         js_sys::Reflect::set(&value, &JsValue::from_str(name), &field)
@@ -107,10 +111,17 @@ pub fn page_value(page: &OperationPage) -> Result<JsValue, SafeError> {
     Ok(value.into())
 }
 
-/// The JSON text of a stored operation page (its `json` field; see `apply`).
+/// The JSON text of a stored operation page: its `json` field, UTF-8 bytes (this build's
+/// pages) or a string (pages written by earlier builds: both load).
 pub fn page_text(value: &JsValue) -> Result<String, String> {
-    js_sys::Reflect::get(value, &JsValue::from_str("json"))
-        .ok()
-        .and_then(|json| json.as_string())
-        .ok_or_else(|| "operation page without its json text".to_owned())
+    let json = js_sys::Reflect::get(value, &JsValue::from_str("json"))
+        .map_err(|_| "operation page with an unreadable json field".to_owned())?;
+    if let Some(text) = json.as_string() {
+        return Ok(text);
+    }
+    match json.dyn_into::<js_sys::Uint8Array>() {
+        Ok(bytes) => String::from_utf8(bytes.to_vec())
+            .map_err(|_| "operation page json is not UTF-8".to_owned()),
+        Err(_) => Err("operation page without its json text".to_owned()),
+    }
 }
