@@ -10,6 +10,7 @@ use serde_json::Value;
 use super::error::{ErrorCode, SchedulerError};
 use super::model::{BlobRef, Intent};
 use super::payload::Payload;
+use super::str_map::StrMap;
 
 /// Longest id (operation, canvas, run, blob) accepted.
 pub const MAX_ID_CHARS: usize = 128;
@@ -206,12 +207,11 @@ pub fn find_cycle(batch: &[IntentInput]) -> Option<String> {
             .contains(&only.id)
             .then(|| only.id.clone());
     }
-    // Id → (place in the batch, visit state: 0 unvisited, 1 on the stack, 2 done). One map of
-    // the key/value type the page loader uses: every BTreeMap type is its own copy of the
-    // tree code in the .wasm.
-    let mut visits: BTreeMap<&str, (usize, usize)> = BTreeMap::new();
+    // Id → (place in the batch, visit state: 0 unvisited, 1 on the stack, 2 done). A StrMap:
+    // it shares its tree code with the core's other string-keyed maps.
+    let mut visits: StrMap<(usize, usize)> = StrMap::new();
     for (place, input) in batch.iter().enumerate() {
-        visits.insert(input.id.as_str(), (place, 0));
+        visits.insert(input.id.clone(), (place, 0));
     }
     for start in batch {
         if visits.get(start.id.as_str()).is_some_and(|v| v.1 != 0) {
@@ -245,7 +245,7 @@ pub fn find_cycle(batch: &[IntentInput]) -> Option<String> {
     None
 }
 
-fn set_visit(visits: &mut BTreeMap<&str, (usize, usize)>, id: &str, state: usize) {
+fn set_visit(visits: &mut StrMap<(usize, usize)>, id: &str, state: usize) {
     if let Some(visit) = visits.get_mut(id) {
         visit.1 = state;
     }
