@@ -54,8 +54,9 @@ pub const LEGACY_LEASE: &str = "lease";
 /// Event log pages (one per persisted batch, keyed by the page's last `seq`, a number); an
 /// earlier build's single event records, keyed by their `seq`, load beside them.
 pub const EVENTS: &str = "events";
-/// Operation pages (JSON text of the operations a batch wrote first, in `json`, and their ids,
-/// in `ids`), keyed by page number.
+/// Operation pages (the JSON text of the operations a batch wrote first, as UTF-8 bytes in
+/// `json` — a string in pages of earlier builds — and their ids, in `ids`), keyed by page
+/// number.
 pub const OPERATION_PAGES: &str = "operation_pages";
 /// The multi-entry index of [`OPERATION_PAGES`] on `ids`: which page holds an operation.
 pub const BY_OPERATION: &str = "by_operation";
