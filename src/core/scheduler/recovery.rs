@@ -46,9 +46,16 @@ impl<H: Host> Scheduler<H> {
             .filter(|op| op.phase == crate::core::model::OperationPhase::Pending)
             .map(|op| (op.intent.sequence, op.intent.id.clone()))
             .collect();
+        // The pending set built at once from ids in order (the ledger iterates by id): linear,
+        // where inserting in sequence order searched the tree once per operation. Only when
+        // nothing was indexed before start (always, as the driver opens; kept general).
+        let listed = self.indexed.is_empty();
+        if listed {
+            self.indexed = order.iter().map(|(_, id)| id.clone()).collect();
+        }
         order.sort();
         for (_, id) in order {
-            self.index(&id);
+            self.index_as(&id, listed);
         }
         for (id, _) in unresolved {
             self.recover_request(now, &id);
