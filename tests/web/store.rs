@@ -530,33 +530,26 @@ async fn s18_a_page_with_json_text_loads_and_one_with_bad_bytes_is_set_aside() {
     };
     let result = ledger.apply(&written).await;
     assert!(matches!(result, PersistResult::Done { .. }), "{result:?}");
-    let rewrite = |json: JsValue| {
+    // The page record rewritten with `json` in another form, its ids unchanged.
+    let put_page = |json: JsValue| {
         let ids = js_sys::Array::of2(&"op-1".into(), &"op-2".into());
         let value = js_sys::Object::new();
         Reflect::set(&value, &"ids".into(), &ids).unwrap();
         Reflect::set(&value, &"json".into(), &json).unwrap();
-        value.into()
+        raw_put(
+            &name,
+            schema::OPERATION_PAGES,
+            JsValue::from_f64(1.0),
+            value.into(),
+        )
     };
     let text = serde_json::to_string(&page.operations).unwrap();
-    raw_put(
-        &name,
-        schema::OPERATION_PAGES,
-        JsValue::from_f64(1.0),
-        rewrite(text.into()),
-    )
-    .await;
+    put_page(text.into()).await;
     let loaded = acquire(&ledger, "tab-a", 2_000).await;
     assert!(loaded.quarantined.is_empty());
     assert_eq!(loaded.snapshot.operations, page.operations);
 
-    let not_utf8 = js_sys::Uint8Array::from(&[b'[', 0xff, b']'][..]);
-    raw_put(
-        &name,
-        schema::OPERATION_PAGES,
-        JsValue::from_f64(1.0),
-        rewrite(not_utf8.into()),
-    )
-    .await;
+    put_page(js_sys::Uint8Array::from(&[b'[', 0xff, b']'][..]).into()).await;
     let loaded = acquire(&ledger, "tab-a", 3_000).await;
     assert!(loaded.snapshot.operations.is_empty());
     let reasons: Vec<&str> = loaded
