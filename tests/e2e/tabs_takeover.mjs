@@ -5,7 +5,7 @@
 //      has gone unrenewed; when the frozen page resumes it must follow, not send;
 //   2. a hidden leader hands over to a visible tab that asks (the visible tab is preferred);
 // then every acknowledged operation is applied exactly once and none is lost.
-// Every wait is bounded; prints the counts; exits non-zero on failure.
+// Every wait is bounded (the whole run too); prints the counts; exits non-zero on failure.
 import assert from "node:assert/strict";
 import { admin, launchChromium, serve, startReferenceServer } from "../../www/harness.mjs";
 
@@ -32,19 +32,29 @@ const leaderOf = async (tabs) => {
 };
 
 // The lease record as `page` reads it within `ms` ({ lease }), or { blocked } / { failed } (a
-// transaction of a paused page blocks the read).
+// transaction of a paused page blocks the read). Read in a transaction over every store: a
+// paused page's readwrite transaction on any of them (the inbox, the operations) would block
+// the reads and writes the rest of the test needs as surely as one on the lease.
 const readLease = (page, ms) => page.evaluate((ms) => new Promise((done) => {
   const timer = setTimeout(() => done({ blocked: `${ms} ms` }), ms);
   const open = indexedDB.open(new URLSearchParams(location.search).get("db"));
   open.onsuccess = () => {
     const db = open.result;
-    const get = db.transaction("dispatcher_lease", "readonly").objectStore("dispatcher_lease").get("lease");
+    const get = db.transaction([...db.objectStoreNames], "readonly").objectStore("dispatcher_lease").get("lease");
     get.onsuccess = () => { clearTimeout(timer); db.close(); done({ lease: get.result ?? null, now: Date.now() }); };
     get.onerror = () => { clearTimeout(timer); db.close(); done({ failed: "read" }); };
   };
   open.onerror = () => { clearTimeout(timer); done({ failed: "open" }); };
 }), ms);
 const leaseReadable = async (page, ms) => "lease" in (await readLease(page, ms));
+
+// `page.evaluate` has no timeout of its own: a tab that never answers (say, a follower's write
+// held up by a paused tab) would hang the run, so the whole test has a budget.
+const BUDGET_MS = 120_000;
+setTimeout(() => {
+  print(`tabs_takeover: FAILED: over its ${BUDGET_MS / 1000} s budget`);
+  process.exit(1);
+}, BUDGET_MS).unref();
 
 const statics = await serve();
 const browser = await launchChromium();
@@ -78,8 +88,9 @@ try {
   // Chrome does not freeze a page that holds a Web Lock (Page.setWebLifecycleState changes
   // nothing here), so the leader is frozen the way a debugger or a stalled main thread does it.
   // A page paused inside an IndexedDB transaction keeps it open, and every other tab's reads of
-  // those stores wait until it resumes: no tab can take over then (a browser limit, not the
-  // scheduler's). So the freeze is retried until another tab can read the lease store.
+  // those stores wait until it resumes: no tab can take over, and no follower can write its
+  // inbox, then (a browser limit, not the scheduler's). So the freeze is retried until another
+  // tab can read every store.
   const others = new Map([...tabs].filter(([name]) => name !== "a"));
   await cdp.send("Debugger.enable");
   let pauses = 0;
