@@ -188,7 +188,6 @@ pub fn current_copies(
         .filter(|(at, copy)| copies.get(at + 1).is_none_or(|next| next.0 != copy.0))
         .map(|(_, &(_, page, place))| (page, place))
         .collect();
-    drop(copies);
     let mut pages: Vec<(u64, Vec<Option<Operation>>)> = pages
         .into_iter()
         .map(|(no, ops)| (no, ops.into_iter().map(Some).collect()))

@@ -73,26 +73,21 @@ impl<V> StrMap<V> {
             Entry::Occupied(entry) => return self.slots[*entry.get() as usize].replace(value),
             Entry::Vacant(vacant) => vacant,
         };
-        match self.free.pop() {
-            Some(at) => {
-                self.slots[at as usize] = Some(value);
-                vacant.insert(at);
-            }
-            None => {
-                vacant.insert(self.slots.len() as u64);
-                self.slots.push(Some(value));
-            }
-        }
+        vacant.insert(place(&mut self.slots, &mut self.free, value));
         None
     }
 
     /// The value of `key`, inserting `make()` first when there is none.
     pub fn get_or_insert_with(&mut self, key: &str, make: impl FnOnce() -> V) -> &mut V {
-        if !self.contains_key(key) {
-            self.insert(key.to_owned(), make());
-        }
-        let at = self.index[key] as usize;
-        self.slots[at]
+        let at = match self.index.get(key) {
+            Some(&at) => at,
+            None => {
+                let at = place(&mut self.slots, &mut self.free, make());
+                self.index.insert(key.to_owned(), at);
+                at
+            }
+        };
+        self.slots[at as usize]
             .as_mut()
             .expect("an indexed slot holds a value")
     }
@@ -118,11 +113,6 @@ impl<V> StrMap<V> {
             .filter_map(|(key, &at)| Some((key, self.slots.get(at as usize)?.as_ref()?)))
     }
 
-    /// The keys in order.
-    pub fn keys(&self) -> impl Iterator<Item = &String> + '_ {
-        self.index.keys()
-    }
-
     /// The values in key order.
     pub fn values(&self) -> impl Iterator<Item = &V> + '_ {
         self.iter().map(|(_, value)| value)
@@ -134,6 +124,20 @@ impl<V> StrMap<V> {
         self.index
             .into_values()
             .filter_map(move |at| slots.get_mut(at as usize)?.take())
+    }
+}
+
+/// Puts `value` in a free slot, or a new one, and returns where.
+fn place<V>(slots: &mut Vec<Option<V>>, free: &mut Vec<u64>, value: V) -> u64 {
+    match free.pop() {
+        Some(at) => {
+            slots[at as usize] = Some(value);
+            at
+        }
+        None => {
+            slots.push(Some(value));
+            (slots.len() - 1) as u64
+        }
     }
 }
 

@@ -29,8 +29,12 @@ pub const MAX_SAFE_INTEGER: f64 = 9_007_199_254_740_991.0;
 ///
 /// `unserializable_record` (e.g. an integer above 2^53 - 1).
 pub fn to_js<T: Serialize>(value: &T) -> Result<JsValue, SafeError> {
+    record_text(value).map(|text| JsValue::from_str(&text))
+}
+
+/// A record's JSON text; `unserializable_record` when it has none.
+fn record_text<T: Serialize>(value: &T) -> Result<String, SafeError> {
     crate::web::json::to_string(value)
-        .map(|text| JsValue::from_str(&text))
         .map_err(|e| SafeError::new("unserializable_record", &e.to_string()))
 }
 
@@ -97,8 +101,7 @@ pub fn page_value(page: &OperationPage) -> Result<JsValue, SafeError> {
     for op in &page.operations {
         ids.push(&JsValue::from_str(&op.intent.id));
     }
-    let text = crate::web::json::to_string(&page.operations)
-        .map_err(|e| SafeError::new("unserializable_record", &e.to_string()))?;
+    let text = record_text(&page.operations)?;
     let value = js_sys::Object::new();
     let fields = [
         ("ids", JsValue::from(ids)),
