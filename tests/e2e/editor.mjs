@@ -6,7 +6,7 @@ import assert from "node:assert/strict";
 import { mkdir } from "node:fs/promises";
 import { join } from "node:path";
 import { crc32, deflateSync } from "node:zlib";
-import { buildEditor, launchChromium, ROOT, serve, startReferenceServer } from "../../www/harness.mjs";
+import { admin, buildEditor, launchChromium, ROOT, serve, startReferenceServer } from "../../www/harness.mjs";
 
 const ARTIFACTS = join(ROOT, "artifacts", "e2e");
 const READY_MS = 30_000;
@@ -27,10 +27,7 @@ async function waitFor(what, check, timeoutMs = SYNC_MS) {
   throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
 }
 
-async function adminState(server) {
-  const response = await fetch(`${server.url}/admin/state`, { signal: AbortSignal.timeout(5000) });
-  return response.json();
-}
+const adminState = (server) => admin(server, "/admin/state");
 
 const snapshot = (page) => page.evaluate(() => window.canvasEditor.snapshot());
 
@@ -206,9 +203,16 @@ async function conflictRollsBack({ page, server, say }) {
   await tool(page, "select");
   await drag(page, 150, 150, 150, 150); // a click selects the rectangle
   await page.fill("#colour", "#f59e0b");
-  await page.click("#recolour");
-  const optimistic = await snapshot(page);
-  assert.equal(optimistic.canvases["canvas-a"].document.shapes[shapeId].colour, "#f59e0b", "recoloured optimistically");
+  // The server holds its answer while the optimistic state is read: on loopback the refusal
+  // and the rollback could otherwise land before the snapshot (a CI run saw exactly that).
+  await admin(server, "/admin/faults", { latencyMs: 2000 });
+  try {
+    await page.click("#recolour");
+    const optimistic = await snapshot(page);
+    assert.equal(optimistic.canvases["canvas-a"].document.shapes[shapeId].colour, "#f59e0b", "recoloured optimistically");
+  } finally {
+    await admin(server, "/admin/faults", { latencyMs: 0 });
+  }
   const editor = await waitFor("the recolour to settle", async () => {
     const s = await snapshot(page);
     return s.pending === 0 ? s : null;
