@@ -191,7 +191,7 @@ pub fn into_intent(input: IntentInput, sequence: u64, principal: Option<String>)
         expected_versions: input.expected_versions.unwrap_or_default(),
         run_id: input.run_id,
         coalesce_key: input.coalesce_key,
-        blob: input.blob,
+        blob: input.blob.map(Box::new),
         revision: 0,
         principal,
     }
@@ -260,7 +260,7 @@ pub fn same_intent(stored: &Intent, input: &IntentInput) -> bool {
         && stored.expected_versions == input.expected_versions.clone().unwrap_or_default()
         && stored.run_id == input.run_id
         && stored.coalesce_key == input.coalesce_key
-        && stored.blob == input.blob
+        && stored.blob.as_deref() == input.blob.as_ref()
         && input.sequence.is_none_or(|s| s == stored.sequence)
 }
 

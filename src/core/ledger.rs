@@ -120,24 +120,23 @@ impl Ledger {
         ledger.meta.last_sequence = top.unwrap_or(0);
         // Built at once (a load's operations come in id order: built without a search per
         // operation); a repeated id keeps its last copy, as inserting one by one would.
+        let homes = page_homes(&snapshot.operations, &snapshot.operation_pages);
         ledger.operations = snapshot
             .operations
             .into_iter()
-            .map(|op| {
-                let id = op.intent.id.clone();
-                (
-                    id,
-                    Slot {
-                        op,
-                        home: Home::Record,
-                    },
-                )
+            .enumerate()
+            .map(|(at, op)| {
+                let home = homes.as_ref().and_then(|h| h.get(at).copied());
+                let home = home.unwrap_or(Home::Record);
+                (op.intent.id.clone(), Slot { op, home })
             })
             .collect();
-        for (no, ids) in &snapshot.operation_pages {
-            for id in ids {
-                if let Some(slot) = ledger.operations.get_mut(id) {
-                    slot.home = Home::Page(*no);
+        if homes.is_none() {
+            for (no, ids) in &snapshot.operation_pages {
+                for id in ids {
+                    if let Some(slot) = ledger.operations.get_mut(id) {
+                        slot.home = Home::Page(*no);
+                    }
                 }
             }
         }
@@ -518,7 +517,7 @@ impl Ledger {
         if let Some(op) = self.operation_mut(id) {
             op.phase = OperationPhase::Resolved;
             op.blockers.clear();
-            op.outcome = Some(outcome);
+            op.outcome = Some(Box::new(outcome));
         }
     }
 
@@ -557,6 +556,109 @@ impl Ledger {
             attempt: None,
             fence: None,
             detail: None,
+        }
+    }
+}
+
+/// Where each of `operations` has its current copy: `Home::Page(no)` for the ids `pages`
+/// lists, `Home::Record` for the rest; `None` unless the operations are in strict id order
+/// (a load's are). A page lists its ids in order, so each id is looked for right after the
+/// previous one first, then by a binary search: no map search per listed id.
+fn page_homes(operations: &[Operation], pages: &PageHomes) -> Option<Vec<Home>> {
+    let ordered = operations
+        .windows(2)
+        .all(|pair| pair[0].intent.id < pair[1].intent.id);
+    if !ordered {
+        return None;
+    }
+    let mut homes = vec![Home::Record; operations.len()];
+    let is = |at: usize, id: &str| operations.get(at).is_some_and(|op| op.intent.id == id);
+    for (no, ids) in pages {
+        let mut next = 0;
+        for id in ids {
+            let found = if is(next, id) {
+                Some(next)
+            } else {
+                operations
+                    .binary_search_by(|op| op.intent.id.as_str().cmp(id))
+                    .ok()
+            };
+            if let Some(at) = found {
+                homes[at] = Home::Page(*no);
+                next = at + 1;
+            }
+        }
+    }
+    Some(homes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::core::model::Intent;
+
+    fn op(id: &str, sequence: u64) -> Operation {
+        Operation::new(Intent {
+            id: id.into(),
+            sequence,
+            operation_type: "shape.upsert".into(),
+            canvas_ids: vec!["c".into()],
+            dependencies: Vec::new(),
+            payload: Default::default(),
+            expected_versions: Default::default(),
+            run_id: None,
+            coalesce_key: None,
+            blob: None,
+            revision: 0,
+            principal: None,
+        })
+    }
+
+    #[test]
+    fn page_homes_match_listed_ids_of_ordered_operations() {
+        let pages: PageHomes = vec![
+            (4, vec!["b".into(), "d".into(), "gone".into()]),
+            (9, vec!["a".into(), "c".into()]),
+            (11, vec!["c".into()]),
+        ];
+        let in_order = [op("a", 1), op("b", 2), op("c", 3), op("d", 4), op("e", 5)];
+        assert_eq!(
+            page_homes(&in_order, &pages),
+            Some(vec![
+                Home::Page(9),
+                Home::Page(4),
+                Home::Page(11),
+                Home::Page(4),
+                Home::Record
+            ])
+        );
+        let shuffled = [op("b", 2), op("a", 1)];
+        assert_eq!(
+            page_homes(&shuffled, &pages),
+            None,
+            "searched by the caller"
+        );
+        assert_eq!(page_homes(&[], &pages), Some(Vec::new()));
+        assert_eq!(
+            page_homes(&in_order[..1], &Vec::new()),
+            Some(vec![Home::Record])
+        );
+    }
+
+    #[test]
+    fn a_snapshot_out_of_id_order_loads_with_the_same_homes() {
+        let pages: PageHomes = vec![(4, vec!["b".into()]), (9, vec!["a".into()])];
+        let snapshot = |operations: Vec<Operation>| LedgerSnapshot {
+            operations,
+            operation_pages: pages.clone(),
+            ..LedgerSnapshot::default()
+        };
+        let ordered = Ledger::from_records(snapshot(vec![op("a", 1), op("b", 2), op("c", 3)]), 10);
+        let shuffled = Ledger::from_records(snapshot(vec![op("c", 3), op("b", 2), op("a", 1)]), 10);
+        for ledger in [&ordered, &shuffled] {
+            let snap = ledger.snapshot();
+            assert_eq!(snap.operation_pages, pages);
+            assert_eq!(ledger.operations().count(), 3);
         }
     }
 }

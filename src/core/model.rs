@@ -66,9 +66,10 @@ pub struct Intent {
     /// A later pending intent with the same key supersedes this one until it is frozen.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub coalesce_key: Option<String>,
-    /// The blob an upload carries.
+    /// The blob an upload carries (boxed: most operations have none, and a load moves
+    /// 100 000 intents several times).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub blob: Option<BlobRef>,
+    pub blob: Option<Box<BlobRef>>,
     /// Bumped when the host revises the intent (K8).
     #[serde(default)]
     pub revision: u32,
@@ -143,9 +144,10 @@ pub struct Operation {
     /// The frozen request currently carrying it, once frozen.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub request_id: Option<String>,
-    /// How it ended, once resolved.
+    /// How it ended, once resolved (boxed: a pending operation, the many a load moves
+    /// around, has none).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub outcome: Option<OperationOutcome>,
+    pub outcome: Option<Box<OperationOutcome>>,
 }
 
 impl Operation {

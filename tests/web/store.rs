@@ -35,22 +35,22 @@ fn full_batch(fence: u64) -> PersistBatch {
     rich.intent.coalesce_key = Some("shape:1".into());
     rich.intent.principal = Some("user:1".into());
     rich.intent.revision = 3;
-    rich.intent.blob = Some(BlobRef {
+    rich.intent.blob = Some(Box::new(BlobRef {
         id: "blob-1".into(),
         size: MAX_SAFE,
         media_type: "image/png".into(),
         name: Some("a.png".into()),
-    });
+    }));
     rich.request_id = Some("req-1".into());
     rich.blockers = vec!["held".into()];
     let mut settled = operation("op-2", 2);
-    settled.outcome = Some(OperationOutcome {
+    settled.outcome = Some(Box::new(OperationOutcome {
         settlement: Settlement::Rejected,
         request_id: None,
         error: Some(SafeError::new("conflict", "version").with_details(json!({"v": 7}))),
         canonical: Some(json!({"shape": {"x": 9}})),
         at: MAX_SAFE,
-    });
+    }));
     let mut req = request("req-1", "op-1");
     req.retry_at = Some(MAX_SAFE);
     req.retry_action = Some(RetryAction::Query);

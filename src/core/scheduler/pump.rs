@@ -23,22 +23,15 @@ fn sorted_unique(mut ids: Vec<String>) -> Vec<String> {
 impl<H: Host> Scheduler<H> {
     /// Adds an operation to the dependents index (once) and queues it if ready.
     pub(super) fn index(&mut self, id: &str) {
-        self.index_as(id, false);
-    }
-
-    /// [`Self::index`], where `listed` says the id is already in `indexed` but not yet in
-    /// the dependents and coalesce indexes (recovery lists every pending id at once).
-    pub(super) fn index_as(&mut self, id: &str, listed: bool) {
         let Some(op) = self.ledger.operation(id) else {
             return;
         };
         if op.phase != OperationPhase::Pending {
             return;
         }
-        // One lookup for all of it: recovery indexes every pending operation (100 000 in a
-        // big ledger), so each extra search by id is felt in start().
+        // One lookup for all of it (the coalesce, dependents and ready checks share it).
         let ready = self.is_ready_op(op).then_some(op.intent.sequence);
-        if listed || self.indexed.insert(id.to_owned()) {
+        if self.indexed.insert(id.to_owned()) {
             if let (Some(key), None) = (&op.intent.coalesce_key, &op.request_id) {
                 // Rebuilt at recovery too: ops are indexed in sequence order, the latest wins.
                 self.coalescible.insert(key.clone(), id.to_owned());
@@ -61,7 +54,7 @@ impl<H: Host> Scheduler<H> {
             .is_some_and(|op| self.is_ready_op(op))
     }
 
-    fn is_ready_op(&self, op: &Operation) -> bool {
+    pub(super) fn is_ready_op(&self, op: &Operation) -> bool {
         op.is_open()
             && op
                 .request_id
