@@ -10,6 +10,7 @@ use canvas_scheduler::core::io::{AttemptOutcome, AttemptStatus};
 use canvas_scheduler::core::loader::{LedgerLoader, RecordStore};
 use canvas_scheduler::core::model::{Operation, OperationPhase};
 use canvas_scheduler::core::operation_pages::{homes_of, PAGE_LIMIT};
+use canvas_scheduler::core::packed::PackedPage;
 use canvas_scheduler::testing::Harness;
 use common::edit;
 
@@ -249,7 +250,8 @@ fn s18_a_restart_reads_pages_and_records_as_one_ledger() {
     assert_eq!(ledger.meta().last_sequence, 2);
 }
 
-/// Pages as the loader reads them: `(page number, operations)`.
+/// Pages as the loader reads them: `(page number, operations)`; odd pages in the packed form
+/// this build writes, even ones as objects (pages of earlier builds), so both forms are read.
 fn load(pages: Vec<(u64, Vec<Operation>)>, records: Vec<(String, String)>) -> LoadResult {
     let mut loader = LedgerLoader::new();
     loader
@@ -257,7 +259,14 @@ fn load(pages: Vec<(u64, Vec<Operation>)>, records: Vec<(String, String)>) -> Lo
         .unwrap();
     let pages = pages
         .into_iter()
-        .map(|(no, ops)| (no.to_string(), text(&ops)))
+        .map(|(no, ops)| {
+            let json = if no % 2 == 1 {
+                text(&PackedPage(&ops))
+            } else {
+                text(&ops)
+            };
+            (no.to_string(), json)
+        })
         .collect();
     loader
         .add_page(RecordStore::OperationPages, 100, pages)

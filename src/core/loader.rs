@@ -19,6 +19,7 @@ use super::intent::check_id;
 use super::ledger::LedgerSnapshot;
 use super::model::{EventRecord, FrozenRequest, Lease, LedgerMeta, Operation, OperationPhase};
 use super::operation_pages::current_copies;
+use super::packed::decode_page;
 
 /// The object stores of the ledger, as named in storage.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -99,10 +100,15 @@ impl RecordJson for Value {
 }
 
 fn decode<T: DeserializeOwned>(text: &str) -> Result<T, String> {
-    serde_json::from_str(text).map_err(|e| match serde_json::from_str::<Value>(text) {
-        Ok(_) => format!("undecodable: {e}"),
+    serde_json::from_str(text).map_err(|e| undecodable(text, &e))
+}
+
+/// Why `text` did not decode: not JSON at all, or JSON of another shape.
+fn undecodable(text: &str, error: &serde_json::Error) -> String {
+    match serde_json::from_str::<Value>(text) {
+        Ok(_) => format!("undecodable: {error}"),
         Err(e) => format!("not JSON: {e}"),
-    })
+    }
 }
 
 /// The record as reported when it is set aside: its JSON, or the text itself when it is not
@@ -297,13 +303,20 @@ impl LedgerLoader {
                 let no: u64 = key
                     .parse()
                     .map_err(|_| format!("page key {key} is not a page number"))?;
-                let page: Vec<Operation> = decode(text)?;
+                let page = decode_page(text).map_err(|e| undecodable(text, &e))?;
                 if page.is_empty() {
                     return Err("empty operation page".into());
                 }
-                let mut ids = BTreeSet::new();
                 for op in &page {
                     check_id(&op.intent.id, "id").map_err(|e| e.message)?;
+                }
+                // A page lists its new operations in id order: then no id can repeat, and
+                // only a page that is not in order needs the set.
+                let ascending = page
+                    .windows(2)
+                    .all(|pair| pair[0].intent.id < pair[1].intent.id);
+                let mut ids = BTreeSet::new();
+                for op in page.iter().filter(|_| !ascending) {
                     if !ids.insert(op.intent.id.as_str()) {
                         return Err(format!("operation {} twice in one page", op.intent.id));
                     }

@@ -13,6 +13,7 @@ pub mod ledger;
 pub mod loader;
 pub mod model;
 pub mod operation_pages;
+pub mod packed;
 pub mod payload;
 pub mod protocol;
 pub mod ready_queue;

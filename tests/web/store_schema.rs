@@ -83,6 +83,72 @@ async fn w1_an_older_schema_is_upgraded_without_losing_queued_work() {
 }
 
 #[wasm_bindgen_test]
+async fn w1_a_version_5_ledger_upgrades_with_its_pages_and_shuts_version_5_builds_out() {
+    let name = db_name("v5");
+    // Version 5 as that build left it, with a live lease of one of its tabs.
+    const V5_STORES: [&str; 8] = [
+        schema::OPERATIONS,
+        schema::OPERATION_PAGES,
+        schema::REQUESTS,
+        schema::V4_LEASE,
+        schema::EVENTS,
+        schema::BLOBS,
+        schema::QUARANTINE,
+        schema::INBOX,
+    ];
+    create_database(&name, 5, &V5_STORES).await;
+    let queued = [operation("op-1", 1), operation("op-2", 2)];
+    // A page as version 5 wrote it: the operations as JSON objects, in UTF-8 bytes.
+    let page = js_sys::Object::new();
+    let ids = js_sys::Array::of2(&"op-1".into(), &"op-2".into());
+    let text = serde_json::to_string(&queued).expect("page text");
+    js_sys::Reflect::set(&page, &"ids".into(), &ids).expect("ids");
+    let bytes = js_sys::Uint8Array::from(text.as_bytes());
+    js_sys::Reflect::set(&page, &"json".into(), &bytes).expect("json");
+    raw_put(
+        &name,
+        schema::OPERATION_PAGES,
+        JsValue::from_f64(1.0),
+        page.into(),
+    )
+    .await;
+    let held = Lease {
+        owner: "v5-tab".into(),
+        fence: 41,
+        expires_at: u64::MAX >> 12,
+    };
+    let held = serde_json::to_string(&held).expect("lease text");
+    raw_put(&name, schema::V4_LEASE, "lease".into(), held.into()).await;
+
+    let ledger = IdbLedger::open(&name).await.expect("open upgrades");
+    let loaded = acquire(&ledger, "tab-a", 1_000).await;
+    assert!(loaded.quarantined.is_empty(), "{:?}", loaded.quarantined);
+    assert_eq!(
+        loaded.snapshot.operations,
+        queued.to_vec(),
+        "the paged work is kept"
+    );
+    assert_eq!(
+        loaded.snapshot.lease.map(|l| (l.owner, l.fence)),
+        Some(("tab-a".to_owned(), 1)),
+        "the version-5 lease went with its store"
+    );
+    ledger.close();
+
+    let db = Database::open(&name).await.expect("raw open");
+    let stores: Vec<String> = db.object_store_names().collect();
+    assert_eq!(db.version(), 6.0);
+    db.close();
+    // What a version-5 build checks before it opens a newer database: all of its stores.
+    let missing: Vec<&str> = V5_STORES
+        .into_iter()
+        .filter(|store| !stores.iter().any(|s| s == store))
+        .collect();
+    assert_eq!(missing, vec![schema::V4_LEASE], "{stores:?}");
+    delete_database(&name).await;
+}
+
+#[wasm_bindgen_test]
 async fn w5_a_versionchange_from_another_tab_fails_the_next_apply_until_reopen() {
     let name = db_name("versionchange");
     let ledger = IdbLedger::open(&name).await.expect("open");

@@ -18,6 +18,7 @@ use serde_json::Value;
 use wasm_bindgen::{JsCast, JsValue};
 
 use crate::core::operation_pages::OperationPage;
+use crate::core::packed::PackedPage;
 use crate::core::safe_error::SafeError;
 
 /// Largest integer a JS number holds exactly.
@@ -93,15 +94,15 @@ pub fn describe_key(key: &JsValue) -> String {
 }
 
 /// A page as stored: `{ids, json}` — the ids for the `by_operation` index (W4's check that an
-/// id is not taken), the operations as one JSON text in UTF-8 bytes (read back by
-/// [`page_text`]). Bytes, not a JS string: a load reads every page, and copying a string into
+/// id is not taken), the operations as one JSON text in the packed form
+/// ([`crate::core::packed`]) in UTF-8 bytes (read back by [`page_text`]). Bytes, not a JS string: a load reads every page, and copying a string into
 /// wasm re-encodes it from UTF-16 character by character, where bytes are one copy.
 pub fn page_value(page: &OperationPage) -> Result<JsValue, SafeError> {
     let ids = js_sys::Array::new();
     for op in &page.operations {
         ids.push(&JsValue::from_str(&op.intent.id));
     }
-    let text = record_text(&page.operations)?;
+    let text = record_text(&PackedPage(&page.operations))?;
     let value = js_sys::Object::new();
     let fields = [
         ("ids", JsValue::from(ids)),

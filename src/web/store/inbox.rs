@@ -20,6 +20,7 @@ use super::IdbLedger;
 use crate::core::error::{ErrorCode, SchedulerError};
 use crate::core::intent::{same_intent, IntentInput};
 use crate::core::model::{Millis, Operation};
+use crate::core::packed::decode_page;
 use crate::core::safe_error::SafeError;
 
 /// One `enqueue`/`enqueueMany` call of a tab that does not dispatch.
@@ -127,7 +128,7 @@ async fn stored_operation(
     };
     let operations = page_text(page)
         .ok()
-        .and_then(|json| serde_json::from_str::<Vec<Operation>>(&json).ok());
+        .and_then(|json| decode_page(&json).ok());
     Ok(Some(operations.and_then(|ops| {
         ops.into_iter().find(|op| op.intent.id == id)
     })))

@@ -11,6 +11,7 @@
 //! | 3 | `blobs`, `quarantine` |
 //! | 4 | `inbox` (auto-increment keys: intents of tabs that do not dispatch, W4); records become JSON text; `lease` becomes `dispatcher_lease` |
 //! | 5 | `operation_pages` (numeric keys; a multi-entry index `by_operation` on each page's `ids`); deletes `meta` |
+//! | 6 | `leader_lease`, deleting `dispatcher_lease`: operation pages are written in the packed form |
 //!
 //! Within version 4, `events` went from one record per event (keyed by its `seq`) to one page
 //! per persisted batch (a JSON array keyed by its last `seq`); the loader reads both. A build
@@ -31,6 +32,14 @@
 //! deletes `meta` — unwritten since version 4 stopped writing it (every value it held is
 //! derived from the records at load) — and a version-4 build, which needs `meta`, refuses
 //! the database instead of opening it.
+//!
+//! Version 6 writes operation pages in the packed form (`crate::core::packed`), which a
+//! version-5 build does not read: it would set the pages aside and send later operations
+//! first. So version 6 moves the lease, as version 4 did: `dispatcher_lease` is deleted and
+//! the lease lives in `leader_lease`. A version-5 build (an open tab is closed by the
+//! `versionchange`) then refuses the database for the missing store instead of opening it. The
+//! fence starts again from 1, for the same reason as in version 4: no holder of an older
+//! fence can open the database any more. This build reads pages of either form.
 
 use indexed_db_futures::database::Database;
 use indexed_db_futures::error::OpenDbError;
@@ -41,16 +50,18 @@ use super::errors::open_error;
 use crate::core::safe_error::SafeError;
 
 /// The schema version this build writes.
-pub const SCHEMA_VERSION: u32 = 5;
+pub const SCHEMA_VERSION: u32 = 6;
 
 /// Operation records, keyed by operation id.
 pub const OPERATIONS: &str = "operations";
 /// Frozen request records, keyed by request id.
 pub const REQUESTS: &str = "requests";
 /// The single lease record, keyed [`LEASE_KEY`].
-pub const LEASE: &str = "dispatcher_lease";
+pub const LEASE: &str = "leader_lease";
 /// Where versions 2 and 3 kept the lease (deleted by the upgrade to 4).
 pub const LEGACY_LEASE: &str = "lease";
+/// Where versions 4 and 5 kept the lease (deleted by the upgrade to 6).
+pub const V4_LEASE: &str = "dispatcher_lease";
 /// Event log pages (one per persisted batch, keyed by the page's last `seq`, a number); an
 /// earlier build's single event records, keyed by their `seq`, load beside them.
 pub const EVENTS: &str = "events";
@@ -73,13 +84,15 @@ pub const INBOX: &str = "inbox";
 /// Key of the lease record.
 pub const LEASE_KEY: &str = "lease";
 
-/// The stores each version adds, in order.
-const STEPS: [&[&str]; 5] = [
+/// The stores each version adds, in order; the lease stores of versions 2 and 4 are left out
+/// (an upgrade deletes them, never creates them).
+const STEPS: [&[&str]; 6] = [
     &[OPERATIONS, REQUESTS],
-    &[LEASE, EVENTS],
+    &[EVENTS],
     &[BLOBS, QUARANTINE],
-    &[INBOX, LEASE],
+    &[INBOX],
     &[OPERATION_PAGES],
+    &[LEASE],
 ];
 
 /// Every store this build reads or writes.
@@ -102,6 +115,9 @@ fn upgrade(old_version: f64, db: &Database) -> indexed_db_futures::Result<()> {
     }
     if old_version < 5.0 && existing.iter().any(|name| name == META) {
         db.delete_object_store(META)?;
+    }
+    if old_version < 6.0 && existing.iter().any(|name| name == V4_LEASE) {
+        db.delete_object_store(V4_LEASE)?;
     }
     for (index, stores) in STEPS.iter().enumerate() {
         let version = (index + 1) as f64;
