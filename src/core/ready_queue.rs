@@ -14,14 +14,10 @@ impl ReadyQueue {
         self.entries.insert((sequence, id.to_owned()));
     }
 
-    /// Adds many at once: built in one pass when the queue is empty (`BTreeSet`'s sort and
-    /// bulk build, where inserting searched the tree once per entry), else one by one.
-    pub fn extend(&mut self, entries: Vec<(u64, String)>) {
-        if self.entries.is_empty() {
-            self.entries = entries.into_iter().collect();
-        } else {
-            self.entries.extend(entries);
-        }
+    /// Replaces the whole queue with `entries`, built in one pass (`BTreeSet`'s sort and bulk
+    /// build, where pushing each searched the tree once).
+    pub fn replace_all(&mut self, entries: Vec<(u64, String)>) {
+        self.entries = entries.into_iter().collect();
     }
 
     /// Takes the operation with the lowest sequence; O(log n).

@@ -62,9 +62,10 @@ impl<H: Host> Scheduler<H> {
     }
 
     /// Indexes every pending operation. One pass over the ledger, in id order, with no
-    /// search by id and no sort (a big ledger has 100 000 of them): the pending set and the
-    /// ready queue are built at once when empty (always, as the driver opens; otherwise each
-    /// goes through [`Self::index`] in sequence order).
+    /// search by id and no sort (a big ledger has 100 000 of them); the pending set and the
+    /// ready queue are built at once. Whatever was indexed before start (intents enqueued
+    /// while idle) is rebuilt with the rest: these indexes are derived from the ledger alone,
+    /// and nothing is waiting or in flight before start.
     fn index_pending(&mut self) {
         let pending: Vec<(&Operation, bool)> = self
             .ledger
@@ -72,17 +73,8 @@ impl<H: Host> Scheduler<H> {
             .filter(|op| op.phase == OperationPhase::Pending)
             .map(|op| (op, self.is_ready_op(op)))
             .collect();
-        if !self.indexed.is_empty() || !self.ready.is_empty() {
-            let mut ids: Vec<(u64, String)> = pending
-                .iter()
-                .map(|(op, _)| (op.intent.sequence, op.intent.id.clone()))
-                .collect();
-            ids.sort_unstable();
-            for (_, id) in ids {
-                self.index(&id);
-            }
-            return;
-        }
+        self.dependents.clear();
+        self.coalescible.clear();
         self.indexed = pending.iter().map(|(op, _)| op.intent.id.clone()).collect();
         let mut ready = Vec::new();
         for (op, is_ready) in pending {
@@ -109,7 +101,7 @@ impl<H: Host> Scheduler<H> {
                 ready.push((op.intent.sequence, id.clone()));
             }
         }
-        self.ready.extend(ready);
+        self.ready.replace_all(ready);
     }
 
     pub(super) fn recover_request(&mut self, now: Millis, id: &str) {
