@@ -11,9 +11,9 @@ use canvas_scheduler::core::host::CountingHost;
 use canvas_scheduler::core::intent::IntentInput;
 use canvas_scheduler::core::io::{AttemptOutcome, AttemptStatus, Effect};
 use canvas_scheduler::core::ledger::LedgerSnapshot;
-use canvas_scheduler::core::model::{Intent, Lease, LedgerMeta, Operation};
+use canvas_scheduler::core::model::{Lease, LedgerMeta};
 use canvas_scheduler::core::Scheduler;
-use canvas_scheduler::testing::MemoryStore;
+use canvas_scheduler::testing::{pending_upsert, MemoryStore};
 use serde_json::json;
 
 fn intent(i: u64, canvases: u64) -> IntentInput {
@@ -106,24 +106,12 @@ fn pending_snapshot(count: u64) -> LedgerSnapshot {
     let operations = (0..count)
         .map(|i| {
             let input = intent(i, 1_000);
-            Operation::new(Intent {
-                id: input.id,
-                sequence: i + 1,
-                operation_type: input.operation_type,
-                canvas_ids: input.canvas_ids,
-                dependencies: if i % 10 == 9 {
-                    vec![format!("op{}", i - 1)]
-                } else {
-                    Vec::new()
-                },
-                payload: input.payload.into(),
-                expected_versions: Default::default(),
-                run_id: None,
-                coalesce_key: None,
-                blob: None,
-                revision: 0,
-                principal: None,
-            })
+            let mut op = pending_upsert(&input.id, i + 1, &input.canvas_ids[0]);
+            if i % 10 == 9 {
+                op.intent.dependencies = vec![format!("op{}", i - 1)];
+            }
+            op.intent.payload = input.payload.into();
+            op
         })
         .collect();
     LedgerSnapshot {

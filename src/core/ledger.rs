@@ -595,23 +595,9 @@ fn page_homes(operations: &[Operation], pages: &PageHomes) -> Option<Vec<Home>> 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::core::model::Intent;
 
     fn op(id: &str, sequence: u64) -> Operation {
-        Operation::new(Intent {
-            id: id.into(),
-            sequence,
-            operation_type: "shape.upsert".into(),
-            canvas_ids: vec!["c".into()],
-            dependencies: Vec::new(),
-            payload: Default::default(),
-            expected_versions: Default::default(),
-            run_id: None,
-            coalesce_key: None,
-            blob: None,
-            revision: 0,
-            principal: None,
-        })
+        crate::testing::pending_upsert(id, sequence, "c")
     }
 
     #[test]

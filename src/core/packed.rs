@@ -173,20 +173,9 @@ mod tests {
     use serde_json::json;
 
     fn plain(id: &str, sequence: u64) -> Operation {
-        Operation::new(Intent {
-            id: id.into(),
-            sequence,
-            operation_type: "shape.upsert".into(),
-            canvas_ids: vec!["c1".into()],
-            dependencies: Vec::new(),
-            payload: json!({"x": 1}).into(),
-            expected_versions: BTreeMap::new(),
-            run_id: None,
-            coalesce_key: None,
-            blob: None,
-            revision: 0,
-            principal: None,
-        })
+        let mut op = crate::testing::pending_upsert(id, sequence, "c1");
+        op.intent.payload = json!({"x": 1}).into();
+        op
     }
 
     fn rich() -> Operation {

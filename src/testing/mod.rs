@@ -4,10 +4,12 @@
 
 mod harness;
 mod memory_store;
+mod operations;
 mod rng;
 mod server;
 
 pub use harness::Harness;
 pub use memory_store::MemoryStore;
+pub use operations::pending_upsert;
 pub use rng::SimRng;
 pub use server::{ServerFaults, SimServer};

@@ -6,8 +6,9 @@ use std::collections::BTreeMap;
 use canvas_scheduler::core::digest::body_digest;
 use canvas_scheduler::core::io::{PersistBatch, PersistResult};
 use canvas_scheduler::core::model::{
-    EventKind, EventRecord, FrozenRequest, Intent, Lease, Operation, RequestPhase,
+    EventKind, EventRecord, FrozenRequest, Lease, Operation, RequestPhase,
 };
+use canvas_scheduler::testing::pending_upsert;
 use canvas_scheduler::web::store::{IdbLedger, LoadedLedger};
 use indexed_db_futures::database::Database;
 use indexed_db_futures::prelude::*;
@@ -27,20 +28,9 @@ pub const MAX_SAFE: u64 = (1 << 53) - 1;
 
 /// A pending operation with a nested payload.
 pub fn operation(id: &str, sequence: u64) -> Operation {
-    Operation::new(Intent {
-        id: id.into(),
-        sequence,
-        operation_type: "shape.upsert".into(),
-        canvas_ids: vec!["c1".into()],
-        dependencies: vec![],
-        payload: json!({"shape": {"x": 1, "y": -2.5, "tags": ["a", "b"], "n": null}}).into(),
-        expected_versions: BTreeMap::new(),
-        run_id: None,
-        coalesce_key: None,
-        blob: None,
-        revision: 0,
-        principal: None,
-    })
+    let mut op = pending_upsert(id, sequence, "c1");
+    op.intent.payload = json!({"shape": {"x": 1, "y": -2.5, "tags": ["a", "b"], "n": null}}).into();
+    op
 }
 
 /// A frozen request for `operation_id` that passes the loader's checks.

@@ -4,14 +4,14 @@
 //! rejects — and records whose key or value is not what a ledger holds — moves to the
 //! `quarantine` store in the same transaction and is reported, never silently dropped.
 
+use std::future::Future;
+use std::pin::Pin;
+
 use indexed_db_futures::internals::SystemRepr;
 use indexed_db_futures::object_store::ObjectStore;
 use indexed_db_futures::prelude::*;
 use indexed_db_futures::transaction::{Transaction, TransactionMode};
 use indexed_db_futures::KeyRange;
-use std::future::Future;
-use std::pin::Pin;
-
 use js_sys::Reflect;
 use serde_json::Value;
 use wasm_bindgen::closure::Closure;
