@@ -562,3 +562,69 @@ async fn s18_a_page_with_json_text_loads_and_one_with_bad_bytes_is_set_aside() {
         "set aside with its reason: {reasons:?}"
     );
 }
+
+/// S18 with the pipelined read: pages come in reads of the load's page size, each asked for
+/// before the one before is decoded. They load in order, and a broken page in the middle is
+/// the only one set aside, moved to `quarantine` as stored (its stored value is paired with
+/// its report across reads).
+#[wasm_bindgen_test]
+async fn s18_pages_read_ahead_load_in_order_and_a_broken_one_is_moved_as_stored() {
+    let name = db_name("page-reads");
+    let ledger = IdbLedger::open(&name).await.expect("open");
+    let fence = acquire_fence(&ledger, "tab-a", 1_000).await;
+    // 20 pages of two: three reads of 7 (acquire's page size).
+    let pages: Vec<OperationPage> = (1..=20u64)
+        .map(|no| OperationPage {
+            no,
+            operations: (2 * no - 1..=2 * no)
+                .map(|seq| operation(&format!("op-{seq:03}"), seq))
+                .collect(),
+        })
+        .collect();
+    let written = PersistBatch {
+        operation_pages: pages.clone(),
+        ..batch(Some(fence))
+    };
+    let result = ledger.apply(&written).await;
+    assert!(matches!(result, PersistResult::Done { .. }), "{result:?}");
+    let all: Vec<_> = pages.iter().flat_map(|p| p.operations.clone()).collect();
+    let loaded = acquire(&ledger, "tab-a", 2_000).await;
+    assert!(loaded.quarantined.is_empty(), "{:?}", loaded.quarantined);
+    assert_eq!(loaded.snapshot.operations, all);
+
+    // Page 8, the first of the second read, loses a field its operations need.
+    let broken = js_sys::Object::new();
+    let ids = js_sys::Array::of2(&"op-015".into(), &"op-016".into());
+    Reflect::set(&broken, &"ids".into(), &ids).unwrap();
+    let text = br#"[["op-015",15,"shape.upsert"]]"#;
+    let json = js_sys::Uint8Array::from(&text[..]);
+    Reflect::set(&broken, &"json".into(), &json).unwrap();
+    raw_put(&name, schema::OPERATION_PAGES, 8.0.into(), broken.into()).await;
+    let loaded = acquire(&ledger, "tab-a", 3_000).await;
+    let kept: Vec<_> = all
+        .iter()
+        .filter(|op| !["op-015", "op-016"].contains(&op.intent.id.as_str()))
+        .cloned()
+        .collect();
+    assert_eq!(loaded.snapshot.operations, kept);
+    let set_aside: Vec<(&str, &str)> = loaded
+        .quarantined
+        .iter()
+        .map(|q| (q.store, q.key.as_str()))
+        .collect();
+    assert_eq!(set_aside, vec![("operation_pages", "8")]);
+    let entry = raw_get(&name, schema::QUARANTINE, "operation_pages/8".into()).await;
+    let record = entry.map(|e| Reflect::get(&e, &"record".into()).expect("record"));
+    let stored_json = record.map(|r| Reflect::get(&r, &"json".into()).expect("json"));
+    let stored_json = stored_json.and_then(|j| j.dyn_into::<js_sys::Uint8Array>().ok());
+    assert_eq!(
+        stored_json.map(|bytes| bytes.to_vec()),
+        Some(text.to_vec()),
+        "moved as stored"
+    );
+    let left = raw_keys(&name, schema::OPERATION_PAGES).await;
+    assert_eq!(left.len(), 19);
+    assert!(!left.iter().any(|k| k.as_f64() == Some(8.0)));
+    ledger.close();
+    delete_database(&name).await;
+}
