@@ -628,3 +628,49 @@ async fn s18_pages_read_ahead_load_in_order_and_a_broken_one_is_moved_as_stored(
     ledger.close();
     delete_database(&name).await;
 }
+
+/// The same load where `getAllRecords` is missing (browsers without it): each read is a
+/// `getAllKeys` and a `getAll` over the same range, both asked for before the page before is
+/// decoded.
+#[wasm_bindgen_test]
+async fn s18_pages_read_ahead_without_get_all_records_load_in_order() {
+    let name = db_name("page-reads-split");
+    let ledger = IdbLedger::open(&name).await.expect("open");
+    let fence = acquire_fence(&ledger, "tab-a", 1_000).await;
+    let pages: Vec<OperationPage> = (1..=20u64)
+        .map(|no| OperationPage {
+            no,
+            operations: vec![operation(&format!("op-{no:03}"), no)],
+        })
+        .collect();
+    let written = PersistBatch {
+        operation_pages: pages.clone(),
+        ..batch(Some(fence))
+    };
+    let result = ledger.apply(&written).await;
+    assert!(matches!(result, PersistResult::Done { .. }), "{result:?}");
+
+    let prototype = Reflect::get(&js_sys::global(), &"IDBObjectStore".into())
+        .and_then(|class| Reflect::get(&class, &"prototype".into()))
+        .expect("IDBObjectStore.prototype");
+    let method = Reflect::get(&prototype, &"getAllRecords".into()).expect("read");
+    let hidden = Reflect::delete_property(&prototype.clone().into(), &"getAllRecords".into())
+        .expect("delete");
+    let now_missing = Reflect::get(&prototype, &"getAllRecords".into()).expect("read again");
+    assert!(
+        hidden && now_missing.is_undefined(),
+        "the split read is the one tested"
+    );
+    let loaded = ledger
+        .acquire_and_load("tab-a", 2_000, 10_000, 7, false)
+        .await;
+    if !method.is_undefined() {
+        Reflect::set(&prototype, &"getAllRecords".into(), &method).expect("restore");
+    }
+    let loaded = loaded.expect("load");
+    assert!(loaded.quarantined.is_empty(), "{:?}", loaded.quarantined);
+    let all: Vec<_> = pages.iter().flat_map(|p| p.operations.clone()).collect();
+    assert_eq!(loaded.snapshot.operations, all);
+    ledger.close();
+    delete_database(&name).await;
+}
