@@ -315,10 +315,12 @@ impl LedgerLoader {
                 let ascending = page
                     .windows(2)
                     .all(|pair| pair[0].intent.id < pair[1].intent.id);
-                let mut ids = BTreeSet::new();
-                for op in page.iter().filter(|_| !ascending) {
-                    if !ids.insert(op.intent.id.as_str()) {
-                        return Err(format!("operation {} twice in one page", op.intent.id));
+                if !ascending {
+                    let mut ids = BTreeSet::new();
+                    for op in &page {
+                        if !ids.insert(op.intent.id.as_str()) {
+                            return Err(format!("operation {} twice in one page", op.intent.id));
+                        }
                     }
                 }
                 self.pages.push((no, page));

@@ -5,7 +5,9 @@
 use canvas_scheduler::core::intent::IntentInput;
 use canvas_scheduler::core::io::{LeaseWrite, PersistBatch, PersistFailure, PersistResult};
 use canvas_scheduler::core::ledger::LedgerSnapshot;
-use canvas_scheduler::core::model::{BlobRef, OperationOutcome, RetryAction, Settlement};
+use canvas_scheduler::core::model::{
+    BlobRef, Operation, OperationOutcome, RetryAction, Settlement,
+};
 use canvas_scheduler::core::operation_pages::{homes_of, OperationPage};
 use canvas_scheduler::core::safe_error::SafeError;
 use canvas_scheduler::testing::MemoryStore;
@@ -571,23 +573,8 @@ async fn s18_a_page_with_json_text_loads_and_one_with_bad_bytes_is_set_aside() {
 async fn s18_pages_read_ahead_load_in_order_and_a_broken_one_is_moved_as_stored() {
     let name = db_name("page-reads");
     let ledger = IdbLedger::open(&name).await.expect("open");
-    let fence = acquire_fence(&ledger, "tab-a", 1_000).await;
     // 20 pages of two: three reads of 7 (acquire's page size).
-    let pages: Vec<OperationPage> = (1..=20u64)
-        .map(|no| OperationPage {
-            no,
-            operations: (2 * no - 1..=2 * no)
-                .map(|seq| operation(&format!("op-{seq:03}"), seq))
-                .collect(),
-        })
-        .collect();
-    let written = PersistBatch {
-        operation_pages: pages.clone(),
-        ..batch(Some(fence))
-    };
-    let result = ledger.apply(&written).await;
-    assert!(matches!(result, PersistResult::Done { .. }), "{result:?}");
-    let all: Vec<_> = pages.iter().flat_map(|p| p.operations.clone()).collect();
+    let all = write_twenty_pages(&ledger, 2).await;
     let loaded = acquire(&ledger, "tab-a", 2_000).await;
     assert!(loaded.quarantined.is_empty(), "{:?}", loaded.quarantined);
     assert_eq!(loaded.snapshot.operations, all);
@@ -636,19 +623,7 @@ async fn s18_pages_read_ahead_load_in_order_and_a_broken_one_is_moved_as_stored(
 async fn s18_pages_read_ahead_without_get_all_records_load_in_order() {
     let name = db_name("page-reads-split");
     let ledger = IdbLedger::open(&name).await.expect("open");
-    let fence = acquire_fence(&ledger, "tab-a", 1_000).await;
-    let pages: Vec<OperationPage> = (1..=20u64)
-        .map(|no| OperationPage {
-            no,
-            operations: vec![operation(&format!("op-{no:03}"), no)],
-        })
-        .collect();
-    let written = PersistBatch {
-        operation_pages: pages.clone(),
-        ..batch(Some(fence))
-    };
-    let result = ledger.apply(&written).await;
-    assert!(matches!(result, PersistResult::Done { .. }), "{result:?}");
+    let all = write_twenty_pages(&ledger, 1).await;
 
     let prototype = Reflect::get(&js_sys::global(), &"IDBObjectStore".into())
         .and_then(|class| Reflect::get(&class, &"prototype".into()))
@@ -669,8 +644,28 @@ async fn s18_pages_read_ahead_without_get_all_records_load_in_order() {
     }
     let loaded = loaded.expect("load");
     assert!(loaded.quarantined.is_empty(), "{:?}", loaded.quarantined);
-    let all: Vec<_> = pages.iter().flat_map(|p| p.operations.clone()).collect();
     assert_eq!(loaded.snapshot.operations, all);
     ledger.close();
     delete_database(&name).await;
+}
+
+/// Takes the lease and writes pages 1–20 of `per_page` operations each (`op-001`, … in
+/// sequence order) in one batch; returns the operations in order.
+async fn write_twenty_pages(ledger: &IdbLedger, per_page: u64) -> Vec<Operation> {
+    let fence = acquire_fence(ledger, "tab-a", 1_000).await;
+    let pages: Vec<OperationPage> = (1..=20u64)
+        .map(|no| OperationPage {
+            no,
+            operations: ((no - 1) * per_page + 1..=no * per_page)
+                .map(|seq| operation(&format!("op-{seq:03}"), seq))
+                .collect(),
+        })
+        .collect();
+    let written = PersistBatch {
+        operation_pages: pages.clone(),
+        ..batch(Some(fence))
+    };
+    let result = ledger.apply(&written).await;
+    assert!(matches!(result, PersistResult::Done { .. }), "{result:?}");
+    pages.into_iter().flat_map(|p| p.operations).collect()
 }

@@ -13,11 +13,21 @@ use crate::core::model::{
     PROTOCOL_VERSION, RUN_CANCEL_KIND, UPLOAD_KIND,
 };
 use crate::core::safe_error::SafeError;
+use crate::core::str_map::StrMap;
 
 fn sorted_unique(mut ids: Vec<String>) -> Vec<String> {
     ids.sort();
     ids.dedup();
     ids
+}
+
+/// Notes `op` as a dependent of each of its dependencies (index and recovery share this).
+pub(super) fn add_dependents(dependents: &mut StrMap<BTreeSet<String>>, op: &Operation) {
+    for dependency in &op.intent.dependencies {
+        dependents
+            .get_or_insert_with(dependency, BTreeSet::new)
+            .insert(op.intent.id.clone());
+    }
 }
 
 impl<H: Host> Scheduler<H> {
@@ -33,14 +43,10 @@ impl<H: Host> Scheduler<H> {
         let ready = self.is_ready_op(op).then_some(op.intent.sequence);
         if self.indexed.insert(id.to_owned()) {
             if let (Some(key), None) = (&op.intent.coalesce_key, &op.request_id) {
-                // Rebuilt at recovery too: ops are indexed in sequence order, the latest wins.
+                // Indexed as enqueued (or unblocked): this one is the key's latest.
                 self.coalescible.insert(key.clone(), id.to_owned());
             }
-            for dependency in &op.intent.dependencies {
-                self.dependents
-                    .get_or_insert_with(dependency, BTreeSet::new)
-                    .insert(id.to_owned());
-            }
+            add_dependents(&mut self.dependents, op);
         }
         if let Some(sequence) = ready {
             self.ready.push(sequence, id);

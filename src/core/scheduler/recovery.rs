@@ -4,8 +4,6 @@
 use super::{Lifecycle, Scheduler};
 use crate::core::error::{ErrorCode, SchedulerError};
 use crate::core::host::Host;
-use std::collections::BTreeSet;
-
 use crate::core::model::{EventKind, Millis, Operation, OperationPhase, PROTOCOL_VERSION};
 
 impl<H: Host> Scheduler<H> {
@@ -92,11 +90,7 @@ impl<H: Host> Scheduler<H> {
                     self.coalescible.insert(key.clone(), id.clone());
                 }
             }
-            for dependency in &op.intent.dependencies {
-                self.dependents
-                    .get_or_insert_with(dependency, BTreeSet::new)
-                    .insert(id.clone());
-            }
+            super::pump::add_dependents(&mut self.dependents, op);
             if is_ready {
                 ready.push((op.intent.sequence, id.clone()));
             }
