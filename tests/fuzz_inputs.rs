@@ -3,9 +3,9 @@
 //! - **Host input** (SPEC §6 "bad input changes nothing"): arbitrary JSON and malformed
 //!   IntentInput-shaped objects (random keys, wrong types, huge strings, deep nesting,
 //!   `__proto__` keys, NaN-like strings, duplicate ids, dependency cycles, explicit sequences)
-//!   go through `serde_json::from_value::<IntentInput>`, `check_fields` and
-//!   `Scheduler::enqueue`. Nothing panics; every refusal carries a stable code; a refused
-//!   enqueue leaves the ledger exactly as it was.
+//!   go through the JSON decoder (`core::json::from_str::<IntentInput>` on their text),
+//!   `check_fields` and `Scheduler::enqueue`. Nothing panics; every refusal carries a stable
+//!   code; a refused enqueue leaves the ledger exactly as it was.
 //! - **Storage** (D4, D5): a real ledger written by the [`Harness`] is corrupted record by
 //!   record (flipped fields, truncated bodies, changed digests, repeated sequences, wrong keys,
 //!   garbage, reordered or oversized pages) and read back through [`LedgerLoader`], with some
@@ -33,6 +33,7 @@ use canvas_scheduler::core::error::SchedulerError;
 use canvas_scheduler::core::host::CountingHost;
 use canvas_scheduler::core::intent::{check_fields, IntentInput, MAX_SAFE_INTEGER};
 use canvas_scheduler::core::io::{AttemptOutcome, AttemptStatus};
+use canvas_scheduler::core::json::{from_str, parse, to_string, FromJson, JsonError, ToJson};
 use canvas_scheduler::core::ledger::LedgerSnapshot;
 use canvas_scheduler::core::loader::{LedgerLoader, RecordStore};
 use canvas_scheduler::core::model::OperationPhase;
@@ -109,6 +110,11 @@ fn check_code(error: &SchedulerError, allowed: &[&str]) -> Result<(), TestCaseEr
         error.code()
     );
     Ok(())
+}
+
+/// Decodes a JSON value as a `T` from its text, with the core's JSON reader (`core::json`).
+fn decode<T: FromJson>(value: &Value) -> Result<T, JsonError> {
+    from_str(&to_string(value))
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -328,7 +334,7 @@ fn batch_element() -> impl Strategy<Value = Value> {
 fn base_intents(count: usize) -> Vec<IntentInput> {
     (1..=count)
         .map(|n| {
-            serde_json::from_value(json!({
+            decode(&json!({
                 "id": format!("base-{n}"),
                 "operationType": "shape.upsert",
                 "canvasIds": [format!("c{}", n % 2)],
@@ -358,9 +364,8 @@ fn enqueue_case(
         let mut decoded = Vec::new();
         for value in &batch {
             // Decoding never panics; what it accepts survives a round trip unchanged.
-            if let Ok(input) = serde_json::from_value::<IntentInput>(value.clone()) {
-                let again =
-                    serde_json::to_value(&input).and_then(serde_json::from_value::<IntentInput>);
+            if let Ok(input) = decode::<IntentInput>(value) {
+                let again = from_str::<IntentInput>(&to_string(&input));
                 prop_assert_eq!(again.as_ref().ok(), Some(&input), "round trip");
                 decoded.push(input);
             }
@@ -449,7 +454,7 @@ fn check_admitted(
 #[test]
 fn fuzz_arbitrary_json_never_panics_the_decoder_or_the_checks() {
     run("fuzz_arbitrary_json", json_value(), |value| {
-        if let Ok(input) = serde_json::from_value::<IntentInput>(value) {
+        if let Ok(input) = decode::<IntentInput>(&value) {
             if let Err(error) = check_fields(&input, 256 * 1024) {
                 check_code(&error, &["invalid_intent", "payload_too_large"])?;
             }
@@ -540,7 +545,7 @@ fn real_ledger(shape: u8) -> LedgerSnapshot {
         .collect();
     let inputs = intents
         .into_iter()
-        .map(|v| serde_json::from_value(v).unwrap_or_else(|e| panic!("intent: {e}")))
+        .map(|v| decode(&v).unwrap_or_else(|e| panic!("intent: {e}")))
         .collect();
     if let Err(error) = h.enqueue(inputs) {
         panic!("enqueue: {error}");
@@ -668,8 +673,8 @@ struct Records {
     meta: Option<Value>,
 }
 
-fn to_value<T: serde::Serialize>(record: &T) -> Value {
-    serde_json::to_value(record).unwrap_or_else(|e| panic!("serialize: {e}"))
+fn to_value<T: ToJson + ?Sized>(record: &T) -> Value {
+    parse(&to_string(record)).unwrap_or_else(|e| panic!("serialize: {e}"))
 }
 
 /// The snapshot's records; with `paged` > 0, every operation whose place is a multiple of
@@ -1114,7 +1119,7 @@ fn recover_from(mut loaded: LedgerSnapshot) -> Result<(), TestCaseError> {
         return Ok(());
     }
     h.drain();
-    let fresh: IntentInput = serde_json::from_value(json!({
+    let fresh: IntentInput = decode(&json!({
         "id": "after-recovery", "operationType": "shape.upsert", "canvasIds": ["c9"],
     }))
     .map_err(|e| TestCaseError::fail(e.to_string()))?;
@@ -1153,7 +1158,7 @@ fn fuzz_corrupted_ledgers_are_quarantined_never_dropped_or_trusted() {
 // sequences stay at or below 2^53-1, assigned or loaded).
 
 fn plain_edit(id: &str) -> IntentInput {
-    serde_json::from_value(json!({"id": id, "operationType": "shape.upsert", "canvasIds": ["c1"]}))
+    decode(&json!({"id": id, "operationType": "shape.upsert", "canvasIds": ["c1"]}))
         .unwrap_or_else(|e| panic!("intent: {e}"))
 }
 

@@ -5,6 +5,7 @@ mod common;
 use canvas_scheduler::core::config::{RetryPolicy, SchedulerConfig};
 use canvas_scheduler::core::host::CountingHost;
 use canvas_scheduler::core::io::{AttemptOutcome, AttemptStatus, Effect, Report};
+use canvas_scheduler::core::json::{parse, to_string};
 use canvas_scheduler::core::loader::{LedgerLoader, RecordStore};
 use canvas_scheduler::core::model::{EventKind, OperationPhase, RetryAction, Settlement};
 use canvas_scheduler::core::Scheduler;
@@ -314,15 +315,13 @@ fn k6_event_pages_load_beside_single_event_records_and_bad_pages_are_set_aside()
         .unwrap();
     let events = h.store.snapshot().events;
     assert!(events.len() >= 3, "{events:?}");
-    let text = |events: &[canvas_scheduler::core::model::EventRecord]| {
-        serde_json::to_string(events).unwrap()
-    };
+    let text = |events: &[canvas_scheduler::core::model::EventRecord]| to_string(events);
     let seq = |i: usize| events[i].seq.to_string();
     let last = events.len() - 1;
     // An earlier build's single record, then a page (keyed by its last seq).
     let mut loader = LedgerLoader::new();
     let page = vec![
-        (seq(0), serde_json::to_string(&events[0]).unwrap()),
+        (seq(0), to_string(&events[0])),
         (seq(last), text(&events[1..])),
     ];
     loader.add_page(RecordStore::Events, 10, page).unwrap();
@@ -341,7 +340,7 @@ fn k6_event_pages_load_beside_single_event_records_and_bad_pages_are_set_aside()
     ];
     for (key, value, reason) in cases {
         let mut loader = LedgerLoader::new();
-        let first = (seq(0), serde_json::to_string(&events[0]).unwrap());
+        let first = (seq(0), to_string(&events[0]));
         loader
             .add_page(RecordStore::Events, 10, vec![first, (key, value)])
             .unwrap();
@@ -479,14 +478,14 @@ fn d4_corrupt_and_foreign_records_are_quarantined_not_dropped() {
     let mut ops: Vec<(String, serde_json::Value)> = snapshot
         .operations
         .iter()
-        .map(|o| (o.intent.id.clone(), serde_json::to_value(o).unwrap()))
+        .map(|o| (o.intent.id.clone(), parse(&to_string(o)).unwrap()))
         .collect();
     ops.push(("zz-garbage".into(), json!({"not": "an operation"})));
     loader.add_page(RecordStore::Operations, 10, ops).unwrap();
     let mut requests: Vec<(String, serde_json::Value)> = snapshot
         .requests
         .iter()
-        .map(|r| (r.id.clone(), serde_json::to_value(r).unwrap()))
+        .map(|r| (r.id.clone(), parse(&to_string(r)).unwrap()))
         .collect();
     requests.sort_by(|x, y| x.0.cmp(&y.0));
     if let Some((_, value)) = requests.first_mut() {
@@ -555,7 +554,7 @@ fn d4_operations_a_set_aside_request_may_have_carried_are_blocked_not_refrozen()
     let ops: Vec<(String, serde_json::Value)> = snapshot
         .operations
         .iter()
-        .map(|o| (o.intent.id.clone(), serde_json::to_value(o).unwrap()))
+        .map(|o| (o.intent.id.clone(), parse(&to_string(o)).unwrap()))
         .collect();
     let blocked = |request: serde_json::Value| {
         let mut loader = LedgerLoader::new();
@@ -615,12 +614,12 @@ fn d4_records_decode_from_their_text_and_bad_text_is_reported_as_read() {
     let snapshot = h.store.snapshot();
     let (op, request) = (snapshot.operations[0].clone(), snapshot.requests[0].clone());
     let mut loader = LedgerLoader::new();
-    let requests = vec![(request.id.clone(), serde_json::to_string(&request).unwrap())];
+    let requests = vec![(request.id.clone(), to_string(&request))];
     loader
         .add_page(RecordStore::Requests, 10, requests)
         .unwrap();
     let page: Vec<(String, String)> = vec![
-        ("a".into(), serde_json::to_string(&op).unwrap()),
+        ("a".into(), to_string(&op)),
         ("b".into(), "{\"intent\": tru".into()),
         ("c".into(), "{\"intent\": 3}".into()),
     ];

@@ -7,6 +7,7 @@ mod common;
 use canvas_scheduler::core::config::SchedulerConfig;
 use canvas_scheduler::core::host::CountingHost;
 use canvas_scheduler::core::io::{AttemptOutcome, AttemptStatus};
+use canvas_scheduler::core::json::{to_string, ToJson};
 use canvas_scheduler::core::loader::{LedgerLoader, RecordStore};
 use canvas_scheduler::core::model::{Operation, OperationPhase};
 use canvas_scheduler::core::operation_pages::{homes_of, PAGE_LIMIT};
@@ -179,8 +180,8 @@ fn s18_a_loaded_ledger_of_records_is_folded_once_the_scheduler_is_quiet() {
     next.scheduler.release(next.now, hold);
 }
 
-fn text<T: serde::Serialize>(value: &T) -> String {
-    serde_json::to_string(value).unwrap()
+fn text<T: ToJson + ?Sized>(value: &T) -> String {
+    to_string(value)
 }
 
 #[test]

@@ -3,8 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use serde::Serialize;
-
+use super::json::{ToJson, Writer};
 use super::model::{Intent, PROTOCOL_VERSION};
 use super::payload::Payload;
 use super::safe_error::SafeError;
@@ -91,8 +90,6 @@ pub fn default_compile(intent: &Intent) -> CompiledRequest {
 }
 
 /// The wire body of a frozen request (SPEC §7): serialized once at freeze, sent byte for byte.
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
 pub struct WireBody<'a> {
     /// Request id = idempotency key.
     pub id: &'a str,
@@ -101,10 +98,8 @@ pub struct WireBody<'a> {
     /// Kind.
     pub kind: &'a str,
     /// Owner canvas.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub owner_canvas_id: Option<&'a str>,
     /// Run id.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub run_id: Option<&'a str>,
     /// Protocol version.
     pub protocol_version: u32,
@@ -114,6 +109,28 @@ pub struct WireBody<'a> {
     pub canvas_ids: &'a [String],
     /// Version guards.
     pub expected_versions: &'a BTreeMap<String, u64>,
+}
+
+/// Members in the order serde wrote them when this was derived: bodies frozen by earlier
+/// builds and by this one are the same bytes for the same request.
+impl ToJson for WireBody<'_> {
+    fn write_json(&self, writer: &mut Writer) {
+        writer.object();
+        writer.member("id", self.id);
+        writer.member("operationIds", self.operation_ids);
+        writer.member("kind", self.kind);
+        if let Some(owner) = self.owner_canvas_id {
+            writer.member("ownerCanvasId", owner);
+        }
+        if let Some(run) = self.run_id {
+            writer.member("runId", run);
+        }
+        writer.member("protocolVersion", &self.protocol_version);
+        writer.member("payload", self.payload);
+        writer.member("canvasIds", self.canvas_ids);
+        writer.member("expectedVersions", self.expected_versions);
+        writer.end_object();
+    }
 }
 
 /// A host for tests and for editors that need no custom hooks: request ids from a prefix and

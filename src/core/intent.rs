@@ -4,7 +4,6 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::error::{ErrorCode, SchedulerError};
@@ -24,38 +23,42 @@ pub const MAX_LIST_LEN: usize = 1_024;
 pub const MAX_SAFE_INTEGER: u64 = (1 << 53) - 1;
 
 /// An intent as the host hands it in (SPEC §1); `sequence` is assigned when absent.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct IntentInput {
     /// Operation id.
     pub id: String,
     /// Optional explicit sequence (must exceed every sequence in the ledger).
-    #[serde(default)]
     pub sequence: Option<u64>,
     /// Kind of operation.
     pub operation_type: String,
     /// Canvases touched.
-    #[serde(default)]
     pub canvas_ids: Vec<String>,
     /// Operations that must resolve first.
-    #[serde(default)]
     pub dependencies: Vec<String>,
     /// Opaque JSON body.
-    #[serde(default)]
     pub payload: Value,
     /// Version guards.
-    #[serde(default)]
     pub expected_versions: Option<BTreeMap<String, u64>>,
     /// Run id.
-    #[serde(default)]
     pub run_id: Option<String>,
     /// Coalescing key.
-    #[serde(default)]
     pub coalesce_key: Option<String>,
     /// Upload blob reference.
-    #[serde(default)]
     pub blob: Option<BlobRef>,
 }
+
+crate::json_record!(IntentInput deny_unknown {
+    id: "id" required,
+    sequence: "sequence" default,
+    operation_type: "operationType" required,
+    canvas_ids: "canvasIds" default,
+    dependencies: "dependencies" default,
+    payload: "payload" default,
+    expected_versions: "expectedVersions" default,
+    run_id: "runId" default,
+    coalesce_key: "coalesceKey" default,
+    blob: "blob" default,
+});
 
 fn invalid(message: impl Into<String>) -> SchedulerError {
     SchedulerError::new(ErrorCode::InvalidIntent, message)
@@ -129,9 +132,7 @@ fn check_payload(payload: &Value, max_bytes: usize) -> Result<(), SchedulerError
             _ => {}
         }
     }
-    let size = serde_json::to_vec(payload)
-        .map_err(|error| invalid(format!("payload is not JSON: {error}")))?
-        .len();
+    let size = crate::core::json::to_string(payload).len();
     if size > max_bytes {
         return Err(SchedulerError::new(
             ErrorCode::PayloadTooLarge,
@@ -371,8 +372,8 @@ mod tests {
     #[test]
     fn a_unknown_fields_are_refused_by_the_decoder() {
         let text = r#"{"id":"a","operationType":"x","canvasIds":[],"extra":1}"#;
-        assert!(serde_json::from_str::<IntentInput>(text).is_err());
+        assert!(crate::core::json::from_str::<IntentInput>(text).is_err());
         let text = r#"{"id":"a","operationType":"custom.kind","canvasIds":["c"]}"#;
-        assert!(serde_json::from_str::<IntentInput>(text).is_ok());
+        assert!(crate::core::json::from_str::<IntentInput>(text).is_ok());
     }
 }

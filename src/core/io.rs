@@ -1,7 +1,6 @@
 //! What crosses the sans-IO boundary: effects the core asks for, and the answers the driver
 //! brings back (persist results, attempt statuses).
 
-use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::error::SchedulerError;
@@ -100,8 +99,7 @@ pub struct SendOrder {
 }
 
 /// The server's (or the transport's) verdict on one attempt (SPEC §1 Outcome).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum AttemptOutcome {
     /// Applied; may carry canonical state.
     Applied,

@@ -3,19 +3,18 @@
 //! decoded and checked. A corrupt or foreign record is quarantined and reported — never
 //! silently dropped, never fatal to the rest of the ledger.
 //!
-//! Records are decoded straight from their text into the typed records: no intermediate
-//! `serde_json::Value` (which cost a second pass and a copy per record, and a
-//! `Value`-deserializer per record type in the `.wasm`). A `Value` is built only for a record
-//! that is rejected, to report it.
+//! Records are decoded straight from their text into the typed records (`core::json`): no
+//! intermediate `serde_json::Value`, which cost a second pass and a copy per record. A `Value`
+//! is built only for a record that is rejected, to report it.
 
 use std::collections::BTreeSet;
 
-use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use super::digest::body_digest;
 use super::error::{ErrorCode, SchedulerError};
 use super::intent::check_id;
+use super::json::{self, FromJson, JsonError, Reader};
 use super::ledger::LedgerSnapshot;
 use super::model::{EventRecord, FrozenRequest, Lease, LedgerMeta, Operation, OperationPhase};
 use super::operation_pages::current_copies;
@@ -95,17 +94,17 @@ impl RecordJson for String {
 
 impl RecordJson for Value {
     fn into_text(self) -> String {
-        self.to_string()
+        json::to_string(&self)
     }
 }
 
-fn decode<T: DeserializeOwned>(text: &str) -> Result<T, String> {
-    serde_json::from_str(text).map_err(|e| undecodable(text, &e))
+fn decode<T: FromJson>(text: &str) -> Result<T, String> {
+    json::from_str(text).map_err(|e| undecodable(text, &e))
 }
 
 /// Why `text` did not decode: not JSON at all, or JSON of another shape.
-fn undecodable(text: &str, error: &serde_json::Error) -> String {
-    match serde_json::from_str::<Value>(text) {
+fn undecodable(text: &str, error: &JsonError) -> String {
+    match json::parse(text) {
         Ok(_) => format!("undecodable: {error}"),
         Err(e) => format!("not JSON: {e}"),
     }
@@ -114,7 +113,24 @@ fn undecodable(text: &str, error: &serde_json::Error) -> String {
 /// The record as reported when it is set aside: its JSON, or the text itself when it is not
 /// JSON.
 fn reported(text: String) -> Value {
-    serde_json::from_str(&text).unwrap_or(Value::String(text))
+    json::parse(&text).unwrap_or(Value::String(text))
+}
+
+/// The `id` member of a frozen body, which must be a JSON object (other members are only
+/// checked to be well formed).
+fn body_id(body: &str) -> Result<Option<String>, JsonError> {
+    let mut reader = Reader::new(body);
+    let mut id = None;
+    reader.object()?;
+    while let Some(key) = reader.key()? {
+        if key == "id" && id.is_none() {
+            id = Option::<String>::read_json(&mut reader)?;
+        } else {
+            reader.skip()?;
+        }
+    }
+    reader.end()?;
+    Ok(id)
 }
 
 /// A page of the event log (all events of one persist batch, keyed by its last seq): not
@@ -168,12 +184,6 @@ fn merge_by_id(records: Vec<Operation>, paged: Vec<Operation>) -> Vec<Operation>
     }
     merged.extend(paged);
     merged
-}
-
-/// The part of a frozen body the loader checks: its `id`.
-#[derive(serde::Deserialize)]
-struct BodyId {
-    id: Option<String>,
 }
 
 impl LedgerLoader {
@@ -286,9 +296,9 @@ impl LedgerLoader {
                 if body_digest(&request.body) != request.digest {
                     return Err("body does not match its digest".into());
                 }
-                let body: BodyId = serde_json::from_str(&request.body)
-                    .map_err(|_| "body is not a JSON object".to_string())?;
-                if body.id.as_deref() != Some(request.id.as_str()) {
+                let body_id =
+                    body_id(&request.body).map_err(|_| "body is not a JSON object".to_string())?;
+                if body_id.as_deref() != Some(request.id.as_str()) {
                     return Err("body id differs from the request id".into());
                 }
                 let mut sorted = request.canvas_ids.clone();
@@ -405,7 +415,11 @@ impl LedgerLoader {
                     store: RecordStore::OperationPages.name(),
                     key: format!("{no}/{id}"),
                     reason: format!("sequence {sequence} is zero, above 2^53-1 or repeated"),
-                    record: serde_json::json!({ "page": no, "id": id, "sequence": sequence }),
+                    record: json::object([
+                        ("page", no.into()),
+                        ("id", id.as_str().into()),
+                        ("sequence", sequence.into()),
+                    ]),
                 });
                 return false;
             }
@@ -432,7 +446,7 @@ impl LedgerLoader {
             .into_iter()
             .partition(|r| r.operation_ids.iter().any(|id| holds(operations, id)));
         for request in foreign {
-            let record = serde_json::to_value(&request).unwrap_or(Value::Null);
+            let record = json::parse(&json::to_string(&request)).unwrap_or(Value::Null);
             self.quarantined.push(Quarantined {
                 store: "requests",
                 key: request.id.clone(),

@@ -9,6 +9,7 @@ pub mod error;
 pub mod host;
 pub mod intent;
 pub mod io;
+pub mod json;
 pub mod ledger;
 pub mod loader;
 pub mod model;

@@ -1,9 +1,9 @@
-//! The ledger model of SPEC §1 as serde types: operations, frozen requests, the lease,
-//! the event log. These are exactly the records the ledger store persists.
+//! The ledger model of SPEC §1: operations, frozen requests, the lease, the event log.
+//! These are exactly the records the ledger store persists, each with its JSON form
+//! (`json_record!`: field order, names and defaults as stored since the first schema).
 
 use std::collections::BTreeMap;
 
-use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::payload::Payload;
@@ -23,24 +23,20 @@ pub const UPLOAD_KIND: &str = "asset.upload";
 pub const RUN_CANCEL_KIND: &str = "run.cancel";
 
 /// A reference to a blob stored beside the ledger (W1), sent as the `blob` part of an upload.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct BlobRef {
     /// Key of the blob record in the ledger's blob store.
     pub id: String,
     /// Size in bytes.
     pub size: u64,
     /// MIME type, e.g. `image/png`.
-    #[serde(default)]
     pub media_type: String,
     /// Original file name, if any.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
 }
 
 /// An operation intent as stored: what the editor asked for, validated, with its sequence.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Clone, Debug, PartialEq)]
 pub struct Intent {
     /// Operation id, unique in the ledger.
     pub id: String,
@@ -49,38 +45,48 @@ pub struct Intent {
     /// Kind of operation, e.g. `shape.upsert`, `asset.upload`, `run.start`.
     pub operation_type: String,
     /// Canvases this operation touches.
-    #[serde(default)]
     pub canvas_ids: Vec<String>,
     /// Operations that must resolve before this one is sent.
-    #[serde(default)]
     pub dependencies: Vec<String>,
     /// Opaque JSON body for the server, as checked at enqueue.
-    #[serde(default)]
     pub payload: Payload,
     /// Optimistic-concurrency guard per canvas.
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub expected_versions: BTreeMap<String, u64>,
     /// The run this operation belongs to (`run.start`, `run.cancel`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub run_id: Option<String>,
     /// A later pending intent with the same key supersedes this one until it is frozen.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub coalesce_key: Option<String>,
     /// The blob an upload carries (boxed: most operations have none, and a load moves
     /// 100 000 intents several times).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub blob: Option<Box<BlobRef>>,
     /// Bumped when the host revises the intent (K8).
-    #[serde(default)]
     pub revision: u32,
     /// The principal the intent was created under (K3).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub principal: Option<String>,
 }
 
+impl Intent {
+    /// An intent with only what every intent has; every other field at its default.
+    pub fn new(id: String, sequence: u64, operation_type: String) -> Self {
+        Self {
+            id,
+            sequence,
+            operation_type,
+            canvas_ids: Vec::new(),
+            dependencies: Vec::new(),
+            payload: Payload::default(),
+            expected_versions: BTreeMap::new(),
+            run_id: None,
+            coalesce_key: None,
+            blob: None,
+            revision: 0,
+            principal: None,
+        }
+    }
+}
+
 /// Whether an operation still has work to do.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum OperationPhase {
     /// Not yet settled.
     Pending,
@@ -89,8 +95,7 @@ pub enum OperationPhase {
 }
 
 /// How an operation or request ended.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Settlement {
     /// The server applied it.
     Applied,
@@ -112,41 +117,33 @@ impl Settlement {
 }
 
 /// The final result recorded on an operation.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Clone, Debug, PartialEq)]
 pub struct OperationOutcome {
     /// How it ended.
     pub settlement: Settlement,
     /// The request that carried it, if any.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub request_id: Option<String>,
     /// Why it was rejected or discarded.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<SafeError>,
     /// The server's canonical state after the request, for rollback or confirmation.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub canonical: Option<Value>,
     /// When it settled.
     pub at: Millis,
 }
 
 /// One operation in the ledger (SPEC §1).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Clone, Debug, PartialEq)]
 pub struct Operation {
     /// What the editor asked for.
     pub intent: Intent,
     /// Pending or resolved.
     pub phase: OperationPhase,
     /// Reasons it may not be sent; non-empty means blocked.
-    #[serde(default)]
     pub blockers: Vec<String>,
     /// The frozen request currently carrying it, once frozen.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub request_id: Option<String>,
     /// How it ended, once resolved (boxed: a pending operation, the many a load moves
     /// around, has none).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub outcome: Option<Box<OperationOutcome>>,
 }
 
@@ -169,8 +166,7 @@ impl Operation {
 }
 
 /// Where a frozen request is in its life.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum RequestPhase {
     /// Durable, never sent.
     Frozen,
@@ -183,8 +179,7 @@ pub enum RequestPhase {
 }
 
 /// What the next attempt of a request does.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum RetryAction {
     /// Send the frozen body again (same key, same bytes).
     Submit,
@@ -203,8 +198,7 @@ impl RetryAction {
 }
 
 /// A frozen request: its id is the idempotency key; `body` never changes once frozen (S7).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Clone, Debug, PartialEq)]
 pub struct FrozenRequest {
     /// Request id = idempotency key.
     pub id: String,
@@ -213,52 +207,40 @@ pub struct FrozenRequest {
     /// Request kind (the operation type).
     pub kind: String,
     /// The canvas that owns the request, if any.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub owner_canvas_id: Option<String>,
     /// Run id for run operations.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub run_id: Option<String>,
     /// Wire protocol version the body speaks.
     pub protocol_version: u32,
     /// Sorted, unique canvases the request claims (S4).
     pub canvas_ids: Vec<String>,
     /// Version guards sent with the body.
-    #[serde(default)]
     pub expected_versions: BTreeMap<String, u64>,
     /// The exact bytes sent on every submit.
     pub body: String,
     /// Digest of `body`, checked before every resend (D5).
     pub digest: String,
     /// Principal the request was created under (K3).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub principal: Option<String>,
     /// Intent revisions frozen into the body, one per operation (K8).
-    #[serde(default)]
     pub revisions: Vec<u32>,
     /// Where it is in its life.
     pub phase: RequestPhase,
     /// Number of sends (submits and queries) so far.
     pub attempt: u32,
     /// Consecutive attempts with an unknown or failed outcome, bounded by `maxAttempts` (K1).
-    #[serde(default)]
     pub failures: u32,
     /// Absolute due time of the next attempt.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub retry_at: Option<Millis>,
     /// What the next attempt does.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub retry_action: Option<RetryAction>,
     /// How it ended.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub outcome: Option<Settlement>,
     /// Last error (bounded, no credentials).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<SafeError>,
     /// Canonical state from the server.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub canonical: Option<Value>,
     /// Why it waits for the host (`unauthorized`, `dead_letter`, ...).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub blocked: Option<String>,
     /// When it was frozen.
     pub frozen_at: Millis,
@@ -287,8 +269,7 @@ impl FrozenRequest {
 }
 
 /// The dispatcher lease with its fence token (K2).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Lease {
     /// Who dispatches.
     pub owner: String,
@@ -299,8 +280,7 @@ pub struct Lease {
 }
 
 /// Kinds of entries in the event log (K6).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum EventKind {
     /// An operation was frozen into a request and its canvases claimed.
     Claimed,
@@ -323,8 +303,7 @@ pub enum EventKind {
 }
 
 /// One entry of the bounded, persisted event log.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Clone, Debug, PartialEq)]
 pub struct EventRecord {
     /// Position in the log, strictly increasing.
     pub seq: u64,
@@ -333,28 +312,142 @@ pub struct EventRecord {
     /// What happened.
     pub kind: EventKind,
     /// The request concerned.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub request_id: Option<String>,
     /// The operation concerned.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub operation_id: Option<String>,
     /// The request's attempt number at the time.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub attempt: Option<u32>,
     /// The writer's fence at the time.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fence: Option<u64>,
     /// A short, safe detail (a reason or outcome).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub detail: Option<String>,
 }
 
 /// Small ledger-wide facts.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct LedgerMeta {
     /// The highest sequence ever assigned.
     pub last_sequence: u64,
     /// The highest event seq ever written.
     pub last_event_seq: u64,
 }
+
+crate::json_record!(BlobRef deny_unknown {
+    id: "id" required,
+    size: "size" required,
+    media_type: "mediaType" default,
+    name: "name" skip,
+});
+
+crate::json_record!(Intent {
+    id: "id" required,
+    sequence: "sequence" required,
+    operation_type: "operationType" required,
+    canvas_ids: "canvasIds" default,
+    dependencies: "dependencies" default,
+    payload: "payload" default,
+    expected_versions: "expectedVersions" skip,
+    run_id: "runId" skip,
+    coalesce_key: "coalesceKey" skip,
+    blob: "blob" skip,
+    revision: "revision" default,
+    principal: "principal" skip,
+});
+
+crate::json_enum!(OperationPhase {
+    Pending => "pending",
+    Resolved => "resolved",
+});
+
+crate::json_enum!(Settlement {
+    Applied => "applied",
+    Rejected => "rejected",
+    Discarded => "discarded",
+});
+
+crate::json_record!(OperationOutcome {
+    settlement: "settlement" required,
+    request_id: "requestId" skip,
+    error: "error" skip,
+    canonical: "canonical" skip,
+    at: "at" required,
+});
+
+crate::json_record!(Operation {
+    intent: "intent" required,
+    phase: "phase" required,
+    blockers: "blockers" default,
+    request_id: "requestId" skip,
+    outcome: "outcome" skip,
+});
+
+crate::json_enum!(RequestPhase {
+    Frozen => "frozen",
+    Dispatched => "dispatched",
+    Accepted => "accepted",
+    Resolved => "resolved",
+});
+
+crate::json_enum!(RetryAction {
+    Submit => "submit",
+    Query => "query",
+});
+
+crate::json_record!(FrozenRequest {
+    id: "id" required,
+    operation_ids: "operationIds" required,
+    kind: "kind" required,
+    owner_canvas_id: "ownerCanvasId" skip,
+    run_id: "runId" skip,
+    protocol_version: "protocolVersion" required,
+    canvas_ids: "canvasIds" required,
+    expected_versions: "expectedVersions" default,
+    body: "body" required,
+    digest: "digest" required,
+    principal: "principal" skip,
+    revisions: "revisions" default,
+    phase: "phase" required,
+    attempt: "attempt" required,
+    failures: "failures" default,
+    retry_at: "retryAt" skip,
+    retry_action: "retryAction" skip,
+    outcome: "outcome" skip,
+    error: "error" skip,
+    canonical: "canonical" skip,
+    blocked: "blocked" skip,
+    frozen_at: "frozenAt" required,
+});
+
+crate::json_record!(Lease {
+    owner: "owner" required,
+    fence: "fence" required,
+    expires_at: "expiresAt" required,
+});
+
+crate::json_enum!(EventKind {
+    Claimed => "claimed",
+    Reclaimed => "reclaimed",
+    Dispatched => "dispatched",
+    Settled => "settled",
+    RetryScheduled => "retry_scheduled",
+    Blocked => "blocked",
+    DeadLettered => "dead_lettered",
+    LeaseAcquired => "lease_acquired",
+    LeaseLost => "lease_lost",
+});
+
+crate::json_record!(EventRecord {
+    seq: "seq" required,
+    at: "at" required,
+    kind: "kind" required,
+    request_id: "requestId" skip,
+    operation_id: "operationId" skip,
+    attempt: "attempt" skip,
+    fence: "fence" skip,
+    detail: "detail" skip,
+});
+
+crate::json_record!(LedgerMeta {
+    last_sequence: "lastSequence" required,
+    last_event_seq: "lastEventSeq" required,
+});

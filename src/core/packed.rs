@@ -9,166 +9,146 @@
 //! records, the JS views and the wire keep named fields. [`decode_page`] reads both forms,
 //! so pages written as objects by earlier builds still load.
 
-use std::collections::BTreeMap;
-
-use serde::ser::SerializeSeq;
-use serde::{Deserialize, Serialize, Serializer};
-
-use super::model::{BlobRef, Intent, Operation, OperationOutcome, OperationPhase};
-use super::payload::Payload;
+use super::json::{self, FromJson, JsonError, Reader, ToJson, Writer};
+use super::model::{Intent, Operation, OperationPhase};
 
 /// Fields always written: id, sequence, operation type, phase.
 const ALWAYS: usize = 4;
 
-/// A page's operations, serialized in the packed form.
+/// A page's operations, written in the packed form.
 pub struct PackedPage<'a>(pub &'a [Operation]);
 
-impl Serialize for PackedPage<'_> {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.collect_seq(self.0.iter().map(PackedRef))
+impl ToJson for PackedPage<'_> {
+    fn write_json(&self, writer: &mut Writer) {
+        writer.array();
+        for op in self.0 {
+            write_packed(op, writer);
+        }
+        writer.end_array();
     }
 }
 
-/// One operation in the packed form.
-struct PackedRef<'a>(&'a Operation);
-
-impl Serialize for PackedRef<'_> {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let op = self.0;
-        let intent = &op.intent;
-        // Whether each optional field differs from its default, in position order.
-        let present = [
-            !intent.canvas_ids.is_empty(),
-            !intent.dependencies.is_empty(),
-            intent.payload.text() != "null",
-            !op.blockers.is_empty(),
-            intent.revision != 0,
-            op.request_id.is_some(),
-            op.outcome.is_some(),
-            !intent.expected_versions.is_empty(),
-            intent.run_id.is_some(),
-            intent.coalesce_key.is_some(),
-            intent.blob.is_some(),
-            intent.principal.is_some(),
-        ];
-        let len = ALWAYS + present.iter().rposition(|p| *p).map_or(0, |at| at + 1);
-        let mut seq = serializer.serialize_seq(Some(len))?;
-        seq.serialize_element(&intent.id)?;
-        seq.serialize_element(&intent.sequence)?;
-        seq.serialize_element(&intent.operation_type)?;
-        seq.serialize_element(&op.phase)?;
-        let mut at = ALWAYS;
-        // Each optional field in position order, up to the last one present.
-        macro_rules! optional {
-            ($($value:expr),*) => {$(
-                if at < len {
-                    seq.serialize_element($value)?;
-                }
-                at += 1;
-            )*};
-        }
-        optional!(
-            &intent.canvas_ids,
-            &intent.dependencies,
-            &intent.payload,
-            &op.blockers,
-            &intent.revision,
-            &op.request_id,
-            &op.outcome,
-            &intent.expected_versions,
-            &intent.run_id,
-            &intent.coalesce_key,
-            &intent.blob,
-            &intent.principal
-        );
-        debug_assert_eq!(at, ALWAYS + present.len());
-        seq.end()
+fn write_packed(op: &Operation, writer: &mut Writer) {
+    let intent = &op.intent;
+    // Whether each optional field differs from its default, in position order.
+    let present = [
+        !intent.canvas_ids.is_empty(),
+        !intent.dependencies.is_empty(),
+        intent.payload.text() != "null",
+        !op.blockers.is_empty(),
+        intent.revision != 0,
+        op.request_id.is_some(),
+        op.outcome.is_some(),
+        !intent.expected_versions.is_empty(),
+        intent.run_id.is_some(),
+        intent.coalesce_key.is_some(),
+        intent.blob.is_some(),
+        intent.principal.is_some(),
+    ];
+    let len = ALWAYS + present.iter().rposition(|p| *p).map_or(0, |at| at + 1);
+    writer.array();
+    intent.id.write_json(writer);
+    intent.sequence.write_json(writer);
+    intent.operation_type.write_json(writer);
+    op.phase.write_json(writer);
+    let mut at = ALWAYS;
+    // Each optional field in position order, up to the last one present.
+    macro_rules! optional {
+        ($($value:expr),*) => {$(
+            if at < len {
+                $value.write_json(writer);
+            }
+            at += 1;
+        )*};
     }
+    optional!(
+        intent.canvas_ids,
+        intent.dependencies,
+        intent.payload,
+        op.blockers,
+        intent.revision,
+        op.request_id,
+        op.outcome,
+        intent.expected_versions,
+        intent.run_id,
+        intent.coalesce_key,
+        intent.blob,
+        intent.principal
+    );
+    debug_assert_eq!(at, ALWAYS + present.len());
+    writer.end_array();
 }
 
-/// One operation as the packed form reads it (missing trailing fields take their default).
-#[derive(Deserialize)]
-struct PackedOperation(
-    String,
-    u64,
-    String,
-    OperationPhase,
-    #[serde(default)] Vec<String>,
-    #[serde(default)] Vec<String>,
-    #[serde(default)] Payload,
-    #[serde(default)] Vec<String>,
-    #[serde(default)] u32,
-    #[serde(default)] Option<String>,
-    #[serde(default)] Option<Box<OperationOutcome>>,
-    #[serde(default)] BTreeMap<String, u64>,
-    #[serde(default)] Option<String>,
-    #[serde(default)] Option<String>,
-    #[serde(default)] Option<Box<BlobRef>>,
-    #[serde(default)] Option<String>,
-);
-
-impl From<PackedOperation> for Operation {
-    fn from(packed: PackedOperation) -> Self {
-        let PackedOperation(
-            id,
-            sequence,
-            operation_type,
-            phase,
-            canvas_ids,
-            dependencies,
-            payload,
-            blockers,
-            revision,
-            request_id,
-            outcome,
-            expected_versions,
-            run_id,
-            coalesce_key,
-            blob,
-            principal,
-        ) = packed;
-        Operation {
-            intent: Intent {
-                id,
-                sequence,
-                operation_type,
-                canvas_ids,
-                dependencies,
-                payload,
-                expected_versions,
-                run_id,
-                coalesce_key,
-                blob,
-                revision,
-                principal,
-            },
-            phase,
-            blockers,
-            request_id,
-            outcome,
-        }
+/// One of the four fields every packed operation has.
+fn leading<T: FromJson>(reader: &mut Reader<'_>) -> Result<T, JsonError> {
+    if !reader.item()? {
+        return Err(reader.error("a packed operation has fewer than 4 fields"));
     }
+    T::read_json(reader)
+}
+
+/// One packed operation; missing trailing fields take their default.
+fn read_packed(reader: &mut Reader<'_>) -> Result<Operation, JsonError> {
+    reader.array()?;
+    let id = leading(reader)?;
+    let sequence = leading(reader)?;
+    let operation_type = leading(reader)?;
+    let phase: OperationPhase = leading(reader)?;
+    let mut op = Operation::new(Intent::new(id, sequence, operation_type));
+    op.phase = phase;
+    macro_rules! optional {
+        ($($place:expr),*) => {$(
+            if !reader.item()? {
+                return Ok(op);
+            }
+            $place = FromJson::read_json(reader)?;
+        )*};
+    }
+    optional!(
+        op.intent.canvas_ids,
+        op.intent.dependencies,
+        op.intent.payload,
+        op.blockers,
+        op.intent.revision,
+        op.request_id,
+        op.outcome,
+        op.intent.expected_versions,
+        op.intent.run_id,
+        op.intent.coalesce_key,
+        op.intent.blob,
+        op.intent.principal
+    );
+    if reader.item()? {
+        return Err(reader.error("a packed operation has more than 16 fields"));
+    }
+    Ok(op)
 }
 
 /// The operations of a page's JSON text, packed (this build's pages) or as objects (earlier
-/// builds'). `Err` with serde's message when it is neither.
-pub fn decode_page(text: &str) -> Result<Vec<Operation>, serde_json::Error> {
+/// builds'). `Err` when it is neither.
+pub fn decode_page(text: &str) -> Result<Vec<Operation>, JsonError> {
     let packed = text
         .trim_start()
         .strip_prefix('[')
         .is_some_and(|rest| rest.trim_start().starts_with('['));
-    if packed {
-        let page: Vec<PackedOperation> = serde_json::from_str(text)?;
-        Ok(page.into_iter().map(Operation::from).collect())
-    } else {
-        serde_json::from_str(text)
+    if !packed {
+        return json::from_str(text);
     }
+    let mut reader = Reader::new(text);
+    let mut page = Vec::new();
+    reader.array()?;
+    while reader.item()? {
+        page.push(read_packed(&mut reader)?);
+    }
+    reader.end()?;
+    Ok(page)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::core::model::Settlement;
+    use crate::core::model::{BlobRef, OperationOutcome, Settlement};
+    use crate::core::payload::Payload;
     use crate::core::safe_error::SafeError;
     use serde_json::json;
 
@@ -206,7 +186,7 @@ mod tests {
     }
 
     fn packed(ops: &[Operation]) -> String {
-        serde_json::to_string(&PackedPage(ops)).expect("serializes")
+        json::to_string(&PackedPage(ops))
     }
 
     #[test]
@@ -230,7 +210,7 @@ mod tests {
     #[test]
     fn pages_of_objects_still_load() {
         let ops = vec![plain("op-1", 1), rich()];
-        let text = serde_json::to_string(&ops).expect("serializes");
+        let text = json::to_string(&ops);
         assert_eq!(decode_page(&text).expect("decodes"), ops);
         assert_eq!(decode_page(" [ ]").expect("empty"), Vec::new());
     }

@@ -6,52 +6,60 @@
 //! from 181 to 21 ms with text); as text it is one allocation, written to storage and into the
 //! wire body byte for byte.
 
-use serde::{Deserialize, Serialize};
-use serde_json::value::RawValue;
 use serde_json::Value;
+
+use super::json::{self, FromJson, JsonError, Reader, ToJson, Writer};
 
 /// A payload: valid JSON text (compact, object keys sorted, when this scheduler wrote it; as
 /// stored by an earlier build otherwise).
-#[derive(Clone, Debug, Serialize, Deserialize)]
-#[serde(transparent)]
-pub struct Payload(Box<RawValue>);
+#[derive(Clone, Debug)]
+pub struct Payload(Box<str>);
 
 impl Payload {
     /// The payload of a checked JSON value.
     pub fn from_value(value: &Value) -> Self {
-        // A `Value` always serializes (its keys are strings): never `null` for a non-null.
-        Self::from_serialized(value)
+        Self::from_json(value)
     }
 
-    /// The payload of something that serializes to JSON; `null` if it cannot.
-    pub fn from_serialized<T: Serialize>(value: &T) -> Self {
-        Self(serde_json::value::to_raw_value(value).unwrap_or_else(|_| null()))
+    /// The payload of something written as JSON.
+    pub fn from_json<T: ToJson + ?Sized>(value: &T) -> Self {
+        Self(json::to_string(value).into_boxed_str())
     }
 
     /// The payload as a JSON value (for comparing intents).
     pub fn to_value(&self) -> Value {
-        serde_json::from_str(self.0.get()).unwrap_or(Value::Null)
+        json::parse(&self.0).unwrap_or(Value::Null)
     }
 
     /// The JSON text.
     pub fn text(&self) -> &str {
-        self.0.get()
+        &self.0
     }
-}
-
-fn null() -> Box<RawValue> {
-    RawValue::NULL.to_owned()
 }
 
 impl Default for Payload {
     fn default() -> Self {
-        Self(null())
+        Self("null".into())
     }
 }
 
 impl From<Value> for Payload {
     fn from(value: Value) -> Self {
         Self::from_value(&value)
+    }
+}
+
+/// Written byte for byte as stored.
+impl ToJson for Payload {
+    fn write_json(&self, writer: &mut Writer) {
+        writer.raw(&self.0);
+    }
+}
+
+/// Kept as the exact text of the value (checked to be well formed), layout and all.
+impl FromJson for Payload {
+    fn read_json(reader: &mut Reader<'_>) -> Result<Self, JsonError> {
+        reader.raw().map(|text| Self(text.into()))
     }
 }
 
@@ -62,13 +70,11 @@ impl PartialEq for Payload {
     }
 }
 
-/// Compared as text first: serde_json reads some floats back one bit off (without its slower
-/// `float_roundtrip`), but writes every float the same shortest way, so a value written as
-/// this payload's text is equal to it.
+/// Compared as text first (the common case, and exact for floats written from the value),
+/// then as values.
 impl PartialEq<Value> for Payload {
     fn eq(&self, other: &Value) -> bool {
-        serde_json::to_string(other).is_ok_and(|text| text == self.text())
-            || self.to_value() == *other
+        json::to_string(other) == self.text() || self.to_value() == *other
     }
 }
 
@@ -81,14 +87,19 @@ mod tests {
     fn stored_text_round_trips_and_compares_as_json() {
         let payload = Payload::from(json!({"shape": {"y": 2, "x": 1}, "id": "s"}));
         assert_eq!(payload.text(), r#"{"id":"s","shape":{"x":1,"y":2}}"#);
-        let text = serde_json::to_string(&payload).expect("serializes");
+        let text = json::to_string(&payload);
         assert_eq!(text, payload.text(), "written byte for byte");
         let spaced: Payload =
-            serde_json::from_str(r#"{ "shape": {"x":1,"y":2}, "id": "s" }"#).expect("decodes");
+            json::from_str(r#"{ "shape": {"x":1,"y":2}, "id": "s" }"#).expect("decodes");
+        assert_eq!(
+            spaced.text(),
+            r#"{ "shape": {"x":1,"y":2}, "id": "s" }"#,
+            "kept as stored"
+        );
         assert_eq!(spaced, payload, "same JSON, different layout");
         assert_ne!(Payload::from(json!({"id": "t"})), payload);
         assert_eq!(Payload::default().text(), "null");
-        assert!(serde_json::from_str::<Payload>("{not json").is_err());
+        assert!(json::from_str::<Payload>("{not json").is_err());
         let float = json!([6.874105014475447e133]);
         assert_eq!(
             Payload::from(float.clone()),

@@ -134,7 +134,7 @@ impl Answer {
 type Invalid = &'static str;
 
 fn parse_answer(text: &str) -> Result<Answer, Invalid> {
-    let value: Value = serde_json::from_str(text).map_err(|_| "not JSON")?;
+    let value: Value = crate::core::json::parse(text).map_err(|_| "not JSON")?;
     let object = value.as_object().ok_or("not a JSON object")?;
     let outcome = match object.get("outcome").and_then(Value::as_str) {
         Some("applied") => AttemptOutcome::Applied,
@@ -207,14 +207,19 @@ fn parse_operations(entries: &[Value]) -> Result<Vec<OperationVerdict>, Invalid>
 /// `http_<status>`, with the server's own error code and message kept when it sent one.
 fn http_error(status: u16, body: Option<&str>) -> SafeError {
     let server = body
-        .and_then(|text| serde_json::from_str::<Value>(text).ok())
+        .and_then(|text| crate::core::json::parse(text).ok())
         .and_then(|value| parse_error(value.get("error")).ok().flatten());
     let code = format!("http_{status}");
+    let status_member = ("status", Value::from(status));
     match server {
-        Some(server) => SafeError::new(&code, &server.message)
-            .with_details(serde_json::json!({ "status": status, "serverCode": server.code })),
+        Some(server) => {
+            SafeError::new(&code, &server.message).with_details(crate::core::json::object([
+                status_member,
+                ("serverCode", server.code.into()),
+            ]))
+        }
         None => SafeError::new(&code, &format!("HTTP {status}"))
-            .with_details(serde_json::json!({ "status": status })),
+            .with_details(crate::core::json::object([status_member])),
     }
 }
 
@@ -320,7 +325,7 @@ pub fn map_transport_answer(action: RetryAction, answer: &Value, now: Millis) ->
     let retry_after = answer.get("retryAfter").and_then(Value::as_str);
     // Compact text, as `to_string` would give, without pulling `Value`'s Display (and its
     // pretty printer) into the .wasm; a Value always serializes.
-    let body = serde_json::to_string(answer).unwrap_or_default();
+    let body = crate::core::json::to_string(answer);
     let mut mapped = map_answer(action, status, Some(&body), retry_after, now);
     if let Some(ms) = answer.get("retryAfterMs").and_then(Value::as_u64) {
         mapped.retry_after_ms = Some(ms);

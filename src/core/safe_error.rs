@@ -1,6 +1,5 @@
 //! Safe errors (K5): bounded code and message, plain-JSON details or `{omitted: …}`.
 
-use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 /// Longest stored error code.
@@ -11,15 +10,13 @@ pub const MAX_MESSAGE_CHARS: usize = 2_000;
 pub const MAX_DETAILS_BYTES: usize = 4_096;
 
 /// An error as stored in the ledger and shown to the host. Never carries credentials.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Clone, Debug, PartialEq)]
 pub struct SafeError {
     /// Stable, bounded code.
     pub code: String,
     /// Bounded message.
     pub message: String,
     /// Plain JSON details, or `{ "omitted": reason }`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub details: Option<Value>,
 }
 
@@ -49,12 +46,26 @@ impl SafeError {
 
     /// Attaches details if small; otherwise records why they were omitted.
     pub fn with_details(mut self, details: Value) -> Self {
-        self.details = Some(match serde_json::to_string(&details) {
-            Ok(text) if text.len() <= MAX_DETAILS_BYTES => details,
-            Ok(_) => omitted("error_details_too_large"),
-            Err(_) => omitted("invalid_error_details"),
+        let fits = crate::core::json::to_string(&details).len() <= MAX_DETAILS_BYTES;
+        self.details = Some(if fits {
+            details
+        } else {
+            omitted("error_details_too_large")
         });
         self
+    }
+
+    /// The error as a JSON object, as stored.
+    pub fn to_value(&self) -> Value {
+        let details = self.details.iter().map(|d| ("details", d.clone()));
+        super::json::object(
+            [
+                ("code", self.code.as_str().into()),
+                ("message", self.message.as_str().into()),
+            ]
+            .into_iter()
+            .chain(details),
+        )
     }
 
     /// Records that details existed but were not plain JSON.
@@ -65,8 +76,14 @@ impl SafeError {
 }
 
 fn omitted(reason: &str) -> Value {
-    serde_json::json!({ "omitted": reason })
+    super::json::object([("omitted", reason.into())])
 }
+
+crate::json_record!(SafeError {
+    code: "code" required,
+    message: "message" required,
+    details: "details" skip,
+});
 
 #[cfg(test)]
 mod tests {

@@ -141,10 +141,14 @@ fn place<V>(slots: &mut Vec<Option<V>>, free: &mut Vec<u64>, value: V) -> u64 {
     }
 }
 
-/// Serialized as a JSON object, like the `BTreeMap` it stands for.
-impl<V: serde::Serialize> serde::Serialize for StrMap<V> {
-    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.collect_map(self.iter())
+/// Written as a JSON object, like the `BTreeMap` it stands for.
+impl<V: crate::core::json::ToJson> crate::core::json::ToJson for StrMap<V> {
+    fn write_json(&self, writer: &mut crate::core::json::Writer) {
+        writer.object();
+        for (key, value) in self.iter() {
+            writer.member(key, value);
+        }
+        writer.end_object();
     }
 }
 

@@ -4,18 +4,7 @@ use crate::core::model::{Intent, Operation};
 
 /// A pending `shape.upsert` of one canvas: no dependencies, a `null` payload, nothing else.
 pub fn pending_upsert(id: &str, sequence: u64, canvas: &str) -> Operation {
-    Operation::new(Intent {
-        id: id.into(),
-        sequence,
-        operation_type: "shape.upsert".into(),
-        canvas_ids: vec![canvas.into()],
-        dependencies: Vec::new(),
-        payload: Default::default(),
-        expected_versions: Default::default(),
-        run_id: None,
-        coalesce_key: None,
-        blob: None,
-        revision: 0,
-        principal: None,
-    })
+    let mut intent = Intent::new(id.into(), sequence, "shape.upsert".into());
+    intent.canvas_ids = vec![canvas.into()];
+    Operation::new(intent)
 }

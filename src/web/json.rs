@@ -7,6 +7,7 @@ use serde_json::{Map, Number, Value};
 use wasm_bindgen::{JsCast, JsValue};
 
 use crate::core::intent::MAX_PAYLOAD_DEPTH;
+use crate::core::json::{ToJson, Writer};
 
 /// Longest string accepted anywhere in a payload, in UTF-16 units.
 pub const MAX_STRING_UNITS: u32 = 1 << 20;
@@ -105,74 +106,27 @@ fn json_number(number: f64) -> Option<Value> {
     Number::from_f64(number).map(Value::Number)
 }
 
-/// Writes JSON like serde_json's compact formatter, but refuses integers a JS number cannot
-/// hold exactly (beyond ±(2^53 - 1)), as serde-wasm-bindgen's JSON-compatible serializer
-/// did: such a value would silently change on its way through JS.
-struct JsSafeFormatter;
-
-const MAX_SAFE: u64 = crate::core::intent::MAX_SAFE_INTEGER;
-
-fn unsafe_integer(value: impl std::fmt::Display) -> std::io::Error {
-    std::io::Error::other(format!(
-        "{value} is beyond the integers a JS number holds exactly (2^53 - 1)"
-    ))
-}
-
-impl serde_json::ser::Formatter for JsSafeFormatter {
-    fn write_i64<W: ?Sized + std::io::Write>(&mut self, w: &mut W, v: i64) -> std::io::Result<()> {
-        if v.unsigned_abs() > MAX_SAFE {
-            return Err(unsafe_integer(v));
-        }
-        serde_json::ser::CompactFormatter.write_i64(w, v)
-    }
-
-    fn write_u64<W: ?Sized + std::io::Write>(&mut self, w: &mut W, v: u64) -> std::io::Result<()> {
-        if v > MAX_SAFE {
-            return Err(unsafe_integer(v));
-        }
-        serde_json::ser::CompactFormatter.write_u64(w, v)
-    }
-
-    fn write_i128<W: ?Sized + std::io::Write>(
-        &mut self,
-        w: &mut W,
-        v: i128,
-    ) -> std::io::Result<()> {
-        if v.unsigned_abs() > u128::from(MAX_SAFE) {
-            return Err(unsafe_integer(v));
-        }
-        serde_json::ser::CompactFormatter.write_i128(w, v)
-    }
-
-    fn write_u128<W: ?Sized + std::io::Write>(
-        &mut self,
-        w: &mut W,
-        v: u128,
-    ) -> std::io::Result<()> {
-        if v > u128::from(MAX_SAFE) {
-            return Err(unsafe_integer(v));
-        }
-        serde_json::ser::CompactFormatter.write_u128(w, v)
-    }
-}
-
 /// `value` as compact JSON text that JS reads back unchanged (`JSON.parse`).
 ///
 /// # Errors
 ///
-/// An integer beyond ±(2^53 - 1), or a map with keys JSON cannot hold.
-pub fn to_string<T: serde::Serialize + ?Sized>(value: &T) -> Result<String, serde_json::Error> {
-    let mut text = Vec::with_capacity(256);
-    let mut serializer = serde_json::Serializer::with_formatter(&mut text, JsSafeFormatter);
-    value.serialize(&mut serializer)?;
-    // serde_json writes only valid UTF-8.
-    String::from_utf8(text).map_err(|e| serde::ser::Error::custom(e.to_string()))
+/// An integer beyond ±(2^53 - 1), as serde-wasm-bindgen's JSON-compatible serializer refused
+/// it: such a value would silently change on its way through JS.
+pub fn to_string<T: ToJson + ?Sized>(value: &T) -> Result<String, String> {
+    let mut writer = Writer::new();
+    value.write_json(&mut writer);
+    if writer.beyond_js() {
+        return Err(
+            "an integer is beyond the integers a JS number holds exactly (2^53 - 1)".into(),
+        );
+    }
+    Ok(writer.finish())
 }
 
 /// A JSON value as a JS value with plain objects (not Maps): serialized to JSON text in wasm
 /// and parsed by the engine (`JSON.parse`): one string crosses the boundary instead of one
 /// call per field. `null` when `value` cannot be JSON (see [`to_string`]).
-pub fn to_js<T: serde::Serialize + ?Sized>(value: &T) -> JsValue {
+pub fn to_js<T: ToJson + ?Sized>(value: &T) -> JsValue {
     to_string(value)
         .ok()
         .and_then(|text| js_sys::JSON::parse(&text).ok())

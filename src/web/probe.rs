@@ -9,7 +9,10 @@ use std::fmt;
 use indexed_db_futures::database::Database;
 use indexed_db_futures::prelude::*;
 use indexed_db_futures::transaction::{TransactionDurability, TransactionMode, TransactionOptions};
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
+
+use super::store::errors::{describe, describe_open};
+use wasm_bindgen::JsValue;
 
 /// Object store the probe writes to.
 pub const PROBE_STORE: &str = "probe";
@@ -21,8 +24,9 @@ pub const PROBE_SCHEMA_VERSION: u32 = 1;
 pub const MAX_DATABASE_NAME_CHARS: usize = 256;
 
 /// The record written and read back. Its `nonce` differs on every probe, so reading back an
-/// older record is detected as a mismatch.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// older record is detected as a mismatch. Written through serde-wasm-bindgen (a plain JS
+/// object); read back field by field, which needs no deserializer in the `.wasm`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ProbeRecord {
     /// Key of the record in [`PROBE_STORE`] (out-of-line key).
@@ -143,14 +147,14 @@ pub async fn open(database_name: &str) -> Result<Database, ProbeError> {
             Ok(())
         })
         .await
-        .map_err(|e| ProbeError::Unavailable(e.to_string()))
+        .map_err(|e| ProbeError::Unavailable(describe_open(&e)))
 }
 
 async fn write_then_read(
     db: &Database,
     record: &ProbeRecord,
 ) -> Result<Option<ProbeRecord>, ProbeError> {
-    let write = |e: indexed_db_futures::error::Error| ProbeError::WriteFailed(e.to_string());
+    let write = |e: indexed_db_futures::error::Error| ProbeError::WriteFailed(describe(&e));
     let tx = db
         .transaction(PROBE_STORE)
         .with_mode(TransactionMode::Readwrite)
@@ -177,13 +181,36 @@ async fn write_then_read(
 /// [`ProbeError::ReadFailed`] when the transaction fails or the stored value is not a
 /// [`ProbeRecord`].
 pub async fn read(db: &Database, key: &str) -> Result<Option<ProbeRecord>, ProbeError> {
-    let fail = |e: indexed_db_futures::error::Error| ProbeError::ReadFailed(e.to_string());
+    let fail = |e: indexed_db_futures::error::Error| ProbeError::ReadFailed(describe(&e));
     let tx = db.transaction(PROBE_STORE).build().map_err(fail)?;
     let store = tx.object_store(PROBE_STORE).map_err(fail)?;
-    store
-        .get::<ProbeRecord, _, _>(key)
-        .serde()
+    let stored: Option<JsValue> = store
+        .get(key)
+        .primitive()
         .map_err(fail)?
         .await
-        .map_err(fail)
+        .map_err(fail)?;
+    stored
+        .map(|value| ProbeRecord::from_js(&value))
+        .transpose()
+        .map_err(ProbeError::ReadFailed)
+}
+
+impl ProbeRecord {
+    /// A stored probe record: a plain object with the three fields, nothing else checked.
+    fn from_js(value: &JsValue) -> Result<Self, String> {
+        let field = |name: &str| js_sys::Reflect::get(value, &JsValue::from_str(name)).ok();
+        let text = |name: &str| {
+            field(name)
+                .and_then(|v| v.as_string())
+                .ok_or_else(|| format!("the stored record has no string {name}"))
+        };
+        Ok(Self {
+            key: text("key")?,
+            nonce: text("nonce")?,
+            written_at_ms: field("writtenAtMs")
+                .and_then(|v| v.as_f64())
+                .ok_or_else(|| "the stored record has no number writtenAtMs".to_owned())?,
+        })
+    }
 }

@@ -149,7 +149,7 @@ impl Draft {
     fn freeze_with_body_id(&self, body_id: &str) -> FrozenRequest {
         let operation_ids = vec![format!("{}-op", self.id)];
         let canvas_ids: Vec<String> = self.canvas.iter().cloned().collect();
-        let body = serde_json::to_string(&WireBody {
+        let body = canvas_scheduler::core::json::to_string(&WireBody {
             id: body_id,
             operation_ids: &operation_ids,
             kind: self.kind,
@@ -159,8 +159,7 @@ impl Draft {
             payload: &self.payload.clone().into(),
             canvas_ids: &canvas_ids,
             expected_versions: &self.expected,
-        })
-        .expect("serialize the body");
+        });
         FrozenRequest {
             id: self.id.clone(),
             operation_ids,

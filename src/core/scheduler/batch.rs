@@ -3,10 +3,9 @@
 //! dependencies and exactly-once are unchanged: the batch claims the shared canvases, every
 //! member is ready on its own, and the server applies the batch atomically under one key.
 
-use serde::Serialize;
-
 use super::Scheduler;
 use crate::core::host::Host;
+use crate::core::json::{ToJson, Writer};
 use crate::core::model::Intent;
 use crate::core::payload::Payload;
 
@@ -19,19 +18,25 @@ fn payload_bytes(intent: &Intent) -> usize {
     intent.payload.text().len()
 }
 
-/// One operation in a batch body. Fields in key order: the body reads as it did when built
-/// from a sorted JSON map.
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct BatchEntry<'a> {
-    kind: &'a str,
-    operation_id: &'a str,
-    payload: &'a Payload,
-}
+/// The batch body's payload, `{"operations":[{"kind","operationId","payload"}, ...]}`.
+/// Members in key order: the body reads as it did when built from a sorted JSON map.
+struct BatchPayload<'a>(Vec<&'a Intent>);
 
-#[derive(Serialize)]
-struct BatchPayload<'a> {
-    operations: Vec<BatchEntry<'a>>,
+impl ToJson for BatchPayload<'_> {
+    fn write_json(&self, writer: &mut Writer) {
+        writer.object();
+        writer.key("operations");
+        writer.array();
+        for intent in &self.0 {
+            writer.object();
+            writer.member("kind", &intent.operation_type);
+            writer.member("operationId", &intent.id);
+            writer.member("payload", &intent.payload);
+            writer.end_object();
+        }
+        writer.end_array();
+        writer.end_object();
+    }
 }
 
 impl<H: Host> Scheduler<H> {
@@ -78,14 +83,8 @@ impl<H: Host> Scheduler<H> {
 
     /// The body payload of a batch: one entry per operation, in order (SPEC §1, protocol v1).
     pub(super) fn batch_payload(first: &Intent, members: &[Intent]) -> Payload {
-        let operations = std::iter::once(first)
-            .chain(members)
-            .map(|intent| BatchEntry {
-                kind: &intent.operation_type,
-                operation_id: &intent.id,
-                payload: &intent.payload,
-            })
-            .collect();
-        Payload::from_serialized(&BatchPayload { operations })
+        Payload::from_json(&BatchPayload(
+            std::iter::once(first).chain(members).collect(),
+        ))
     }
 }

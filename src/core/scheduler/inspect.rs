@@ -3,16 +3,13 @@
 
 use crate::core::str_map::StrMap;
 
-use serde::Serialize;
-
 use super::{Lifecycle, Scheduler, Stage};
 use crate::core::error::{ErrorCode, SchedulerError};
 use crate::core::host::Host;
 use crate::core::model::{Millis, OperationPhase, UPLOAD_KIND};
 
 /// Why an operation is where it is (D3).
-#[derive(Clone, Debug, PartialEq, Serialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Clone, Debug, PartialEq)]
 pub struct Explanation {
     /// The operation.
     pub operation_id: String,
@@ -22,27 +19,21 @@ pub struct Explanation {
     /// `other_principal`, `not_started`, `stopped`.
     pub reason: String,
     /// The canvas that holds it back.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub canvas_id: Option<String>,
     /// The request carrying it or holding its canvas.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub request_id: Option<String>,
     /// The dependency it waits for.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub dependency_id: Option<String>,
     /// When its next attempt is due.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub due_at: Option<Millis>,
     /// Sends so far of its request.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub attempt: Option<u32>,
     /// Its blockers.
     pub blockers: Vec<String>,
 }
 
 /// The result of `flush(id)` (K7).
-#[derive(Clone, Debug, PartialEq, Serialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Clone, Debug, PartialEq)]
 pub struct FlushOutcome {
     /// Whether an attempt started.
     pub started: bool,
@@ -51,8 +42,7 @@ pub struct FlushOutcome {
 }
 
 /// Counters and the current idle reason (D2).
-#[derive(Clone, Debug, PartialEq, Serialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Clone, Debug, PartialEq)]
 pub struct SchedulerStats {
     /// Ready operations examined.
     pub scanned: u64,
@@ -90,6 +80,43 @@ pub struct SchedulerStats {
     /// tab layer fills it in for a tab that does not dispatch.
     pub leader_owner: Option<String>,
 }
+
+crate::json_record!(Explanation write_only {
+    operation_id: "operationId" required,
+    state: "state" required,
+    reason: "reason" required,
+    canvas_id: "canvasId" skip,
+    request_id: "requestId" skip,
+    dependency_id: "dependencyId" skip,
+    due_at: "dueAt" skip,
+    attempt: "attempt" skip,
+    blockers: "blockers" required,
+});
+
+crate::json_record!(FlushOutcome write_only {
+    started: "started" required,
+    explanation: "explanation" required,
+});
+
+crate::json_record!(SchedulerStats write_only {
+    scanned: "scanned" required,
+    claimed: "claimed" required,
+    raced: "raced" required,
+    retried: "retried" required,
+    sent: "sent" required,
+    settled: "settled" required,
+    passes: "passes" required,
+    pending: "pending" required,
+    in_flight: "inFlight" required,
+    ready: "ready" required,
+    retry_scheduled: "retryScheduled" required,
+    claimed_canvases: "claimedCanvases" required,
+    idle_reason: "idleReason" required,
+    leader: "leader" required,
+    owner: "owner" required,
+    fence: "fence" required,
+    leader_owner: "leaderOwner" required,
+});
 
 impl<H: Host> Scheduler<H> {
     /// A gate that stops everything, if any (in D2's words).

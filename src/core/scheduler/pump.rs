@@ -231,19 +231,7 @@ impl<H: Host> Scheduler<H> {
             canvas_ids: &canvases,
             expected_versions: &compiled.expected_versions,
         };
-        let body = match serde_json::to_string(&body) {
-            Ok(text) => text,
-            Err(error) => {
-                for member in &members {
-                    self.consider_ready(&member.id);
-                }
-                return self.compile_failed(
-                    now,
-                    id,
-                    SafeError::new("compile_failed", &error.to_string()),
-                );
-            }
-        };
+        let body = crate::core::json::to_string(&body);
         let request = FrozenRequest {
             id: request_id.clone(),
             operation_ids,

@@ -50,7 +50,7 @@ fn hook_error(hook: &str, thrown: &JsValue) -> SafeError {
         .or_else(|| thrown.as_string())
         .unwrap_or_default();
     SafeError::with_fallback("compile_failed", &message, "compile_failed")
-        .with_details(serde_json::json!({ "hook": hook }))
+        .with_details(crate::core::json::object([("hook", hook.into())]))
 }
 
 fn reject_promise(hook: &str, value: &JsValue) -> Result<(), SafeError> {

@@ -1,11 +1,11 @@
 //! Records to and from stored values. This build writes each record as one JSON string
-//! (compact `serde_json` text, integers within ±(2^53 - 1) so any JS reader gets them back
+//! (compact JSON text, integers within ±(2^53 - 1) so any JS reader gets them back
 //! exactly): IndexedDB structured-clones a string far faster than an object, and it crosses
 //! the JS/wasm boundary as one copy instead of one call per field.
 //!
 //! Reads accept both forms, so a ledger written by an earlier build (plain JSON objects) still
 //! loads: a string is parsed as JSON; anything else goes through `JSON.stringify` first. Either
-//! way the loader gets `serde_json` input (D4), and no per-type JS deserializer is needed.
+//! way the loader gets JSON text (D4), and no per-type JS deserializer is needed.
 //!
 //! The reverse does not hold: an earlier build reads a string record as a JSON string, not a
 //! record, and quarantines it. So this format must ship with a schema version above 3
@@ -13,10 +13,10 @@
 //! left open across a deploy) then cannot open the database at all instead of taking the
 //! lease and moving every newer record to `quarantine`.
 
-use serde::Serialize;
 use serde_json::Value;
 use wasm_bindgen::{JsCast, JsValue};
 
+use crate::core::json::{self, FromJson, ToJson};
 use crate::core::operation_pages::OperationPage;
 use crate::core::packed::PackedPage;
 use crate::core::safe_error::SafeError;
@@ -29,14 +29,13 @@ pub const MAX_SAFE_INTEGER: f64 = 9_007_199_254_740_991.0;
 /// # Errors
 ///
 /// `unserializable_record` (e.g. an integer above 2^53 - 1).
-pub fn to_js<T: Serialize>(value: &T) -> Result<JsValue, SafeError> {
+pub fn to_js<T: ToJson>(value: &T) -> Result<JsValue, SafeError> {
     record_text(value).map(|text| JsValue::from_str(&text))
 }
 
 /// A record's JSON text; `unserializable_record` when it has none.
-fn record_text<T: Serialize>(value: &T) -> Result<String, SafeError> {
-    crate::web::json::to_string(value)
-        .map_err(|e| SafeError::new("unserializable_record", &e.to_string()))
+fn record_text<T: ToJson + ?Sized>(value: &T) -> Result<String, SafeError> {
+    crate::web::json::to_string(value).map_err(|e| SafeError::new("unserializable_record", &e))
 }
 
 /// The JSON text of a stored value: the string itself (this build's records) or
@@ -57,13 +56,13 @@ pub fn json_text(value: &JsValue) -> Result<String, String> {
 /// Reads a stored value as JSON; `Err` when it is not JSON.
 pub fn to_json(value: &JsValue) -> Result<Value, String> {
     let text = json_text(value)?;
-    serde_json::from_str(&text).map_err(|e| format!("not JSON: {e}"))
+    json::parse(&text).map_err(|e| format!("not JSON: {e}"))
 }
 
 /// Reads a stored value as a typed record.
-pub fn decode<T: serde::de::DeserializeOwned>(value: &JsValue) -> Result<T, String> {
+pub fn decode<T: FromJson>(value: &JsValue) -> Result<T, String> {
     let text = json_text(value)?;
-    serde_json::from_str(&text).map_err(|e| format!("undecodable: {e}"))
+    json::from_str(&text).map_err(|e| format!("undecodable: {e}"))
 }
 
 /// The key of an `operations`/`requests` record as the loader sees it, or `None` for a key

@@ -23,9 +23,31 @@ pub enum AcquireError {
 pub fn storage_error(error: &Error) -> SafeError {
     match error {
         Error::DomException(dom) => dom_error(&web_sys::DomException::from(dom.clone())),
-        Error::Serialisation(e) => SafeError::new("storage_serialization", &e.to_string()),
-        Error::MissingData(e) => SafeError::new("AbortError", &e.to_string()),
-        Error::Unknown(e) => SafeError::new("storage_error", &e.to_string()),
+        Error::Serialisation(_) => SafeError::new("storage_serialization", &describe(error)),
+        Error::MissingData(_) => SafeError::new("AbortError", &describe(error)),
+        Error::Unknown(_) => SafeError::new("storage_error", &describe(error)),
+    }
+}
+
+/// A library error's message. The library's own `Display` is not used for conversion
+/// errors: they carry f64s, and formatting one brings Rust's float printing (~14 KB) into
+/// the module for a message no one acts on.
+pub fn describe(error: &Error) -> String {
+    match error {
+        Error::DomException(dom) => dom.to_string(),
+        Error::Serialisation(_) => "a value could not be converted to or from JS".to_owned(),
+        Error::MissingData(e) => format!("Missing data: {e}"),
+        Error::Unknown(e) => format!("Generic JS error: {e}"),
+    }
+}
+
+/// An open failure's message (see [`describe`]).
+pub fn describe_open(error: &OpenDbError) -> String {
+    match error {
+        OpenDbError::Base(base) => describe(base),
+        OpenDbError::VersionZero => "version cannot be zero".to_owned(),
+        OpenDbError::UnsupportedEnvironment => "unsupported environment".to_owned(),
+        OpenDbError::NullFactory => "indexedDB is null or undefined".to_owned(),
     }
 }
 
@@ -35,7 +57,7 @@ pub fn open_error(error: &OpenDbError) -> SafeError {
         OpenDbError::Base(Error::DomException(DomException::Other(e))) => {
             format!("{}: {}", e.name(), e.message())
         }
-        other => other.to_string(),
+        other => describe_open(other),
     };
     SafeError::new(
         "storage_unavailable",

@@ -10,7 +10,6 @@ use std::collections::BTreeSet;
 
 use indexed_db_futures::prelude::*;
 use indexed_db_futures::transaction::{Transaction, TransactionMode};
-use serde::{Deserialize, Serialize};
 use wasm_bindgen::JsValue;
 
 use super::codec::{decode, page_text};
@@ -24,8 +23,7 @@ use crate::core::packed::decode_page;
 use crate::core::safe_error::SafeError;
 
 /// One `enqueue`/`enqueueMany` call of a tab that does not dispatch.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct InboxEntry {
     /// The enqueuing tab's owner id (its events are relayed to it).
     pub origin: String,
@@ -36,6 +34,13 @@ pub struct InboxEntry {
     /// The intents, validated by the enqueuing tab.
     pub intents: Vec<IntentInput>,
 }
+
+crate::json_record!(InboxEntry deny_unknown {
+    origin: "origin" required,
+    principal: "principal" default,
+    at: "at" required,
+    intents: "intents" required,
+});
 
 /// An inbox record as read: its key and the entry, or why it cannot be one.
 pub struct InboxRecord {
@@ -70,7 +75,7 @@ fn decode_entry(value: &JsValue) -> Result<InboxEntry, String> {
     let text = value
         .as_string()
         .ok_or_else(|| "inbox entry is not a JSON string".to_owned())?;
-    serde_json::from_str(&text).map_err(|e| format!("undecodable inbox entry: {e}"))
+    crate::core::json::from_str(&text).map_err(|e| format!("undecodable inbox entry: {e}"))
 }
 
 /// Reads every inbox record in key order.
@@ -304,9 +309,7 @@ async fn check_and_add(
         return Ok((false, present));
     }
     entry.intents = fresh;
-    let text = serde_json::to_string(entry).map_err(|e| {
-        SchedulerError::new(ErrorCode::InvalidIntent, format!("unstorable intent: {e}"))
-    })?;
+    let text = crate::core::json::to_string(entry);
     let store = tx.object_store(INBOX).map_err(idb)?;
     drop(
         store

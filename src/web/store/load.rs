@@ -124,7 +124,7 @@ async fn load(
         )
         .await?;
     }
-    let lease_json = serde_json::to_string(&lease).ok();
+    let lease_json = Some(crate::core::json::to_string(&lease));
     loader.set_singletons(lease_json, None::<String>);
     let (snapshot, rejected) = loader.finish();
     for report in rejected {

@@ -15,7 +15,7 @@ mod apply;
 mod blobs;
 pub(crate) mod codec;
 mod connection;
-mod errors;
+pub(crate) mod errors;
 mod faults;
 mod inbox;
 mod lease;

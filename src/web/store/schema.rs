@@ -180,7 +180,8 @@ async fn open_newer(name: &str) -> Result<Database, SafeError> {
     if has_every_store(&db) {
         Ok(db)
     } else {
-        let version = db.version();
+        // As an integer: formatting an f64 would bring Rust's float printing (~14 KB).
+        let version = db.version() as u64;
         db.close();
         Err(SafeError::new(
             "storage_unavailable",

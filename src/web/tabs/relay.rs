@@ -4,7 +4,6 @@
 use std::rc::Rc;
 
 use js_sys::Reflect;
-use serde_json::json;
 use wasm_bindgen::JsValue;
 use wasm_bindgen_futures::spawn_local;
 
@@ -18,7 +17,7 @@ use crate::web::json::to_js;
 
 /// An error as an action's answer.
 pub(super) fn error_value(error: &SchedulerError) -> JsValue {
-    to_js(&json!({ "code": error.code.as_str(), "message": error.message }))
+    to_js(&events::error_object(error))
 }
 
 impl Tab {
@@ -207,10 +206,7 @@ impl Tab {
                         continue;
                     };
                     for id in outcome.operation_ids {
-                        let event = to_js(&json!({
-                            "type": "settled", "operationId": id, "outcome": "rejected",
-                            "error": { "code": error.code.as_str(), "message": error.message },
-                        }));
+                        let event = to_js(&events::refused(&id, &error));
                         if outcome.origin == self.owner() {
                             self.on_relayed_own(&id, &event);
                         } else {

@@ -1,0 +1,391 @@
+//! JSON for the ledger's records, the wire and the inbox, written by hand instead of derived
+//! with serde.
+//!
+//! serde's derived visitors, serde_json's deserializer and the float printing its error
+//! messages reach were about a fifth of the `.wasm`; a pull [`Reader`], a [`Writer`] and one
+//! short [`ToJson`]/[`FromJson`] pair per record (mostly from [`json_record!`]) do the same
+//! work in a fraction of the code, one pass per record. The bytes written are those serde_json
+//! wrote (field order, escapes, shortest floats), so stored records and frozen bodies are
+//! unchanged. `serde_json::Value` stays the tree type; only its data structure is used.
+
+mod reader;
+mod writer;
+
+#[cfg(test)]
+mod tests;
+
+use std::borrow::Cow;
+use std::collections::BTreeMap;
+
+use serde_json::Value;
+
+pub use reader::{Reader, MAX_DEPTH};
+pub use writer::{escape_into, Writer};
+
+/// Why a JSON text could not be read as what was expected.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct JsonError {
+    /// What was wrong.
+    pub message: Cow<'static, str>,
+    /// Byte offset in the text where it was noticed.
+    pub at: usize,
+}
+
+impl std::fmt::Display for JsonError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} at byte {}", self.message, self.at)
+    }
+}
+
+/// Something written as one JSON value.
+pub trait ToJson {
+    /// Writes the value.
+    fn write_json(&self, writer: &mut Writer);
+
+    /// Whether a record field holding this is left out when it is marked `skip` (`None`, an
+    /// empty map).
+    fn absent(&self) -> bool {
+        false
+    }
+}
+
+/// Something read from one JSON value.
+pub trait FromJson: Sized {
+    /// Reads the value.
+    ///
+    /// # Errors
+    ///
+    /// The text at the reader is not this value.
+    fn read_json(reader: &mut Reader<'_>) -> Result<Self, JsonError>;
+}
+
+/// The compact JSON text of a value.
+pub fn to_string<T: ToJson + ?Sized>(value: &T) -> String {
+    let mut writer = Writer::new();
+    value.write_json(&mut writer);
+    writer.finish()
+}
+
+/// Reads a whole JSON text as a `T` (nothing but whitespace may follow it).
+///
+/// # Errors
+///
+/// The text is not JSON, or not a `T`.
+pub fn from_str<T: FromJson>(text: &str) -> Result<T, JsonError> {
+    let mut reader = Reader::new(text);
+    let value = T::read_json(&mut reader)?;
+    reader.end()?;
+    Ok(value)
+}
+
+/// Reads a whole JSON text as a tree.
+///
+/// # Errors
+///
+/// The text is not JSON.
+pub fn parse(text: &str) -> Result<Value, JsonError> {
+    from_str(text)
+}
+
+/// A JSON object of these members (a later duplicate key wins). Inserted one by one:
+/// collecting into the map would sort, and each sort is its own code in the `.wasm`.
+pub fn object<'k>(members: impl IntoIterator<Item = (&'k str, Value)>) -> Value {
+    let mut map = serde_json::Map::new();
+    for (key, value) in members {
+        map.insert(key.to_owned(), value);
+    }
+    Value::Object(map)
+}
+
+/// A required member was missing from an object.
+pub fn missing(reader: &Reader<'_>, field: &'static str) -> JsonError {
+    reader.error(format!("missing field `{field}`"))
+}
+
+/// A member appeared twice in one object.
+pub fn duplicate(reader: &Reader<'_>, field: &'static str) -> JsonError {
+    reader.error(format!("duplicate field `{field}`"))
+}
+
+impl ToJson for str {
+    fn write_json(&self, writer: &mut Writer) {
+        writer.str(self);
+    }
+}
+
+impl ToJson for String {
+    fn write_json(&self, writer: &mut Writer) {
+        writer.str(self);
+    }
+}
+
+impl FromJson for String {
+    fn read_json(reader: &mut Reader<'_>) -> Result<Self, JsonError> {
+        reader.string()
+    }
+}
+
+impl ToJson for u64 {
+    fn write_json(&self, writer: &mut Writer) {
+        writer.u64(*self);
+    }
+}
+
+impl FromJson for u64 {
+    fn read_json(reader: &mut Reader<'_>) -> Result<Self, JsonError> {
+        reader.u64()
+    }
+}
+
+impl ToJson for u32 {
+    fn write_json(&self, writer: &mut Writer) {
+        writer.u64(u64::from(*self));
+    }
+}
+
+impl FromJson for u32 {
+    fn read_json(reader: &mut Reader<'_>) -> Result<Self, JsonError> {
+        reader.u32()
+    }
+}
+
+impl ToJson for usize {
+    fn write_json(&self, writer: &mut Writer) {
+        writer.u64(*self as u64);
+    }
+}
+
+impl ToJson for bool {
+    fn write_json(&self, writer: &mut Writer) {
+        writer.bool(*self);
+    }
+}
+
+impl FromJson for bool {
+    fn read_json(reader: &mut Reader<'_>) -> Result<Self, JsonError> {
+        reader.bool()
+    }
+}
+
+impl ToJson for Value {
+    fn write_json(&self, writer: &mut Writer) {
+        writer.value(self);
+    }
+}
+
+impl FromJson for Value {
+    fn read_json(reader: &mut Reader<'_>) -> Result<Self, JsonError> {
+        reader.value()
+    }
+}
+
+impl<T: ToJson + ?Sized> ToJson for &T {
+    fn write_json(&self, writer: &mut Writer) {
+        (**self).write_json(writer);
+    }
+
+    fn absent(&self) -> bool {
+        (**self).absent()
+    }
+}
+
+impl<T: ToJson + ?Sized> ToJson for Box<T> {
+    fn write_json(&self, writer: &mut Writer) {
+        (**self).write_json(writer);
+    }
+}
+
+impl<T: FromJson> FromJson for Box<T> {
+    fn read_json(reader: &mut Reader<'_>) -> Result<Self, JsonError> {
+        T::read_json(reader).map(Box::new)
+    }
+}
+
+impl<T: ToJson> ToJson for Option<T> {
+    fn write_json(&self, writer: &mut Writer) {
+        match self {
+            Some(value) => value.write_json(writer),
+            None => writer.null(),
+        }
+    }
+
+    fn absent(&self) -> bool {
+        self.is_none()
+    }
+}
+
+/// `null` reads as `None`.
+impl<T: FromJson> FromJson for Option<T> {
+    fn read_json(reader: &mut Reader<'_>) -> Result<Self, JsonError> {
+        if reader.null()? {
+            Ok(None)
+        } else {
+            T::read_json(reader).map(Some)
+        }
+    }
+}
+
+impl<T: ToJson> ToJson for [T] {
+    fn write_json(&self, writer: &mut Writer) {
+        writer.array();
+        for item in self {
+            item.write_json(writer);
+        }
+        writer.end_array();
+    }
+}
+
+impl<T: ToJson> ToJson for Vec<T> {
+    fn write_json(&self, writer: &mut Writer) {
+        self.as_slice().write_json(writer);
+    }
+}
+
+impl<T: FromJson> FromJson for Vec<T> {
+    fn read_json(reader: &mut Reader<'_>) -> Result<Self, JsonError> {
+        reader.array()?;
+        let mut items = Vec::new();
+        while reader.item()? {
+            items.push(T::read_json(reader)?);
+        }
+        Ok(items)
+    }
+}
+
+impl<V: ToJson> ToJson for BTreeMap<String, V> {
+    fn write_json(&self, writer: &mut Writer) {
+        writer.object();
+        for (key, value) in self {
+            writer.key(key);
+            value.write_json(writer);
+        }
+        writer.end_object();
+    }
+
+    fn absent(&self) -> bool {
+        self.is_empty()
+    }
+}
+
+/// A later duplicate key replaces an earlier one, as serde_json's map did.
+impl<V: FromJson> FromJson for BTreeMap<String, V> {
+    fn read_json(reader: &mut Reader<'_>) -> Result<Self, JsonError> {
+        reader.object()?;
+        let mut map = BTreeMap::new();
+        while let Some(key) = reader.key()? {
+            let value = V::read_json(reader)?;
+            map.insert(key.into_owned(), value);
+        }
+        Ok(map)
+    }
+}
+
+/// [`ToJson`] and [`FromJson`] for a struct stored as a JSON object, one line per field:
+/// `field: "jsonName" kind`, where kind is `required` (always written, must be present),
+/// `default` (always written, `Default` when missing) or `skip` (left out when
+/// [`ToJson::absent`], `Default` when missing). Members are written in field order; unknown
+/// members are skipped unless the struct is marked `deny_unknown`; a duplicate is an error.
+/// A struct marked `write_only` (a view for the host) gets only [`ToJson`].
+#[macro_export]
+macro_rules! json_record {
+    ($type:ident write_only { $($field:ident : $name:literal $kind:ident),* $(,)? }) => {
+        impl $crate::core::json::ToJson for $type {
+            fn write_json(&self, writer: &mut $crate::core::json::Writer) {
+                writer.object();
+                $( $crate::json_record!(@write self, writer, $field, $name, $kind); )*
+                writer.end_object();
+            }
+        }
+    };
+    ($type:ident deny_unknown { $($body:tt)* }) => {
+        $crate::json_record!(@impl $type, deny, { $($body)* });
+    };
+    ($type:ident { $($body:tt)* }) => {
+        $crate::json_record!(@impl $type, skip, { $($body)* });
+    };
+    (@impl $type:ident, $unknown:ident, { $($field:ident : $name:literal $kind:ident),* $(,)? }) => {
+        impl $crate::core::json::ToJson for $type {
+            fn write_json(&self, writer: &mut $crate::core::json::Writer) {
+                writer.object();
+                $( $crate::json_record!(@write self, writer, $field, $name, $kind); )*
+                writer.end_object();
+            }
+        }
+
+        impl $crate::core::json::FromJson for $type {
+            fn read_json(
+                reader: &mut $crate::core::json::Reader<'_>,
+            ) -> Result<Self, $crate::core::json::JsonError> {
+                $( let mut $field = None; )*
+                reader.object()?;
+                while let Some(key) = reader.key()? {
+                    match &*key {
+                        $( $name => {
+                            if $field.is_some() {
+                                return Err($crate::core::json::duplicate(reader, $name));
+                            }
+                            $field = Some($crate::core::json::FromJson::read_json(reader)?);
+                        } )*
+                        _ => $crate::json_record!(@unknown $unknown, reader, key),
+                    }
+                }
+                Ok(Self {
+                    $( $field: $crate::json_record!(@take reader, $field, $name, $kind), )*
+                })
+            }
+        }
+    };
+    (@write $self:ident, $writer:ident, $field:ident, $name:literal, skip) => {
+        if !$crate::core::json::ToJson::absent(&$self.$field) {
+            $writer.key($name);
+            $crate::core::json::ToJson::write_json(&$self.$field, $writer);
+        }
+    };
+    (@write $self:ident, $writer:ident, $field:ident, $name:literal, required) => {
+        $writer.member($name, &$self.$field);
+    };
+    (@write $self:ident, $writer:ident, $field:ident, $name:literal, default) => {
+        $writer.member($name, &$self.$field);
+    };
+    (@take $reader:ident, $field:ident, $name:literal, required) => {
+        $field.ok_or_else(|| $crate::core::json::missing($reader, $name))?
+    };
+    (@take $reader:ident, $field:ident, $name:literal, default) => {
+        $field.unwrap_or_default()
+    };
+    (@take $reader:ident, $field:ident, $name:literal, skip) => {
+        $field.unwrap_or_default()
+    };
+    (@unknown skip, $reader:ident, $key:ident) => {
+        $reader.skip()?
+    };
+    (@unknown deny, $reader:ident, $key:ident) => {
+        return Err($reader.error(format!("unknown field `{}`", $key)))
+    };
+}
+
+/// [`ToJson`] and [`FromJson`] for a fieldless enum stored as one of a few strings.
+#[macro_export]
+macro_rules! json_enum {
+    ($type:ident { $($variant:ident => $name:literal),* $(,)? }) => {
+        impl $crate::core::json::ToJson for $type {
+            fn write_json(&self, writer: &mut $crate::core::json::Writer) {
+                writer.str(match self {
+                    $( $type::$variant => $name, )*
+                });
+            }
+        }
+
+        impl $crate::core::json::FromJson for $type {
+            fn read_json(
+                reader: &mut $crate::core::json::Reader<'_>,
+            ) -> Result<Self, $crate::core::json::JsonError> {
+                let text = reader.str()?;
+                match &*text {
+                    $( $name => Ok($type::$variant), )*
+                    _ => Err(reader.error(format!("unknown variant `{text}`"))),
+                }
+            }
+        }
+    };
+}
