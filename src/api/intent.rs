@@ -2,6 +2,7 @@
 //! huge strings, deep or cyclic payloads and `__proto__` keys are `invalid_intent` (or
 //! `payload_too_large`); the core then checks ids, sequences, dependencies and cycles.
 
+use crate::core::json::quoted;
 use std::collections::BTreeMap;
 
 use js_sys::{Object, Reflect};
@@ -109,7 +110,7 @@ pub fn decode_intent(
     for key in Object::keys(value.unchecked_ref::<Object>()).iter() {
         let key = key.as_string().unwrap_or_default();
         if !FIELDS.contains(&key.as_str()) {
-            return Err(invalid(format!("unknown intent field {key:?}")));
+            return Err(invalid(format!("unknown intent field {}", quoted(&key))));
         }
     }
     let id = string(value, "id")?.ok_or_else(|| invalid("id is required"))?;

@@ -4,6 +4,7 @@
 //! It is the smallest real path from Rust to IndexedDB and back, used by the demo page and
 //! the browser tests to prove that storage works where the package runs.
 
+use crate::core::json::quoted;
 use std::fmt;
 
 use indexed_db_futures::database::Database;
@@ -84,13 +85,17 @@ impl fmt::Display for ProbeError {
                 written,
                 read: None,
             } => {
-                write!(f, "record {:?} was committed but is missing", written.key)
+                write!(
+                    f,
+                    "record {} was committed but is missing",
+                    quoted(&written.key)
+                )
             }
             Self::Mismatch { written, .. } => {
                 write!(
                     f,
-                    "record {:?} read back differs from what was written",
-                    written.key
+                    "record {} read back differs from what was written",
+                    quoted(&written.key)
                 )
             }
         }

@@ -8,6 +8,7 @@
 //! is interpreted by the pure [`map_answer`]. Header values are never logged nor put in errors
 //! (K5): they carry credentials.
 
+use crate::core::json::quoted;
 use std::cell::Cell;
 use std::rc::Rc;
 
@@ -131,7 +132,7 @@ impl FetchTransport {
             // The name may be shown; the value never is (K5).
             fetch_headers
                 .append(name, value)
-                .map_err(|_| format!("the browser refused the header named {name:?}"))?;
+                .map_err(|_| format!("the browser refused the header named {}", quoted(name)))?;
         }
         let url = match order.action {
             RetryAction::Query => {

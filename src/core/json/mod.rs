@@ -87,6 +87,15 @@ pub fn parse(text: &str) -> Result<Value, JsonError> {
     from_str(text)
 }
 
+/// `text` as a JSON string literal, for messages that quote a name. `{:?}` would do the
+/// same for plain names, but brings Rust's `Debug` escaping and its Unicode tables (~7 KB)
+/// into the `.wasm`.
+pub fn quoted(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() + 2);
+    escape_into(&mut out, text);
+    out
+}
+
 /// A JSON object of these members (a later duplicate key wins). Inserted one by one:
 /// collecting into the map would sort, and each sort is its own code in the `.wasm`.
 pub fn object<'k>(members: impl IntoIterator<Item = (&'k str, Value)>) -> Value {

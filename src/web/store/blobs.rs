@@ -1,6 +1,7 @@
 //! Upload blobs stored beside the ledger (W1): the `Blob` itself (IndexedDB stores it by
 //! structured clone, no copy through wasm memory) plus its media type and size.
 
+use crate::core::json::quoted;
 use indexed_db_futures::prelude::*;
 use indexed_db_futures::transaction::TransactionMode;
 use wasm_bindgen::{JsCast, JsValue};
@@ -70,7 +71,7 @@ impl IdbLedger {
         blob.dyn_into::<web_sys::Blob>().map(Some).map_err(|_| {
             SafeError::new(
                 "corrupt_record",
-                &format!("blob record {id:?} holds no Blob"),
+                &format!("blob record {} holds no Blob", quoted(id)),
             )
         })
     }

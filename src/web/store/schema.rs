@@ -41,6 +41,7 @@
 //! fence starts again from 1, for the same reason as in version 4: no holder of an older
 //! fence can open the database any more. This build reads pages of either form.
 
+use crate::core::json::quoted;
 use indexed_db_futures::database::Database;
 use indexed_db_futures::error::OpenDbError;
 use indexed_db_futures::prelude::*;
@@ -185,7 +186,10 @@ async fn open_newer(name: &str) -> Result<Database, SafeError> {
         db.close();
         Err(SafeError::new(
             "storage_unavailable",
-            &format!("database {name:?} is at newer schema version {version} without this build's stores"),
+            &format!(
+                "database {} is at newer schema version {version} without this build's stores",
+                quoted(name)
+            ),
         ))
     }
 }
