@@ -12,7 +12,8 @@ use indexed_db_futures::prelude::*;
 use indexed_db_futures::transaction::{TransactionDurability, TransactionMode, TransactionOptions};
 use serde::Serialize;
 
-use super::store::errors::{describe, describe_open};
+use super::store::errors::describe;
+use super::store::upgrade::{open_current, upgrade_to, UpgradeFailure};
 use wasm_bindgen::JsValue;
 
 /// Object store the probe writes to.
@@ -143,16 +144,31 @@ pub async fn write_and_read(
 ///
 /// [`ProbeError::Unavailable`] when the database cannot be opened at that version.
 pub async fn open(database_name: &str) -> Result<Database, ProbeError> {
-    Database::open(database_name)
-        .with_version(PROBE_SCHEMA_VERSION)
-        .with_on_upgrade_needed(|event, db| {
-            if event.old_version() < 1.0 {
-                db.create_object_store(PROBE_STORE).build()?;
-            }
-            Ok(())
-        })
+    match upgrade_to(database_name, PROBE_SCHEMA_VERSION, create_store).await {
+        Ok(()) => {}
+        Err(UpgradeFailure::Newer) => {
+            return Err(ProbeError::Unavailable(format!(
+                "VersionError: the database is at a version above {PROBE_SCHEMA_VERSION}"
+            )))
+        }
+        Err(UpgradeFailure::Failed(error)) => {
+            return Err(ProbeError::Unavailable(format!(
+                "{}: {}",
+                error.code, error.message
+            )))
+        }
+    }
+    open_current(database_name)
         .await
-        .map_err(|e| ProbeError::Unavailable(describe_open(&e)))
+        .map_err(|error| ProbeError::Unavailable(error.message))
+}
+
+/// Version 1 of the probe database: its one store.
+fn create_store(db: &web_sys::IdbDatabase, old_version: f64) -> Result<(), JsValue> {
+    if old_version < 1.0 {
+        db.create_object_store(PROBE_STORE)?;
+    }
+    Ok(())
 }
 
 async fn write_then_read(

@@ -6,6 +6,7 @@ use canvas_scheduler::core::io::{PersistFailure, PersistResult};
 use canvas_scheduler::core::json::{self, ToJson};
 use canvas_scheduler::core::model::{Lease, LedgerMeta};
 use canvas_scheduler::web::store::schema::{self, SCHEMA_VERSION};
+use canvas_scheduler::web::store::upgrade::{open_current, upgrade_to, UpgradeFailure};
 use canvas_scheduler::web::store::IdbLedger;
 use indexed_db_futures::database::Database;
 use indexed_db_futures::prelude::*;
@@ -597,5 +598,37 @@ async fn d4_without_get_all_records_pages_come_from_get_all_and_get_all_keys() {
         .collect();
     assert_eq!(set_aside, ["operations/op-bad"]);
     ledger.close();
+    delete_database(&name).await;
+}
+
+/// Upgrade steps that create a store and then fail.
+fn failing_steps(db: &web_sys::IdbDatabase, _old_version: f64) -> Result<(), JsValue> {
+    db.create_object_store("half-made")?;
+    Err(JsValue::from_str("refused by the test"))
+}
+
+#[wasm_bindgen_test]
+async fn w1_an_upgrade_that_fails_changes_nothing() {
+    let name = db_name("failing-upgrade");
+    create_database(&name, 1, &[schema::OPERATIONS]).await;
+    match upgrade_to(&name, 2, failing_steps).await {
+        Err(UpgradeFailure::Failed(error)) => {
+            assert!(error.message.contains("refused by the test"), "{error:?}");
+        }
+        other => panic!("the upgrade should fail: {other:?}"),
+    }
+    let db = open_current(&name).await.expect("opens as it was");
+    assert_eq!(db.version(), 1.0, "the version did not move");
+    let stores: Vec<String> = db.object_store_names().collect();
+    assert_eq!(
+        stores,
+        vec![schema::OPERATIONS.to_owned()],
+        "nothing half-made"
+    );
+    db.close();
+    assert!(
+        matches!(upgrade_to(&name, 1, failing_steps).await, Ok(())),
+        "at its version already: no upgrade, nothing runs"
+    );
     delete_database(&name).await;
 }

@@ -1,7 +1,7 @@
 //! Storage errors as [`SafeError`]s with stable codes: the `DomException` name when there is
 //! one (`QuotaExceededError`, `AbortError`, `InvalidStateError`, ...), else a code of ours.
 
-use indexed_db_futures::error::{DomException, Error, OpenDbError};
+use indexed_db_futures::error::{Error, OpenDbError};
 use wasm_bindgen::JsCast;
 
 use crate::core::model::Lease;
@@ -49,20 +49,6 @@ pub fn describe_open(error: &OpenDbError) -> String {
         OpenDbError::UnsupportedEnvironment => "unsupported environment".to_owned(),
         OpenDbError::NullFactory => "indexedDB is null or undefined".to_owned(),
     }
-}
-
-/// Maps an open failure: always `storage_unavailable`, naming the cause in the message.
-pub fn open_error(error: &OpenDbError) -> SafeError {
-    let cause = match error {
-        OpenDbError::Base(Error::DomException(DomException::Other(e))) => {
-            format!("{}: {}", e.name(), e.message())
-        }
-        other => describe_open(other),
-    };
-    SafeError::new(
-        "storage_unavailable",
-        &format!("cannot open the ledger database: {cause}"),
-    )
 }
 
 /// A `DomException` (or any thrown JS value) as a safe error.

@@ -21,6 +21,7 @@ mod inbox;
 mod lease;
 mod load;
 pub mod schema;
+pub mod upgrade;
 
 use std::cell::Cell;
 

@@ -43,11 +43,10 @@
 
 use crate::core::json::quoted;
 use indexed_db_futures::database::Database;
-use indexed_db_futures::error::OpenDbError;
-use indexed_db_futures::prelude::*;
-use indexed_db_futures::KeyPath;
+use wasm_bindgen::JsValue;
+use web_sys::{IdbDatabase, IdbIndexParameters, IdbObjectStoreParameters};
 
-use super::errors::open_error;
+use super::upgrade::{open_current, upgrade_to, UpgradeFailure};
 use crate::core::safe_error::SafeError;
 
 /// The schema version this build writes.
@@ -109,8 +108,11 @@ pub const ALL_STORES: [&str; 8] = [
 ];
 
 /// Runs the upgrade steps above `old_version`, creating only stores that are missing.
-fn upgrade(old_version: f64, db: &Database) -> indexed_db_futures::Result<()> {
-    let mut existing: Vec<String> = db.object_store_names().collect();
+fn upgrade(db: &IdbDatabase, old_version: f64) -> Result<(), JsValue> {
+    let names = db.object_store_names();
+    let mut existing: Vec<String> = (0..names.length())
+        .filter_map(|at| names.item(at))
+        .collect();
     if old_version < 4.0 && existing.iter().any(|name| name == LEGACY_LEASE) {
         db.delete_object_store(LEGACY_LEASE)?;
     }
@@ -130,17 +132,20 @@ fn upgrade(old_version: f64, db: &Database) -> indexed_db_futures::Result<()> {
                 continue;
             }
             if *store == INBOX {
-                db.create_object_store(*store)
-                    .with_auto_increment(true)
-                    .build()?;
+                let parameters = IdbObjectStoreParameters::new();
+                parameters.set_auto_increment(true);
+                db.create_object_store_with_optional_parameters(store, &parameters)?;
             } else if *store == OPERATION_PAGES {
-                db.create_object_store(*store)
-                    .build()?
-                    .create_index(BY_OPERATION, KeyPath::One("ids"))
-                    .with_multi_entry(true)
-                    .build()?;
+                let parameters = IdbIndexParameters::new();
+                parameters.set_multi_entry(true);
+                db.create_object_store(store)?
+                    .create_index_with_str_and_optional_parameters(
+                        BY_OPERATION,
+                        "ids",
+                        &parameters,
+                    )?;
             } else {
-                db.create_object_store(*store).build()?;
+                db.create_object_store(store)?;
             }
             existing.push((*store).to_owned());
         }
@@ -165,19 +170,20 @@ fn has_every_store(db: &Database) -> bool {
 /// `storage_unavailable` when IndexedDB is missing, the open is refused, or a newer database
 /// lacks one of our stores.
 pub async fn open_database(name: &str) -> Result<Database, SafeError> {
-    let opened = Database::open(name)
-        .with_version(SCHEMA_VERSION)
-        .with_on_upgrade_needed(|event, db| upgrade(event.old_version(), &db))
-        .await;
-    match opened {
-        Ok(db) => Ok(db),
-        Err(error) if is_version_error(&error) => open_newer(name).await,
-        Err(error) => Err(open_error(&error)),
+    match upgrade_to(name, SCHEMA_VERSION, upgrade).await {
+        // At our version now, or at a newer one: either way opened as it is, below.
+        Ok(()) | Err(UpgradeFailure::Newer) => {}
+        Err(UpgradeFailure::Failed(error)) => {
+            return Err(SafeError::new(
+                "storage_unavailable",
+                &format!(
+                    "cannot open the ledger database: {}: {}",
+                    error.code, error.message
+                ),
+            ))
+        }
     }
-}
-
-async fn open_newer(name: &str) -> Result<Database, SafeError> {
-    let db = Database::open(name).await.map_err(|e| open_error(&e))?;
+    let db = open_current(name).await?;
     if has_every_store(&db) {
         Ok(db)
     } else {
@@ -187,19 +193,9 @@ async fn open_newer(name: &str) -> Result<Database, SafeError> {
         Err(SafeError::new(
             "storage_unavailable",
             &format!(
-                "database {} is at newer schema version {version} without this build's stores",
+                "database {} is at schema version {version} without this build's stores",
                 quoted(name)
             ),
         ))
-    }
-}
-
-fn is_version_error(error: &OpenDbError) -> bool {
-    use indexed_db_futures::error::{DomException, Error};
-    match error {
-        OpenDbError::Base(Error::DomException(DomException::Other(e))) => {
-            e.name() == "VersionError"
-        }
-        _ => false,
     }
 }
