@@ -8,12 +8,14 @@
 
 use std::collections::BTreeSet;
 
+use indexed_db_futures::internals::SystemRepr;
 use indexed_db_futures::prelude::*;
 use indexed_db_futures::transaction::{Transaction, TransactionMode};
 use wasm_bindgen::JsValue;
 
 use super::codec::{decode, page_text};
 use super::errors::{js_error, storage_error};
+use super::read::PageRead;
 use super::schema::{BY_OPERATION, INBOX, OPERATIONS, OPERATION_PAGES, QUARANTINE};
 use super::IdbLedger;
 use crate::core::error::{ErrorCode, SchedulerError};
@@ -81,28 +83,19 @@ fn decode_entry(value: &JsValue) -> Result<InboxEntry, String> {
 /// Reads every inbox record in key order.
 async fn read_all(tx: &Transaction<'_>) -> Result<Vec<InboxRecord>, SchedulerError> {
     let store = tx.object_store(INBOX).map_err(idb)?;
-    let mut records = Vec::new();
-    let cursor = store
-        .open_cursor()
-        .primitive()
-        .map_err(idb)?
+    let (keys, values) = PageRead::issue(store.as_sys().as_ref(), None, 0)
+        .keys_and_values()
         .await
-        .map_err(idb)?;
-    if let Some(mut cursor) = cursor {
-        while let Some(raw) = cursor.next_record::<JsValue>().await.map_err(idb)? {
-            let key = cursor
-                .key::<JsValue>()
-                .map_err(idb)?
-                .and_then(|k| k.as_f64())
-                .unwrap_or(f64::NAN);
-            records.push(InboxRecord {
-                key,
-                entry: decode_entry(&raw),
-                raw,
-            });
-        }
-    }
-    Ok(records)
+        .map_err(|e| storage(js_error(&e)))?;
+    Ok(keys
+        .into_iter()
+        .zip(values)
+        .map(|(key, raw)| InboxRecord {
+            key: key.as_f64().unwrap_or(f64::NAN),
+            entry: decode_entry(&raw),
+            raw,
+        })
+        .collect())
 }
 
 /// Whether operation `id` is stored: `None` when absent, `Some(None)` when stored but

@@ -4,23 +4,18 @@
 //! rejects — and records whose key or value is not what a ledger holds — moves to the
 //! `quarantine` store in the same transaction and is reported, never silently dropped.
 
-use std::future::Future;
-use std::pin::Pin;
-
 use indexed_db_futures::internals::SystemRepr;
 use indexed_db_futures::object_store::ObjectStore;
 use indexed_db_futures::prelude::*;
 use indexed_db_futures::transaction::{Transaction, TransactionMode};
-use indexed_db_futures::KeyRange;
-use js_sys::Reflect;
 use serde_json::Value;
-use wasm_bindgen::closure::Closure;
-use wasm_bindgen::{JsCast, JsValue};
+use wasm_bindgen::JsValue;
 
 use super::codec::{
     decode, describe_key, event_key, json_text, page_text, string_key, to_js, to_json,
 };
 use super::errors::{js_error, storage_error, AcquireError};
+use super::read::PageRead;
 use super::schema::{EVENTS, LEASE, LEASE_KEY, OPERATIONS, OPERATION_PAGES, QUARANTINE, REQUESTS};
 use super::IdbLedger;
 use crate::core::ledger::LedgerSnapshot;
@@ -240,9 +235,12 @@ async fn read_store(
     };
     let limit = u32::try_from(per_read).unwrap_or(u32::MAX);
     let mut after: Option<JsValue> = None;
-    let mut next = Some(issue_read(&store, None, limit)?);
+    let mut next = Some(issue_read(&store, None, limit));
     while let Some(read) = next.take() {
-        let (keys, values) = read.await?;
+        let (keys, values) = read
+            .keys_and_values()
+            .await
+            .map_err(|e| AcquireError::Storage(js_error(&e)))?;
         if keys.len() != values.len() || keys.len() > per_read {
             return Err(broken(format!(
                 "{} page of {} keys and {} records (page size {per_read})",
@@ -262,7 +260,7 @@ async fn read_store(
             )));
         }
         if keys.len() == per_read {
-            next = Some(issue_read(&store, Some(&last), limit)?);
+            next = Some(issue_read(&store, Some(&last), limit));
         }
         after = Some(last);
         let mut page = Vec::with_capacity(keys.len());
@@ -319,126 +317,9 @@ async fn read_store(
 /// read overlaps the next, large enough that round trips stay few (25 for 100 000 pending).
 const PAGES_PER_READ: usize = 16;
 
-/// A page read already asked of the store (keys and records), to be awaited later.
-type PageRead<'a> =
-    Pin<Box<dyn Future<Output = Result<(Vec<JsValue>, Vec<JsValue>), AcquireError>> + 'a>>;
-
-/// Asks for one page now: up to `limit` keys and records after `after` (all of them from the
-/// start when `None`), in key order. The request is issued before this returns, so the
-/// browser works on it while the caller decodes the page before. Uses `getAllRecords` (keys
-/// and records in one request) where the browser has it — about a third faster than two
-/// requests for 100 000 records in chromium — else `getAll` and `getAllKeys` over the same
-/// range and count, issued together.
-fn issue_read<'a>(
-    store: &ObjectStore<'a>,
-    after: Option<&JsValue>,
-    limit: u32,
-) -> Result<PageRead<'a>, AcquireError> {
-    let raw: &JsValue = store.as_sys().as_ref();
-    let get_all_records = Reflect::get(raw, &JsValue::from_str("getAllRecords"))
-        .ok()
-        .and_then(|f| f.dyn_into::<js_sys::Function>().ok());
-    if let Some(get_all_records) = get_all_records {
-        let request = issue_records(raw, &get_all_records, after, limit)?;
-        return Ok(Box::pin(read_records(request)));
-    }
-    let (keys, values) = match after {
-        None => (
-            store
-                .get_all_keys::<JsValue>()
-                .with_limit(limit)
-                .primitive()?,
-            store.get_all::<JsValue>().with_limit(limit).primitive()?,
-        ),
-        Some(last) => {
-            let range = || KeyRange::<JsValue>::LowerBound(last.clone(), true);
-            (
-                store
-                    .get_all_keys::<JsValue>()
-                    .with_query::<JsValue, _>(range())
-                    .with_limit(limit)
-                    .primitive()?,
-                store
-                    .get_all::<JsValue>()
-                    .with_query::<JsValue, _>(range())
-                    .with_limit(limit)
-                    .primitive()?,
-            )
-        }
-    };
-    Ok(Box::pin(async move {
-        let keys = keys.await?.collect::<Result<Vec<JsValue>, _>>()?;
-        let values = values.await?.collect::<Result<Vec<JsValue>, _>>()?;
-        Ok((keys, values))
-    }))
-}
-
-/// Issues `store.getAllRecords({query, count})`.
-fn issue_records(
-    store: &JsValue,
-    get_all_records: &js_sys::Function,
-    after: Option<&JsValue>,
-    limit: u32,
-) -> Result<web_sys::IdbRequest, AcquireError> {
-    let js = |e: JsValue| AcquireError::Storage(js_error(&e));
-    let options = js_sys::Object::new();
-    if let Some(last) = after {
-        let range = web_sys::IdbKeyRange::lower_bound_with_open(last, true).map_err(js)?;
-        Reflect::set(&options, &JsValue::from_str("query"), &range).map_err(js)?;
-    }
-    Reflect::set(&options, &JsValue::from_str("count"), &JsValue::from(limit)).map_err(js)?;
-    Ok(get_all_records
-        .call1(store, &options)
-        .map_err(js)?
-        .unchecked_into())
-}
-
-/// The records `{key, primaryKey, value}` a `getAllRecords` request answers, in key order.
-async fn read_records(
-    request: web_sys::IdbRequest,
-) -> Result<(Vec<JsValue>, Vec<JsValue>), AcquireError> {
-    let js = |e: JsValue| AcquireError::Storage(js_error(&e));
-    let records = request_result(&request).await.map_err(js)?;
-    let records: js_sys::Array = records
-        .dyn_into()
-        .map_err(|_| broken("getAllRecords answered something other than an array".to_owned()))?;
-    let mut keys = Vec::with_capacity(records.length() as usize);
-    let mut values = Vec::with_capacity(records.length() as usize);
-    for record in records.iter() {
-        keys.push(Reflect::get(&record, &JsValue::from_str("key")).map_err(js)?);
-        values.push(Reflect::get(&record, &JsValue::from_str("value")).map_err(js)?);
-    }
-    Ok((keys, values))
-}
-
-/// Waits for `request` to succeed (its result) or fail (its error). The continuation runs in
-/// the success event's microtask checkpoint, while the transaction is still active. The
-/// handlers read the request from the event (capturing it would keep every page's records
-/// alive) and are removed and dropped once it settles.
-async fn request_result(request: &web_sys::IdbRequest) -> Result<JsValue, JsValue> {
-    type Handler = Closure<dyn FnMut(web_sys::Event)>;
-    fn target(event: &web_sys::Event) -> Option<web_sys::IdbRequest> {
-        event.target().and_then(|t| t.dyn_into().ok())
-    }
-    let mut handlers: Option<(Handler, Handler)> = None;
-    let promise = js_sys::Promise::new(&mut |resolve, reject| {
-        let on_success = Handler::new(move |event: web_sys::Event| {
-            let result = target(&event).and_then(|r| r.result().ok());
-            let _ = resolve.call1(&JsValue::NULL, &result.unwrap_or_default());
-        });
-        let on_error = Handler::new(move |event: web_sys::Event| {
-            let error = target(&event).and_then(|r| r.error().ok().flatten());
-            let _ = reject.call1(&JsValue::NULL, &error.map_or(JsValue::NULL, JsValue::from));
-        });
-        request.set_onsuccess(Some(on_success.as_ref().unchecked_ref()));
-        request.set_onerror(Some(on_error.as_ref().unchecked_ref()));
-        handlers = Some((on_success, on_error));
-    });
-    let result = wasm_bindgen_futures::JsFuture::from(promise).await;
-    request.set_onsuccess(None);
-    request.set_onerror(None);
-    drop(handlers);
-    result
+/// Asks for one page now (see [`PageRead::issue`]).
+fn issue_read(store: &ObjectStore<'_>, after: Option<&JsValue>, limit: u32) -> PageRead {
+    PageRead::issue(store.as_sys().as_ref(), after, limit)
 }
 
 /// A read that broke the page rules: a storage bug, the load stops (nothing written).

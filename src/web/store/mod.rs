@@ -20,6 +20,7 @@ mod faults;
 mod inbox;
 mod lease;
 mod load;
+mod read;
 pub mod schema;
 pub mod upgrade;
 
