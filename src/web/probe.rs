@@ -12,7 +12,8 @@ use indexed_db_futures::prelude::*;
 use indexed_db_futures::transaction::{TransactionDurability, TransactionMode, TransactionOptions};
 use serde::Serialize;
 
-use super::store::errors::describe;
+use super::store::errors::{describe, js_error};
+use super::store::requests::{get, raw_store};
 use super::store::upgrade::{open_current, upgrade_to, UpgradeFailure};
 use wasm_bindgen::JsValue;
 
@@ -205,12 +206,9 @@ pub async fn read(db: &Database, key: &str) -> Result<Option<ProbeRecord>, Probe
     let fail = |e: indexed_db_futures::error::Error| ProbeError::ReadFailed(describe(&e));
     let tx = db.transaction(PROBE_STORE).build().map_err(fail)?;
     let store = tx.object_store(PROBE_STORE).map_err(fail)?;
-    let stored: Option<JsValue> = store
-        .get(key)
-        .primitive()
-        .map_err(fail)?
+    let stored = get(raw_store(&store), &JsValue::from_str(key))
         .await
-        .map_err(fail)?;
+        .map_err(|e| ProbeError::ReadFailed(js_error(&e).message))?;
     stored
         .map(|value| ProbeRecord::from_js(&value))
         .transpose()

@@ -2,11 +2,11 @@
 //! structured clone, no copy through wasm memory) plus its media type and size.
 
 use crate::core::json::quoted;
-use indexed_db_futures::prelude::*;
 use indexed_db_futures::transaction::TransactionMode;
 use wasm_bindgen::{JsCast, JsValue};
 
 use super::errors::{js_error, storage_error};
+use super::requests::{get, raw_store};
 use super::schema::BLOBS;
 use super::IdbLedger;
 use crate::core::safe_error::SafeError;
@@ -37,14 +37,9 @@ impl IdbLedger {
         let db = self.db()?;
         let tx = self.begin(&db, &[BLOBS], TransactionMode::Readwrite)?;
         let store = tx.object_store(BLOBS).map_err(|e| storage_error(&e))?;
-        drop(
-            store
-                .put(JsValue::from(entry))
-                .with_key(id)
-                .without_key_type()
-                .primitive()
-                .map_err(|e| storage_error(&e))?,
-        );
+        raw_store(&store)
+            .put_with_key(&entry, &JsValue::from_str(id))
+            .map_err(|e| js_error(&e))?;
         self.finish(tx).await
     }
 
@@ -57,12 +52,9 @@ impl IdbLedger {
         let db = self.db()?;
         let tx = self.begin(&db, &[BLOBS], TransactionMode::Readonly)?;
         let store = tx.object_store(BLOBS).map_err(|e| storage_error(&e))?;
-        let entry: Option<JsValue> = store
-            .get(id)
-            .primitive()
-            .map_err(|e| storage_error(&e))?
+        let entry = get(raw_store(&store), &JsValue::from_str(id))
             .await
-            .map_err(|e| storage_error(&e))?;
+            .map_err(|e| js_error(&e))?;
         let Some(entry) = entry else {
             return Ok(None);
         };

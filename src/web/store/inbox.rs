@@ -8,14 +8,12 @@
 
 use std::collections::BTreeSet;
 
-use indexed_db_futures::internals::SystemRepr;
-use indexed_db_futures::prelude::*;
 use indexed_db_futures::transaction::{Transaction, TransactionMode};
 use wasm_bindgen::JsValue;
 
 use super::codec::{decode, page_text};
 use super::errors::{js_error, storage_error};
-use super::read::PageRead;
+use super::requests::{get, index_get_all, raw_store, PageRead};
 use super::schema::{BY_OPERATION, INBOX, OPERATIONS, OPERATION_PAGES, QUARANTINE};
 use super::IdbLedger;
 use crate::core::error::{ErrorCode, SchedulerError};
@@ -83,7 +81,7 @@ fn decode_entry(value: &JsValue) -> Result<InboxEntry, String> {
 /// Reads every inbox record in key order.
 async fn read_all(tx: &Transaction<'_>) -> Result<Vec<InboxRecord>, SchedulerError> {
     let store = tx.object_store(INBOX).map_err(idb)?;
-    let (keys, values) = PageRead::issue(store.as_sys().as_ref(), None, 0)
+    let (keys, values) = PageRead::issue(raw_store(&store), None, 0)
         .keys_and_values()
         .await
         .map_err(|e| storage(js_error(&e)))?;
@@ -105,22 +103,18 @@ async fn stored_operation(
     id: &str,
 ) -> Result<Option<Option<Operation>>, SchedulerError> {
     let store = tx.object_store(OPERATIONS).map_err(idb)?;
-    let value: Option<JsValue> = store.get(id).primitive().map_err(idb)?.await.map_err(idb)?;
+    let js = |e: JsValue| storage(js_error(&e));
+    let value = get(raw_store(&store), &JsValue::from_str(id))
+        .await
+        .map_err(js)?;
     if let Some(value) = value {
         return Ok(Some(decode::<Operation>(&value).ok()));
     }
     // Not rewritten since its first write: its copy is in a page (the newest one holding it).
     let pages = tx.object_store(OPERATION_PAGES).map_err(idb)?;
-    let pages = pages.index(BY_OPERATION).map_err(idb)?;
-    let found = pages
-        .get_all::<JsValue>()
-        .with_query::<&str, _>(id)
-        .primitive()
-        .map_err(idb)?
+    let found = index_get_all(raw_store(&pages), BY_OPERATION, &JsValue::from_str(id))
         .await
-        .map_err(idb)?
-        .collect::<Result<Vec<JsValue>, _>>()
-        .map_err(idb)?;
+        .map_err(js)?;
     let Some(page) = found.last() else {
         return Ok(None);
     };
@@ -214,26 +208,18 @@ impl IdbLedger {
                         .map_err(|e| storage(js_error(&e)))?;
                 }
                 let key = format!("{INBOX}/{}", key_text(record.key));
-                drop(
-                    quarantine
-                        .put(JsValue::from(aside))
-                        .with_key(key)
-                        .without_key_type()
-                        .primitive()
-                        .map_err(idb)?,
-                );
+                raw_store(&quarantine)
+                    .put_with_key(&aside, &JsValue::from_str(&key))
+                    .map_err(|e| storage(js_error(&e)))?;
             }
             let keys = adopted
                 .iter()
                 .copied()
                 .chain(refused.iter().map(|(r, _)| r.key));
             for key in keys.filter(|k| k.is_finite()) {
-                drop(
-                    inbox
-                        .delete::<JsValue, _>(JsValue::from_f64(key))
-                        .primitive()
-                        .map_err(idb)?,
-                );
+                raw_store(&inbox)
+                    .delete(&JsValue::from_f64(key))
+                    .map_err(|e| storage(js_error(&e)))?;
             }
             Ok::<(), SchedulerError>(())
         })();
@@ -304,11 +290,8 @@ async fn check_and_add(
     entry.intents = fresh;
     let text = crate::core::json::to_string(entry);
     let store = tx.object_store(INBOX).map_err(idb)?;
-    drop(
-        store
-            .add(JsValue::from_str(&text))
-            .primitive()
-            .map_err(idb)?,
-    );
+    raw_store(&store)
+        .add(&JsValue::from_str(&text))
+        .map_err(|e| storage(js_error(&e)))?;
     Ok((true, present))
 }

@@ -4,9 +4,7 @@
 //! rejects — and records whose key or value is not what a ledger holds — moves to the
 //! `quarantine` store in the same transaction and is reported, never silently dropped.
 
-use indexed_db_futures::internals::SystemRepr;
 use indexed_db_futures::object_store::ObjectStore;
-use indexed_db_futures::prelude::*;
 use indexed_db_futures::transaction::{Transaction, TransactionMode};
 use serde_json::Value;
 use wasm_bindgen::JsValue;
@@ -15,7 +13,7 @@ use super::codec::{
     decode, describe_key, event_key, json_text, page_text, string_key, to_js, to_json,
 };
 use super::errors::{js_error, storage_error, AcquireError};
-use super::read::PageRead;
+use super::requests::{get, raw_store, PageRead};
 use super::schema::{EVENTS, LEASE, LEASE_KEY, OPERATIONS, OPERATION_PAGES, QUARANTINE, REQUESTS};
 use super::IdbLedger;
 use crate::core::ledger::LedgerSnapshot;
@@ -172,7 +170,10 @@ async fn take_lease(
     aside: &mut Vec<SetAside>,
 ) -> Result<Lease, AcquireError> {
     let store = tx.object_store(LEASE)?;
-    let stored: Option<JsValue> = store.get(LEASE_KEY).primitive()?.await?;
+    let js = |e: JsValue| AcquireError::Storage(js_error(&e));
+    let stored = get(raw_store(&store), &JsValue::from_str(LEASE_KEY))
+        .await
+        .map_err(js)?;
     let previous_fence = match stored {
         None => 0,
         Some(value) => match decode::<Lease>(&value) {
@@ -201,13 +202,9 @@ async fn take_lease(
         expires_at: now.saturating_add(lease_ms),
     };
     let value = to_js(&lease).map_err(AcquireError::Storage)?;
-    drop(
-        store
-            .put(value)
-            .with_key(LEASE_KEY)
-            .without_key_type()
-            .primitive()?,
-    );
+    raw_store(&store)
+        .put_with_key(&value, &JsValue::from_str(LEASE_KEY))
+        .map_err(js)?;
     Ok(lease)
 }
 
@@ -319,7 +316,7 @@ const PAGES_PER_READ: usize = 16;
 
 /// Asks for one page now (see [`PageRead::issue`]).
 fn issue_read(store: &ObjectStore<'_>, after: Option<&JsValue>, limit: u32) -> PageRead {
-    PageRead::issue(store.as_sys().as_ref(), after, limit)
+    PageRead::issue(raw_store(store), after, limit)
 }
 
 /// A read that broke the page rules: a storage bug, the load stops (nothing written).
@@ -399,21 +396,14 @@ fn quarantine(tx: &Transaction<'_>, now: Millis, aside: &[SetAside]) -> Result<(
                 .map_err(|e| AcquireError::Storage(super::errors::js_error(&e)))?;
         }
         let key = format!("{}/{}", report.store, report.key);
-        drop(
-            target
-                .put(JsValue::from(entry))
-                .with_key(key)
-                .without_key_type()
-                .primitive()?,
-        );
+        let js = |e: JsValue| AcquireError::Storage(js_error(&e));
+        raw_store(&target)
+            .put_with_key(&entry, &JsValue::from_str(&key))
+            .map_err(js)?;
         // The lease record is replaced by the new lease, not deleted.
         if report.store != LEASE {
             let source = tx.object_store(report.store)?;
-            drop(
-                source
-                    .delete::<JsValue, _>(item.raw_key.clone())
-                    .primitive()?,
-            );
+            raw_store(&source).delete(&item.raw_key).map_err(js)?;
         }
     }
     Ok(())

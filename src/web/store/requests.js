@@ -1,7 +1,9 @@
+// IndexedDB requests for the Rust store: in plain JS because each request made through the
+// Rust bindings costs closures, listeners and their code in the .wasm.
+
 // One page of a store: up to `limit` keys and records after key `after` (from the start when
 // `after` is undefined; every record when `limit` is 0), in key order, as [keys, values].
-// In plain JS because each request made through the Rust bindings costs closures, listeners
-// and their code in the .wasm; a load reads hundreds of pages.
+// A load reads hundreds of pages.
 //
 // Uses `getAllRecords` (keys and records in one request) where the browser has it — about a
 // third faster than two requests for 100 000 records in chromium — else `getAllKeys` and
@@ -33,5 +35,15 @@ export function readPage(store, after, limit) {
       keys.onerror = failed;
       values.onerror = failed;
     }
+  });
+}
+
+// The result of a request already made (a `get`, an index's `getAll`), or its error. The
+// continuation runs in the success event's microtask checkpoint: the transaction is still
+// active for the requests that follow.
+export function settle(request) {
+  return new Promise((resolve, reject) => {
+    request.onsuccess = () => resolve(request.result);
+    request.onerror = (event) => reject(event.target.error);
   });
 }
