@@ -8,12 +8,12 @@ use crate::core::json::quoted;
 use std::fmt;
 
 use indexed_db_futures::database::Database;
-use indexed_db_futures::prelude::*;
-use indexed_db_futures::transaction::{TransactionDurability, TransactionMode, TransactionOptions};
+use indexed_db_futures::internals::SystemRepr;
 use serde::Serialize;
+use wasm_bindgen::JsCast;
 
-use super::store::errors::{describe, js_error};
-use super::store::requests::{get, raw_store};
+use super::store::errors::js_error;
+use super::store::requests::{get, Tx};
 use super::store::upgrade::{open_current, upgrade_to, UpgradeFailure};
 use wasm_bindgen::JsValue;
 
@@ -176,21 +176,17 @@ async fn write_then_read(
     db: &Database,
     record: &ProbeRecord,
 ) -> Result<Option<ProbeRecord>, ProbeError> {
-    let write = |e: indexed_db_futures::error::Error| ProbeError::WriteFailed(describe(&e));
-    let tx = db
-        .transaction(PROBE_STORE)
-        .with_mode(TransactionMode::Readwrite)
-        .with_options(TransactionOptions::new().with_durability(TransactionDurability::Strict))
-        .build()
-        .map_err(write)?;
-    let store = tx.object_store(PROBE_STORE).map_err(write)?;
+    let write = |e: JsValue| {
+        let error = js_error(&e);
+        ProbeError::WriteFailed(format!("{}: {}", error.code, error.message))
+    };
+    // A plain JS object, written through serde-wasm-bindgen.
+    let value = serde_wasm_bindgen::to_value(record)
+        .map_err(|e| ProbeError::WriteFailed(format!("cannot convert the record: {e}")))?;
+    let tx = Tx::begin(db.as_sys().unchecked_ref(), &[PROBE_STORE], true).map_err(write)?;
+    let store = tx.store(PROBE_STORE).map_err(write)?;
     store
-        .put(record)
-        .with_key(record.key.as_str())
-        .without_key_type()
-        .serde()
-        .map_err(write)?
-        .await
+        .put_with_key(&value, &JsValue::from_str(&record.key))
         .map_err(write)?;
     tx.commit().await.map_err(write)?;
     read(db, &record.key).await
@@ -203,12 +199,13 @@ async fn write_then_read(
 /// [`ProbeError::ReadFailed`] when the transaction fails or the stored value is not a
 /// [`ProbeRecord`].
 pub async fn read(db: &Database, key: &str) -> Result<Option<ProbeRecord>, ProbeError> {
-    let fail = |e: indexed_db_futures::error::Error| ProbeError::ReadFailed(describe(&e));
-    let tx = db.transaction(PROBE_STORE).build().map_err(fail)?;
-    let store = tx.object_store(PROBE_STORE).map_err(fail)?;
-    let stored = get(raw_store(&store), &JsValue::from_str(key))
-        .await
-        .map_err(|e| ProbeError::ReadFailed(js_error(&e).message))?;
+    let fail = |e: JsValue| {
+        let error = js_error(&e);
+        ProbeError::ReadFailed(format!("{}: {}", error.code, error.message))
+    };
+    let tx = Tx::begin(db.as_sys().unchecked_ref(), &[PROBE_STORE], false).map_err(fail)?;
+    let store = tx.store(PROBE_STORE).map_err(fail)?;
+    let stored = get(&store, &JsValue::from_str(key)).await.map_err(fail)?;
     stored
         .map(|value| ProbeRecord::from_js(&value))
         .transpose()

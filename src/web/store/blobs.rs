@@ -2,11 +2,10 @@
 //! structured clone, no copy through wasm memory) plus its media type and size.
 
 use crate::core::json::quoted;
-use indexed_db_futures::transaction::TransactionMode;
 use wasm_bindgen::{JsCast, JsValue};
 
-use super::errors::{js_error, storage_error};
-use super::requests::{get, raw_store};
+use super::errors::js_error;
+use super::requests::get;
 use super::schema::BLOBS;
 use super::IdbLedger;
 use crate::core::safe_error::SafeError;
@@ -35,9 +34,9 @@ impl IdbLedger {
                 .map_err(|e| js_error(&e))?;
         }
         let db = self.db()?;
-        let tx = self.begin(&db, &[BLOBS], TransactionMode::Readwrite)?;
-        let store = tx.object_store(BLOBS).map_err(|e| storage_error(&e))?;
-        raw_store(&store)
+        let tx = self.begin(&db, &[BLOBS], true)?;
+        let store = tx.store(BLOBS).map_err(|e| js_error(&e))?;
+        store
             .put_with_key(&entry, &JsValue::from_str(id))
             .map_err(|e| js_error(&e))?;
         self.finish(tx).await
@@ -50,9 +49,9 @@ impl IdbLedger {
     /// A storage error, or `corrupt_record` when the record holds no `Blob`.
     pub async fn get_blob(&self, id: &str) -> Result<Option<web_sys::Blob>, SafeError> {
         let db = self.db()?;
-        let tx = self.begin(&db, &[BLOBS], TransactionMode::Readonly)?;
-        let store = tx.object_store(BLOBS).map_err(|e| storage_error(&e))?;
-        let entry = get(raw_store(&store), &JsValue::from_str(id))
+        let tx = self.begin(&db, &[BLOBS], false)?;
+        let store = tx.store(BLOBS).map_err(|e| js_error(&e))?;
+        let entry = get(&store, &JsValue::from_str(id))
             .await
             .map_err(|e| js_error(&e))?;
         let Some(entry) = entry else {

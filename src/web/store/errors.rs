@@ -19,16 +19,6 @@ pub enum AcquireError {
     Storage(SafeError),
 }
 
-/// Maps a library error to a safe error: the `DomException` name becomes the code.
-pub fn storage_error(error: &Error) -> SafeError {
-    match error {
-        Error::DomException(dom) => dom_error(&web_sys::DomException::from(dom.clone())),
-        Error::Serialisation(_) => SafeError::new("storage_serialization", &describe(error)),
-        Error::MissingData(_) => SafeError::new("AbortError", &describe(error)),
-        Error::Unknown(_) => SafeError::new("storage_error", &describe(error)),
-    }
-}
-
 /// A library error's message. The library's own `Display` is not used for conversion
 /// errors: they carry f64s, and formatting one brings Rust's float printing (~14 KB) into
 /// the module for a message no one acts on.

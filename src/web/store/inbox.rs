@@ -8,12 +8,11 @@
 
 use std::collections::BTreeSet;
 
-use indexed_db_futures::transaction::{Transaction, TransactionMode};
 use wasm_bindgen::JsValue;
 
 use super::codec::{decode, page_text};
-use super::errors::{js_error, storage_error};
-use super::requests::{get, index_get_all, raw_store, PageRead};
+use super::errors::js_error;
+use super::requests::{get, index_get_all, PageRead, Tx};
 use super::schema::{BY_OPERATION, INBOX, OPERATIONS, OPERATION_PAGES, QUARANTINE};
 use super::IdbLedger;
 use crate::core::error::{ErrorCode, SchedulerError};
@@ -58,8 +57,9 @@ fn storage(error: SafeError) -> SchedulerError {
     )
 }
 
-fn idb(error: indexed_db_futures::error::Error) -> SchedulerError {
-    storage(storage_error(&error))
+/// A request or transaction error thrown by the browser.
+fn js(error: wasm_bindgen::JsValue) -> SchedulerError {
+    storage(js_error(&error))
 }
 
 /// An inbox key as JS writes it. JS formats the number: Rust's float formatting would add
@@ -79,9 +79,9 @@ fn decode_entry(value: &JsValue) -> Result<InboxEntry, String> {
 }
 
 /// Reads every inbox record in key order.
-async fn read_all(tx: &Transaction<'_>) -> Result<Vec<InboxRecord>, SchedulerError> {
-    let store = tx.object_store(INBOX).map_err(idb)?;
-    let (keys, values) = PageRead::issue(raw_store(&store), None, 0)
+async fn read_all(tx: &Tx) -> Result<Vec<InboxRecord>, SchedulerError> {
+    let store = tx.store(INBOX).map_err(js)?;
+    let (keys, values) = PageRead::issue(&store, None, 0)
         .keys_and_values()
         .await
         .map_err(|e| storage(js_error(&e)))?;
@@ -98,21 +98,16 @@ async fn read_all(tx: &Transaction<'_>) -> Result<Vec<InboxRecord>, SchedulerErr
 
 /// Whether operation `id` is stored: `None` when absent, `Some(None)` when stored but
 /// unreadable (the dispatcher's loader quarantines it; the id is still taken).
-async fn stored_operation(
-    tx: &Transaction<'_>,
-    id: &str,
-) -> Result<Option<Option<Operation>>, SchedulerError> {
-    let store = tx.object_store(OPERATIONS).map_err(idb)?;
+async fn stored_operation(tx: &Tx, id: &str) -> Result<Option<Option<Operation>>, SchedulerError> {
+    let store = tx.store(OPERATIONS).map_err(js)?;
     let js = |e: JsValue| storage(js_error(&e));
-    let value = get(raw_store(&store), &JsValue::from_str(id))
-        .await
-        .map_err(js)?;
+    let value = get(&store, &JsValue::from_str(id)).await.map_err(js)?;
     if let Some(value) = value {
         return Ok(Some(decode::<Operation>(&value).ok()));
     }
     // Not rewritten since its first write: its copy is in a page (the newest one holding it).
-    let pages = tx.object_store(OPERATION_PAGES).map_err(idb)?;
-    let found = index_get_all(raw_store(&pages), BY_OPERATION, &JsValue::from_str(id))
+    let pages = tx.store(OPERATION_PAGES).map_err(js)?;
+    let found = index_get_all(&pages, BY_OPERATION, &JsValue::from_str(id))
         .await
         .map_err(js)?;
     let Some(page) = found.last() else {
@@ -144,16 +139,12 @@ impl IdbLedger {
     ) -> Result<(bool, Vec<Operation>), SchedulerError> {
         let db = self.db().map_err(storage)?;
         let tx = self
-            .begin(
-                &db,
-                &[OPERATIONS, OPERATION_PAGES, INBOX],
-                TransactionMode::Readwrite,
-            )
+            .begin(&db, &[OPERATIONS, OPERATION_PAGES, INBOX], true)
             .map_err(storage)?;
         match check_and_add(&tx, &mut entry).await {
             Ok(appended) => self.finish(tx).await.map_err(storage).map(|()| appended),
             Err(error) => {
-                let _ = tx.abort().await;
+                tx.abort().await;
                 Err(error)
             }
         }
@@ -166,9 +157,7 @@ impl IdbLedger {
     /// `storage_unavailable`.
     pub async fn read_inbox(&self) -> Result<Vec<InboxRecord>, SchedulerError> {
         let db = self.db().map_err(storage)?;
-        let tx = self
-            .begin(&db, &[INBOX], TransactionMode::Readonly)
-            .map_err(storage)?;
+        let tx = self.begin(&db, &[INBOX], false).map_err(storage)?;
         read_all(&tx).await
     }
 
@@ -189,11 +178,11 @@ impl IdbLedger {
         }
         let db = self.db().map_err(storage)?;
         let tx = self
-            .begin(&db, &[INBOX, QUARANTINE], TransactionMode::Readwrite)
+            .begin(&db, &[INBOX, QUARANTINE], true)
             .map_err(storage)?;
         let result = (|| {
-            let inbox = tx.object_store(INBOX).map_err(idb)?;
-            let quarantine = tx.object_store(QUARANTINE).map_err(idb)?;
+            let inbox = tx.store(INBOX).map_err(js)?;
+            let quarantine = tx.store(QUARANTINE).map_err(js)?;
             for (record, reason) in refused {
                 let aside = js_sys::Object::new();
                 let fields: [(&str, JsValue); 5] = [
@@ -208,7 +197,7 @@ impl IdbLedger {
                         .map_err(|e| storage(js_error(&e)))?;
                 }
                 let key = format!("{INBOX}/{}", key_text(record.key));
-                raw_store(&quarantine)
+                quarantine
                     .put_with_key(&aside, &JsValue::from_str(&key))
                     .map_err(|e| storage(js_error(&e)))?;
             }
@@ -217,7 +206,7 @@ impl IdbLedger {
                 .copied()
                 .chain(refused.iter().map(|(r, _)| r.key));
             for key in keys.filter(|k| k.is_finite()) {
-                raw_store(&inbox)
+                inbox
                     .delete(&JsValue::from_f64(key))
                     .map_err(|e| storage(js_error(&e)))?;
             }
@@ -226,7 +215,7 @@ impl IdbLedger {
         match result {
             Ok(()) => self.finish(tx).await.map_err(storage),
             Err(error) => {
-                let _ = tx.abort().await;
+                tx.abort().await;
                 Err(error)
             }
         }
@@ -234,7 +223,7 @@ impl IdbLedger {
 }
 
 async fn check_and_add(
-    tx: &Transaction<'_>,
+    tx: &Tx,
     entry: &mut InboxEntry,
 ) -> Result<(bool, Vec<Operation>), SchedulerError> {
     let queued: Vec<IntentInput> = read_all(tx)
@@ -289,8 +278,8 @@ async fn check_and_add(
     }
     entry.intents = fresh;
     let text = crate::core::json::to_string(entry);
-    let store = tx.object_store(INBOX).map_err(idb)?;
-    raw_store(&store)
+    let store = tx.store(INBOX).map_err(js)?;
+    store
         .add(&JsValue::from_str(&text))
         .map_err(|e| storage(js_error(&e)))?;
     Ok((true, present))

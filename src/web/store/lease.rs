@@ -1,12 +1,11 @@
 //! Reading the lease without taking it (W4): a tab that does not dispatch watches it to see
 //! who leads and whether the leader still renews.
 
-use indexed_db_futures::transaction::TransactionMode;
 use wasm_bindgen::JsValue;
 
 use super::codec::decode;
-use super::errors::{js_error, storage_error};
-use super::requests::{get, raw_store};
+use super::errors::js_error;
+use super::requests::get;
 use super::schema::{LEASE, LEASE_KEY};
 use super::IdbLedger;
 use crate::core::model::Lease;
@@ -21,9 +20,9 @@ impl IdbLedger {
     /// A storage error.
     pub async fn read_lease(&self) -> Result<Option<Lease>, SafeError> {
         let db = self.db()?;
-        let tx = self.begin(&db, &[LEASE], TransactionMode::Readonly)?;
-        let store = tx.object_store(LEASE).map_err(|e| storage_error(&e))?;
-        let stored = get(raw_store(&store), &JsValue::from_str(LEASE_KEY))
+        let tx = self.begin(&db, &[LEASE], false)?;
+        let store = tx.store(LEASE).map_err(|e| js_error(&e))?;
+        let stored = get(&store, &JsValue::from_str(LEASE_KEY))
             .await
             .map_err(|e| js_error(&e))?;
         Ok(stored.and_then(|value| decode(&value).ok()))

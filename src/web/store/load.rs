@@ -4,16 +4,15 @@
 //! rejects — and records whose key or value is not what a ledger holds — moves to the
 //! `quarantine` store in the same transaction and is reported, never silently dropped.
 
-use indexed_db_futures::object_store::ObjectStore;
-use indexed_db_futures::transaction::{Transaction, TransactionMode};
 use serde_json::Value;
 use wasm_bindgen::JsValue;
+use web_sys::IdbObjectStore;
 
 use super::codec::{
     decode, describe_key, event_key, json_text, page_text, string_key, to_js, to_json,
 };
-use super::errors::{js_error, storage_error, AcquireError};
-use super::requests::{get, raw_store, PageRead};
+use super::errors::{js_error, AcquireError};
+use super::requests::{get, PageRead, Tx};
 use super::schema::{EVENTS, LEASE, LEASE_KEY, OPERATIONS, OPERATION_PAGES, QUARANTINE, REQUESTS};
 use super::IdbLedger;
 use crate::core::ledger::LedgerSnapshot;
@@ -36,12 +35,6 @@ struct SetAside {
     report: Quarantined,
     raw_key: JsValue,
     raw_value: Option<JsValue>,
-}
-
-impl From<indexed_db_futures::error::Error> for AcquireError {
-    fn from(error: indexed_db_futures::error::Error) -> Self {
-        AcquireError::Storage(storage_error(&error))
-    }
 }
 
 impl IdbLedger {
@@ -73,7 +66,7 @@ impl IdbLedger {
             QUARANTINE,
         ];
         let tx = self
-            .begin(&db, &stores, TransactionMode::Readwrite)
+            .begin(&db, &stores, true)
             .map_err(AcquireError::Storage)?;
         match load(&tx, owner, now, lease_ms, page_size.max(1), takeover).await {
             Ok(loaded) => {
@@ -81,7 +74,7 @@ impl IdbLedger {
                 Ok(loaded)
             }
             Err(error) => {
-                let _ = tx.abort().await;
+                tx.abort().await;
                 Err(error)
             }
         }
@@ -89,7 +82,7 @@ impl IdbLedger {
 }
 
 async fn load(
-    tx: &Transaction<'_>,
+    tx: &Tx,
     owner: &str,
     now: Millis,
     lease_ms: Millis,
@@ -162,16 +155,15 @@ fn key_of(report: &Quarantined) -> JsValue {
 /// K2: reads the lease and takes it if free; an unreadable lease record is set aside and
 /// replaced (its fence, if legible, still counts: the new fence is above it).
 async fn take_lease(
-    tx: &Transaction<'_>,
+    tx: &Tx,
     owner: &str,
     now: Millis,
     lease_ms: Millis,
     takeover: bool,
     aside: &mut Vec<SetAside>,
 ) -> Result<Lease, AcquireError> {
-    let store = tx.object_store(LEASE)?;
-    let js = |e: JsValue| AcquireError::Storage(js_error(&e));
-    let stored = get(raw_store(&store), &JsValue::from_str(LEASE_KEY))
+    let store = tx.store(LEASE).map_err(js)?;
+    let stored = get(&store, &JsValue::from_str(LEASE_KEY))
         .await
         .map_err(js)?;
     let previous_fence = match stored {
@@ -202,7 +194,7 @@ async fn take_lease(
         expires_at: now.saturating_add(lease_ms),
     };
     let value = to_js(&lease).map_err(AcquireError::Storage)?;
-    raw_store(&store)
+    store
         .put_with_key(&value, &JsValue::from_str(LEASE_KEY))
         .map_err(js)?;
     Ok(lease)
@@ -218,14 +210,14 @@ async fn take_lease(
 /// this one is decoded, so the browser reads it while wasm decodes (operation pages are read
 /// [`PAGES_PER_READ`] at a time for that; each holds up to 256 operations).
 async fn read_store(
-    tx: &Transaction<'_>,
+    tx: &Tx,
     kind: RecordStore,
     page_size: usize,
     loader: &mut LedgerLoader,
     aside: &mut Vec<SetAside>,
     raw_values: &mut RawValues,
 ) -> Result<(), AcquireError> {
-    let store = tx.object_store(kind.name())?;
+    let store = tx.store(kind.name()).map_err(js)?;
     let per_read = match kind {
         RecordStore::OperationPages => page_size.min(PAGES_PER_READ),
         _ => page_size,
@@ -315,8 +307,13 @@ async fn read_store(
 const PAGES_PER_READ: usize = 16;
 
 /// Asks for one page now (see [`PageRead::issue`]).
-fn issue_read(store: &ObjectStore<'_>, after: Option<&JsValue>, limit: u32) -> PageRead {
-    PageRead::issue(raw_store(store), after, limit)
+fn issue_read(store: &IdbObjectStore, after: Option<&JsValue>, limit: u32) -> PageRead {
+    PageRead::issue(store, after, limit)
+}
+
+/// A request or transaction error thrown by the browser.
+fn js(error: JsValue) -> AcquireError {
+    AcquireError::Storage(js_error(&error))
 }
 
 /// A read that broke the page rules: a storage bug, the load stops (nothing written).
@@ -372,11 +369,11 @@ fn set_aside(
 
 /// Moves every set-aside record to `quarantine` (key `"{store}/{key}"`) and deletes it from
 /// its store; the stored value is the record exactly as it was read.
-fn quarantine(tx: &Transaction<'_>, now: Millis, aside: &[SetAside]) -> Result<(), AcquireError> {
+fn quarantine(tx: &Tx, now: Millis, aside: &[SetAside]) -> Result<(), AcquireError> {
     if aside.is_empty() {
         return Ok(());
     }
-    let target = tx.object_store(QUARANTINE)?;
+    let target = tx.store(QUARANTINE).map_err(js)?;
     for item in aside {
         let report = &item.report;
         let record = match &item.raw_value {
@@ -396,14 +393,13 @@ fn quarantine(tx: &Transaction<'_>, now: Millis, aside: &[SetAside]) -> Result<(
                 .map_err(|e| AcquireError::Storage(super::errors::js_error(&e)))?;
         }
         let key = format!("{}/{}", report.store, report.key);
-        let js = |e: JsValue| AcquireError::Storage(js_error(&e));
-        raw_store(&target)
+        target
             .put_with_key(&entry, &JsValue::from_str(&key))
             .map_err(js)?;
         // The lease record is replaced by the new lease, not deleted.
         if report.store != LEASE {
-            let source = tx.object_store(report.store)?;
-            raw_store(&source).delete(&item.raw_key).map_err(js)?;
+            let source = tx.store(report.store).map_err(js)?;
+            source.delete(&item.raw_key).map_err(js)?;
         }
     }
     Ok(())

@@ -28,11 +28,10 @@ use std::cell::Cell;
 
 use indexed_db_futures::database::Database;
 use indexed_db_futures::internals::SystemRepr;
-use indexed_db_futures::prelude::*;
-use indexed_db_futures::transaction::{
-    Transaction, TransactionDurability, TransactionMode, TransactionOptions,
-};
 use wasm_bindgen::JsCast;
+
+use errors::js_error;
+use requests::Tx;
 
 pub use errors::AcquireError;
 pub use faults::StoreFault;
@@ -41,7 +40,6 @@ pub use load::LoadedLedger;
 
 use crate::core::safe_error::SafeError;
 use connection::Connection;
-use errors::{dom_error, storage_error};
 use faults::FaultQueue;
 
 /// A ledger stored in one IndexedDB database. Works in a Window and in a Worker.
@@ -108,35 +106,18 @@ impl IdbLedger {
     }
 
     /// Starts a transaction over `stores`, counting it.
-    fn begin<'a>(
-        &self,
-        db: &'a Database,
-        stores: &[&str],
-        mode: TransactionMode,
-    ) -> Result<Transaction<'a>, SafeError> {
+    fn begin(&self, db: &Database, stores: &[&str], write: bool) -> Result<Tx, SafeError> {
         self.transactions.set(self.transactions.get() + 1);
-        let options = TransactionOptions::new().with_durability(TransactionDurability::Strict);
-        db.transaction(stores)
-            .with_mode(mode)
-            .with_options(options)
-            .build()
-            .map_err(|e| storage_error(&e))
+        Tx::begin(db.as_sys().unchecked_ref(), stores, write).map_err(|e| js_error(&e))
     }
 
     /// Commits `tx`, or aborts it when a fault is injected. A failed commit reports the
     /// transaction's own error (`QuotaExceededError`, ...) when the browser gives one.
-    async fn finish(&self, tx: Transaction<'_>) -> Result<(), SafeError> {
+    async fn finish(&self, tx: Tx) -> Result<(), SafeError> {
         if let Some(fault) = self.faults.take() {
-            let _ = tx.abort().await;
+            tx.abort().await;
             return Err(fault.error());
         }
-        let raw: web_sys::IdbTransaction = tx.as_sys().clone().unchecked_into();
-        match tx.commit().await {
-            Ok(()) => Ok(()),
-            Err(error) => Err(match raw.error() {
-                Some(dom) => dom_error(&dom),
-                None => storage_error(&error),
-            }),
-        }
+        tx.commit().await.map_err(|e| js_error(&e))
     }
 }

@@ -47,3 +47,15 @@ export function settle(request) {
     request.onerror = (event) => reject(event.target.error);
   });
 }
+
+// A strict-durability transaction over `stores` and how it ends: [tx, ended], where `ended`
+// resolves to null when it completes, or to the error that aborted it (never rejects). Throws
+// what `db.transaction` throws (a closed connection, an unknown store).
+export function begin(db, stores, write) {
+  const tx = db.transaction(stores, write ? "readwrite" : "readonly", { durability: "strict" });
+  const ended = new Promise((resolve) => {
+    tx.oncomplete = () => resolve(null);
+    tx.onabort = () => resolve(tx.error ?? new DOMException("transaction aborted", "AbortError"));
+  });
+  return [tx, ended];
+}

@@ -1,16 +1,15 @@
-//! IndexedDB requests through `requests.js`: a store read page by page (one call and one
+//! IndexedDB transactions and requests through `requests.js`: a transaction watched from its
+//! start (commit and abort are one promise each), a store read page by page (one call and one
 //! promise per page, asked before it is needed so the browser reads while wasm decodes the
 //! page before), and single reads awaited as one promise. Writes inside a transaction are
 //! plain `web_sys` calls whose requests are not awaited: a failed one aborts the transaction,
 //! which the commit reports.
 
-use indexed_db_futures::internals::SystemRepr;
-use indexed_db_futures::object_store::ObjectStore;
 use js_sys::{Array, Promise};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 use wasm_bindgen_futures::JsFuture;
-use web_sys::IdbObjectStore;
+use web_sys::{IdbDatabase, IdbObjectStore, IdbTransaction};
 
 #[wasm_bindgen(module = "/src/web/store/requests.js")]
 extern "C" {
@@ -18,11 +17,66 @@ extern "C" {
     fn read_page(store: &JsValue, after: &JsValue, limit: u32) -> Promise;
 
     fn settle(request: &web_sys::IdbRequest) -> Promise;
+
+    #[wasm_bindgen(catch)]
+    fn begin(db: &IdbDatabase, stores: &Array, write: bool) -> Result<Array, JsValue>;
 }
 
-/// The `IDBObjectStore` behind a store of a live transaction.
-pub fn raw_store<'a>(store: &'a ObjectStore<'_>) -> &'a IdbObjectStore {
-    store.as_sys()
+/// A strict-durability transaction, begun with `web_sys` and watched from its start by
+/// `requests.js` (complete or abort), so committing or aborting it is one promise.
+pub struct Tx {
+    raw: IdbTransaction,
+    ended: JsFuture,
+}
+
+impl Tx {
+    /// Begins a transaction over `stores`, read-write or read-only.
+    ///
+    /// # Errors
+    ///
+    /// The browser's error (`InvalidStateError` on a closed connection, `NotFoundError`).
+    pub fn begin(db: &IdbDatabase, stores: &[&str], write: bool) -> Result<Self, JsValue> {
+        let names: Array = stores
+            .iter()
+            .map(|store| JsValue::from_str(store))
+            .collect();
+        let pair = begin(db, &names, write)?;
+        Ok(Self {
+            raw: pair.get(0).unchecked_into(),
+            ended: JsFuture::from(Promise::from(pair.get(1))),
+        })
+    }
+
+    /// One of the transaction's stores.
+    ///
+    /// # Errors
+    ///
+    /// `NotFoundError` for a store outside the transaction, `InvalidStateError` once it ended.
+    pub fn store(&self, name: &str) -> Result<IdbObjectStore, JsValue> {
+        self.raw.object_store(name)
+    }
+
+    /// Commits and waits for the outcome.
+    ///
+    /// # Errors
+    ///
+    /// The error that aborted the transaction instead (`QuotaExceededError`, `AbortError`, ...).
+    pub async fn commit(self) -> Result<(), JsValue> {
+        // Ends it now instead of when its last request answers; the outcome is the same.
+        // (web-sys marks `commit` deprecated; every engine this runs in has it.)
+        #[allow(deprecated)]
+        let _ = self.raw.commit();
+        match self.ended.await {
+            Ok(outcome) if outcome.is_null() => Ok(()),
+            Ok(error) | Err(error) => Err(error),
+        }
+    }
+
+    /// Aborts (nothing it wrote lands) and waits until it has ended.
+    pub async fn abort(self) {
+        let _ = self.raw.abort();
+        let _ = self.ended.await;
+    }
 }
 
 /// The record under `key`, `None` when there is none.
