@@ -5,6 +5,7 @@
 use canvas_scheduler::core::io::{PersistFailure, PersistResult};
 use canvas_scheduler::core::json::{self, ToJson};
 use canvas_scheduler::core::model::{Lease, LedgerMeta};
+use canvas_scheduler::web::store::requests::Tx;
 use canvas_scheduler::web::store::schema::{self, SCHEMA_VERSION};
 use canvas_scheduler::web::store::upgrade::{open_current, upgrade_to, UpgradeFailure};
 use canvas_scheduler::web::store::IdbLedger;
@@ -629,6 +630,36 @@ async fn w1_an_upgrade_that_fails_changes_nothing() {
     assert!(
         matches!(upgrade_to(&name, 1, failing_steps).await, Ok(())),
         "at its version already: no upgrade, nothing runs"
+    );
+    delete_database(&name).await;
+}
+
+#[wasm_bindgen_test]
+async fn w1_a_transaction_dropped_without_commit_writes_nothing() {
+    use indexed_db_futures::internals::SystemRepr;
+    use wasm_bindgen::JsCast;
+    let name = db_name("dropped-transaction");
+    create_database(&name, 1, &[schema::OPERATIONS]).await;
+    let db = open_current(&name).await.expect("opens");
+    let raw: &web_sys::IdbDatabase = db.as_sys().unchecked_ref();
+    let put = |tx: &Tx, key: &str| {
+        tx.store(schema::OPERATIONS)
+            .expect("its store")
+            .put_with_key(&JsValue::from_str("record"), &JsValue::from_str(key))
+            .expect("put issued");
+    };
+    {
+        let dropped = Tx::begin(raw, &[schema::OPERATIONS], true).expect("begins");
+        put(&dropped, "dropped"); // an early return before the commit
+    }
+    let committed = Tx::begin(raw, &[schema::OPERATIONS], true).expect("begins");
+    put(&committed, "committed");
+    committed.commit().await.expect("commits");
+    db.close();
+    assert_eq!(
+        raw_keys(&name, schema::OPERATIONS).await,
+        vec![JsValue::from_str("committed")],
+        "the dropped transaction was aborted, its put never landed"
     );
     delete_database(&name).await;
 }

@@ -202,11 +202,13 @@ impl<'a> Reader<'a> {
                     });
                 }
                 b'\\' => {
-                    let text = owned.get_or_insert_with(String::new);
-                    text.push_str(&self.text[run..self.at]);
+                    let whole = self.text;
+                    let before = &whole[run..self.at];
                     self.at += 1;
                     let escaped = self.escape()?;
-                    owned.get_or_insert_with(String::new).push(escaped);
+                    let text = owned.get_or_insert_with(String::new);
+                    text.push_str(before);
+                    text.push(escaped);
                     run = self.at;
                 }
                 0..=0x1f => return Err(self.error("a control character in a string")),

@@ -20,7 +20,7 @@ mod faults;
 mod inbox;
 mod lease;
 mod load;
-pub(crate) mod requests;
+pub mod requests;
 pub mod schema;
 pub mod upgrade;
 

@@ -22,11 +22,13 @@ extern "C" {
     fn begin(db: &IdbDatabase, stores: &Array, write: bool) -> Result<Array, JsValue>;
 }
 
-/// A strict-durability transaction, begun with `web_sys` and watched from its start by
-/// `requests.js` (complete or abort), so committing or aborting it is one promise.
+/// A strict-durability transaction, begun by `requests.js` and watched from its start
+/// (complete or abort), so committing or aborting it is one promise. Dropped without
+/// [`Tx::commit`], it is aborted: nothing it wrote lands.
 pub struct Tx {
     raw: IdbTransaction,
-    ended: JsFuture,
+    /// How it ends; taken by `commit` or `abort`.
+    ended: Option<JsFuture>,
 }
 
 impl Tx {
@@ -43,7 +45,7 @@ impl Tx {
         let pair = begin(db, &names, write)?;
         Ok(Self {
             raw: pair.get(0).unchecked_into(),
-            ended: JsFuture::from(Promise::from(pair.get(1))),
+            ended: Some(JsFuture::from(Promise::from(pair.get(1)))),
         })
     }
 
@@ -61,21 +63,36 @@ impl Tx {
     /// # Errors
     ///
     /// The error that aborted the transaction instead (`QuotaExceededError`, `AbortError`, ...).
-    pub async fn commit(self) -> Result<(), JsValue> {
+    pub async fn commit(mut self) -> Result<(), JsValue> {
         // Ends it now instead of when its last request answers; the outcome is the same.
         // (web-sys marks `commit` deprecated; every engine this runs in has it.)
         #[allow(deprecated)]
         let _ = self.raw.commit();
-        match self.ended.await {
+        let Some(ended) = self.ended.take() else {
+            return Ok(());
+        };
+        match ended.await {
             Ok(outcome) if outcome.is_null() => Ok(()),
             Ok(error) | Err(error) => Err(error),
         }
     }
 
     /// Aborts (nothing it wrote lands) and waits until it has ended.
-    pub async fn abort(self) {
+    pub async fn abort(mut self) {
         let _ = self.raw.abort();
-        let _ = self.ended.await;
+        if let Some(ended) = self.ended.take() {
+            let _ = ended.await;
+        }
+    }
+}
+
+impl Drop for Tx {
+    fn drop(&mut self) {
+        if self.ended.is_some() {
+            // Neither committed nor aborted (an early return): abort, so a half-done write
+            // never commits on its own. Throws only when it already ended; nothing to do then.
+            let _ = self.raw.abort();
+        }
     }
 }
 
