@@ -58,7 +58,7 @@ fn storage(error: SafeError) -> SchedulerError {
 }
 
 /// A request or transaction error thrown by the browser.
-fn js(error: wasm_bindgen::JsValue) -> SchedulerError {
+fn js(error: JsValue) -> SchedulerError {
     storage(js_error(&error))
 }
 
@@ -84,7 +84,7 @@ async fn read_all(tx: &Tx) -> Result<Vec<InboxRecord>, SchedulerError> {
     let (keys, values) = PageRead::issue(&store, None, 0)
         .keys_and_values()
         .await
-        .map_err(|e| storage(js_error(&e)))?;
+        .map_err(js)?;
     Ok(keys
         .into_iter()
         .zip(values)
@@ -100,7 +100,6 @@ async fn read_all(tx: &Tx) -> Result<Vec<InboxRecord>, SchedulerError> {
 /// unreadable (the dispatcher's loader quarantines it; the id is still taken).
 async fn stored_operation(tx: &Tx, id: &str) -> Result<Option<Option<Operation>>, SchedulerError> {
     let store = tx.store(OPERATIONS).map_err(js)?;
-    let js = |e: JsValue| storage(js_error(&e));
     let value = get(&store, &JsValue::from_str(id)).await.map_err(js)?;
     if let Some(value) = value {
         return Ok(Some(decode::<Operation>(&value).ok()));
@@ -193,22 +192,19 @@ impl IdbLedger {
                     ("record", record.raw.clone()),
                 ];
                 for (name, value) in fields {
-                    js_sys::Reflect::set(&aside, &JsValue::from_str(name), &value)
-                        .map_err(|e| storage(js_error(&e)))?;
+                    js_sys::Reflect::set(&aside, &JsValue::from_str(name), &value).map_err(js)?;
                 }
                 let key = format!("{INBOX}/{}", key_text(record.key));
                 quarantine
                     .put_with_key(&aside, &JsValue::from_str(&key))
-                    .map_err(|e| storage(js_error(&e)))?;
+                    .map_err(js)?;
             }
             let keys = adopted
                 .iter()
                 .copied()
                 .chain(refused.iter().map(|(r, _)| r.key));
             for key in keys.filter(|k| k.is_finite()) {
-                inbox
-                    .delete(&JsValue::from_f64(key))
-                    .map_err(|e| storage(js_error(&e)))?;
+                inbox.delete(&JsValue::from_f64(key)).map_err(js)?;
             }
             Ok::<(), SchedulerError>(())
         })();
@@ -279,8 +275,6 @@ async fn check_and_add(
     entry.intents = fresh;
     let text = crate::core::json::to_string(entry);
     let store = tx.store(INBOX).map_err(js)?;
-    store
-        .add(&JsValue::from_str(&text))
-        .map_err(|e| storage(js_error(&e)))?;
+    store.add(&JsValue::from_str(&text)).map_err(js)?;
     Ok((true, present))
 }

@@ -6,7 +6,6 @@
 
 use serde_json::Value;
 use wasm_bindgen::JsValue;
-use web_sys::IdbObjectStore;
 
 use super::codec::{
     decode, describe_key, event_key, json_text, page_text, string_key, to_js, to_json,
@@ -200,7 +199,7 @@ async fn take_lease(
     Ok(lease)
 }
 
-/// Reads one store in pages of `page_size` (see [`issue_read`]): keys after the previous
+/// Reads one store in pages of `page_size` (see [`PageRead::issue`]): keys after the previous
 /// page's last key, in this transaction, so keys and records line up. Far fewer round trips
 /// than a cursor (one per page instead of one per record). Records with a key of the wrong
 /// type or a value that is not JSON are set aside here; the rest go to the loader, which
@@ -224,12 +223,9 @@ async fn read_store(
     };
     let limit = u32::try_from(per_read).unwrap_or(u32::MAX);
     let mut after: Option<JsValue> = None;
-    let mut next = Some(issue_read(&store, None, limit));
+    let mut next = Some(PageRead::issue(&store, None, limit));
     while let Some(read) = next.take() {
-        let (keys, values) = read
-            .keys_and_values()
-            .await
-            .map_err(|e| AcquireError::Storage(js_error(&e)))?;
+        let (keys, values) = read.keys_and_values().await.map_err(js)?;
         if keys.len() != values.len() || keys.len() > per_read {
             return Err(broken(format!(
                 "{} page of {} keys and {} records (page size {per_read})",
@@ -249,7 +245,7 @@ async fn read_store(
             )));
         }
         if keys.len() == per_read {
-            next = Some(issue_read(&store, Some(&last), limit));
+            next = Some(PageRead::issue(&store, Some(&last), limit));
         }
         after = Some(last);
         let mut page = Vec::with_capacity(keys.len());
@@ -305,11 +301,6 @@ async fn read_store(
 /// Operation pages asked for in one read: a few hundred KB, small enough that decoding one
 /// read overlaps the next, large enough that round trips stay few (25 for 100 000 pending).
 const PAGES_PER_READ: usize = 16;
-
-/// Asks for one page now (see [`PageRead::issue`]).
-fn issue_read(store: &IdbObjectStore, after: Option<&JsValue>, limit: u32) -> PageRead {
-    PageRead::issue(store, after, limit)
-}
 
 /// A request or transaction error thrown by the browser.
 fn js(error: JsValue) -> AcquireError {
@@ -389,8 +380,7 @@ fn quarantine(tx: &Tx, now: Millis, aside: &[SetAside]) -> Result<(), AcquireErr
             ("record", record),
         ];
         for (name, value) in fields {
-            js_sys::Reflect::set(&entry, &JsValue::from_str(name), &value)
-                .map_err(|e| AcquireError::Storage(super::errors::js_error(&e)))?;
+            js_sys::Reflect::set(&entry, &JsValue::from_str(name), &value).map_err(js)?;
         }
         let key = format!("{}/{}", report.store, report.key);
         target
