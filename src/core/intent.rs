@@ -2,7 +2,7 @@
 //! sequences, canvas ids, versions and payload shape are checked. Nothing here touches the
 //! ledger: a batch is validated whole before any of it is admitted.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
 use serde_json::Value;
 
@@ -10,6 +10,7 @@ use super::error::{ErrorCode, SchedulerError};
 use super::model::{BlobRef, Intent};
 use super::payload::Payload;
 use super::str_map::StrMap;
+use super::str_set::StrSet;
 
 /// Longest id (operation, canvas, run, blob) accepted.
 pub const MAX_ID_CHARS: usize = 128;
@@ -101,11 +102,10 @@ fn check_ids(list: &[String], field: &str) -> Result<(), SchedulerError> {
             "{field} has more than {MAX_LIST_LEN} entries"
         )));
     }
-    // A set of `&str` as the batch check uses (not `&String`: one tree type less in the .wasm).
-    let mut seen: BTreeSet<&str> = BTreeSet::new();
+    let mut seen = StrSet::new();
     for id in list {
         check_id(id, field)?;
-        if !seen.insert(id.as_str()) {
+        if !seen.insert_str(id) {
             return Err(invalid(format!("{field} repeats {id}")));
         }
     }
@@ -272,10 +272,10 @@ pub fn check_batch(batch: &[IntentInput], max_payload_bytes: usize) -> Result<()
     if batch.is_empty() {
         return Err(invalid("no intents given"));
     }
-    let mut ids = BTreeSet::new();
+    let mut ids = StrSet::new();
     for input in batch {
         check_fields(input, max_payload_bytes)?;
-        if !ids.insert(input.id.as_str()) {
+        if !ids.insert_str(&input.id) {
             return Err(SchedulerError::new(
                 ErrorCode::DuplicateOperation,
                 format!("operation {} appears twice in the batch", input.id),

@@ -3,14 +3,15 @@
 //! changes into one [`PersistBatch`] (group commit). A failed batch is put back.
 
 use crate::core::str_map::StrMap;
-use std::collections::{BTreeSet, VecDeque};
+use crate::core::str_set::StrSet;
+use std::collections::VecDeque;
 
 use super::io::{BatchNo, LeaseWrite, PersistBatch};
 use super::model::{
     EventKind, EventRecord, FrozenRequest, Lease, LedgerMeta, Millis, Operation, OperationOutcome,
     OperationPhase, RequestPhase, RetryAction,
 };
-use super::operation_pages::{Home, PageBook, PageHomes, PagePlan, PAGE_LIMIT};
+use super::operation_pages::{insert_sorted, Home, PageBook, PageHomes, PagePlan, PAGE_LIMIT};
 
 /// The durable records as loaded from storage.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -30,16 +31,17 @@ pub struct LedgerSnapshot {
     pub operation_pages: PageHomes,
     /// Operations the load changed (blocked because a record they depend on was set aside):
     /// the first batch writes them back, so the next load finds them blocked too.
-    pub amended: BTreeSet<String>,
+    pub amended: StrSet,
 }
 
 #[derive(Debug, Default, Clone)]
 struct Dirty {
-    operations: BTreeSet<String>,
-    requests: BTreeSet<String>,
+    operations: StrSet,
+    requests: StrSet,
     events: Vec<EventRecord>,
     trim_below: Option<u64>,
-    stale_pages: BTreeSet<u64>,
+    /// Page numbers, sorted.
+    stale_pages: Vec<u64>,
 }
 
 impl Dirty {
@@ -50,7 +52,9 @@ impl Dirty {
         events.append(&mut self.events);
         self.events = events;
         self.trim_below = self.trim_below.max(older.trim_below);
-        self.stale_pages.extend(older.stale_pages);
+        for no in older.stale_pages {
+            insert_sorted(&mut self.stale_pages, no);
+        }
     }
 
     fn is_empty(&self) -> bool {
@@ -216,7 +220,7 @@ impl Ledger {
             events: self.events.iter().cloned().collect(),
             meta: self.meta.clone(),
             operation_pages,
-            amended: BTreeSet::new(),
+            amended: StrSet::new(),
         }
     }
 
@@ -375,7 +379,7 @@ impl Ledger {
         if !self.wants_fold() {
             return Vec::new();
         }
-        let mut picked: BTreeSet<String> = BTreeSet::new();
+        let mut picked = StrSet::new();
         let mut used = 0;
         for id in &self.loose {
             if picked.len() == PAGE_LIMIT {

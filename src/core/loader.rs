@@ -7,7 +7,7 @@
 //! intermediate `serde_json::Value`, which cost a second pass and a copy per record. A `Value`
 //! is built only for a record that is rejected, to report it.
 
-use std::collections::BTreeSet;
+use std::collections::HashSet;
 
 use serde_json::Value;
 
@@ -19,6 +19,7 @@ use super::ledger::LedgerSnapshot;
 use super::model::{EventRecord, FrozenRequest, Lease, LedgerMeta, Operation, OperationPhase};
 use super::operation_pages::current_copies;
 use super::packed::decode_page;
+use super::str_set::StrSet;
 
 /// The object stores of the ledger, as named in storage.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -71,10 +72,13 @@ pub struct LedgerLoader {
     last_key: [Option<String>; 4],
     /// Legible operation pages by number; merged with the records in `finish`.
     pages: Vec<(u64, Vec<Operation>)>,
-    sequences: BTreeSet<u64>,
+    /// Sequences seen (a hash set: the web clock's timer table already brings the hash table
+    /// code, a tree of u64 would be one more tree type) and the highest.
+    sequences: HashSet<u64>,
+    top_sequence: u64,
     /// Operations listed by request records that were set aside: one of them may have
     /// carried them (their own records need not point at it, see `Ledger::freeze`).
-    suspect_operations: BTreeSet<String>,
+    suspect_operations: StrSet,
     /// A request record was set aside without a legible `operationIds`.
     illegible_request: bool,
 }
@@ -243,6 +247,12 @@ impl LedgerLoader {
         Ok(())
     }
 
+    /// Notes an operation's sequence; false when another operation has it.
+    fn note_sequence(&mut self, sequence: u64) -> bool {
+        self.top_sequence = self.top_sequence.max(sequence);
+        self.sequences.insert(sequence)
+    }
+
     /// Notes the operations a set-aside request record lists, or that it lists none legibly.
     fn suspect(&mut self, record: &Value) {
         let listed = record.get("operationIds").and_then(Value::as_array);
@@ -278,7 +288,7 @@ impl LedgerLoader {
                 // A sequence no scheduler could have assigned is as corrupt as a repeat.
                 if sequence == 0
                     || sequence > super::intent::MAX_SAFE_INTEGER
-                    || !self.sequences.insert(sequence)
+                    || !self.note_sequence(sequence)
                 {
                     return Err(format!(
                         "sequence {sequence} is zero, above 2^53-1 or repeated"
@@ -326,9 +336,9 @@ impl LedgerLoader {
                     .windows(2)
                     .all(|pair| pair[0].intent.id < pair[1].intent.id);
                 if !ascending {
-                    let mut ids = BTreeSet::new();
+                    let mut ids = StrSet::new();
                     for op in &page {
-                        if !ids.insert(op.intent.id.as_str()) {
+                        if !ids.insert_str(&op.intent.id) {
                             return Err(format!("operation {} twice in one page", op.intent.id));
                         }
                     }
@@ -388,7 +398,7 @@ impl LedgerLoader {
     /// it. A pending copy whose record was set aside is the operation as it was before that
     /// record: it loads blocked `record_quarantined` (written back), for the host to judge.
     fn merge_pages(&mut self) {
-        let set_aside: BTreeSet<String> = self
+        let set_aside: StrSet = self
             .quarantined
             .iter()
             .filter(|q| q.store == RecordStore::Operations.name())
@@ -403,7 +413,7 @@ impl LedgerLoader {
             let sequence = op.intent.sequence;
             if sequence == 0
                 || sequence > super::intent::MAX_SAFE_INTEGER
-                || !self.sequences.insert(sequence)
+                || !self.note_sequence(sequence)
             {
                 // Reported, and left in its page: the page stays stored (it keeps a current
                 // copy that never loads) as the whole record, and the report names it.
@@ -454,8 +464,8 @@ impl LedgerLoader {
                 record,
             });
         }
-        let request_ids: BTreeSet<String> = kept.iter().map(|r| r.id.clone()).collect();
-        let carried: BTreeSet<String> = kept
+        let request_ids: StrSet = kept.iter().map(|r| r.id.clone()).collect();
+        let carried: StrSet = kept
             .iter()
             .filter(|r| r.is_unresolved())
             .flat_map(|r| r.operation_ids.iter().cloned())
@@ -479,8 +489,7 @@ impl LedgerLoader {
                 self.snapshot.amended.insert(id.clone());
             }
         }
-        let top = self.sequences.iter().next_back().copied().unwrap_or(0);
-        self.snapshot.meta.last_sequence = self.snapshot.meta.last_sequence.max(top);
+        self.snapshot.meta.last_sequence = self.snapshot.meta.last_sequence.max(self.top_sequence);
         (self.snapshot, self.quarantined)
     }
 }

@@ -23,5 +23,6 @@ pub mod safe_error;
 pub mod scheduler;
 pub mod small_map;
 pub mod str_map;
+pub mod str_set;
 
 pub use scheduler::{Explanation, FlushOutcome, HoldId, Scheduler, SchedulerStats};

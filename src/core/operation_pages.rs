@@ -21,8 +21,6 @@
 //! Pages are few (a few hundred for 100 000 operations), so they are kept in sorted vectors,
 //! not maps: every map type is more code in the `.wasm`.
 
-use std::collections::BTreeSet;
-
 use super::model::Operation;
 
 /// Most operations in one page (a bigger batch writes several pages).
@@ -78,15 +76,15 @@ pub struct PageBook {
 impl PageBook {
     /// The book of a loaded ledger: each stored page (in page order) with the ids current in
     /// it. Pages holding none are returned, to be deleted by the next batch.
-    pub fn from_loaded(pages: &PageHomes) -> (Self, BTreeSet<u64>) {
+    pub fn from_loaded(pages: &PageHomes) -> (Self, Vec<u64>) {
         let mut book = Self {
             next: pages.iter().map(|(no, _)| no + 1).max().unwrap_or(1),
             ..Self::default()
         };
-        let mut empty = BTreeSet::new();
+        let mut empty = Vec::new();
         for (no, ids) in pages {
             if ids.is_empty() {
-                empty.insert(*no);
+                insert_sorted(&mut empty, *no);
             } else {
                 book.current.push((*no, ids.len()));
             }
@@ -106,7 +104,7 @@ impl PageBook {
         &mut self,
         fresh: Vec<Operation>,
         superseded: Vec<u64>,
-        stale: &BTreeSet<u64>,
+        stale: &[u64],
     ) -> (Vec<OperationPage>, PagePlan) {
         let mut pages = Vec::new();
         let mut plan = PagePlan::default();
@@ -128,14 +126,14 @@ impl PageBook {
                 None => losses.push((*no, 1)),
             }
         }
-        let mut dropped = stale.clone();
+        let mut dropped = stale.to_vec();
         for (no, lost) in losses {
             let left = self.at(no).map_or(0, |at| self.current[at].1);
             if left <= lost {
-                dropped.insert(no);
+                insert_sorted(&mut dropped, no);
             }
         }
-        plan.dropped = dropped.into_iter().collect();
+        plan.dropped = dropped;
         plan.superseded = superseded;
         (pages, plan)
     }
@@ -155,6 +153,14 @@ impl PageBook {
     /// Stored pages and their current copies, in page order.
     pub fn pages(&self) -> impl Iterator<Item = (u64, usize)> + '_ {
         self.current.iter().copied()
+    }
+}
+
+/// Adds `no` to the sorted page numbers `set` unless it is there (page sets are small: a
+/// sorted vector, not one more tree type).
+pub fn insert_sorted(set: &mut Vec<u64>, no: u64) {
+    if let Err(at) = set.binary_search(&no) {
+        set.insert(at, no);
     }
 }
 
@@ -222,7 +228,7 @@ mod tests {
         let fresh: Vec<Operation> = (1..=PAGE_LIMIT as u64 + 1)
             .map(|i| op(&format!("o{i:04}"), i))
             .collect();
-        let (pages, plan) = book.plan(fresh, Vec::new(), &BTreeSet::new());
+        let (pages, plan) = book.plan(fresh, Vec::new(), &[]);
         assert_eq!(pages.len(), 2);
         assert_eq!(pages[0].operations.len(), PAGE_LIMIT);
         assert_eq!(pages[1].operations.len(), 1);
@@ -237,13 +243,13 @@ mod tests {
     #[test]
     fn a_page_is_dropped_with_its_last_current_copy_and_not_before() {
         let mut book = PageBook::default();
-        let (pages, plan) = book.plan(vec![op("a", 1), op("b", 2)], Vec::new(), &BTreeSet::new());
+        let (pages, plan) = book.plan(vec![op("a", 1), op("b", 2)], Vec::new(), &[]);
         book.confirm(&plan);
         let no = pages[0].no;
-        let (_, first) = book.plan(Vec::new(), vec![no], &BTreeSet::new());
+        let (_, first) = book.plan(Vec::new(), vec![no], &[]);
         assert!(first.dropped.is_empty(), "one copy is still current");
         book.confirm(&first);
-        let (_, second) = book.plan(Vec::new(), vec![no], &BTreeSet::new());
+        let (_, second) = book.plan(Vec::new(), vec![no], &[]);
         assert_eq!(second.dropped, vec![no]);
         book.confirm(&second);
         assert_eq!(book.pages().count(), 0);
@@ -252,12 +258,12 @@ mod tests {
     #[test]
     fn an_unconfirmed_plan_changes_no_count_and_no_number_is_reused() {
         let mut book = PageBook::default();
-        let (first, plan) = book.plan(vec![op("a", 1)], Vec::new(), &BTreeSet::new());
+        let (first, plan) = book.plan(vec![op("a", 1)], Vec::new(), &[]);
         book.confirm(&plan);
-        let (_, failed) = book.plan(vec![op("b", 2)], vec![first[0].no], &BTreeSet::new());
+        let (_, failed) = book.plan(vec![op("b", 2)], vec![first[0].no], &[]);
         assert_eq!(failed.dropped, vec![first[0].no]);
         // The batch failed: nothing confirmed, the next plan starts from the same counts.
-        let (again, retry) = book.plan(vec![op("b", 2)], vec![first[0].no], &BTreeSet::new());
+        let (again, retry) = book.plan(vec![op("b", 2)], vec![first[0].no], &[]);
         assert_eq!(retry.dropped, vec![first[0].no]);
         assert!(again[0].no > failed.written[0].0);
     }
@@ -269,7 +275,7 @@ mod tests {
             (7, vec![op("b", 2), op("c", 3)]),
             (9, vec![op("d", 4)]),
         ];
-        let records: BTreeSet<String> = ["c".to_owned(), "d".to_owned()].into();
+        let records = crate::core::str_set::StrSet::from(["c", "d"]);
         let (current, homes) = current_copies(pages, |id| records.contains(id));
         let located: Vec<&str> = current.iter().map(|op| op.intent.id.as_str()).collect();
         assert_eq!(located, vec!["a", "b"]);
@@ -277,7 +283,7 @@ mod tests {
         assert_eq!(homes_of(&homes, 7), Some(&vec!["b".to_owned()]));
         assert_eq!(homes_of(&homes, 9), Some(&Vec::new()), "nothing current");
         let (book, empty) = PageBook::from_loaded(&homes);
-        assert_eq!(empty, BTreeSet::from([9]));
+        assert_eq!(empty, vec![9]);
         assert_eq!(book.pages().collect::<Vec<_>>(), vec![(3, 1), (7, 1)]);
     }
 }

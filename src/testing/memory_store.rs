@@ -70,7 +70,7 @@ impl MemoryStore {
             events: self.events.values().flatten().cloned().collect(),
             meta: self.meta.clone(),
             operation_pages,
-            amended: BTreeSet::new(),
+            amended: crate::core::str_set::StrSet::new(),
         }
     }
 

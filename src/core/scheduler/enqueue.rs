@@ -1,8 +1,6 @@
 //! Admitting intents: strict validation of the whole batch first, then one change set (so a
 //! whole `enqueueMany` lands in one transaction and bad input changes nothing).
 
-use std::collections::BTreeSet;
-
 use super::{Lifecycle, Scheduler};
 use crate::core::error::{ErrorCode, SchedulerError};
 use crate::core::host::Host;
@@ -15,6 +13,7 @@ use crate::core::model::{
     EventKind, Millis, Operation, OperationOutcome, OperationPhase, Settlement,
 };
 use crate::core::safe_error::SafeError;
+use crate::core::str_set::StrSet;
 
 impl<H: Host> Scheduler<H> {
     /// Validates and admits intents; returns the barrier after which they are durable.
@@ -160,12 +159,12 @@ impl<H: Host> Scheduler<H> {
                 "no intents given",
             ));
         }
-        let mut ids = BTreeSet::new();
+        let mut ids = StrSet::new();
         let mut fresh = Vec::new();
         let mut last_sequence = self.ledger.meta().last_sequence;
         for input in inputs {
             check_fields(input, self.config.max_payload_bytes)?;
-            if !ids.insert(input.id.as_str()) {
+            if !ids.insert_str(&input.id) {
                 return Err(SchedulerError::new(
                     ErrorCode::DuplicateOperation,
                     format!("operation {} appears twice in the batch", input.id),

@@ -23,14 +23,18 @@ impl<H: Host> Scheduler<H> {
             ));
         }
         self.next_hold += 1;
-        self.holds.insert(self.next_hold);
+        self.holds.push(self.next_hold);
         self.sync_timer(now);
         Ok(self.next_hold)
     }
 
     /// Releases a hold; releasing twice is harmless. The last release pumps.
     pub fn release(&mut self, now: Millis, hold: HoldId) {
-        if !self.holds.remove(&hold) || !self.holds.is_empty() || !self.is_running() {
+        let Some(at) = self.holds.iter().position(|&held| held == hold) else {
+            return;
+        };
+        self.holds.swap_remove(at);
+        if !self.holds.is_empty() || !self.is_running() {
             return;
         }
         self.pump(now);

@@ -15,6 +15,7 @@ mod pump;
 mod recovery;
 
 use crate::core::str_map::StrMap;
+use crate::core::str_set::StrSet;
 use std::collections::{BTreeSet, VecDeque};
 
 use super::claims::CanvasClaims;
@@ -117,13 +118,14 @@ pub struct Scheduler<H: Host> {
     claims: CanvasClaims,
     /// Operation id → the canvases it waits on (reserved in `claims`).
     waiting: StrMap<(u64, Vec<String>)>,
-    dependents: StrMap<BTreeSet<String>>,
-    indexed: BTreeSet<String>,
+    dependents: StrMap<StrSet>,
+    indexed: StrSet,
     lane_waiters: BTreeSet<(u64, String)>,
     /// Coalesce key → the latest pending operation carrying it.
     coalescible: StrMap<String>,
     deferred: StrMap<RetryEntry>,
-    holds: BTreeSet<HoldId>,
+    /// Holds not yet released (few: a vector).
+    holds: Vec<HoldId>,
     next_hold: HoldId,
     active: StrMap<Attempt>,
     next_attempt: AttemptId,
@@ -164,11 +166,11 @@ impl<H: Host> Scheduler<H> {
             claims: CanvasClaims::default(),
             waiting: StrMap::new(),
             dependents: StrMap::new(),
-            indexed: BTreeSet::new(),
+            indexed: StrSet::new(),
             lane_waiters: BTreeSet::new(),
             coalescible: StrMap::new(),
             deferred: StrMap::new(),
-            holds: BTreeSet::new(),
+            holds: Vec::new(),
             next_hold: 0,
             active: StrMap::new(),
             next_attempt: 0,

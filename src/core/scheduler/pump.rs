@@ -2,8 +2,6 @@
 //! sequence order; each is checked against the upload lane and canvas claims, compiled,
 //! frozen and launched behind the persist barrier.
 
-use std::collections::BTreeSet;
-
 use super::{Attempt, Scheduler, Stage};
 use crate::core::digest::body_digest;
 use crate::core::host::{Host, WireBody};
@@ -14,6 +12,7 @@ use crate::core::model::{
 };
 use crate::core::safe_error::SafeError;
 use crate::core::str_map::StrMap;
+use crate::core::str_set::StrSet;
 
 fn sorted_unique(mut ids: Vec<String>) -> Vec<String> {
     ids.sort();
@@ -22,10 +21,10 @@ fn sorted_unique(mut ids: Vec<String>) -> Vec<String> {
 }
 
 /// Notes `op` as a dependent of each of its dependencies (index and recovery share this).
-pub(super) fn add_dependents(dependents: &mut StrMap<BTreeSet<String>>, op: &Operation) {
+pub(super) fn add_dependents(dependents: &mut StrMap<StrSet>, op: &Operation) {
     for dependency in &op.intent.dependencies {
         dependents
-            .get_or_insert_with(dependency, BTreeSet::new)
+            .get_or_insert_with(dependency, StrSet::new)
             .insert(op.intent.id.clone());
     }
 }
@@ -41,7 +40,7 @@ impl<H: Host> Scheduler<H> {
         }
         // One lookup for all of it (the coalesce, dependents and ready checks share it).
         let ready = self.is_ready_op(op).then_some(op.intent.sequence);
-        if self.indexed.insert(id.to_owned()) {
+        if self.indexed.insert_str(id) {
             if let (Some(key), None) = (&op.intent.coalesce_key, &op.request_id) {
                 // Indexed as enqueued (or unblocked): this one is the key's latest.
                 self.coalescible.insert(key.clone(), id.to_owned());

@@ -6,8 +6,6 @@
 //! key, so adoption order is append order. An entry the dispatcher refuses is moved to
 //! `quarantine` (key `"inbox/{key}"`), never dropped.
 
-use std::collections::BTreeSet;
-
 use wasm_bindgen::JsValue;
 
 use super::codec::{decode, page_text};
@@ -20,6 +18,7 @@ use crate::core::intent::{same_intent, IntentInput};
 use crate::core::model::{Millis, Operation};
 use crate::core::packed::decode_page;
 use crate::core::safe_error::SafeError;
+use crate::core::str_set::StrSet;
 
 /// One `enqueue`/`enqueueMany` call of a tab that does not dispatch.
 #[derive(Clone, Debug, PartialEq)]
@@ -253,9 +252,9 @@ async fn check_and_add(
         }
     }
     // Inserted one by one: collecting would sort first, one more sort in the .wasm.
-    let mut known: BTreeSet<&str> = BTreeSet::new();
+    let mut known = StrSet::new();
     for input in fresh.iter().chain(queued.iter()) {
-        known.insert(input.id.as_str());
+        known.insert_str(&input.id);
     }
     for input in &fresh {
         for dependency in &input.dependencies {

@@ -25,7 +25,6 @@ mod relay;
 mod views;
 
 use std::cell::RefCell;
-use std::collections::BTreeSet;
 use std::rc::Rc;
 
 use serde_json::Value;
@@ -36,6 +35,7 @@ use crate::core::error::{ErrorCode, SchedulerError};
 use crate::core::intent::IntentInput;
 use crate::core::model::{Lease, Millis};
 use crate::core::small_map::SmallMap;
+use crate::core::str_set::StrSet;
 use crate::core::HoldId;
 use crate::web::clock::BrowserClock;
 use crate::web::driver::{Driver, DriverOptions, Signal};
@@ -75,7 +75,7 @@ struct TabState {
     holds: SmallMap<u64, Option<HoldId>>,
     leader_owner: Option<String>,
     /// Operations this tab enqueued while not dispatching, not yet settled.
-    mine: BTreeSet<String>,
+    mine: StrSet,
     /// The latest record of each of `mine` relayed by the leader.
     views: OperationViews,
     /// Another tab has spoken on the channel: relay events while leading.
@@ -144,7 +144,7 @@ impl Tab {
             next_hold: 0,
             holds: SmallMap::new(),
             leader_owner: None,
-            mine: BTreeSet::new(),
+            mine: StrSet::new(),
             views: OperationViews::new(),
             relay: false,
             channel: None,
