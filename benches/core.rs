@@ -16,6 +16,11 @@ use canvas_scheduler::core::Scheduler;
 use canvas_scheduler::testing::{pending_upsert, MemoryStore};
 use serde_json::json;
 
+/// The payload of operation `i`, as the editor would give it.
+fn payload(i: u64) -> serde_json::Value {
+    json!({ "shapeId": format!("s{i}"), "x": i, "y": i * 2, "fill": "#336699" })
+}
+
 fn intent(i: u64, canvases: u64) -> IntentInput {
     IntentInput {
         id: format!("op{i}"),
@@ -23,7 +28,7 @@ fn intent(i: u64, canvases: u64) -> IntentInput {
         operation_type: "shape.upsert".into(),
         canvas_ids: vec![format!("c{}", i % canvases)],
         dependencies: Vec::new(),
-        payload: json!({ "shapeId": format!("s{i}"), "x": i, "y": i * 2, "fill": "#336699" }),
+        payload: payload(i).into(),
         expected_versions: None,
         run_id: None,
         coalesce_key: None,
@@ -94,7 +99,7 @@ fn baseline_throughput(total: u64) -> f64 {
     let mut requests = BTreeMap::new();
     for i in 0..total {
         let input = intent(i, 100);
-        let body = serde_json::to_string(&input.payload).expect("json");
+        let body = serde_json::to_string(&payload(i)).expect("json");
         operations.insert(input.id.clone(), input);
         requests.insert(format!("b-{i}"), body);
     }
@@ -110,7 +115,7 @@ fn pending_snapshot(count: u64) -> LedgerSnapshot {
             if i % 10 == 9 {
                 op.intent.dependencies = vec![format!("op{}", i - 1)];
             }
-            op.intent.payload = input.payload.into();
+            op.intent.payload = input.payload;
             op
         })
         .collect();

@@ -33,7 +33,7 @@ fn applied() -> AttemptStatus {
 fn coalescing(id: &str, key: &str, x: i64) -> IntentInput {
     IntentInput {
         coalesce_key: Some(key.into()),
-        payload: json!({ "shapeId": "s", "x": x }),
+        payload: json!({ "shapeId": "s", "x": x }).into(),
         ..edit(id, &["c"])
     }
 }

@@ -387,7 +387,7 @@ fn k8_a_revised_intent_is_not_sent_as_frozen_but_frozen_again() {
         .clone()
         .unwrap();
     let mut revised = edit("a", &["x"]);
-    revised.payload = json!({"shapeId": "a", "x": 99});
+    revised.payload = json!({"shapeId": "a", "x": 99}).into();
     h.scheduler.revise(h.now, revised).unwrap();
     h.auto_persist = true;
     h.drain();

@@ -11,6 +11,7 @@ use wasm_bindgen::{JsCast, JsValue};
 
 use crate::core::error::{ErrorCode, SchedulerError};
 use crate::core::intent::{IntentInput, MAX_SAFE_INTEGER};
+use crate::core::payload::Payload;
 use crate::web::json::to_json;
 
 const FIELDS: [&str; 10] = [
@@ -117,10 +118,11 @@ pub fn decode_intent(
     let operation_type =
         string(value, "operationType")?.ok_or_else(|| invalid("operationType is required"))?;
     let payload_js = get(value, "payload")?;
+    // Written as text once, here: that text is checked, stored and sent.
     let payload = if payload_js.is_undefined() {
-        Value::Null
+        Payload::default()
     } else {
-        to_json(&payload_js, "payload").map_err(invalid)?
+        Payload::from_value(&to_json(&payload_js, "payload").map_err(invalid)?)
     };
     let versions_js = get(value, "expectedVersions")?;
     let expected_versions = if versions_js.is_undefined() {

@@ -4,9 +4,8 @@
 
 use std::collections::BTreeMap;
 
-use serde_json::Value;
-
 use super::error::{ErrorCode, SchedulerError};
+use super::json::{JsonError, Reader};
 use super::model::{BlobRef, Intent};
 use super::payload::Payload;
 use super::str_map::StrMap;
@@ -37,7 +36,7 @@ pub struct IntentInput {
     /// Operations that must resolve first.
     pub dependencies: Vec<String>,
     /// Opaque JSON body.
-    pub payload: Value,
+    pub payload: Payload,
     /// Version guards.
     pub expected_versions: Option<BTreeMap<String, u64>>,
     /// Run id.
@@ -112,27 +111,12 @@ fn check_ids(list: &[String], field: &str) -> Result<(), SchedulerError> {
     Ok(())
 }
 
-/// Payload depth, `__proto__` keys (prototype pollution once handed back to JS) and size.
-fn check_payload(payload: &Value, max_bytes: usize) -> Result<(), SchedulerError> {
-    let mut stack = vec![(payload, 1usize)];
-    while let Some((value, depth)) = stack.pop() {
-        if depth > MAX_PAYLOAD_DEPTH {
-            return Err(invalid(format!(
-                "payload nests deeper than {MAX_PAYLOAD_DEPTH}"
-            )));
-        }
-        match value {
-            Value::Array(items) => stack.extend(items.iter().map(|item| (item, depth + 1))),
-            Value::Object(map) => {
-                if map.contains_key("__proto__") {
-                    return Err(invalid("payload may not contain a __proto__ key"));
-                }
-                stack.extend(map.values().map(|item| (item, depth + 1)));
-            }
-            _ => {}
-        }
-    }
-    let size = crate::core::json::to_string(payload).len();
+/// Payload depth, `__proto__` keys (prototype pollution once handed back to JS) and size,
+/// read from the payload's text in one pass (the text is what is stored and sent: no tree is
+/// built and nothing is serialized again to count its bytes).
+fn check_payload(payload: &Payload, max_bytes: usize) -> Result<(), SchedulerError> {
+    check_shape(&mut Reader::new(payload.text()), 1)?;
+    let size = payload.text().len();
     if size > max_bytes {
         return Err(SchedulerError::new(
             ErrorCode::PayloadTooLarge,
@@ -180,6 +164,38 @@ pub fn check_fields(input: &IntentInput, max_payload_bytes: usize) -> Result<(),
     check_payload(&input.payload, max_payload_bytes)
 }
 
+/// Checks the value at `reader`, `depth` levels down (the payload itself is level 1), and
+/// everything in it.
+fn check_shape(reader: &mut Reader<'_>, depth: usize) -> Result<(), SchedulerError> {
+    if depth > MAX_PAYLOAD_DEPTH {
+        return Err(invalid(format!(
+            "payload nests deeper than {MAX_PAYLOAD_DEPTH}"
+        )));
+    }
+    // A payload is JSON text by construction; a stored one that is not is refused, not read.
+    let unreadable = |e: JsonError| invalid(format!("payload is not JSON: {e}"));
+    match reader.peek() {
+        Some(b'{') => {
+            reader.object().map_err(unreadable)?;
+            while let Some(key) = reader.key().map_err(unreadable)? {
+                if key == "__proto__" {
+                    return Err(invalid("payload may not contain a __proto__ key"));
+                }
+                check_shape(reader, depth + 1)?;
+            }
+            Ok(())
+        }
+        Some(b'[') => {
+            reader.array().map_err(unreadable)?;
+            while reader.item().map_err(unreadable)? {
+                check_shape(reader, depth + 1)?;
+            }
+            Ok(())
+        }
+        _ => reader.skip().map_err(unreadable),
+    }
+}
+
 /// Builds the stored intent (sequence and principal filled in).
 pub fn into_intent(input: IntentInput, sequence: u64, principal: Option<String>) -> Intent {
     Intent {
@@ -188,7 +204,7 @@ pub fn into_intent(input: IntentInput, sequence: u64, principal: Option<String>)
         operation_type: input.operation_type,
         canvas_ids: input.canvas_ids,
         dependencies: input.dependencies,
-        payload: Payload::from_value(&input.payload),
+        payload: input.payload,
         expected_versions: input.expected_versions.unwrap_or_default(),
         run_id: input.run_id,
         coalesce_key: input.coalesce_key,
@@ -294,6 +310,7 @@ pub fn check_batch(batch: &[IntentInput], max_payload_bytes: usize) -> Result<()
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::core::json;
     use serde_json::json;
 
     fn input(id: &str, deps: &[&str]) -> IntentInput {
@@ -303,7 +320,7 @@ mod tests {
             operation_type: "shape.upsert".into(),
             canvas_ids: vec!["c1".into()],
             dependencies: deps.iter().map(|d| (*d).into()).collect(),
-            payload: json!({"x": 1}),
+            payload: json!({"x": 1}).into(),
             expected_versions: None,
             run_id: None,
             coalesce_key: None,
@@ -326,13 +343,13 @@ mod tests {
             "invalid_intent"
         );
         bad = input("ok", &[]);
-        bad.payload = json!({"__proto__": {"polluted": true}});
+        bad.payload = json!({"__proto__": {"polluted": true}}).into();
         assert_eq!(
             check_fields(&bad, limit).unwrap_err().code(),
             "invalid_intent"
         );
         bad = input("ok", &[]);
-        bad.payload = json!("x".repeat(2_000));
+        bad.payload = json!("x".repeat(2_000)).into();
         assert_eq!(
             check_fields(&bad, limit).unwrap_err().code(),
             "payload_too_large"
@@ -342,7 +359,7 @@ mod tests {
         for _ in 0..100 {
             deep = json!([deep]);
         }
-        bad.payload = deep;
+        bad.payload = deep.into();
         assert_eq!(
             check_fields(&bad, limit).unwrap_err().code(),
             "invalid_intent"
@@ -354,6 +371,42 @@ mod tests {
             "invalid_intent"
         );
         assert!(check_fields(&input("fine-1", &["dep"]), limit).is_ok());
+    }
+
+    /// The payload's shape is read from its text: depth counts every value (a scalar inside
+    /// the deepest container too), `__proto__` is found however it is escaped and wherever it
+    /// sits, and the size is the text's.
+    #[test]
+    fn a_checks_the_payload_text_as_the_tree_was_checked() {
+        let with = |text: &str| {
+            let mut intent = input("ok", &[]);
+            intent.payload = json::from_str(text).expect("JSON text");
+            check_fields(&intent, 1_000).map_err(|e| e.message)
+        };
+        let nested = |levels: usize| "[".repeat(levels - 1) + "1" + &"]".repeat(levels - 1);
+        assert!(
+            with(&nested(MAX_PAYLOAD_DEPTH)).is_ok(),
+            "64 levels with the scalar"
+        );
+        let too_deep = with(&nested(MAX_PAYLOAD_DEPTH + 1)).unwrap_err();
+        assert!(too_deep.contains("nests deeper than 64"), "{too_deep}");
+        let empty_at_limit = "[".repeat(MAX_PAYLOAD_DEPTH) + &"]".repeat(MAX_PAYLOAD_DEPTH);
+        assert!(with(&empty_at_limit).is_ok(), "an empty array at level 64");
+        for polluted in [
+            r#"{"a":[{"__proto__":1}]}"#,
+            r#"{"\u005f_proto__":{}}"#,
+            r#"[{"b":1},{"c":{"__proto__":null}}]"#,
+        ] {
+            let refused = with(polluted).unwrap_err();
+            assert!(refused.contains("__proto__"), "{polluted}: {refused}");
+        }
+        assert!(with(r#"{"proto":{"__proto":1},"x":"__proto__"}"#).is_ok());
+        let size = with(&format!("\"{}\"", "x".repeat(999))).unwrap_err();
+        assert!(size.contains("1001 bytes"), "{size}");
+        assert!(
+            with(&format!("\"{}\"", "x".repeat(998))).is_ok(),
+            "1000 bytes"
+        );
     }
 
     #[test]

@@ -12,7 +12,7 @@ pub fn edit(id: &str, canvases: &[&str]) -> IntentInput {
         operation_type: "shape.upsert".into(),
         canvas_ids: canvases.iter().map(|c| (*c).into()).collect(),
         dependencies: Vec::new(),
-        payload: json!({ "shapeId": id }),
+        payload: json!({ "shapeId": id }).into(),
         expected_versions: None,
         run_id: None,
         coalesce_key: None,

@@ -484,7 +484,7 @@ async fn w4_an_inbox_id_check_finds_operations_that_are_only_in_a_page() {
         operation_type: operation_type.into(),
         canvas_ids: paged.intent.canvas_ids.clone(),
         dependencies,
-        payload: paged.intent.payload.to_value(),
+        payload: paged.intent.payload.clone(),
         expected_versions: None,
         run_id: None,
         coalesce_key: None,

@@ -8,7 +8,6 @@ use crate::core::io::{BatchNo, Effect, Report};
 use crate::core::model::{
     EventKind, Millis, OperationOutcome, OperationPhase, RequestPhase, Settlement,
 };
-use crate::core::payload::Payload;
 use crate::core::safe_error::SafeError;
 
 use super::inspect::FlushOutcome;
@@ -202,7 +201,7 @@ impl<H: Host> Scheduler<H> {
             ));
         }
         self.ledger.update_operation(&input.id, |o| {
-            o.intent.payload = Payload::from_value(&input.payload);
+            o.intent.payload = input.payload;
             o.intent.expected_versions = input.expected_versions.unwrap_or_default();
             o.intent.revision = o.intent.revision.saturating_add(1);
         });
