@@ -640,7 +640,7 @@ fn s9_rejected_settles_with_canonical_and_wakes_dependents() {
         .unwrap();
     let rejected = AttemptStatus {
         error: Some(SafeError::new("version_conflict", "stale")),
-        canonical: Some(serde_json::json!({"version": 4})),
+        canonical: Some(serde_json::json!({"version": 4}).into()),
         ..AttemptStatus::outcome(AttemptOutcome::Rejected)
     };
     h.answer_first(rejected);
@@ -653,7 +653,10 @@ fn s9_rejected_settles_with_canonical_and_wakes_dependents() {
         .clone()
         .unwrap();
     assert_eq!(outcome.settlement, Settlement::Rejected);
-    assert_eq!(outcome.canonical, Some(serde_json::json!({"version": 4})));
+    assert_eq!(
+        outcome.canonical,
+        Some(serde_json::json!({"version": 4}).into())
+    );
     assert_eq!(h.wire_operations(), ["b"]);
 }
 
@@ -767,7 +770,7 @@ fn s9_a_rejection_carries_the_requests_canonical_when_the_operation_has_none() {
     };
     let rejected = AttemptStatus {
         error: Some(SafeError::new("version_conflict", "stale")),
-        canonical: Some(serde_json::json!({"canvases": {"c": {"version": 9}}})),
+        canonical: Some(serde_json::json!({"canvases": {"c": {"version": 9}}}).into()),
         operations: vec![verdict],
         ..AttemptStatus::outcome(AttemptOutcome::Rejected)
     };
@@ -786,6 +789,6 @@ fn s9_a_rejection_carries_the_requests_canonical_when_the_operation_has_none() {
     );
     assert_eq!(
         outcome.canonical,
-        Some(serde_json::json!({"canvases": {"c": {"version": 9}}}))
+        Some(serde_json::json!({"canvases": {"c": {"version": 9}}}).into())
     );
 }

@@ -1,7 +1,7 @@
 //! What crosses the sans-IO boundary: effects the core asks for, and the answers the driver
 //! brings back (persist results, attempt statuses).
 
-use serde_json::Value;
+use super::json::JsonText;
 
 use super::error::SchedulerError;
 use super::model::{EventRecord, FrozenRequest, Lease, Millis, Operation, RetryAction, Settlement};
@@ -121,7 +121,7 @@ pub struct OperationVerdict {
     /// Why, when rejected.
     pub error: Option<SafeError>,
     /// Canonical state for this operation.
-    pub canonical: Option<Value>,
+    pub canonical: Option<JsonText>,
 }
 
 /// Everything the driver learned from one attempt.
@@ -134,7 +134,7 @@ pub struct AttemptStatus {
     /// Retry-After, in ms from now (S10: wins over backoff).
     pub retry_after_ms: Option<Millis>,
     /// Canonical state for the whole request.
-    pub canonical: Option<Value>,
+    pub canonical: Option<JsonText>,
     /// The request must wait for the host (e.g. `unauthorized` on 401/403).
     pub blocked: Option<String>,
     /// K4: `Some(false)` means the error will not go away by retrying.
@@ -205,7 +205,7 @@ pub enum Report {
         /// Why, when not applied.
         error: Option<SafeError>,
         /// The server's canonical state.
-        canonical: Option<Value>,
+        canonical: Option<JsonText>,
     },
     /// An operation now waits for the host.
     Blocked {

@@ -4,17 +4,15 @@
 //! silently dropped, never fatal to the rest of the ledger.
 //!
 //! Records are decoded straight from their text into the typed records (`core::json`): no
-//! intermediate `serde_json::Value`, which cost a second pass and a copy per record. A `Value`
-//! is built only for a record that is rejected, to report it.
+//! intermediate tree, which cost a second pass and a copy per record. A record that is set
+//! aside is reported as its text.
 
 use std::collections::HashSet;
-
-use serde_json::Value;
 
 use super::digest::body_digest;
 use super::error::{ErrorCode, SchedulerError};
 use super::intent::check_id;
-use super::json::{self, FromJson, JsonError, Reader};
+use super::json::{self, FromJson, JsonError, JsonText, Reader};
 use super::ledger::LedgerSnapshot;
 use super::model::{EventRecord, FrozenRequest, Lease, LedgerMeta, Operation, OperationPhase};
 use super::operation_pages::current_copies;
@@ -61,7 +59,7 @@ pub struct Quarantined {
     /// Why it was set aside.
     pub reason: String,
     /// The record as read.
-    pub record: Value,
+    pub record: JsonText,
 }
 
 /// Accumulates validated pages into a [`LedgerSnapshot`].
@@ -96,7 +94,8 @@ impl RecordJson for String {
     }
 }
 
-impl RecordJson for Value {
+/// Records given as trees (tests and tools build them that way).
+impl RecordJson for serde_json::Value {
     fn into_text(self) -> String {
         json::to_string(&self)
     }
@@ -108,7 +107,7 @@ fn decode<T: FromJson>(text: &str) -> Result<T, String> {
 
 /// Why `text` did not decode: not JSON at all, or JSON of another shape.
 fn undecodable(text: &str, error: &JsonError) -> String {
-    match json::parse(text) {
+    match json::from_str::<JsonText>(text) {
         Ok(_) => format!("undecodable: {error}"),
         Err(e) => format!("not JSON: {e}"),
     }
@@ -116,8 +115,8 @@ fn undecodable(text: &str, error: &JsonError) -> String {
 
 /// The record as reported when it is set aside: its JSON, or the text itself when it is not
 /// JSON.
-fn reported(text: String) -> Value {
-    json::parse(&text).unwrap_or(Value::String(text))
+fn reported(text: String) -> JsonText {
+    JsonText::compact(&text).unwrap_or_else(|| JsonText::string(&text))
 }
 
 /// The `id` member of a frozen body, which must be a JSON object (other members are only
@@ -254,13 +253,14 @@ impl LedgerLoader {
     }
 
     /// Notes the operations a set-aside request record lists, or that it lists none legibly.
-    fn suspect(&mut self, record: &Value) {
-        let listed = record.get("operationIds").and_then(Value::as_array);
+    fn suspect(&mut self, record: &JsonText) {
+        let listed = record
+            .members()
+            .and_then(|members| members.get("operationIds"))
+            .and_then(|ids| json::from_str::<Vec<String>>(ids).ok());
         match listed {
-            Some(ids) if ids.iter().all(Value::is_string) => self
-                .suspect_operations
-                .extend(ids.iter().filter_map(Value::as_str).map(str::to_owned)),
-            _ => self.illegible_request = true,
+            Some(ids) => self.suspect_operations.extend(ids),
+            None => self.illegible_request = true,
         }
     }
 
@@ -425,11 +425,11 @@ impl LedgerLoader {
                     store: RecordStore::OperationPages.name(),
                     key: format!("{no}/{id}"),
                     reason: format!("sequence {sequence} is zero, above 2^53-1 or repeated"),
-                    record: json::object([
-                        ("page", no.into()),
-                        ("id", id.as_str().into()),
-                        ("sequence", sequence.into()),
-                    ]),
+                    record: JsonText::object(|record| {
+                        record.member("id", id);
+                        record.member("page", &no);
+                        record.member("sequence", &sequence);
+                    }),
                 });
                 return false;
             }
@@ -456,7 +456,7 @@ impl LedgerLoader {
             .into_iter()
             .partition(|r| r.operation_ids.iter().any(|id| holds(operations, id)));
         for request in foreign {
-            let record = json::parse(&json::to_string(&request)).unwrap_or(Value::Null);
+            let record = JsonText::from_json(&request);
             self.quarantined.push(Quarantined {
                 store: "requests",
                 key: request.id.clone(),

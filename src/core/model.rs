@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use serde_json::Value;
+use super::json::JsonText;
 
 use super::payload::Payload;
 
@@ -126,7 +126,7 @@ pub struct OperationOutcome {
     /// Why it was rejected or discarded.
     pub error: Option<SafeError>,
     /// The server's canonical state after the request, for rollback or confirmation.
-    pub canonical: Option<Value>,
+    pub canonical: Option<JsonText>,
     /// When it settled.
     pub at: Millis,
 }
@@ -239,7 +239,7 @@ pub struct FrozenRequest {
     /// Last error (bounded, no credentials).
     pub error: Option<SafeError>,
     /// Canonical state from the server.
-    pub canonical: Option<Value>,
+    pub canonical: Option<JsonText>,
     /// Why it waits for the host (`unauthorized`, `dead_letter`, ...).
     pub blocked: Option<String>,
     /// When it was frozen.

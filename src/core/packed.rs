@@ -179,7 +179,7 @@ mod tests {
             settlement: Settlement::Rejected,
             request_id: Some("req-1".into()),
             error: Some(SafeError::new("conflict", "version")),
-            canonical: Some(json!({"v": 2})),
+            canonical: Some(json!({"v": 2}).into()),
             at: 5,
         }));
         op

@@ -8,38 +8,19 @@
 
 use serde_json::Value;
 
-use super::json::{self, FromJson, JsonError, Reader, ToJson, Writer};
-
-/// A payload: valid JSON text (compact, object keys sorted, when this scheduler wrote it; as
-/// stored by an earlier build otherwise).
-#[derive(Clone, Debug)]
-pub struct Payload(Box<str>);
+pub use super::json::JsonText as Payload;
 
 impl Payload {
-    /// The payload of a checked JSON value.
+    /// The text of a JSON value (compact, object keys sorted).
     pub fn from_value(value: &Value) -> Self {
         Self::from_json(value)
     }
-
-    /// The payload of something written as JSON.
-    pub fn from_json<T: ToJson + ?Sized>(value: &T) -> Self {
-        Self(json::to_string(value).into_boxed_str())
-    }
-
-    /// The payload as a JSON value (for comparing intents).
-    pub fn to_value(&self) -> Value {
-        json::parse(&self.0).unwrap_or(Value::Null)
-    }
-
-    /// The JSON text.
-    pub fn text(&self) -> &str {
-        &self.0
-    }
 }
 
-impl Default for Payload {
-    fn default() -> Self {
-        Self("null".into())
+impl Payload {
+    /// The value as a tree (for tests and tools that look inside; the scheduler never does).
+    pub fn to_value(&self) -> Value {
+        serde_json::from_str(self.text()).unwrap_or(Value::Null)
     }
 }
 
@@ -49,38 +30,10 @@ impl From<Value> for Payload {
     }
 }
 
-/// Written byte for byte as stored.
-impl ToJson for Payload {
-    fn write_json(&self, writer: &mut Writer) {
-        writer.raw(&self.0);
-    }
-}
-
-/// Kept as the exact text of the value (checked to be well formed), layout and all.
-impl FromJson for Payload {
-    fn read_json(reader: &mut Reader<'_>) -> Result<Self, JsonError> {
-        reader.raw().map(|text| Self(text.into()))
-    }
-}
-
-/// Equal as JSON values: the same text, or texts that differ only in layout.
-impl PartialEq for Payload {
-    fn eq(&self, other: &Self) -> bool {
-        self.text() == other.text() || self.to_value() == other.to_value()
-    }
-}
-
-/// Compared as text first (the common case, and exact for floats written from the value),
-/// then as values.
-impl PartialEq<Value> for Payload {
-    fn eq(&self, other: &Value) -> bool {
-        json::to_string(other) == self.text() || self.to_value() == *other
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::core::json;
     use serde_json::json;
 
     #[test]
@@ -102,9 +55,38 @@ mod tests {
         assert!(json::from_str::<Payload>("{not json").is_err());
         let float = json!([6.874105014475447e133]);
         assert_eq!(
-            Payload::from(float.clone()),
-            float,
-            "equal to the value it was written from"
+            Payload::from(float.clone()).text(),
+            float.to_string(),
+            "floats written as serde_json writes them"
         );
+    }
+
+    /// Equal values compare equal whatever their layout, key order, duplicate keys or string
+    /// escapes; different values never do.
+    #[test]
+    fn equality_is_by_value() {
+        let text = |t: &str| json::from_str::<Payload>(t).expect("JSON text");
+        let same = [
+            (
+                r#"{"a":1,"b":[true,null]}"#,
+                r#"{ "b" : [ true , null ], "a" : 1 }"#,
+            ),
+            (r#"{"a":"A"}"#, r#"{"\u0061":"\u0041"}"#),
+            (r#"{"a":2}"#, r#"{"a":1,"a":2}"#),
+            (r#""x\/y""#, r#""x/y""#),
+        ];
+        for (a, b) in same {
+            assert_eq!(text(a), text(b), "{a} = {b}");
+        }
+        let different = [
+            (r#"{"a":1}"#, r#"{"a":2}"#),
+            (r#"{"a":1}"#, r#"{"a":1,"b":1}"#),
+            (r#"[1,2]"#, r#"[2,1]"#),
+            (r#""a""#, r#""A""#),
+            (r#"{"a":1,"a":2}"#, r#"{"a":1}"#),
+        ];
+        for (a, b) in different {
+            assert_ne!(text(a), text(b), "{a} ≠ {b}");
+        }
     }
 }

@@ -15,7 +15,7 @@
 //! | 2xx whose body is not such an answer | unresolved `invalid_answer` |
 //! | anything else (1xx, 3xx) | unresolved `http_<status>` |
 
-use serde_json::{Map, Value};
+use super::json::{self, JsonText, Members};
 
 use super::io::{AttemptOutcome, AttemptStatus, OperationVerdict};
 use super::model::{Millis, RetryAction, Settlement};
@@ -111,7 +111,7 @@ pub fn map_answer(
 struct Answer {
     outcome: AttemptOutcome,
     error: Option<SafeError>,
-    canonical: Option<Value>,
+    canonical: Option<JsonText>,
     operations: Vec<OperationVerdict>,
 }
 
@@ -133,72 +133,74 @@ impl Answer {
 /// Why a body is not a protocol answer (only ever turned into `invalid_answer`).
 type Invalid = &'static str;
 
+/// Reads the answer from its text, member by member (a later duplicate member wins, as it
+/// did when answers were read into maps); values the scheduler only keeps (canonical state,
+/// error details) stay text.
 fn parse_answer(text: &str) -> Result<Answer, Invalid> {
-    let value: Value = crate::core::json::parse(text).map_err(|_| "not JSON")?;
-    let object = value.as_object().ok_or("not a JSON object")?;
-    let outcome = match object.get("outcome").and_then(Value::as_str) {
+    let object = Members::of(text).ok_or("not a JSON object")?;
+    let outcome = match object.str("outcome").as_deref() {
         Some("applied") => AttemptOutcome::Applied,
         Some("rejected") => AttemptOutcome::Rejected,
         Some("accepted") => AttemptOutcome::Accepted,
         _ => return Err("outcome must be applied, rejected or accepted"),
     };
-    let operations = match object.get("operations") {
-        None | Some(Value::Null) => Vec::new(),
-        Some(Value::Array(entries)) => parse_operations(entries)?,
-        Some(_) => return Err("operations must be an array"),
+    let operations = match object.present("operations") {
+        None => Vec::new(),
+        Some(entries) => parse_operations(entries)?,
     };
     Ok(Answer {
         outcome,
         error: parse_error(object.get("error"))?,
-        canonical: canonical(object),
+        canonical: canonical(&object),
         operations,
     })
 }
 
-fn canonical(object: &Map<String, Value>) -> Option<Value> {
-    object.get("canonical").filter(|v| !v.is_null()).cloned()
+/// Canonical state, unless absent or null, without the answer's layout.
+fn canonical(object: &Members<'_>) -> Option<JsonText> {
+    object.present("canonical").and_then(JsonText::compact)
 }
 
 /// A string error becomes the code; an object `{code, message, details}` is bounded (K5).
-fn parse_error(value: Option<&Value>) -> Result<Option<SafeError>, Invalid> {
-    match value {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::String(code)) => Ok(Some(SafeError::with_fallback(code, code, "server_error"))),
-        Some(Value::Object(fields)) => {
-            let code = fields.get("code").and_then(Value::as_str).unwrap_or("");
-            let message = fields.get("message").and_then(Value::as_str).unwrap_or("");
-            let error = SafeError::with_fallback(code, message, "server_error");
-            Ok(Some(match fields.get("details") {
-                None | Some(Value::Null) => error,
-                Some(details) => error.with_details(details.clone()),
-            }))
-        }
-        Some(_) => Err("error must be a string or an object"),
+fn parse_error(value: Option<&str>) -> Result<Option<SafeError>, Invalid> {
+    let Some(value) = value.filter(|text| *text != "null") else {
+        return Ok(None);
+    };
+    if let Ok(code) = json::from_str::<String>(value) {
+        return Ok(Some(SafeError::with_fallback(&code, &code, "server_error")));
     }
+    let fields = Members::of(value).ok_or("error must be a string or an object")?;
+    let code = fields.str("code").unwrap_or_default();
+    let message = fields.str("message").unwrap_or_default();
+    let error = SafeError::with_fallback(&code, &message, "server_error");
+    Ok(Some(
+        match fields.present("details").and_then(JsonText::compact) {
+            None => error,
+            Some(details) => error.with_details(details),
+        },
+    ))
 }
 
 /// Per-operation verdicts; `accepted` entries carry no verdict yet and are skipped.
-fn parse_operations(entries: &[Value]) -> Result<Vec<OperationVerdict>, Invalid> {
+fn parse_operations(entries: &str) -> Result<Vec<OperationVerdict>, Invalid> {
+    let entries = json::items(entries).ok_or("operations must be an array")?;
     let mut verdicts = Vec::with_capacity(entries.len());
     for entry in entries {
-        let fields = entry
-            .as_object()
-            .ok_or("operation entries must be objects")?;
+        let fields = Members::of(entry).ok_or("operation entries must be objects")?;
         let operation_id = fields
-            .get("operationId")
-            .and_then(Value::as_str)
+            .str("operationId")
             .ok_or("operation entries need an operationId")?;
-        let settlement = match fields.get("outcome").and_then(Value::as_str) {
+        let settlement = match fields.str("outcome").as_deref() {
             Some("applied") => Settlement::Applied,
             Some("rejected") => Settlement::Rejected,
             Some("accepted") => continue,
             _ => return Err("operation outcome must be applied, rejected or accepted"),
         };
         verdicts.push(OperationVerdict {
-            operation_id: operation_id.to_owned(),
+            operation_id: operation_id.into_owned(),
             settlement,
             error: parse_error(fields.get("error"))?,
-            canonical: canonical(fields),
+            canonical: canonical(&fields),
         });
     }
     Ok(verdicts)
@@ -207,19 +209,20 @@ fn parse_operations(entries: &[Value]) -> Result<Vec<OperationVerdict>, Invalid>
 /// `http_<status>`, with the server's own error code and message kept when it sent one.
 fn http_error(status: u16, body: Option<&str>) -> SafeError {
     let server = body
-        .and_then(|text| crate::core::json::parse(text).ok())
-        .and_then(|value| parse_error(value.get("error")).ok().flatten());
+        .and_then(Members::of)
+        .and_then(|answer| parse_error(answer.get("error")).ok().flatten());
     let code = format!("http_{status}");
-    let status_member = ("status", Value::from(status));
+    // Members in key order, as they were written from a map.
     match server {
         Some(server) => {
-            SafeError::new(&code, &server.message).with_details(crate::core::json::object([
-                status_member,
-                ("serverCode", server.code.into()),
-            ]))
+            SafeError::new(&code, &server.message).with_details(JsonText::object(|details| {
+                details.member("serverCode", &server.code);
+                details.member("status", &u64::from(status));
+            }))
         }
-        None => SafeError::new(&code, &format!("HTTP {status}"))
-            .with_details(crate::core::json::object([status_member])),
+        None => SafeError::new(&code, &format!("HTTP {status}")).with_details(JsonText::object(
+            |details| details.member("status", &u64::from(status)),
+        )),
     }
 }
 
@@ -312,22 +315,22 @@ fn days_from_civil(year: u64, month: u64, day: u64) -> u64 {
 #[cfg(test)]
 mod tests;
 
-/// Maps the answer of a pluggable JS transport (W3): the protocol answer object itself
-/// (`{outcome, error?, canonical?, operations?}`), optionally with the HTTP `status` it stands
-/// for (default 200, or 409 for `rejected`) and `retryAfterMs` or a raw `retryAfter` header.
-pub fn map_transport_answer(action: RetryAction, answer: &Value, now: Millis) -> AttemptStatus {
-    let rejected = answer.get("outcome").and_then(Value::as_str) == Some("rejected");
-    let status = answer
-        .get("status")
-        .and_then(Value::as_u64)
+/// Maps the answer of a pluggable JS transport (W3), given as JSON text: the protocol answer
+/// object itself (`{outcome, error?, canonical?, operations?}`), optionally with the HTTP
+/// `status` it stands for (default 200, or 409 for `rejected`) and `retryAfterMs` or a raw
+/// `retryAfter` header.
+pub fn map_transport_answer(action: RetryAction, answer: &str, now: Millis) -> AttemptStatus {
+    let members = Members::of(answer);
+    let field = |key| members.as_ref().and_then(|m| m.get(key));
+    let rejected = members.as_ref().and_then(|m| m.str("outcome")).as_deref() == Some("rejected");
+    let status = members
+        .as_ref()
+        .and_then(|m| m.u64("status"))
         .filter(|s| (100..=599).contains(s))
         .map_or(if rejected { 409 } else { 200 }, |s| s as u16);
-    let retry_after = answer.get("retryAfter").and_then(Value::as_str);
-    // Compact text, as `to_string` would give, without pulling `Value`'s Display (and its
-    // pretty printer) into the .wasm; a Value always serializes.
-    let body = crate::core::json::to_string(answer);
-    let mut mapped = map_answer(action, status, Some(&body), retry_after, now);
-    if let Some(ms) = answer.get("retryAfterMs").and_then(Value::as_u64) {
+    let retry_after = field("retryAfter").and_then(|text| json::from_str::<String>(text).ok());
+    let mut mapped = map_answer(action, status, Some(answer), retry_after.as_deref(), now);
+    if let Some(ms) = members.as_ref().and_then(|m| m.u64("retryAfterMs")) {
         mapped.retry_after_ms = Some(ms);
     }
     mapped

@@ -1,6 +1,6 @@
 //! Safe errors (K5): bounded code and message, plain-JSON details or `{omitted: …}`.
 
-use serde_json::Value;
+use super::json::JsonText;
 
 /// Longest stored error code.
 pub const MAX_CODE_CHARS: usize = 128;
@@ -17,7 +17,7 @@ pub struct SafeError {
     /// Bounded message.
     pub message: String,
     /// Plain JSON details, or `{ "omitted": reason }`.
-    pub details: Option<Value>,
+    pub details: Option<JsonText>,
 }
 
 fn truncate_chars(text: &str, max: usize) -> String {
@@ -45,27 +45,14 @@ impl SafeError {
     }
 
     /// Attaches details if small; otherwise records why they were omitted.
-    pub fn with_details(mut self, details: Value) -> Self {
-        let fits = crate::core::json::to_string(&details).len() <= MAX_DETAILS_BYTES;
+    pub fn with_details(mut self, details: JsonText) -> Self {
+        let fits = details.text().len() <= MAX_DETAILS_BYTES;
         self.details = Some(if fits {
             details
         } else {
             omitted("error_details_too_large")
         });
         self
-    }
-
-    /// The error as a JSON object, as stored.
-    pub fn to_value(&self) -> Value {
-        let details = self.details.iter().map(|d| ("details", d.clone()));
-        super::json::object(
-            [
-                ("code", self.code.as_str().into()),
-                ("message", self.message.as_str().into()),
-            ]
-            .into_iter()
-            .chain(details),
-        )
     }
 
     /// Records that details existed but were not plain JSON.
@@ -75,8 +62,8 @@ impl SafeError {
     }
 }
 
-fn omitted(reason: &str) -> Value {
-    super::json::object([("omitted", reason.into())])
+fn omitted(reason: &str) -> JsonText {
+    JsonText::object(|object| object.member("omitted", reason))
 }
 
 crate::json_record!(SafeError {
@@ -104,13 +91,19 @@ mod tests {
 
     #[test]
     fn k5_large_details_are_omitted() {
-        let big = Value::String("x".repeat(MAX_DETAILS_BYTES + 1));
+        let big = JsonText::string(&"x".repeat(MAX_DETAILS_BYTES - 1));
         let error = SafeError::new("e", "m").with_details(big);
         assert_eq!(
-            error.details,
-            Some(serde_json::json!({"omitted": "error_details_too_large"}))
+            error.details.map(|d| d.text().to_owned()),
+            Some(r#"{"omitted":"error_details_too_large"}"#.to_owned())
         );
-        let small = SafeError::new("e", "m").with_details(serde_json::json!({"a": 1}));
-        assert_eq!(small.details, Some(serde_json::json!({"a": 1})));
+        let limit = JsonText::string(&"x".repeat(MAX_DETAILS_BYTES - 2));
+        let kept = SafeError::new("e", "m").with_details(limit.clone());
+        assert_eq!(kept.details, Some(limit), "4 096 bytes with the quotes");
+        let small = SafeError::new("e", "m").with_details(serde_json::json!({"a": 1}).into());
+        assert_eq!(
+            small.details.map(|d| d.text().to_owned()),
+            Some(r#"{"a":1}"#.to_owned())
+        );
     }
 }

@@ -113,7 +113,7 @@ impl SimServer {
                 AttemptOutcome::Rejected,
                 Some(SafeError::new("version_conflict", "stale version")),
             );
-            answer.canonical = Some(json!({ "versions": self.versions }));
+            answer.canonical = Some(json!({ "versions": self.versions }).into());
             return answer;
         }
         let accepted = request.kind == "run.start";

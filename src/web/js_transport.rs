@@ -60,7 +60,9 @@ impl JsTransport {
             }
         };
         match to_json(&answer, "transport answer") {
-            Ok(value) if value.is_object() => map_transport_answer(order.action, &value, now()),
+            Ok(value) if value.is_object() => {
+                map_transport_answer(order.action, &crate::core::json::to_string(&value), now())
+            }
             _ => AttemptStatus::transport_unknown(
                 "the transport answered something other than a protocol answer object",
             ),

@@ -49,15 +49,15 @@ fn full_batch(fence: u64) -> PersistBatch {
     settled.outcome = Some(Box::new(OperationOutcome {
         settlement: Settlement::Rejected,
         request_id: None,
-        error: Some(SafeError::new("conflict", "version").with_details(json!({"v": 7}))),
-        canonical: Some(json!({"shape": {"x": 9}})),
+        error: Some(SafeError::new("conflict", "version").with_details(json!({"v": 7}).into())),
+        canonical: Some(json!({"shape": {"x": 9}}).into()),
         at: MAX_SAFE,
     }));
     let mut req = request("req-1", "op-1");
     req.retry_at = Some(MAX_SAFE);
     req.retry_action = Some(RetryAction::Query);
     req.attempt = 4;
-    req.canonical = Some(json!([1, {"a": "b"}]));
+    req.canonical = Some(json!([1, {"a": "b"}]).into());
     PersistBatch {
         lease: Some(LeaseWrite::Renew { expires_at: 50_000 }),
         operations: vec![rich, settled],

@@ -247,7 +247,7 @@ async fn p7_submit_applies_and_a_repeat_gets_the_stored_outcome() {
     let first = send(&transport(), RetryAction::Submit, &request, None).await;
     assert_eq!(first.outcome, AttemptOutcome::Applied, "{first:?}");
     assert_eq!(first.error, None);
-    let canonical = first.canonical.clone().expect("canonical");
+    let canonical = first.canonical.clone().expect("canonical").to_value();
     assert_eq!(canonical["canvases"][&canvas]["version"], 1);
     assert_eq!(first.operations.len(), 1);
     assert_eq!(first.operations[0].operation_id, request.operation_ids[0]);
@@ -257,7 +257,7 @@ async fn p7_submit_applies_and_a_repeat_gets_the_stored_outcome() {
     assert_eq!(repeat, first, "a repeat gets the stored outcome");
     let query = send(&transport(), RetryAction::Query, &request, None).await;
     assert_eq!(query.outcome, AttemptOutcome::Applied);
-    assert_eq!(query.canonical, Some(canonical));
+    assert_eq!(query.canonical.map(|c| c.to_value()), Some(canonical));
 
     let record = server_record(&request.id).await;
     assert_eq!(record["applications"], 1, "{record}");
@@ -274,8 +274,11 @@ async fn p7_version_conflict_is_rejected_with_canonical() {
     assert_eq!(status.outcome, AttemptOutcome::Rejected, "{status:?}");
     let error = status.error.clone().expect("error");
     assert_eq!(error.code, "version_conflict");
-    assert_eq!(error.details.expect("details")["stale"][0]["expected"], 5);
-    let canonical = status.canonical.expect("canonical");
+    assert_eq!(
+        error.details.expect("details").to_value()["stale"][0]["expected"],
+        5
+    );
+    let canonical = status.canonical.expect("canonical").to_value();
     assert_eq!(canonical["canvases"][&canvas]["version"], 0);
     assert_eq!(status.operations[0].settlement, Settlement::Rejected);
 }
@@ -299,7 +302,7 @@ async fn p7_other_4xx_is_rejected_with_the_http_status() {
     let error = status.error.expect("error");
     assert_eq!(error.code, "http_400");
     assert_eq!(
-        error.details.expect("details")["serverCode"],
+        error.details.expect("details").to_value()["serverCode"],
         "idempotency_key_mismatch"
     );
 }
@@ -442,7 +445,7 @@ async fn p7_run_start_is_accepted_then_applied_on_a_later_query() {
     assert_eq!(applied.outcome, AttemptOutcome::Applied, "{applied:?}");
     let verdict = &applied.operations[0];
     assert_eq!(verdict.settlement, Settlement::Applied);
-    let run = &verdict.canonical.as_ref().expect("canonical")["run"];
+    let run = &verdict.canonical.as_ref().expect("canonical").to_value()["run"];
     assert_eq!(run["runId"], run_id.as_str());
     assert_eq!(run["status"], "completed");
 }
@@ -456,11 +459,16 @@ async fn w3_an_upload_is_multipart_with_its_blob() {
     let blob = Blob::new_with_str_sequence(&parts).expect("blob");
     let status = send(&transport(), RetryAction::Submit, &request, Some(blob)).await;
     assert_eq!(status.outcome, AttemptOutcome::Applied, "{status:?}");
-    let asset = status.operations[0].canonical.clone().expect("asset");
+    let asset = status.operations[0]
+        .canonical
+        .clone()
+        .expect("asset")
+        .to_value();
     assert_eq!(asset["size"], 13);
     assert!(asset["assetId"].is_string(), "{asset}");
     let canvas = draft.canvas.expect("canvas");
-    let listed = &status.canonical.expect("canonical")["canvases"][&canvas]["document"]["assets"];
+    let listed =
+        &status.canonical.expect("canonical").to_value()["canvases"][&canvas]["document"]["assets"];
     assert!(
         listed[asset["assetId"].as_str().expect("id")].is_object(),
         "{listed}"

@@ -97,7 +97,7 @@ fn assert_blocked_unauthorized(status: &AttemptStatus, http: u16, server_code: &
     let details = status
         .error
         .as_ref()
-        .and_then(|e| e.details.clone())
+        .and_then(|e| e.details.as_ref().map(|d| d.to_value()))
         .expect("details");
     assert_eq!(details["status"], http, "{details}");
     assert_eq!(details["serverCode"], server_code, "{details}");
@@ -137,7 +137,7 @@ async fn p7_a_correct_token_is_applied_and_answered_its_stored_outcome() {
     assert_eq!(first.blocked, None);
     assert_eq!(first.error, None);
     assert_eq!(
-        first.canonical.as_ref().expect("canonical")["canvases"][&canvas]["version"],
+        first.canonical.as_ref().expect("canonical").to_value()["canvases"][&canvas]["version"],
         1
     );
     assert_eq!(first.operations[0].settlement, Settlement::Applied);
@@ -194,7 +194,11 @@ async fn p7_an_upload_carries_the_token_and_another_principal_is_refused() {
     let owner = send_as(Some(USER_A), RetryAction::Submit, &request, Some(blob())).await;
     assert_eq!(owner.outcome, AttemptOutcome::Applied, "{owner:?}");
     assert_eq!(
-        owner.operations[0].canonical.as_ref().expect("asset")["size"],
+        owner.operations[0]
+            .canonical
+            .as_ref()
+            .expect("asset")
+            .to_value()["size"],
         11
     );
 

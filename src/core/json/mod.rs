@@ -9,6 +9,7 @@
 //! unchanged. `serde_json::Value` stays the tree type; only its data structure is used.
 
 mod reader;
+mod text;
 mod writer;
 
 #[cfg(test)]
@@ -20,6 +21,7 @@ use std::collections::BTreeMap;
 use serde_json::Value;
 
 pub use reader::{Reader, MAX_DEPTH};
+pub use text::{items, JsonText, Members};
 pub use writer::{escape_into, Writer};
 
 /// Why a JSON text could not be read as what was expected.

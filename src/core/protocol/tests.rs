@@ -349,7 +349,7 @@ fn p7_applied_carries_canonical_and_operation_verdicts() {
     assert_eq!(status.outcome, AttemptOutcome::Applied);
     assert_eq!(
         status.canonical,
-        Some(json!({"canvases": {"c1": {"version": 2}}}))
+        Some(json!({"canvases": {"c1": {"version": 2}}}).into())
     );
     assert_eq!(status.error, None);
     assert_eq!(
@@ -359,20 +359,25 @@ fn p7_applied_carries_canonical_and_operation_verdicts() {
                 operation_id: "op-1".into(),
                 settlement: Settlement::Applied,
                 error: None,
-                canonical: Some(json!({"shapeId": "s1"})),
+                canonical: Some(json!({"shapeId": "s1"}).into()),
             },
             OperationVerdict {
                 operation_id: "op-2".into(),
                 settlement: Settlement::Rejected,
                 error: Some(
                     SafeError::new("batch_aborted", "m")
-                        .with_details(json!({"operationId": "op-1"}))
+                        .with_details(json!({"operationId": "op-1"}).into())
                 ),
                 canonical: None,
             },
         ],
         "accepted entries carry no verdict yet"
     );
+}
+
+/// A kept JSON text as a tree, to look inside it.
+fn tree(text: crate::core::json::JsonText) -> serde_json::Value {
+    serde_json::from_str(text.text()).expect("JSON text")
 }
 
 #[test]
@@ -389,9 +394,12 @@ fn p7_rejected_keeps_the_server_error_and_canonical() {
     let error = status.error.expect("error");
     assert_eq!(error.code, "version_conflict");
     assert_eq!(error.message, "stale");
-    assert_eq!(error.details.expect("details")["stale"][0]["expected"], 5);
     assert_eq!(
-        status.canonical.expect("canonical")["canvases"]["c1"]["version"],
+        tree(error.details.expect("details"))["stale"][0]["expected"],
+        5
+    );
+    assert_eq!(
+        tree(status.canonical.expect("canonical"))["canvases"]["c1"]["version"],
         0
     );
     assert_eq!(status.operations.len(), 1);
@@ -416,7 +424,7 @@ fn k5_p7_server_errors_are_bounded() {
     );
     assert_eq!(
         error.details,
-        Some(json!({"omitted": "error_details_too_large"}))
+        Some(json!({"omitted": "error_details_too_large"}).into())
     );
 
     // A string error becomes the code; an object without a code gets a fallback.
@@ -452,7 +460,7 @@ fn p7_http_errors_keep_the_server_code_in_details() {
     assert_eq!(error.message, "injected fault");
     assert_eq!(
         error.details,
-        Some(json!({"status": 429, "serverCode": "too_many_requests"}))
+        Some(json!({"status": 429, "serverCode": "too_many_requests"}).into())
     );
     let bare = map_answer(QUERY, 500, None, None, NOW)
         .error
@@ -580,27 +588,30 @@ fn w3_a_pluggable_transport_answer_maps_like_http() {
     let now = 1_000_000;
     let applied = map_transport_answer(
         RetryAction::Submit,
-        &serde_json::json!({"outcome": "applied", "canonical": {"v": 2}}),
+        &serde_json::json!({"outcome": "applied", "canonical": {"v": 2}}).to_string(),
         now,
     );
     assert_eq!(applied.outcome, AttemptOutcome::Applied);
-    assert_eq!(applied.canonical, Some(serde_json::json!({"v": 2})));
+    assert_eq!(applied.canonical, Some(serde_json::json!({"v": 2}).into()));
     let rejected = map_transport_answer(
         RetryAction::Submit,
-        &serde_json::json!({"outcome": "rejected", "error": "version_conflict"}),
+        &serde_json::json!({"outcome": "rejected", "error": "version_conflict"}).to_string(),
         now,
     );
     assert_eq!(rejected.outcome, AttemptOutcome::Rejected);
     let busy = map_transport_answer(
         RetryAction::Submit,
-        &serde_json::json!({"status": 503, "retryAfterMs": 1500}),
+        &serde_json::json!({"status": 503, "retryAfterMs": 1500}).to_string(),
         now,
     );
     assert_eq!(
         (busy.outcome, busy.retry_after_ms),
         (AttemptOutcome::Unresolved, Some(1_500))
     );
-    let missing =
-        map_transport_answer(RetryAction::Query, &serde_json::json!({"status": 404}), now);
+    let missing = map_transport_answer(
+        RetryAction::Query,
+        &serde_json::json!({"status": 404}).to_string(),
+        now,
+    );
     assert_eq!(missing.error.map(|e| e.code), Some("not_found".to_string()));
 }

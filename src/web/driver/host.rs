@@ -9,6 +9,7 @@ use js_sys::{Function, Reflect};
 use wasm_bindgen::{JsCast, JsValue};
 
 use crate::core::host::{default_compile, CompiledRequest, Host};
+use crate::core::json::JsonText;
 use crate::core::model::Intent;
 use crate::core::payload::Payload;
 use crate::core::safe_error::SafeError;
@@ -50,7 +51,7 @@ fn hook_error(hook: &str, thrown: &JsValue) -> SafeError {
         .or_else(|| thrown.as_string())
         .unwrap_or_default();
     SafeError::with_fallback("compile_failed", &message, "compile_failed")
-        .with_details(crate::core::json::object([("hook", hook.into())]))
+        .with_details(JsonText::object(|details| details.member("hook", hook)))
 }
 
 fn reject_promise(hook: &str, value: &JsValue) -> Result<(), SafeError> {

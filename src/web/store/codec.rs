@@ -13,10 +13,9 @@
 //! left open across a deploy) then cannot open the database at all instead of taking the
 //! lease and moving every newer record to `quarantine`.
 
-use serde_json::Value;
 use wasm_bindgen::{JsCast, JsValue};
 
-use crate::core::json::{self, FromJson, ToJson};
+use crate::core::json::{self, FromJson, JsonText, ToJson};
 use crate::core::operation_pages::OperationPage;
 use crate::core::packed::PackedPage;
 use crate::core::safe_error::SafeError;
@@ -54,9 +53,9 @@ pub fn json_text(value: &JsValue) -> Result<String, String> {
 }
 
 /// Reads a stored value as JSON; `Err` when it is not JSON.
-pub fn to_json(value: &JsValue) -> Result<Value, String> {
+pub fn to_json(value: &JsValue) -> Result<JsonText, String> {
     let text = json_text(value)?;
-    json::parse(&text).map_err(|e| format!("not JSON: {e}"))
+    json::from_str(&text).map_err(|e| format!("not JSON: {e}"))
 }
 
 /// Reads a stored value as a typed record.

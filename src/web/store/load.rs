@@ -4,7 +4,7 @@
 //! rejects — and records whose key or value is not what a ledger holds — moves to the
 //! `quarantine` store in the same transaction and is reported, never silently dropped.
 
-use serde_json::Value;
+use crate::core::json::JsonText;
 use wasm_bindgen::JsValue;
 
 use super::codec::{
@@ -173,9 +173,10 @@ async fn take_lease(
             }
             Ok(lease) => lease.fence,
             Err(reason) => {
-                let record = to_json(&value).unwrap_or(Value::Null);
-                let fence = match record.get("fence") {
-                    Some(fence) => fence.as_f64(),
+                let record = to_json(&value).unwrap_or_default();
+                // A number member read by JS (no float parser in the module for this).
+                let fence = match record.members().and_then(|m| m.get("fence")) {
+                    Some(fence) => js_sys::JSON::parse(fence).ok().and_then(|f| f.as_f64()),
                     None => js_sys::Reflect::get(&value, &JsValue::from_str("fence"))
                         .ok()
                         .and_then(|f| f.as_f64()),
@@ -257,7 +258,7 @@ async fn read_store(
                 string_key(&raw_key)
             };
             let Some(key) = key else {
-                let record = to_json(&value).unwrap_or(Value::Null);
+                let record = to_json(&value).unwrap_or_default();
                 let reason = "key of a type or range the ledger never writes".to_owned();
                 aside.push(SetAside {
                     report: report(kind.name(), &describe_key(&raw_key), reason, record),
@@ -276,7 +277,7 @@ async fn read_store(
                     stored.push(value);
                 }
                 Err(reason) => aside.push(SetAside {
-                    report: report(kind.name(), &key, reason, Value::Null),
+                    report: report(kind.name(), &key, reason, JsonText::default()),
                     raw_key,
                     raw_value: Some(value),
                 }),
@@ -335,7 +336,7 @@ fn add_page(
         .map_err(|e| AcquireError::Storage(SafeError::new(e.code.as_str(), &e.message)))
 }
 
-fn report(store: &'static str, key: &str, reason: String, record: Value) -> Quarantined {
+fn report(store: &'static str, key: &str, reason: String, record: JsonText) -> Quarantined {
     Quarantined {
         store,
         key: key.to_owned(),
@@ -348,7 +349,7 @@ fn set_aside(
     store: &'static str,
     key: &str,
     reason: String,
-    record: Value,
+    record: JsonText,
     raw_value: Option<JsValue>,
 ) -> SetAside {
     SetAside {

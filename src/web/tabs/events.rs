@@ -2,114 +2,115 @@
 //! dispatching tab can relay them to the tab that enqueued the operation (W4).
 
 use js_sys::{Array, Reflect};
-use serde_json::Value;
 use wasm_bindgen::JsValue;
 
 use crate::core::error::SchedulerError;
 use crate::core::io::Report;
-use crate::core::json::object;
-use crate::core::safe_error::SafeError;
+use crate::core::json::{JsonText, ToJson, Writer};
 
-/// An event object: its members, those that are null left out (absent, not null: the
-/// declarations say `field?: T`).
-fn event(members: impl IntoIterator<Item = (&'static str, Value)>) -> Value {
-    object(members.into_iter().filter(|(_, value)| !value.is_null()))
+/// A member written only when there is a value (absent, not null: the declarations say
+/// `field?: T`).
+fn optional<T: ToJson + ?Sized>(event: &mut Writer, key: &str, value: Option<&T>) {
+    if let Some(value) = value {
+        event.member(key, value);
+    }
 }
 
 /// The event object for one report.
-pub fn event_json(report: &Report) -> Value {
-    let text = |value: &str| Value::from(value);
-    let maybe = |value: &Option<String>| Value::from(value.clone());
-    match report {
+pub fn event_json(report: &Report) -> JsonText {
+    JsonText::object(|event| match report {
         Report::Settled {
             operation_id,
             request_id,
             settlement,
             error,
             canonical,
-        } => event([
-            ("type", text("settled")),
-            ("operationId", text(operation_id)),
-            ("requestId", maybe(request_id)),
-            ("outcome", text(settlement.as_str())),
-            (
-                "error",
-                error.as_ref().map_or(Value::Null, |e| e.to_value()),
-            ),
-            ("canonical", canonical.clone().unwrap_or(Value::Null)),
-        ]),
+        } => {
+            event.member("type", "settled");
+            event.member("operationId", operation_id);
+            optional(event, "requestId", request_id.as_ref());
+            event.member("outcome", settlement.as_str());
+            optional(event, "error", error.as_ref());
+            optional(
+                event,
+                "canonical",
+                canonical.as_ref().filter(|c| !c.is_null()),
+            );
+        }
         Report::Blocked {
             operation_id,
             request_id,
             reason,
-        } => event([
-            ("type", text("blocked")),
-            ("operationId", text(operation_id)),
-            ("requestId", maybe(request_id)),
-            ("reason", text(reason)),
-        ]),
+        } => {
+            event.member("type", "blocked");
+            event.member("operationId", operation_id);
+            optional(event, "requestId", request_id.as_ref());
+            event.member("reason", reason);
+        }
         Report::DeadLettered {
             operation_ids,
             request_id,
             error,
-        } => event([
-            ("type", text("dead_lettered")),
-            ("operationIds", Value::from(operation_ids.clone())),
-            ("requestId", text(request_id)),
-            (
-                "error",
-                error.as_ref().map_or(Value::Null, SafeError::to_value),
-            ),
-        ]),
-        Report::Error(error) => event([
-            ("type", text("error")),
-            ("code", text(error.code())),
-            ("message", text(&error.message)),
-        ]),
-        Report::LeaderChanged { leader, fence } => event([
-            ("type", text("leader_changed")),
-            ("leader", Value::from(*leader)),
-            ("fence", Value::from(*fence)),
-        ]),
-    }
+        } => {
+            event.member("type", "dead_lettered");
+            event.member("operationIds", operation_ids);
+            event.member("requestId", request_id);
+            optional(event, "error", error.as_ref());
+        }
+        Report::Error(error) => {
+            event.member("type", "error");
+            event.member("code", error.code());
+            event.member("message", &error.message);
+        }
+        Report::LeaderChanged { leader, fence } => {
+            event.member("type", "leader_changed");
+            event.member("leader", leader);
+            optional(event, "fence", fence.as_ref());
+        }
+    })
 }
 
 /// `leader_changed`: whether this tab dispatches now, and who does when known.
-pub fn leader_changed(leader: bool, owner: Option<&str>, fence: Option<u64>) -> Value {
-    event([
-        ("type", Value::from("leader_changed")),
-        ("leader", Value::from(leader)),
-        ("owner", Value::from(owner)),
-        ("fence", Value::from(fence)),
-    ])
+pub fn leader_changed(leader: bool, owner: Option<&str>, fence: Option<u64>) -> JsonText {
+    JsonText::object(|event| {
+        event.member("type", "leader_changed");
+        event.member("leader", &leader);
+        optional(event, "owner", owner);
+        optional(event, "fence", fence.as_ref());
+    })
+}
+
+fn write_error(event: &mut Writer, error: &SchedulerError) {
+    event.member("code", error.code.as_str());
+    event.member("message", error.message.as_str());
 }
 
 /// An error as an action's answer or an event's `error`: `{code, message}`.
-pub fn error_object(error: &SchedulerError) -> Value {
-    event([
-        ("code", Value::from(error.code.as_str())),
-        ("message", Value::from(error.message.as_str())),
-    ])
+pub fn error_object(error: &SchedulerError) -> JsonText {
+    JsonText::object(|object| write_error(object, error))
 }
 
 /// `settled` as `rejected` for an inbox operation the dispatcher refused.
-pub fn refused(operation_id: &str, error: &SchedulerError) -> Value {
-    event([
-        ("type", Value::from("settled")),
-        ("operationId", Value::from(operation_id)),
-        ("outcome", Value::from("rejected")),
-        ("error", error_object(error)),
-    ])
+pub fn refused(operation_id: &str, error: &SchedulerError) -> JsonText {
+    JsonText::object(|event| {
+        event.member("type", "settled");
+        event.member("operationId", operation_id);
+        event.member("outcome", "rejected");
+        event.key("error");
+        event.object();
+        write_error(event, error);
+        event.end_object();
+    })
 }
 
 /// `quarantined`: a record set aside at load (D4) or an inbox entry the dispatcher refused.
-pub fn quarantined(store: &str, key: &str, reason: &str) -> Value {
-    event([
-        ("type", Value::from("quarantined")),
-        ("store", Value::from(store)),
-        ("key", Value::from(key)),
-        ("reason", Value::from(reason)),
-    ])
+pub fn quarantined(store: &str, key: &str, reason: &str) -> JsonText {
+    JsonText::object(|event| {
+        event.member("type", "quarantined");
+        event.member("store", store);
+        event.member("key", key);
+        event.member("reason", reason);
+    })
 }
 
 /// The operation ids an event object names (`operationId` or `operationIds`).

@@ -27,12 +27,12 @@ mod views;
 use std::cell::RefCell;
 use std::rc::Rc;
 
-use serde_json::Value;
 use wasm_bindgen::JsValue;
 
 use crate::core::clock::TimerHandle;
 use crate::core::error::{ErrorCode, SchedulerError};
 use crate::core::intent::IntentInput;
+use crate::core::json::JsonText;
 use crate::core::model::{Lease, Millis};
 use crate::core::small_map::SmallMap;
 use crate::core::str_set::StrSet;
@@ -338,7 +338,7 @@ impl Tab {
     }
 
     /// Delivers an event built as JSON.
-    fn emit_json(&self, event: &Value) {
+    fn emit_json(&self, event: &JsonText) {
         self.emit(&to_js(event));
     }
 

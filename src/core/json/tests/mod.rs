@@ -240,4 +240,5 @@ fn value_of_size(depth: u32, size: u32) -> impl Strategy<Value = Value> {
 mod pull;
 mod reader;
 mod records;
+mod text;
 mod writer;

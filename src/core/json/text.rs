@@ -1,0 +1,213 @@
+//! [`JsonText`]: a JSON value kept as its text (a payload, the server's canonical state, an
+//! error's details, a record set aside at load).
+//!
+//! The scheduler never computes with these values: it checks them, stores them, sends them
+//! and hands them back to JS. Kept as text they cost one allocation each and are written to
+//! storage and the wire byte for byte; kept as trees they cost an allocation per member, and
+//! the tree type, its parser (with float parsing) and its maps were a good part of the `.wasm`.
+
+use std::borrow::Cow;
+
+use super::{escape_into, FromJson, JsonError, Reader, ToJson, Writer};
+
+/// Valid JSON text of one value. Compact with object keys sorted when this crate wrote it
+/// from a JS value; as stored or as the server sent it (see [`JsonText::compact`]) otherwise.
+#[derive(Clone, Debug)]
+pub struct JsonText(Box<str>);
+
+impl JsonText {
+    /// The text of something written as JSON.
+    pub fn from_json<T: ToJson + ?Sized>(value: &T) -> Self {
+        Self(super::to_string(value).into_boxed_str())
+    }
+
+    /// A JSON object whose members `members` writes (with [`Writer::member`]).
+    pub fn object(members: impl FnOnce(&mut Writer)) -> Self {
+        let mut writer = Writer::new();
+        writer.object();
+        members(&mut writer);
+        writer.end_object();
+        Self(writer.finish().into_boxed_str())
+    }
+
+    /// The value of `text` with the whitespace between tokens left out, or `None` when `text`
+    /// is not one JSON value.
+    pub fn compact(text: &str) -> Option<Self> {
+        let checked: JsonText = super::from_str(text).ok()?;
+        let mut out = String::with_capacity(checked.0.len());
+        let mut in_string = false;
+        let mut escaped = false;
+        for ch in checked.0.chars() {
+            if in_string {
+                in_string = escaped || ch != '"';
+                escaped = !escaped && ch == '\\';
+            } else if matches!(ch, ' ' | '\n' | '\r' | '\t') {
+                continue;
+            } else {
+                in_string = ch == '"';
+            }
+            out.push(ch);
+        }
+        Some(Self(out.into_boxed_str()))
+    }
+
+    /// A JSON string holding `text`.
+    pub fn string(text: &str) -> Self {
+        let mut out = String::with_capacity(text.len() + 2);
+        escape_into(&mut out, text);
+        Self(out.into_boxed_str())
+    }
+
+    /// The JSON text.
+    pub fn text(&self) -> &str {
+        &self.0
+    }
+
+    /// Whether the value is `null`.
+    pub fn is_null(&self) -> bool {
+        &*self.0 == "null"
+    }
+
+    /// The members of the object this text holds (a later duplicate key wins, as JSON
+    /// objects read into maps do), or `None` when it is not an object.
+    pub fn members(&self) -> Option<Members<'_>> {
+        Members::of(&self.0)
+    }
+
+    /// The same value written compactly with every object's keys sorted and strings escaped
+    /// as this crate escapes them: texts of equal values give the same canonical text.
+    /// Numbers stay as written (`1.0` and `1.00` differ), as every number this crate writes
+    /// is written one way.
+    fn canonical(&self) -> Option<String> {
+        let mut reader = Reader::new(&self.0);
+        let mut writer = Writer::new();
+        canonical_into(&mut reader, &mut writer).ok()?;
+        Some(writer.finish())
+    }
+}
+
+fn canonical_into(reader: &mut Reader<'_>, writer: &mut Writer) -> Result<(), JsonError> {
+    match reader.peek() {
+        Some(b'{') => {
+            reader.object()?;
+            // Sorted by key as they come (a later duplicate replaces an earlier one).
+            let mut members: Vec<(Cow<'_, str>, String)> = Vec::new();
+            while let Some(key) = reader.key()? {
+                let mut value = Writer::new();
+                canonical_into(reader, &mut value)?;
+                let value = value.finish();
+                match members.binary_search_by(|(k, _)| k.as_ref().cmp(key.as_ref())) {
+                    Ok(at) => members[at].1 = value,
+                    Err(at) => members.insert(at, (key, value)),
+                }
+            }
+            writer.object();
+            for (key, value) in &members {
+                writer.key(key);
+                writer.raw(value);
+            }
+            writer.end_object();
+        }
+        Some(b'[') => {
+            reader.array()?;
+            writer.array();
+            while reader.item()? {
+                canonical_into(reader, writer)?;
+            }
+            writer.end_array();
+        }
+        Some(b'"') => writer.str(&reader.str()?),
+        _ => writer.raw(reader.raw()?),
+    }
+    Ok(())
+}
+
+impl Default for JsonText {
+    fn default() -> Self {
+        Self("null".into())
+    }
+}
+
+/// Written byte for byte as held.
+impl ToJson for JsonText {
+    fn write_json(&self, writer: &mut Writer) {
+        writer.raw(&self.0);
+    }
+}
+
+/// Kept as the exact text of the value (checked to be well formed), layout and all.
+impl FromJson for JsonText {
+    fn read_json(reader: &mut Reader<'_>) -> Result<Self, JsonError> {
+        reader.raw().map(|text| Self(text.into()))
+    }
+}
+
+/// Equal as JSON values: the same text, or texts whose canonical forms are the same.
+impl PartialEq for JsonText {
+    fn eq(&self, other: &Self) -> bool {
+        self.0 == other.0
+            || matches!((self.canonical(), other.canonical()), (Some(a), Some(b)) if a == b)
+    }
+}
+
+/// The items of the array `text` holds, as raw value texts; `None` when it holds no array
+/// (or is not one JSON value).
+pub fn items(text: &str) -> Option<Vec<&str>> {
+    let mut reader = Reader::new(text);
+    if reader.peek() != Some(b'[') {
+        return None;
+    }
+    reader.array().ok()?;
+    let mut items = Vec::new();
+    while reader.item().ok()? {
+        items.push(reader.raw().ok()?);
+    }
+    reader.end().ok()?;
+    Some(items)
+}
+
+/// The members of one JSON object, as raw value texts.
+#[derive(Debug)]
+pub struct Members<'a>(Vec<(Cow<'a, str>, &'a str)>);
+
+impl<'a> Members<'a> {
+    /// The members of the object `text` holds, or `None` when it holds no object (or is not
+    /// one JSON value).
+    pub fn of(text: &'a str) -> Option<Self> {
+        let mut reader = Reader::new(text);
+        if reader.peek() != Some(b'{') {
+            return None;
+        }
+        let mut members = Vec::new();
+        reader.object().ok()?;
+        while let Some(key) = reader.key().ok()? {
+            members.push((key, reader.raw().ok()?));
+        }
+        reader.end().ok()?;
+        Some(Self(members))
+    }
+
+    /// The text of member `key` (the last one when it repeats), `None` when absent.
+    pub fn get(&self, key: &str) -> Option<&'a str> {
+        self.0.iter().rev().find(|(k, _)| k == key).map(|(_, v)| *v)
+    }
+
+    /// Member `key` unless it is absent or `null`.
+    pub fn present(&self, key: &str) -> Option<&'a str> {
+        self.get(key).filter(|text| *text != "null")
+    }
+
+    /// Member `key` as a string, `None` when absent or not a string.
+    pub fn str(&self, key: &str) -> Option<Cow<'a, str>> {
+        let text = self.get(key)?;
+        let mut reader = Reader::new(text);
+        (reader.peek() == Some(b'"'))
+            .then(|| reader.str().ok())
+            .flatten()
+    }
+
+    /// Member `key` as an unsigned integer, `None` when absent or not one.
+    pub fn u64(&self, key: &str) -> Option<u64> {
+        super::from_str(self.get(key)?).ok()
+    }
+}
