@@ -2,11 +2,10 @@
 //! huge strings, deep or cyclic payloads and `__proto__` keys are `invalid_intent` (or
 //! `payload_too_large`); the core then checks ids, sequences, dependencies and cycles.
 
-use crate::core::json::quoted;
+use crate::core::json::{self, quoted};
 use std::collections::BTreeMap;
 
 use js_sys::{Object, Reflect};
-use serde_json::Value;
 use wasm_bindgen::{JsCast, JsValue};
 
 use crate::core::error::{ErrorCode, SchedulerError};
@@ -122,26 +121,25 @@ pub fn decode_intent(
     let payload = if payload_js.is_undefined() {
         Payload::default()
     } else {
-        Payload::from_value(&to_json(&payload_js, "payload").map_err(invalid)?)
+        to_json(&payload_js, "payload").map_err(invalid)?
     };
     let versions_js = get(value, "expectedVersions")?;
     let expected_versions = if versions_js.is_undefined() {
         None
     } else {
-        let Value::Object(map) = to_json(&versions_js, "expectedVersions").map_err(invalid)? else {
-            return Err(invalid(
-                "expectedVersions must be an object of canvas id → version",
-            ));
-        };
+        let text = to_json(&versions_js, "expectedVersions").map_err(invalid)?;
+        let map = text
+            .members()
+            .ok_or_else(|| invalid("expectedVersions must be an object of canvas id → version"))?;
         let mut versions = BTreeMap::new();
-        for (canvas, version) in map {
-            let version = version
-                .as_u64()
+        for (canvas, version) in map.iter() {
+            let version = json::from_str::<u64>(version)
+                .ok()
                 .filter(|v| *v <= MAX_SAFE_INTEGER)
                 .ok_or_else(|| {
                     invalid("expectedVersions values must be non-negative safe integers")
                 })?;
-            versions.insert(canvas, version);
+            versions.insert(canvas.to_owned(), version);
         }
         Some(versions)
     };

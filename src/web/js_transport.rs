@@ -60,8 +60,8 @@ impl JsTransport {
             }
         };
         match to_json(&answer, "transport answer") {
-            Ok(value) if value.is_object() => {
-                map_transport_answer(order.action, &crate::core::json::to_string(&value), now())
+            Ok(text) if text.members().is_some() => {
+                map_transport_answer(order.action, text.text(), now())
             }
             _ => AttemptStatus::transport_unknown(
                 "the transport answered something other than a protocol answer object",

@@ -3,11 +3,10 @@
 //! nothing silently changes on the way into the ledger (NaN would otherwise become null).
 
 use js_sys::{Array, Object, Reflect};
-use serde_json::{Map, Number, Value};
 use wasm_bindgen::{JsCast, JsValue};
 
 use crate::core::intent::MAX_PAYLOAD_DEPTH;
-use crate::core::json::{ToJson, Writer};
+use crate::core::json::{JsonText, ToJson, Writer};
 
 /// Longest string accepted anywhere in a payload, in UTF-16 units.
 pub const MAX_STRING_UNITS: u32 = 1 << 20;
@@ -20,9 +19,14 @@ fn is_plain_object(value: &JsValue) -> bool {
     proto.is_null() || proto == Object::get_prototype_of(&Object::new())
 }
 
-/// Converts a JS value to JSON, refusing anything that is not plain JSON.
-pub fn to_json(value: &JsValue, field: &str) -> Result<Value, String> {
-    convert(value, &Path::Field(field), 1)
+/// Converts a JS value to JSON text (compact, object keys sorted), refusing anything that is
+/// not plain JSON. Written straight from the JS value: no tree in between.
+pub fn to_json(value: &JsValue, field: &str) -> Result<JsonText, String> {
+    let mut failure = None;
+    let text = JsonText::written(|writer| {
+        failure = convert(value, &Path::Field(field), 1, writer).err();
+    });
+    failure.map_or(Ok(text), Err)
 }
 
 /// Where a value sits in what is being converted, written out only for an error message
@@ -43,37 +47,43 @@ impl std::fmt::Display for Path<'_> {
     }
 }
 
-fn convert(value: &JsValue, path: &Path<'_>, depth: usize) -> Result<Value, String> {
+fn convert(value: &JsValue, path: &Path<'_>, depth: usize, out: &mut Writer) -> Result<(), String> {
     if depth > MAX_PAYLOAD_DEPTH {
         return Err(format!(
             "{path} nests deeper than {MAX_PAYLOAD_DEPTH} (or is cyclic)"
         ));
     }
     if value.is_null() {
-        return Ok(Value::Null);
+        out.null();
+        return Ok(());
     }
     if let Some(flag) = value.as_bool() {
-        return Ok(Value::Bool(flag));
+        out.bool(flag);
+        return Ok(());
     }
     if let Some(number) = value.as_f64() {
-        return json_number(number).ok_or_else(|| format!("{path} is not a finite number"));
+        return write_number(number, out).ok_or_else(|| format!("{path} is not a finite number"));
     }
     if let Some(text) = value.dyn_ref::<js_sys::JsString>() {
         if text.length() > MAX_STRING_UNITS {
             return Err(format!("{path} is a string longer than {MAX_STRING_UNITS}"));
         }
-        return Ok(Value::String(String::from(text)));
+        out.str(&String::from(text));
+        return Ok(());
     }
     if Array::is_array(value) {
         let array: &Array = value.unchecked_ref();
-        let mut items = Vec::with_capacity(array.length() as usize);
+        out.array();
         for (index, item) in array.iter().enumerate() {
-            items.push(convert(&item, &Path::Index(path, index), depth + 1)?);
+            convert(&item, &Path::Index(path, index), depth + 1, out)?;
         }
-        return Ok(Value::Array(items));
+        out.end_array();
+        return Ok(());
     }
     if is_plain_object(value) {
-        let mut map = Map::new();
+        // Each member is converted in JS order (so the first bad one is the one reported),
+        // then written in key order, as a map would hold them.
+        let mut members: Vec<(String, String)> = Vec::new();
         for key_js in Object::keys(value.unchecked_ref::<Object>()).iter() {
             let key = key_js.as_string().unwrap_or_default();
             if key == "__proto__" {
@@ -85,25 +95,36 @@ fn convert(value: &JsValue, path: &Path<'_>, depth: usize) -> Result<Value, Stri
             if item.is_undefined() {
                 continue; // as JSON.stringify does
             }
-            let converted = convert(&item, &Path::Key(path, &key), depth + 1)?;
-            map.insert(key, converted);
+            let mut member = Writer::new();
+            convert(&item, &Path::Key(path, &key), depth + 1, &mut member)?;
+            members.push((key, member.finish()));
         }
-        return Ok(Value::Object(map));
+        members.sort_by(|a, b| a.0.cmp(&b.0));
+        out.object();
+        for (key, member) in &members {
+            out.key(key);
+            out.raw(member);
+        }
+        out.end_object();
+        return Ok(());
     }
     Err(format!(
         "{path} is not JSON (a function, symbol, bigint, undefined or class instance)"
     ))
 }
 
-fn json_number(number: f64) -> Option<Value> {
+/// Writes a finite number; `None` for NaN and infinities.
+fn write_number(number: f64, out: &mut Writer) -> Option<()> {
     if !number.is_finite() {
         return None;
     }
     // Integers stay integers, so the frozen body reads `3`, not `3.0`.
     if number.fract() == 0.0 && number.abs() <= crate::core::intent::MAX_SAFE_INTEGER as f64 {
-        return Some(Value::Number(Number::from(number as i64)));
+        out.i64(number as i64);
+    } else {
+        out.f64(number);
     }
-    Number::from_f64(number).map(Value::Number)
+    Some(())
 }
 
 /// `value` as compact JSON text that JS reads back unchanged (`JSON.parse`).

@@ -23,10 +23,17 @@ impl JsonText {
 
     /// A JSON object whose members `members` writes (with [`Writer::member`]).
     pub fn object(members: impl FnOnce(&mut Writer)) -> Self {
+        Self::written(|writer| {
+            writer.object();
+            members(writer);
+            writer.end_object();
+        })
+    }
+
+    /// The one value `write` writes (the writer keeps it well formed).
+    pub fn written(write: impl FnOnce(&mut Writer)) -> Self {
         let mut writer = Writer::new();
-        writer.object();
-        members(&mut writer);
-        writer.end_object();
+        write(&mut writer);
         Self(writer.finish().into_boxed_str())
     }
 
@@ -185,6 +192,11 @@ impl<'a> Members<'a> {
         }
         reader.end().ok()?;
         Some(Self(members))
+    }
+
+    /// The members in order, as (key, value text).
+    pub fn iter(&self) -> impl Iterator<Item = (&str, &'a str)> + '_ {
+        self.0.iter().map(|(key, value)| (key.as_ref(), *value))
     }
 
     /// The text of member `key` (the last one when it repeats), `None` when absent.

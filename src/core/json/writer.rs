@@ -126,10 +126,15 @@ impl Writer {
         } else if let Some(value) = number.as_i64() {
             self.i64(value);
         } else {
-            self.separate();
-            let value = number.as_f64().unwrap_or(0.0);
-            self.out.push_str(zmij::Buffer::new().format_finite(value));
+            self.f64(number.as_f64().unwrap_or(0.0));
         }
+    }
+
+    /// A finite float in its shortest form, as serde_json writes it (the caller checks that
+    /// it is finite: JSON has no NaN or infinity).
+    pub fn f64(&mut self, value: f64) {
+        self.separate();
+        self.out.push_str(zmij::Buffer::new().format_finite(value));
     }
 
     /// A string, escaped.

@@ -9,9 +9,8 @@ use js_sys::{Function, Reflect};
 use wasm_bindgen::{JsCast, JsValue};
 
 use crate::core::host::{default_compile, CompiledRequest, Host};
-use crate::core::json::JsonText;
+use crate::core::json::{self, JsonText};
 use crate::core::model::Intent;
-use crate::core::payload::Payload;
 use crate::core::safe_error::SafeError;
 
 /// Request ids that are unique across tabs, reloads and restarts, and the JS hooks.
@@ -116,19 +115,20 @@ fn decode_compiled(value: &JsValue) -> Result<CompiledRequest, SafeError> {
     let versions = get("expectedVersions");
     let mut expected_versions = BTreeMap::new();
     if !versions.is_undefined() && !versions.is_null() {
-        match crate::web::json::to_json(&versions, "compiled expectedVersions") {
-            Ok(serde_json::Value::Object(map)) => {
-                for (canvas, version) in map {
-                    let version = version.as_u64().ok_or_else(|| {
+        let text = crate::web::json::to_json(&versions, "compiled expectedVersions");
+        match text.as_ref().ok().and_then(JsonText::members) {
+            Some(map) => {
+                for (canvas, version) in map.iter() {
+                    let version = json::from_str::<u64>(version).map_err(|_| {
                         SafeError::new(
                             "compile_failed",
                             "compiled expectedVersions must hold integers",
                         )
                     })?;
-                    expected_versions.insert(canvas, version);
+                    expected_versions.insert(canvas.to_owned(), version);
                 }
             }
-            _ => {
+            None => {
                 return Err(SafeError::new(
                     "compile_failed",
                     "compiled expectedVersions must be an object",
@@ -155,7 +155,7 @@ fn decode_compiled(value: &JsValue) -> Result<CompiledRequest, SafeError> {
         owner_canvas_id: optional_string("ownerCanvasId")?,
         run_id: optional_string("runId")?,
         protocol_version,
-        payload: Payload::from_value(&payload),
+        payload,
         canvas_ids: string_list(&get("canvasIds"), "compiled canvasIds")?,
         expected_versions,
     })
