@@ -6,7 +6,9 @@
 //! short [`ToJson`]/[`FromJson`] pair per record (mostly from [`json_record!`]) do the same
 //! work in a fraction of the code, one pass per record. The bytes written are those serde_json
 //! wrote (field order, escapes, shortest floats), so stored records and frozen bodies are
-//! unchanged. `serde_json::Value` stays the tree type; only its data structure is used.
+//! unchanged. Values the scheduler only keeps (payloads, canonical state, error details) stay
+//! text ([`JsonText`]); nothing in the module builds a tree. `serde_json::Value` can still be
+//! read and written ([`parse`], [`Writer::value`]) for tests and tools.
 
 mod reader;
 mod text;
@@ -80,7 +82,7 @@ pub fn from_str<T: FromJson>(text: &str) -> Result<T, JsonError> {
     Ok(value)
 }
 
-/// Reads a whole JSON text as a tree.
+/// Reads a whole JSON text as a tree (tests and tools: the scheduler keeps [`JsonText`]).
 ///
 /// # Errors
 ///
@@ -96,16 +98,6 @@ pub fn quoted(text: &str) -> String {
     let mut out = String::with_capacity(text.len() + 2);
     escape_into(&mut out, text);
     out
-}
-
-/// A JSON object of these members (a later duplicate key wins). Inserted one by one:
-/// collecting into the map would sort, and each sort is its own code in the `.wasm`.
-pub fn object<'k>(members: impl IntoIterator<Item = (&'k str, Value)>) -> Value {
-    let mut map = serde_json::Map::new();
-    for (key, value) in members {
-        map.insert(key.to_owned(), value);
-    }
-    Value::Object(map)
 }
 
 /// A required member was missing from an object.
