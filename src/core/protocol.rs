@@ -321,16 +321,15 @@ mod tests;
 /// `retryAfter` header.
 pub fn map_transport_answer(action: RetryAction, answer: &str, now: Millis) -> AttemptStatus {
     let members = Members::of(answer);
-    let field = |key| members.as_ref().and_then(|m| m.get(key));
-    let rejected = members.as_ref().and_then(|m| m.str("outcome")).as_deref() == Some("rejected");
-    let status = members
-        .as_ref()
-        .and_then(|m| m.u64("status"))
+    let string = |key| members.as_ref().and_then(|m| m.str(key));
+    let number = |key| members.as_ref().and_then(|m| m.u64(key));
+    let rejected = string("outcome").as_deref() == Some("rejected");
+    let status = number("status")
         .filter(|s| (100..=599).contains(s))
         .map_or(if rejected { 409 } else { 200 }, |s| s as u16);
-    let retry_after = field("retryAfter").and_then(|text| json::from_str::<String>(text).ok());
+    let retry_after = string("retryAfter");
     let mut mapped = map_answer(action, status, Some(answer), retry_after.as_deref(), now);
-    if let Some(ms) = members.as_ref().and_then(|m| m.u64("retryAfterMs")) {
+    if let Some(ms) = number("retryAfterMs") {
         mapped.retry_after_ms = Some(ms);
     }
     mapped
