@@ -6,7 +6,7 @@ use js_sys::{Array, Object, Reflect};
 use wasm_bindgen::{JsCast, JsValue};
 
 use crate::core::intent::MAX_PAYLOAD_DEPTH;
-use crate::core::json::{JsonText, ToJson, Writer};
+use crate::core::json::{exceeds_js_integers, JsonText, ToJson, Writer};
 
 /// Longest string accepted anywhere in a payload, in UTF-16 units.
 pub const MAX_STRING_UNITS: u32 = 1 << 20;
@@ -147,9 +147,13 @@ pub fn to_string<T: ToJson + ?Sized>(value: &T) -> Result<String, String> {
 /// A JSON value as a JS value with plain objects (not Maps): serialized to JSON text in wasm
 /// and parsed by the engine (`JSON.parse`): one string crosses the boundary instead of one
 /// call per field. `null` when `value` cannot be JSON (see [`to_string`]).
+///
+/// JSON kept as text (canonical state, error details) is checked here too: an integer in it
+/// that JS would read as another number makes the value `null`, as a tree's did.
 pub fn to_js<T: ToJson + ?Sized>(value: &T) -> JsValue {
     to_string(value)
         .ok()
+        .filter(|text| !exceeds_js_integers(text))
         .and_then(|text| js_sys::JSON::parse(&text).ok())
         .unwrap_or(JsValue::NULL)
 }

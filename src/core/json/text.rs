@@ -157,6 +157,45 @@ impl PartialEq for JsonText {
     }
 }
 
+/// Whether the JSON `text` holds an integer beyond ±(2^53 - 1): JS (`JSON.parse`) would read
+/// it as a different number. Floats are not counted: both sides round them the same way.
+pub fn exceeds_js_integers(text: &str) -> bool {
+    const MAX_SAFE: u64 = (1 << 53) - 1;
+    let bytes = text.as_bytes();
+    let mut at = 0;
+    while let Some(&byte) = bytes.get(at) {
+        match byte {
+            b'"' => {
+                // Skip the string (escapes included).
+                at += 1;
+                while let Some(&inner) = bytes.get(at) {
+                    at += if inner == b'\\' { 2 } else { 1 };
+                    if inner == b'"' {
+                        break;
+                    }
+                }
+            }
+            b'-' | b'0'..=b'9' => {
+                let start = at;
+                while bytes
+                    .get(at)
+                    .is_some_and(|b| matches!(b, b'-' | b'+' | b'.' | b'e' | b'E' | b'0'..=b'9'))
+                {
+                    at += 1;
+                }
+                let token = &text[start..at];
+                let digits = token.trim_start_matches('-');
+                let integer = digits.bytes().all(|b| b.is_ascii_digit());
+                if integer && digits.parse::<u64>().map_or(true, |value| value > MAX_SAFE) {
+                    return true;
+                }
+            }
+            _ => at += 1,
+        }
+    }
+    false
+}
+
 /// The items of the array `text` holds, as raw value texts; `None` when it holds no array
 /// (or is not one JSON value).
 pub fn items(text: &str) -> Option<Vec<&str>> {

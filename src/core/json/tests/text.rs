@@ -80,3 +80,25 @@ fn members_read_an_object_as_a_map_would() {
         assert!(items(not_an_array).is_none(), "{not_an_array:?}");
     }
 }
+
+#[test]
+fn integers_js_would_change_are_found_outside_strings_only() {
+    let max = (1u64 << 53) - 1;
+    for fine in [
+        format!("[{max},-{max},0,-0]"),
+        format!("{{\"a\":\"{}\"}}", u64::MAX),
+        format!("[\"\\\"{}\"]", u64::MAX),
+        "[1e300,9007199254740993.0,-1.5e-7]".to_owned(),
+        "{}".to_owned(),
+    ] {
+        assert!(!exceeds_js_integers(&fine), "{fine}");
+    }
+    for beyond in [
+        format!("[{}]", max + 1),
+        format!("{{\"a\":{{\"b\":-{}}}}}", max + 1),
+        format!("[\"x\",{}]", u64::MAX),
+        "123456789012345678901234567890".to_owned(),
+    ] {
+        assert!(exceeds_js_integers(&beyond), "{beyond}");
+    }
+}
