@@ -2,8 +2,8 @@
 //! need a claimed canvas wait on it. A waiting operation also reserves its canvases against
 //! later operations, so operations sharing a canvas leave in `sequence` order.
 
+use super::seq_set::SeqSet;
 use crate::core::str_map::StrMap;
-use std::collections::BTreeSet;
 
 use super::error::{ErrorCode, SchedulerError};
 
@@ -11,7 +11,7 @@ use super::error::{ErrorCode, SchedulerError};
 #[derive(Debug, Default)]
 pub struct CanvasClaims {
     claims: StrMap<String>,
-    waiters: StrMap<BTreeSet<(u64, String)>>,
+    waiters: StrMap<SeqSet>,
 }
 
 impl CanvasClaims {
@@ -72,8 +72,8 @@ impl CanvasClaims {
                     || self
                         .waiters
                         .get(canvas)
-                        .and_then(|set| set.first())
-                        .is_some_and(|(first, _)| *first < sequence)
+                        .and_then(SeqSet::first)
+                        .is_some_and(|(first, _)| first < sequence)
             })
             .cloned()
             .collect()
@@ -83,21 +83,20 @@ impl CanvasClaims {
     pub fn wait(&mut self, sequence: u64, id: &str, canvases: &[String]) {
         for canvas in canvases {
             self.waiters
-                .get_or_insert_with(canvas, BTreeSet::new)
-                .insert((sequence, id.to_owned()));
+                .get_or_insert_with(canvas, SeqSet::new)
+                .insert(sequence, id);
         }
     }
 
     /// Removes an operation from every waiter set (it was sent, blocked or discarded); returns
     /// the operations its reservation held back.
     pub fn unwait(&mut self, sequence: u64, id: &str, canvases: &[String]) -> Vec<(u64, String)> {
-        let key = (sequence, id.to_owned());
         let mut woken = Vec::new();
         for canvas in canvases {
             let Some(set) = self.waiters.get_mut(canvas) else {
                 continue;
             };
-            if set.remove(&key) && !self.claims.contains_key(canvas) {
+            if set.remove(sequence, id) && !self.claims.contains_key(canvas) {
                 woken.extend(std::mem::take(set));
             }
             if set.is_empty() {
@@ -123,8 +122,8 @@ impl CanvasClaims {
     }
 
     /// The earliest waiter reserving a canvas.
-    pub fn first_waiter(&self, canvas: &str) -> Option<&(u64, String)> {
-        self.waiters.get(canvas).and_then(|set| set.first())
+    pub fn first_waiter(&self, canvas: &str) -> Option<(u64, &str)> {
+        self.waiters.get(canvas).and_then(SeqSet::first)
     }
 
     /// Drops every claim and waiter (before recovery rebuilds them).

@@ -21,8 +21,10 @@ pub mod ready_queue;
 pub mod retry_queue;
 pub mod safe_error;
 pub mod scheduler;
+pub mod seq_set;
 pub mod small_map;
 pub mod str_map;
 pub mod str_set;
+pub mod u64_set;
 
 pub use scheduler::{Explanation, FlushOutcome, HoldId, Scheduler, SchedulerStats};

@@ -1,21 +1,21 @@
 //! The ready queue: operations that may be examined, taken in `sequence` order (S1).
 
-use std::collections::BTreeSet;
+use super::seq_set::SeqSet;
 
 /// Ready operations keyed by `(sequence, id)`; inserting twice is harmless.
 #[derive(Debug, Default)]
 pub struct ReadyQueue {
-    entries: BTreeSet<(u64, String)>,
+    entries: SeqSet,
 }
 
 impl ReadyQueue {
     /// Adds an operation; O(log n).
     pub fn push(&mut self, sequence: u64, id: &str) {
-        self.entries.insert((sequence, id.to_owned()));
+        self.entries.insert(sequence, id);
     }
 
-    /// Replaces the whole queue with `entries`, built in one pass (`BTreeSet`'s sort and bulk
-    /// build, where pushing each searched the tree once).
+    /// Replaces the whole queue with `entries`, built in one pass (a sort and a bulk build,
+    /// where pushing each searched the tree once).
     pub fn replace_all(&mut self, entries: Vec<(u64, String)>) {
         self.entries = entries.into_iter().collect();
     }
@@ -26,18 +26,18 @@ impl ReadyQueue {
     }
 
     /// The operation with the lowest sequence, without taking it.
-    pub fn first(&self) -> Option<&(u64, String)> {
+    pub fn first(&self) -> Option<(u64, &str)> {
         self.entries.first()
     }
 
     /// Removes an operation if queued.
     pub fn remove(&mut self, sequence: u64, id: &str) -> bool {
-        self.entries.remove(&(sequence, id.to_owned()))
+        self.entries.remove(sequence, id)
     }
 
     /// Whether an operation is queued.
     pub fn contains(&self, sequence: u64, id: &str) -> bool {
-        self.entries.contains(&(sequence, id.to_owned()))
+        self.entries.contains(sequence, id)
     }
 
     /// Number of queued operations.

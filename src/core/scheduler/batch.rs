@@ -53,7 +53,7 @@ impl<H: Host> Scheduler<H> {
         let mut bytes = payload_bytes(first);
         let mut members: Vec<Intent> = Vec::new();
         while members.len() + 1 < limits.max_operations {
-            let Some((sequence, id)) = self.ready.first().cloned() else {
+            let Some((sequence, id)) = self.ready.first().map(|(s, id)| (s, id.to_owned())) else {
                 break;
             };
             let Some(candidate) = self.ledger.operation(&id).map(|o| o.intent.clone()) else {

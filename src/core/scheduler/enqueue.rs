@@ -132,8 +132,7 @@ impl<H: Host> Scheduler<H> {
         );
         self.indexed.remove(&old_id);
         self.ready.remove(old.intent.sequence, &old_id);
-        self.lane_waiters
-            .remove(&(old.intent.sequence, old_id.clone()));
+        self.lane_waiters.remove(old.intent.sequence, &old_id);
         self.unwait(&old_id);
         self.event(
             EventKind::Settled,

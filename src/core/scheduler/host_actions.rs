@@ -316,7 +316,7 @@ impl<H: Host> Scheduler<H> {
             self.unwait(id);
             if let Some(sequence) = self.ledger.operation(id).map(|o| o.intent.sequence) {
                 self.ready.remove(sequence, id);
-                self.lane_waiters.remove(&(sequence, id.clone()));
+                self.lane_waiters.remove(sequence, id);
             }
             self.event(
                 EventKind::Settled,

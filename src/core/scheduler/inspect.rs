@@ -225,10 +225,7 @@ impl<H: Host> Scheduler<H> {
             out.reason = gate.into();
             return Ok(out);
         }
-        if self
-            .lane_waiters
-            .contains(&(op.intent.sequence, operation_id.to_owned()))
-        {
+        if self.lane_waiters.contains(op.intent.sequence, operation_id) {
             out.reason = "waiting_lane".into();
             return Ok(out);
         }
@@ -246,7 +243,7 @@ impl<H: Host> Scheduler<H> {
                     .filter(|(s, _)| *s < op.intent.sequence)
                 {
                     out.canvas_id = Some(canvas.clone());
-                    out.dependency_id = Some(earlier.clone());
+                    out.dependency_id = Some(earlier.to_owned());
                     return Ok(out);
                 }
             }

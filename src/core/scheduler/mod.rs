@@ -14,9 +14,10 @@ mod inspect;
 mod pump;
 mod recovery;
 
+use crate::core::seq_set::SeqSet;
 use crate::core::str_map::StrMap;
 use crate::core::str_set::StrSet;
-use std::collections::{BTreeSet, VecDeque};
+use std::collections::VecDeque;
 
 use super::claims::CanvasClaims;
 use super::config::SchedulerConfig;
@@ -120,7 +121,7 @@ pub struct Scheduler<H: Host> {
     waiting: StrMap<(u64, Vec<String>)>,
     dependents: StrMap<StrSet>,
     indexed: StrSet,
-    lane_waiters: BTreeSet<(u64, String)>,
+    lane_waiters: SeqSet,
     /// Coalesce key → the latest pending operation carrying it.
     coalescible: StrMap<String>,
     deferred: StrMap<RetryEntry>,
@@ -167,7 +168,7 @@ impl<H: Host> Scheduler<H> {
             waiting: StrMap::new(),
             dependents: StrMap::new(),
             indexed: StrSet::new(),
-            lane_waiters: BTreeSet::new(),
+            lane_waiters: SeqSet::new(),
             coalescible: StrMap::new(),
             deferred: StrMap::new(),
             holds: Vec::new(),

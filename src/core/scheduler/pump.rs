@@ -182,7 +182,7 @@ impl<H: Host> Scheduler<H> {
         }
         let kind = intent.operation_type.clone();
         if !self.lane_free(&kind) {
-            self.lane_waiters.insert((intent.sequence, id.to_owned()));
+            self.lane_waiters.insert(intent.sequence, id);
             return;
         }
         let canvases = match self.host.participants(&intent) {
