@@ -7,7 +7,7 @@
 //! intermediate tree, which cost a second pass and a copy per record. A record that is set
 //! aside is reported as its text.
 
-use std::collections::HashSet;
+use super::u64_set::U64Set;
 
 use super::digest::body_digest;
 use super::error::{ErrorCode, SchedulerError};
@@ -70,9 +70,8 @@ pub struct LedgerLoader {
     last_key: [Option<String>; 4],
     /// Legible operation pages by number; merged with the records in `finish`.
     pages: Vec<(u64, Vec<Operation>)>,
-    /// Sequences seen (a hash set: the web clock's timer table already brings the hash table
-    /// code, a tree of u64 would be one more tree type) and the highest.
-    sequences: HashSet<u64>,
+    /// Sequences seen, and the highest.
+    sequences: U64Set,
     top_sequence: u64,
     /// Operations listed by request records that were set aside: one of them may have
     /// carried them (their own records need not point at it, see `Ledger::freeze`).

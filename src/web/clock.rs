@@ -11,7 +11,6 @@
 //! [`WakeSignals`](super::wake::WakeSignals) adds wake-ups on `visibilitychange` and `online`.
 
 use std::cell::RefCell;
-use std::collections::HashMap;
 use std::rc::{Rc, Weak};
 
 use wasm_bindgen::prelude::*;
@@ -47,13 +46,23 @@ struct Armed {
 #[derive(Default)]
 struct TimerTable {
     next_handle: TimerHandle,
-    armed: HashMap<TimerHandle, Armed>,
+    /// A handful at most (the dispatcher's wake-up, the tab's lease and election timers),
+    /// so a list.
+    armed: Vec<(TimerHandle, Armed)>,
+}
+
+impl TimerTable {
+    /// Takes the entry of `handle` out of the table.
+    fn take(&mut self, handle: TimerHandle) -> Option<Armed> {
+        let at = self.armed.iter().position(|(armed, _)| *armed == handle)?;
+        Some(self.armed.swap_remove(at).1)
+    }
 }
 
 impl Drop for TimerTable {
     /// The closures die with the table, so their timers must not fire afterwards.
     fn drop(&mut self) {
-        for armed in self.armed.values() {
+        for (_, armed) in &self.armed {
             clear_timeout(&armed.id);
         }
     }
@@ -86,7 +95,7 @@ fn fire(table: &Weak<RefCell<TimerTable>>, handle: TimerHandle, callback: Box<dy
     let Some(table) = table.upgrade() else {
         return;
     };
-    let entry = table.borrow_mut().armed.remove(&handle);
+    let entry = table.borrow_mut().take(handle);
     // Dropping the entry frees the closure that is running now; wasm-bindgen defers the free
     // until the call returns.
     drop(entry);
@@ -111,13 +120,13 @@ impl Clock for BrowserClock {
         let timeout = i32::try_from(delay.min(MAX_TIMER_DELAY_MS)).unwrap_or(i32::MAX);
         match set_timeout(closure.as_ref().unchecked_ref(), timeout) {
             Ok(id) => {
-                self.table.borrow_mut().armed.insert(
+                self.table.borrow_mut().armed.push((
                     handle,
                     Armed {
                         id,
                         _closure: closure,
                     },
-                );
+                ));
             }
             Err(error) => {
                 // No browser refuses a timer in practice; if one does, say so rather than
@@ -129,7 +138,7 @@ impl Clock for BrowserClock {
     }
 
     fn clear_timer(&self, handle: TimerHandle) {
-        let entry = self.table.borrow_mut().armed.remove(&handle);
+        let entry = self.table.borrow_mut().take(handle);
         if let Some(armed) = entry {
             clear_timeout(&armed.id);
         }
