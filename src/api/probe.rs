@@ -3,7 +3,7 @@
 
 use std::sync::atomic::{AtomicU32, Ordering};
 
-use serde::Serialize;
+use serde::ser::{Serialize, SerializeMap, Serializer};
 use wasm_bindgen::prelude::*;
 
 use super::error::{js_error, INTERNAL_ERROR};
@@ -48,8 +48,6 @@ extern "C" {
     pub type ProbeReportJs;
 }
 
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
 struct ProbeReport<'a> {
     database: &'a str,
     store: &'a str,
@@ -57,6 +55,20 @@ struct ProbeReport<'a> {
     written: &'a ProbeRecord,
     read: &'a ProbeRecord,
     elapsed_ms: f64,
+}
+
+/// A map, not a struct, for the reason given at `ProbeRecord`'s.
+impl Serialize for ProbeReport<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(Some(6))?;
+        map.serialize_entry("database", self.database)?;
+        map.serialize_entry("store", self.store)?;
+        map.serialize_entry("schemaVersion", &self.schema_version)?;
+        map.serialize_entry("written", self.written)?;
+        map.serialize_entry("read", self.read)?;
+        map.serialize_entry("elapsedMs", &self.elapsed_ms)?;
+        map.end()
+    }
 }
 
 static PROBE_COUNT: AtomicU32 = AtomicU32::new(0);
@@ -87,7 +99,7 @@ pub async fn probe_storage(
         read: &read,
         elapsed_ms: js_sys::Date::now() - started,
     };
-    serde_wasm_bindgen::to_value(&report)
+    probe::to_plain_object(&report)
         .map(JsCast::unchecked_into)
         .map_err(|e| js_error(INTERNAL_ERROR, &format!("cannot build the report: {e}")))
 }

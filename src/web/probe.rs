@@ -9,7 +9,7 @@ use std::fmt;
 
 use indexed_db_futures::database::Database;
 use indexed_db_futures::internals::SystemRepr;
-use serde::Serialize;
+use serde::ser::{Serialize, SerializeMap, Serializer};
 use wasm_bindgen::JsCast;
 
 use super::store::errors::js_error;
@@ -29,8 +29,7 @@ pub const MAX_DATABASE_NAME_CHARS: usize = 256;
 /// The record written and read back. Its `nonce` differs on every probe, so reading back an
 /// older record is detected as a mismatch. Written through serde-wasm-bindgen (a plain JS
 /// object); read back field by field, which needs no deserializer in the `.wasm`.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Debug, Clone, PartialEq)]
 pub struct ProbeRecord {
     /// Key of the record in [`PROBE_STORE`] (out-of-line key).
     pub key: String,
@@ -181,7 +180,7 @@ async fn write_then_read(
         ProbeError::WriteFailed(format!("{}: {}", error.code, error.message))
     };
     // A plain JS object, written through serde-wasm-bindgen.
-    let value = serde_wasm_bindgen::to_value(record)
+    let value = to_plain_object(record)
         .map_err(|e| ProbeError::WriteFailed(format!("cannot convert the record: {e}")))?;
     let tx = Tx::begin(db.as_sys().unchecked_ref(), &[PROBE_STORE], true).map_err(write)?;
     let store = tx.store(PROBE_STORE).map_err(write)?;
@@ -210,6 +209,28 @@ pub async fn read(db: &Database, key: &str) -> Result<Option<ProbeRecord>, Probe
         .map(|value| ProbeRecord::from_js(&value))
         .transpose()
         .map_err(ProbeError::ReadFailed)
+}
+
+/// Written as a map with string keys, not a struct: serde-wasm-bindgen names a struct's
+/// fields through a cache of interned JS strings (a hash table in the `.wasm` for the probe
+/// alone). [`to_plain_object`] makes the map a plain object, so the result is the same.
+impl Serialize for ProbeRecord {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(Some(3))?;
+        map.serialize_entry("key", &self.key)?;
+        map.serialize_entry("nonce", &self.nonce)?;
+        map.serialize_entry("writtenAtMs", &self.written_at_ms)?;
+        map.end()
+    }
+}
+
+/// `value` as a plain JS object, through serde-wasm-bindgen (maps as objects).
+///
+/// # Errors
+///
+/// serde-wasm-bindgen's, when a value has no JS form.
+pub fn to_plain_object<T: Serialize>(value: &T) -> Result<JsValue, serde_wasm_bindgen::Error> {
+    value.serialize(&serde_wasm_bindgen::Serializer::new().serialize_maps_as_objects(true))
 }
 
 impl ProbeRecord {

@@ -37,6 +37,33 @@ async fn resolves_to_a_plain_report_of_what_it_did() {
         get(&report, "read.key").as_string().as_deref(),
         Some("probe")
     );
+    // Exactly these members, in this order, and the records plain objects too.
+    let keys = |value: &JsValue| -> Vec<String> {
+        Object::keys(value.unchecked_ref::<Object>())
+            .iter()
+            .filter_map(|key| key.as_string())
+            .collect()
+    };
+    assert_eq!(
+        keys(&report),
+        [
+            "database",
+            "store",
+            "schemaVersion",
+            "written",
+            "read",
+            "elapsedMs"
+        ]
+    );
+    for record in ["written", "read"] {
+        let record = get(&report, record);
+        assert_eq!(keys(&record), ["key", "nonce", "writtenAtMs"]);
+        assert!(Object::is(&Object::get_prototype_of(&record), &plain));
+        assert!(Reflect::get(&record, &"writtenAtMs".into())
+            .expect("writtenAtMs")
+            .as_f64()
+            .is_some_and(|ms| ms > 0.0));
+    }
 
     // A second probe writes a fresh nonce: a stale record cannot pass for a new one.
     let again: JsValue = probe_storage(name.clone())
