@@ -23,7 +23,7 @@ pub const MAX_LIST_LEN: usize = 1_024;
 pub const MAX_SAFE_INTEGER: u64 = (1 << 53) - 1;
 
 /// An intent as the host hands it in (SPEC §1); `sequence` is assigned when absent.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct IntentInput {
     /// Operation id.
     pub id: String,

@@ -23,7 +23,7 @@ pub const UPLOAD_KIND: &str = "asset.upload";
 pub const RUN_CANCEL_KIND: &str = "run.cancel";
 
 /// A reference to a blob stored beside the ledger (W1), sent as the `blob` part of an upload.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct BlobRef {
     /// Key of the blob record in the ledger's blob store.
     pub id: String,
@@ -36,7 +36,7 @@ pub struct BlobRef {
 }
 
 /// An operation intent as stored: what the editor asked for, validated, with its sequence.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct Intent {
     /// Operation id, unique in the ledger.
     pub id: String,
@@ -86,18 +86,20 @@ impl Intent {
 }
 
 /// Whether an operation still has work to do.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum OperationPhase {
     /// Not yet settled.
+    #[default]
     Pending,
     /// Settled for good.
     Resolved,
 }
 
 /// How an operation or request ended.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Settlement {
     /// The server applied it.
+    #[default]
     Applied,
     /// The server refused it for good (conflict, validation, authorization denied).
     Rejected,
@@ -117,7 +119,7 @@ impl Settlement {
 }
 
 /// The final result recorded on an operation.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct OperationOutcome {
     /// How it ended.
     pub settlement: Settlement,
@@ -132,7 +134,7 @@ pub struct OperationOutcome {
 }
 
 /// One operation in the ledger (SPEC §1).
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct Operation {
     /// What the editor asked for.
     pub intent: Intent,
@@ -166,9 +168,10 @@ impl Operation {
 }
 
 /// Where a frozen request is in its life.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum RequestPhase {
     /// Durable, never sent.
+    #[default]
     Frozen,
     /// Sent at least once; the server may or may not have it.
     Dispatched,
@@ -198,7 +201,7 @@ impl RetryAction {
 }
 
 /// A frozen request: its id is the idempotency key; `body` never changes once frozen (S7).
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct FrozenRequest {
     /// Request id = idempotency key.
     pub id: String,
@@ -269,7 +272,7 @@ impl FrozenRequest {
 }
 
 /// The dispatcher lease with its fence token (K2).
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Lease {
     /// Who dispatches.
     pub owner: String,
@@ -280,9 +283,10 @@ pub struct Lease {
 }
 
 /// Kinds of entries in the event log (K6).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum EventKind {
     /// An operation was frozen into a request and its canvases claimed.
+    #[default]
     Claimed,
     /// An interrupted request was re-offered at recovery.
     Reclaimed,
@@ -303,7 +307,7 @@ pub enum EventKind {
 }
 
 /// One entry of the bounded, persisted event log.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct EventRecord {
     /// Position in the log, strictly increasing.
     pub seq: u64,

@@ -10,7 +10,7 @@ pub const MAX_MESSAGE_CHARS: usize = 2_000;
 pub const MAX_DETAILS_BYTES: usize = 4_096;
 
 /// An error as stored in the ledger and shown to the host. Never carries credentials.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct SafeError {
     /// Stable, bounded code.
     pub code: String,

@@ -105,6 +105,55 @@ pub fn missing(reader: &Reader<'_>, field: &'static str) -> JsonError {
     reader.error(format!("missing field `{field}`"))
 }
 
+/// A member of a record read by [`read_members`]: its JSON name and whether it must be present.
+#[derive(Debug)]
+pub struct FieldName {
+    /// The member's name.
+    pub name: &'static str,
+    /// Whether an object without it is an error.
+    pub required: bool,
+}
+
+/// Reads an object whose members are `fields` (at most 64), handing each to `read` with its
+/// index: a duplicate member, a missing required one and (with `deny_unknown`) an unknown
+/// one are errors, other unknown members are skipped. One copy of this loop serves every
+/// record type; what [`json_record!`] generates per record is only the `read` closure that
+/// stores each field, into a record that starts as its `Default`.
+///
+/// # Errors
+///
+/// The text is not such an object, or `read` failed.
+pub fn read_members(
+    reader: &mut Reader<'_>,
+    fields: &[FieldName],
+    deny_unknown: bool,
+    read: &mut dyn FnMut(usize, &mut Reader<'_>) -> Result<(), JsonError>,
+) -> Result<(), JsonError> {
+    let mut seen = 0u64;
+    reader.object()?;
+    while let Some(key) = reader.key()? {
+        match fields.iter().position(|field| field.name == key) {
+            Some(at) if at < 64 => {
+                if seen & (1 << at) != 0 {
+                    return Err(duplicate(reader, fields[at].name));
+                }
+                seen |= 1 << at;
+                read(at, reader)?;
+            }
+            _ if deny_unknown => return Err(reader.error(format!("unknown field `{key}`"))),
+            _ => reader.skip()?,
+        }
+    }
+    let absent = fields
+        .iter()
+        .enumerate()
+        .find(|&(at, field)| field.required && (at >= 64 || seen & (1 << at) == 0));
+    match absent {
+        Some((_, field)) => Err(missing(reader, field.name)),
+        None => Ok(()),
+    }
+}
+
 /// A member appeared twice in one object.
 pub fn duplicate(reader: &Reader<'_>, field: &'static str) -> JsonError {
     reader.error(format!("duplicate field `{field}`"))
@@ -288,7 +337,9 @@ impl<V: FromJson> FromJson for BTreeMap<String, V> {
 /// `default` (always written, `Default` when missing) or `skip` (left out when
 /// [`ToJson::absent`], `Default` when missing). Members are written in field order; unknown
 /// members are skipped unless the struct is marked `deny_unknown`; a duplicate is an error.
-/// A struct marked `write_only` (a view for the host) gets only [`ToJson`].
+/// Reading starts from the struct's `Default` (so it must have one, at most 64 fields) and
+/// stores each member as [`read_members`] hands it over. A struct marked `write_only` (a view
+/// for the host) gets only [`ToJson`].
 #[macro_export]
 macro_rules! json_record {
     ($type:ident write_only { $($field:ident : $name:literal $kind:ident),* $(,)? }) => {
@@ -319,22 +370,32 @@ macro_rules! json_record {
             fn read_json(
                 reader: &mut $crate::core::json::Reader<'_>,
             ) -> Result<Self, $crate::core::json::JsonError> {
-                $( let mut $field = None; )*
-                reader.object()?;
-                while let Some(key) = reader.key()? {
-                    match &*key {
-                        $( $name => {
-                            if $field.is_some() {
-                                return Err($crate::core::json::duplicate(reader, $name));
+                const FIELDS: &[$crate::core::json::FieldName] = &[
+                    $( $crate::core::json::FieldName {
+                        name: $name,
+                        required: $crate::json_record!(@required $kind),
+                    }, )*
+                ];
+                const _: () = assert!(FIELDS.len() <= 64, "read_members tracks 64 members");
+                let mut out = <Self as Default>::default();
+                $crate::core::json::read_members(
+                    reader,
+                    FIELDS,
+                    $crate::json_record!(@deny $unknown),
+                    &mut |at, reader| {
+                        let mut index = 0usize;
+                        $(
+                            if at == index {
+                                out.$field = $crate::core::json::FromJson::read_json(reader)?;
+                                return Ok(());
                             }
-                            $field = Some($crate::core::json::FromJson::read_json(reader)?);
-                        } )*
-                        _ => $crate::json_record!(@unknown $unknown, reader, key),
-                    }
-                }
-                Ok(Self {
-                    $( $field: $crate::json_record!(@take reader, $field, $name, $kind), )*
-                })
+                            index += 1;
+                        )*
+                        let _ = index;
+                        Ok(())
+                    },
+                )?;
+                Ok(out)
             }
         }
     };
@@ -350,21 +411,11 @@ macro_rules! json_record {
     (@write $self:ident, $writer:ident, $field:ident, $name:literal, default) => {
         $writer.member($name, &$self.$field);
     };
-    (@take $reader:ident, $field:ident, $name:literal, required) => {
-        $field.ok_or_else(|| $crate::core::json::missing($reader, $name))?
-    };
-    (@take $reader:ident, $field:ident, $name:literal, default) => {
-        $field.unwrap_or_default()
-    };
-    (@take $reader:ident, $field:ident, $name:literal, skip) => {
-        $field.unwrap_or_default()
-    };
-    (@unknown skip, $reader:ident, $key:ident) => {
-        $reader.skip()?
-    };
-    (@unknown deny, $reader:ident, $key:ident) => {
-        return Err($reader.error(format!("unknown field `{}`", $key)))
-    };
+    (@required required) => { true };
+    (@required default) => { false };
+    (@required skip) => { false };
+    (@deny deny) => { true };
+    (@deny skip) => { false };
 }
 
 /// [`ToJson`] and [`FromJson`] for a fieldless enum stored as one of a few strings.

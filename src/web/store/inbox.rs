@@ -21,7 +21,7 @@ use crate::core::safe_error::SafeError;
 use crate::core::str_set::StrSet;
 
 /// One `enqueue`/`enqueueMany` call of a tab that does not dispatch.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct InboxEntry {
     /// The enqueuing tab's owner id (its events are relayed to it).
     pub origin: String,
