@@ -6,5 +6,6 @@ pub mod events;
 pub mod intent;
 pub mod options;
 pub mod probe;
+pub mod promise;
 pub mod scheduler;
 pub mod types;

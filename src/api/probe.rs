@@ -6,7 +6,10 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use serde::ser::{Serialize, SerializeMap, Serializer};
 use wasm_bindgen::prelude::*;
 
+use js_sys::Promise;
+
 use super::error::{js_error, INTERNAL_ERROR};
+use super::promise::promise;
 use crate::web::probe::{self, ProbeRecord, PROBE_SCHEMA_VERSION, PROBE_STORE};
 
 /// Key under which `probeStorage` writes its record.
@@ -41,13 +44,6 @@ export interface ProbeReport {
 }
 "#;
 
-#[wasm_bindgen]
-extern "C" {
-    /// A `ProbeReport` plain object (see the TypeScript declarations).
-    #[wasm_bindgen(typescript_type = "ProbeReport")]
-    pub type ProbeReportJs;
-}
-
 struct ProbeReport<'a> {
     database: &'a str,
     store: &'a str,
@@ -80,10 +76,13 @@ static PROBE_COUNT: AtomicU32 = AtomicU32::new(0);
 ///
 /// Rejects with a `CanvasSchedulerError` whose `code` is `invalid_database_name`,
 /// `storage_unavailable`, `storage_write_failed`, `storage_read_failed` or `probe_mismatch`.
-#[wasm_bindgen(js_name = probeStorage)]
-pub async fn probe_storage(
-    #[wasm_bindgen(js_name = databaseName)] database_name: String,
-) -> Result<ProbeReportJs, JsValue> {
+#[wasm_bindgen(js_name = probeStorage, unchecked_return_type = "Promise<ProbeReport>")]
+pub fn probe_storage(#[wasm_bindgen(js_name = databaseName)] database_name: String) -> Promise {
+    promise(probe_report(database_name))
+}
+
+/// The probe itself: the report, or the error to reject with.
+async fn probe_report(database_name: String) -> Result<JsValue, JsValue> {
     let started = js_sys::Date::now();
     let written = ProbeRecord {
         key: PROBE_KEY.to_owned(),
@@ -100,7 +99,6 @@ pub async fn probe_storage(
         elapsed_ms: js_sys::Date::now() - started,
     };
     probe::to_plain_object(&report)
-        .map(JsCast::unchecked_into)
         .map_err(|e| js_error(INTERNAL_ERROR, &format!("cannot build the report: {e}")))
 }
 

@@ -3,13 +3,14 @@
 
 use std::rc::Rc;
 
-use js_sys::{Array, Function};
+use js_sys::{Array, Function, Promise};
 use wasm_bindgen::prelude::*;
 
 use super::error::js_error;
 use super::events;
 use super::intent::{decode_intent, DecodedIntent};
 use super::options::decode_options;
+use super::promise::promise;
 use crate::core::error::{ErrorCode, SchedulerError};
 use crate::core::model::BlobRef;
 use crate::web::driver::{DriverOptions, SendHooks, WebHost};
@@ -21,6 +22,7 @@ fn to_js_error(error: SchedulerError) -> JsValue {
 
 /// The offline-first operation scheduler for one ledger (one IndexedDB database).
 #[wasm_bindgen]
+#[derive(Clone)]
 pub struct Scheduler {
     tab: Tab,
     max_payload_bytes: usize,
@@ -31,41 +33,14 @@ impl Scheduler {
     /// Opens the ledger and joins its tabs (W4): this tab dispatches when no other does,
     /// and otherwise enqueues through the shared inbox until it is elected. Rejects with
     /// `invalid_options`, `invalid_concurrency` or `storage_unavailable`.
-    #[wasm_bindgen(unchecked_return_type = "Scheduler")]
-    pub async fn open(
+    #[wasm_bindgen(js_name = open, unchecked_return_type = "Promise<Scheduler>")]
+    pub fn open_js(
         #[wasm_bindgen(unchecked_param_type = "SchedulerOptions")] options: JsValue,
-    ) -> Result<Scheduler, JsValue> {
-        let options = decode_options(&options).map_err(to_js_error)?;
-        let max_payload_bytes = options.config.max_payload_bytes;
-        let sink: Option<EventSink> = options.hooks.on_event.clone().map(|handler| {
-            Rc::new(move |event: &JsValue| events::deliver(&handler, event)) as EventSink
-        });
-        let driver_options = DriverOptions {
-            database: options.database,
-            endpoint: options.endpoint,
-            attempt_timeout_ms: options.attempt_timeout_ms,
-            load_page_size: 500,
-            send_hooks: SendHooks {
-                headers: options.hooks.headers,
-                authorize: options.hooks.authorize,
-                classify_error: options.hooks.classify_error,
-                principal: options.config.principal.clone(),
-            },
-            js_transport: options.transport,
-            host: WebHost {
-                compile: options.hooks.compile,
-                participants: options.hooks.participants,
-            },
-            config: options.config,
-        };
-        let tab = Tab::open(driver_options, sink).await.map_err(to_js_error)?;
-        Ok(Scheduler {
-            tab,
-            max_payload_bytes,
-        })
+    ) -> Promise {
+        promise(async move { Self::open(options).await.map(JsValue::from) })
     }
 
-    async fn admit(&self, intents: Vec<JsValue>) -> Result<(), JsValue> {
+    async fn admit(&self, intents: Vec<JsValue>) -> Result<JsValue, JsValue> {
         // Decode everything first: one bad intent rejects the whole call and changes nothing.
         let decoded: Vec<DecodedIntent> = intents
             .iter()
@@ -95,31 +70,36 @@ impl Scheduler {
             }
             inputs.push(input);
         }
-        self.tab.enqueue(inputs).await.map_err(to_js_error)
+        self.tab.enqueue(inputs).await.map_err(to_js_error)?;
+        Ok(JsValue::UNDEFINED)
     }
 
     /// Adds one intent; resolves once it is durable.
     #[wasm_bindgen(unchecked_return_type = "Promise<void>")]
-    pub async fn enqueue(
+    pub fn enqueue(
         &self,
         #[wasm_bindgen(unchecked_param_type = "OperationIntent")] intent: JsValue,
-    ) -> Result<(), JsValue> {
-        self.admit(vec![intent]).await
+    ) -> Promise {
+        let this = self.clone();
+        promise(async move { this.admit(vec![intent]).await })
     }
 
     /// Adds several intents in one transaction; all or none.
     #[wasm_bindgen(js_name = enqueueMany, unchecked_return_type = "Promise<void>")]
-    pub async fn enqueue_many(
+    pub fn enqueue_many(
         &self,
         #[wasm_bindgen(unchecked_param_type = "OperationIntent[]")] intents: JsValue,
-    ) -> Result<(), JsValue> {
-        if !Array::is_array(&intents) {
-            return Err(js_error(
-                "invalid_intent",
-                "enqueueMany takes an array of intents",
-            ));
-        }
-        self.admit(Array::from(&intents).iter().collect()).await
+    ) -> Promise {
+        let this = self.clone();
+        promise(async move {
+            if !Array::is_array(&intents) {
+                return Err(js_error(
+                    "invalid_intent",
+                    "enqueueMany takes an array of intents",
+                ));
+            }
+            this.admit(Array::from(&intents).iter().collect()).await
+        })
     }
 
     /// Starts dispatching (recovering interrupted work first) — now if this tab is the
@@ -138,23 +118,37 @@ impl Scheduler {
         Ok(release.into_js_value().unchecked_into())
     }
 
-    async fn act(&self, action: &str, arg: JsValue) -> Result<JsValue, JsValue> {
-        self.tab.act(action, arg).await.map_err(to_js_error)
+    /// Runs `action` in the dispatching tab; resolves to its result, or to `undefined` when
+    /// `to_undefined` (the methods declared `Promise<void>`).
+    fn act(&self, action: &'static str, arg: JsValue, to_undefined: bool) -> Promise {
+        let tab = self.tab.clone();
+        promise(async move {
+            let result = tab.act(action, arg).await.map_err(to_js_error)?;
+            Ok(if to_undefined {
+                JsValue::UNDEFINED
+            } else {
+                result
+            })
+        })
     }
 
     /// Writes again after a storage failure, then reschedules (S13).
     #[wasm_bindgen(unchecked_return_type = "Promise<void>")]
-    pub async fn resume(&self) -> Result<(), JsValue> {
-        self.act("resume", JsValue::NULL).await.map(|_| ())
+    pub fn resume(&self) -> Promise {
+        self.act("resume", JsValue::NULL, true)
     }
 
     /// Resolves once nothing is in flight (in the dispatching tab).
     #[wasm_bindgen(unchecked_return_type = "Promise<void>")]
-    pub async fn settle(&self) -> Result<(), JsValue> {
-        match self.act("settle", JsValue::NULL).await {
-            Err(_) if self.tab.driver().is_none() => Ok(()), // stopped while waiting
-            other => other.map(|_| ()),
-        }
+    pub fn settle(&self) -> Promise {
+        let tab = self.tab.clone();
+        promise(async move {
+            match tab.act("settle", JsValue::NULL).await {
+                Err(_) if tab.driver().is_none() => Ok(JsValue::UNDEFINED), // stopped meanwhile
+                Err(error) => Err(to_js_error(error)),
+                Ok(_) => Ok(JsValue::UNDEFINED),
+            }
+        })
     }
 
     /// Final: aborts in-flight fetches and hands the ledger to another tab; later answers
@@ -189,36 +183,44 @@ impl Scheduler {
 
     /// Runs that operation now if claimable, otherwise says why (K7).
     #[wasm_bindgen(unchecked_return_type = "Promise<FlushResult>")]
-    pub async fn flush(&self, id: String) -> Result<JsValue, JsValue> {
-        self.act("flush", JsValue::from_str(&id)).await
+    pub fn flush(&self, id: String) -> Promise {
+        self.act("flush", JsValue::from_str(&id), false)
     }
 
     /// Re-arms a dead-lettered or blocked operation with its same frozen request (K1).
     #[wasm_bindgen(unchecked_return_type = "Promise<void>")]
-    pub async fn retry(&self, id: String) -> Result<(), JsValue> {
-        self.act("retry", JsValue::from_str(&id)).await.map(|_| ())
+    pub fn retry(&self, id: String) -> Promise {
+        self.act("retry", JsValue::from_str(&id), true)
     }
 
     /// Resolves the operation as discarded; its dependents are blocked (K1).
     #[wasm_bindgen(unchecked_return_type = "Promise<void>")]
-    pub async fn discard(&self, id: String) -> Result<(), JsValue> {
-        self.act("discard", JsValue::from_str(&id))
-            .await
-            .map(|_| ())
+    pub fn discard(&self, id: String) -> Promise {
+        self.act("discard", JsValue::from_str(&id), true)
     }
 
     /// The event log (K6): entries with `seq > after`, at most `limit` (default 100, max 1000).
     #[wasm_bindgen(unchecked_return_type = "Promise<LedgerEvent[]>")]
-    pub async fn events(
+    pub fn events(
         &self,
         #[wasm_bindgen(unchecked_param_type = "{ after?: number; limit?: number } | undefined")]
         options: JsValue,
-    ) -> Result<JsValue, JsValue> {
+    ) -> Promise {
+        match Self::events_arg(&options) {
+            Ok(arg) => self.act("events", arg, false),
+            Err(error) => Promise::reject(&error),
+        }
+    }
+}
+
+impl Scheduler {
+    /// The `{ after, limit }` the dispatching tab's `events` action takes, from the options.
+    fn events_arg(options: &JsValue) -> Result<JsValue, JsValue> {
         let number = |key: &str| -> Result<Option<u64>, JsValue> {
             if options.is_undefined() || options.is_null() {
                 return Ok(None);
             }
-            let value = js_sys::Reflect::get(&options, &key.into()).unwrap_or(JsValue::UNDEFINED);
+            let value = js_sys::Reflect::get(options, &key.into()).unwrap_or(JsValue::UNDEFINED);
             if value.is_undefined() {
                 return Ok(None);
             }
@@ -235,6 +237,45 @@ impl Scheduler {
         let arg = js_sys::Object::new();
         let _ = js_sys::Reflect::set(&arg, &"after".into(), &(after as f64).into());
         let _ = js_sys::Reflect::set(&arg, &"limit".into(), &(limit as f64).into());
-        self.act("events", arg.into()).await
+        Ok(arg.into())
+    }
+}
+
+impl Scheduler {
+    /// [`Scheduler.open`](Scheduler::open_js) for Rust callers (the browser tests): the
+    /// scheduler itself rather than a promise of it.
+    ///
+    /// # Errors
+    ///
+    /// The JS `Error` the promise would reject with.
+    pub async fn open(options: JsValue) -> Result<Scheduler, JsValue> {
+        let options = decode_options(&options).map_err(to_js_error)?;
+        let max_payload_bytes = options.config.max_payload_bytes;
+        let sink: Option<EventSink> = options.hooks.on_event.clone().map(|handler| {
+            Rc::new(move |event: &JsValue| events::deliver(&handler, event)) as EventSink
+        });
+        let driver_options = DriverOptions {
+            database: options.database,
+            endpoint: options.endpoint,
+            attempt_timeout_ms: options.attempt_timeout_ms,
+            load_page_size: 500,
+            send_hooks: SendHooks {
+                headers: options.hooks.headers,
+                authorize: options.hooks.authorize,
+                classify_error: options.hooks.classify_error,
+                principal: options.config.principal.clone(),
+            },
+            js_transport: options.transport,
+            host: WebHost {
+                compile: options.hooks.compile,
+                participants: options.hooks.participants,
+            },
+            config: options.config,
+        };
+        let tab = Tab::open(driver_options, sink).await.map_err(to_js_error)?;
+        Ok(Scheduler {
+            tab,
+            max_payload_bytes,
+        })
     }
 }

@@ -18,7 +18,7 @@ fn get(value: &JsValue, path: &str) -> JsValue {
 #[wasm_bindgen_test]
 async fn resolves_to_a_plain_report_of_what_it_did() {
     let name = unique_name("api");
-    let report: JsValue = probe_storage(name.clone()).await.expect("probe").into();
+    let report: JsValue = probe_storage(name.clone()).await.expect("probe");
 
     let plain = Object::get_prototype_of(&Object::new());
     let prototype = Object::get_prototype_of(&report);
@@ -66,20 +66,14 @@ async fn resolves_to_a_plain_report_of_what_it_did() {
     }
 
     // A second probe writes a fresh nonce: a stale record cannot pass for a new one.
-    let again: JsValue = probe_storage(name.clone())
-        .await
-        .expect("probe again")
-        .into();
+    let again: JsValue = probe_storage(name.clone()).await.expect("probe again");
     assert_ne!(get(&again, "read.nonce").as_string(), Some(nonce));
     delete_database(&name).await;
 }
 
 #[wasm_bindgen_test]
 async fn rejects_with_an_error_object_carrying_a_stable_code() {
-    let error = probe_storage(String::new())
-        .await
-        .err()
-        .expect("must reject");
+    let error = probe_storage(String::new()).await.expect_err("must reject");
     assert!(
         error.is_instance_of::<js_sys::Error>(),
         "not an Error: {error:?}"
