@@ -11,5 +11,6 @@ pub mod json;
 pub mod probe;
 pub mod store;
 pub mod tabs;
+pub mod task;
 pub mod transport;
 pub mod wake;

@@ -10,7 +10,7 @@ mod send_hooks;
 use std::cell::RefCell;
 use std::rc::Rc;
 
-use wasm_bindgen_futures::spawn_local;
+use crate::web::task::spawn;
 use web_sys::AbortController;
 
 use crate::core::clock::{Clock, TimerHandle};
@@ -324,7 +324,7 @@ impl Driver {
                 Effect::Persist(batch) => {
                     let this = self.clone();
                     let store = self.state.borrow().store.clone();
-                    spawn_local(async move {
+                    spawn(async move {
                         let result = store.apply(&batch).await;
                         this.with(|s, now| s.on_persisted(now, batch.no, result));
                     });
@@ -340,7 +340,7 @@ impl Driver {
                 Effect::CommitSoon => {
                     // A microtask: runs after the current turn's synchronous code.
                     let this = self.clone();
-                    spawn_local(async move { this.with(|s, now| s.commit(now)) });
+                    spawn(async move { this.with(|s, now| s.commit(now)) });
                 }
             }
         }
@@ -432,7 +432,7 @@ impl Driver {
             )
         };
         let this = self.clone();
-        spawn_local(async move {
+        spawn(async move {
             let blob = match blob_id {
                 Some(id) => store.get_blob(&id).await.ok().flatten(),
                 None => None,

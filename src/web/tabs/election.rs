@@ -2,7 +2,7 @@
 
 use std::rc::Rc;
 
-use wasm_bindgen_futures::spawn_local;
+use crate::web::task::spawn;
 
 use super::events;
 use super::locks::{Grant, LockRequest};
@@ -69,7 +69,7 @@ impl Tab {
     fn request_lock(&self, request: Rc<LockRequest>) {
         self.state.borrow_mut().lock = Some(request.clone());
         let this = self.clone();
-        spawn_local(async move {
+        spawn(async move {
             if request.granted().await != Grant::Granted {
                 return;
             }
@@ -92,7 +92,7 @@ impl Tab {
     /// dispatching; the fence already shuts this tab out.
     pub(super) fn watch_lock(&self, request: Rc<LockRequest>) {
         let this = self.clone();
-        spawn_local(async move {
+        spawn(async move {
             request.finished().await;
             let current = this.state.borrow().lock.clone();
             if current.is_some_and(|c| Rc::ptr_eq(&c, &request)) {
@@ -216,7 +216,7 @@ impl Tab {
                 Report::LeaderChanged { leader: true, .. } => {}
                 Report::LeaderChanged { leader: false, .. } => {
                     let tab = tab.clone();
-                    spawn_local(async move { tab.demote() });
+                    spawn(async move { tab.demote() });
                 }
                 other => tab.on_report(other),
             }
@@ -247,12 +247,12 @@ impl Tab {
     fn tick(&self) {
         let this = self.clone();
         match self.state.borrow().role {
-            Role::Leader(_) => spawn_local(async move { this.adopt().await }),
+            Role::Leader(_) => spawn(async move { this.adopt().await }),
             Role::Promoting => {
                 let owner = this.owner();
                 this.post(&TabMessage::Loading { owner });
             }
-            Role::Follower => spawn_local(async move { this.watch_lease().await }),
+            Role::Follower => spawn(async move { this.watch_lease().await }),
             Role::Closed => {}
         }
     }

@@ -4,9 +4,9 @@
 use std::cell::RefCell;
 use std::rc::Rc;
 
+use crate::web::task::spawn;
 use js_sys::Reflect;
 use wasm_bindgen::JsValue;
-use wasm_bindgen_futures::spawn_local;
 
 use super::relay::serve;
 use super::{Role, Tab, TabMessage};
@@ -220,7 +220,7 @@ impl Tab {
         let pending = std::mem::take(&mut self.state.borrow_mut().pending);
         for (_, waiter) in pending {
             let driver = driver.clone();
-            spawn_local(async move {
+            spawn(async move {
                 let TabMessage::Act { action, arg, .. } = &waiter.message else {
                     return;
                 };

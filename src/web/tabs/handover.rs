@@ -7,7 +7,7 @@
 use std::cell::Cell;
 use std::rc::Rc;
 
-use wasm_bindgen_futures::spawn_local;
+use crate::web::task::spawn;
 
 use super::{events, Role, Tab, TabMessage};
 use crate::core::clock::Clock;
@@ -65,7 +65,7 @@ impl Tab {
             let this = self.clone();
             let lock = lock.clone();
             let stolen = stolen.clone();
-            spawn_local(async move {
+            spawn(async move {
                 lock.finished().await;
                 stolen.set(true);
                 if matches!(this.state.borrow().role, Role::Follower) {
@@ -91,7 +91,7 @@ impl Tab {
                 // Nobody came: we still hold the lock, so we lead again.
                 tab.state.borrow_mut().lock = Some(lock.clone());
                 tab.watch_lock(lock);
-                spawn_local(async move {
+                spawn(async move {
                     if tab.promote(true).await.is_err() {
                         tab.give_up_lock();
                         tab.queue_for_lock();

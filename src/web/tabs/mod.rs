@@ -243,7 +243,7 @@ impl Tab {
                 signal
             };
             let this = self.clone();
-            wasm_bindgen_futures::spawn_local(async move { this.adopt().await });
+            crate::web::task::spawn(async move { this.adopt().await });
             signal.wait().await;
         }
         Err(SchedulerError::new(

@@ -3,9 +3,9 @@
 
 use std::rc::Rc;
 
+use crate::web::task::spawn;
 use js_sys::Reflect;
 use wasm_bindgen::JsValue;
-use wasm_bindgen_futures::spawn_local;
 
 use super::channel::TabChannel;
 use super::events;
@@ -60,7 +60,7 @@ impl Tab {
             TabMessage::Wake { .. } => {
                 if leading.is_some() {
                     let this = self.clone();
-                    spawn_local(async move { this.adopt().await });
+                    spawn(async move { this.adopt().await });
                 }
             }
             TabMessage::Event { event, operation } => self.on_relayed(&event, operation),
@@ -74,7 +74,7 @@ impl Tab {
             } => {
                 if let Some(driver) = leading {
                     let this = self.clone();
-                    spawn_local(async move {
+                    spawn(async move {
                         let (ok, value) = match serve(&driver, &action, &arg).await {
                             Ok(value) => (true, value),
                             Err(error) => (false, error_value(&error)),
@@ -119,7 +119,7 @@ impl Tab {
             self.post(&TabMessage::Hello { from });
             self.repost_pending();
             let this = self.clone();
-            spawn_local(async move { this.catch_up().await });
+            spawn(async move { this.catch_up().await });
         }
     }
 
