@@ -3,7 +3,7 @@
 //! `payload_too_large`); the core then checks ids, sequences, dependencies and cycles.
 
 use crate::core::json::{self, quoted};
-use std::collections::BTreeMap;
+use crate::core::key_index::KeyIndex;
 
 use js_sys::{Object, Reflect};
 use wasm_bindgen::{JsCast, JsValue};
@@ -131,7 +131,7 @@ pub fn decode_intent(
         let map = text
             .members()
             .ok_or_else(|| invalid("expectedVersions must be an object of canvas id → version"))?;
-        let mut versions = BTreeMap::new();
+        let mut versions = KeyIndex::new();
         for (canvas, version) in map.iter() {
             let version = json::from_str::<u64>(version)
                 .ok()

@@ -2,7 +2,7 @@
 //! sequences, canvas ids, versions and payload shape are checked. Nothing here touches the
 //! ledger: a batch is validated whole before any of it is admitted.
 
-use std::collections::BTreeMap;
+use super::key_index::KeyIndex;
 
 use super::error::{ErrorCode, SchedulerError};
 use super::json::{JsonError, Reader};
@@ -38,7 +38,7 @@ pub struct IntentInput {
     /// Opaque JSON body.
     pub payload: Payload,
     /// Version guards.
-    pub expected_versions: Option<BTreeMap<String, u64>>,
+    pub expected_versions: Option<KeyIndex>,
     /// Run id.
     pub run_id: Option<String>,
     /// Coalescing key.

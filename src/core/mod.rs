@@ -10,6 +10,7 @@ pub mod host;
 pub mod intent;
 pub mod io;
 pub mod json;
+pub mod key_index;
 pub mod ledger;
 pub mod loader;
 pub mod model;

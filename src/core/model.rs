@@ -2,7 +2,7 @@
 //! These are exactly the records the ledger store persists, each with its JSON form
 //! (`json_record!`: field order, names and defaults as stored since the first schema).
 
-use std::collections::BTreeMap;
+use super::key_index::KeyIndex;
 
 use super::json::JsonText;
 
@@ -51,7 +51,7 @@ pub struct Intent {
     /// Opaque JSON body for the server, as checked at enqueue.
     pub payload: Payload,
     /// Optimistic-concurrency guard per canvas.
-    pub expected_versions: BTreeMap<String, u64>,
+    pub expected_versions: KeyIndex,
     /// The run this operation belongs to (`run.start`, `run.cancel`).
     pub run_id: Option<String>,
     /// A later pending intent with the same key supersedes this one until it is frozen.
@@ -75,7 +75,7 @@ impl Intent {
             canvas_ids: Vec::new(),
             dependencies: Vec::new(),
             payload: Payload::default(),
-            expected_versions: BTreeMap::new(),
+            expected_versions: KeyIndex::new(),
             run_id: None,
             coalesce_key: None,
             blob: None,
@@ -218,7 +218,7 @@ pub struct FrozenRequest {
     /// Sorted, unique canvases the request claims (S4).
     pub canvas_ids: Vec<String>,
     /// Version guards sent with the body.
-    pub expected_versions: BTreeMap<String, u64>,
+    pub expected_versions: KeyIndex,
     /// The exact bytes sent on every submit.
     pub body: String,
     /// Digest of `body`, checked before every resend (D5).

@@ -1,7 +1,9 @@
 //! The retry queue (S11): due time, then sequence; superseded entries carry stale tokens.
 
 use std::cmp::Reverse;
-use std::collections::{BTreeMap, BinaryHeap};
+use std::collections::BinaryHeap;
+
+use super::key_index::KeyIndex;
 
 use super::model::{Millis, RetryAction};
 
@@ -24,7 +26,7 @@ pub struct RetryEntry {
 #[derive(Debug, Default)]
 pub struct RetryQueue {
     heap: BinaryHeap<Reverse<RetryEntry>>,
-    tokens: BTreeMap<String, u64>,
+    tokens: KeyIndex,
     next_order: u64,
     next_token: u64,
 }

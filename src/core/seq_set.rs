@@ -1,8 +1,7 @@
 //! [`SeqSet`]: operations ordered by `(sequence, id)`, on the string tree every map here shares.
 //!
 //! A `BTreeSet<(u64, String)>` is one more copy of the B-tree code in the `.wasm` (about 8 KB
-//! before gzip). A `SeqSet` keys the `BTreeMap<String, u64>` that [`StrMap`] and [`StrSet`]
-//! already bring by the sequence in sixteen hex digits followed by the id: byte order of such
+//! before gzip). A `SeqSet` keys the [`KeyIndex`] that [`StrMap`] and [`StrSet`] use by the sequence in sixteen hex digits followed by the id: byte order of such
 //! keys is the order of the pairs (fixed width, most significant digit first), so the set
 //! pops, iterates and compares exactly as the tuple set did. The value is the sequence, so
 //! reading it back parses nothing.
@@ -10,14 +9,14 @@
 //! [`StrMap`]: super::str_map::StrMap
 //! [`StrSet`]: super::str_set::StrSet
 
-use std::collections::btree_map::{BTreeMap, Entry};
+use super::key_index::KeyIndex;
 
 /// Hex digits of the sequence at the start of a key.
 const WIDTH: usize = 16;
 
 /// A set of `(sequence, id)` pairs, iterated by sequence, then id.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct SeqSet(BTreeMap<String, u64>);
+pub struct SeqSet(KeyIndex);
 
 /// The key of a pair: the sequence in fixed-width hex, then the id.
 fn key(sequence: u64, id: &str) -> String {
@@ -61,13 +60,9 @@ impl SeqSet {
 
     /// Adds a pair; false when it was already there. O(log n).
     pub fn insert(&mut self, sequence: u64, id: &str) -> bool {
-        match self.0.entry(key(sequence, id)) {
-            Entry::Occupied(_) => false,
-            Entry::Vacant(vacant) => {
-                vacant.insert(sequence);
-                true
-            }
-        }
+        self.0
+            .insert_if_absent(key(sequence, id), sequence)
+            .is_none()
     }
 
     /// Removes a pair; false when it was not there.
@@ -127,10 +122,8 @@ impl Extend<(u64, String)> for SeqSet {
 
 impl IntoIterator for SeqSet {
     type Item = (u64, String);
-    type IntoIter = std::iter::Map<
-        std::collections::btree_map::IntoIter<String, u64>,
-        fn((String, u64)) -> (u64, String),
-    >;
+    type IntoIter =
+        std::iter::Map<<KeyIndex as IntoIterator>::IntoIter, fn((String, u64)) -> (u64, String)>;
 
     fn into_iter(self) -> Self::IntoIter {
         self.0

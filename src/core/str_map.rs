@@ -2,17 +2,19 @@
 //!
 //! Every `BTreeMap<String, V>` type brings its own copy of the tree code into the `.wasm`
 //! (5–11 KB before gzip each, about a tenth of the module with the core's nine value types).
-//! A `StrMap<V>` keeps its keys in a `BTreeMap<String, u64>` (one copy, shared with the
-//! expected versions' and retry tokens' maps) that points into a slab of values; only the
-//! slab, a plain `Vec`, is per value type. Lookups cost one tree search and one index, as
-//! before; iteration is in key order, as before.
+//! A `StrMap<V>` keeps its keys in a [`KeyIndex`] (one copy, shared with every ordered
+//! collection of the core) that points into a slab of values; only the slab, a plain `Vec`,
+//! is per value type. Lookups cost one index search and one slot, as before; iteration is
+//! in key order, as before.
 
-use std::collections::btree_map::{BTreeMap, Entry};
+use super::key_index::KeyIndex;
+#[cfg(test)]
+use std::collections::BTreeMap;
 
 /// A map from `String` to `V`, iterated in key order.
 #[derive(Debug, Clone)]
 pub struct StrMap<V> {
-    index: BTreeMap<String, u64>,
+    index: KeyIndex,
     slots: Vec<Option<V>>,
     /// Slots emptied by `remove`, reused before the slab grows.
     free: Vec<u64>,
@@ -21,7 +23,7 @@ pub struct StrMap<V> {
 impl<V> Default for StrMap<V> {
     fn default() -> Self {
         StrMap {
-            index: BTreeMap::new(),
+            index: KeyIndex::new(),
             slots: Vec::new(),
             free: Vec::new(),
         }
@@ -69,11 +71,13 @@ impl<V> StrMap<V> {
 
     /// Sets `key` to `value`, returning the value it replaces.
     pub fn insert(&mut self, key: String, value: V) -> Option<V> {
-        let vacant = match self.index.entry(key) {
-            Entry::Occupied(entry) => return self.slots[*entry.get() as usize].replace(value),
-            Entry::Vacant(vacant) => vacant,
-        };
-        vacant.insert(place(&mut self.slots, &mut self.free, value));
+        // Where a new value would go; taken only if the key is new.
+        let next = self.free.last().copied().unwrap_or(self.slots.len() as u64);
+        if let Some(at) = self.index.insert_if_absent(key, next) {
+            return self.slots[at as usize].replace(value);
+        }
+        let at = place(&mut self.slots, &mut self.free, value);
+        debug_assert_eq!(at, next);
         None
     }
 
@@ -122,8 +126,8 @@ impl<V> StrMap<V> {
     pub fn into_values(self) -> impl Iterator<Item = V> {
         let mut slots = self.slots;
         self.index
-            .into_values()
-            .filter_map(move |at| slots.get_mut(at as usize)?.take())
+            .into_iter()
+            .filter_map(move |(_, at)| slots.get_mut(at as usize)?.take())
     }
 }
 
@@ -153,8 +157,8 @@ impl<V: crate::core::json::ToJson> crate::core::json::ToJson for StrMap<V> {
 }
 
 impl<V> FromIterator<(String, V)> for StrMap<V> {
-    /// Builds the tree in one pass (`BTreeMap`'s bulk build: linear for keys already in
-    /// order, as a load's are) instead of a search per key. A key given twice keeps its last
+    /// Builds the index in one pass (a sort, linear for keys already in order, as a load's
+    /// are) instead of a search per key. A key given twice keeps its last
     /// value, as with `BTreeMap`.
     fn from_iter<I: IntoIterator<Item = (String, V)>>(entries: I) -> Self {
         let entries = entries.into_iter();
@@ -167,7 +171,7 @@ impl<V> FromIterator<(String, V)> for StrMap<V> {
                 (key, (slots.len() - 1) as u64)
             })
             .collect();
-        let index: BTreeMap<String, u64> = keys.into_iter().collect();
+        let index: KeyIndex = keys.into_iter().collect();
         let mut map = StrMap {
             index,
             slots,

@@ -1,17 +1,16 @@
-//! [`StrSet`]: a set of strings ordered by value, on the same tree type as [`StrMap`]'s index.
+//! [`StrSet`]: a set of strings ordered by value, on the same [`KeyIndex`] as [`StrMap`]'s.
 //!
 //! A `BTreeSet<String>` (or `BTreeSet<&str>`) is its own copy of the tree code in the `.wasm`
-//! (7–10 KB before gzip each); a `StrSet` is a `BTreeMap<String, u64>` whose values are unused,
-//! the type [`StrMap`], the expected versions and the retry tokens already bring. A set of
+//! (7–10 KB before gzip each); a `StrSet` is a [`KeyIndex`] whose values are unused. A set of
 //! borrowed strings becomes a set of owned ones: the sets that check a batch hold a few ids.
 //!
 //! [`StrMap`]: super::str_map::StrMap
 
-use std::collections::btree_map::{BTreeMap, Entry};
+use super::key_index::{KeyIndex, Keys};
 
 /// A set of strings, iterated in order.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct StrSet(BTreeMap<String, u64>);
+pub struct StrSet(KeyIndex);
 
 impl StrSet {
     /// An empty set.
@@ -36,13 +35,7 @@ impl StrSet {
 
     /// Adds `value`; false when it was already there.
     pub fn insert(&mut self, value: String) -> bool {
-        match self.0.entry(value) {
-            Entry::Occupied(_) => false,
-            Entry::Vacant(vacant) => {
-                vacant.insert(0);
-                true
-            }
-        }
+        self.0.insert_if_absent(value, 0).is_none()
     }
 
     /// Adds `value` (copied only when it is new); false when it was already there.
@@ -61,7 +54,7 @@ impl StrSet {
     }
 
     /// The strings in order.
-    pub fn iter(&self) -> std::collections::btree_map::Keys<'_, String, u64> {
+    pub fn iter(&self) -> Keys<'_> {
         self.0.keys()
     }
 }
@@ -83,16 +76,17 @@ impl Extend<String> for StrSet {
 
 impl IntoIterator for StrSet {
     type Item = String;
-    type IntoIter = std::collections::btree_map::IntoKeys<String, u64>;
+    type IntoIter =
+        std::iter::Map<<KeyIndex as IntoIterator>::IntoIter, fn((String, u64)) -> String>;
 
     fn into_iter(self) -> Self::IntoIter {
-        self.0.into_keys()
+        self.0.into_iter().map((|(key, _)| key) as fn(_) -> _)
     }
 }
 
 impl<'a> IntoIterator for &'a StrSet {
     type Item = &'a String;
-    type IntoIter = std::collections::btree_map::Keys<'a, String, u64>;
+    type IntoIter = Keys<'a>;
 
     fn into_iter(self) -> Self::IntoIter {
         self.0.keys()

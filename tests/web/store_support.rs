@@ -1,7 +1,7 @@
 //! Fixtures for the IndexedDB ledger store tests: records that pass the loader's checks,
 //! batches, per-binary database names, and raw access that bypasses the store.
 
-use std::collections::BTreeMap;
+use canvas_scheduler::core::key_index::KeyIndex;
 
 use canvas_scheduler::core::digest::body_digest;
 use canvas_scheduler::core::io::{PersistBatch, PersistResult};
@@ -44,7 +44,7 @@ pub fn request(id: &str, operation_id: &str) -> FrozenRequest {
         run_id: None,
         protocol_version: 1,
         canvas_ids: vec!["c1".into()],
-        expected_versions: BTreeMap::from([("c1".into(), MAX_SAFE)]),
+        expected_versions: KeyIndex::from([("c1".into(), MAX_SAFE)]),
         digest: body_digest(&body),
         body,
         principal: None,

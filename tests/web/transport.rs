@@ -6,7 +6,7 @@
 //! constructor name and a random part. Faults are global to the server: each test sets all of
 //! them first (tests in a binary run one at a time, the binaries one after the other).
 
-use std::collections::BTreeMap;
+use canvas_scheduler::core::key_index::KeyIndex;
 
 use canvas_scheduler::core::digest::body_digest;
 use canvas_scheduler::core::host::WireBody;
@@ -126,7 +126,7 @@ pub(super) struct Draft {
     pub(super) canvas: Option<String>,
     run_id: Option<String>,
     payload: Value,
-    expected: BTreeMap<String, u64>,
+    expected: KeyIndex,
 }
 
 impl Draft {
@@ -137,7 +137,7 @@ impl Draft {
             canvas: Some(unique("canvas")),
             run_id: None,
             payload,
-            expected: BTreeMap::new(),
+            expected: KeyIndex::new(),
         }
     }
 
