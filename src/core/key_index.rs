@@ -24,10 +24,81 @@ const FILL: usize = SPLIT / 2;
 const MERGE_BELOW: usize = SPLIT / 4;
 
 /// The iterator of [`KeyIndex::keys`].
-pub type Keys<'a> = std::iter::Map<
-    std::iter::Flatten<std::slice::Iter<'a, Vec<(String, u64)>>>,
-    fn(&'a (String, u64)) -> &'a String,
->;
+pub type Keys<'a> = std::iter::Map<Pairs<'a>, fn(&'a (String, u64)) -> &'a String>;
+
+/// The pairs of a [`KeyIndex`] in order, walking its chunks. Its own iterator rather than
+/// `Flatten`: every `find`, `filter` or `any` over a `Flatten` brings its own `try_fold`
+/// into the `.wasm`; over this one they are plain loops on `next`.
+#[derive(Clone, Debug)]
+pub struct Pairs<'a> {
+    chunks: &'a [Vec<(String, u64)>],
+    /// Chunk and position of the next pair from the front.
+    front: (usize, usize),
+    /// Chunk and end position (exclusive) of the next pair from the back.
+    back: (usize, usize),
+    /// Pairs not yet yielded from either end.
+    left: usize,
+}
+
+impl<'a> Iterator for Pairs<'a> {
+    type Item = &'a (String, u64);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.left == 0 {
+            return None;
+        }
+        let (mut chunk, mut pos) = self.front;
+        while pos >= self.chunks.get(chunk)?.len() {
+            chunk += 1;
+            pos = 0;
+        }
+        self.front = (chunk, pos + 1);
+        self.left -= 1;
+        self.chunks.get(chunk)?.get(pos)
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        (self.left, Some(self.left))
+    }
+}
+
+impl DoubleEndedIterator for Pairs<'_> {
+    fn next_back(&mut self) -> Option<Self::Item> {
+        if self.left == 0 {
+            return None;
+        }
+        let (mut chunk, mut end) = self.back;
+        while end == 0 {
+            chunk = chunk.checked_sub(1)?;
+            end = self.chunks.get(chunk)?.len();
+        }
+        self.back = (chunk, end - 1);
+        self.left -= 1;
+        self.chunks.get(chunk)?.get(end - 1)
+    }
+}
+
+impl ExactSizeIterator for Pairs<'_> {}
+
+/// The pairs of a [`KeyIndex`] taken out of it, in order.
+#[derive(Debug)]
+pub struct IntoPairs {
+    chunks: std::vec::IntoIter<Vec<(String, u64)>>,
+    current: std::vec::IntoIter<(String, u64)>,
+}
+
+impl Iterator for IntoPairs {
+    type Item = (String, u64);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        loop {
+            if let Some(pair) = self.current.next() {
+                return Some(pair);
+            }
+            self.current = self.chunks.next()?.into_iter();
+        }
+    }
+}
 
 /// String keys in order, each with a `u64`.
 #[derive(Clone, Default)]
@@ -183,12 +254,22 @@ impl KeyIndex {
 
     /// The keys in order.
     pub fn keys(&self) -> Keys<'_> {
-        self.chunks.iter().flatten().map(|(key, _)| key)
+        self.pairs().map(|(key, _)| key)
+    }
+
+    /// The pairs in key order.
+    pub fn pairs(&self) -> Pairs<'_> {
+        Pairs {
+            chunks: &self.chunks,
+            front: (0, 0),
+            back: (self.chunks.len(), 0),
+            left: self.len,
+        }
     }
 
     /// The values in key order.
     pub fn values(&self) -> impl DoubleEndedIterator<Item = &u64> + '_ {
-        self.chunks.iter().flatten().map(|(_, value)| value)
+        self.pairs().map(|(_, value)| value)
     }
 
     /// Appends a key at or after the last one (`from_iter` feeds it sorted keys): an equal key
@@ -253,25 +334,22 @@ impl<const N: usize> From<[(String, u64); N]> for KeyIndex {
 
 impl IntoIterator for KeyIndex {
     type Item = (String, u64);
-    type IntoIter = std::iter::Flatten<std::vec::IntoIter<Vec<(String, u64)>>>;
+    type IntoIter = IntoPairs;
 
     fn into_iter(self) -> Self::IntoIter {
-        self.chunks.into_iter().flatten()
+        IntoPairs {
+            chunks: self.chunks.into_iter(),
+            current: Vec::new().into_iter(),
+        }
     }
 }
 
 impl<'a> IntoIterator for &'a KeyIndex {
     type Item = (&'a String, &'a u64);
-    type IntoIter = std::iter::Map<
-        std::iter::Flatten<std::slice::Iter<'a, Vec<(String, u64)>>>,
-        fn(&'a (String, u64)) -> (&'a String, &'a u64),
-    >;
+    type IntoIter = std::iter::Map<Pairs<'a>, fn(&'a (String, u64)) -> (&'a String, &'a u64)>;
 
     fn into_iter(self) -> Self::IntoIter {
-        self.chunks
-            .iter()
-            .flatten()
-            .map(|(key, value)| (key, value))
+        self.pairs().map(|(key, value)| (key, value))
     }
 }
 
@@ -315,6 +393,17 @@ mod tests {
             "same pairs in the same order"
         );
         assert!(index.iter().rev().eq(model.iter().rev()));
+        // Both ends at once, as a double-ended iterator may be used.
+        let (mut ours, mut theirs) = (index.iter(), model.iter());
+        for step in 0..model.len() + 2 {
+            assert_eq!(ours.len(), theirs.len());
+            if step % 3 == 0 {
+                assert_eq!(ours.next_back(), theirs.next_back());
+            } else {
+                assert_eq!(ours.next(), theirs.next());
+            }
+        }
+        assert!(index.clone().into_iter().eq(model.clone().into_iter()));
         assert_eq!(index.first_key_value(), model.first_key_value());
         for chunk in &index.chunks {
             assert!(
