@@ -15,9 +15,9 @@ pub mod api;
 
 pub mod testing;
 
-/// The module's allocator: Talc, in place of the dlmalloc `std` brings to wasm32 — faster at
-/// the many small allocations a ledger makes, and about half its code in the `.wasm`. The
-/// module is single-threaded (no `atomics`), which Talc's cell relies on.
+/// The module's allocator: Talc, in place of the dlmalloc `std` brings to wasm32, for less
+/// code in the `.wasm` (1.7 KB gzipped) at the same speed in our benchmarks (BENCHMARKS.md).
+/// The module is single-threaded (no `atomics`), which Talc's cell relies on.
 #[cfg(all(target_arch = "wasm32", not(target_feature = "atomics")))]
 #[global_allocator]
 static ALLOCATOR: talc::wasm::WasmDynamicTalc = talc::wasm::new_wasm_dynamic_allocator();
