@@ -3,10 +3,10 @@
 //! Every ordered collection here ([`StrMap`]'s index, [`StrSet`], [`SeqSet`], retry tokens,
 //! expected versions) maps a string to an integer. `std`'s `BTreeMap<String, u64>` did that
 //! with about 15 KB of tree code in the `.wasm` (node balancing, merging, stealing, bulk
-//! build). A `KeyIndex` keeps the pairs sorted in chunks of at most [`SPLIT`] entries: a
+//! build). A `KeyIndex` keeps the pairs sorted in chunks of at most `SPLIT` entries: a
 //! lookup is two binary searches (over the chunks' last keys, then in one chunk), an insert
 //! or removal moves at most one chunk's entries (a few KB of memory), and a full chunk splits
-//! in two before it would grow past [`SPLIT`] and merges into a neighbour when it shrinks
+//! in two before it would grow past `SPLIT` and merges into a neighbour when it shrinks
 //! below a quarter. That is a B+ tree of height two: as fast as the std tree at the sizes a ledger
 //! reaches (hundreds of thousands of keys), in a fraction of the code.
 //!
@@ -174,7 +174,7 @@ impl KeyIndex {
     }
 
     /// Inserts at `pos` of chunk `at`, splitting a full chunk in halves first: a chunk's
-    /// buffer never grows past [`SPLIT`] entries (it would double to twice that).
+    /// buffer never grows past `SPLIT` entries (it would double to twice that).
     fn insert_at(&mut self, mut at: usize, mut pos: usize, key: String, value: u64) {
         if self.chunks.is_empty() {
             self.chunks.push(Vec::new());

@@ -1,8 +1,10 @@
-//! [`SeqSet`]: operations ordered by `(sequence, id)`, on the string tree every map here shares.
+//! [`SeqSet`]: operations ordered by `(sequence, id)`, on the [`KeyIndex`] every ordered
+//! collection of the core shares.
 //!
 //! A `BTreeSet<(u64, String)>` is one more copy of the B-tree code in the `.wasm` (about 8 KB
-//! before gzip). A `SeqSet` keys the [`KeyIndex`] that [`StrMap`] and [`StrSet`] use by the sequence in sixteen hex digits followed by the id: byte order of such
-//! keys is the order of the pairs (fixed width, most significant digit first), so the set
+//! before gzip). A `SeqSet` keys the [`KeyIndex`] that [`StrMap`] and [`StrSet`] use by the
+//! sequence in sixteen hex digits followed by the id: byte order of such keys is the order of
+//! the pairs (fixed width, most significant digit first), so the set
 //! pops, iterates and compares exactly as the tuple set did. The value is the sequence, so
 //! reading it back parses nothing.
 //!

@@ -1,4 +1,5 @@
-//! [`StrMap`]: a string-keyed map ordered by key, whose tree is the same type whatever the value.
+//! [`StrMap`]: a string-keyed map ordered by key, whose index is the same type whatever the
+//! value.
 //!
 //! Every `BTreeMap<String, V>` type brings its own copy of the tree code into the `.wasm`
 //! (5–11 KB before gzip each, about a tenth of the module with the core's nine value types).

@@ -3,7 +3,7 @@
 //!
 //! serde's derived visitors, serde_json's deserializer and the float printing its error
 //! messages reach were about a fifth of the `.wasm`; a pull [`Reader`], a [`Writer`] and one
-//! short [`ToJson`]/[`FromJson`] pair per record (mostly from [`json_record!`]) do the same
+//! short [`ToJson`]/[`FromJson`] pair per record (mostly from [`json_record!`](crate::json_record)) do the same
 //! work in a fraction of the code, one pass per record. The bytes written are those serde_json
 //! wrote (field order, escapes, shortest floats), so stored records and frozen bodies are
 //! unchanged. Values the scheduler only keeps (payloads, canonical state, error details) stay
@@ -117,7 +117,7 @@ pub struct FieldName {
 /// Reads an object whose members are `fields` (at most 64), handing each to `read` with its
 /// index: a duplicate member, a missing required one and (with `deny_unknown`) an unknown
 /// one are errors, other unknown members are skipped. One copy of this loop serves every
-/// record type; what [`json_record!`] generates per record is only the `read` closure that
+/// record type; what [`json_record!`](crate::json_record) generates per record is only the `read` closure that
 /// stores each field, into a record that starts as its `Default`.
 ///
 /// # Errors
