@@ -133,7 +133,10 @@ fn write_number(number: f64, out: &mut Writer) -> Option<()> {
 ///
 /// An integer beyond ±(2^53 - 1), as serde-wasm-bindgen's JSON-compatible serializer refused
 /// it: such a value would silently change on its way through JS.
-pub fn to_string<T: ToJson + ?Sized>(value: &T) -> Result<String, String> {
+///
+/// Takes a trait object, as [`to_js`] does: one copy of each in the `.wasm`, where a generic
+/// brought one per record type (only `write_json` differs between them).
+pub fn to_string(value: &dyn ToJson) -> Result<String, String> {
     let mut writer = Writer::new();
     value.write_json(&mut writer);
     if writer.beyond_js() {
@@ -150,7 +153,7 @@ pub fn to_string<T: ToJson + ?Sized>(value: &T) -> Result<String, String> {
 ///
 /// JSON kept as text (canonical state, error details) is checked here too: an integer in it
 /// that JS would read as another number makes the value `null`, as a tree's did.
-pub fn to_js<T: ToJson + ?Sized>(value: &T) -> JsValue {
+pub fn to_js(value: &dyn ToJson) -> JsValue {
     to_string(value)
         .ok()
         .filter(|text| !exceeds_js_integers(text))

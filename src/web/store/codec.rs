@@ -28,12 +28,12 @@ pub const MAX_SAFE_INTEGER: f64 = 9_007_199_254_740_991.0;
 /// # Errors
 ///
 /// `unserializable_record` (e.g. an integer above 2^53 - 1).
-pub fn to_js<T: ToJson>(value: &T) -> Result<JsValue, SafeError> {
+pub fn to_js(value: &dyn ToJson) -> Result<JsValue, SafeError> {
     record_text(value).map(|text| JsValue::from_str(&text))
 }
 
 /// A record's JSON text; `unserializable_record` when it has none.
-fn record_text<T: ToJson + ?Sized>(value: &T) -> Result<String, SafeError> {
+fn record_text(value: &dyn ToJson) -> Result<String, SafeError> {
     crate::web::json::to_string(value).map_err(|e| SafeError::new("unserializable_record", &e))
 }
 

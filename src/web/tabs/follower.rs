@@ -241,7 +241,7 @@ impl Tab {
     /// leader relayed for an operation this tab enqueued (sequence 0 until it is relayed).
     pub fn operation(&self, id: &str) -> Option<JsValue> {
         match self.driver() {
-            Some(driver) => driver.inspect(|s, _| s.ledger().operation(id).map(to_js)),
+            Some(driver) => driver.inspect(|s, _| s.ledger().operation(id).map(|op| to_js(op))),
             None => self.state.borrow().views.get(id),
         }
     }

@@ -172,7 +172,7 @@ impl Tab {
             return;
         };
         let operation = match events::operation_ids(&event).as_slice() {
-            [id] => driver.inspect(|s, _| s.ledger().operation(id).map(to_js)),
+            [id] => driver.inspect(|s, _| s.ledger().operation(id).map(|op| to_js(op))),
             _ => None,
         };
         self.post(&TabMessage::Event {
