@@ -308,11 +308,12 @@ impl std::fmt::Debug for KeyIndex {
     }
 }
 
-/// Built in one pass after a sort if the keys are not in order already (a later duplicate
-/// key wins, as in `BTreeMap`'s).
-impl FromIterator<(String, u64)> for KeyIndex {
-    fn from_iter<I: IntoIterator<Item = (String, u64)>>(pairs: I) -> Self {
-        let mut pairs: Vec<(String, u64)> = pairs.into_iter().collect();
+impl KeyIndex {
+    /// Builds the index from pairs in any order; what every `collect()` into a `KeyIndex`
+    /// comes down to, so the sort and the build are in the `.wasm` once, not once per
+    /// iterator type collected from (ten of them, inlined where each load step collects).
+    #[inline(never)]
+    fn from_pairs(mut pairs: Vec<(String, u64)>) -> Self {
         // Stable: equal keys stay in arrival order, so the last one is pushed last. Keys that
         // arrive in order (a load's, by key) skip the sort and its scratch memory.
         if !pairs.windows(2).all(|pair| pair[0].0 <= pair[1].0) {
@@ -323,6 +324,14 @@ impl FromIterator<(String, u64)> for KeyIndex {
             index.push_sorted(key, value);
         }
         index
+    }
+}
+
+/// Built in one pass after a sort if the keys are not in order already (a later duplicate
+/// key wins, as in `BTreeMap`'s).
+impl FromIterator<(String, u64)> for KeyIndex {
+    fn from_iter<I: IntoIterator<Item = (String, u64)>>(pairs: I) -> Self {
+        Self::from_pairs(pairs.into_iter().collect())
     }
 }
 
