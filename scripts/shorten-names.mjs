@@ -69,50 +69,51 @@ function rename(old) {
   return renames.get(old);
 }
 
-// Rewrites the import (2) and export (7) sections; every other section is copied as is.
-function importSection(start, end) {
-  const parts = [];
-  let [count, at] = readLeb(start);
-  parts.push(leb(count));
-  for (let i = 0; i < count; i++) {
-    let length;
-    [length, at] = readLeb(at);
-    const module = bytes.subarray(at, at + length);
-    at += length;
-    [length, at] = readLeb(at);
-    const field = bytes.toString("utf8", at, at + length);
-    at += length;
-    const descStart = at;
-    const kind = bytes[at++];
-    if (kind !== 0) throw new Error(`import ${field} is not a function (kind ${kind})`);
-    [, at] = readLeb(at);
-    let renamed = field;
-    if (/^__wbg|^__wbindgen/.test(field)) {
-      renamed = rename(field);
-      imported.add(field);
-    }
-    parts.push(leb(module.length), module, name(renamed), bytes.subarray(descStart, at));
-  }
-  if (at !== end) throw new Error("import section has trailing bytes");
-  return Buffer.concat(parts);
+// A name as the binary format writes it: its length, then its UTF-8 bytes.
+function readName(at) {
+  const [length, start] = readLeb(at);
+  return [bytes.subarray(start, start + length), start + length];
 }
 
-function exportSection(start, end) {
+// The name an import or export gets: glue-internal ones are shortened, the API's are kept.
+function newName(section, field, kind) {
+  if (section === IMPORTS && /^__wbg|^__wbindgen/.test(field)) {
+    imported.add(field);
+    return rename(field);
+  }
+  if (section === EXPORTS && kind === 0 && /^__wbg|^__wbindgen|^wasm_bindgen_/.test(field)) {
+    return rename(field);
+  }
+  return field;
+}
+
+// Rewrites the import or export section's entries (module name for imports, field name,
+// then a kind byte and an index, which only function imports have here); every other
+// section is copied as is.
+const IMPORTS = 2;
+const EXPORTS = 7;
+function rewriteSection(section, start, end) {
   const parts = [];
   let [count, at] = readLeb(start);
   parts.push(leb(count));
   for (let i = 0; i < count; i++) {
-    let length;
-    [length, at] = readLeb(at);
-    const field = bytes.toString("utf8", at, at + length);
-    at += length;
+    if (section === IMPORTS) {
+      let module;
+      [module, at] = readName(at);
+      parts.push(leb(module.length), module);
+    }
+    let field;
+    [field, at] = readName(at);
     const descStart = at;
     const kind = bytes[at++];
+    const text = field.toString("utf8");
+    if (section === IMPORTS && kind !== 0) {
+      throw new Error(`import ${text} is not a function (kind ${kind})`);
+    }
     [, at] = readLeb(at);
-    const internal = kind === 0 && /^__wbg|^__wbindgen|^wasm_bindgen_/.test(field);
-    parts.push(name(internal ? rename(field) : field), bytes.subarray(descStart, at));
+    parts.push(name(newName(section, text, kind)), bytes.subarray(descStart, at));
   }
-  if (at !== end) throw new Error("export section has trailing bytes");
+  if (at !== end) throw new Error(`section ${section} has trailing bytes`);
   return Buffer.concat(parts);
 }
 
@@ -123,8 +124,8 @@ while (at < bytes.length) {
   const id = bytes[at];
   const [size, start] = readLeb(at + 1);
   const end = start + size;
-  if (id === 2 || id === 7) {
-    const body = id === 2 ? importSection(start, end) : exportSection(start, end);
+  if (id === IMPORTS || id === EXPORTS) {
+    const body = rewriteSection(id, start, end);
     out.push(Buffer.from([id]), leb(body.length), body);
   } else {
     out.push(bytes.subarray(at, end));
