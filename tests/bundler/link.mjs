@@ -17,10 +17,18 @@ await assert.rejects(api.Scheduler.open({ database: "ledger" }), (error) => {
   return true;
 });
 // Storage is reached through the snippets and the renamed imports; node has no IndexedDB,
-// so the probe fails the way it fails in any environment without it.
-await assert.rejects(api.probeStorage("probe-link"), (error) => {
+// so both fail the way they fail in any environment without it: a coded error that says so
+// in one line (not a JS stack spelled into the message).
+const noStorage = (error) => {
   assert.equal(error.name, "CanvasSchedulerError");
   assert.equal(error.code, "storage_unavailable");
+  assert.match(error.message, /NotSupportedError: IndexedDB is not available in this environment/);
+  assert.doesNotMatch(error.message, /\n/);
   return true;
-});
+};
+await assert.rejects(api.probeStorage("probe-link"), noStorage);
+await assert.rejects(
+  api.Scheduler.open({ database: "ledger", endpoint: "http://127.0.0.1:9/v1" }),
+  noStorage,
+);
 console.log(`bundler link: ok in ${(performance.now() - started).toFixed(0)} ms`);

@@ -86,7 +86,7 @@ pub fn describe_key(key: &JsValue) -> String {
         Some(text) => text,
         None => match js_sys::JSON::stringify(key) {
             Ok(text) => String::from(text),
-            Err(_) => format!("{key:?}"),
+            Err(_) => "a key JSON cannot spell".to_owned(),
         },
     }
 }

@@ -46,12 +46,25 @@ pub fn dom_error(error: &web_sys::DomException) -> SafeError {
     SafeError::with_fallback(&error.name(), &error.message(), "storage_error")
 }
 
-/// A thrown JS value as a safe error.
+/// A thrown JS value as a safe error: a `DOMException` by its name and message, another
+/// `Error` (a `TypeError` from a missing or broken global) by its name and message — never its
+/// stack, which `{:?}` of the value would have spelled out — and anything else as a string or
+/// by what it is not.
 pub fn js_error(value: &wasm_bindgen::JsValue) -> SafeError {
-    match value.dyn_ref::<web_sys::DomException>() {
-        Some(dom) => dom_error(dom),
-        None => SafeError::new("storage_error", &format!("{value:?}")),
+    if let Some(dom) = value.dyn_ref::<web_sys::DomException>() {
+        return dom_error(dom);
     }
+    let message = match value.dyn_ref::<js_sys::Error>() {
+        Some(error) => format!(
+            "{}: {}",
+            String::from(error.name()),
+            String::from(error.message())
+        ),
+        None => value
+            .as_string()
+            .unwrap_or_else(|| "a value that is not an Error".to_owned()),
+    };
+    SafeError::new("storage_error", &message)
 }
 
 /// The error of the connection being closed under us.

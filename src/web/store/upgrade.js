@@ -9,9 +9,16 @@
 // own error when it threw (the upgrade transaction is then aborted: nothing changes).
 export function openUpgraded(name, version, upgrade) {
   return new Promise((resolve) => {
+    const factory = globalThis.indexedDB;
+    if (!factory) {
+      // Node, a worker without storage, a browser with storage disabled: said plainly.
+      const message = "IndexedDB is not available in this environment (no indexedDB global)";
+      resolve(typeof DOMException === "function" ? new DOMException(message, "NotSupportedError") : new Error(message));
+      return;
+    }
     let request;
     try {
-      request = globalThis.indexedDB.open(name, version);
+      request = factory.open(name, version);
     } catch (error) {
       resolve(error);
       return;
