@@ -427,13 +427,8 @@ mod tests {
     /// keys to split and merge chunks many times.
     #[test]
     fn behaves_as_a_btree_map() {
-        let mut state = 0x853c_49e6_748f_ea9b_u64;
-        let mut next = move || {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state
-        };
+        let mut rng = crate::testing::SimRng::new(0x853c_49e6_748f_ea9b);
+        let mut next = move || rng.next_u64();
         let mut index = KeyIndex::new();
         let mut model = BTreeMap::new();
         for round in 0..40_000u64 {

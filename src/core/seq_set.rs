@@ -143,13 +143,8 @@ mod tests {
     fn orders_and_holds_pairs_as_the_tuple_set_does() {
         // Pseudo-random pairs, ids of varied lengths sharing prefixes, sequences across the
         // whole range a ledger uses (below 2^53) and the widths of their hex forms.
-        let mut state = 0x9e37_79b9_7f4a_7c15_u64;
-        let mut next = || {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state
-        };
+        let mut rng = crate::testing::SimRng::new(0x9e37_79b9_7f4a_7c15);
+        let mut next = || rng.next_u64();
         let mut model = BTreeSet::new();
         let mut set = SeqSet::new();
         for _ in 0..2_000 {

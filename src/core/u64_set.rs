@@ -96,13 +96,11 @@ mod tests {
 
     #[test]
     fn holds_what_a_hash_set_holds() {
-        let mut state = 0x2545_f491_4f6c_dd1d_u64;
+        let mut rng = crate::testing::SimRng::new(0x2545_f491_4f6c_dd1d);
         let mut set = U64Set::new();
         let mut model = HashSet::new();
         for round in 0..20_000u64 {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
+            let state = rng.next_u64();
             // Dense runs (as sequences are), repeats, zero, the extremes and random values.
             let value = match state % 5 {
                 0 => round,
