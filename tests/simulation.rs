@@ -72,6 +72,9 @@ impl World {
             },
             lease_ms: LEASE_MS,
             group_commit: rng.chance(50),
+            // Several tabs renew the lease even when idle, as the browser's tab layer always
+            // configures them (W4); a single-instance host may let an idle lease lapse.
+            keep_lease: rng.chance(50),
             // Fold loose records often (or never), so that folds meet crashes and faults.
             fold_records_at: [0, 2, 3, 5, 8][rng.below(5) as usize],
             batch: canvas_scheduler::core::config::BatchLimits {
@@ -408,7 +411,9 @@ impl World {
                 self.tabs[t].paused_until = self.now + LEASE_MS * 2;
             }
             // Another tab asks for the lease (Web Locks would queue it); it gets it once lapsed.
-            93..=95 if self.tabs.len() < 3 => {
+            // Only where tabs keep their lease alive: an idle single-instance host lets it
+            // lapse and would not notice another instance taking over.
+            93..=95 if self.tabs.len() < 3 && self.config.keep_lease => {
                 let _ = self.open_tab();
             }
             _ => {}
@@ -506,6 +511,17 @@ impl World {
             self.check_invariants();
             if moved {
                 continue;
+            }
+            // Tabs that keep their lease alive always have a renewal timer: stop once every
+            // durable operation is settled or blocked (a stranded one runs the loop out).
+            if self
+                .store
+                .snapshot()
+                .operations
+                .iter()
+                .all(|o| o.phase == OperationPhase::Resolved || !o.blockers.is_empty())
+            {
+                break;
             }
             if self
                 .leader()
