@@ -24,6 +24,8 @@ const noStorage = (error) => {
   assert.equal(error.code, "storage_unavailable");
   assert.match(error.message, /NotSupportedError: IndexedDB is not available in this environment/);
   assert.doesNotMatch(error.message, /\n/);
+  // The code is the error's `code`; the message does not say it again.
+  assert.doesNotMatch(error.message, /storage_unavailable/);
   return true;
 };
 await assert.rejects(api.probeStorage("probe-link"), noStorage);

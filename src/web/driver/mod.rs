@@ -24,7 +24,7 @@ use crate::core::small_map::SmallMap;
 use crate::core::Scheduler;
 use crate::web::clock::BrowserClock;
 use crate::web::js_transport::JsTransport;
-use crate::web::store::{AcquireError, IdbLedger};
+use crate::web::store::{unavailable, AcquireError, IdbLedger};
 use crate::web::transport::FetchTransport;
 use crate::web::wake::{is_online, WakeReason, WakeSignals};
 
@@ -88,10 +88,7 @@ fn not_leader(error: AcquireError) -> SchedulerError {
                 lease.map_or(0, |l| l.expires_at)
             ),
         ),
-        AcquireError::Storage(e) => SchedulerError::new(
-            ErrorCode::StorageUnavailable,
-            format!("{}: {}", e.code, e.message),
-        ),
+        AcquireError::Storage(e) => unavailable(e),
     }
 }
 
@@ -106,12 +103,9 @@ impl Driver {
         sink: Option<ReportSink>,
         takeover: bool,
     ) -> Result<(Driver, Vec<Quarantined>), SchedulerError> {
-        let store = IdbLedger::open(&options.database).await.map_err(|e| {
-            SchedulerError::new(
-                ErrorCode::StorageUnavailable,
-                format!("{}: {}", e.code, e.message),
-            )
-        })?;
+        let store = IdbLedger::open(&options.database)
+            .await
+            .map_err(unavailable)?;
         Self::open_on(Rc::new(store), options, sink, takeover).await
     }
 
@@ -214,12 +208,7 @@ impl Driver {
     pub async fn resume(&self) -> Result<(), SchedulerError> {
         let store = self.state.borrow().store.clone();
         if !store.is_open() {
-            store.reopen().await.map_err(|e| {
-                SchedulerError::new(
-                    ErrorCode::StorageUnavailable,
-                    format!("{}: {}", e.code, e.message),
-                )
-            })?;
+            store.reopen().await.map_err(unavailable)?;
         }
         match self.with(|s, now| s.resume(now)) {
             Some(barrier) => self.wait_barrier(barrier).await,

@@ -4,11 +4,23 @@
 use indexed_db_futures::error::{Error, OpenDbError};
 use wasm_bindgen::JsCast;
 
+use crate::core::error::{ErrorCode, SchedulerError};
 use crate::core::model::Lease;
 use crate::core::safe_error::SafeError;
 
 /// The connection was closed (another connection's `versionchange`, or the browser closed it).
 pub const CLOSED: &str = "storage_unavailable";
+
+/// A storage failure as the scheduler reports it: `storage_unavailable`, the storage error's
+/// own code (a `DOMException` name) before its message unless it is that code already.
+pub fn unavailable(error: SafeError) -> SchedulerError {
+    let message = if error.code == CLOSED {
+        error.message
+    } else {
+        format!("{}: {}", error.code, error.message)
+    };
+    SchedulerError::new(ErrorCode::StorageUnavailable, message)
+}
 
 /// Why [`IdbLedger::acquire_and_load`](super::IdbLedger::acquire_and_load) did not load.
 #[derive(Clone, Debug, PartialEq)]

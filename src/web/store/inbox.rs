@@ -9,7 +9,7 @@
 use wasm_bindgen::JsValue;
 
 use super::codec::{decode, page_text};
-use super::errors::js_error;
+use super::errors::{js_error, unavailable};
 use super::requests::{get, index_get_all, PageRead, Tx};
 use super::schema::{BY_OPERATION, INBOX, OPERATIONS, OPERATION_PAGES, QUARANTINE};
 use super::IdbLedger;
@@ -17,7 +17,6 @@ use crate::core::error::{ErrorCode, SchedulerError};
 use crate::core::intent::{same_intent, IntentInput};
 use crate::core::model::{Millis, Operation};
 use crate::core::packed::decode_page;
-use crate::core::safe_error::SafeError;
 use crate::core::str_set::StrSet;
 
 /// One `enqueue`/`enqueueMany` call of a tab that does not dispatch.
@@ -49,16 +48,9 @@ pub struct InboxRecord {
     raw: JsValue,
 }
 
-fn storage(error: SafeError) -> SchedulerError {
-    SchedulerError::new(
-        ErrorCode::StorageUnavailable,
-        format!("{}: {}", error.code, error.message),
-    )
-}
-
 /// A request or transaction error thrown by the browser.
 fn js(error: JsValue) -> SchedulerError {
-    storage(js_error(&error))
+    unavailable(js_error(&error))
 }
 
 /// An inbox key as JS writes it. JS formats the number: Rust's float formatting would add
@@ -135,12 +127,16 @@ impl IdbLedger {
         &self,
         mut entry: InboxEntry,
     ) -> Result<(bool, Vec<Operation>), SchedulerError> {
-        let db = self.db().map_err(storage)?;
+        let db = self.db().map_err(unavailable)?;
         let tx = self
             .begin(&db, &[OPERATIONS, OPERATION_PAGES, INBOX], true)
-            .map_err(storage)?;
+            .map_err(unavailable)?;
         match check_and_add(&tx, &mut entry).await {
-            Ok(appended) => self.finish(tx).await.map_err(storage).map(|()| appended),
+            Ok(appended) => self
+                .finish(tx)
+                .await
+                .map_err(unavailable)
+                .map(|()| appended),
             Err(error) => {
                 tx.abort().await;
                 Err(error)
@@ -154,8 +150,8 @@ impl IdbLedger {
     ///
     /// `storage_unavailable`.
     pub async fn read_inbox(&self) -> Result<Vec<InboxRecord>, SchedulerError> {
-        let db = self.db().map_err(storage)?;
-        let tx = self.begin(&db, &[INBOX], false).map_err(storage)?;
+        let db = self.db().map_err(unavailable)?;
+        let tx = self.begin(&db, &[INBOX], false).map_err(unavailable)?;
         read_all(&tx).await
     }
 
@@ -174,10 +170,10 @@ impl IdbLedger {
         if adopted.is_empty() && refused.is_empty() {
             return Ok(());
         }
-        let db = self.db().map_err(storage)?;
+        let db = self.db().map_err(unavailable)?;
         let tx = self
             .begin(&db, &[INBOX, QUARANTINE], true)
-            .map_err(storage)?;
+            .map_err(unavailable)?;
         let result = (|| {
             let inbox = tx.store(INBOX).map_err(js)?;
             let quarantine = tx.store(QUARANTINE).map_err(js)?;
@@ -208,7 +204,7 @@ impl IdbLedger {
             Ok::<(), SchedulerError>(())
         })();
         match result {
-            Ok(()) => self.finish(tx).await.map_err(storage),
+            Ok(()) => self.finish(tx).await.map_err(unavailable),
             Err(error) => {
                 tx.abort().await;
                 Err(error)

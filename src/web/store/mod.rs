@@ -33,7 +33,7 @@ use wasm_bindgen::JsCast;
 use errors::js_error;
 use requests::Tx;
 
-pub use errors::AcquireError;
+pub use errors::{unavailable, AcquireError};
 pub use faults::StoreFault;
 pub use inbox::{InboxEntry, InboxRecord};
 pub use load::LoadedLedger;

@@ -40,7 +40,7 @@ use crate::core::HoldId;
 use crate::web::clock::BrowserClock;
 use crate::web::driver::{Driver, DriverOptions, Signal};
 use crate::web::json::to_js;
-use crate::web::store::IdbLedger;
+use crate::web::store::{unavailable, IdbLedger};
 use crate::web::wake::WakeSignals;
 
 use channel::TabChannel;
@@ -129,12 +129,9 @@ impl Tab {
         let mut options = options;
         options.config.keep_lease = true;
         options.config.validate()?;
-        let store = IdbLedger::open(&options.database).await.map_err(|e| {
-            SchedulerError::new(
-                ErrorCode::StorageUnavailable,
-                format!("{}: {}", e.code, e.message),
-            )
-        })?;
+        let store = IdbLedger::open(&options.database)
+            .await
+            .map_err(unavailable)?;
         let state = TabState {
             options,
             store: Rc::new(store),
