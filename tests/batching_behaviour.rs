@@ -233,3 +233,86 @@ fn coalescing_keeps_an_intent_that_others_depend_on() {
         OperationPhase::Pending
     );
 }
+
+#[test]
+fn coalescing_a_dependency_on_a_replaced_intent_waits_for_its_replacement() {
+    let mut h = batching(1, 65_536);
+    h.enqueue(vec![edit("first", &["c"])]).unwrap(); // occupies canvas c
+    h.enqueue(vec![coalescing("drag-1", "k", 1)]).unwrap();
+    h.enqueue(vec![coalescing("drag-2", "k", 2)]).unwrap();
+    // The editor still knows drag-1's id; drag-1 will never reach the server, drag-2 carries
+    // its state, so the dependent waits for drag-2.
+    h.enqueue(vec![edit_after("needs-1", &["d"], &["drag-1"])])
+        .unwrap();
+    let why = h.scheduler.explain(h.now, "needs-1").unwrap();
+    assert_eq!(why.reason, "waiting_dependency");
+    assert_eq!(why.dependency_id.as_deref(), Some("drag-2"));
+    // drag-2 has a dependent now: a later drag no longer replaces it.
+    h.enqueue(vec![coalescing("drag-3", "k", 3)]).unwrap();
+    assert_eq!(
+        h.scheduler.ledger().operation("drag-2").unwrap().phase,
+        OperationPhase::Pending
+    );
+    // One at a time (concurrency 1), in sequence order once each may go.
+    for expected in ["drag-2", "needs-1", "drag-3"] {
+        h.answer_first(applied());
+        assert_eq!(h.wire_operations(), [expected]);
+    }
+}
+
+#[test]
+fn coalescing_never_replaces_an_intent_the_new_one_depends_on() {
+    let mut h = batching(1, 65_536);
+    h.enqueue(vec![edit("first", &["c"])]).unwrap();
+    h.enqueue(vec![coalescing("drag-1", "k", 1)]).unwrap();
+    h.enqueue(vec![coalescing("drag-2", "k", 2)]).unwrap();
+    // Depends on drag-1, which drag-2 replaced: on drag-2, so it cannot replace drag-2.
+    let mut after = coalescing("drag-3", "k", 3);
+    after.dependencies = vec!["drag-1".into()];
+    h.enqueue(vec![after]).unwrap();
+    assert_eq!(
+        h.scheduler.ledger().operation("drag-2").unwrap().phase,
+        OperationPhase::Pending
+    );
+    for expected in ["first", "drag-2", "drag-3"] {
+        assert_eq!(h.wire_operations(), [expected]);
+        h.answer_first(applied());
+    }
+}
+
+#[test]
+fn coalescing_a_replaced_intent_names_its_replacement_across_a_reload() {
+    let mut h = batching(1, 65_536);
+    h.enqueue(vec![edit("first", &["c"])]).unwrap();
+    h.enqueue(vec![coalescing("drag-1", "k", 1)]).unwrap();
+    h.enqueue(vec![coalescing("drag-2", "k", 2)]).unwrap();
+    let error = h
+        .scheduler
+        .ledger()
+        .operation("drag-1")
+        .and_then(|o| o.outcome.clone())
+        .and_then(|o| o.error)
+        .unwrap();
+    assert_eq!(error.code, "superseded");
+    assert_eq!(
+        error.details.map(|d| d.text().to_owned()).as_deref(),
+        Some(r#"{"replacedBy":"drag-2"}"#)
+    );
+    h.drain();
+    // A reload (past the lease): only the durable ledger is left.
+    let config = SchedulerConfig {
+        concurrency: 1,
+        ..SchedulerConfig::default()
+    };
+    let mut h = Harness::over(
+        config,
+        CountingHost::new("r"),
+        h.store.clone(),
+        h.now + 60_000,
+    );
+    h.start();
+    h.enqueue(vec![edit_after("needs-1", &["d"], &["drag-1"])])
+        .unwrap();
+    let why = h.scheduler.explain(h.now, "needs-1").unwrap();
+    assert_eq!(why.dependency_id.as_deref(), Some("drag-2"));
+}

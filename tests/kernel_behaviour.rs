@@ -811,3 +811,58 @@ fn w4_with_keep_lease_an_idle_held_leader_still_renews() {
     quiet.advance(10_000);
     assert_eq!(quiet.store.lease().map(|l| l.expires_at), Some(first));
 }
+
+#[test]
+fn k1_an_operation_enqueued_after_its_dependency_was_discarded_is_blocked_too() {
+    let mut h = harness_with(few_attempts());
+    h.enqueue(vec![edit("bad", &["x"])]).unwrap();
+    let bad = h.wire_ids()[0].clone();
+    exhaust(&mut h, &bad);
+    h.scheduler.discard(h.now, "bad").unwrap();
+    h.drain();
+    h.enqueue(vec![edit_after("child", &["y"], &["bad"])])
+        .unwrap();
+    assert!(h.wire.is_empty(), "never silently sent");
+    assert_eq!(
+        h.scheduler.ledger().operation("child").unwrap().blockers,
+        ["dependency_discarded"]
+    );
+    // The host may still send it: retry() is an explicit decision.
+    h.scheduler.retry(h.now, "child").unwrap();
+    h.drain();
+    assert_eq!(h.wire_operations(), ["child"]);
+}
+
+#[test]
+fn k7_s4_flush_never_sends_ahead_of_an_earlier_operation_on_the_same_canvas() {
+    let mut h = harness_with(SchedulerConfig {
+        concurrency: 1,
+        ..SchedulerConfig::default()
+    });
+    h.auto_persist = false;
+    h.enqueue(vec![
+        edit("a", &["x"]),
+        edit("b", &["x", "y"]),
+        edit("c", &["y"]),
+    ])
+    .unwrap();
+    // a took the one slot; b and c are ready, not yet examined. a's write fails, so a leaves
+    // the slot without a pump pass, and after resume() the pump waits for the resume's write:
+    // the slot is free and b was never examined when the host asks for c.
+    h.persist_with(MemoryStore::failure("QuotaExceededError"));
+    h.drain();
+    h.scheduler.resume(h.now).unwrap();
+    let outcome = h.scheduler.flush(h.now, "c").unwrap();
+    assert!(!outcome.started, "c would overtake b on canvas y");
+    assert_eq!(outcome.explanation.reason, "waiting_canvas");
+    h.auto_persist = true;
+    h.drain();
+    while h.persist_next() {
+        h.drain();
+    }
+    h.advance(60_000);
+    for expected in ["a", "b", "c"] {
+        assert_eq!(h.wire_operations(), [expected]);
+        h.answer_first(AttemptStatus::outcome(AttemptOutcome::Applied));
+    }
+}

@@ -187,13 +187,15 @@ impl Scheduler {
         self.act("flush", JsValue::from_str(&id), false)
     }
 
-    /// Re-arms a dead-lettered or blocked operation with its same frozen request (K1).
+    /// Re-arms a dead-lettered or blocked operation with its same frozen request (K1). One
+    /// blocked `dependency_discarded` is then sent without its dependency: the host decided.
     #[wasm_bindgen(unchecked_return_type = "Promise<void>")]
     pub fn retry(&self, id: String) -> Promise {
         self.act("retry", JsValue::from_str(&id), true)
     }
 
-    /// Resolves the operation as discarded; its dependents are blocked (K1).
+    /// Resolves the operation as discarded; its dependents, and intents enqueued later that
+    /// depend on it, are blocked `dependency_discarded` until discarded or retried (K1).
     #[wasm_bindgen(unchecked_return_type = "Promise<void>")]
     pub fn discard(&self, id: String) -> Promise {
         self.act("discard", JsValue::from_str(&id), true)

@@ -21,6 +21,11 @@ export interface OperationIntent {
   payload?: Json;
   expectedVersions?: Record<string, number>;
   runId?: string;
+  /**
+   * Replaces the pending, not yet frozen intent with the same key (same kind, canvases and
+   * principal) that nothing depends on; the replaced one settles `discarded`, error
+   * `superseded` with `details.replacedBy`. A dependency on it waits for the replacement.
+   */
   coalesceKey?: string;
   sequence?: number;
   /** An `asset.upload`'s file: stored in IndexedDB with the intent, sent as multipart. */

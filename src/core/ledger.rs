@@ -6,6 +6,14 @@ use crate::core::str_map::StrMap;
 use crate::core::str_set::StrSet;
 use std::collections::VecDeque;
 
+/// Settlement error code of an operation a coalesced intent replaced.
+pub const SUPERSEDED: &str = "superseded";
+/// Detail of a [`SUPERSEDED`] error naming the operation that replaced it.
+pub const REPLACED_BY: &str = "replacedBy";
+/// Longest replacement chain followed (a drag replaces one intent at a time, and a replaced
+/// one is never a dependency's end).
+const MAX_REPLACEMENT_HOPS: usize = 10_000;
+
 use super::io::{BatchNo, LeaseWrite, PersistBatch};
 use super::model::{
     EventKind, EventRecord, FrozenRequest, Lease, LedgerMeta, Millis, Operation, OperationOutcome,
@@ -276,6 +284,41 @@ impl Ledger {
         self.operations
             .get(id)
             .is_some_and(|slot| slot.op.phase == OperationPhase::Resolved)
+    }
+
+    /// The operation a dependency on `id` waits for: `id` itself or, when a coalesced intent
+    /// superseded it, the one that replaced it (to the end of the chain). The replaced one
+    /// never reaches the server; its state travels with its replacement.
+    pub fn dependency_target<'a>(&'a self, id: &'a str) -> &'a str {
+        let mut target = id;
+        // Bounded: the chain comes from storage, which is not trusted to be acyclic.
+        for _ in 0..MAX_REPLACEMENT_HOPS {
+            match self.replaced_by(target) {
+                Some(next) => target = next,
+                None => break,
+            }
+        }
+        target
+    }
+
+    /// Whether a dependency on `id` is met: its target (see [`Ledger::dependency_target`])
+    /// is resolved.
+    pub fn dependency_met(&self, id: &str) -> bool {
+        self.is_resolved(self.dependency_target(id))
+    }
+
+    /// The operation that superseded `id`, from its outcome's `replacedBy` detail.
+    fn replaced_by(&self, id: &str) -> Option<&str> {
+        let op = &self.operations.get(id)?.op;
+        let error = op.outcome.as_ref()?.error.as_ref()?;
+        if op.phase != OperationPhase::Resolved || error.code != SUPERSEDED {
+            return None;
+        }
+        let raw = error.details.as_ref()?.members()?.get(REPLACED_BY)?;
+        // Operation ids never need escapes: the raw member is the id in quotes.
+        raw.strip_prefix('"')?
+            .strip_suffix('"')
+            .filter(|next| !next.contains('\\'))
     }
 
     /// Whether anything waits to be written.

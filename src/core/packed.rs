@@ -178,7 +178,12 @@ mod tests {
         op.outcome = Some(Box::new(OperationOutcome {
             settlement: Settlement::Rejected,
             request_id: Some("req-1".into()),
-            error: Some(SafeError::new("conflict", "version")),
+            // Details too: a superseded operation's names what replaced it.
+            error: Some(
+                SafeError::new("superseded", "replaced by op-2").with_details(
+                    crate::core::json::JsonText::object(|d| d.member("replacedBy", "op-2")),
+                ),
+            ),
             canonical: Some(json!({"v": 2}).into()),
             at: 5,
         }));

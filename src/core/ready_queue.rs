@@ -30,6 +30,11 @@ impl ReadyQueue {
         self.entries.first()
     }
 
+    /// Queued operations in sequence order.
+    pub fn iter(&self) -> impl Iterator<Item = (u64, &str)> + '_ {
+        self.entries.iter()
+    }
+
     /// Removes an operation if queued.
     pub fn remove(&mut self, sequence: u64, id: &str) -> bool {
         self.entries.remove(sequence, id)

@@ -9,6 +9,8 @@ use crate::core::intent::{
 };
 use crate::core::io::BatchNo;
 use crate::core::io::Report;
+use crate::core::json::JsonText;
+use crate::core::ledger::{REPLACED_BY, SUPERSEDED};
 use crate::core::model::{
     EventKind, Millis, Operation, OperationOutcome, OperationPhase, Settlement,
 };
@@ -77,7 +79,12 @@ impl<H: Host> Scheduler<H> {
             self.ledger.insert_operation(Operation::new(intent));
         }
         for id in &admitted {
-            self.supersede(now, id);
+            if self.depends_on_discarded(id) {
+                // As the dependents a discard finds are (K1): never silently sent.
+                self.block_operation(now, id, "dependency_discarded");
+            } else {
+                self.supersede(now, id);
+            }
             self.index(id);
         }
         let barrier = self.want_barrier();
@@ -85,6 +92,18 @@ impl<H: Host> Scheduler<H> {
         self.pump(now);
         self.sync_timer(now);
         Ok(barrier)
+    }
+
+    /// Whether a dependency of `id` ends at an operation the host discarded.
+    fn depends_on_discarded(&self, id: &str) -> bool {
+        self.ledger.operation(id).is_some_and(|op| {
+            op.intent.dependencies.iter().any(|d| {
+                self.ledger
+                    .operation(self.ledger.dependency_target(d))
+                    .and_then(|target| target.outcome.as_ref())
+                    .is_some_and(|outcome| outcome.settlement == Settlement::Discarded)
+            })
+        })
     }
 
     /// Coalescing: a new intent with a `coalesceKey` replaces the pending, not yet frozen
@@ -102,13 +121,18 @@ impl<H: Host> Scheduler<H> {
         let Some(old) = self.ledger.operation(&old_id).cloned() else {
             return;
         };
-        let has_dependents = self.dependents.get(&old_id).is_some_and(|d| {
-            d.iter().any(|dep| {
-                self.ledger
-                    .operation(dep)
-                    .is_some_and(|o| o.phase == OperationPhase::Pending)
-            })
-        });
+        // Dependents (the new intent among them) need the old one on the server first.
+        let has_dependents = new
+            .dependencies
+            .iter()
+            .any(|d| self.ledger.dependency_target(d) == old_id)
+            || self.dependents.get(&old_id).is_some_and(|d| {
+                d.iter().any(|dep| {
+                    self.ledger
+                        .operation(dep)
+                        .is_some_and(|o| o.phase == OperationPhase::Pending)
+                })
+            });
         let replaceable = old.phase == OperationPhase::Pending
             && old.request_id.is_none()
             && old.blockers.is_empty()
@@ -119,7 +143,10 @@ impl<H: Host> Scheduler<H> {
         if !replaceable {
             return;
         }
-        let error = SafeError::new("superseded", &format!("replaced by {new_id}"));
+        // The replacement is named in the details too: dependencies on the old one wait for
+        // it (Ledger::dependency_target), across reloads.
+        let error = SafeError::new(SUPERSEDED, &format!("replaced by {new_id}"))
+            .with_details(JsonText::object(|d| d.member(REPLACED_BY, new_id)));
         self.ledger.resolve_operation(
             &old_id,
             OperationOutcome {

@@ -149,6 +149,7 @@ impl<H: Host> Scheduler<H> {
                     }
                 }
                 _ => {
+                    self.examine_earlier_sharing(now, &op);
                     if self.occupied() < self.config.concurrency && self.is_ready(operation_id) {
                         self.ready.remove(op.intent.sequence, operation_id);
                         self.examine(now, operation_id);
@@ -170,6 +171,34 @@ impl<H: Host> Scheduler<H> {
             started,
             explanation,
         })
+    }
+
+    /// S4 for a targeted run: earlier ready operations that share a canvas with `op` are
+    /// examined first, in sequence order (each launches, or waits and reserves its canvases),
+    /// so a flush never sends an operation ahead of an earlier one on the same canvas.
+    fn examine_earlier_sharing(&mut self, now: Millis, op: &crate::core::model::Operation) {
+        let earlier: Vec<(u64, String)> = self
+            .ready
+            .iter()
+            .take_while(|(sequence, _)| *sequence < op.intent.sequence)
+            .filter(|(_, id)| {
+                self.ledger.operation(id).is_some_and(|other| {
+                    other
+                        .intent
+                        .canvas_ids
+                        .iter()
+                        .any(|canvas| op.intent.canvas_ids.contains(canvas))
+                })
+            })
+            .map(|(sequence, id)| (sequence, id.to_owned()))
+            .collect();
+        for (sequence, id) in earlier {
+            if self.occupied() >= self.config.concurrency {
+                break;
+            }
+            self.ready.remove(sequence, &id);
+            self.examine(now, &id);
+        }
     }
 
     /// K8: revises a pending operation's payload and version guards. An unfrozen intent is

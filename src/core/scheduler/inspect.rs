@@ -211,10 +211,11 @@ impl<H: Host> Scheduler<H> {
             .intent
             .dependencies
             .iter()
+            .map(|d| self.ledger.dependency_target(d))
             .find(|d| !self.ledger.is_resolved(d))
         {
             out.reason = "waiting_dependency".into();
-            out.dependency_id = Some(dep.clone());
+            out.dependency_id = Some(dep.to_owned());
             return Ok(out);
         }
         if self.config.principal.is_some() && op.intent.principal != self.config.principal {

@@ -6,6 +6,7 @@ use super::{Attempt, Scheduler, Stage};
 use crate::core::digest::body_digest;
 use crate::core::host::{Host, WireBody};
 use crate::core::io::Effect;
+use crate::core::ledger::Ledger;
 use crate::core::model::{
     EventKind, FrozenRequest, Millis, Operation, OperationPhase, RequestPhase, RetryAction,
     PROTOCOL_VERSION, RUN_CANCEL_KIND, UPLOAD_KIND,
@@ -20,11 +21,12 @@ fn sorted_unique(mut ids: Vec<String>) -> Vec<String> {
     ids
 }
 
-/// Notes `op` as a dependent of each of its dependencies (index and recovery share this).
-pub(super) fn add_dependents(dependents: &mut StrMap<StrSet>, op: &Operation) {
+/// Notes `op` as a dependent of each of its dependencies' targets (index and recovery share
+/// this): resolving the target wakes it, and a target with dependents is never superseded.
+pub(super) fn add_dependents(dependents: &mut StrMap<StrSet>, ledger: &Ledger, op: &Operation) {
     for dependency in &op.intent.dependencies {
         dependents
-            .get_or_insert_with(dependency, StrSet::new)
+            .get_or_insert_with(ledger.dependency_target(dependency), StrSet::new)
             .insert(op.intent.id.clone());
     }
 }
@@ -45,7 +47,7 @@ impl<H: Host> Scheduler<H> {
                 // Indexed as enqueued (or unblocked): this one is the key's latest.
                 self.coalescible.insert(key.clone(), id.to_owned());
             }
-            add_dependents(&mut self.dependents, op);
+            add_dependents(&mut self.dependents, &self.ledger, op);
         }
         if let Some(sequence) = ready {
             self.ready.push(sequence, id);
@@ -70,7 +72,7 @@ impl<H: Host> Scheduler<H> {
                 .intent
                 .dependencies
                 .iter()
-                .all(|d| self.ledger.is_resolved(d))
+                .all(|d| self.ledger.dependency_met(d))
     }
 
     pub(super) fn consider_ready(&mut self, id: &str) {

@@ -90,7 +90,7 @@ impl<H: Host> Scheduler<H> {
                     self.coalescible.insert(key.clone(), id.clone());
                 }
             }
-            super::pump::add_dependents(&mut self.dependents, op);
+            super::pump::add_dependents(&mut self.dependents, &self.ledger, op);
             if is_ready {
                 ready.push((op.intent.sequence, id.clone()));
             }
