@@ -14,8 +14,10 @@ use canvas_scheduler::core::config::{RetryPolicy, SchedulerConfig};
 use canvas_scheduler::core::host::CountingHost;
 use canvas_scheduler::core::intent::IntentInput;
 use canvas_scheduler::core::io::{Effect, PersistBatch, PersistResult, Report, SendOrder};
-use canvas_scheduler::core::model::{Millis, OperationPhase, UPLOAD_KIND};
-use canvas_scheduler::core::Scheduler;
+use canvas_scheduler::core::model::{
+    FrozenRequest, Millis, Operation, OperationPhase, UPLOAD_KIND,
+};
+use canvas_scheduler::core::{HoldId, Scheduler};
 use canvas_scheduler::testing::{MemoryStore, ServerFaults, SimRng, SimServer};
 use common::{edit, of_kind, upload};
 
@@ -32,6 +34,10 @@ struct Tab {
     storage_failed: bool,
     /// Enqueue barriers not yet known durable: barrier → operation ids.
     pending_acks: Vec<(u64, Vec<String>)>,
+    /// Holds the host took (S14): nothing may be sent while one is held.
+    holds: Vec<HoldId>,
+    /// What the host last told the scheduler about the network: nothing is sent offline.
+    online: bool,
 }
 
 struct World {
@@ -56,6 +62,13 @@ struct World {
     superseded: u64,
     /// Operations folded from their own records into pages, in batches that became durable.
     folded: u64,
+    /// Host actions taken, and how many of them the scheduler refused with an error.
+    host_actions: u64,
+    refused_actions: u64,
+    /// Answers that blocked a request until the host's `resume()` (401: an expired login).
+    unauthorized: u64,
+    /// Operations the host re-armed with `retry()`.
+    host_retried: BTreeSet<String>,
 }
 
 impl World {
@@ -101,6 +114,10 @@ impl World {
             batched_sends: 0,
             superseded: 0,
             folded: 0,
+            host_actions: 0,
+            refused_actions: 0,
+            host_retried: BTreeSet::new(),
+            unauthorized: 0,
         };
         let _ = world.open_tab();
         world
@@ -143,6 +160,8 @@ impl World {
             paused_until: 0,
             storage_failed: false,
             pending_acks: Vec::new(),
+            holds: Vec::new(),
+            online: true,
         });
         self.collect(self.tabs.len() - 1);
         true
@@ -154,6 +173,12 @@ impl World {
             match effect {
                 Effect::Persist(batch) => self.tabs[t].persists.push(batch),
                 Effect::Send(order) => {
+                    if !self.tabs[t].holds.is_empty() || !self.tabs[t].online {
+                        self.fail(&format!(
+                            "{} sent while held or offline (S14)",
+                            order.request.id
+                        ));
+                    }
                     self.check_send(&order);
                     self.batched_sends += u64::from(order.request.operation_ids.len() > 1);
                     self.tabs[t].wire.push(*order);
@@ -204,14 +229,54 @@ impl World {
                 .map(|o| o.intent.dependencies.clone())
                 .unwrap_or_default();
             for dep in deps {
-                if self
-                    .store
-                    .operation(&dep)
-                    .is_none_or(|d| d.phase != OperationPhase::Resolved)
-                {
+                // A superseded dependency is met by what replaced it (it never reaches the server).
+                let target = self.dependency_target(&dep);
+                if target.is_none_or(|d| d.phase != OperationPhase::Resolved) {
                     self.fail(&format!("{op} sent before its dependency {dep} resolved"));
                 }
+                // Dependents of a discarded operation wait; the host's retry() sends them anyway.
+                if target.is_some_and(is_discarded) && !self.host_retried.contains(op) {
+                    self.fail(&format!(
+                        "{op} sent after its dependency {dep} was discarded"
+                    ));
+                }
             }
+        }
+    }
+
+    /// The durable operation a dependency on `id` waits for: itself, or the intent that
+    /// superseded it (its outcome's `replacedBy`), to the end of the chain.
+    fn dependency_target(&self, id: &str) -> Option<&Operation> {
+        let mut op = self.store.operation(id)?;
+        for _ in 0..10_000 {
+            let next = op
+                .outcome
+                .as_ref()
+                .and_then(|o| o.error.as_ref())
+                .filter(|e| e.code == "superseded")
+                .and_then(|e| e.details.as_ref())
+                .and_then(|d| d.members())
+                .and_then(|m| m.str("replacedBy").map(|s| s.into_owned()));
+            match next {
+                Some(next) => op = self.store.operation(&next)?,
+                None => return Some(op),
+            }
+        }
+        self.fail(&format!("the replacements of {id} go round in a cycle"));
+    }
+
+    /// Resolved, or held for good by a discarded dependency: blocked `dependency_discarded`,
+    /// or waiting for an operation that is (the host decides; it may discard or retry).
+    fn is_settled(&self, op: &Operation) -> bool {
+        match op.phase {
+            OperationPhase::Resolved => true,
+            OperationPhase::Pending if !op.blockers.is_empty() => {
+                op.blockers.iter().all(|b| b == "dependency_discarded")
+            }
+            OperationPhase::Pending => op.intent.dependencies.iter().any(|dep| {
+                self.dependency_target(dep)
+                    .is_some_and(|d| d.phase == OperationPhase::Pending && self.is_settled(d))
+            }),
         }
     }
 
@@ -377,6 +442,7 @@ impl World {
                 let order = self.tabs[t].wire.remove(i);
                 let faults = self.random_faults();
                 let status = self.server.handle(order.action, &order.request, faults);
+                self.unauthorized += u64::from(status.blocked.is_some());
                 self.tabs[t]
                     .scheduler
                     .on_answer(self.now, order.attempt, status);
@@ -416,12 +482,151 @@ impl World {
             93..=95 if self.tabs.len() < 3 && self.config.keep_lease => {
                 let _ = self.open_tab();
             }
+            96..=99 if self.faults_on => {
+                if let Some(l) = self.leader() {
+                    self.host_action(l);
+                }
+            }
             _ => {}
         }
         self.tabs.retain(|tab| {
             !(tab.scheduler.is_closed() && tab.wire.is_empty() && tab.persists.is_empty())
         });
         self.check_invariants();
+    }
+
+    /// What the editor may do at any time: hold and release, go offline and online, resume,
+    /// flush, retry, discard or revise an operation. A refused action changes nothing.
+    fn host_action(&mut self, l: usize) {
+        self.host_actions += 1;
+        let now = self.now;
+        let ids: Vec<String> = self.tabs[l]
+            .scheduler
+            .ledger()
+            .operations()
+            .map(|o| o.intent.id.clone())
+            .collect();
+        let pick = if ids.is_empty() {
+            "op0".to_owned() // unknown: must be refused
+        } else {
+            ids[self.rng.below(ids.len() as u64) as usize].clone()
+        };
+        let before = ledger_state(&self.tabs[l].scheduler);
+        let tab = &mut self.tabs[l];
+        let refused = match self.rng.below(8) {
+            0 if tab.holds.is_empty() => match tab.scheduler.hold(now) {
+                Ok(hold) => {
+                    tab.holds.push(hold);
+                    None
+                }
+                Err(e) => Some(e),
+            },
+            0 => {
+                for hold in tab.holds.drain(..) {
+                    tab.scheduler.release(now, hold);
+                }
+                None
+            }
+            1 => {
+                tab.online = !tab.online;
+                tab.scheduler.set_online(now, tab.online);
+                None
+            }
+            2 => {
+                let _ = tab.scheduler.resume(now);
+                None
+            }
+            3 => tab.scheduler.flush(now, &pick).err(),
+            4 => {
+                let result = tab.scheduler.retry(now, &pick);
+                if result.is_ok() {
+                    self.host_retried.insert(pick.clone());
+                }
+                result.err()
+            }
+            5 => tab.scheduler.discard(now, &pick).err(),
+            _ => {
+                let revised = tab
+                    .scheduler
+                    .ledger()
+                    .operation(&pick)
+                    .map(|op| IntentInput {
+                        payload: serde_json::json!({ "shapeId": pick, "revised": now }).into(),
+                        expected_versions: None,
+                        ..common::of_kind(
+                            &pick,
+                            &op.intent.operation_type,
+                            &op.intent
+                                .canvas_ids
+                                .iter()
+                                .map(String::as_str)
+                                .collect::<Vec<_>>(),
+                        )
+                    });
+                match revised {
+                    Some(mut input) => {
+                        input.dependencies = tab
+                            .scheduler
+                            .ledger()
+                            .operation(&pick)
+                            .map(|op| op.intent.dependencies.clone())
+                            .unwrap_or_default();
+                        tab.scheduler.revise(now, input).err()
+                    }
+                    None => None,
+                }
+            }
+        };
+        if std::env::var("SIM_TRACE").is_ok() {
+            eprintln!("step {} host action on {pick}: {refused:?}", self.steps);
+        }
+        if let Some(error) = refused {
+            self.refused_actions += 1;
+            if error.code().is_empty() || error.message.is_empty() {
+                self.fail(&format!("a refusal without code or message: {error:?}"));
+            }
+            if ledger_state(&self.tabs[l].scheduler) != before {
+                self.fail(&format!(
+                    "a refused host action changed the ledger: {error}"
+                ));
+            }
+        }
+        self.collect(l);
+    }
+
+    /// The host does what an editor does for a blocked operation once things are well: a new
+    /// login (`resume()`) for unauthorized requests, `retry()` for dead letters. Returns
+    /// whether it did anything.
+    fn heal(&mut self) -> bool {
+        let Some(l) = self
+            .leader()
+            .filter(|&l| self.tabs[l].scheduler.is_leader())
+        else {
+            return false;
+        };
+        let now = self.now;
+        let scheduler = &mut self.tabs[l].scheduler;
+        let blocked: Vec<(String, String)> = scheduler
+            .ledger()
+            .requests()
+            .filter(|r| r.is_unresolved())
+            .filter_map(|r| Some((r.blocked.clone()?, r.operation_ids.first()?.clone())))
+            .collect();
+        if blocked.is_empty() {
+            return false;
+        }
+        if blocked.iter().any(|(why, _)| why == "unauthorized") {
+            let _ = scheduler.resume(now);
+        }
+        for (why, op) in &blocked {
+            if why != "unauthorized" {
+                if let Err(e) = scheduler.retry(now, op) {
+                    self.fail(&format!("retry({op}) of a request blocked {why}: {e}"));
+                }
+            }
+        }
+        self.collect(l);
+        true
     }
 
     fn acknowledge(&mut self, t: usize) {
@@ -447,6 +652,7 @@ impl World {
             drop_after_apply: (5..10).contains(&roll),
             server_error: (10..15).contains(&roll),
             too_many: (15..18).contains(&roll).then_some(100),
+            unauthorized: (18..20).contains(&roll),
         }
     }
 
@@ -473,9 +679,20 @@ impl World {
     /// Heals the world and runs until nothing moves; then checks that nothing was lost.
     fn finish(&mut self) {
         self.faults_on = false;
-        for tab in &mut self.tabs {
+        let now = self.now;
+        for t in 0..self.tabs.len() {
+            let tab = &mut self.tabs[t];
             tab.paused_until = 0;
+            for hold in tab.holds.drain(..) {
+                tab.scheduler.release(now, hold);
+            }
+            if !tab.online {
+                tab.online = true;
+                tab.scheduler.set_online(now, true);
+            }
+            self.collect(t);
         }
+        let mut heals = 0;
         for _ in 0..20_000 {
             let mut moved = false;
             for t in 0..self.tabs.len() {
@@ -513,15 +730,19 @@ impl World {
                 continue;
             }
             // Tabs that keep their lease alive always have a renewal timer: stop once every
-            // durable operation is settled or blocked (a stranded one runs the loop out).
+            // durable operation is settled (a stranded one runs the loop out).
             if self
                 .store
                 .snapshot()
                 .operations
                 .iter()
-                .all(|o| o.phase == OperationPhase::Resolved || !o.blockers.is_empty())
+                .all(|op| self.is_settled(op))
             {
                 break;
+            }
+            if heals < 100 && self.heal() {
+                heals += 1;
+                continue;
             }
             if self
                 .leader()
@@ -571,7 +792,13 @@ impl World {
                         ));
                     }
                 }
-                OperationPhase::Pending if !op.blockers.is_empty() => {}
+                OperationPhase::Pending if self.is_settled(op) => {}
+                OperationPhase::Pending if !op.blockers.is_empty() => {
+                    self.fail(&format!(
+                        "{id} still blocked at the end, after the host's resume and retry: {:?}",
+                        op.blockers
+                    ));
+                }
                 OperationPhase::Pending => {
                     let why = self.tabs.last().map(|t| t.scheduler.explain(self.now, id));
                     self.fail(&format!(
@@ -583,19 +810,62 @@ impl World {
     }
 }
 
-fn run_seed(seed: u64, steps: u64) -> (u64, usize, u64, u64, u64) {
+fn is_discarded(op: &Operation) -> bool {
+    op.outcome
+        .as_ref()
+        .is_some_and(|o| o.settlement.as_str() == "discarded")
+}
+
+/// The ledger as a scheduler holds it: every operation and request.
+fn ledger_state(scheduler: &Scheduler<CountingHost>) -> (Vec<Operation>, Vec<FrozenRequest>) {
+    (
+        scheduler.ledger().operations().cloned().collect(),
+        scheduler.ledger().requests().cloned().collect(),
+    )
+}
+
+/// What one seed's world exercised.
+#[derive(Default)]
+struct Tally {
+    steps: u64,
+    acknowledged: usize,
+    batched: u64,
+    superseded: u64,
+    folded: u64,
+    host_actions: u64,
+    refused: u64,
+    unauthorized: u64,
+}
+
+impl Tally {
+    fn add(&mut self, other: &Tally) {
+        self.steps += other.steps;
+        self.acknowledged += other.acknowledged;
+        self.batched += other.batched;
+        self.superseded += other.superseded;
+        self.folded += other.folded;
+        self.host_actions += other.host_actions;
+        self.refused += other.refused;
+        self.unauthorized += other.unauthorized;
+    }
+}
+
+fn run_seed(seed: u64, steps: u64) -> Tally {
     let mut world = World::new(seed);
     for _ in 0..steps {
         world.step();
     }
     world.finish();
-    (
-        world.steps,
-        world.acknowledged.len(),
-        world.batched_sends,
-        world.superseded,
-        world.folded,
-    )
+    Tally {
+        steps: world.steps,
+        acknowledged: world.acknowledged.len(),
+        batched: world.batched_sends,
+        superseded: world.superseded,
+        folded: world.folded,
+        host_actions: world.host_actions,
+        refused: world.refused_actions,
+        unauthorized: world.unauthorized,
+    }
 }
 
 #[test]
@@ -614,24 +884,33 @@ fn simulation_invariants_hold_across_seeds() {
             (1..=count).collect()
         }
     };
-    let (mut total_steps, mut total_ops, mut batched, mut superseded, mut folded) = (0, 0, 0, 0, 0);
+    let mut total = Tally::default();
     for seed in &seeds {
-        let (steps, ops, b, s, f) = run_seed(*seed, steps);
-        folded += f;
-        total_steps += steps;
-        total_ops += ops;
-        batched += b;
-        superseded += s;
+        total.add(&run_seed(*seed, steps));
     }
     // Written to the stderr handle itself (not captured by the test harness), so CI logs show it.
     let _ = writeln!(
         std::io::stderr(),
-        "simulation: {} seeds, {total_steps} steps, {total_ops} acknowledged operations, {batched} batched sends, {superseded} superseded, {folded} folded into pages",
-        seeds.len()
+        "simulation: {} seeds, {} steps, {} acknowledged operations, {} batched sends, {} superseded, {} folded into pages, {} host actions ({} refused), {} unauthorized answers",
+        seeds.len(),
+        total.steps,
+        total.acknowledged,
+        total.batched,
+        total.superseded,
+        total.folded,
+        total.host_actions,
+        total.refused,
+        total.unauthorized,
     );
-    assert!(total_ops > 0);
+    assert!(total.acknowledged > 0);
     assert!(
-        seeds.len() < 100 || (batched > 0 && superseded > 0 && folded > 0),
-        "batching, coalescing and folding must be exercised"
+        seeds.len() < 100
+            || (total.batched > 0
+                && total.superseded > 0
+                && total.folded > 0
+                && total.refused > 0
+                && total.refused < total.host_actions
+                && total.unauthorized > 0),
+        "batching, coalescing, folding, host actions (taken and refused) and expired logins must be exercised"
     );
 }

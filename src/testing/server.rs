@@ -30,6 +30,8 @@ pub struct ServerFaults {
     pub drop_after_apply: bool,
     /// Lose the request before it arrives.
     pub drop_before_apply: bool,
+    /// Answer 401 without applying: the login expired.
+    pub unauthorized: bool,
 }
 
 /// The server's state.
@@ -65,6 +67,9 @@ impl SimServer {
                 AttemptOutcome::Unresolved,
                 Some(SafeError::new("http_503", "service unavailable")),
             );
+        }
+        if faults.unauthorized {
+            return crate::core::protocol::map_answer(action, 401, None, None, 0);
         }
         if let Some(after) = faults.too_many {
             let mut answer = status(
