@@ -1,7 +1,9 @@
 //! Deterministic simulation (FoundationDB/TigerBeetle style) of the scheduler core against a
 //! seeded world: a server that applies at most once per idempotency key and may lose answers,
-//! fail with 5xx/429 or 404 a query; a store that fails writes; crashes that restart from the
-//! durable state only; and a second "tab" taking over after the first pauses past its lease.
+//! fail with 5xx/429, answer 401 (an expired login) or 409 (still receiving), reject stale
+//! version guards, or 404 a query; a store that fails writes; crashes that restart from the
+//! durable state only; a second "tab" taking over after the first pauses past its lease; and
+//! an editor that holds, goes offline, resumes, flushes, retries, discards and revises.
 //! Invariants are checked after every step. A failing seed is printed; replay it with
 //! `SIM_SEED=<seed> cargo test --test simulation`. `SIM_SEEDS=<n>` runs more seeds.
 
@@ -67,6 +69,8 @@ struct World {
     refused_actions: u64,
     /// Answers that blocked a request until the host's `resume()` (401: an expired login).
     unauthorized: u64,
+    /// Operations rejected for a stale version guard.
+    conflicts: u64,
     /// Operations the host re-armed with `retry()`.
     host_retried: BTreeSet<String>,
 }
@@ -118,6 +122,7 @@ impl World {
             refused_actions: 0,
             host_retried: BTreeSet::new(),
             unauthorized: 0,
+            conflicts: 0,
         };
         let _ = world.open_tab();
         world
@@ -200,6 +205,11 @@ impl World {
                     if e.code == "superseded" =>
                 {
                     self.superseded += 1
+                }
+                Effect::Report(Report::Settled { error: Some(e), .. })
+                    if e.code == "version_conflict" =>
+                {
+                    self.conflicts += 1
                 }
                 Effect::Report(_) => {}
                 Effect::CommitSoon => self.tabs[t].scheduler.commit(self.now),
@@ -373,6 +383,12 @@ impl World {
             {
                 // A drag: later absolute updates of the same shape supersede earlier ones.
                 intent.coalesce_key = Some(format!("drag:{}", intent.canvas_ids[0]));
+            }
+            if intent.canvas_ids.len() == 1 && self.rng.chance(5) {
+                // A version guard, usually stale: the server rejects it with its versions.
+                let mut versions = canvas_scheduler::core::key_index::KeyIndex::new();
+                versions.insert(intent.canvas_ids[0].clone(), self.rng.below(3));
+                intent.expected_versions = Some(versions);
             }
             if self.with_dependencies && self.next_op > 1 && self.rng.chance(30) {
                 intent.dependencies = vec![format!("op{}", 1 + self.rng.below(self.next_op - 1))];
@@ -653,6 +669,7 @@ impl World {
             server_error: (10..15).contains(&roll),
             too_many: (15..18).contains(&roll).then_some(100),
             unauthorized: (18..20).contains(&roll),
+            in_progress: (20..22).contains(&roll),
         }
     }
 
@@ -835,6 +852,7 @@ struct Tally {
     host_actions: u64,
     refused: u64,
     unauthorized: u64,
+    conflicts: u64,
 }
 
 impl Tally {
@@ -847,6 +865,7 @@ impl Tally {
         self.host_actions += other.host_actions;
         self.refused += other.refused;
         self.unauthorized += other.unauthorized;
+        self.conflicts += other.conflicts;
     }
 }
 
@@ -865,6 +884,7 @@ fn run_seed(seed: u64, steps: u64) -> Tally {
         host_actions: world.host_actions,
         refused: world.refused_actions,
         unauthorized: world.unauthorized,
+        conflicts: world.conflicts,
     }
 }
 
@@ -891,7 +911,7 @@ fn simulation_invariants_hold_across_seeds() {
     // Written to the stderr handle itself (not captured by the test harness), so CI logs show it.
     let _ = writeln!(
         std::io::stderr(),
-        "simulation: {} seeds, {} steps, {} acknowledged operations, {} batched sends, {} superseded, {} folded into pages, {} host actions ({} refused), {} unauthorized answers",
+        "simulation: {} seeds, {} steps, {} acknowledged operations, {} batched sends, {} superseded, {} folded into pages, {} host actions ({} refused), {} unauthorized answers, {} version conflicts",
         seeds.len(),
         total.steps,
         total.acknowledged,
@@ -901,6 +921,7 @@ fn simulation_invariants_hold_across_seeds() {
         total.host_actions,
         total.refused,
         total.unauthorized,
+        total.conflicts,
     );
     assert!(total.acknowledged > 0);
     assert!(
@@ -910,7 +931,8 @@ fn simulation_invariants_hold_across_seeds() {
                 && total.folded > 0
                 && total.refused > 0
                 && total.refused < total.host_actions
-                && total.unauthorized > 0),
-        "batching, coalescing, folding, host actions (taken and refused) and expired logins must be exercised"
+                && total.unauthorized > 0
+                && total.conflicts > 0),
+        "batching, coalescing, folding, host actions (taken and refused) expired logins and version conflicts must be exercised"
     );
 }

@@ -32,6 +32,8 @@ pub struct ServerFaults {
     pub drop_before_apply: bool,
     /// Answer 401 without applying: the login expired.
     pub unauthorized: bool,
+    /// Answer 409 without a body without applying: still receiving an earlier copy.
+    pub in_progress: bool,
 }
 
 /// The server's state.
@@ -70,6 +72,9 @@ impl SimServer {
         }
         if faults.unauthorized {
             return crate::core::protocol::map_answer(action, 401, None, None, 0);
+        }
+        if faults.in_progress {
+            return crate::core::protocol::map_answer(action, 409, None, None, 0);
         }
         if let Some(after) = faults.too_many {
             let mut answer = status(
