@@ -866,3 +866,41 @@ fn k7_s4_flush_never_sends_ahead_of_an_earlier_operation_on_the_same_canvas() {
         h.answer_first(AttemptStatus::outcome(AttemptOutcome::Applied));
     }
 }
+
+#[test]
+fn k7_s12_flush_examines_at_most_a_pump_pass_of_earlier_operations() {
+    let mut h = harness_with(SchedulerConfig {
+        concurrency: 1,
+        pump_budget: 2,
+        ..SchedulerConfig::default()
+    });
+    h.auto_persist = false;
+    h.enqueue(vec![
+        edit("a", &["x"]),
+        edit("b", &["x", "y"]),
+        edit("c", &["x", "y"]),
+        edit("d", &["x", "y"]),
+        edit("e", &["y"]),
+    ])
+    .unwrap();
+    h.persist_with(MemoryStore::failure("QuotaExceededError"));
+    h.drain();
+    h.scheduler.resume(h.now).unwrap();
+    let outcome = h.scheduler.flush(h.now, "e").unwrap();
+    assert!(!outcome.started, "d is still ahead of e on canvas y");
+    assert_eq!(
+        h.scheduler.explain(h.now, "d").unwrap().reason,
+        "ready",
+        "two examined (b, c), d left for the pump"
+    );
+    h.auto_persist = true;
+    h.drain();
+    while h.persist_next() {
+        h.drain();
+    }
+    h.advance(60_000);
+    for expected in ["a", "b", "c", "d", "e"] {
+        assert_eq!(h.wire_operations(), [expected]);
+        h.answer_first(AttemptStatus::outcome(AttemptOutcome::Applied));
+    }
+}

@@ -149,8 +149,11 @@ impl<H: Host> Scheduler<H> {
                     }
                 }
                 _ => {
-                    self.examine_earlier_sharing(now, &op);
-                    if self.occupied() < self.config.concurrency && self.is_ready(operation_id) {
+                    let first_in_line = self.examine_earlier_sharing(now, &op);
+                    if first_in_line
+                        && self.occupied() < self.config.concurrency
+                        && self.is_ready(operation_id)
+                    {
                         self.ready.remove(op.intent.sequence, operation_id);
                         self.examine(now, operation_id);
                         started = self
@@ -175,8 +178,9 @@ impl<H: Host> Scheduler<H> {
 
     /// S4 for a targeted run: earlier ready operations that share a canvas with `op` are
     /// examined first, in sequence order (each launches, or waits and reserves its canvases),
-    /// so a flush never sends an operation ahead of an earlier one on the same canvas.
-    fn examine_earlier_sharing(&mut self, now: Millis, op: &crate::core::model::Operation) {
+    /// so a flush never sends an operation ahead of an earlier one on the same canvas. At most
+    /// a pump pass's worth (S12); returns whether every one of them was examined.
+    fn examine_earlier_sharing(&mut self, now: Millis, op: &crate::core::model::Operation) -> bool {
         let earlier: Vec<(u64, String)> = self
             .ready
             .iter()
@@ -192,13 +196,15 @@ impl<H: Host> Scheduler<H> {
             })
             .map(|(sequence, id)| (sequence, id.to_owned()))
             .collect();
-        for (sequence, id) in earlier {
+        let all = earlier.len() <= self.config.pump_budget;
+        for (sequence, id) in earlier.into_iter().take(self.config.pump_budget) {
             if self.occupied() >= self.config.concurrency {
-                break;
+                return false;
             }
             self.ready.remove(sequence, &id);
             self.examine(now, &id);
         }
+        all
     }
 
     /// K8: revises a pending operation's payload and version guards. An unfrozen intent is
