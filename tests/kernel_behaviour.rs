@@ -904,3 +904,34 @@ fn k7_s12_flush_examines_at_most_a_pump_pass_of_earlier_operations() {
         h.answer_first(AttemptStatus::outcome(AttemptOutcome::Applied));
     }
 }
+
+#[test]
+fn k8_a_revision_is_refused_once_the_request_may_have_reached_the_server() {
+    let mut h = harness();
+    h.enqueue(vec![edit("a", &["x"])]).unwrap();
+    let sent = h.wire[0].clone();
+    // Lost on the way, or only delayed: a query that finds nothing cannot tell.
+    h.answer_first(unresolved());
+    h.advance(60_000);
+    h.answer(
+        &sent.request.id,
+        AttemptStatus {
+            error: Some(canvas_scheduler::core::safe_error::SafeError::new(
+                "not_found",
+                "never received",
+            )),
+            ..unresolved()
+        },
+    );
+    let before = h.scheduler.ledger().operation("a").cloned();
+    let mut revised = edit("a", &["x"]);
+    revised.payload = json!({"shapeId": "a", "x": 99}).into();
+    let error = h.scheduler.revise(h.now, revised).unwrap_err();
+    assert_eq!(error.code(), "invalid_state");
+    assert_eq!(h.scheduler.ledger().operation("a").cloned(), before);
+    // The same frozen request goes again: a late copy of it cannot apply the operation twice.
+    h.advance(60_000);
+    assert_eq!(h.wire.len(), 1);
+    assert_eq!(h.wire[0].request.id, sent.request.id);
+    assert_eq!(h.wire[0].request.body, sent.request.body);
+}

@@ -204,12 +204,8 @@ impl<H: Host> Scheduler<H> {
     /// have (never sent, or a query said 404) may be dropped and re-frozen.
     fn revision_changed(&self, request: &crate::core::model::FrozenRequest) -> bool {
         // `attempt` was counted at launch: 1 means this is the first send, still unsent.
-        let unsent = request.phase == RequestPhase::Frozen
-            || request.attempt <= 1
-            || request
-                .error
-                .as_ref()
-                .is_some_and(|e| e.code == "not_found");
+        // (revise() refuses once a request may have left, so later sends never qualify.)
+        let unsent = request.phase == RequestPhase::Frozen || request.attempt <= 1;
         unsent
             && request
                 .operation_ids
@@ -222,7 +218,7 @@ impl<H: Host> Scheduler<H> {
                 })
     }
 
-    fn resolve_stale(&mut self, now: Millis, request_id: &str) {
+    pub(super) fn resolve_stale(&mut self, now: Millis, request_id: &str) {
         let Some(request) = self.ledger.request(request_id).cloned() else {
             return;
         };

@@ -208,9 +208,13 @@ impl<H: Host> Scheduler<H> {
     }
 
     /// K8: revises a pending operation's payload and version guards. An unfrozen intent is
-    /// simply replaced; a frozen request the server cannot have is resolved `stale_revision`
-    /// before its next submit and the operation is frozen again from the new intent. Canvases,
-    /// dependencies and kind may not change.
+    /// simply replaced. A frozen request that has not left yet is resolved `stale_revision`
+    /// in the same write as the revision (its dispatch marker may land, it is never sent)
+    /// and the operation is frozen again from the new intent. Once the request may have
+    /// reached the server the revision is refused (`invalid_state`): sending it as it stands
+    /// would drop the revision, and freezing it again would let a late copy of the first
+    /// one apply it twice (a query's 404 cannot rule that out). Canvases, dependencies and
+    /// kind may not change.
     pub fn revise(
         &mut self,
         now: Millis,
@@ -226,6 +230,31 @@ impl<H: Host> Scheduler<H> {
         if op.phase == OperationPhase::Resolved {
             return Err(invalid_state(&input.id, "it is already resolved"));
         }
+        let unsent_request = match op
+            .request_id
+            .as_deref()
+            .and_then(|r| self.ledger.request(r))
+            .filter(|r| r.is_unresolved())
+        {
+            // Frozen: never launched. Attempt 1 waiting for its dispatch marker: not sent yet.
+            Some(request)
+                if request.phase == RequestPhase::Frozen
+                    || (request.attempt <= 1
+                        && self
+                            .active
+                            .get(&request.id)
+                            .is_some_and(|a| matches!(a.stage, Stage::Barrier(_)))) =>
+            {
+                Some(request.id.clone())
+            }
+            Some(_) => {
+                return Err(invalid_state(
+                    &input.id,
+                    "its request may have reached the server; enqueue a new operation instead",
+                ))
+            }
+            None => None,
+        };
         if op.intent.canvas_ids != input.canvas_ids
             || op.intent.dependencies != input.dependencies
             || op.intent.operation_type != input.operation_type
@@ -240,8 +269,15 @@ impl<H: Host> Scheduler<H> {
             o.intent.expected_versions = input.expected_versions.unwrap_or_default();
             o.intent.revision = o.intent.revision.saturating_add(1);
         });
+        if let Some(request_id) = unsent_request {
+            if self.active.remove(&request_id).is_some() {
+                self.slot_freed();
+            }
+            self.resolve_stale(now, &request_id);
+        }
         let barrier = self.want_barrier();
         self.maybe_flush(now);
+        self.pump(now);
         self.sync_timer(now);
         Ok(barrier)
     }
