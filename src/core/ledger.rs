@@ -6,20 +6,17 @@ use crate::core::str_map::StrMap;
 use crate::core::str_set::StrSet;
 use std::collections::VecDeque;
 
-/// Settlement error code of an operation a coalesced intent replaced.
-pub const SUPERSEDED: &str = "superseded";
-/// Detail of a [`SUPERSEDED`] error naming the operation that replaced it.
-pub const REPLACED_BY: &str = "replacedBy";
-/// Longest replacement chain followed (a drag replaces one intent at a time, and a replaced
-/// one is never a dependency's end).
-const MAX_REPLACEMENT_HOPS: usize = 10_000;
-
 use super::io::{BatchNo, LeaseWrite, PersistBatch};
 use super::model::{
     EventKind, EventRecord, FrozenRequest, Lease, LedgerMeta, Millis, Operation, OperationOutcome,
     OperationPhase, RequestPhase, RetryAction,
 };
 use super::operation_pages::{insert_sorted, Home, PageBook, PageHomes, PagePlan, PAGE_LIMIT};
+
+/// Settlement error code of an operation a coalesced intent replaced.
+pub const SUPERSEDED: &str = "superseded";
+/// Detail of a [`SUPERSEDED`] error naming the operation that replaced it.
+pub const REPLACED_BY: &str = "replacedBy";
 
 /// The durable records as loaded from storage.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -291,8 +288,9 @@ impl Ledger {
     /// never reaches the server; its state travels with its replacement.
     pub fn dependency_target<'a>(&'a self, id: &'a str) -> &'a str {
         let mut target = id;
-        // Bounded: the chain comes from storage, which is not trusted to be acyclic.
-        for _ in 0..MAX_REPLACEMENT_HOPS {
+        // Bounded: the chain comes from storage, which is not trusted to be acyclic, and no
+        // chain without a cycle is longer than the ledger.
+        for _ in 0..self.operations.len() {
             match self.replaced_by(target) {
                 Some(next) => target = next,
                 None => break,
@@ -693,5 +691,39 @@ mod tests {
             assert_eq!(snap.operation_pages, pages);
             assert_eq!(ledger.operations().count(), 3);
         }
+    }
+
+    fn replaced(ledger: &mut Ledger, id: &str, by: &str) {
+        let details = crate::core::json::JsonText::object(|d| d.member(REPLACED_BY, by));
+        ledger.resolve_operation(
+            id,
+            OperationOutcome {
+                settlement: crate::core::model::Settlement::Discarded,
+                request_id: None,
+                error: Some(
+                    crate::core::safe_error::SafeError::new(SUPERSEDED, "replaced")
+                        .with_details(details),
+                ),
+                canonical: None,
+                at: 1,
+            },
+        );
+    }
+
+    #[test]
+    fn a_dependency_on_a_replaced_operation_targets_the_end_of_its_chain() {
+        let mut ledger = Ledger::new(100);
+        for (i, id) in ["a", "b", "c", "x", "y"].into_iter().enumerate() {
+            ledger.insert_operation(op(id, i as u64 + 1));
+        }
+        replaced(&mut ledger, "a", "b");
+        replaced(&mut ledger, "b", "c");
+        assert_eq!(ledger.dependency_target("a"), "c");
+        assert_eq!(ledger.dependency_target("c"), "c");
+        assert!(!ledger.dependency_met("a"), "c is still pending");
+        // Corrupt storage: a cycle ends after as many hops as there are operations.
+        replaced(&mut ledger, "x", "y");
+        replaced(&mut ledger, "y", "x");
+        assert!(["x", "y"].contains(&ledger.dependency_target("x")));
     }
 }
