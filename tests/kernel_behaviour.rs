@@ -4,6 +4,7 @@ mod common;
 
 use canvas_scheduler::core::config::{RetryPolicy, SchedulerConfig};
 use canvas_scheduler::core::host::CountingHost;
+use canvas_scheduler::core::intent::IntentInput;
 use canvas_scheduler::core::io::{AttemptOutcome, AttemptStatus, Effect, Report};
 use canvas_scheduler::core::json::{parse, to_string};
 use canvas_scheduler::core::loader::{LedgerLoader, RecordStore};
@@ -833,59 +834,65 @@ fn k1_an_operation_enqueued_after_its_dependency_was_discarded_is_blocked_too() 
     assert_eq!(h.wire_operations(), ["child"]);
 }
 
-#[test]
-fn k7_s4_flush_never_sends_ahead_of_an_earlier_operation_on_the_same_canvas() {
+/// One slot; `intents` enqueued, the first takes the slot, the rest are ready and not yet
+/// examined. The first write fails, so the first leaves the slot without a pump pass, and
+/// after resume() the pump waits for the resume's write: the slot is free and nothing after
+/// the first was examined.
+fn free_slot_with_unexamined_ready(
+    pump_budget: usize,
+    intents: Vec<IntentInput>,
+) -> Harness<CountingHost> {
     let mut h = harness_with(SchedulerConfig {
         concurrency: 1,
+        pump_budget,
         ..SchedulerConfig::default()
     });
     h.auto_persist = false;
-    h.enqueue(vec![
-        edit("a", &["x"]),
-        edit("b", &["x", "y"]),
-        edit("c", &["y"]),
-    ])
-    .unwrap();
-    // a took the one slot; b and c are ready, not yet examined. a's write fails, so a leaves
-    // the slot without a pump pass, and after resume() the pump waits for the resume's write:
-    // the slot is free and b was never examined when the host asks for c.
+    h.enqueue(intents).unwrap();
     h.persist_with(MemoryStore::failure("QuotaExceededError"));
     h.drain();
     h.scheduler.resume(h.now).unwrap();
-    let outcome = h.scheduler.flush(h.now, "c").unwrap();
-    assert!(!outcome.started, "c would overtake b on canvas y");
-    assert_eq!(outcome.explanation.reason, "waiting_canvas");
+    h
+}
+
+/// Writes everything, lets retries fall due and answers `applied`: the sends come in `order`.
+fn sends_in_order(h: &mut Harness<CountingHost>, order: &[&str]) {
     h.auto_persist = true;
     h.drain();
     while h.persist_next() {
         h.drain();
     }
     h.advance(60_000);
-    for expected in ["a", "b", "c"] {
-        assert_eq!(h.wire_operations(), [expected]);
+    for expected in order {
+        assert_eq!(h.wire_operations(), [*expected]);
         h.answer_first(AttemptStatus::outcome(AttemptOutcome::Applied));
     }
 }
 
 #[test]
+fn k7_s4_flush_never_sends_ahead_of_an_earlier_operation_on_the_same_canvas() {
+    let mut h = free_slot_with_unexamined_ready(
+        64,
+        vec![edit("a", &["x"]), edit("b", &["x", "y"]), edit("c", &["y"])],
+    );
+    let outcome = h.scheduler.flush(h.now, "c").unwrap();
+    assert!(!outcome.started, "c would overtake b on canvas y");
+    assert_eq!(outcome.explanation.reason, "waiting_canvas");
+    sends_in_order(&mut h, &["a", "b", "c"]);
+}
+
+#[test]
 fn k7_s12_flush_examines_at_most_a_pump_pass_of_earlier_operations() {
-    let mut h = harness_with(SchedulerConfig {
-        concurrency: 1,
-        pump_budget: 2,
-        ..SchedulerConfig::default()
-    });
-    h.auto_persist = false;
-    h.enqueue(vec![
-        edit("a", &["x"]),
-        edit("b", &["x", "y"]),
-        edit("c", &["x", "y"]),
-        edit("d", &["x", "y"]),
-        edit("e", &["y"]),
-    ])
-    .unwrap();
-    h.persist_with(MemoryStore::failure("QuotaExceededError"));
-    h.drain();
-    h.scheduler.resume(h.now).unwrap();
+    let mut h = free_slot_with_unexamined_ready(
+        2,
+        vec![
+            edit("a", &["x"]),
+            edit("b", &["x", "y"]),
+            edit("c", &["x", "y"]),
+            edit("d", &["x", "y"]),
+            edit("e", &["y"]),
+        ],
+    );
     let outcome = h.scheduler.flush(h.now, "e").unwrap();
     assert!(!outcome.started, "d is still ahead of e on canvas y");
     assert_eq!(
@@ -893,16 +900,7 @@ fn k7_s12_flush_examines_at_most_a_pump_pass_of_earlier_operations() {
         "ready",
         "two examined (b, c), d left for the pump"
     );
-    h.auto_persist = true;
-    h.drain();
-    while h.persist_next() {
-        h.drain();
-    }
-    h.advance(60_000);
-    for expected in ["a", "b", "c", "d", "e"] {
-        assert_eq!(h.wire_operations(), [expected]);
-        h.answer_first(AttemptStatus::outcome(AttemptOutcome::Applied));
-    }
+    sends_in_order(&mut h, &["a", "b", "c", "d", "e"]);
 }
 
 #[test]
