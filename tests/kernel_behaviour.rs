@@ -933,3 +933,21 @@ fn k8_a_revision_is_refused_once_the_request_may_have_reached_the_server() {
     assert_eq!(h.wire[0].request.id, sent.request.id);
     assert_eq!(h.wire[0].request.body, sent.request.body);
 }
+
+#[test]
+fn k7_s4_flush_keeps_order_through_a_chain_of_shared_canvases() {
+    // c shares no canvas with a, but b (between them) shares x with a and y with c: a pump
+    // pass would have a reserve x, b wait behind it and reserve y, so c waits too.
+    let mut h = free_slot_with_unexamined_ready(
+        64,
+        vec![
+            edit("held", &["w"]),
+            edit("a", &["w", "x"]),
+            edit("b", &["x", "y"]),
+            edit("c", &["y"]),
+        ],
+    );
+    let outcome = h.scheduler.flush(h.now, "c").unwrap();
+    assert!(!outcome.started, "c would overtake b, which waits behind a");
+    sends_in_order(&mut h, &["held", "a", "b", "c"]);
+}

@@ -5,7 +5,8 @@
 //! durable state only; a second "tab" taking over after the first pauses past its lease; and
 //! an editor that holds, goes offline, resumes, flushes, retries, discards and revises.
 //! Invariants are checked after every step. A failing seed is printed; replay it with
-//! `SIM_SEED=<seed> cargo test --test simulation`. `SIM_SEEDS=<n>` runs more seeds.
+//! `SIM_SEED=<seed> cargo test --test simulation`. `SIM_SEEDS=<n>` runs more seeds (from
+//! `SIM_FIRST_SEED`, 1 unless set), `SIM_STEPS=<n>` more steps per seed.
 
 mod common;
 
@@ -897,11 +898,15 @@ fn simulation_invariants_hold_across_seeds() {
     let seeds: Vec<u64> = match std::env::var("SIM_SEED").ok().and_then(|s| s.parse().ok()) {
         Some(seed) => vec![seed],
         None => {
-            let count = std::env::var("SIM_SEEDS")
+            let count: u64 = std::env::var("SIM_SEEDS")
                 .ok()
                 .and_then(|s| s.parse().ok())
                 .unwrap_or(1_000);
-            (1..=count).collect()
+            let first: u64 = std::env::var("SIM_FIRST_SEED")
+                .ok()
+                .and_then(|s| s.parse().ok())
+                .unwrap_or(1);
+            (first..first + count).collect()
         }
     };
     let mut total = Tally::default();

@@ -176,28 +176,38 @@ impl<H: Host> Scheduler<H> {
         })
     }
 
-    /// S4 for a targeted run: earlier ready operations that share a canvas with `op` are
-    /// examined first, in sequence order (each launches, or waits and reserves its canvases),
+    /// S4 for a targeted run: the earlier ready operations a pump pass would have examined
+    /// before `op` and whose canvases reach it (sharing one with it, or with a later one of
+    /// them: each reserves its canvases for the next) are examined first, in sequence order,
     /// so a flush never sends an operation ahead of an earlier one on the same canvas. At most
     /// a pump pass's worth (S12); returns whether every one of them was examined.
     fn examine_earlier_sharing(&mut self, now: Millis, op: &crate::core::model::Operation) -> bool {
-        let earlier: Vec<(u64, String)> = self
+        let earlier: Vec<(u64, &str)> = self
             .ready
             .iter()
             .take_while(|(sequence, _)| *sequence < op.intent.sequence)
-            .filter(|(_, id)| {
-                self.ledger.operation(id).is_some_and(|other| {
-                    other
-                        .intent
-                        .canvas_ids
-                        .iter()
-                        .any(|canvas| op.intent.canvas_ids.contains(canvas))
-                })
-            })
-            .map(|(sequence, id)| (sequence, id.to_owned()))
             .collect();
-        let all = earlier.len() <= self.config.pump_budget;
-        for (sequence, id) in earlier.into_iter().take(self.config.pump_budget) {
+        // Latest first: an operation joins when it shares a canvas with `op` or with one
+        // that joined after it.
+        let mut reach: Vec<&str> = op.intent.canvas_ids.iter().map(String::as_str).collect();
+        let mut connected: Vec<(u64, String)> = Vec::new();
+        for &(sequence, id) in earlier.iter().rev() {
+            let Some(other) = self.ledger.operation(id) else {
+                continue;
+            };
+            let canvases = &other.intent.canvas_ids;
+            if canvases.iter().any(|c| reach.contains(&c.as_str())) {
+                for canvas in canvases {
+                    if !reach.contains(&canvas.as_str()) {
+                        reach.push(canvas);
+                    }
+                }
+                connected.push((sequence, id.to_owned()));
+            }
+        }
+        connected.reverse();
+        let all = connected.len() <= self.config.pump_budget;
+        for (sequence, id) in connected.into_iter().take(self.config.pump_budget) {
             if self.occupied() >= self.config.concurrency {
                 return false;
             }
