@@ -18,6 +18,19 @@ pub const SUPERSEDED: &str = "superseded";
 /// Detail of a [`SUPERSEDED`] error naming the operation that replaced it.
 pub const REPLACED_BY: &str = "replacedBy";
 
+/// The operation that superseded `op`, from its outcome's `replacedBy` detail.
+fn replaced_by(op: &Operation) -> Option<&str> {
+    let error = op.outcome.as_ref()?.error.as_ref()?;
+    if op.phase != OperationPhase::Resolved || error.code != SUPERSEDED {
+        return None;
+    }
+    let raw = error.details.as_ref()?.members()?.get(REPLACED_BY)?;
+    // Operation ids never need escapes: the raw member is the id in quotes.
+    raw.strip_prefix('"')?
+        .strip_suffix('"')
+        .filter(|next| !next.contains('\\'))
+}
+
 /// The durable records as loaded from storage.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct LedgerSnapshot {
@@ -291,7 +304,11 @@ impl Ledger {
         // Bounded: the chain comes from storage, which is not trusted to be acyclic, and no
         // chain without a cycle is longer than the ledger.
         for _ in 0..self.operations.len() {
-            match self.replaced_by(target) {
+            match self
+                .operations
+                .get(target)
+                .and_then(|slot| replaced_by(&slot.op))
+            {
                 Some(next) => target = next,
                 None => break,
             }
@@ -300,23 +317,22 @@ impl Ledger {
     }
 
     /// Whether a dependency on `id` is met: its target (see [`Ledger::dependency_target`])
-    /// is resolved.
+    /// is resolved. One lookup unless the dependency was replaced.
     pub fn dependency_met(&self, id: &str) -> bool {
-        self.is_resolved(self.dependency_target(id))
-    }
-
-    /// The operation that superseded `id`, from its outcome's `replacedBy` detail.
-    fn replaced_by(&self, id: &str) -> Option<&str> {
-        let op = &self.operations.get(id)?.op;
-        let error = op.outcome.as_ref()?.error.as_ref()?;
-        if op.phase != OperationPhase::Resolved || error.code != SUPERSEDED {
-            return None;
+        let mut target = id;
+        for _ in 0..=self.operations.len() {
+            let Some(slot) = self.operations.get(target) else {
+                return false;
+            };
+            if slot.op.phase != OperationPhase::Resolved {
+                return false;
+            }
+            match replaced_by(&slot.op) {
+                Some(next) => target = next,
+                None => return true,
+            }
         }
-        let raw = error.details.as_ref()?.members()?.get(REPLACED_BY)?;
-        // Operation ids never need escapes: the raw member is the id in quotes.
-        raw.strip_prefix('"')?
-            .strip_suffix('"')
-            .filter(|next| !next.contains('\\'))
+        false
     }
 
     /// Whether anything waits to be written.
