@@ -2,8 +2,10 @@
 //! seeded world: a server that applies at most once per idempotency key and may lose answers,
 //! fail with 5xx/429, answer 401 (an expired login) or 409 (still receiving), reject stale
 //! version guards, or 404 a query; a store that fails writes; crashes that restart from the
-//! durable state only; a second "tab" taking over after the first pauses past its lease; and
-//! an editor that holds, goes offline, resumes, flushes, retries, discards and revises.
+//! durable state only; a second "tab" taking over after the first pauses past its lease; a
+//! second user logging in after a crash (K3: each user's work is sent only under their
+//! login); and an editor that holds, goes offline, resumes, flushes, retries, discards and
+//! revises.
 //! Invariants are checked after every step. A failing seed is printed; replay it with
 //! `SIM_SEED=<seed> cargo test --test simulation`. `SIM_SEEDS=<n>` runs more seeds (from
 //! `SIM_FIRST_SEED`, 1 unless set), `SIM_STEPS=<n>` more steps per seed.
@@ -56,7 +58,8 @@ struct World {
     with_dependencies: bool,
     /// Operations whose enqueue was acknowledged durable.
     acknowledged: BTreeSet<String>,
-    sequence_of: BTreeMap<String, u64>,
+    /// Operation → (its sequence, the principal it was enqueued under).
+    sequence_of: BTreeMap<String, (u64, &'static str)>,
     faults_on: bool,
     steps: u64,
     /// Sends of requests that carry several operations.
@@ -72,6 +75,10 @@ struct World {
     unauthorized: u64,
     /// Operations rejected for a stale version guard.
     conflicts: u64,
+    /// Who is logged in: tabs open under this principal (K3).
+    principal: &'static str,
+    /// Logins as another user (after a crash now and then, and at the end for what is left).
+    principal_switches: u64,
     /// Operations the host re-armed with `retry()`.
     host_retried: BTreeSet<String>,
 }
@@ -122,6 +129,8 @@ impl World {
             host_actions: 0,
             refused_actions: 0,
             host_retried: BTreeSet::new(),
+            principal: "user-1",
+            principal_switches: 0,
             unauthorized: 0,
             conflicts: 0,
         };
@@ -141,6 +150,7 @@ impl World {
         self.next_tab += 1;
         let config = SchedulerConfig {
             owner: format!("tab-{}", self.next_tab),
+            principal: Some(self.principal.to_owned()),
             ..self.config.clone()
         };
         if self
@@ -185,7 +195,7 @@ impl World {
                             order.request.id
                         ));
                     }
-                    self.check_send(&order);
+                    self.check_send(t, &order);
                     self.batched_sends += u64::from(order.request.operation_ids.len() > 1);
                     self.tabs[t].wire.push(*order);
                     let uploads = self.tabs[t]
@@ -222,7 +232,16 @@ impl World {
         }
     }
 
-    fn check_send(&self, order: &SendOrder) {
+    fn check_send(&self, t: usize, order: &SendOrder) {
+        // K3: never sent with another principal's credentials.
+        if order.request.principal != self.tabs[t].scheduler.config().principal {
+            self.fail(&format!(
+                "{} of {:?} sent by a tab of {:?}",
+                order.request.id,
+                order.request.principal,
+                self.tabs[t].scheduler.config().principal
+            ));
+        }
         // S7: the frozen body and the dispatch marker are durable before the first byte.
         let Some(durable) = self.store.request(&order.request.id) else {
             self.fail(&format!("{} sent before it was durable", order.request.id));
@@ -343,16 +362,21 @@ impl World {
             }
         }
         if !self.with_dependencies {
-            // Without dependencies nothing may hold an earlier operation back: per-canvas order.
+            // Without dependencies nothing may hold an earlier operation back: per-canvas order,
+            // for each user (K3: another user's work waits for their login, not theirs).
             for (canvas, ops) in &self.server.order {
-                let seqs: Vec<u64> = ops
-                    .iter()
-                    .filter_map(|o| self.sequence_of.get(o).copied())
-                    .collect();
-                if seqs.windows(2).any(|w| w[0] > w[1]) {
-                    self.fail(&format!(
-                        "canvas {canvas} applied out of sequence order: {ops:?} {seqs:?}"
-                    ));
+                for user in ["user-1", "user-2"] {
+                    let seqs: Vec<u64> = ops
+                        .iter()
+                        .filter_map(|o| self.sequence_of.get(o))
+                        .filter(|(_, principal)| *principal == user)
+                        .map(|(sequence, _)| *sequence)
+                        .collect();
+                    if seqs.windows(2).any(|w| w[0] > w[1]) {
+                        self.fail(&format!(
+                            "canvas {canvas} applied out of {user}'s sequence order: {ops:?} {seqs:?}"
+                        ));
+                    }
                 }
             }
         }
@@ -423,7 +447,13 @@ impl World {
                         let ids: Vec<String> = intents.iter().map(|i| i.id.clone()).collect();
                         for id in &ids {
                             if let Some(op) = self.tabs[l].scheduler.ledger().operation(id) {
-                                self.sequence_of.insert(id.clone(), op.intent.sequence);
+                                let user = if op.intent.principal.as_deref() == Some("user-2") {
+                                    "user-2"
+                                } else {
+                                    "user-1"
+                                };
+                                self.sequence_of
+                                    .insert(id.clone(), (op.intent.sequence, user));
                                 if std::env::var("SIM_TRACE").is_ok() {
                                     eprintln!(
                                         "step {} tab {} enqueue {id} seq {} leader {}",
@@ -691,7 +721,33 @@ impl World {
             }
         }
         tab.scheduler.stop();
+        if self.rng.chance(10) {
+            // The user comes back as someone else: the first one's work waits for them.
+            self.switch_principal();
+        }
         let _ = self.open_tab();
+    }
+
+    fn switch_principal(&mut self) {
+        self.principal = if self.principal == "user-1" {
+            "user-2"
+        } else {
+            "user-1"
+        };
+        self.principal_switches += 1;
+    }
+
+    /// The other user logs in: every open tab closes (logout), the lease lapses, and a tab of
+    /// the other principal takes the ledger.
+    fn log_in_as_the_other(&mut self) {
+        for mut tab in self.tabs.drain(..) {
+            tab.scheduler.stop();
+        }
+        self.switch_principal();
+        self.now = self.now.max(self.store.lease().map_or(0, |l| l.expires_at)) + 1;
+        if !self.open_tab() {
+            self.fail("no tab could take the lapsed lease");
+        }
     }
 
     /// Heals the world and runs until nothing moves; then checks that nothing was lost.
@@ -760,6 +816,14 @@ impl World {
             }
             if heals < 100 && self.heal() {
                 heals += 1;
+                continue;
+            }
+            // What is left may belong to the other user (K3): it waits for their login.
+            let other_users_work = self.store.snapshot().operations.iter().any(|op| {
+                !self.is_settled(op) && op.intent.principal.as_deref() != Some(self.principal)
+            });
+            if other_users_work && self.principal_switches < 1_000 {
+                self.log_in_as_the_other();
                 continue;
             }
             if self
@@ -854,6 +918,7 @@ struct Tally {
     refused: u64,
     unauthorized: u64,
     conflicts: u64,
+    principal_switches: u64,
 }
 
 impl Tally {
@@ -867,6 +932,7 @@ impl Tally {
         self.refused += other.refused;
         self.unauthorized += other.unauthorized;
         self.conflicts += other.conflicts;
+        self.principal_switches += other.principal_switches;
     }
 }
 
@@ -886,6 +952,7 @@ fn run_seed(seed: u64, steps: u64) -> Tally {
         refused: world.refused_actions,
         unauthorized: world.unauthorized,
         conflicts: world.conflicts,
+        principal_switches: world.principal_switches,
     }
 }
 
@@ -916,7 +983,7 @@ fn simulation_invariants_hold_across_seeds() {
     // Written to the stderr handle itself (not captured by the test harness), so CI logs show it.
     let _ = writeln!(
         std::io::stderr(),
-        "simulation: {} seeds, {} steps, {} acknowledged operations, {} batched sends, {} superseded, {} folded into pages, {} host actions ({} refused), {} unauthorized answers, {} version conflicts",
+        "simulation: {} seeds, {} steps, {} acknowledged operations, {} batched sends, {} superseded, {} folded into pages, {} host actions ({} refused), {} unauthorized answers, {} version conflicts, {} logins as another user",
         seeds.len(),
         total.steps,
         total.acknowledged,
@@ -927,6 +994,7 @@ fn simulation_invariants_hold_across_seeds() {
         total.refused,
         total.unauthorized,
         total.conflicts,
+        total.principal_switches,
     );
     assert!(total.acknowledged > 0);
     assert!(
@@ -937,7 +1005,8 @@ fn simulation_invariants_hold_across_seeds() {
                 && total.refused > 0
                 && total.refused < total.host_actions
                 && total.unauthorized > 0
-                && total.conflicts > 0),
-        "batching, coalescing, folding, host actions (taken and refused) expired logins and version conflicts must be exercised"
+                && total.conflicts > 0
+                && total.principal_switches > 0),
+        "batching, coalescing, folding, host actions (taken and refused) expired logins, version conflicts and a second user must be exercised"
     );
 }
