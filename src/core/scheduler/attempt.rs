@@ -200,8 +200,8 @@ impl<H: Host> Scheduler<H> {
         })));
     }
 
-    /// K8: an operation's intent was revised after freezing. Only a request the server cannot
-    /// have (never sent, or a query said 404) may be dropped and re-frozen.
+    /// K8: an operation's intent was revised after freezing. Only a request never sent may be
+    /// dropped and re-frozen (a 404 does not prove a late copy will not arrive).
     fn revision_changed(&self, request: &crate::core::model::FrozenRequest) -> bool {
         // `attempt` was counted at launch: 1 means this is the first send, still unsent.
         // (revise() refuses once a request may have left, so later sends never qualify.)

@@ -149,7 +149,7 @@ impl<H: Host> Scheduler<H> {
                     }
                 }
                 _ => {
-                    let first_in_line = self.examine_earlier_sharing(now, &op);
+                    let first_in_line = self.examine_earlier_in_line(now, &op);
                     if first_in_line
                         && self.occupied() < self.config.concurrency
                         && self.is_ready(operation_id)
@@ -177,11 +177,12 @@ impl<H: Host> Scheduler<H> {
     }
 
     /// S4 for a targeted run: the earlier ready operations a pump pass would have examined
-    /// before `op` and whose canvases reach it (sharing one with it, or with a later one of
-    /// them: each reserves its canvases for the next) are examined first, in sequence order,
+    /// before `op` and whose canvases (as their intents list them) reach it, sharing one with
+    /// it or with a later one of them (each reserves its canvases for the next), are examined
+    /// first, in sequence order,
     /// so a flush never sends an operation ahead of an earlier one on the same canvas. At most
     /// a pump pass's worth (S12); returns whether every one of them was examined.
-    fn examine_earlier_sharing(&mut self, now: Millis, op: &crate::core::model::Operation) -> bool {
+    fn examine_earlier_in_line(&mut self, now: Millis, op: &crate::core::model::Operation) -> bool {
         let earlier: Vec<(u64, &str)> = self
             .ready
             .iter()
