@@ -384,6 +384,18 @@ async fn a_leader_changed_and_dead_lettered_reach_on_event() {
         .ok()
         .and_then(|p| p.as_string());
     assert_eq!(outcome.as_deref(), Some("resolved"));
+    // K1: what is enqueued later depending on it waits for the host, never silently sent.
+    scheduler
+        .enqueue(js(&format!(
+            "{{ id: '{run}-after', operationType: 'shape.upsert', canvasIds: ['d'], payload: {{}}, dependencies: ['{run}-x'] }}"
+        )))
+        .await
+        .expect("durable");
+    let why = scheduler.explain(&format!("{run}-after")).expect("explain");
+    let reason = Reflect::get(&why, &"reason".into())
+        .ok()
+        .and_then(|r| r.as_string());
+    assert_eq!(reason.as_deref(), Some("dependency_discarded"));
     scheduler.stop();
     let closed = scheduler.start().err().map(|e| code_of(&e));
     assert_eq!(closed.as_deref(), Some("scheduler_closed"));
