@@ -300,39 +300,36 @@ impl Ledger {
     /// superseded it, the one that replaced it (to the end of the chain). The replaced one
     /// never reaches the server; its state travels with its replacement.
     pub fn dependency_target<'a>(&'a self, id: &'a str) -> &'a str {
-        let mut target = id;
-        // Bounded: the chain comes from storage, which is not trusted to be acyclic, and no
-        // chain without a cycle is longer than the ledger.
-        for _ in 0..self.operations.len() {
-            match self
-                .operations
-                .get(target)
-                .and_then(|slot| replaced_by(&slot.op))
-            {
-                Some(next) => target = next,
-                None => break,
-            }
-        }
-        target
+        self.chain_end(id).0
     }
 
-    /// Whether a dependency on `id` is met: its target (see [`Ledger::dependency_target`])
-    /// is resolved. One lookup unless the dependency was replaced.
+    /// The stored operation at the end of a dependency's chain (see
+    /// [`Ledger::dependency_target`]); `None` when it is not stored.
+    pub fn dependency_end<'a>(&'a self, id: &'a str) -> Option<&'a Operation> {
+        self.chain_end(id).1
+    }
+
+    /// Whether a dependency on `id` is met: its target is resolved.
     pub fn dependency_met(&self, id: &str) -> bool {
+        self.dependency_end(id)
+            .is_some_and(|op| op.phase == OperationPhase::Resolved)
+    }
+
+    /// Walks a replacement chain, one lookup per hop: its last id and that operation. Bounded:
+    /// the chain comes from storage, which is not trusted to be acyclic, and no chain without
+    /// a cycle is longer than the ledger (a cycle ends with no operation).
+    fn chain_end<'a>(&'a self, id: &'a str) -> (&'a str, Option<&'a Operation>) {
         let mut target = id;
         for _ in 0..=self.operations.len() {
             let Some(slot) = self.operations.get(target) else {
-                return false;
+                return (target, None);
             };
-            if slot.op.phase != OperationPhase::Resolved {
-                return false;
-            }
             match replaced_by(&slot.op) {
                 Some(next) => target = next,
-                None => return true,
+                None => return (target, Some(&slot.op)),
             }
         }
-        false
+        (target, None)
     }
 
     /// Whether anything waits to be written.

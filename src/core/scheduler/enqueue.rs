@@ -99,7 +99,7 @@ impl<H: Host> Scheduler<H> {
         self.ledger.operation(id).is_some_and(|op| {
             op.intent.dependencies.iter().any(|d| {
                 self.ledger
-                    .operation(self.ledger.dependency_target(d))
+                    .dependency_end(d)
                     .and_then(|target| target.outcome.as_ref())
                     .is_some_and(|outcome| outcome.settlement == Settlement::Discarded)
             })
