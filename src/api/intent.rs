@@ -5,7 +5,8 @@
 use crate::core::json::{self, quoted};
 use crate::core::key_index::KeyIndex;
 
-use js_sys::{Object, Reflect};
+use js_sys::Array;
+use wasm_bindgen::prelude::wasm_bindgen;
 use wasm_bindgen::{JsCast, JsValue};
 
 use crate::core::error::{ErrorCode, SchedulerError};
@@ -30,52 +31,88 @@ fn invalid(message: impl Into<String>) -> SchedulerError {
     SchedulerError::new(ErrorCode::InvalidIntent, message)
 }
 
+#[wasm_bindgen(module = "/src/api/intent.js")]
+extern "C" {
+    /// See `intent.js`: `null`, `false`, the first unknown key, or the values of `names` in
+    /// order and a bitmask of the unreadable ones.
+    #[wasm_bindgen(js_name = intentFields)]
+    fn intent_fields(value: &JsValue, names: &JsValue) -> JsValue;
+}
+
 thread_local! {
-    /// The field names as JS strings, made once: every `JsValue::from_str` is a copy into JS
-    /// through `TextDecoder`, ten per intent otherwise.
-    static FIELD_KEYS: Vec<JsValue> = FIELDS.iter().map(|name| JsValue::from_str(name)).collect();
+    /// [`FIELDS`] as a JS array of strings, made once: every `JsValue::from_str` is a copy
+    /// into JS through `TextDecoder`.
+    static FIELD_NAMES: JsValue = FIELDS.iter().map(|name| JsValue::from_str(name)).collect::<Array>().into();
 }
 
-fn get(object: &JsValue, key: &str) -> Result<JsValue, SchedulerError> {
-    let place = FIELDS.iter().position(|name| *name == key);
-    FIELD_KEYS
-        .with(|keys| match place.and_then(|at| keys.get(at)) {
-            Some(key_js) => Reflect::get(object, key_js),
-            None => Reflect::get(object, &JsValue::from_str(key)),
-        })
-        .map_err(|_| invalid(format!("{key} is unreadable")))
+/// An intent's fields as `intent.js` read them.
+struct Fields {
+    /// The values of [`FIELDS`] in order.
+    values: Array,
+    /// Bit `i` set: reading `FIELDS[i]` threw.
+    unreadable: u32,
 }
 
-fn string(object: &JsValue, key: &str) -> Result<Option<String>, SchedulerError> {
-    let value = get(object, key)?;
-    if value.is_undefined() {
-        return Ok(None);
+impl Fields {
+    /// Reads the fields of `value`, refusing a value that is not a plain object or that has
+    /// a key outside [`FIELDS`].
+    fn read(value: &JsValue) -> Result<Fields, SchedulerError> {
+        let read = FIELD_NAMES.with(|names| intent_fields(value, names));
+        if read.is_null() {
+            return Err(invalid("an intent must be a plain object"));
+        }
+        if let Some(key) = read.as_string() {
+            return Err(invalid(format!("unknown intent field {}", quoted(&key))));
+        }
+        let Ok(values) = read.dyn_into::<Array>() else {
+            return Err(invalid("the intent's keys are unreadable"));
+        };
+        let unreadable = values.get(FIELDS.len() as u32).as_f64().unwrap_or(0.0) as u32;
+        Ok(Fields { values, unreadable })
     }
-    value
-        .as_string()
-        .map(Some)
-        .ok_or_else(|| invalid(format!("{key} must be a string")))
-}
 
-fn strings(object: &JsValue, key: &str) -> Result<Vec<String>, SchedulerError> {
-    let value = get(object, key)?;
-    if value.is_undefined() {
-        return Ok(Vec::new());
+    fn get(&self, key: &str) -> Result<JsValue, SchedulerError> {
+        let at = FIELDS
+            .iter()
+            .position(|name| *name == key)
+            .unwrap_or(FIELDS.len());
+        if at == FIELDS.len() || self.unreadable & (1 << at) != 0 {
+            return Err(invalid(format!("{key} is unreadable")));
+        }
+        Ok(self.values.get(at as u32))
     }
-    if !js_sys::Array::is_array(&value) {
-        return Err(invalid(format!("{key} must be an array of strings")));
+
+    fn string(&self, key: &str) -> Result<Option<String>, SchedulerError> {
+        let value = self.get(key)?;
+        if value.is_undefined() {
+            return Ok(None);
+        }
+        value
+            .as_string()
+            .map(Some)
+            .ok_or_else(|| invalid(format!("{key} must be a string")))
     }
-    let array: js_sys::Array = value.unchecked_into();
-    if array.length() > crate::core::intent::MAX_LIST_LEN as u32 {
-        return Err(invalid(format!("{key} is too long")));
+
+    fn strings(&self, key: &str) -> Result<Vec<String>, SchedulerError> {
+        let value = self.get(key)?;
+        if value.is_undefined() {
+            return Ok(Vec::new());
+        }
+        if !Array::is_array(&value) {
+            return Err(invalid(format!("{key} must be an array of strings")));
+        }
+        let array: Array = value.unchecked_into();
+        if array.length() > crate::core::intent::MAX_LIST_LEN as u32 {
+            return Err(invalid(format!("{key} is too long")));
+        }
+        array
+            .iter()
+            .map(|item| {
+                item.as_string()
+                    .ok_or_else(|| invalid(format!("{key} must contain only strings")))
+            })
+            .collect()
     }
-    array
-        .iter()
-        .map(|item| {
-            item.as_string()
-                .ok_or_else(|| invalid(format!("{key} must contain only strings")))
-        })
-        .collect()
 }
 
 fn safe_integer(value: &JsValue, key: &str) -> Result<u64, SchedulerError> {
@@ -104,26 +141,21 @@ pub fn decode_intent(
     value: &JsValue,
     max_payload_bytes: usize,
 ) -> Result<DecodedIntent, SchedulerError> {
-    if !value.is_object() || js_sys::Array::is_array(value) || value.is_function() {
-        return Err(invalid("an intent must be a plain object"));
-    }
-    for key in Object::keys(value.unchecked_ref::<Object>()).iter() {
-        let key = key.as_string().unwrap_or_default();
-        if !FIELDS.contains(&key.as_str()) {
-            return Err(invalid(format!("unknown intent field {}", quoted(&key))));
-        }
-    }
-    let id = string(value, "id")?.ok_or_else(|| invalid("id is required"))?;
-    let operation_type =
-        string(value, "operationType")?.ok_or_else(|| invalid("operationType is required"))?;
-    let payload_js = get(value, "payload")?;
+    let fields = Fields::read(value)?;
+    let id = fields
+        .string("id")?
+        .ok_or_else(|| invalid("id is required"))?;
+    let operation_type = fields
+        .string("operationType")?
+        .ok_or_else(|| invalid("operationType is required"))?;
+    let payload_js = fields.get("payload")?;
     // Written as text once, here: that text is checked, stored and sent.
     let payload = if payload_js.is_undefined() {
         Payload::default()
     } else {
         to_json(&payload_js, "payload").map_err(invalid)?
     };
-    let versions_js = get(value, "expectedVersions")?;
+    let versions_js = fields.get("expectedVersions")?;
     let expected_versions = if versions_js.is_undefined() {
         None
     } else {
@@ -143,13 +175,13 @@ pub fn decode_intent(
         }
         Some(versions)
     };
-    let sequence_js = get(value, "sequence")?;
+    let sequence_js = fields.get("sequence")?;
     let sequence = if sequence_js.is_undefined() {
         None
     } else {
         Some(safe_integer(&sequence_js, "sequence")?)
     };
-    let blob_js = get(value, "blob")?;
+    let blob_js = fields.get("blob")?;
     let blob = if blob_js.is_undefined() {
         None
     } else {
@@ -163,12 +195,12 @@ pub fn decode_intent(
         id,
         sequence,
         operation_type,
-        canvas_ids: strings(value, "canvasIds")?,
-        dependencies: strings(value, "dependencies")?,
+        canvas_ids: fields.strings("canvasIds")?,
+        dependencies: fields.strings("dependencies")?,
         payload,
         expected_versions,
-        run_id: string(value, "runId")?,
-        coalesce_key: string(value, "coalesceKey")?,
+        run_id: fields.string("runId")?,
+        coalesce_key: fields.string("coalesceKey")?,
         blob: None,
     };
     crate::core::intent::check_fields(&input, max_payload_bytes)?;

@@ -147,6 +147,9 @@ async fn a_malformed_intents_are_refused_with_codes_and_change_nothing() {
         ("{ id: 'a', operationType: 'x', expectedVersions: { c: 1.5 } }", "invalid_intent"),
         ("{ id: 'a', operationType: 'x', expectedVersions: [1] }", "invalid_intent"),
         ("{ id: 'a', operationType: 'x', extra: 1 }", "invalid_intent"),
+        ("() => ({ id: 'a', operationType: 'x' })", "invalid_intent"),
+        ("{ id: 'a', get operationType() { throw new Error('no'); } }", "invalid_intent"),
+        ("new Proxy({ id: 'a', operationType: 'x' }, { ownKeys() { throw new Error('no'); } })", "invalid_intent"),
         ("{ id: 'a', operationType: 'x', runId: 7 }", "invalid_intent"),
         ("{ id: 'a', operationType: 'x', blob: 'not a blob' }", "invalid_intent"),
         ("{ id: 'a', operationType: 'x', dependencies: ['missing'] }", "unknown_dependency"),
@@ -160,6 +163,27 @@ async fn a_malformed_intents_are_refused_with_codes_and_change_nothing() {
             .err()
             .unwrap_or_else(|| panic!("accepted: {source}"));
         assert_eq!(code_of(&error), *expected, "{source}");
+    }
+    // Fields are checked in one order whatever throws: the first bad one is the one named.
+    for (source, says) in [
+        (
+            "{ id: 'a', get operationType() { throw new Error('no'); } }",
+            "operationType is unreadable",
+        ),
+        (
+            "{ id: 5, get runId() { throw new Error('no'); } }",
+            "id must be a string",
+        ),
+        (
+            "{ id: 'a', operationType: 'x', extra: 1, get runId() { throw new Error('no'); } }",
+            "unknown intent field \"extra\"",
+        ),
+    ] {
+        let error = scheduler.enqueue(js(source)).await.expect_err(source);
+        let message = Reflect::get(&error, &"message".into())
+            .ok()
+            .and_then(|m| m.as_string());
+        assert_eq!(message.as_deref(), Some(says), "{source}");
     }
     let many = [
         ("[{ id: 'c1', operationType: 'x', dependencies: ['c2'] }, { id: 'c2', operationType: 'x', dependencies: ['c1'] }]", "dependency_cycle"),

@@ -311,11 +311,13 @@ impl Driver {
             let Some(effect) = effect else { break };
             match effect {
                 Effect::Persist(batch) => {
-                    let this = self.clone();
-                    let store = self.state.borrow().store.clone();
+                    // The transaction opens here, in this turn's group commit; only its
+                    // answer is awaited.
+                    let applied = self.state.borrow().store.apply(&batch);
+                    let (this, no) = (self.clone(), batch.no);
                     spawn(async move {
-                        let result = store.apply(&batch).await;
-                        this.with(|s, now| s.on_persisted(now, batch.no, result));
+                        let result = applied.await;
+                        this.with(|s, now| s.on_persisted(now, no, result));
                     });
                 }
                 Effect::Send(order) => self.send(*order),

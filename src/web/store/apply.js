@@ -8,8 +8,9 @@
 // answers, before the commit: it returns `false` to refuse (the transaction is aborted and
 // nothing lands), a value to put as the lease (a renewal), or `undefined`.
 //
-// Resolves (never rejects) to "done", "refused", or the DOMException (or other error) that
-// aborted the transaction.
+// Resolves (never rejects) to 0 (committed), 1 (refused at the lease read), or the
+// DOMException (or other error) that aborted the transaction. Numbers, not strings: Rust reads
+// them without copying text.
 export function applyBatch(db, stores, leaseStore, leaseKey, writes, decide, abortInstead) {
   return new Promise((resolve) => {
     let tx;
@@ -20,8 +21,8 @@ export function applyBatch(db, stores, leaseStore, leaseKey, writes, decide, abo
       return;
     }
     let refused = false;
-    tx.oncomplete = () => resolve("done");
-    tx.onabort = () => resolve(refused ? "refused" : (tx.error ?? new DOMException("transaction aborted", "AbortError")));
+    tx.oncomplete = () => resolve(0);
+    tx.onabort = () => resolve(refused ? 1 : (tx.error ?? new DOMException("transaction aborted", "AbortError")));
     try {
       const lease = tx.objectStore(leaseStore);
       const read = lease.get(leaseKey);

@@ -6,6 +6,7 @@
 //! listeners and a wake-up per request.
 
 use std::cell::RefCell;
+use std::future::Future;
 use std::rc::Rc;
 
 use indexed_db_futures::internals::SystemRepr;
@@ -18,7 +19,7 @@ use wasm_bindgen_futures::JsFuture;
 use super::codec::{decode, page_value, to_js};
 use super::errors::js_error;
 use super::schema::{EVENTS, LEASE, LEASE_KEY, OPERATIONS, OPERATION_PAGES, REQUESTS};
-use super::IdbLedger;
+use super::{IdbLedger, StoreFault};
 use crate::core::io::{LeaseWrite, PersistBatch, PersistFailure, PersistResult};
 use crate::core::model::Lease;
 use crate::core::safe_error::SafeError;
@@ -29,8 +30,8 @@ extern "C" {
     fn apply_batch(
         db: &web_sys::IdbDatabase,
         stores: &Array,
-        lease_store: &str,
-        lease_key: &str,
+        lease_store: &JsValue,
+        lease_key: &JsValue,
         writes: &Array,
         decide: &Function,
         abort_instead: bool,
@@ -42,6 +43,40 @@ const PUT: f64 = 0.0;
 const DELETE: f64 = 1.0;
 const DELETE_BELOW: f64 = 2.0;
 
+/// `apply.js`'s answers besides an error: committed, or refused at the lease read.
+const DONE: f64 = 0.0;
+const REFUSED: f64 = 1.0;
+
+/// Every name `apply.js` is given, in one order.
+const NAMES: [&str; 6] = [
+    LEASE,
+    LEASE_KEY,
+    OPERATION_PAGES,
+    OPERATIONS,
+    REQUESTS,
+    EVENTS,
+];
+
+thread_local! {
+    /// [`NAMES`] as JS strings, made once: each `JsValue::from_str` is a copy through
+    /// `TextDecoder`, and an enqueue's batch names five of them.
+    static JS_NAMES: Vec<JsValue> = NAMES.iter().map(|name| JsValue::from_str(name)).collect();
+}
+
+/// `name` (one of [`NAMES`]) as a JS string, from the cache.
+fn js_name(name: &str) -> JsValue {
+    JS_NAMES.with(|names| {
+        match NAMES
+            .iter()
+            .position(|n| *n == name)
+            .and_then(|at| names.get(at))
+        {
+            Some(value) => value.clone(),
+            None => JsValue::from_str(name),
+        }
+    })
+}
+
 /// The batch's writes for `apply.js`, serialized before the transaction opens (a record that
 /// cannot be stored fails the batch before anything is written). Order as before: pages,
 /// operations, folded records and dropped pages deleted, requests, events, the trim.
@@ -52,7 +87,7 @@ fn encode(batch: &PersistBatch) -> Result<Array, SafeError> {
     }
     let push = |op: f64, store: &str, key: JsValue, value: JsValue| {
         writes.push(&JsValue::from_f64(op));
-        writes.push(&JsValue::from_str(store));
+        writes.push(&js_name(store));
         writes.push(&key);
         writes.push(&value);
     };
@@ -119,18 +154,44 @@ impl IdbLedger {
     /// Returns `Done { lease }` with the lease as stored after the write; `Fenced` when the
     /// batch has no fence or the stored fence differs (nothing written); `Storage` for any
     /// storage failure — quota, abort, closed connection — with nothing written.
-    pub async fn apply(&self, batch: &PersistBatch) -> PersistResult {
+    ///
+    /// The transaction opens when this is called, not when the future is first polled: the
+    /// driver calls it from the group commit, and a spawned task would start it a microtask
+    /// later with a task's bookkeeping on every enqueue.
+    pub fn apply(&self, batch: &PersistBatch) -> impl Future<Output = PersistResult> + 'static {
         let failed = |error| PersistResult::Failed(PersistFailure::Storage(error));
-        let writes = match encode(batch) {
-            Ok(writes) => writes,
-            Err(error) => return failed(error),
-        };
-        let db = match self.db() {
-            Ok(db) => db,
-            Err(error) => return failed(error),
-        };
+        let begun = self.begin_batch(batch);
+        async move {
+            let (promise, check, decide, fault) = match begun {
+                Ok(begun) => begun,
+                Err(error) => return failed(error),
+            };
+            let outcome = JsFuture::from(promise).await.unwrap_or_else(|error| error);
+            drop(decide);
+            let check = check.take();
+            match outcome.as_f64() {
+                Some(n) if n == DONE => PersistResult::Done { lease: check.lease },
+                Some(n) if n == REFUSED => match check.error {
+                    Some(error) => failed(error),
+                    None => PersistResult::Failed(PersistFailure::Fenced {
+                        current: check.lease,
+                    }),
+                },
+                // An injected fault aborts instead of committing: nothing was written.
+                _ => failed(match fault {
+                    Some(fault) => fault.error(),
+                    None => js_error(&outcome),
+                }),
+            }
+        }
+    }
+
+    /// Encodes `batch` and opens its transaction through `apply.js`.
+    fn begin_batch(&self, batch: &PersistBatch) -> Result<Begun, SafeError> {
+        let writes = encode(batch)?;
+        let db = self.db()?;
         self.transactions.set(self.transactions.get() + 1);
-        let stores: Array = scope(batch).into_iter().map(JsValue::from_str).collect();
+        let stores: Array = scope(batch).into_iter().map(js_name).collect();
         let check = Rc::new(RefCell::new(LeaseCheck::default()));
         let decide = lease_decision(batch, check.clone());
         let fault = self.faults.take();
@@ -138,31 +199,24 @@ impl IdbLedger {
         let promise = apply_batch(
             raw,
             &stores,
-            LEASE,
-            LEASE_KEY,
+            &js_name(LEASE),
+            &js_name(LEASE_KEY),
             &writes,
             decide.as_ref().unchecked_ref(),
             fault.is_some(),
         );
-        let outcome = JsFuture::from(promise).await.unwrap_or_else(|error| error);
-        drop(decide);
-        let check = check.take();
-        match outcome.as_string().as_deref() {
-            Some("done") => PersistResult::Done { lease: check.lease },
-            Some("refused") => match check.error {
-                Some(error) => failed(error),
-                None => PersistResult::Failed(PersistFailure::Fenced {
-                    current: check.lease,
-                }),
-            },
-            // An injected fault aborts instead of committing: nothing was written.
-            _ => failed(match fault {
-                Some(fault) => fault.error(),
-                None => js_error(&outcome),
-            }),
-        }
+        Ok((promise, check, decide, fault))
     }
 }
+
+/// A begun transaction: its promise, what the lease read decides, the callback that decides
+/// it (kept alive until the promise settles) and the injected fault it carries, if any.
+type Begun = (
+    Promise,
+    Rc<RefCell<LeaseCheck>>,
+    Closure<dyn FnMut(JsValue) -> JsValue>,
+    Option<StoreFault>,
+);
 
 /// The callback `apply.js` runs when the lease read answers: refuse unless the batch's fence
 /// is the stored one (an unreadable lease record counts as none: nobody's fence matches it),
