@@ -31,9 +31,9 @@ fn invalid(message: impl Into<String>) -> SchedulerError {
     SchedulerError::new(ErrorCode::InvalidIntent, message)
 }
 
-#[wasm_bindgen(module = "/src/api/intent.js")]
+#[wasm_bindgen(module = "/src/api/boundary.js")]
 extern "C" {
-    /// See `intent.js`: `null`, `false`, the first unknown key, or the values of `names` in
+    /// See `boundary.js`: `null`, `false`, the first unknown key, or the values of `names` in
     /// order and a bitmask of the unreadable ones.
     #[wasm_bindgen(js_name = intentFields)]
     fn intent_fields(value: &JsValue, names: &JsValue) -> JsValue;
@@ -45,7 +45,7 @@ thread_local! {
     static FIELD_NAMES: JsValue = FIELDS.iter().map(|name| JsValue::from_str(name)).collect::<Array>().into();
 }
 
-/// An intent's fields as `intent.js` read them.
+/// An intent's fields as `boundary.js` read them.
 struct Fields {
     /// The values of [`FIELDS`] in order.
     values: Array,

@@ -9,7 +9,7 @@ use wasm_bindgen::{JsCast, JsValue};
 
 use crate::web::task::spawn;
 
-#[wasm_bindgen(module = "/src/api/promise.js")]
+#[wasm_bindgen(module = "/src/api/boundary.js")]
 extern "C" {
     /// `[promise, resolve, reject]`.
     fn deferred() -> Array;

@@ -80,6 +80,7 @@ impl Scheduler {
         &self,
         #[wasm_bindgen(unchecked_param_type = "OperationIntent")] intent: JsValue,
     ) -> Promise {
+        self.tab.open_ahead();
         let this = self.clone();
         promise(async move { this.admit(vec![intent]).await })
     }
@@ -90,6 +91,7 @@ impl Scheduler {
         &self,
         #[wasm_bindgen(unchecked_param_type = "OperationIntent[]")] intents: JsValue,
     ) -> Promise {
+        self.tab.open_ahead();
         let this = self.clone();
         promise(async move {
             if !Array::is_array(&intents) {

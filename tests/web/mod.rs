@@ -9,6 +9,7 @@ mod json;
 mod probe;
 mod security;
 mod store;
+mod store_ahead;
 mod store_bench;
 mod store_schema;
 mod store_support;

@@ -203,6 +203,12 @@ impl Driver {
         self.wait_barrier(barrier).await
     }
 
+    /// Opens the transaction of the batch an enqueue is about to make (see
+    /// [`IdbLedger::open_ahead`]).
+    pub fn open_ahead(&self) {
+        self.state.borrow().store.open_ahead();
+    }
+
     /// S13: writes again, then releases and reschedules. A connection closed under us
     /// (`versionchange` from another tab, `close`) is opened again first (W5).
     pub async fn resume(&self) -> Result<(), SchedulerError> {

@@ -12,7 +12,20 @@
 // DOMException (or other error) that aborted the transaction. Numbers, not strings: Rust reads
 // them without copying text.
 export function applyBatch(db, stores, leaseStore, leaseKey, writes, decide, abortInstead) {
+  tookAhead = false;
   return new Promise((resolve) => {
+    const opened = takeAhead(db, stores, leaseStore, leaseKey);
+    if (opened !== null) {
+      try {
+        issue(opened.tx, opened.read, leaseStore, leaseKey, writes, decide, abortInstead, resolve);
+        tookAhead = true;
+        return;
+      } catch {
+        // No longer active (its turn is over) or aborted under us: nothing of this batch
+        // lands there. Quietly gone, and the batch takes a transaction of its own.
+        forget(opened);
+      }
+    }
     let tx;
     try {
       tx = db.transaction(stores, "readwrite", { durability: "strict" });
@@ -20,38 +33,8 @@ export function applyBatch(db, stores, leaseStore, leaseKey, writes, decide, abo
       resolve(error);
       return;
     }
-    let refused = false;
-    tx.oncomplete = () => resolve(0);
-    tx.onabort = () => resolve(refused ? 1 : (tx.error ?? new DOMException("transaction aborted", "AbortError")));
     try {
-      const lease = tx.objectStore(leaseStore);
-      const read = lease.get(leaseKey);
-      // Issued behind the read without waiting for it: requests run in order, so the read
-      // sees the lease as it was, and a refusal aborts the transaction with these in it.
-      for (let i = 0; i < writes.length; i += 4) {
-        const store = tx.objectStore(writes[i + 1]);
-        const op = writes[i];
-        if (op === 0) store.put(writes[i + 3], writes[i + 2]);
-        else if (op === 1) store.delete(writes[i + 2]);
-        else store.delete(IDBKeyRange.upperBound(writes[i + 2], true));
-      }
-      read.onsuccess = () => {
-        try {
-          const renewed = decide(read.result);
-          if (renewed === false) {
-            refused = true;
-            tx.abort();
-            return;
-          }
-          if (renewed !== undefined) lease.put(renewed, leaseKey);
-          if (abortInstead) tx.abort();
-          // Without commit() (older engines) the transaction commits by itself once these
-          // requests are done.
-          else if (typeof tx.commit === "function") tx.commit();
-        } catch (error) {
-          tx.abort();
-        }
-      };
+      issue(tx, tx.objectStore(leaseStore).get(leaseKey), leaseStore, leaseKey, writes, decide, abortInstead, resolve);
     } catch (error) {
       try {
         tx.abort();
@@ -61,4 +44,101 @@ export function applyBatch(db, stores, leaseStore, leaseKey, writes, decide, abo
       resolve(error);
     }
   });
+}
+
+// Issues `writes` behind the lease `read` already issued on `tx` (requests run in order, so the
+// read sees the lease as it was, and a refusal aborts the transaction with these in it), then
+// listens. Throws, having issued nothing that can land, when `tx` takes no requests.
+function issue(tx, read, leaseStore, leaseKey, writes, decide, abortInstead, resolve) {
+  for (let i = 0; i < writes.length; i += 4) {
+    const store = tx.objectStore(writes[i + 1]);
+    const op = writes[i];
+    if (op === 0) store.put(writes[i + 3], writes[i + 2]);
+    else if (op === 1) store.delete(writes[i + 2]);
+    else store.delete(IDBKeyRange.upperBound(writes[i + 2], true));
+  }
+  let refused = false;
+  tx.oncomplete = () => resolve(0);
+  tx.onabort = () => resolve(refused ? 1 : (tx.error ?? new DOMException("transaction aborted", "AbortError")));
+  read.onerror = null;
+  read.onsuccess = () => {
+    try {
+      const renewed = decide(read.result);
+      if (renewed === false) {
+        refused = true;
+        tx.abort();
+        return;
+      }
+      if (renewed !== undefined) tx.objectStore(leaseStore).put(renewed, leaseKey);
+      if (abortInstead) tx.abort();
+      // Without commit() (older engines) the transaction commits by itself once these
+      // requests are done.
+      else if (typeof tx.commit === "function") tx.commit();
+    } catch (error) {
+      tx.abort();
+    }
+  };
+}
+
+// A transaction opened ahead of its batch (`openAhead`), while the scheduler still reads and
+// admits the intents: the browser starts it and reads the lease meanwhile, which is most of an
+// enqueue's wait. Usable only in the turn it was opened in (a transaction takes requests only
+// until the microtasks after its task are done); any answer from it means that turn is over.
+let ahead = null;
+
+// Whether the last `applyBatch` call wrote its batch in the transaction opened ahead.
+let tookAhead = false;
+
+export function lastBatchTookAhead() {
+  return tookAhead;
+}
+
+// Opens the transaction the next batch over `stores` on `db` will be written in, and issues its
+// lease read, unless one is already open; true when it opened one. Never throws: a connection
+// that cannot open one leaves the batch to open its own and report what fails.
+export function openAhead(db, stores, leaseStore, leaseKey) {
+  if (ahead !== null && ahead.db === db) return false;
+  let tx, read;
+  try {
+    tx = db.transaction(stores, "readwrite", { durability: "strict" });
+    read = tx.objectStore(leaseStore).get(leaseKey);
+  } catch {
+    return false;
+  }
+  const entry = { db, tx, read, stores, leaseStore, leaseKey };
+  const expire = () => {
+    if (ahead === entry) ahead = null;
+  };
+  read.onsuccess = expire;
+  read.onerror = expire;
+  tx.oncomplete = expire;
+  tx.onabort = expire;
+  ahead = entry;
+  return true;
+}
+
+// The transaction opened ahead for a batch over `stores` on `db`, if there is one that covers
+// them; one that does not is aborted (it has written nothing).
+function takeAhead(db, stores, leaseStore, leaseKey) {
+  const entry = ahead;
+  if (entry === null || entry.db !== db) return null;
+  ahead = null;
+  if (entry.leaseStore !== leaseStore || entry.leaseKey !== leaseKey || !stores.every((store) => entry.stores.includes(store))) {
+    forget(entry);
+    return null;
+  }
+  return entry;
+}
+
+// Drops a transaction opened ahead: unheard, and aborted if it still can be.
+function forget(entry) {
+  entry.tx.oncomplete = null;
+  entry.tx.onabort = null;
+  entry.read.onsuccess = null;
+  entry.read.onerror = null;
+  try {
+    entry.tx.abort();
+  } catch {
+    // Already finished.
+  }
 }

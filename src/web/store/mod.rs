@@ -47,6 +47,8 @@ pub struct IdbLedger {
     connection: Connection,
     faults: FaultQueue,
     transactions: Cell<u64>,
+    /// Batches written in a transaction opened ahead ([`IdbLedger::open_ahead`]).
+    written_ahead: Cell<u64>,
 }
 
 impl IdbLedger {
@@ -60,6 +62,7 @@ impl IdbLedger {
             connection: Connection::open(name).await?,
             faults: FaultQueue::default(),
             transactions: Cell::new(0),
+            written_ahead: Cell::new(0),
         })
     }
 
@@ -99,6 +102,12 @@ impl IdbLedger {
     /// Transactions this handle has started (tests: proves group commit).
     pub fn transactions(&self) -> u64 {
         self.transactions.get()
+    }
+
+    /// Batches this handle wrote in a transaction opened ahead (tests: proves an enqueue's
+    /// batch takes the transaction its call opened).
+    pub fn batches_written_ahead(&self) -> u64 {
+        self.written_ahead.get()
     }
 
     fn db(&self) -> Result<Database, SafeError> {

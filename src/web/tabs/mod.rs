@@ -192,6 +192,14 @@ impl Tab {
         matches!(self.state.borrow().role, Role::Closed)
     }
 
+    /// Before an enqueue: while this tab dispatches, opens the transaction its batch will be
+    /// written in (a follower's intents go through the inbox, in transactions of their own).
+    pub fn open_ahead(&self) {
+        if let Some(driver) = self.driver() {
+            driver.open_ahead();
+        }
+    }
+
     /// Durable enqueue: through the dispatcher while leading, through the inbox otherwise.
     ///
     /// # Errors

@@ -1,0 +1,97 @@
+//! The transaction an enqueue opens ahead of its batch ([`IdbLedger::open_ahead`]): the batch
+//! made in the same turn is written in it, fenced as in its own; one made in a later turn opens
+//! its own, and nothing is lost or written twice either way.
+
+use canvas_scheduler::core::io::{PersistFailure, PersistResult};
+use canvas_scheduler::web::store::{schema, IdbLedger, StoreFault};
+use js_sys::{Function, Promise};
+use wasm_bindgen::JsCast;
+use wasm_bindgen_futures::JsFuture;
+use wasm_bindgen_test::wasm_bindgen_test;
+
+use super::store_support::{acquire, acquire_fence, db_name, operations_batch, raw_keys};
+use super::support::{delete_database, js, sleep};
+
+/// Holds a readwrite transaction on the lease store of database `name` through a second
+/// connection (a request after each answer) until the returned function is called: a
+/// transaction opened after it waits, its lease read unanswered.
+async fn hold_lease_store(name: &str) -> Function {
+    let opened = js(&format!(
+        "new Promise((ready, fail) => {{
+           const open = indexedDB.open({name:?});
+           open.onerror = () => fail(open.error);
+           open.onsuccess = () => {{
+             const db = open.result;
+             const tx = db.transaction([{lease:?}], 'readwrite');
+             const store = tx.objectStore({lease:?});
+             let released = false;
+             const spin = () => {{ if (!released) store.get('lease').onsuccess = spin; }};
+             spin();
+             tx.oncomplete = () => db.close();
+             ready(() => {{ released = true; }});
+           }};
+         }})",
+        lease = schema::LEASE,
+    ));
+    let release = JsFuture::from(opened.unchecked_into::<Promise>())
+        .await
+        .expect("a second connection holds the lease store");
+    release.unchecked_into()
+}
+
+#[wasm_bindgen_test]
+async fn w1_a_batch_takes_the_transaction_opened_ahead_only_in_its_own_turn() {
+    let name = db_name("ahead");
+    let ledger = IdbLedger::open(&name).await.expect("open");
+    let fence = acquire_fence(&ledger, "tab-a", 1_000).await;
+
+    // Same turn: the batch is written in the transaction opened ahead, and no other opens.
+    let (opened, ahead) = (ledger.transactions(), ledger.batches_written_ahead());
+    ledger.open_ahead();
+    ledger.open_ahead(); // one is open on this database already
+    let written = ledger.apply(&operations_batch(fence, 1, 2)).await;
+    assert!(matches!(written, PersistResult::Done { .. }), "{written:?}");
+    assert_eq!(ledger.transactions() - opened, 1);
+    assert_eq!(ledger.batches_written_ahead() - ahead, 1);
+
+    // A later turn, the one opened ahead still waiting behind another connection's: it takes
+    // no requests any more, so the batch opens its own and lands once.
+    let release = hold_lease_store(&name).await;
+    let (opened, ahead) = (ledger.transactions(), ledger.batches_written_ahead());
+    ledger.open_ahead();
+    sleep(0).await;
+    let pending = ledger.apply(&operations_batch(fence, 3, 1));
+    release
+        .call0(&wasm_bindgen::JsValue::NULL)
+        .expect("release");
+    let written = pending.await;
+    assert!(matches!(written, PersistResult::Done { .. }), "{written:?}");
+    assert_eq!(ledger.transactions() - opened, 2);
+    assert_eq!(ledger.batches_written_ahead(), ahead);
+
+    // A stale fence is refused in a transaction opened ahead as in its own: nothing lands.
+    let b = acquire(&ledger, "tab-b", 11_000).await.snapshot.lease;
+    let b_fence = b.as_ref().map(|l| l.fence).expect("tab-b holds the lease");
+    ledger.open_ahead();
+    assert_eq!(
+        ledger.apply(&operations_batch(fence, 4, 1)).await,
+        PersistResult::Failed(PersistFailure::Fenced { current: b })
+    );
+    // An injected abort too.
+    ledger.inject(StoreFault::AbortNextTransaction);
+    ledger.open_ahead();
+    match ledger.apply(&operations_batch(b_fence, 5, 1)).await {
+        PersistResult::Failed(PersistFailure::Storage(error)) => {
+            assert_eq!(error.code, "AbortError")
+        }
+        other => panic!("expected the injected abort, got {other:?}"),
+    }
+    assert_eq!(ledger.batches_written_ahead() - ahead, 2);
+    assert_eq!(raw_keys(&name, schema::OPERATIONS).await.len(), 3);
+
+    // One opened ahead and never taken commits having only read: the database still closes
+    // and is deleted.
+    ledger.open_ahead();
+    ledger.close();
+    delete_database(&name).await;
+}
