@@ -1,0 +1,77 @@
+// Enqueue latency A/B of builds of the web package (www/bench/ab/ab.js), for changes smaller
+// than this machine's noise between runs. Not part of any test; it reports, never judges.
+//
+//   node www/bench/ab/run.mjs NAME=DIR [NAME=DIR ...]
+//
+// Each DIR is a `wasm-pack build --target web` output (pkg/web of a checkout: for an earlier
+// revision, `git worktree add /tmp/old REV && (cd /tmp/old && bash scripts/build web)`).
+// Serves them on 127.0.0.1 with cross-origin isolation (5 µs timers), runs AB_RUNS runs
+// (default 3) of AB_ROUNDS rounds (default 1 000) in headless chromium, and prints each
+// build's p50 and its ratio to the raw 1-record transaction of the same rounds.
+import { createServer } from "node:http";
+import { readFile, stat } from "node:fs/promises";
+import { extname, join, normalize, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import { chromium } from "playwright-core";
+import { CHROMIUM_ARGS, chromiumPath } from "../../harness.mjs";
+
+const HERE = fileURLToPath(new URL(".", import.meta.url));
+const TYPES = { ".html": "text/html; charset=utf-8", ".js": "text/javascript; charset=utf-8", ".wasm": "application/wasm" };
+const RUNS = Number(process.env.AB_RUNS ?? 3);
+const ROUNDS = Number(process.env.AB_ROUNDS ?? 1000);
+
+const builds = new Map();
+for (const arg of process.argv.slice(2)) {
+  const [name, dir] = arg.split("=");
+  if (!/^[\w-]+$/.test(name ?? "") || !dir) throw new Error(`expected NAME=DIR, got ${arg}`);
+  builds.set(name, resolve(dir));
+}
+if (builds.size === 0) throw new Error("usage: node www/bench/ab/run.mjs NAME=DIR [NAME=DIR ...]");
+
+/** The page's files, and /builds/NAME/... from each build's directory; nothing else. */
+function fileFor(urlPath) {
+  const path = normalize(decodeURIComponent(urlPath)).replace(/^\/+/, "");
+  if (path.split("/").includes("..")) return null;
+  const build = /^builds\/([\w-]+)\/(.+)$/.exec(path);
+  if (build) return builds.has(build[1]) ? join(builds.get(build[1]), build[2]) : null;
+  return ["", "index.html", "ab.js"].includes(path) ? join(HERE, path || "index.html") : null;
+}
+
+const server = createServer(async (req, res) => {
+  const file = fileFor(new URL(req.url, "http://x").pathname);
+  try {
+    if (file === null || !(await stat(file)).isFile()) throw new Error("not served");
+    res.writeHead(200, {
+      "content-type": TYPES[extname(file)] ?? "application/octet-stream",
+      "cross-origin-opener-policy": "same-origin",
+      "cross-origin-embedder-policy": "require-corp",
+    });
+    res.end(await readFile(file));
+  } catch {
+    res.writeHead(404).end();
+  }
+});
+await new Promise((ready) => server.listen(0, "127.0.0.1", ready));
+const watchdog = setTimeout(() => {
+  console.error("ab: over 10 minutes, stopping");
+  process.exit(1);
+}, 10 * 60_000);
+
+const browser = await chromium.launch({ executablePath: chromiumPath(), headless: true, args: CHROMIUM_ARGS });
+try {
+  const page = await browser.newPage();
+  page.on("pageerror", (error) => console.error(`page error: ${error.message}`));
+  const query = [...builds.keys()].map((name) => `build=${encodeURIComponent(name)}`).join("&");
+  await page.goto(`http://127.0.0.1:${server.address().port}/?${query}`);
+  await page.waitForSelector("body[data-ready]", { state: "attached", timeout: 60_000 });
+  for (let run = 1; run <= RUNS; run++) {
+    const result = await page.evaluate((plan) => window.ab(plan), { n: ROUNDS, deadlineMs: 120_000 });
+    const raw = result.raw.p50Ms;
+    const cells = [...builds.keys()].map((name) => `${name} ${result[name].p50Ms.toFixed(3)} ms (${(result[name].p50Ms / raw).toFixed(3)})`);
+    console.log(`run ${run}: raw 1-record txn ${raw.toFixed(3)} ms | ${cells.join(" | ")} | ${result.raw.count} rounds`);
+  }
+} finally {
+  clearTimeout(watchdog);
+  await browser.close();
+  server.close();
+}
