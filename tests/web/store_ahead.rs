@@ -2,7 +2,7 @@
 //! made in the same turn is written in it, fenced as in its own; one made in a later turn opens
 //! its own, and nothing is lost or written twice either way.
 
-use canvas_scheduler::core::io::{PersistFailure, PersistResult};
+use canvas_scheduler::core::io::{PersistBatch, PersistFailure, PersistResult};
 use canvas_scheduler::web::store::{schema, IdbLedger, StoreFault};
 use js_sys::{Function, Promise};
 use wasm_bindgen::JsCast;
@@ -54,6 +54,23 @@ async fn w1_a_batch_takes_the_transaction_opened_ahead_only_in_its_own_turn() {
     assert_eq!(ledger.transactions() - opened, 1);
     assert_eq!(ledger.batches_written_ahead() - ahead, 1);
 
+    // A batch without writes (no fence: refused at the lease read) leaves it to the next
+    // batch of the turn.
+    let (opened, ahead) = (ledger.transactions(), ledger.batches_written_ahead());
+    ledger.open_ahead();
+    let unfenced = ledger.apply(&PersistBatch {
+        fence: None,
+        ..operations_batch(fence, 9, 1)
+    });
+    let next = ledger.apply(&operations_batch(fence, 6, 1));
+    assert!(matches!(
+        unfenced.await,
+        PersistResult::Failed(PersistFailure::Fenced { .. })
+    ));
+    assert!(matches!(next.await, PersistResult::Done { .. }));
+    assert_eq!(ledger.transactions() - opened, 2);
+    assert_eq!(ledger.batches_written_ahead() - ahead, 1);
+
     // A later turn, the one opened ahead still waiting behind another connection's: it takes
     // no requests any more, so the batch opens its own and lands once.
     let release = hold_lease_store(&name).await;
@@ -87,7 +104,7 @@ async fn w1_a_batch_takes_the_transaction_opened_ahead_only_in_its_own_turn() {
         other => panic!("expected the injected abort, got {other:?}"),
     }
     assert_eq!(ledger.batches_written_ahead() - ahead, 2);
-    assert_eq!(raw_keys(&name, schema::OPERATIONS).await.len(), 3);
+    assert_eq!(raw_keys(&name, schema::OPERATIONS).await.len(), 4);
 
     // One opened ahead and never taken commits having only read: the database still closes
     // and is deleted.

@@ -14,7 +14,11 @@
 export function applyBatch(db, stores, leaseStore, leaseKey, writes, decide, abortInstead) {
   tookAhead = false;
   return new Promise((resolve) => {
-    const opened = takeAhead(db, stores, leaseStore, leaseKey);
+    // Only a batch with writes takes it: the first write is what tells a transaction of an
+    // earlier turn (no longer active) from one of this turn. A batch without (a refusal, a
+    // bare renewal) riding an earlier turn's transaction would be ordered before transactions
+    // opened since.
+    const opened = writes.length > 0 ? takeAhead(db, stores, leaseStore, leaseKey) : null;
     if (opened !== null) {
       try {
         issue(opened.tx, opened.read, leaseStore, leaseKey, writes, decide, abortInstead, resolve);
