@@ -75,6 +75,13 @@ thread_local! {
     /// [`NAMES`] as JS strings, made once: each `JsValue::from_str` is a copy through
     /// `TextDecoder`, and an enqueue's batch names five of them.
     static JS_NAMES: Vec<JsValue> = NAMES.iter().map(|name| JsValue::from_str(name)).collect();
+
+    /// Every store a batch writes, as the array [`IdbLedger::open_ahead`] gives `apply.js`
+    /// (which only reads it), made once.
+    static AHEAD_STORES: Array = [LEASE, OPERATION_PAGES, OPERATIONS, REQUESTS, EVENTS]
+        .into_iter()
+        .map(js_name)
+        .collect();
 }
 
 /// `name` (one of [`NAMES`]) as a JS string, from the cache.
@@ -208,12 +215,10 @@ impl IdbLedger {
     /// (an enqueue in the dispatching tab): a readwrite transaction holds up other tabs'.
     pub fn open_ahead(&self) {
         if let Ok(db) = self.db() {
-            let stores: Array = [LEASE, OPERATION_PAGES, OPERATIONS, REQUESTS, EVENTS]
-                .into_iter()
-                .map(js_name)
-                .collect();
             let raw: &web_sys::IdbDatabase = db.as_sys().unchecked_ref();
-            if open_ahead(raw, &stores, &js_name(LEASE), &js_name(LEASE_KEY)) {
+            let opened = AHEAD_STORES
+                .with(|stores| open_ahead(raw, stores, &js_name(LEASE), &js_name(LEASE_KEY)));
+            if opened {
                 self.transactions.set(self.transactions.get() + 1);
             }
         }
