@@ -72,14 +72,10 @@ impl Fields {
     }
 
     fn get(&self, key: &str) -> Result<JsValue, SchedulerError> {
-        let at = FIELDS
-            .iter()
-            .position(|name| *name == key)
-            .unwrap_or(FIELDS.len());
-        if at == FIELDS.len() || self.unreadable & (1 << at) != 0 {
-            return Err(invalid(format!("{key} is unreadable")));
+        match FIELDS.iter().position(|name| *name == key) {
+            Some(at) if self.unreadable & (1 << at) == 0 => Ok(self.values.get(at as u32)),
+            _ => Err(invalid(format!("{key} is unreadable"))),
         }
-        Ok(self.values.get(at as u32))
     }
 
     fn string(&self, key: &str) -> Result<Option<String>, SchedulerError> {

@@ -61,6 +61,10 @@ const DELETE_BELOW: f64 = 2.0;
 const DONE: f64 = 0.0;
 const REFUSED: f64 = 1.0;
 
+/// Every store a batch may write: the scope of a transaction opened ahead, which any batch's
+/// [`scope`] is within.
+const BATCH_STORES: [&str; 5] = [LEASE, OPERATION_PAGES, OPERATIONS, REQUESTS, EVENTS];
+
 /// Every name `apply.js` is given, in one order.
 const NAMES: [&str; 6] = [
     LEASE,
@@ -78,10 +82,7 @@ thread_local! {
 
     /// Every store a batch writes, as the array [`IdbLedger::open_ahead`] gives `apply.js`
     /// (which only reads it), made once.
-    static AHEAD_STORES: Array = [LEASE, OPERATION_PAGES, OPERATIONS, REQUESTS, EVENTS]
-        .into_iter()
-        .map(js_name)
-        .collect();
+    static AHEAD_STORES: Array = BATCH_STORES.into_iter().map(js_name).collect();
 }
 
 /// `name` (one of [`NAMES`]) as a JS string, from the cache.
