@@ -3,16 +3,26 @@
 // (www/server) with its fault injection on.
 //   1. crash and reload: at least 50 kill points (reload, close + new page, renderer crash
 //      through CDP Page.crash) while a burst of enqueues is under way;
-//   2. network chaos: one long run with the server's fault switches changing every few seconds.
+//   2. network chaos: one long run with the server's fault switches changing every few seconds;
+//   3. browser kill: the whole browser (every process of its profile) killed with SIGKILL while
+//      enqueues and sends are under way, then started again on the same profile directory.
 // Then, faults off: every acknowledged operation is applied exactly once, none is lost, no
 // operation or key is applied twice, and per-canvas order on the server is sequence order.
-// Seeded: CHAOS_SEED=<n> replays the same choices (timing on a real browser still varies).
+// Seeded: CHAOS_SEED=<n> replays the same choices (timing on a real browser still varies);
+// CHAOS_TESTS=1,3 runs only those tests; CHAOS_KILLS and CHAOS_BROWSER_KILLS set the counts.
 // Every loop and wait is bounded. Exits non-zero if any test failed; the last line is the summary.
 import assert from "node:assert/strict";
-import { admin, launchChromium, mulberry32, serve, startReferenceServer } from "../../www/harness.mjs";
+import { mkdtemp, readdir, readFile, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { chromium } from "playwright-core";
+import { admin, CHROMIUM_ARGS, chromiumPath, launchChromium, mulberry32, serve, startReferenceServer } from "../../www/harness.mjs";
 
 const SEED = process.env.CHAOS_SEED !== undefined ? Number(process.env.CHAOS_SEED) >>> 0 : (Math.random() * 2 ** 32) >>> 0;
 const KILLS = Number(process.env.CHAOS_KILLS ?? 50);
+// CHAOS_TESTS=1,3 runs only those tests (numbered as below).
+const ONLY = (process.env.CHAOS_TESTS ?? "").split(",").filter(Boolean).map(Number);
+const BROWSER_KILLS = Math.max(1, Math.min(30, Number(process.env.CHAOS_BROWSER_KILLS ?? 8)));
 const NETWORK_MS = Number(process.env.CHAOS_NETWORK_MS ?? 60_000);
 const READY_MS = 40_000;
 const DRAIN_MS = 90_000;
@@ -24,7 +34,10 @@ const setFaults = (server, faults) => admin(server, "/admin/faults", faults);
 const adminState = (server) => admin(server, "/admin/state");
 const FAULTS_OFF = { latencyMs: 0, dropAfterApplyRate: 0, serverErrorRate: 0, tooManyRate: 0, offline: false };
 
-/** One run's world: a browser context (fresh IndexedDB and localStorage), the acknowledged ids. */
+/**
+ * One run's world: a browser context (fresh IndexedDB and localStorage), the acknowledged ids.
+ * `context` may be replaced (a browser started again on the same profile).
+ */
 function world(context, statics, server, seed, say) {
   const db = `chaos-${seed}-${Date.now()}`;
   const acked = new Set();
@@ -32,9 +45,10 @@ function world(context, statics, server, seed, say) {
   const url = (k) => `${statics.url}/www/chaos/?server=${encodeURIComponent(server.url)}&db=${db}&seed=${seed}&epoch=${k}`;
   return {
     acked,
+    context,
     nextUrl: () => url(++epoch),
     async open() {
-      const page = await context.newPage();
+      const page = await this.context.newPage();
       page.on("pageerror", (error) => say(`page error: ${error.message}`));
       page.on("console", (message) => {
         // Failed fetches are the point here (offline, dropped answers, 5xx, 429): not printed.
@@ -227,9 +241,101 @@ async function networkChaos({ context, statics, server, say }) {
   assertClean(result);
 }
 
+// ---- 3. browser kill ---------------------------------------------------------------------------
+
+/** Every live process whose command line names `profile`, and all their descendants (Linux /proc). */
+async function profileProcesses(profile) {
+  const parents = new Map(); // pid -> ppid
+  const named = new Set();
+  for (const entry of await readdir("/proc")) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const cmdline = await readFile(`/proc/${entry}/cmdline`, "utf8");
+      const stat = await readFile(`/proc/${entry}/stat`, "utf8");
+      // The fields after the command's closing parenthesis: state, then ppid.
+      const ppid = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
+      parents.set(Number(entry), ppid);
+      if (cmdline.split("\0").includes(`--user-data-dir=${profile}`)) named.add(Number(entry));
+    } catch {
+      // Gone meanwhile.
+    }
+  }
+  const all = new Set(named);
+  for (let grew = true; grew; ) {
+    grew = false;
+    for (const [pid, ppid] of parents) {
+      if (all.has(ppid) && !all.has(pid)) {
+        all.add(pid);
+        grew = true;
+      }
+    }
+  }
+  return [...all];
+}
+
+/** SIGKILL to the whole browser at once: no page gets `pagehide`, no store gets to close. */
+async function killBrowser(profile) {
+  const pids = await profileProcesses(profile);
+  for (const pid of pids) {
+    try {
+      process.kill(pid, "SIGKILL");
+    } catch {
+      // Already gone.
+    }
+  }
+  return pids.length;
+}
+
+function launchOnProfile(profile) {
+  return chromium.launchPersistentContext(profile, { executablePath: chromiumPath(), headless: true, args: CHROMIUM_ARGS });
+}
+
+async function browserKill({ statics, server, say }) {
+  const seed = (SEED ^ 0x2545f491) >>> 0;
+  const random = mulberry32(seed);
+  await setFaults(server, { seed, latencyMs: 30, dropAfterApplyRate: 0.1, serverErrorRate: 0.05, tooManyRate: 0.05, retryAfterSeconds: 1 });
+  const profile = await mkdtemp(join(tmpdir(), "canvas-scheduler-profile-"));
+  let context = await launchOnProfile(profile);
+  try {
+    const w = world(context, statics, server, seed, say);
+    let page = await w.open();
+    let killed = 0;
+    let unsentAtKill = 0;
+    for (let kill = 0; kill < BROWSER_KILLS; kill += 1) {
+      page.evaluate((count) => window.chaos.burst(count), 4 + Math.floor(random() * 12)).catch(() => {});
+      await sleep(Math.floor(random() * 400));
+      const processes = await killBrowser(profile);
+      assert.ok(processes > 0, "no browser process found for the profile");
+      killed += processes;
+      const closed = new Promise((resolve) => context.once("close", resolve));
+      await Promise.race([closed, sleep(10_000)]);
+      // Acknowledged (the test heard of it) but not applied when the browser died: the next
+      // browser must find it in the ledger and send it.
+      const state = await adminState(server);
+      unsentAtKill += [...w.acked].filter((id) => !state.operations[id]).length;
+      context = await launchOnProfile(profile);
+      w.context = context;
+      page = await w.open();
+    }
+    say(`browser kills: ${BROWSER_KILLS} (${killed} processes killed); acknowledged operations not yet applied at the kills, summed over the kills: ${unsentAtKill}`);
+    const result = await drainAndCheck(page, server, w.acked, say);
+    print(
+      `chaos browser kill: seed ${seed}, operations ${result.counts.operations}, kills ${BROWSER_KILLS}, ` +
+        `duplicates ${result.counts.duplicates}, lost ${result.counts.lost}`,
+    );
+    say(`details: ${JSON.stringify(result.counts)}; final page events ${JSON.stringify(result.events)}`);
+    assertClean(result);
+  } finally {
+    await context.close().catch(() => {});
+    await killBrowser(profile);
+    await rm(profile, { recursive: true, force: true });
+  }
+}
+
 const TESTS = [
   [`crash and reload chaos: ${KILLS} kill points under server faults`, crashAndReload, 170_000],
   ["network chaos: fault switches changing every few seconds", networkChaos, 170_000],
+  [`browser kill: ${BROWSER_KILLS} SIGKILLs of the whole browser under server faults`, browserKill, 150_000],
 ];
 
 // ---- runner -------------------------------------------------------------------------------
@@ -242,6 +348,7 @@ let passed = 0;
 let failed = 0;
 try {
   for (const [index, [name, test, limitMs]] of TESTS.entries()) {
+    if (ONLY.length > 0 && !ONLY.includes(index + 1)) continue;
     const started = performance.now();
     const server = await startReferenceServer({ runApplyMs: 200 });
     const context = await browser.newContext();

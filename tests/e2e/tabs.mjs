@@ -18,7 +18,10 @@
 // Seeded: TABS_SEED=<n> replays the same choices (timing on a real browser still varies).
 // TABS_COUNT=1 runs the same scenario with one tab at a time (each kill followed by a fresh
 // tab), for a build without multi-tab support. TABS_PKG=<dir> serves the package's web build
-// from <dir> instead of pkg/web (e.g. one built from a clean checkout of a commit). Every loop and wait is bounded; the whole run is
+// from <dir> instead of pkg/web (e.g. one built from a clean checkout of a commit).
+// TABS_NO_LOCKS=1 hides `navigator.locks` from every page (as in a browser without Web Locks):
+// the fenced lease alone elects the leader (W4), and a crashed leader is replaced once its lease
+// lapses (tests/e2e/tabs_without_locks.mjs). Every loop and wait is bounded; the whole run is
 // bounded by LIMIT_MS. Exits non-zero on any failed check; the last line is the summary.
 import { readFile } from "node:fs/promises";
 import { createServer } from "node:http";
@@ -29,6 +32,7 @@ const SEED = process.env.TABS_SEED !== undefined ? Number(process.env.TABS_SEED)
 const TABS = Math.max(1, Math.min(5, Number(process.env.TABS_COUNT ?? 3)));
 const ROUNDS = Math.max(1, Math.min(5, Number(process.env.TABS_ROUNDS ?? 2)));
 const PKG_DIR = process.env.TABS_PKG ?? join(ROOT, "pkg", "web");
+const NO_LOCKS = process.env.TABS_NO_LOCKS === "1";
 const LIMIT_MS = 115_000;
 const READY_MS = 30_000;
 const LEADER_WAIT_MS = 15_000;
@@ -133,6 +137,9 @@ async function openTab(context, statics, server, db) {
   if (status !== "ready") {
     const error = await page.getAttribute("body", "data-error");
     throw new Error(`${owner}: Scheduler.open failed: ${error}`);
+  }
+  if (NO_LOCKS && (await page.evaluate(() => navigator.locks !== undefined))) {
+    throw new Error(`${owner}: navigator.locks is still there`);
   }
   tab.alive = true;
   tab.readyAt = Date.now();
@@ -631,11 +638,15 @@ async function serveTabs() {
 
 // ---- runner -------------------------------------------------------------------------------------
 
-print(`e2e tabs: seed ${SEED}, ${TABS} tabs, ${ROUNDS} rounds (replay: TABS_SEED=${SEED} node tests/e2e/tabs.mjs)`);
+const REPLAY = `${NO_LOCKS ? "TABS_NO_LOCKS=1 " : ""}TABS_SEED=${SEED} node tests/e2e/tabs.mjs`;
+print(`e2e tabs: seed ${SEED}, ${TABS} tabs, ${ROUNDS} rounds${NO_LOCKS ? ", without Web Locks" : ""} (replay: ${REPLAY})`);
 const statics = await serveTabs();
 const browser = await launchChromium();
 const server = await startReferenceServer({ runApplyMs: 200 });
 const context = await browser.newContext();
+if (NO_LOCKS) {
+  await context.addInitScript(() => Object.defineProperty(Navigator.prototype, "locks", { configurable: true, get: () => undefined }));
+}
 const world = { context, statics, server, db: `tabs-${SEED}-${Date.now()}` };
 print(`e2e tabs: chromium ${browser.version()}, pages from ${statics.url} (package ${PKG_DIR}), reference server ${server.url}`);
 let counts = null;
@@ -658,9 +669,9 @@ try {
 }
 const took = ((performance.now() - started) / 1000).toFixed(1);
 if (failures.length === 0) {
-  print(`ok 1 - ${TABS} tabs on one ledger: leader closed and crashed ${ROUNDS}x mid-burst, every acknowledged operation applied once, in order (${took}s)`);
+  print(`ok 1 - ${TABS} tabs on one ledger${NO_LOCKS ? " without Web Locks" : ""}: leader closed and crashed ${ROUNDS}x mid-burst, every acknowledged operation applied once, in order (${took}s)`);
 } else {
-  print(`not ok 1 - ${TABS} tabs on one ledger: ${failures.length} failed checks (${took}s); replay: TABS_SEED=${SEED} node tests/e2e/tabs.mjs`);
+  print(`not ok 1 - ${TABS} tabs on one ledger: ${failures.length} failed checks (${took}s); replay: ${REPLAY}`);
 }
 const c = counts ?? {};
 print(
