@@ -5,11 +5,14 @@
 //      through CDP Page.crash) while a burst of enqueues is under way;
 //   2. network chaos: one long run with the server's fault switches changing every few seconds;
 //   3. browser kill: the whole browser (every process of its profile) killed with SIGKILL while
-//      enqueues and sends are under way, then started again on the same profile directory.
+//      enqueues and sends are under way, then started again on the same profile directory;
+//   4. worker kill: the scheduler in a dedicated worker, terminated mid-work and replaced by a
+//      new worker on the same ledger, while the page stays.
 // Then, faults off: every acknowledged operation is applied exactly once, none is lost, no
 // operation or key is applied twice, and per-canvas order on the server is sequence order.
 // Seeded: CHAOS_SEED=<n> replays the same choices (timing on a real browser still varies);
-// CHAOS_TESTS=1,3 runs only those tests; CHAOS_KILLS and CHAOS_BROWSER_KILLS set the counts.
+// CHAOS_TESTS=1,3 runs only those tests; CHAOS_KILLS, CHAOS_BROWSER_KILLS and
+// CHAOS_WORKER_KILLS set the counts.
 // Every loop and wait is bounded. Exits non-zero if any test failed; the last line is the summary.
 import assert from "node:assert/strict";
 import { mkdtemp, readdir, readFile, rm } from "node:fs/promises";
@@ -23,6 +26,7 @@ const KILLS = Number(process.env.CHAOS_KILLS ?? 50);
 // CHAOS_TESTS=1,3 runs only those tests (numbered as below).
 const ONLY = (process.env.CHAOS_TESTS ?? "").split(",").filter(Boolean).map(Number);
 const BROWSER_KILLS = Math.max(1, Math.min(30, Number(process.env.CHAOS_BROWSER_KILLS ?? 8)));
+const WORKER_KILLS = Math.max(1, Math.min(60, Number(process.env.CHAOS_WORKER_KILLS ?? 25)));
 const NETWORK_MS = Number(process.env.CHAOS_NETWORK_MS ?? 60_000);
 const READY_MS = 40_000;
 const DRAIN_MS = 90_000;
@@ -36,13 +40,15 @@ const FAULTS_OFF = { latencyMs: 0, dropAfterApplyRate: 0, serverErrorRate: 0, to
 
 /**
  * One run's world: a browser context (fresh IndexedDB and localStorage), the acknowledged ids.
- * `context` may be replaced (a browser started again on the same profile).
+ * `context` may be replaced (a browser started again on the same profile). With `inWorker` the
+ * page runs the scheduler in a dedicated worker.
  */
-function world(context, statics, server, seed, say) {
+function world(context, statics, server, seed, say, inWorker = false) {
   const db = `chaos-${seed}-${Date.now()}`;
   const acked = new Set();
   let epoch = 0;
-  const url = (k) => `${statics.url}/www/chaos/?server=${encodeURIComponent(server.url)}&db=${db}&seed=${seed}&epoch=${k}`;
+  const mode = inWorker ? "&worker=1" : "";
+  const url = (k) => `${statics.url}/www/chaos/?server=${encodeURIComponent(server.url)}&db=${db}&seed=${seed}&epoch=${k}${mode}`;
   return {
     acked,
     context,
@@ -332,10 +338,37 @@ async function browserKill({ statics, server, say }) {
   }
 }
 
+// ---- 4. worker kill ----------------------------------------------------------------------------
+
+async function workerKill({ context, statics, server, say }) {
+  const seed = (SEED ^ 0x68e31da4) >>> 0;
+  const random = mulberry32(seed);
+  await setFaults(server, { seed, latencyMs: 30, dropAfterApplyRate: 0.1, serverErrorRate: 0.05, tooManyRate: 0.05, retryAfterSeconds: 1 });
+  const w = world(context, statics, server, seed, say, true);
+  const page = await w.open();
+  let unsentAtKill = 0;
+  for (let kill = 0; kill < WORKER_KILLS; kill += 1) {
+    page.evaluate((count) => window.chaos.burst(count), 4 + Math.floor(random() * 12)).catch(() => {});
+    await sleep(Math.floor(random() * 400));
+    const state = await adminState(server);
+    unsentAtKill += [...w.acked].filter((id) => !state.operations[id]).length;
+    await page.evaluate(() => window.chaos.killWorker());
+  }
+  say(`worker kills: ${WORKER_KILLS}; acknowledged operations not yet applied just before the kills, summed over the kills: ${unsentAtKill}`);
+  const result = await drainAndCheck(page, server, w.acked, say);
+  print(
+    `chaos worker kill: seed ${seed}, operations ${result.counts.operations}, kills ${WORKER_KILLS}, ` +
+      `duplicates ${result.counts.duplicates}, lost ${result.counts.lost}`,
+  );
+  say(`details: ${JSON.stringify(result.counts)}; final worker events ${JSON.stringify(result.events)}`);
+  assertClean(result);
+}
+
 const TESTS = [
   [`crash and reload chaos: ${KILLS} kill points under server faults`, crashAndReload, 170_000],
   ["network chaos: fault switches changing every few seconds", networkChaos, 170_000],
   [`browser kill: ${BROWSER_KILLS} SIGKILLs of the whole browser under server faults`, browserKill, 150_000],
+  [`worker kill: ${WORKER_KILLS} terminations of the scheduler's dedicated worker under server faults`, workerKill, 150_000],
 ];
 
 // ---- runner -------------------------------------------------------------------------------

@@ -1,35 +1,23 @@
-// The page behind tests/e2e/chaos.mjs: opens the scheduler on the reference server, retrying
-// while a killed page's lease lapses, and exposes window.chaos.burst(n), which enqueues n
-// shape.upsert intents across 4 canvases and resolves with the ids whose enqueue resolved.
+// The page behind tests/e2e/chaos.mjs: runs the scheduler (session.js) in the page, or with
+// ?worker=1 in a dedicated worker (worker.js), and exposes window.chaos: burst(n), which enqueues
+// n intents and resolves with the ids whose enqueue resolved; stats(), ledger(ids), events(),
+// acked(); and in worker mode killWorker(), which terminates the worker mid-work and resolves
+// once a new one has opened the same ledger.
 //
-// Page parameters: ?server=<reference server URL>&db=<IndexedDB name>&seed=<n>&epoch=<k>.
-// Ids are op-<epoch>-<i>: the test gives every page load its own epoch, so ids never repeat.
-// Each acknowledged id is appended to localStorage (synchronously) and reported to the test
-// through window.chaosAck when the test exposed it.
-import init, { Scheduler } from "/pkg/web/canvas_scheduler.js";
-import { mulberry32 } from "/www/shared/seeded.js";
-
-const CANVASES = ["canvas-0", "canvas-1", "canvas-2", "canvas-3"];
-const OPEN_DEADLINE_MS = 30_000;
+// Page parameters: ?server=<reference server URL>&db=<IndexedDB name>&seed=<n>&epoch=<k>[&worker=1].
+// The test gives every page load its own epoch (each new worker adds a suffix), so ids never
+// repeat. Each acknowledged id is appended to localStorage (synchronously) and reported to the
+// test through window.chaosAck when the test exposed it.
+import { openSession } from "./session.js";
 
 const params = new URLSearchParams(location.search);
-const server = (params.get("server") ?? "").replace(/\/+$/, "");
-const database = params.get("db") ?? "chaos";
-const seed = Number(params.get("seed") ?? "1") >>> 0;
-const epoch = params.get("epoch") ?? "0";
-const ACK_KEY = `chaos:${database}:acked`;
-
-const random = mulberry32((seed ^ Math.imul(Number(epoch) + 1, 0x9e3779b1)) >>> 0);
-const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
-const events = { settled: 0, blocked: 0, dead_lettered: 0, error: 0, quarantined: 0, leader_changed: 0 };
-const problems = [];
-
-function onEvent(event) {
-  events[event.type] = (events[event.type] ?? 0) + 1;
-  if (event.type === "blocked" || event.type === "dead_lettered" || event.type === "error" || event.type === "quarantined") {
-    if (problems.length < 50) problems.push(event);
-  }
-}
+const options = {
+  server: (params.get("server") ?? "").replace(/\/+$/, ""),
+  database: params.get("db") ?? "chaos",
+  seed: Number(params.get("seed") ?? "1") >>> 0,
+  epoch: params.get("epoch") ?? "0",
+};
+const ACK_KEY = `chaos:${options.database}:acked`;
 
 function ack(id) {
   const list = localStorage.getItem(ACK_KEY);
@@ -38,74 +26,84 @@ function ack(id) {
   Promise.resolve(window.chaosAck?.(id)).catch(() => {});
 }
 
-async function open() {
-  const started = Date.now();
-  for (;;) {
-    try {
-      return await Scheduler.open({
-        database,
-        endpoint: server,
-        leaseMs: 1000,
-        retry: { baseMs: 50, maxMs: 1000, maxAttempts: 1000 },
-        onEvent,
-      });
-    } catch (error) {
-      if (error?.code !== "not_leader" || Date.now() - started > OPEN_DEADLINE_MS) throw error;
-      await sleep(100);
-    }
+/** The session in a dedicated worker: the same methods, each a message and its answer. */
+class WorkerSession {
+  static async start(epoch) {
+    const session = new WorkerSession(new Worker(new URL("./worker.js", import.meta.url), { type: "module" }));
+    await session.opened({ ...options, epoch });
+    return session;
   }
-}
 
-let counter = 0;
-let scheduler = null;
+  constructor(worker) {
+    this.worker = worker;
+    this.calls = new Map();
+    this.nextCall = 0;
+    this.waiting = null;
+    worker.onmessage = ({ data }) => {
+      if (data.type === "ack") ack(data.id);
+      else if (data.type === "ready") this.waiting?.resolve();
+      else if (data.type === "failed") this.waiting?.reject(new Error(data.message));
+      else if (data.type === "result") {
+        const call = this.calls.get(data.id);
+        this.calls.delete(data.id);
+        if (data.error !== undefined) call?.reject(new Error(data.error));
+        else call?.resolve(data.value);
+      }
+    };
+    worker.onerror = (event) => this.waiting?.reject(new Error(`worker: ${event.message}`));
+  }
 
-async function burst(n) {
-  const acked = [];
-  for (let k = 0; k < n; k += 1) {
-    const i = counter;
-    counter += 1;
-    const id = `op-${epoch}-${i}`;
-    const canvasId = CANVASES[Math.floor(random() * CANVASES.length)];
-    const shape = { kind: "rect", x: Math.floor(random() * 800), y: Math.floor(random() * 500), w: 10, h: 10, by: id };
-    await scheduler.enqueue({
-      id,
-      operationType: "shape.upsert",
-      canvasIds: [canvasId],
-      payload: { shapeId: `shape-${id}`, shape },
+  opened(params) {
+    return new Promise((resolve, reject) => {
+      this.waiting = { resolve, reject };
+      this.worker.postMessage({ type: "open", params });
     });
-    acked.push(id);
-    ack(id);
   }
-  return acked;
+
+  call(method, ...args) {
+    return new Promise((resolve, reject) => {
+      const id = this.nextCall++;
+      this.calls.set(id, { resolve, reject });
+      this.worker.postMessage({ type: "call", id, method, args });
+    });
+  }
+
+  /** Ends the worker at once; calls still waiting for an answer reject. */
+  kill() {
+    this.worker.terminate();
+    for (const call of this.calls.values()) call.reject(new Error("worker terminated"));
+    this.calls.clear();
+  }
+
+  burst = (n) => this.call("burst", n);
+  stats = () => this.call("stats");
+  ledger = (ids) => this.call("ledger", ids);
+  events = () => this.call("events");
+  stop = () => this.call("stop");
 }
 
-/** Sequence and phase of each id the ledger knows (for the final checks). */
-function ledger(ids) {
-  const out = {};
-  for (const id of ids) {
-    const record = scheduler.operation(id);
-    out[id] = record
-      ? { sequence: record.intent.sequence, phase: record.phase, blockers: record.blockers, explain: record.phase === "pending" ? scheduler.explain(id) : undefined }
-      : null;
-  }
-  return out;
-}
-
-addEventListener("pagehide", () => {
-  // Frees the lease at once so the next page need not wait for it to lapse.
-  scheduler?.stop();
-});
+let session = null;
+let workers = 0;
 
 try {
-  await init();
-  scheduler = await open();
-  scheduler.start();
+  if (params.get("worker") === "1") {
+    session = await WorkerSession.start(`${options.epoch}w${workers}`);
+  } else {
+    session = await openSession({ ...options, ack });
+    // Frees the lease at once so the next page need not wait for it to lapse.
+    addEventListener("pagehide", () => session.stop());
+  }
   window.chaos = {
-    burst,
-    stats: () => scheduler.stats(),
+    burst: (n) => session.burst(n),
+    stats: () => session.stats(),
     acked: () => (localStorage.getItem(ACK_KEY) ?? "").split(",").filter(Boolean),
-    ledger,
-    events: () => ({ events, problems }),
+    ledger: (ids) => session.ledger(ids),
+    events: () => session.events(),
+    async killWorker() {
+      session.kill();
+      workers += 1;
+      session = await WorkerSession.start(`${options.epoch}w${workers}`);
+    },
   };
   document.body.dataset.status = "ready";
 } catch (error) {

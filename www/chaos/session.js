@@ -1,0 +1,76 @@
+// The scheduler side of the chaos page (tests/e2e/chaos.mjs), the same in the page itself and in
+// a dedicated worker (worker.js): opens the scheduler on the reference server, retrying while a
+// killed holder's lease lapses, and enqueues shape.upsert intents across 4 canvases.
+import init, { Scheduler } from "/pkg/web/canvas_scheduler.js";
+import { mulberry32 } from "/www/shared/seeded.js";
+
+const CANVASES = ["canvas-0", "canvas-1", "canvas-2", "canvas-3"];
+const OPEN_DEADLINE_MS = 30_000;
+
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/**
+ * Opens and starts the scheduler. `ack(id)` is called once the enqueue of `id` resolved.
+ * Ids are op-<epoch>-<i>: every page load and every worker gets an epoch of its own.
+ */
+export async function openSession({ server, database, seed, epoch, ack }) {
+  const random = mulberry32((seed ^ Math.imul(Number.parseInt(epoch, 36) + 1, 0x9e3779b1)) >>> 0);
+  const events = { settled: 0, blocked: 0, dead_lettered: 0, error: 0, quarantined: 0, leader_changed: 0 };
+  const problems = [];
+  const onEvent = (event) => {
+    events[event.type] = (events[event.type] ?? 0) + 1;
+    if (event.type === "blocked" || event.type === "dead_lettered" || event.type === "error" || event.type === "quarantined") {
+      if (problems.length < 50) problems.push(event);
+    }
+  };
+  await init();
+  const started = Date.now();
+  let scheduler;
+  for (;;) {
+    try {
+      scheduler = await Scheduler.open({
+        database,
+        endpoint: server,
+        leaseMs: 1000,
+        retry: { baseMs: 50, maxMs: 1000, maxAttempts: 1000 },
+        onEvent,
+      });
+      break;
+    } catch (error) {
+      if (error?.code !== "not_leader" || Date.now() - started > OPEN_DEADLINE_MS) throw error;
+      await sleep(100);
+    }
+  }
+  scheduler.start();
+  let counter = 0;
+  return {
+    /** Enqueues `n` intents one after another; resolves with the ids whose enqueue resolved. */
+    async burst(n) {
+      const acked = [];
+      for (let k = 0; k < n; k += 1) {
+        const id = `op-${epoch}-${counter}`;
+        counter += 1;
+        const canvasId = CANVASES[Math.floor(random() * CANVASES.length)];
+        const shape = { kind: "rect", x: Math.floor(random() * 800), y: Math.floor(random() * 500), w: 10, h: 10, by: id };
+        await scheduler.enqueue({ id, operationType: "shape.upsert", canvasIds: [canvasId], payload: { shapeId: `shape-${id}`, shape } });
+        acked.push(id);
+        ack(id);
+      }
+      return acked;
+    },
+    stats: () => scheduler.stats(),
+    /** Sequence and phase of each id the ledger knows (for the final checks). */
+    ledger(ids) {
+      const out = {};
+      for (const id of ids) {
+        const record = scheduler.operation(id);
+        out[id] = record
+          ? { sequence: record.intent.sequence, phase: record.phase, blockers: record.blockers, explain: record.phase === "pending" ? scheduler.explain(id) : undefined }
+          : null;
+      }
+      return out;
+    },
+    events: () => ({ events, problems }),
+    stop: () => scheduler.stop(),
+  };
+}
