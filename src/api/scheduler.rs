@@ -74,7 +74,9 @@ impl Scheduler {
         Ok(JsValue::UNDEFINED)
     }
 
-    /// Adds one intent; resolves once it is durable.
+    /// Adds one intent; resolves once it is durable. When the write fails (a full disk or
+    /// quota) it rejects `storage_unavailable`: call `resume()`, then enqueue the same intent
+    /// again, which resolves once it is durable (an unchanged intent is never added twice).
     #[wasm_bindgen(unchecked_return_type = "Promise<void>")]
     pub fn enqueue(
         &self,
@@ -85,7 +87,8 @@ impl Scheduler {
         promise(async move { this.admit(vec![intent]).await })
     }
 
-    /// Adds several intents in one transaction; all or none.
+    /// Adds several intents in one transaction; all or none. A failed write rejects as in
+    /// `enqueue`.
     #[wasm_bindgen(js_name = enqueueMany, unchecked_return_type = "Promise<void>")]
     pub fn enqueue_many(
         &self,

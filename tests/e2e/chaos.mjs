@@ -7,7 +7,9 @@
 //   3. browser kill: the whole browser (every process of its profile) killed with SIGKILL while
 //      enqueues and sends are under way, then started again on the same profile directory;
 //   4. worker kill: the scheduler in a dedicated worker, terminated mid-work and replaced by a
-//      new worker on the same ledger, while the page stays.
+//      new worker on the same ledger, while the page stays;
+//   5. storage full: the browser's own quota for the origin set (CDP) below what the ledger
+//      needs, enqueues until one is refused, then the quota lifted and resume().
 // Then, faults off: every acknowledged operation is applied exactly once, none is lost, no
 // operation or key is applied twice, and per-canvas order on the server is sequence order.
 // Seeded: CHAOS_SEED=<n> replays the same choices (timing on a real browser still varies);
@@ -26,6 +28,9 @@ const KILLS = Number(process.env.CHAOS_KILLS ?? 50);
 // CHAOS_TESTS=1,3 runs only those tests (numbered as below).
 const ONLY = (process.env.CHAOS_TESTS ?? "").split(",").filter(Boolean).map(Number);
 const BROWSER_KILLS = Math.max(1, Math.min(30, Number(process.env.CHAOS_BROWSER_KILLS ?? 8)));
+// Storage full: the origin's quota, and the incompressible characters in each payload.
+const QUOTA_BYTES = 600_000;
+const PAD_CHARS = 8_192;
 const WORKER_KILLS = Math.max(1, Math.min(60, Number(process.env.CHAOS_WORKER_KILLS ?? 25)));
 const NETWORK_MS = Number(process.env.CHAOS_NETWORK_MS ?? 60_000);
 const READY_MS = 40_000;
@@ -364,11 +369,67 @@ async function workerKill({ context, statics, server, say }) {
   assertClean(result);
 }
 
+// ---- 5. storage full ---------------------------------------------------------------------------
+
+/** An enqueue of one intent with `pad` characters of payload: null, or how it was refused. */
+const enqueueOne = (page, pad) =>
+  page.evaluate(async (n) => {
+    try {
+      await window.chaos.burst(1, n);
+      return null;
+    } catch (error) {
+      return { code: error.code, id: error.operationId, message: error.message };
+    }
+  }, pad);
+
+async function storageFull({ context, statics, server, say }) {
+  const seed = (SEED ^ 0x1b873593) >>> 0;
+  // Offline: nothing settles, so the ledger only grows until the quota refuses a write.
+  await setFaults(server, { ...FAULTS_OFF, offline: true });
+  const w = world(context, statics, server, seed, say);
+  // The override must be in place before the page first opens its storage.
+  const cdp = await context.newCDPSession(await context.newPage());
+  await cdp.send("Storage.overrideQuotaForOrigin", { origin: statics.url, quotaSize: QUOTA_BYTES });
+  const page = await w.open();
+  let refused = null;
+  let written = 0;
+  for (let i = 0; i < 400 && refused === null; i += 1) {
+    refused = await enqueueOne(page, PAD_CHARS);
+    if (refused === null) written += 1;
+  }
+  assert.ok(refused !== null, `the quota of ${QUOTA_BYTES} bytes never refused an enqueue`);
+  say(`quota ${QUOTA_BYTES} B: ${written} enqueues of ${PAD_CHARS} characters durable, then ${refused.id} refused: ${refused.code}: ${refused.message}`);
+  assert.ok(written > 0, "some enqueues fit in the quota");
+  assert.equal(refused.code, "storage_unavailable", "the full store's refusal");
+  // S13: nothing more until resume(), even an intent that would fit; it is not admitted.
+  const next = await enqueueOne(page, 0);
+  assert.equal(next?.code, "storage_unavailable", "an enqueue after the failure, before resume()");
+  assert.deepEqual(await page.evaluate((ids) => window.chaos.known(ids), [next.id]), [], "an intent refused before resume() is not admitted");
+  const stats = await page.evaluate(() => window.chaos.stats());
+  assert.equal(stats.idleReason, "storage_unavailable", "idleReason while the store is full");
+  // Space is freed (the quota lifted), the network is back; the host resumes and enqueues the
+  // refused intents again, unchanged: each resolves once durable, none is added twice.
+  await cdp.send("Storage.overrideQuotaForOrigin", { origin: statics.url });
+  await setFaults(server, FAULTS_OFF);
+  await page.evaluate(() => window.chaos.resume());
+  for (const id of [refused.id, next.id]) await page.evaluate((again) => window.chaos.enqueueAgain(again), id);
+  await page.evaluate(() => window.chaos.burst(20));
+  const result = await drainAndCheck(page, server, w.acked, say);
+  assert.equal(result.counts.operations, written + 22, "every acknowledged enqueue counted");
+  print(
+    `chaos storage full: seed ${seed}, operations ${result.counts.operations} (${written} before the quota refused one), ` +
+      `duplicates ${result.counts.duplicates}, lost ${result.counts.lost}`,
+  );
+  say(`details: ${JSON.stringify(result.counts)}; page events ${JSON.stringify(result.events)}`);
+  assertClean(result);
+}
+
 const TESTS = [
   [`crash and reload chaos: ${KILLS} kill points under server faults`, crashAndReload, 170_000],
   ["network chaos: fault switches changing every few seconds", networkChaos, 170_000],
   [`browser kill: ${BROWSER_KILLS} SIGKILLs of the whole browser under server faults`, browserKill, 150_000],
   [`worker kill: ${WORKER_KILLS} terminations of the scheduler's dedicated worker under server faults`, workerKill, 150_000],
+  ["storage full: the origin's quota refuses a write, then is lifted and the host resumes", storageFull, 120_000],
 ];
 
 // ---- runner -------------------------------------------------------------------------------

@@ -1,7 +1,7 @@
 // The page behind tests/e2e/chaos.mjs: runs the scheduler (session.js) in the page, or with
-// ?worker=1 in a dedicated worker (worker.js), and exposes window.chaos: burst(n), which enqueues
-// n intents and resolves with the ids whose enqueue resolved; stats(), ledger(ids), events(),
-// acked(); and in worker mode killWorker(), which terminates the worker mid-work and resolves
+// ?worker=1 in a dedicated worker (worker.js), and exposes window.chaos: burst(n, pad), which
+// enqueues n intents and resolves with the ids whose enqueue resolved; stats(), ledger(ids),
+// known(ids), events(), acked(), resume(), enqueueAgain(id) (a refused intent, unchanged); and in worker mode killWorker(), which terminates the worker mid-work and resolves
 // once a new one has opened the same ledger.
 //
 // Page parameters: ?server=<reference server URL>&db=<IndexedDB name>&seed=<n>&epoch=<k>[&worker=1].
@@ -75,7 +75,10 @@ class WorkerSession {
     this.calls.clear();
   }
 
-  burst = (n) => this.call("burst", n);
+  burst = (n, pad) => this.call("burst", n, pad);
+  known = (ids) => this.call("known", ids);
+  resume = () => this.call("resume");
+  enqueueAgain = (id) => this.call("enqueueAgain", id);
   stats = () => this.call("stats");
   ledger = (ids) => this.call("ledger", ids);
   events = () => this.call("events");
@@ -94,7 +97,10 @@ try {
     addEventListener("pagehide", () => session.stop());
   }
   window.chaos = {
-    burst: (n) => session.burst(n),
+    burst: (n, pad) => session.burst(n, pad),
+    known: (ids) => session.known(ids),
+    resume: () => session.resume(),
+    enqueueAgain: (id) => session.enqueueAgain(id),
     stats: () => session.stats(),
     acked: () => (localStorage.getItem(ACK_KEY) ?? "").split(",").filter(Boolean),
     ledger: (ids) => session.ledger(ids),

@@ -9,6 +9,16 @@ const OPEN_DEADLINE_MS = 30_000;
 
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
+/** `n` random characters from 64: text the store cannot compress away. */
+function noise(n) {
+  const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+  const bytes = new Uint8Array(n);
+  crypto.getRandomValues(bytes);
+  let out = "";
+  for (const byte of bytes) out += alphabet[byte & 63];
+  return out;
+}
+
 /**
  * Opens and starts the scheduler. `ack(id)` is called once the enqueue of `id` resolved.
  * Ids are op-<epoch>-<i>: every page load and every worker gets an epoch of its own.
@@ -43,16 +53,29 @@ export async function openSession({ server, database, seed, epoch, ack }) {
   }
   scheduler.start();
   let counter = 0;
+  const refused = new Map(); // id -> the intent whose enqueue was refused
   return {
-    /** Enqueues `n` intents one after another; resolves with the ids whose enqueue resolved. */
-    async burst(n) {
+    /**
+     * Enqueues `n` intents one after another; resolves with the ids whose enqueue resolved.
+     * `pad` adds that many characters of incompressible text to each payload.
+     */
+    async burst(n, pad = 0) {
       const acked = [];
       for (let k = 0; k < n; k += 1) {
         const id = `op-${epoch}-${counter}`;
         counter += 1;
         const canvasId = CANVASES[Math.floor(random() * CANVASES.length)];
         const shape = { kind: "rect", x: Math.floor(random() * 800), y: Math.floor(random() * 500), w: 10, h: 10, by: id };
-        await scheduler.enqueue({ id, operationType: "shape.upsert", canvasIds: [canvasId], payload: { shapeId: `shape-${id}`, shape } });
+        const payload = { shapeId: `shape-${id}`, shape };
+        if (pad > 0) payload.pad = noise(pad);
+        const intent = { id, operationType: "shape.upsert", canvasIds: [canvasId], payload };
+        try {
+          await scheduler.enqueue(intent);
+        } catch (error) {
+          refused.set(id, intent);
+          if (error instanceof Error) error.operationId = id;
+          throw error;
+        }
         acked.push(id);
         ack(id);
       }
@@ -71,6 +94,14 @@ export async function openSession({ server, database, seed, epoch, ack }) {
       return out;
     },
     events: () => ({ events, problems }),
+    /** The ids among `ids` that the ledger knows. */
+    known: (ids) => ids.filter((id) => scheduler.operation(id) != null),
+    resume: () => scheduler.resume(),
+    /** Enqueues a refused intent again, unchanged (same id and content), as the README says. */
+    async enqueueAgain(id) {
+      await scheduler.enqueue(refused.get(id));
+      ack(id);
+    },
     stop: () => scheduler.stop(),
   };
 }

@@ -295,7 +295,7 @@ impl Driver {
                     Some(false) => {
                         return Err(SchedulerError::new(
                             ErrorCode::StorageUnavailable,
-                            "the write did not become durable; call resume() and enqueue again",
+                            "the write did not become durable; call resume(), then enqueue the same intents again (an unchanged intent is not added twice)",
                         ))
                     }
                     None => {
