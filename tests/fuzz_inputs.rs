@@ -23,7 +23,7 @@
 //! `FUZZ_SEED=<seed> FUZZ_CASES=<cases> cargo test --test fuzz_inputs`. No persistence file is
 //! written (`failure_persistence: None`): a failure found here is turned into a named
 //! regression test in the behaviour files instead, where it documents what it proves.
-#![cfg(not(target_arch = "wasm32"))]
+#![cfg(any(not(target_arch = "wasm32"), target_os = "wasi"))]
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -55,10 +55,10 @@ fn runner(property: &str) -> TestRunner {
         .unwrap_or(128)
         .clamp(1, u64::from(u32::MAX)) as u32;
     let seed = env_u64("FUZZ_SEED").unwrap_or_else(|| {
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_nanos() as u64);
-        nanos ^ u64::from(std::process::id()).rotate_left(32)
+        // std's randomly keyed hasher: random on every platform the tests run on (WASI has no
+        // process id to mix in).
+        use std::hash::BuildHasher;
+        std::collections::hash_map::RandomState::new().hash_one(0u64)
     });
     // Printed on stdout: libtest shows it with the failure (or always with --nocapture).
     println!(

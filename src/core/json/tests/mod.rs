@@ -3,7 +3,7 @@
 //! does (with the same values), and records from [`json_record!`] read and write as the
 //! equivalent serde-derived structs did. Property tests run a fixed number of cases from a
 //! fixed seed, so every run checks the same inputs.
-#![cfg(not(target_arch = "wasm32"))]
+#![cfg(any(not(target_arch = "wasm32"), target_os = "wasi"))]
 
 use super::*;
 
