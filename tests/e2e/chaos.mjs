@@ -142,6 +142,16 @@ async function drainAndCheck(page, server, acked, say) {
   return { counts, duplicates: [...duplicates], lost, notOnce, orderFaults, state, events, problems };
 }
 
+/** The summary line (`extra` right after the operation count), the details, then the checks. */
+function conclude(name, seed, extra, result, say) {
+  print(
+    `chaos ${name}: seed ${seed}, operations ${result.counts.operations}${extra}, ` +
+      `duplicates ${result.counts.duplicates}, lost ${result.counts.lost}`,
+  );
+  say(`details (applied includes durable but unacknowledged enqueues): ${JSON.stringify(result.counts)}; page events ${JSON.stringify(result.events)}`);
+  assertClean(result);
+}
+
 function assertClean(result) {
   assert.deepEqual(result.duplicates, [], "an operation was applied more than once");
   assert.deepEqual(result.state.invariants.keysAppliedMoreThanOnce, [], "a key was applied more than once");
@@ -198,12 +208,7 @@ async function crashAndReload({ context, statics, server, say }) {
   const faults = await admin(server, "/admin/faults");
   say(`server faults met: ${JSON.stringify(faults.counters)}`);
   const result = await drainAndCheck(page, server, w.acked, say);
-  print(
-    `chaos crash: seed ${SEED}, operations ${result.counts.operations}, kills ${KILLS}, ` +
-      `duplicates ${result.counts.duplicates}, lost ${result.counts.lost}`,
-  );
-  say(`details (applied includes durable but unacknowledged enqueues): ${JSON.stringify(result.counts)}; final page events ${JSON.stringify(result.events)}`);
-  assertClean(result);
+  conclude("crash", SEED, `, kills ${KILLS}`, result, say);
 }
 
 // ---- 2. network chaos -------------------------------------------------------------------------
@@ -244,12 +249,7 @@ async function networkChaos({ context, statics, server, say }) {
   say(`${phases.length} fault phases in ${((Date.now() - started) / 1000).toFixed(0)} s: ${phases.join(" ")}; offline ${(offlineMs.total / 1000).toFixed(1)} s`);
   say(`server faults met: ${JSON.stringify(faults.counters)}`);
   const result = await drainAndCheck(page, server, w.acked, say);
-  print(
-    `chaos network: seed ${seed}, operations ${result.counts.operations}, fault phases ${phases.length}, ` +
-      `duplicates ${result.counts.duplicates}, lost ${result.counts.lost}`,
-  );
-  say(`details: ${JSON.stringify(result.counts)}; page events ${JSON.stringify(result.events)}`);
-  assertClean(result);
+  conclude("network", seed, `, fault phases ${phases.length}`, result, say);
 }
 
 // ---- 3. browser kill ---------------------------------------------------------------------------
@@ -330,12 +330,7 @@ async function browserKill({ statics, server, say }) {
     }
     say(`browser kills: ${BROWSER_KILLS} (${killed} processes killed); acknowledged operations not yet applied at the kills, summed over the kills: ${unsentAtKill}`);
     const result = await drainAndCheck(page, server, w.acked, say);
-    print(
-      `chaos browser kill: seed ${seed}, operations ${result.counts.operations}, kills ${BROWSER_KILLS}, ` +
-        `duplicates ${result.counts.duplicates}, lost ${result.counts.lost}`,
-    );
-    say(`details: ${JSON.stringify(result.counts)}; final page events ${JSON.stringify(result.events)}`);
-    assertClean(result);
+    conclude("browser kill", seed, `, kills ${BROWSER_KILLS}`, result, say);
   } finally {
     await context.close().catch(() => {});
     await killBrowser(profile);
@@ -361,12 +356,7 @@ async function workerKill({ context, statics, server, say }) {
   }
   say(`worker kills: ${WORKER_KILLS}; acknowledged operations not yet applied just before the kills, summed over the kills: ${unsentAtKill}`);
   const result = await drainAndCheck(page, server, w.acked, say);
-  print(
-    `chaos worker kill: seed ${seed}, operations ${result.counts.operations}, kills ${WORKER_KILLS}, ` +
-      `duplicates ${result.counts.duplicates}, lost ${result.counts.lost}`,
-  );
-  say(`details: ${JSON.stringify(result.counts)}; final worker events ${JSON.stringify(result.events)}`);
-  assertClean(result);
+  conclude("worker kill", seed, `, kills ${WORKER_KILLS}`, result, say);
 }
 
 // ---- 5. storage full ---------------------------------------------------------------------------
@@ -416,12 +406,7 @@ async function storageFull({ context, statics, server, say }) {
   await page.evaluate(() => window.chaos.burst(20));
   const result = await drainAndCheck(page, server, w.acked, say);
   assert.equal(result.counts.operations, written + 22, "every acknowledged enqueue counted");
-  print(
-    `chaos storage full: seed ${seed}, operations ${result.counts.operations} (${written} before the quota refused one), ` +
-      `duplicates ${result.counts.duplicates}, lost ${result.counts.lost}`,
-  );
-  say(`details: ${JSON.stringify(result.counts)}; page events ${JSON.stringify(result.events)}`);
-  assertClean(result);
+  conclude("storage full", seed, ` (${written} before the quota refused one)`, result, say);
 }
 
 const TESTS = [

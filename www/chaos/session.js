@@ -2,6 +2,7 @@
 // a dedicated worker (worker.js): opens the scheduler on the reference server, retrying while a
 // killed holder's lease lapses, and enqueues shape.upsert intents across 4 canvases.
 import init, { Scheduler } from "/pkg/web/canvas_scheduler.js";
+import { ledgerView } from "/www/shared/ledger_view.js";
 import { mulberry32 } from "/www/shared/seeded.js";
 
 const CANVASES = ["canvas-0", "canvas-1", "canvas-2", "canvas-3"];
@@ -82,17 +83,7 @@ export async function openSession({ server, database, seed, epoch, ack }) {
       return acked;
     },
     stats: () => scheduler.stats(),
-    /** Sequence and phase of each id the ledger knows (for the final checks). */
-    ledger(ids) {
-      const out = {};
-      for (const id of ids) {
-        const record = scheduler.operation(id);
-        out[id] = record
-          ? { sequence: record.intent.sequence, phase: record.phase, blockers: record.blockers, explain: record.phase === "pending" ? scheduler.explain(id) : undefined }
-          : null;
-      }
-      return out;
-    },
+    ledger: (ids) => ledgerView(scheduler, ids),
     events: () => ({ events, problems }),
     /** The ids among `ids` that the ledger knows. */
     known: (ids) => ids.filter((id) => scheduler.operation(id) != null),

@@ -18,6 +18,7 @@
 // Each acknowledged id is appended to localStorage (synchronously) and reported to the test
 // through window.tabsAck; settled and leader_changed events through window.tabsEvent.
 import init, { Scheduler } from "/pkg/web/canvas_scheduler.js";
+import { ledgerView } from "/www/shared/ledger_view.js";
 import { mulberry32 } from "/www/shared/seeded.js";
 
 const CANVASES = ["canvas-0", "canvas-1", "canvas-2", "canvas-3"];
@@ -154,16 +155,7 @@ async function stopRun() {
 }
 
 /** Sequence and phase of each id this tab's view of the ledger knows (for the final checks). */
-function ledger(ids) {
-  const out = {};
-  for (const id of ids) {
-    const record = scheduler.operation(id);
-    out[id] = record
-      ? { sequence: record.intent.sequence, phase: record.phase, blockers: record.blockers, explain: record.phase === "pending" ? scheduler.explain(id) : undefined }
-      : null;
-  }
-  return out;
-}
+const ledger = (ids) => ledgerView(scheduler, ids);
 
 function acked() {
   const out = {};
