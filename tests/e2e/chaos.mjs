@@ -28,10 +28,10 @@ const KILLS = Number(process.env.CHAOS_KILLS ?? 50);
 // CHAOS_TESTS=1,3 runs only those tests (numbered as below).
 const ONLY = (process.env.CHAOS_TESTS ?? "").split(",").filter(Boolean).map(Number);
 const BROWSER_KILLS = Math.max(1, Math.min(30, Number(process.env.CHAOS_BROWSER_KILLS ?? 8)));
+const WORKER_KILLS = Math.max(1, Math.min(60, Number(process.env.CHAOS_WORKER_KILLS ?? 25)));
 // Storage full: the origin's quota, and the incompressible characters in each payload.
 const QUOTA_BYTES = 600_000;
 const PAD_CHARS = 8_192;
-const WORKER_KILLS = Math.max(1, Math.min(60, Number(process.env.CHAOS_WORKER_KILLS ?? 25)));
 const NETWORK_MS = Number(process.env.CHAOS_NETWORK_MS ?? 60_000);
 const READY_MS = 40_000;
 const DRAIN_MS = 90_000;
