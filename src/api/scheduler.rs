@@ -14,6 +14,7 @@ use super::promise::promise;
 use crate::core::error::{ErrorCode, SchedulerError};
 use crate::core::model::BlobRef;
 use crate::web::driver::{DriverOptions, SendHooks, WebHost};
+use crate::web::store::unavailable;
 use crate::web::tabs::{EventSink, Tab};
 
 fn to_js_error(error: SchedulerError) -> JsValue {
@@ -57,7 +58,7 @@ impl Scheduler {
                 store
                     .put_blob(&id, &blob, &media_type)
                     .await
-                    .map_err(|e| js_error("storage_unavailable", &e.message))?;
+                    .map_err(|e| to_js_error(unavailable(e)))?;
                 let name = js_sys::Reflect::get(&blob, &"name".into())
                     .ok()
                     .and_then(|n| n.as_string());

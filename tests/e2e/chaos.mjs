@@ -391,6 +391,8 @@ async function storageFull({ context, statics, server, say }) {
   say(`quota ${QUOTA_BYTES} B: ${written} enqueues of ${PAD_CHARS} characters durable, then ${refused.id} refused: ${refused.code}: ${refused.message}`);
   assert.ok(written > 0, "some enqueues fit in the quota");
   assert.equal(refused.code, "storage_unavailable", "the full store's refusal");
+  const reported = (await page.evaluate(() => window.chaos.events())).problems.find((event) => event.type === "error");
+  assert.match(reported?.message ?? "", /QuotaExceededError/, "the error event names the browser's error");
   // S13: nothing more until resume(), even an intent that would fit; it is not admitted.
   const next = await enqueueOne(page, 0);
   assert.equal(next?.code, "storage_unavailable", "an enqueue after the failure, before resume()");

@@ -5,11 +5,14 @@
 import assert from "node:assert/strict";
 import { mkdir } from "node:fs/promises";
 import { join } from "node:path";
+import { randomBytes } from "node:crypto";
 import { crc32, deflateSync } from "node:zlib";
 import { admin, buildEditor, launchChromium, ROOT, serve, startReferenceServer } from "../../www/harness.mjs";
 
 const ARTIFACTS = join(ROOT, "artifacts", "e2e");
 const READY_MS = 30_000;
+/** The storage quota of the full-disk test, in bytes. */
+const QUOTA_BYTES = 600_000;
 const SYNC_MS = 30_000;
 
 const print = (line) => console.log(line);
@@ -266,10 +269,53 @@ async function uploadSurvivesReload({ page, server, say }) {
   say(`uploaded after reload: ${assetId} (${asset.size} B) on the server and shown; ${await screenshot(page, "c-2-upload-applied")}`);
 }
 
+/** Before the editor opens: the origin's storage quota, enforced by the browser (CDP). */
+async function smallQuota({ context, statics }) {
+  const cdp = await context.newCDPSession(await context.newPage());
+  await cdp.send("Storage.overrideQuotaForOrigin", { origin: statics.url, quotaSize: QUOTA_BYTES });
+  return { liftQuota: () => cdp.send("Storage.overrideQuotaForOrigin", { origin: statics.url }) };
+}
+
+async function storageFullKeepsEdits({ page, server, say, liftQuota }) {
+  await tab(page, "canvas-b");
+  await tool(page, "rect");
+  await drag(page, 60, 60, 160, 140);
+  // An upload bigger than the quota: its file cannot be stored.
+  const bytes = randomBytes(QUOTA_BYTES + 200_000);
+  await page.setInputFiles("#upload", { name: "big.bin", mimeType: "application/octet-stream", buffer: bytes });
+  await page.waitForSelector("#retry-storage:not([hidden])", { timeout: 10_000 });
+  let editor = await snapshot(page);
+  assert.equal(editor.unsaved, 1, "the refused upload is kept on the page, unsaved");
+  const notice = editor.notices.find((text) => text.startsWith("Storage is full or unavailable"));
+  assert.ok(notice, "a notice says storage is full");
+  assert.match(notice, /QuotaExceededError: the storage quota is used up/, "the notice names the browser's error");
+  await page.waitForSelector("#assets .asset.pending", { timeout: 5000 });
+  say(`quota ${QUOTA_BYTES} B: the ${bytes.length} B upload refused and kept; ${await screenshot(page, "d-1-storage-full")}`);
+
+  await liftQuota();
+  await page.click("#retry-storage");
+  editor = await waitFor("the kept upload to be saved and settle", async () => {
+    const s = await snapshot(page);
+    return s.pending === 0 ? s : null;
+  });
+  assert.equal(editor.unsaved, 0);
+  assert.equal(await page.locator("#retry-storage").isHidden(), true, "no retry offered once saved");
+  assert.ok(editor.notices.some((text) => text.startsWith("Storage works again: 1 kept edit(s) saved")), "the notice says it was saved");
+  const state = await adminState(server);
+  const assets = Object.values(state.canvases["canvas-b"].document.assets);
+  assert.equal(assets.length, 1, "the server lists the upload");
+  assert.equal(assets[0].size, bytes.length, "the whole file arrived");
+  assert.equal(Object.keys(state.canvases["canvas-b"].document.shapes).length, 1, "the shape drawn before");
+  assertSameState(editor, state, ["canvas-b"]);
+  assertExactlyOnce(state);
+  say(`after Retry saving: the upload (${assets[0].size} B) and the shape on the server, once each; ${await screenshot(page, "d-2-storage-retried")}`);
+}
+
 const TESTS = [
   ["draw offline, reload, go online: server state equals editor state", drawOfflineReloadOnline],
   ["a conflict from a second client is rolled back with a visible notice", conflictRollsBack],
   ["an upload survives a reload", uploadSurvivesReload],
+  ["a full disk: an edit it refused is kept and saved by Retry saving", storageFullKeepsEdits, smallQuota],
 ];
 
 // ---- runner -------------------------------------------------------------------------------
@@ -283,17 +329,18 @@ print(`e2e editor: chromium ${browser.version()}, pages from ${statics.url}, scr
 let passed = 0;
 let failed = 0;
 try {
-  for (const [index, [name, test]] of TESTS.entries()) {
+  for (const [index, [name, test, prepare]] of TESTS.entries()) {
     const started = performance.now();
     const server = await startReferenceServer({ runApplyMs: 200 });
     const context = await browser.newContext({ viewport: { width: 1280, height: 1000 } });
     const say = (line) => print(`  ${line}`);
     let page;
     try {
+      const prepared = prepare ? await prepare({ context, statics }) : {};
       page = await openEditor(context, statics, server, `e2e-${index}-${Date.now()}`);
       // A test that hangs despite its bounded waits still ends.
       await Promise.race([
-        test({ page, server, say }),
+        test({ page, server, say, ...prepared }),
         sleep(120_000).then(() => {
           throw new Error("test took over 120 s");
         }),

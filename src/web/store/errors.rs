@@ -16,6 +16,8 @@ pub const CLOSED: &str = "storage_unavailable";
 pub fn unavailable(error: SafeError) -> SchedulerError {
     let message = if error.code == CLOSED {
         error.message
+    } else if error.message.is_empty() {
+        error.code
     } else {
         format!("{}: {}", error.code, error.message)
     };
@@ -53,9 +55,18 @@ pub fn describe_open(error: &OpenDbError) -> String {
     }
 }
 
-/// A `DomException` (or any thrown JS value) as a safe error.
+/// A `DomException` (or any thrown JS value) as a safe error. Chromium's `QuotaExceededError`
+/// from IndexedDB has no message: one is given, so the host can tell people what happened.
 pub fn dom_error(error: &web_sys::DomException) -> SafeError {
-    SafeError::with_fallback(&error.name(), &error.message(), "storage_error")
+    let name = error.name();
+    let message = error.message();
+    let message = match (name.as_str(), message.trim().is_empty()) {
+        ("QuotaExceededError", true) => {
+            "the storage quota is used up (the disk or this site's share of it is full)"
+        }
+        _ => message.as_str(),
+    };
+    SafeError::with_fallback(&name, message, "storage_error")
 }
 
 /// A thrown JS value as a safe error: a `DOMException` by its name and message, another

@@ -127,11 +127,55 @@ async function enqueue(target: Scheduler, op: PendingOp): Promise<void> {
   try {
     await target.enqueue(intentOf(op));
     op.enqueued = true;
+    if (op.trouble === STORAGE_TROUBLE) delete op.trouble;
     blobs.delete(op.id);
   } catch (error) {
-    state.pending = state.pending.filter((p) => p.id !== op.id);
-    addNotice(state, "error", `Could not queue ${describe(op)}: ${codeOf(error)} ${messageOf(error)}`);
+    if (codeOf(error) === "storage_unavailable") {
+      // A full disk or quota: the edit stays on this page, unsaved, until "Retry saving".
+      op.trouble = STORAGE_TROUBLE;
+      storageTrouble(messageOf(error));
+    } else {
+      state.pending = state.pending.filter((p) => p.id !== op.id);
+      addNotice(state, "error", `Could not queue ${describe(op)}: ${codeOf(error)} ${messageOf(error)}`);
+    }
   }
+  save();
+  render();
+}
+
+/** The `trouble` of an edit that could not be saved because storage failed. */
+const STORAGE_TROUBLE = "storage_unavailable";
+let storageFailed = false;
+
+/** Storage refused a write: says so once, and offers "Retry saving" until it succeeds. */
+function storageTrouble(message: string): void {
+  if (!storageFailed) {
+    addNotice(
+      state,
+      "error",
+      `Storage is full or unavailable (${message}). Edits stay on this page but are not saved: free some disk space, then press “Retry saving”.`,
+    );
+  }
+  storageFailed = true;
+}
+
+/**
+ * "Retry saving": the scheduler writes again (S13: `resume()`), then every edit storage refused
+ * is enqueued again as it was (an intent already in the ledger resolves once durable; it is
+ * never added twice).
+ */
+async function retrySaving(target: Scheduler): Promise<void> {
+  try {
+    await target.resume();
+  } catch (error) {
+    addNotice(state, "error", `Still cannot save: ${codeOf(error)} ${messageOf(error)}`);
+    render();
+    return;
+  }
+  storageFailed = false;
+  const unsaved = state.pending.filter((op) => !op.enqueued && op.trouble === STORAGE_TROUBLE);
+  for (const op of unsaved) await enqueue(target, op);
+  if (!storageFailed) addNotice(state, "info", `Storage works again: ${unsaved.length} kept edit(s) saved.`);
   save();
   render();
 }
@@ -246,7 +290,8 @@ function onEvent(event: SchedulerEvent): void {
       );
       break;
     case "error":
-      addNotice(state, "error", `Scheduler error ${event.code}: ${event.message}`);
+      if (event.code === "storage_unavailable") storageTrouble(event.message);
+      else addNotice(state, "error", `Scheduler error ${event.code}: ${event.message}`);
       break;
     case "leader_changed":
       // During open, boot() sets the status once the editor is ready.
@@ -404,6 +449,10 @@ async function setFaults(changes: Parameters<ServerAdmin["setFaults"]>[0]): Prom
   render();
 }
 
+$("retry-storage").addEventListener("click", () => {
+  if (scheduler) void retrySaving(scheduler);
+});
+
 $("offline").addEventListener("change", (event) => {
   const offline = (event.target as HTMLInputElement).checked;
   void setFaults({ offline });
@@ -552,6 +601,7 @@ function render(): void {
   $("notices").innerHTML = state.notices
     .map((n) => `<li class="notice ${n.level}">${new Date(n.at).toLocaleTimeString()} ${escape(n.text)}</li>`)
     .join("");
+  $("retry-storage").hidden = !storageFailed;
   ($("recolour") as HTMLButtonElement).disabled = canvasView.selected === null;
   ($("delete") as HTMLButtonElement).disabled = canvasView.selected === null;
   panel.refresh(scheduler, state.pending);
@@ -571,6 +621,8 @@ declare global {
         current: string;
         canvases: Record<string, CanvasState>;
         pending: number;
+        /** Edits storage refused, kept on the page until "Retry saving". */
+        unsaved: number;
         categories: Record<string, number>;
         notices: string[];
       };
@@ -583,6 +635,7 @@ window.canvasEditor = {
     current,
     canvases: Object.fromEntries(state.canvasIds.map((id) => [id, view(state, id)])),
     pending: state.pending.length,
+    unsaved: state.pending.filter((op) => op.trouble === STORAGE_TROUBLE).length,
     categories: { ...panel.counts },
     notices: state.notices.map((n) => n.text),
   }),

@@ -48,7 +48,7 @@ export interface PendingOp {
   upload?: { name: string; size: number; contentType: string };
   /** False until `enqueue` resolved (the operation is durable in the ledger). */
   enqueued: boolean;
-  /** Set when the scheduler dead-lettered or blocked it. */
+  /** Set when the scheduler dead-lettered or blocked it, or storage refused to save it. */
   trouble?: string;
 }
 
