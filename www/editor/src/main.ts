@@ -153,7 +153,7 @@ function storageTrouble(message: string): void {
     addNotice(
       state,
       "error",
-      `Storage is full or unavailable (${message}). Edits stay on this page but are not saved: free some disk space, then press “Retry saving”.`,
+      `Storage is full or unavailable (${message}). Edits stay on this page but are not saved (a reload would lose them): free some disk space, then press “Retry saving”.`,
     );
   }
   storageFailed = true;
