@@ -129,6 +129,14 @@ function png(width, height, [r, g, b]) {
 // ---- the tests ----------------------------------------------------------------------------
 
 async function drawOfflineReloadOnline({ page, server, say }) {
+  // The editor asked the browser to keep its storage and shows the browser's answer.
+  const { storagePersisted: persisted } = await waitFor("the storage mode", async () => {
+    const s = await snapshot(page);
+    return s.storagePersisted !== null ? s : null;
+  }, 5000);
+  assert.equal(persisted, await page.evaluate(() => navigator.storage.persisted()), "storagePersisted is the browser's answer");
+  assert.match(await page.locator("#storage-mode").textContent(), persisted ? /^storage: persistent$/ : /^storage: best-effort/);
+  say(`navigator.storage.persist(): ${persisted}`);
   await setOffline(page, true);
   await tab(page, "canvas-a");
   await tool(page, "rect");

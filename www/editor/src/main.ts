@@ -388,11 +388,27 @@ async function requeueFromFollower(target: Scheduler, op: PendingOp): Promise<vo
   }
 }
 
+/** Whether the browser keeps this origin's storage under disk pressure (null: not known yet). */
+let storagePersisted: boolean | null = null;
+
+/** Asks the browser to keep the ledger (an evicted ledger loses unsent work), and shows the answer. */
+async function askToPersist(): Promise<void> {
+  try {
+    storagePersisted = (await navigator.storage?.persisted?.()) || (await navigator.storage?.persist?.()) || false;
+  } catch {
+    storagePersisted = false;
+  }
+  $("storage-mode").textContent = storagePersisted
+    ? "storage: persistent"
+    : "storage: best-effort (the browser may evict it when the disk is short of space)";
+}
+
 async function boot(): Promise<void> {
   if (!server) {
     setStatus("error", "No reference server: open this page as /www/editor/?server=http://127.0.0.1:PORT");
     return;
   }
+  void askToPersist();
   setStatus("starting", "Loading canvas-scheduler…");
   render();
   void refreshFaults();
@@ -623,6 +639,8 @@ declare global {
         pending: number;
         /** Edits storage refused, kept on the page until "Retry saving". */
         unsaved: number;
+        /** What `navigator.storage.persist()` answered (null until it did). */
+        storagePersisted: boolean | null;
         categories: Record<string, number>;
         notices: string[];
       };
@@ -636,6 +654,7 @@ window.canvasEditor = {
     canvases: Object.fromEntries(state.canvasIds.map((id) => [id, view(state, id)])),
     pending: state.pending.length,
     unsaved: state.pending.filter((op) => op.trouble === STORAGE_TROUBLE).length,
+    storagePersisted,
     categories: { ...panel.counts },
     notices: state.notices.map((n) => n.text),
   }),
