@@ -12,7 +12,8 @@ use crate::core::safe_error::SafeError;
 pub const CLOSED: &str = "storage_unavailable";
 
 /// A storage failure as the scheduler reports it: `storage_unavailable`, the storage error's
-/// own code (a `DOMException` name) before its message unless it is that code already.
+/// own code (a `DOMException` name) before its message unless it is that code already (alone
+/// when there is no message).
 pub fn unavailable(error: SafeError) -> SchedulerError {
     let message = if error.code == CLOSED {
         error.message

@@ -123,6 +123,10 @@ function intentOf(op: PendingOp): OperationIntent {
   return intent;
 }
 
+/** The `trouble` of an edit that could not be saved because storage failed. */
+const STORAGE_TROUBLE = "storage_unavailable";
+let storageFailed = false;
+
 async function enqueue(target: Scheduler, op: PendingOp): Promise<void> {
   try {
     await target.enqueue(intentOf(op));
@@ -142,10 +146,6 @@ async function enqueue(target: Scheduler, op: PendingOp): Promise<void> {
   save();
   render();
 }
-
-/** The `trouble` of an edit that could not be saved because storage failed. */
-const STORAGE_TROUBLE = "storage_unavailable";
-let storageFailed = false;
 
 /** Storage refused a write: says so once, and offers "Retry saving" until it succeeds. */
 function storageTrouble(message: string): void {
