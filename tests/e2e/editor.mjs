@@ -319,11 +319,41 @@ async function storageFullKeepsEdits({ page, server, say, liftQuota }) {
   say(`after Retry saving: the upload (${assets[0].size} B) and the shape on the server, once each; ${await screenshot(page, "d-2-storage-retried")}`);
 }
 
+async function unsavedEditQueuedAfterReload({ page, server, say }) {
+  await tab(page, "canvas-c");
+  await tool(page, "rect");
+  await drag(page, 100, 100, 200, 180);
+  await waitFor("the first shape to settle", async () => ((await snapshot(page)).pending === 0 ? true : null));
+  // The page dies between keeping an edit (localStorage) and its durable enqueue: from here
+  // the scheduler of this page never gets it.
+  await page.evaluate(async () => {
+    const { Scheduler } = await import("/pkg/web/canvas_scheduler.js");
+    Scheduler.prototype.enqueue = () => new Promise(() => {});
+  });
+  await drag(page, 300, 100, 400, 180);
+  let editor = await snapshot(page);
+  assert.equal(editor.pending, 1, "the second shape is kept on the page, not yet in the ledger");
+  say(`a shape kept on the page but never enqueued; ${await screenshot(page, "e-1-unsaved-before-reload")}`);
+
+  await reload(page);
+  editor = await waitFor("the kept shape to be queued again and settle", async () => {
+    const s = await snapshot(page);
+    return s.pending === 0 ? s : null;
+  });
+  assert.ok(editor.notices.includes("1 edit(s) the last page had not saved yet were queued again."), "a notice says so");
+  const state = await adminState(server);
+  assert.equal(Object.keys(state.canvases["canvas-c"].document.shapes).length, 2, "both shapes on the server");
+  assertSameState(editor, state, ["canvas-c"]);
+  assertExactlyOnce(state);
+  say(`after the reload both shapes are on the server, once each; ${await screenshot(page, "e-2-unsaved-requeued")}`);
+}
+
 const TESTS = [
   ["draw offline, reload, go online: server state equals editor state", drawOfflineReloadOnline],
   ["a conflict from a second client is rolled back with a visible notice", conflictRollsBack],
   ["an upload survives a reload", uploadSurvivesReload],
   ["a full disk: an edit it refused is kept and saved by Retry saving", storageFullKeepsEdits, smallQuota],
+  ["an edit kept on the page but never enqueued is queued again after a reload", unsavedEditQueuedAfterReload],
 ];
 
 // ---- runner -------------------------------------------------------------------------------

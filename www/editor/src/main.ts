@@ -153,7 +153,7 @@ function storageTrouble(message: string): void {
     addNotice(
       state,
       "error",
-      `Storage is full or unavailable (${message}). Edits stay on this page but are not saved (a reload would lose them): free some disk space, then press “Retry saving”.`,
+      `Storage is full or unavailable (${message}). Edits stay on this page but are not saved: free some disk space, then press “Retry saving” (or reload).`,
     );
   }
   storageFailed = true;
@@ -340,10 +340,16 @@ async function openScheduler(): Promise<Scheduler> {
   }
 }
 
-/** After a reload: settle what the ledger resolved while no page listened; enqueue edits
- * made while waiting; forget edits that never became durable. */
+/**
+ * After a reload: settle what the ledger resolved while no page listened; enqueue edits made
+ * while waiting, and those the last page kept but never got into the ledger (it died first,
+ * or storage refused them). The ledger keeps every operation it ever stored, resolved ones
+ * too, so an edit it does not know was never sent: queuing it again cannot apply it twice.
+ * An upload among them is dropped: its file was only in the page that made it.
+ */
 async function reconcile(target: Scheduler): Promise<void> {
   let lost = 0;
+  let requeued = 0;
   for (const op of [...state.pending]) {
     const record = target.operation(op.id);
     if (record) {
@@ -357,12 +363,17 @@ async function reconcile(target: Scheduler): Promise<void> {
       await enqueue(target, op);
     } else if (!target.stats().leader) {
       await requeueFromFollower(target, op);
-    } else {
+    } else if (op.upload) {
       state.pending = state.pending.filter((p) => p.id !== op.id);
       lost += 1;
+    } else {
+      delete op.trouble;
+      await enqueue(target, op);
+      requeued += 1;
     }
   }
-  if (lost > 0) addNotice(state, "warning", `${lost} edit(s) never reached the ledger before the last reload and were dropped.`);
+  if (requeued > 0) addNotice(state, "info", `${requeued} edit(s) the last page had not saved yet were queued again.`);
+  if (lost > 0) addNotice(state, "warning", `${lost} upload(s) never reached the ledger before the last reload and were dropped (the file was only in that page).`);
   save();
 }
 
