@@ -396,7 +396,7 @@ async function storageFull({ context, statics, server, say }) {
   // S13: nothing more until resume(), even an intent that would fit; it is not admitted.
   const next = await enqueueOne(page, 0);
   assert.equal(next?.code, "storage_unavailable", "an enqueue after the failure, before resume()");
-  assert.deepEqual(await page.evaluate((ids) => window.chaos.known(ids), [next.id]), [], "an intent refused before resume() is not admitted");
+  assert.deepEqual(await page.evaluate((ids) => window.chaos.ledger(ids), [next.id]), { [next.id]: null }, "an intent refused before resume() is not admitted");
   const stats = await page.evaluate(() => window.chaos.stats());
   assert.equal(stats.idleReason, "storage_unavailable", "idleReason while the store is full");
   // Space is freed (the quota lifted), the network is back; the host resumes and enqueues the

@@ -1,8 +1,9 @@
 // The page behind tests/e2e/chaos.mjs: runs the scheduler (session.js) in the page, or with
-// ?worker=1 in a dedicated worker (worker.js), and exposes window.chaos: burst(n, pad), which
-// enqueues n intents and resolves with the ids whose enqueue resolved; stats(), ledger(ids),
-// known(ids), events(), acked(), resume(), enqueueAgain(id) (a refused intent, unchanged); and in worker mode killWorker(), which terminates the worker mid-work and resolves
-// once a new one has opened the same ledger.
+// ?worker=1 in a dedicated worker (worker.js), and exposes window.chaos: the session's methods
+// (burst(n, pad), which enqueues n intents and resolves with the ids whose enqueue resolved;
+// stats(), ledger(ids), events(), resume(), enqueueAgain(id) for a refused intent), acked(),
+// and in worker mode killWorker(), which terminates the worker mid-work and resolves once a
+// new one has opened the same ledger.
 //
 // Page parameters: ?server=<reference server URL>&db=<IndexedDB name>&seed=<n>&epoch=<k>[&worker=1].
 // The test gives every page load its own epoch (each new worker adds a suffix), so ids never
@@ -18,6 +19,8 @@ const options = {
   epoch: params.get("epoch") ?? "0",
 };
 const ACK_KEY = `chaos:${options.database}:acked`;
+/** What window.chaos passes on to the session (session.js), in the page or in the worker. */
+const SESSION_METHODS = ["burst", "stats", "ledger", "events", "resume", "enqueueAgain", "stop"];
 
 function ack(id) {
   const list = localStorage.getItem(ACK_KEY);
@@ -75,14 +78,11 @@ class WorkerSession {
     this.calls.clear();
   }
 
-  burst = (n, pad) => this.call("burst", n, pad);
-  known = (ids) => this.call("known", ids);
-  resume = () => this.call("resume");
-  enqueueAgain = (id) => this.call("enqueueAgain", id);
-  stats = () => this.call("stats");
-  ledger = (ids) => this.call("ledger", ids);
-  events = () => this.call("events");
-  stop = () => this.call("stop");
+}
+for (const method of SESSION_METHODS) {
+  WorkerSession.prototype[method] = function (...args) {
+    return this.call(method, ...args);
+  };
 }
 
 let session = null;
@@ -97,14 +97,9 @@ try {
     addEventListener("pagehide", () => session.stop());
   }
   window.chaos = {
-    burst: (n, pad) => session.burst(n, pad),
-    known: (ids) => session.known(ids),
-    resume: () => session.resume(),
-    enqueueAgain: (id) => session.enqueueAgain(id),
-    stats: () => session.stats(),
+    // Looked up on every call: killWorker() replaces the session.
+    ...Object.fromEntries(SESSION_METHODS.map((method) => [method, (...args) => session[method](...args)])),
     acked: () => (localStorage.getItem(ACK_KEY) ?? "").split(",").filter(Boolean),
-    ledger: (ids) => session.ledger(ids),
-    events: () => session.events(),
     async killWorker() {
       session.kill();
       workers += 1;

@@ -85,8 +85,6 @@ export async function openSession({ server, database, seed, epoch, ack }) {
     stats: () => scheduler.stats(),
     ledger: (ids) => ledgerView(scheduler, ids),
     events: () => ({ events, problems }),
-    /** The ids among `ids` that the ledger knows. */
-    known: (ids) => ids.filter((id) => scheduler.operation(id) != null),
     resume: () => scheduler.resume(),
     /** Enqueues a refused intent again, unchanged (same id and content), as the README says. */
     async enqueueAgain(id) {
