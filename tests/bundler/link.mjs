@@ -1,8 +1,7 @@
 // The bundler target, loaded as a bundler would load it (ES module integration of the .wasm,
 // here node's --experimental-wasm-modules): every import the module names must be one the
-// glue provides, and calls must cross both ways. It checks what scripts/build's name
-// shortening rewrote in this target's module and glue; IndexedDB does not exist in node, so
-// only what needs no storage is called. Run by scripts/test after the build.
+// glue provides, and calls must cross both ways. IndexedDB does not exist in node, so only
+// what needs no storage is called. Run by scripts/test after the build.
 import assert from "node:assert/strict";
 
 const started = performance.now();
@@ -16,7 +15,7 @@ await assert.rejects(api.Scheduler.open({ database: "ledger" }), (error) => {
   assert.match(error.message, /endpoint/);
   return true;
 });
-// Storage is reached through the snippets and the renamed imports; node has no IndexedDB,
+// Storage is reached through the snippets and the glue's imports; node has no IndexedDB,
 // so both fail the way they fail in any environment without it: a coded error that says so
 // in one line (not a JS stack spelled into the message).
 const noStorage = (error) => {
