@@ -1,14 +1,14 @@
-//! What `npm pack` puts in the tarball, checked against what the package's modules import.
-//! From every file package.json points at (`exports`, `types`, `module`), it follows each
-//! relative import of a .js module (static and dynamic `import`, `export ... from`, and
-//! `new URL("...", import.meta.url)`, the way the web glue finds its .wasm), and each relative
-//! import of a .d.ts, recursively (the glue imports its JS snippets, which may import
-//! others), and names every such file the tarball lacks. A bare import (another package) is
-//! named too: the package has no dependencies, so a user's bundler could not resolve it.
-//!
-//! Run as a script (`node tests/package/contents.mjs`, by scripts/test after the build) it
-//! lists the tarball with `npm pack --dry-run --json` and exits 1 if anything is missing;
-//! tests/package/run.mjs calls `missingFiles` on the tarball it packs.
+// What `npm pack` puts in the tarball, checked against what the package's modules import.
+// From every file package.json points at (`exports`, `types`, `module`), it follows each
+// relative import of a .js module (static and dynamic `import`, `export ... from`, and
+// `new URL("...", import.meta.url)`, the way the web glue finds its .wasm), and each relative
+// import of a .d.ts, recursively (the glue imports its JS snippets, which may import
+// others), and names every such file the tarball lacks. A bare import (another package) is
+// named too: the package has no dependencies, so a user's bundler could not resolve it.
+//
+// Run as a script (`node tests/package/contents.mjs`, by scripts/test after the build) it
+// lists the tarball with `npm pack --dry-run --json` and exits 1 if anything is missing;
+// tests/package/run.mjs calls `missingFiles` on the tarball it packs.
 import { execFileSync } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
 import { dirname, join, normalize, resolve } from "node:path";

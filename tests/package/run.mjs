@@ -1,19 +1,19 @@
-//! The package as a user gets it: `npm pack` of this repository (after scripts/build, both
-//! targets), then fresh apps in a temporary directory outside the repository, each made from
-//! tests/package/apps/<name> and given the tarball with `npm install <tgz>` (with the app's
-//! own pinned dev dependencies, from the npm registry; npm's cache keeps repeat runs quick):
-//!   web-vite      the `web` entry (`import init, { Scheduler } from "canvas-scheduler"`),
-//!                 `npm run build` (tsc --noEmit, then a Vite production build), dist/ served
-//!                 on 127.0.0.1 and opened in headless Chromium;
-//!   bundler-vite  the `./bundler` entry (`canvas-scheduler/bundler`, the .wasm imported as an
-//!                 ES module) through Vite with vite-plugin-wasm, built and run the same way;
-//!   types         `tsc --strict --noEmit` with moduleResolution `bundler` and with `node16`.
-//! A browser app enqueues one intent against its own reference server (www/server, 127.0.0.1,
-//! port 0); the test checks that enqueue resolved, the operation settled `applied`, and the
-//! server (GET /admin/state) applied it exactly once, in one request, with the shape it sent.
-//! The tarball's contents are checked first (tests/package/contents.mjs). Every failure is
-//! collected and named; the run exits 1 if there was any. Every step has a timeout.
-//! KEEP_PACKAGE_APPS=1 keeps the temporary directory (its path is printed).
+// The package as a user gets it: `npm pack` of this repository (after scripts/build, both
+// targets), then fresh apps in a temporary directory outside the repository, each made from
+// tests/package/apps/<name> and given the tarball with `npm install <tgz>` (with the app's
+// own pinned dev dependencies, from the npm registry; npm's cache keeps repeat runs quick):
+//   web-vite      the `web` entry (`import init, { Scheduler } from "canvas-scheduler"`),
+//                 `npm run build` (tsc --noEmit, then a Vite production build), dist/ served
+//                 on 127.0.0.1 and opened in headless Chromium;
+//   bundler-vite  the `./bundler` entry (`canvas-scheduler/bundler`, the .wasm imported as an
+//                 ES module) through Vite with vite-plugin-wasm, built and run the same way;
+//   types         `tsc --strict --noEmit` with moduleResolution `bundler` and with `node16`.
+// A browser app enqueues one intent against its own reference server (www/server, 127.0.0.1,
+// port 0); the test checks that enqueue resolved, the operation settled `applied`, and the
+// server (GET /admin/state) applied it exactly once, in one request, with the shape it sent.
+// The tarball's contents are checked first (tests/package/contents.mjs). Every failure is
+// collected and named; the run exits 1 if there was any. Every step has a timeout.
+// KEEP_PACKAGE_APPS=1 keeps the temporary directory (its path is printed).
 import assert from "node:assert/strict";
 import { execFile } from "node:child_process";
 import { cp, mkdtemp, readFile, rm, stat } from "node:fs/promises";
