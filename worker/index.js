@@ -1,0 +1,322 @@
+// Worker mode, the page's side (`canvas-scheduler/worker`): a `Scheduler` with the API of the
+// package's own, whose scheduler runs in a dedicated worker (./worker.js by default, or the
+// app's own worker module calling `serve()` from ./serve.js). Calls are messages; `stats()`,
+// `claims()`, `explain(id)` and `operation(id)` answer from a mirror the worker keeps up to
+// date (./mirror.js); `onEvent` and the async hooks `headers`, `authorize`, `classifyError`
+// run on the page. README "Worker mode" says what differs.
+import { Mirror } from "./mirror.js";
+
+const ERROR_NAME = "CanvasSchedulerError";
+const PAGE_HOOKS = ["headers", "authorize", "classifyError"];
+const WORKER_ONLY = ["compile", "participants", "transport"];
+
+function codedError(code, message) {
+  const error = new Error(message);
+  error.name = ERROR_NAME;
+  error.code = code;
+  return error;
+}
+
+/** An Error made again from what crossed: the same name, code and message. */
+function revive({ name, code, message }) {
+  const error = new Error(message);
+  error.name = name;
+  if (code !== undefined) error.code = code;
+  return error;
+}
+
+const ENDED = "the scheduler's worker ended (terminated or crashed): open the scheduler again with Scheduler.open";
+
+/** Worker mode needs no separate init: the worker loads the .wasm. Resolves at once. */
+export default async function init() {}
+
+/** A scheduler running in a dedicated worker; see `Scheduler.open`. */
+export class Scheduler {
+  #worker;
+  #calls = new Map(); // id -> { resolve, reject }
+  #nextId = 1;
+  #nextHold = 1;
+  #mirror = new Mirror();
+  #hooks;
+  #onEvent;
+  #ended = null; // the reason every call now rejects with
+  #stopped = false;
+
+  constructor(token, worker, hooks, onEvent) {
+    if (token !== PRIVATE) throw new TypeError("use Scheduler.open");
+    this.#worker = worker;
+    this.#hooks = hooks;
+    this.#onEvent = onEvent;
+  }
+
+  /**
+   * Starts the worker (`options.worker`, or the package's own) and opens the scheduler there.
+   * Rejects as the page's `Scheduler.open` does, and with `invalid_options` for what cannot
+   * cross to a worker.
+   */
+  static async open(options) {
+    if (options === null || typeof options !== "object") throw codedError("invalid_options", "Scheduler.open takes an options object");
+    const { worker: given, onEvent, ...rest } = options;
+    for (const name of WORKER_ONLY) {
+      if (rest[name] !== undefined) {
+        throw codedError(
+          "invalid_options",
+          `${name} cannot cross to the scheduler's worker: give it to serve({ ${name} }) in your own worker module and pass that Worker as options.worker (README, Worker mode)`,
+        );
+      }
+    }
+    if (onEvent !== undefined && typeof onEvent !== "function") throw codedError("invalid_options", "onEvent must be a function");
+    if (given !== undefined && !(typeof Worker !== "undefined" && given instanceof Worker)) {
+      throw codedError("invalid_options", "options.worker must be a Worker running serve() from canvas-scheduler/worker/serve");
+    }
+    const hooks = {};
+    for (const name of PAGE_HOOKS) {
+      if (rest[name] === undefined) continue;
+      if (typeof rest[name] !== "function") throw codedError("invalid_options", `${name} must be a function`);
+      hooks[name] = rest[name];
+      delete rest[name];
+    }
+    const worker = given ?? new Worker(new URL("./worker.js", import.meta.url), { type: "module", name: "canvas-scheduler" });
+    const scheduler = new Scheduler(PRIVATE, worker, hooks, onEvent);
+    try {
+      await scheduler.#connect(rest, Object.keys(hooks));
+    } catch (error) {
+      worker.terminate();
+      throw error;
+    }
+    return scheduler;
+  }
+
+  /** Waits for the worker, then opens; resolves once the scheduler is open there. */
+  #connect(options, pageHooks) {
+    return new Promise((resolve, reject) => {
+      let opened = false;
+      const fail = (error) => {
+        if (!opened) reject(error);
+        this.#end(error);
+      };
+      this.#worker.onerror = (event) => {
+        event.preventDefault?.();
+        if (!opened) fail(codedError("internal_error", `the scheduler's worker failed to start: ${event.message ?? "error"}`));
+      };
+      this.#worker.onmessageerror = () => fail(codedError("internal_error", "a message from the scheduler's worker could not be read"));
+      this.#worker.onmessage = ({ data }) => {
+        switch (data.t) {
+          case "alive":
+            navigator.locks.request(data.lock, () => this.#end(codedError("scheduler_closed", ENDED)));
+            try {
+              this.#worker.postMessage({ t: "open", options, pageHooks });
+            } catch (error) {
+              fail(codedError("invalid_options", `the options cannot be sent to the scheduler's worker (${error?.message}): only plain data crosses, hooks as README "Worker mode" says`));
+            }
+            return;
+          case "opened":
+            opened = true;
+            this.#mirror.apply(data.state);
+            resolve();
+            return;
+          case "openFailed":
+            fail(revive(data.error));
+            return;
+          default:
+            this.#receive(data);
+        }
+      };
+    });
+  }
+
+  #receive(data) {
+    this.#mirror.apply(data.state);
+    switch (data.t) {
+      case "result": {
+        const call = this.#calls.get(data.id);
+        this.#calls.delete(data.id);
+        if (!call) return;
+        if (data.error) call.reject(revive(data.error));
+        else call.resolve(data.value);
+        return;
+      }
+      case "event":
+        try {
+          this.#onEvent?.(data.event);
+        } catch {
+          // What onEvent throws is ignored (S17).
+        }
+        return;
+      case "hook":
+        this.#answerHook(data);
+        return;
+      default:
+    }
+  }
+
+  async #answerHook({ id, name, args }) {
+    let answer;
+    try {
+      answer = { t: "hookResult", id, value: await this.#hooks[name](...args) };
+    } catch (error) {
+      answer = { t: "hookResult", id, error: { name: String(error?.name ?? "Error"), message: String(error?.message ?? error) } };
+    }
+    try {
+      this.#worker.postMessage(answer);
+    } catch (error) {
+      this.#worker.postMessage({ t: "hookResult", id, error: { name: "DataCloneError", message: `${name} returned what cannot be sent to the worker: ${error?.message}` } });
+    }
+  }
+
+  /** The worker ended: every pending and later call rejects with `error`. */
+  #end(error) {
+    if (this.#ended) return;
+    this.#ended = error;
+    for (const call of this.#calls.values()) call.reject(error);
+    this.#calls.clear();
+    this.#worker.terminate();
+  }
+
+  #post(message) {
+    if (this.#ended) throw this.#ended;
+    try {
+      this.#worker.postMessage(message);
+    } catch (error) {
+      throw codedError("invalid_intent", `the argument cannot be sent to the scheduler's worker: ${error?.message}`);
+    }
+  }
+
+  #call(method, ...args) {
+    return new Promise((resolve, reject) => {
+      if (this.#ended) {
+        reject(this.#ended);
+        return;
+      }
+      const id = this.#nextId;
+      this.#nextId += 1;
+      this.#calls.set(id, { resolve, reject });
+      try {
+        this.#post({ t: "call", id, method, args });
+      } catch (error) {
+        this.#calls.delete(id);
+        reject(error);
+      }
+    });
+  }
+
+  #closed() {
+    if (this.#stopped) throw codedError("scheduler_closed", "the scheduler was stopped");
+    if (this.#ended) throw this.#ended;
+  }
+
+  enqueue(intent) {
+    return this.#call("enqueue", intent);
+  }
+
+  enqueueMany(intents) {
+    return this.#call("enqueueMany", intents);
+  }
+
+  start() {
+    this.#closed();
+    this.#post({ t: "start" });
+  }
+
+  hold() {
+    this.#closed();
+    const hold = this.#nextHold;
+    this.#nextHold += 1;
+    this.#post({ t: "hold", hold });
+    let released = false;
+    return () => {
+      if (released || this.#ended) return;
+      released = true;
+      this.#post({ t: "release", hold });
+    };
+  }
+
+  resume() {
+    return this.#call("resume");
+  }
+
+  settle() {
+    return this.#call("settle");
+  }
+
+  stop() {
+    if (this.#stopped || this.#ended) return;
+    this.#stopped = true;
+    if (this.#mirror.stats) this.#mirror.stats = { ...this.#mirror.stats, idleReason: "stopped" };
+    const id = this.#nextId;
+    this.#nextId += 1;
+    this.#calls.set(id, {
+      resolve: () => this.#end(codedError("scheduler_closed", "the scheduler was stopped")),
+      reject: () => {},
+    });
+    this.#post({ t: "stop", id });
+  }
+
+  claims() {
+    return structuredClone(this.#mirror.claims);
+  }
+
+  operation(id) {
+    const entry = this.#entry(id);
+    return entry ? structuredClone(entry.record) : undefined;
+  }
+
+  explain(id) {
+    const entry = this.#entry(id);
+    if (!entry) {
+      throw codedError(
+        "unknown_operation",
+        `operation ${id} is not in this page's mirror of the worker yet: it is being fetched; await scheduler.sync() and ask again`,
+      );
+    }
+    if (entry.error) throw revive(entry.error);
+    return structuredClone(entry.explanation);
+  }
+
+  /** The mirror's entry for `id`; a miss asks the worker to send it. */
+  #entry(id) {
+    const entry = this.#mirror.entry(id);
+    if (!entry && typeof id === "string" && !this.#ended) this.#call("watch", [id]).catch(() => {});
+    return entry;
+  }
+
+  stats() {
+    return structuredClone(this.#mirror.stats);
+  }
+
+  flush(id) {
+    return this.#call("flush", id);
+  }
+
+  retry(id) {
+    return this.#call("retry", id);
+  }
+
+  discard(id) {
+    return this.#call("discard", id);
+  }
+
+  events(options) {
+    return this.#call("events", options);
+  }
+
+  /**
+   * Worker mode only: resolves once the mirror holds the worker's state as of now, with `ids`
+   * (optional) tracked from then on, so `explain`/`operation` answer for them.
+   */
+  sync(ids = []) {
+    if (this.#stopped) return Promise.resolve();
+    return this.#call("watch", ids);
+  }
+
+  /** Stops the scheduler and ends the worker. */
+  free() {
+    this.stop();
+  }
+
+  [Symbol.dispose]() {
+    this.free();
+  }
+}
+
+const PRIVATE = Symbol("Scheduler.open");

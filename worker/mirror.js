@@ -1,0 +1,132 @@
+// Worker mode's mirror of the scheduler's state, so the page answers `stats()`, `claims()`,
+// `explain(id)` and `operation(id)` synchronously. The worker's `Tracker` computes what changed
+// since the page's last update; the page's `Mirror` applies the updates and answers from them.
+//
+// An update is `{ stats?, claims?, ops?: { [id]: { record, explanation } | { record, error } } }`,
+// each part present only when it changed. Which operations: every id a call through the proxy
+// named (enqueue, flush, explain, ...) or an event named (settled, blocked, dead_lettered), and
+// the ids the page asked to watch. At most `LIMIT` ids are kept; past that the resolved ones
+// are dropped oldest first (a resolved operation no longer changes, and asking for it again
+// fetches it again).
+
+const LIMIT = 10_000;
+
+const strings = (values) => values.filter((value) => typeof value === "string");
+
+/** The worker's side: remembers what the page has and computes the difference. */
+export class Tracker {
+  constructor() {
+    this.sent = new Map(); // id -> the JSON of what the page has (null: must be sent)
+    this.unsettled = new Set();
+    this.stats = null;
+    this.claims = null;
+  }
+
+  /** Ids an event names. */
+  idsOf(event) {
+    if (event?.type === "dead_lettered") return strings(event.operationIds ?? []);
+    return strings([event?.operationId]);
+  }
+
+  /** Ids a proxied call names. */
+  idsOfCall(method, args) {
+    if (method === "enqueue") return strings([args[0]?.id]);
+    if (method === "enqueueMany") return Array.isArray(args[0]) ? strings(args[0].map((intent) => intent?.id)) : [];
+    if (["flush", "retry", "discard", "explain", "operation"].includes(method)) return strings([args[0]]);
+    return [];
+  }
+
+  /** Starts tracking `ids`; each is sent in full with the next update. */
+  watch(ids) {
+    for (const id of strings(ids)) {
+      this.sent.delete(id);
+      this.sent.set(id, null);
+      this.unsettled.add(id);
+    }
+    this.trim();
+  }
+
+  hasUnsettled() {
+    return this.unsettled.size > 0;
+  }
+
+  trim() {
+    if (this.sent.size <= LIMIT) return;
+    for (const id of this.sent.keys()) {
+      if (this.sent.size <= LIMIT) break;
+      if (!this.unsettled.has(id)) this.sent.delete(id);
+    }
+  }
+
+  /**
+   * The update for the page: stats and claims, the operations in `named`, and, when `named` is
+   * empty (a poll), every tracked one not yet resolved. Undefined when nothing changed.
+   */
+  update(scheduler, named) {
+    const update = {};
+    const stats = scheduler.stats();
+    const statsJson = JSON.stringify(stats);
+    if (statsJson !== this.stats) {
+      this.stats = statsJson;
+      update.stats = stats;
+    }
+    const claims = scheduler.claims();
+    const claimsJson = JSON.stringify(claims);
+    if (claimsJson !== this.claims) {
+      this.claims = claimsJson;
+      update.claims = claims;
+    }
+    const ids = named.length > 0 ? named : [...this.unsettled];
+    const ops = {};
+    let changed = false;
+    for (const id of ids) {
+      if (!this.sent.has(id)) this.watch([id]);
+      const record = scheduler.operation(id);
+      let entry;
+      try {
+        entry = { record, explanation: scheduler.explain(id) };
+      } catch (error) {
+        entry = { record, error: { name: String(error?.name ?? "Error"), code: error?.code, message: String(error?.message ?? error) } };
+      }
+      const json = JSON.stringify(entry);
+      if (record?.phase === "resolved" || record === undefined) this.unsettled.delete(id);
+      else this.unsettled.add(id);
+      if (json === this.sent.get(id)) continue;
+      this.sent.set(id, json);
+      ops[id] = entry;
+      changed = true;
+    }
+    if (changed) update.ops = ops;
+    return Object.keys(update).length > 0 ? update : undefined;
+  }
+}
+
+/** The page's side: the latest state the worker sent. */
+export class Mirror {
+  constructor() {
+    this.stats = null;
+    this.claims = {};
+    this.ops = new Map();
+  }
+
+  apply(update) {
+    if (!update) return;
+    if (update.stats) this.stats = update.stats;
+    if (update.claims) this.claims = update.claims;
+    for (const [id, entry] of Object.entries(update.ops ?? {})) {
+      this.ops.delete(id);
+      this.ops.set(id, entry);
+    }
+    if (this.ops.size > LIMIT) {
+      for (const [id, entry] of this.ops) {
+        if (this.ops.size <= LIMIT) break;
+        if (entry.record === undefined || entry.record.phase === "resolved") this.ops.delete(id);
+      }
+    }
+  }
+
+  /** The entry for `id`, or undefined when the worker has not sent it. */
+  entry(id) {
+    return this.ops.get(id);
+  }
+}

@@ -1,0 +1,189 @@
+// Worker mode, the worker's side: runs the real Scheduler (the `web` target) in a dedicated
+// worker for the proxy in ./index.js. `serve(hooks)` answers the proxy's messages; `hooks` are
+// the functions that cannot cross from the page: the synchronous `compile` and `participants`,
+// a custom `transport`, and optionally `headers`, `authorize`, `classifyError` (else those are
+// asked of the page, one message each way per call).
+//
+// Protocol (every message is a plain object with `t`):
+//   in:  open {options, pageHooks} · call {id, method, args} (method "watch": track the ids
+//        args[0]) · hold {hold} · release {hold} · start · stop {id} · hookResult {id, value | error}
+//   out: alive {lock} (held while the worker lives) · opened {state} · openFailed {error}
+//        result {id, value | error, state}
+//        event {event, state} · state {state} · hook {id, name, args}
+// `state` is the mirror's update (./mirror.js): stats, claims and the operations that changed.
+// Errors cross as {name, code, message} and are made into Errors again by the page.
+import init, { Scheduler } from "../pkg/web/canvas_scheduler.js";
+import { Tracker } from "./mirror.js";
+
+const WORKER_HOOKS = ["compile", "participants", "transport", "headers", "authorize", "classifyError"];
+const PAGE_HOOKS = ["headers", "authorize", "classifyError"];
+/** How often the worker compares its state with what the page last got, while anything is unsettled. */
+const POLL_MS = 100;
+
+/** A thrown value as the page will see it: name, code, message. */
+export function errorData(error) {
+  if (error instanceof Error || (error && typeof error === "object")) {
+    return { name: String(error.name ?? "Error"), code: error.code === undefined ? undefined : String(error.code), message: String(error.message ?? error) };
+  }
+  return { name: "Error", code: undefined, message: String(error) };
+}
+
+function codedError(code, message) {
+  const error = new Error(message);
+  error.name = "CanvasSchedulerError";
+  error.code = code;
+  return error;
+}
+
+/**
+ * Serves the scheduler in this dedicated worker. Call it once, at the top level of the worker
+ * module (`serve({ compile, participants })`). Resolves when the worker is listening.
+ */
+export function serve(hooks = {}) {
+  const unknown = Object.keys(hooks).filter((key) => !WORKER_HOOKS.includes(key));
+  let scheduler = null;
+  let stopped = false;
+  const holds = new Map(); // the page's hold id -> release function
+  const hookCalls = new Map(); // id -> { resolve, reject }
+  let nextHook = 1;
+  const queued = []; // messages that arrived while opening
+  let opening = false;
+  const tracker = new Tracker();
+  let pollTimer = null;
+
+  const post = (message) => self.postMessage(message);
+  const state = (ids) => (scheduler ? tracker.update(scheduler, ids) : undefined);
+  const schedulePoll = () => {
+    if (pollTimer !== null || stopped || !scheduler) return;
+    pollTimer = setTimeout(() => {
+      pollTimer = null;
+      const update = state([]);
+      if (update) post({ t: "state", state: update });
+      if (tracker.hasUnsettled() || update) schedulePoll();
+    }, POLL_MS);
+  };
+
+  const askPage = (name) => (...args) =>
+    new Promise((resolve, reject) => {
+      const id = nextHook;
+      nextHook += 1;
+      hookCalls.set(id, { resolve, reject });
+      post({ t: "hook", id, name, args });
+    });
+
+  async function open({ options, pageHooks }) {
+    if (unknown.length > 0) {
+      throw codedError("invalid_options", `serve() takes the hooks ${WORKER_HOOKS.join(", ")}; not ${unknown.join(", ")}`);
+    }
+    const both = pageHooks.filter((name) => typeof hooks[name] === "function");
+    if (both.length > 0) {
+      throw codedError("invalid_options", `${both.join(", ")} given both to Scheduler.open on the page and to serve() in the worker: give each hook once`);
+    }
+    const full = { ...options };
+    for (const name of WORKER_HOOKS) if (hooks[name] !== undefined) full[name] = hooks[name];
+    for (const name of pageHooks) if (PAGE_HOOKS.includes(name)) full[name] = askPage(name);
+    const pending = [];
+    full.onEvent = (event) => {
+      if (!scheduler) {
+        pending.push(event);
+        return;
+      }
+      post({ t: "event", event, state: state(tracker.idsOf(event)) });
+      schedulePoll();
+    };
+    await init();
+    scheduler = await Scheduler.open(full);
+    post({ t: "opened", state: state([]) });
+    for (const event of pending) full.onEvent(event);
+    schedulePoll();
+  }
+
+  async function call({ id, method, args }) {
+    if (method === "watch") {
+      tracker.watch(args[0]);
+      post({ t: "result", id, value: undefined, state: state(Array.isArray(args[0]) ? args[0] : []) });
+      return schedulePoll();
+    }
+    tracker.watch(tracker.idsOfCall(method, args));
+    try {
+      const value = await scheduler[method](...args);
+      post({ t: "result", id, value, state: state(tracker.idsOfCall(method, args)) });
+    } catch (error) {
+      post({ t: "result", id, error: errorData(error), state: state(tracker.idsOfCall(method, args)) });
+    }
+    schedulePoll();
+  }
+
+  /** A synchronous method's failure reaches the page's onEvent as an `error` event. */
+  function sync(action) {
+    try {
+      action();
+    } catch (error) {
+      const { code, message } = errorData(error);
+      post({ t: "event", event: { type: "error", code: code ?? "internal_error", message }, state: state([]) });
+    }
+    post({ t: "state", state: state([]) });
+    schedulePoll();
+  }
+
+  function handle(data) {
+    switch (data.t) {
+      case "call":
+        return call(data);
+      case "start":
+        return sync(() => scheduler.start());
+      case "hold":
+        return sync(() => holds.set(data.hold, scheduler.hold()));
+      case "release": {
+        const release = holds.get(data.hold);
+        holds.delete(data.hold);
+        return release && sync(release);
+      }
+      case "stop":
+        stopped = true;
+        if (pollTimer !== null) clearTimeout(pollTimer);
+        scheduler.stop();
+        post({ t: "result", id: data.id, value: undefined, state: tracker.update(scheduler, []) });
+        return undefined;
+      default:
+        return undefined;
+    }
+  }
+
+  self.onmessage = async ({ data }) => {
+    if (data.t === "hookResult") {
+      const waiting = hookCalls.get(data.id);
+      hookCalls.delete(data.id);
+      if (!waiting) return;
+      if (data.error) waiting.reject(Object.assign(new Error(data.error.message), { name: data.error.name }));
+      else waiting.resolve(data.value);
+      return;
+    }
+    if (data.t === "open") {
+      opening = true;
+      try {
+        await open(data);
+      } catch (error) {
+        post({ t: "openFailed", error: errorData(error) });
+        self.close();
+        return;
+      }
+      opening = false;
+      for (const message of queued.splice(0)) handle(message);
+      return;
+    }
+    if (opening || !scheduler) queued.push(data);
+    else handle(data);
+  };
+
+  // Liveness: the page learns that this worker ended (terminated, crashed, closed) when it is
+  // granted the lock this worker holds for as long as it lives.
+  const lock = `canvas-scheduler-worker:${crypto.randomUUID()}`;
+  return new Promise((listening) => {
+    navigator.locks.request(lock, () => {
+      post({ t: "alive", lock });
+      listening();
+      return new Promise(() => {});
+    });
+  });
+}

@@ -1,0 +1,81 @@
+// The worker mode test page (tests/e2e/worker_mode.mjs): imports the package's worker entry
+// as served from the repository (/worker/index.js) and exposes `window.wm` for the test to
+// drive. ?server=<reference server>&db=<ledger name>.
+import init, { Scheduler } from "/worker/index.js";
+
+const query = new URLSearchParams(location.search);
+const events = [];
+const headerCalls = { count: 0 };
+
+/** A thrown value as plain data the test can compare. */
+const failure = (error) => ({ isError: error instanceof Error, name: error?.name, code: error?.code, message: error?.message });
+
+window.wm = {
+  events,
+  headerCalls,
+  scheduler: null,
+  worker: null,
+  /** Opens worker mode; `custom` uses www/worker/hooks.worker.js (a compile hook in the worker). */
+  async open({ custom = false, start = true, extra = {} } = {}) {
+    await init();
+    const worker = custom ? new Worker(new URL("./hooks.worker.js", import.meta.url), { type: "module" }) : undefined;
+    this.worker = worker ?? null;
+    const started = Date.now();
+    for (;;) {
+      try {
+        this.scheduler = await Scheduler.open({
+          database: query.get("db"),
+          endpoint: query.get("server"),
+          leaseMs: 1000,
+          retry: { baseMs: 50, maxMs: 200, maxAttempts: 3 },
+          onEvent: (event) => events.push(event),
+          headers: async () => {
+            headerCalls.count += 1;
+            return { "x-from-page": "1" };
+          },
+          ...(worker ? { worker } : {}),
+          ...extra,
+        });
+        break;
+      } catch (error) {
+        if (error?.code !== "not_leader" || Date.now() - started > 15_000) throw error;
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+    }
+    if (start) this.scheduler.start();
+    return this.scheduler.stats();
+  },
+  /** Resolves to what `Scheduler.open(options)` rejected with, or "opened". */
+  async openFails(options) {
+    try {
+      const scheduler = await Scheduler.open({ database: query.get("db"), endpoint: query.get("server"), ...options });
+      scheduler.stop();
+      return "opened";
+    } catch (error) {
+      return failure(error);
+    }
+  },
+  /** Resolves to "ok" or to what the promise rejected with. */
+  async outcome(promise) {
+    try {
+      await promise;
+      return "ok";
+    } catch (error) {
+      return failure(error);
+    }
+  },
+  /** What a synchronous call threw, or "ok". */
+  thrown(action) {
+    try {
+      action();
+      return "ok";
+    } catch (error) {
+      return failure(error);
+    }
+  },
+  /** The settled event of `id`, once it arrived. */
+  settled(id) {
+    return events.find((event) => event.type === "settled" && event.operationId === id) ?? null;
+  },
+};
+document.body.dataset.ready = "1";
