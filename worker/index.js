@@ -96,8 +96,9 @@ export class Scheduler {
         this.#end(error);
       };
       this.#worker.onerror = (event) => {
+        if (opened) return; // reported by the browser as usual; the worker goes on
         event.preventDefault?.();
-        if (!opened) fail(codedError("internal_error", `the scheduler's worker failed to start: ${event.message ?? "error"}`));
+        fail(codedError("internal_error", `the scheduler's worker failed to start: ${event.message ?? "error"}`));
       };
       this.#worker.onmessageerror = () => fail(codedError("internal_error", "a message from the scheduler's worker could not be read"));
       this.#worker.onmessage = ({ data }) => {

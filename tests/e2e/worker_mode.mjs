@@ -73,23 +73,32 @@ const open = (page, options) => page.evaluate((options) => window.wm.open(option
 const settledEvent = (page, id) => until(`${id} settled`, () => page.evaluate((id) => window.wm.settled(id), id));
 
 const tests = [
-  ["enqueue resolves when durable: a reload right after it, then the op is applied exactly once", async () => {
+  ["enqueue resolves when durable: the worker killed and the page reloaded as it resolves; each op applied once", async () => {
     await withPage(async (page, goto) => {
+      await open(page, { custom: "default", start: false });
+      const ids = [1, 2, 3, 4, 5].map(() => unique("durable"));
+      // In the task the last enqueue resolves in: terminate the worker (nothing it had not
+      // written survives) and reload the page; no stop(), no pagehide handling.
+      const navigated = page.waitForNavigation({ timeout: 10_000 });
+      await page.evaluate(async (intents) => {
+        for (const intent of intents) await window.wm.scheduler.enqueue(intent);
+        window.wm.worker.terminate();
+        location.reload();
+      }, ids.map((id) => shape(id)));
+      await navigated;
+      await goto();
       await open(page, { start: false });
-      const id = unique("durable");
-      await page.evaluate((intent) => window.wm.scheduler.enqueue(intent), shape(id));
-      await goto(); // no stop(), no pagehide handling: the worker dies with the page
-      await open(page, { start: false });
-      const before = await page.evaluate(async (id) => {
-        await window.wm.scheduler.sync([id]);
-        return window.wm.scheduler.operation(id);
-      }, id);
-      assert.equal(before?.phase, "pending", "the reopened ledger holds the operation");
-      assert.equal((await admin(server, "/admin/state")).operations[id], undefined, "not sent before start()");
+      const before = await page.evaluate(async (ids) => {
+        await window.wm.scheduler.sync(ids);
+        return ids.map((id) => window.wm.scheduler.operation(id)?.phase ?? "missing");
+      }, ids);
+      assert.deepEqual(before, ids.map(() => "pending"), "the reopened ledger holds every acknowledged operation");
+      assert.deepEqual(Object.keys((await admin(server, "/admin/state")).operations).filter((id) => ids.includes(id)), [], "not sent before start()");
       await page.evaluate(() => window.wm.scheduler.start());
-      const settled = await settledEvent(page, id);
-      assert.equal(settled.outcome, "applied");
-      await appliedOnce(id);
+      for (const id of ids) {
+        assert.equal((await settledEvent(page, id)).outcome, "applied");
+        await appliedOnce(id);
+      }
     });
   }],
   ["onEvent gets the events; explain, operation, stats and claims answer from the mirror", async () => {
@@ -245,7 +254,7 @@ const tests = [
   }],
   ["a custom worker: compile runs in the worker, headers is asked of the page", async () => {
     await withPage(async (page) => {
-      await open(page, { custom: true });
+      await open(page, { custom: "hooks" });
       const id = unique("compiled");
       await page.evaluate((intent) => window.wm.scheduler.enqueue(intent), shape(id, "canvas-c"));
       assert.equal((await settledEvent(page, id)).outcome, "applied");
@@ -271,7 +280,7 @@ const tests = [
   }],
   ["a terminated worker: pending calls reject scheduler_closed; opening again works", async () => {
     await withPage(async (page) => {
-      await open(page, { custom: true });
+      await open(page, { custom: "hooks" });
       const got = await page.evaluate(async (intent) => {
         const { wm } = window;
         await wm.scheduler.settle();

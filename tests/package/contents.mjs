@@ -1,7 +1,8 @@
 // What `npm pack` puts in the tarball, checked against what the package's modules import.
 // From every file package.json points at (`exports`, `types`, `module`), it follows each
 // relative import of a .js module (static and dynamic `import`, `export ... from`, and
-// `new URL("...", import.meta.url)`, the way the web glue finds its .wasm), and each relative
+// `new URL("...", import.meta.url)`, the way the web glue finds its .wasm and worker mode's
+// proxy its worker module, `new Worker(new URL("./worker.js", import.meta.url))`), and each relative
 // import of a .d.ts, recursively (the glue imports its JS snippets, which may import
 // others), and names every such file the tarball lacks. A bare import (another package) is
 // named too: the package has no dependencies, so a user's bundler could not resolve it.

@@ -7,6 +7,10 @@
 //                 on 127.0.0.1 and opened in headless Chromium;
 //   bundler-vite  the `./bundler` entry (`canvas-scheduler/bundler`, the .wasm imported as an
 //                 ES module) through Vite with vite-plugin-wasm, built and run the same way;
+//   worker-vite   the `./worker` entry (`canvas-scheduler/worker`: the scheduler in a dedicated
+//                 worker, a proxy on the page) with the package's own worker and with the
+//                 app's own worker module (`serve()` from `canvas-scheduler/worker/serve` with
+//                 a `compile` hook), both bundled by Vite's `new Worker(new URL(...))` handling;
 //   types         `tsc --strict --noEmit` with moduleResolution `bundler` and with `node16`.
 // A browser app enqueues one intent against its own reference server (www/server, 127.0.0.1,
 // port 0); the test checks that enqueue resolved, the operation settled `applied`, and the
@@ -96,7 +100,7 @@ async function makeApp(base, name, tarball) {
  * Builds the app (npm run build: tsc, vite build), serves dist/, opens it in Chromium with a
  * fresh reference server's address, and checks what the page and the server report.
  */
-async function buildAndRun(browser, dir, name) {
+async function buildAndRun(browser, dir, name, more = async () => {}) {
   await run("npm", ["run", "build"], { cwd: dir, timeoutMs: 180_000 });
   const server = await startReferenceServer();
   const statics = await serveDir(join(dir, "dist"));
@@ -132,6 +136,7 @@ async function buildAndRun(browser, dir, name) {
       `${name}: enqueue resolved, settled applied by request ${requestId} ` +
         `(${request.submits} submit(s), outcome ${request.outcome}), applied once on the server`,
     );
+    await more(result, state);
   } finally {
     await context.close();
     await statics.close();
@@ -192,6 +197,22 @@ try {
   });
   await check("bundler-vite (bundler entry, Vite + vite-plugin-wasm)", async () => {
     await buildAndRun(browser, await makeApp(base, "bundler-vite", tarball), "bundler-vite");
+  });
+  await check("worker-vite (worker entry: the package's worker and the app's own, Vite production build)", async () => {
+    await buildAndRun(browser, await makeApp(base, "worker-vite", tarball), "worker-vite", async (result, state) => {
+      assert.equal(result.explained, "resolved", "worker-vite: explain() from the mirror after the settled event");
+      assert.ok(result.sent >= 1, `worker-vite: stats().sent from the mirror is ${result.sent}`);
+      const { id, settled } = result.custom;
+      assert.equal(settled.operationId, id);
+      assert.equal(settled.outcome, "applied", `worker-vite: the app's worker: settled ${JSON.stringify(settled)}`);
+      assert.equal(state.operations[id]?.applications, 1, `worker-vite: the server applied ${id} once`);
+      assert.deepEqual(
+        state.canvases["canvas-2"]?.document.shapes.s2,
+        { x: 10, y: 20, fill: "#336699", compiledBy: "worker" },
+        "worker-vite: the app's worker compiled the request (serve({ compile }))",
+      );
+      say("worker-vite: the app's own worker (serve({ compile })) compiled and sent its intent, applied once");
+    });
   });
   await check("types (tsc --strict, bundler and node16)", async () => {
     await typeCheck(await makeApp(base, "types", tarball));

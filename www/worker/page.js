@@ -15,10 +15,15 @@ window.wm = {
   headerCalls,
   scheduler: null,
   worker: null,
-  /** Opens worker mode; `custom` uses www/worker/hooks.worker.js (a compile hook in the worker). */
-  async open({ custom = false, start = true, extra = {} } = {}) {
+  /**
+   * Opens worker mode. `custom`: the page makes the worker itself (and keeps it as `wm.worker`):
+   * "hooks" is www/worker/hooks.worker.js (a compile hook in the worker), "default" the
+   * package's own worker module; otherwise the proxy makes its own.
+   */
+  async open({ custom, start = true, extra = {} } = {}) {
     await init();
-    const worker = custom ? new Worker(new URL("./hooks.worker.js", import.meta.url), { type: "module" }) : undefined;
+    const modules = { hooks: "./hooks.worker.js", default: "/worker/worker.js" };
+    const worker = custom ? new Worker(new URL(modules[custom], import.meta.url), { type: "module" }) : undefined;
     this.worker = worker ?? null;
     const started = Date.now();
     for (;;) {

@@ -1,7 +1,9 @@
-// Type-checked against the installed package, never run: both entries resolve to their
+// Type-checked against the installed package, never run: every entry resolves to its
 // declarations, and the declarations are precise (each @ts-expect-error must be an error).
 import init, { Scheduler, type SchedulerEvent } from "canvas-scheduler";
 import { Scheduler as BundlerScheduler } from "canvas-scheduler/bundler";
+import initWorker, { Scheduler as WorkerScheduler, type SchedulerStats } from "canvas-scheduler/worker";
+import { serve } from "canvas-scheduler/worker/serve";
 
 export async function open(endpoint: string): Promise<Scheduler> {
   await init();
@@ -28,5 +30,21 @@ export async function openBundler(endpoint: string): Promise<BundlerScheduler> {
   const scheduler = await BundlerScheduler.open({ database: "ledger:app", endpoint });
   // @ts-expect-error a database name is a string
   await BundlerScheduler.open({ database: 42, endpoint });
+  return scheduler;
+}
+
+export async function openWorker(endpoint: string): Promise<WorkerScheduler> {
+  await initWorker();
+  const scheduler = await WorkerScheduler.open({ database: "ledger:app", endpoint, onEvent: (event: SchedulerEvent) => void event });
+  const release: () => void = scheduler.hold();
+  release();
+  const stats: SchedulerStats = scheduler.stats();
+  console.log(stats.idleReason, scheduler.explain("x").state, scheduler.operation("x")?.phase);
+  await scheduler.sync(["x"]);
+  // @ts-expect-error compile cannot cross to a worker: it goes to serve() in the worker
+  await WorkerScheduler.open({ database: "ledger:app", endpoint, compile: () => ({ payload: null, canvasIds: [] }) });
+  serve({ participants: (intent) => intent.canvasIds ?? [] });
+  // @ts-expect-error onEvent runs on the page, not in the worker
+  serve({ onEvent: () => {} });
   return scheduler;
 }
