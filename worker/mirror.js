@@ -10,6 +10,8 @@
 // fetches it again).
 
 const LIMIT = 10_000;
+/** Unsettled operations a poll refreshes at most (in turn, when there are more). */
+const POLL_BATCH = 500;
 
 const strings = (values) => values.filter((value) => typeof value === "string");
 
@@ -20,6 +22,16 @@ export class Tracker {
     this.unsettled = new Set();
     this.stats = null;
     this.claims = null;
+    this.cursor = 0;
+  }
+
+  /** The unsettled operations this poll refreshes: all, or the next POLL_BATCH of them. */
+  pollIds() {
+    const all = [...this.unsettled];
+    if (all.length <= POLL_BATCH) return all;
+    const start = this.cursor % all.length;
+    this.cursor = start + POLL_BATCH;
+    return [...all.slice(start, start + POLL_BATCH), ...all.slice(0, Math.max(0, start + POLL_BATCH - all.length))];
   }
 
   /** Ids an event names. */
@@ -46,10 +58,6 @@ export class Tracker {
     this.trim();
   }
 
-  hasUnsettled() {
-    return this.unsettled.size > 0;
-  }
-
   trim() {
     if (this.sent.size <= LIMIT) return;
     for (const id of this.sent.keys()) {
@@ -60,7 +68,7 @@ export class Tracker {
 
   /**
    * The update for the page: stats and claims, the operations in `named`, and, when `named` is
-   * empty (a poll), every tracked one not yet resolved. Undefined when nothing changed.
+   * empty (a poll), the tracked ones not yet resolved (`pollIds`). Undefined when nothing changed.
    */
   update(scheduler, named) {
     const update = {};
@@ -76,7 +84,7 @@ export class Tracker {
       this.claims = claimsJson;
       update.claims = claims;
     }
-    const ids = named.length > 0 ? named : [...this.unsettled];
+    const ids = named.length > 0 ? named : this.pollIds();
     const ops = {};
     let changed = false;
     for (const id of ids) {

@@ -17,7 +17,7 @@ import { Tracker } from "./mirror.js";
 
 const WORKER_HOOKS = ["compile", "participants", "transport", "headers", "authorize", "classifyError"];
 const PAGE_HOOKS = ["headers", "authorize", "classifyError"];
-/** How often the worker compares its state with what the page last got, while anything is unsettled. */
+/** How often the worker compares its state with what the page last got (stats, claims, every unsettled tracked operation). */
 const POLL_MS = 100;
 
 /** A thrown value as the page will see it: name, code, message. */
@@ -42,7 +42,6 @@ function codedError(code, message) {
 export function serve(hooks = {}) {
   const unknown = Object.keys(hooks).filter((key) => !WORKER_HOOKS.includes(key));
   let scheduler = null;
-  let stopped = false;
   const holds = new Map(); // the page's hold id -> release function
   const hookCalls = new Map(); // id -> { resolve, reject }
   let nextHook = 1;
@@ -53,14 +52,9 @@ export function serve(hooks = {}) {
 
   const post = (message) => self.postMessage(message);
   const state = (ids) => (scheduler ? tracker.update(scheduler, ids) : undefined);
-  const schedulePoll = () => {
-    if (pollTimer !== null || stopped || !scheduler) return;
-    pollTimer = setTimeout(() => {
-      pollTimer = null;
-      const update = state([]);
-      if (update) post({ t: "state", state: update });
-      if (tracker.hasUnsettled() || update) schedulePoll();
-    }, POLL_MS);
+  const poll = () => {
+    const update = state([]);
+    if (update) post({ t: "state", state: update });
   };
 
   const askPage = (name) => (...args) =>
@@ -89,20 +83,19 @@ export function serve(hooks = {}) {
         return;
       }
       post({ t: "event", event, state: state(tracker.idsOf(event)) });
-      schedulePoll();
     };
     await init();
     scheduler = await Scheduler.open(full);
     post({ t: "opened", state: state([]) });
     for (const event of pending) full.onEvent(event);
-    schedulePoll();
+    pollTimer = setInterval(poll, POLL_MS);
   }
 
   async function call({ id, method, args }) {
     if (method === "watch") {
       tracker.watch(args[0]);
       post({ t: "result", id, value: undefined, state: state(Array.isArray(args[0]) ? args[0] : []) });
-      return schedulePoll();
+      return;
     }
     tracker.watch(tracker.idsOfCall(method, args));
     try {
@@ -111,7 +104,6 @@ export function serve(hooks = {}) {
     } catch (error) {
       post({ t: "result", id, error: errorData(error), state: state(tracker.idsOfCall(method, args)) });
     }
-    schedulePoll();
   }
 
   /** A synchronous method's failure reaches the page's onEvent as an `error` event. */
@@ -123,7 +115,6 @@ export function serve(hooks = {}) {
       post({ t: "event", event: { type: "error", code: code ?? "internal_error", message }, state: state([]) });
     }
     post({ t: "state", state: state([]) });
-    schedulePoll();
   }
 
   function handle(data) {
@@ -140,8 +131,7 @@ export function serve(hooks = {}) {
         return release && sync(release);
       }
       case "stop":
-        stopped = true;
-        if (pollTimer !== null) clearTimeout(pollTimer);
+        clearInterval(pollTimer);
         scheduler.stop();
         post({ t: "result", id: data.id, value: undefined, state: tracker.update(scheduler, []) });
         return undefined;

@@ -50,10 +50,11 @@ window.wm = {
     if (start) this.scheduler.start();
     return this.scheduler.stats();
   },
-  /** Resolves to what `Scheduler.open(options)` rejected with, or "opened". */
-  async openFails(options) {
+  /** Resolves to what `Scheduler.open(options)` rejected with, or "opened"; `module`: a worker module to pass. */
+  async openFails(options, module) {
     try {
-      const scheduler = await Scheduler.open({ database: query.get("db"), endpoint: query.get("server"), ...options });
+      const worker = module ? { worker: new Worker(new URL(module, import.meta.url), { type: "module" }) } : {};
+      const scheduler = await Scheduler.open({ database: query.get("db"), endpoint: query.get("server"), ...options, ...worker });
       scheduler.stop();
       return "opened";
     } catch (error) {
