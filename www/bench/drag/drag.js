@@ -1,0 +1,75 @@
+// The drag workload of www/bench/drag/run.mjs: 60 updates a second to one shape, each an
+// intent with the shape's coalesceKey, enqueued without waiting (as an editor's pointer
+// handler does), while the scheduler sends. `window.drag.run(mode, ms)` with mode "none" (the
+// intents are only built), "page" (the package's Scheduler on this thread) or "worker"
+// (canvas-scheduler/worker). ?server=<reference server>&db=<ledger>.
+import initPage, { Scheduler as PageScheduler } from "/pkg/web/canvas_scheduler.js";
+import initWorker, { Scheduler as WorkerScheduler } from "/worker/index.js";
+
+const query = new URLSearchParams(location.search);
+const HZ = 60;
+
+/** Opens the scheduler of `mode` (null for "none"); `settled` counts the settled events. */
+async function open(mode, counts) {
+  if (mode === "none") return null;
+  const [init, Scheduler] = mode === "page" ? [initPage, PageScheduler] : [initWorker, WorkerScheduler];
+  await init();
+  const scheduler = await Scheduler.open({
+    database: query.get("db"),
+    endpoint: query.get("server"),
+    onEvent: (event) => {
+      if (event.type === "settled") counts[event.outcome] = (counts[event.outcome] ?? 0) + 1;
+    },
+  });
+  scheduler.start();
+  return scheduler;
+}
+
+window.drag = {
+  /** Opens `mode`'s scheduler, resolves once it is ready (the measurement starts after). */
+  async open(mode) {
+    this.counts = { enqueued: 0, refused: 0 };
+    this.scheduler = await open(mode, this.counts);
+    return true;
+  },
+  /** Drags for `ms`: one update every 1000/60 ms. Resolves with the counts once the last enqueue resolved. */
+  async run(ms) {
+    const { scheduler, counts } = this;
+    const waits = [];
+    let n = 0;
+    const started = performance.now();
+    await new Promise((done) => {
+      const timer = setInterval(() => {
+        if (performance.now() - started >= ms) {
+          clearInterval(timer);
+          done();
+          return;
+        }
+        n += 1;
+        const intent = {
+          id: `drag-${crypto.randomUUID()}`,
+          operationType: "shape.upsert",
+          canvasIds: ["canvas-1"],
+          coalesceKey: "drag:shape-1",
+          payload: { shapeId: "shape-1", shape: { kind: "rect", x: n, y: n / 2, w: 40, h: 30 } },
+        };
+        if (scheduler) {
+          waits.push(scheduler.enqueue(intent).then(() => (counts.enqueued += 1), () => (counts.refused += 1)));
+        } else {
+          waits.push(JSON.stringify(intent).length);
+        }
+      }, 1000 / HZ);
+    });
+    await Promise.all(waits);
+    return { updates: n, ms: performance.now() - started };
+  },
+  /** Waits until nothing is in flight; resolves with the counts and the scheduler's stats. */
+  async finish() {
+    if (!this.scheduler) return { counts: this.counts };
+    await this.scheduler.settle();
+    const stats = this.scheduler.stats();
+    this.scheduler.stop();
+    return { counts: this.counts, sent: stats.sent, settled: stats.settled };
+  },
+};
+document.body.dataset.ready = "1";
