@@ -101,8 +101,11 @@ export class Scheduler {
         fail(codedError("internal_error", `the scheduler's worker failed to start: ${event.message ?? "error"}`));
       };
       this.#worker.onmessageerror = () => fail(codedError("internal_error", "a message from the scheduler's worker could not be read"));
-      this.#worker.onmessage = ({ data }) => {
+      const handle = (data) => {
         switch (data.t) {
+          case "batch":
+            data.messages.forEach(handle);
+            return;
           case "alive":
             navigator.locks.request(data.lock, () => this.#end(codedError("scheduler_closed", ENDED)));
             try {
@@ -123,6 +126,7 @@ export class Scheduler {
             this.#receive(data);
         }
       };
+      this.#worker.onmessage = ({ data }) => handle(data);
     });
   }
 

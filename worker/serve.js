@@ -9,7 +9,8 @@
 //        args[0]) · hold {hold} · release {hold} · start · stop {id} · hookResult {id, value | error}
 //   out: alive {lock} (held while the worker lives) · opened {state} · openFailed {error}
 //        result {id, value | error, state}
-//        event {event, state} · state {state} · hook {id, name, args}
+//        event {event, state} · state {state} · hook {id, name, args} · batch {messages}: those
+//        sent in one turn of the worker's event loop, in order
 // `state` is the mirror's update (./mirror.js): stats, claims and the operations that changed.
 // Errors cross as {name, code, message} and are made into Errors again by the page.
 import init, { Scheduler } from "../pkg/web/canvas_scheduler.js";
@@ -19,6 +20,8 @@ const WORKER_HOOKS = ["compile", "participants", "transport", "headers", "author
 const PAGE_HOOKS = ["headers", "authorize", "classifyError"];
 /** How often the worker compares its state with what the page last got (stats, claims, every unsettled tracked operation). */
 const POLL_MS = 100;
+/** How long an event or a state update may wait to travel with the next message. */
+const EVENT_DELAY_MS = 16;
 
 /** A thrown value as the page will see it: name, code, message. */
 export function errorData(error) {
@@ -50,7 +53,34 @@ export function serve(hooks = {}) {
   const tracker = new Tracker();
   let pollTimer = null;
 
-  const post = (message) => self.postMessage(message);
+  // Messages go out in order, gathered into one `batch` per flush: a call's result (and a
+  // hook's question) at the next turn of the worker's event loop, events and state updates
+  // within EVENT_DELAY_MS, so that the page runs one task, not several, for an enqueue's
+  // result and the events around it (each task the page runs costs it ~0.2 ms).
+  let outbox = [];
+  let timer = null;
+  let urgent = false;
+  const flush = () => {
+    clearTimeout(timer);
+    timer = null;
+    urgent = false;
+    const messages = outbox;
+    outbox = [];
+    if (messages.length === 1) self.postMessage(messages[0]);
+    else if (messages.length > 1) self.postMessage({ t: "batch", messages });
+  };
+  const post = (message) => {
+    outbox.push(message);
+    const now = message.t !== "event" && message.t !== "state";
+    if (now && !urgent) {
+      clearTimeout(timer);
+      urgent = true;
+      timer = setTimeout(flush, 0);
+    } else if (timer === null) {
+      timer = setTimeout(flush, EVENT_DELAY_MS);
+    }
+  };
+
   const state = (ids) => (scheduler ? tracker.update(scheduler, ids) : undefined);
   const poll = () => {
     const update = state([]);
@@ -155,6 +185,7 @@ export function serve(hooks = {}) {
         await open(data);
       } catch (error) {
         post({ t: "openFailed", error: errorData(error) });
+        flush();
         self.close();
         return;
       }
