@@ -101,7 +101,7 @@ const tests = [
       }
     });
   }],
-  ["onEvent gets the events; explain, operation, stats and claims answer from the mirror", async () => {
+  ["onEvent gets the events; explain, operation, stats and claims answer from the mirror; events(), resume()", async () => {
     await withPage(async (page) => {
       await open(page);
       const id = unique("events");
@@ -109,10 +109,14 @@ const tests = [
       const settled = await settledEvent(page, id);
       assert.equal(settled.outcome, "applied");
       assert.match(settled.requestId, /./);
-      const seen = await page.evaluate((id) => {
+      const seen = await page.evaluate(async (id) => {
         const s = window.wm.scheduler;
-        return { explain: s.explain(id), record: s.operation(id), stats: s.stats(), claims: s.claims(), types: window.wm.events.map((e) => e.type) };
+        const now = { explain: s.explain(id), record: s.operation(id), stats: s.stats(), types: window.wm.events.map((e) => e.type) };
+        await s.resume(); // nothing failed: resolves
+        return { ...now, log: await s.events({ limit: 1000 }) };
       }, id);
+      assert.ok(seen.log.some((entry) => entry.requestId === settled.requestId), `events() names ${settled.requestId}: ${JSON.stringify(seen.log.slice(-5))}`);
+      assert.ok(seen.log.every((entry, i) => i === 0 || entry.seq > seen.log[i - 1].seq), "events() in seq order");
       assert.ok(seen.types.includes("leader_changed"), `events: ${seen.types}`);
       assert.equal(seen.explain.state, "resolved", "the mirror is as fresh as the settled event");
       assert.equal(seen.record.outcome.settlement, "applied");
@@ -166,7 +170,7 @@ const tests = [
       assert.deepEqual([...new Uint8Array(await stored.arrayBuffer())], bytes, "the stored bytes are the blob's");
     });
   }],
-  ["hold() holds new work from the next message on; its release sends; settle() waits", async () => {
+  ["hold() holds new work from the next message on; its release sends; enqueueMany; settle() waits", async () => {
     await withPage(async (page) => {
       await open(page);
       const id = unique("held");
@@ -185,7 +189,7 @@ const tests = [
         const s = window.wm.scheduler;
         window.release();
         window.release(); // twice is harmless
-        for (const intent of intents) await s.enqueue(intent);
+        await s.enqueueMany(intents);
         await s.settle();
         return s.stats();
       }, ids.map((i) => shape(i, "canvas-s")));
@@ -254,7 +258,7 @@ const tests = [
       await open(page);
     });
   }],
-  ["a custom worker: compile runs in the worker, headers is asked of the page", async () => {
+  ["a custom worker: compile runs in the worker, headers and authorize are asked of the page", async () => {
     await withPage(async (page) => {
       await open(page, { custom: "hooks" });
       const id = unique("compiled");
@@ -263,6 +267,8 @@ const tests = [
       const state = await appliedOnce(id);
       assert.equal(state.canvases["canvas-c"].document.shapes[`s-${id}`].compiledBy, "worker");
       assert.ok((await page.evaluate(() => window.wm.headerCalls.count)) >= 1, "the page's headers hook was asked");
+      const authorized = await page.evaluate(() => window.wm.authorizeCalls);
+      assert.ok(authorized.some((ids) => ids.includes(id)), `the page's authorize hook saw the request: ${JSON.stringify(authorized)}`);
     });
   }],
   ["what cannot cross to a worker is refused with invalid_options", async () => {

@@ -6,6 +6,7 @@ import init, { Scheduler } from "/worker/index.js";
 const query = new URLSearchParams(location.search);
 const events = [];
 const headerCalls = { count: 0 };
+const authorizeCalls = []; // the operation ids of each request the page's authorize hook saw
 
 /** A thrown value as plain data the test can compare. */
 const failure = (error) => ({ isError: error instanceof Error, name: error?.name, code: error?.code, message: error?.message });
@@ -13,6 +14,7 @@ const failure = (error) => ({ isError: error instanceof Error, name: error?.name
 window.wm = {
   events,
   headerCalls,
+  authorizeCalls,
   scheduler: null,
   worker: null,
   /**
@@ -37,6 +39,10 @@ window.wm = {
           headers: async () => {
             headerCalls.count += 1;
             return { "x-from-page": "1" };
+          },
+          authorize: async ({ request }) => {
+            authorizeCalls.push(request.operationIds);
+            return { allowed: true };
           },
           ...(worker ? { worker } : {}),
           ...extra,
