@@ -1,5 +1,5 @@
 // The page behind tests/e2e/chaos.mjs: runs the scheduler (session.js) in the page, or with
-// ?worker=1 in a dedicated worker (worker.js), and exposes window.chaos: the session's methods
+// ?worker=1 in a dedicated worker through the package's worker mode (/worker/), and exposes window.chaos: the session's methods
 // (burst(n, pad), which enqueues n intents and resolves with the ids whose enqueue resolved;
 // stats(), ledger(ids), events(), resume(), enqueueAgain(id) for a refused intent), acked(),
 // and in worker mode killWorker(), which terminates the worker mid-work and resolves once a
@@ -9,6 +9,7 @@
 // The test gives every page load its own epoch (each new worker adds a suffix), so ids never
 // repeat. Each acknowledged id is appended to localStorage (synchronously) and reported to the
 // test through window.chaosAck when the test exposed it.
+import initWorker, { Scheduler as WorkerScheduler } from "/worker/index.js";
 import { openSession } from "./session.js";
 
 const params = new URLSearchParams(location.search);
@@ -29,60 +30,21 @@ function ack(id) {
   Promise.resolve(window.chaosAck?.(id)).catch(() => {});
 }
 
-/** The session in a dedicated worker: the same methods, each a message and its answer. */
-class WorkerSession {
-  static async start(epoch) {
-    const session = new WorkerSession(new Worker(new URL("./worker.js", import.meta.url), { type: "module" }));
-    await session.opened({ ...options, epoch });
-    return session;
-  }
-
-  constructor(worker) {
-    this.worker = worker;
-    this.calls = new Map();
-    this.nextCall = 0;
-    this.waiting = null;
-    worker.onmessage = ({ data }) => {
-      if (data.type === "ack") ack(data.id);
-      else if (data.type === "ready") this.waiting?.resolve();
-      else if (data.type === "failed") this.waiting?.reject(new Error(data.message));
-      else if (data.type === "result") {
-        const call = this.calls.get(data.id);
-        this.calls.delete(data.id);
-        if (data.error !== undefined) call?.reject(new Error(data.error));
-        else call?.resolve(data.value);
-      }
-    };
-    worker.onerror = (event) => this.waiting?.reject(new Error(`worker: ${event.message}`));
-  }
-
-  opened(params) {
-    return new Promise((resolve, reject) => {
-      this.waiting = { resolve, reject };
-      this.worker.postMessage({ type: "open", params });
-    });
-  }
-
-  call(method, ...args) {
-    return new Promise((resolve, reject) => {
-      const id = this.nextCall++;
-      this.calls.set(id, { resolve, reject });
-      this.worker.postMessage({ type: "call", id, method, args });
-    });
-  }
-
-  /** Ends the worker at once; calls still waiting for an answer reject. */
-  kill() {
-    this.worker.terminate();
-    for (const call of this.calls.values()) call.reject(new Error("worker terminated"));
-    this.calls.clear();
-  }
-
-}
-for (const method of SESSION_METHODS) {
-  WorkerSession.prototype[method] = function (...args) {
-    return this.call(method, ...args);
+/**
+ * A session whose scheduler runs in a dedicated worker through the package's worker mode
+ * (`canvas-scheduler/worker`, served from /worker/): the page makes the worker from the
+ * package's own worker module so that `kill()` can terminate it.
+ */
+async function startWorkerSession(epoch) {
+  let worker = null;
+  const api = {
+    init: initWorker,
+    Scheduler: WorkerScheduler,
+    // A fresh worker per attempt: a refused open ends the worker it was given.
+    worker: () => (worker = new Worker("/worker/worker.js", { type: "module" })),
   };
+  const session = await openSession({ ...options, epoch, ack, api });
+  return { ...session, kill: () => worker.terminate() };
 }
 
 let session = null;
@@ -90,7 +52,7 @@ let workers = 0;
 
 try {
   if (params.get("worker") === "1") {
-    session = await WorkerSession.start(`${options.epoch}w${workers}`);
+    session = await startWorkerSession(`${options.epoch}w${workers}`);
   } else {
     session = await openSession({ ...options, ack });
     // Frees the lease at once so the next page need not wait for it to lapse.
@@ -103,7 +65,7 @@ try {
     async killWorker() {
       session.kill();
       workers += 1;
-      session = await WorkerSession.start(`${options.epoch}w${workers}`);
+      session = await startWorkerSession(`${options.epoch}w${workers}`);
     },
   };
   document.body.dataset.status = "ready";

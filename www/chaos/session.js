@@ -1,6 +1,7 @@
-// The scheduler side of the chaos page (tests/e2e/chaos.mjs), the same in the page itself and in
-// a dedicated worker (worker.js): opens the scheduler on the reference server, retrying while a
-// killed holder's lease lapses, and enqueues shape.upsert intents across 4 canvases.
+// The scheduler side of the chaos page (tests/e2e/chaos.mjs): opens the scheduler on the
+// reference server, retrying while a killed holder's lease lapses, and enqueues shape.upsert
+// intents across 4 canvases. The same code drives the package's Scheduler on the page and, in
+// worker mode, the `canvas-scheduler/worker` proxy (`api`) with the scheduler in a worker.
 import init, { Scheduler } from "/pkg/web/canvas_scheduler.js";
 import { ledgerView } from "/www/shared/ledger_view.js";
 import { mulberry32 } from "/www/shared/seeded.js";
@@ -22,9 +23,10 @@ function noise(n) {
 
 /**
  * Opens and starts the scheduler. `ack(id)` is called once the enqueue of `id` resolved.
- * Ids are op-<epoch>-<i>: every page load and every worker gets an epoch of its own.
+ * Ids are op-<epoch>-<i>: every page load and every worker gets an epoch of its own. `api`:
+ * `{ init, Scheduler, worker }` of worker mode (default: the package's page Scheduler).
  */
-export async function openSession({ server, database, seed, epoch, ack }) {
+export async function openSession({ server, database, seed, epoch, ack, api = { init, Scheduler } }) {
   const random = mulberry32((seed ^ Math.imul(Number.parseInt(epoch, 36) + 1, 0x9e3779b1)) >>> 0);
   const events = { settled: 0, blocked: 0, dead_lettered: 0, error: 0, quarantined: 0, leader_changed: 0 };
   const problems = [];
@@ -34,12 +36,13 @@ export async function openSession({ server, database, seed, epoch, ack }) {
       if (problems.length < 50) problems.push(event);
     }
   };
-  await init();
+  await api.init();
   const started = Date.now();
   let scheduler;
   for (;;) {
     try {
-      scheduler = await Scheduler.open({
+      scheduler = await api.Scheduler.open({
+        ...(api.worker ? { worker: api.worker() } : {}),
         database,
         endpoint: server,
         leaseMs: 1000,
@@ -83,7 +86,11 @@ export async function openSession({ server, database, seed, epoch, ack }) {
       return acked;
     },
     stats: () => scheduler.stats(),
-    ledger: (ids) => ledgerView(scheduler, ids),
+    /** In worker mode the mirror is first brought up to date with `ids` (`sync`). */
+    async ledger(ids) {
+      await scheduler.sync?.(ids);
+      return ledgerView(scheduler, ids);
+    },
     events: () => ({ events, problems }),
     resume: () => scheduler.resume(),
     /** Enqueues a refused intent again, unchanged (same id and content), as the README says. */
