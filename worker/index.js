@@ -25,6 +25,8 @@ function revive({ name, code, message }) {
   return error;
 }
 
+/** How long a new worker may take to load its module and say it is listening. */
+const ALIVE_MS = 30_000;
 const ENDED = "the scheduler's worker ended (terminated or crashed): open the scheduler again with Scheduler.open";
 
 /** Worker mode needs no separate init: the worker loads the .wasm. Resolves at once. */
@@ -92,9 +94,14 @@ export class Scheduler {
     return new Promise((resolve, reject) => {
       let opened = false;
       const fail = (error) => {
+        clearTimeout(silent);
         if (!opened) reject(error);
         this.#end(error);
       };
+      const silent = setTimeout(
+        () => fail(codedError("invalid_options", `the scheduler's worker did not answer within ${ALIVE_MS / 1000} s: its module must call serve() from canvas-scheduler/worker/serve`)),
+        ALIVE_MS,
+      );
       this.#worker.onerror = (event) => {
         if (opened) return; // reported by the browser as usual; the worker goes on
         event.preventDefault?.();
@@ -107,7 +114,8 @@ export class Scheduler {
             data.messages.forEach(handle);
             return;
           case "alive":
-            navigator.locks.request(data.lock, () => this.#end(codedError("scheduler_closed", ENDED)));
+            clearTimeout(silent);
+            navigator.locks.request(data.lock, () => fail(codedError("scheduler_closed", ENDED)));
             try {
               this.#worker.postMessage({ t: "open", options, pageHooks });
             } catch (error) {

@@ -18,6 +18,8 @@ import { Tracker } from "./mirror.js";
 
 const WORKER_HOOKS = ["compile", "participants", "transport", "headers", "authorize", "classifyError"];
 const PAGE_HOOKS = ["headers", "authorize", "classifyError"];
+/** The Scheduler methods a `call` message may name. */
+const CALLS = ["enqueue", "enqueueMany", "resume", "settle", "flush", "retry", "discard", "events"];
 /** How often the worker compares its state with what the page last got (stats, claims, every unsettled tracked operation). */
 const POLL_MS = 100;
 /** How long an event or a state update may wait to travel with the next message. */
@@ -127,6 +129,10 @@ export function serve(hooks = {}) {
       post({ t: "result", id, value: undefined, state: state(Array.isArray(args[0]) ? args[0] : []) });
       return;
     }
+    if (!CALLS.includes(method) || !Array.isArray(args)) {
+      post({ t: "result", id, error: errorData(codedError("internal_error", `the worker has no call ${String(method)}`)) });
+      return;
+    }
     tracker.watch(tracker.idsOfCall(method, args));
     try {
       const value = await scheduler[method](...args);
@@ -137,7 +143,7 @@ export function serve(hooks = {}) {
   }
 
   /** A synchronous method's failure reaches the page's onEvent as an `error` event. */
-  function sync(action) {
+  function synchronous(action) {
     try {
       action();
     } catch (error) {
@@ -152,13 +158,13 @@ export function serve(hooks = {}) {
       case "call":
         return call(data);
       case "start":
-        return sync(() => scheduler.start());
+        return synchronous(() => scheduler.start());
       case "hold":
-        return sync(() => holds.set(data.hold, scheduler.hold()));
+        return synchronous(() => holds.set(data.hold, scheduler.hold()));
       case "release": {
         const release = holds.get(data.hold);
         holds.delete(data.hold);
-        return release && sync(release);
+        return release && synchronous(release);
       }
       case "stop":
         clearInterval(pollTimer);

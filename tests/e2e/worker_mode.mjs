@@ -288,7 +288,7 @@ const tests = [
       assert.match(got.twice.message, /headers given both/);
     });
   }],
-  ["a terminated worker: pending calls reject scheduler_closed; opening again works", async () => {
+  ["a terminated worker: pending calls reject scheduler_closed, as does an open it ends; opening again works", async () => {
     await withPage(async (page) => {
       await open(page, { custom: "hooks" });
       const got = await page.evaluate(async (intent) => {
@@ -302,6 +302,8 @@ const tests = [
       assert.equal(got.first.code, "scheduler_closed", JSON.stringify(got.first));
       assert.match(got.first.message, /worker ended/);
       assert.equal(got.later.code, "scheduler_closed");
+      const during = await page.evaluate(() => window.wm.openFails({}, "./dies.worker.js"));
+      assert.equal(during.code, "scheduler_closed", `a worker that ends during open: ${JSON.stringify(during)}`);
       await open(page);
       const id = unique("reopened");
       await page.evaluate((intent) => window.wm.scheduler.enqueue(intent), shape(id));
