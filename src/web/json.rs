@@ -21,7 +21,10 @@ extern "C" {
     /// See `boundary.js`: no lone surrogate in `text`.
     #[wasm_bindgen(js_name = wellFormed)]
     fn well_formed(text: &JsValue) -> bool;
+}
 
+#[wasm_bindgen]
+extern "C" {
     /// `Object.keys`, whose traps (a Proxy's `ownKeys`) may throw.
     #[wasm_bindgen(catch, js_namespace = Object, js_name = keys)]
     pub fn object_keys(value: &JsValue) -> Result<Array, JsValue>;
