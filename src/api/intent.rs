@@ -108,7 +108,8 @@ impl Fields {
         if value.is_undefined() {
             return Ok(Vec::new());
         }
-        if !Array::is_array(&value) {
+        // Asked where a throw is caught: a Proxy can be revoked by a getter read since.
+        if !crate::web::json::is_array(&value) {
             return Err(invalid(format!("{key} must be an array of strings")));
         }
         let array: Array = value.unchecked_into();

@@ -99,6 +99,10 @@ fn hostile_intents() -> Vec<(String, &'static str)> {
             "canvasIds length trap throws",
         ),
         (
+            "(() => { const { proxy, revoke } = Proxy.revocable({}, {}); return { id: 'h-rv', operationType: 'shape.upsert', canvasIds: proxy, payload: { get x() { revoke(); return 1; } } }; })()".to_owned(),
+            "canvasIds revoked by a payload getter after the intent's fields were read",
+        ),
+        (
             format!("{{ id: 'h-rp', operationType: 'shape.upsert', canvasIds: ['c'], payload: {REVOKED} }}"),
             "payload is a revoked Proxy",
         ),
