@@ -12,7 +12,7 @@ use wasm_bindgen::{JsCast, JsValue};
 use crate::core::error::{ErrorCode, SchedulerError};
 use crate::core::intent::{IntentInput, MAX_SAFE_INTEGER};
 use crate::core::payload::Payload;
-use crate::web::json::to_json;
+use crate::web::json::{exact_text, to_json_within, LoneSurrogate, Refusal};
 
 const FIELDS: [&str; 10] = [
     "id",
@@ -34,15 +34,25 @@ fn invalid(message: impl Into<String>) -> SchedulerError {
 #[wasm_bindgen(module = "/src/api/boundary.js")]
 extern "C" {
     /// See `boundary.js`: `null`, `false`, the first unknown key, or the values of `names` in
-    /// order and a bitmask of the unreadable ones.
+    /// order (the arrays at `lists` copied, at most `limit` items) and a bitmask of the
+    /// unreadable ones.
     #[wasm_bindgen(js_name = intentFields)]
-    fn intent_fields(value: &JsValue, names: &JsValue) -> JsValue;
+    fn intent_fields(value: &JsValue, names: &JsValue, lists: &JsValue, limit: u32) -> JsValue;
+
+    /// See `boundary.js`: a genuine Blob's `[type, size, name]`, or `null`.
+    #[wasm_bindgen(js_name = blobFacts)]
+    fn blob_facts(value: &JsValue) -> JsValue;
 }
+
+/// The indexes in [`FIELDS`] of the lists of strings (`canvasIds`, `dependencies`).
+const LISTS: [u32; 2] = [2, 3];
 
 thread_local! {
     /// [`FIELDS`] as a JS array of strings, made once: every `JsValue::from_str` is a copy
     /// into JS through `TextDecoder`.
     static FIELD_NAMES: JsValue = FIELDS.iter().map(|name| JsValue::from_str(name)).collect::<Array>().into();
+    /// [`LISTS`] as a JS array, made once.
+    static LIST_INDEXES: JsValue = LISTS.iter().map(|at| JsValue::from(*at)).collect::<Array>().into();
 }
 
 /// An intent's fields as `boundary.js` read them.
@@ -57,7 +67,10 @@ impl Fields {
     /// Reads the fields of `value`, refusing a value that is not a plain object or that has
     /// a key outside [`FIELDS`].
     fn read(value: &JsValue) -> Result<Fields, SchedulerError> {
-        let read = FIELD_NAMES.with(|names| intent_fields(value, names));
+        // One item past the limit, so that a longer list is refused as too long.
+        let limit = crate::core::intent::MAX_LIST_LEN as u32 + 1;
+        let read = FIELD_NAMES
+            .with(|names| LIST_INDEXES.with(|lists| intent_fields(value, names, lists, limit)));
         if read.is_null() {
             return Err(invalid("an intent must be a plain object"));
         }
@@ -83,10 +96,11 @@ impl Fields {
         if value.is_undefined() {
             return Ok(None);
         }
-        value
-            .as_string()
-            .map(Some)
-            .ok_or_else(|| invalid(format!("{key} must be a string")))
+        match exact_text(&value) {
+            Some(Ok(text)) => Ok(Some(text)),
+            Some(Err(LoneSurrogate)) => Err(invalid(format!("{key} holds a lone surrogate"))),
+            None => Err(invalid(format!("{key} must be a string"))),
+        }
     }
 
     fn strings(&self, key: &str) -> Result<Vec<String>, SchedulerError> {
@@ -94,20 +108,31 @@ impl Fields {
         if value.is_undefined() {
             return Ok(Vec::new());
         }
-        if !Array::is_array(&value) {
+        // Asked where a throw is caught: a Proxy can be revoked by a getter read since.
+        if !crate::web::json::is_array(&value) {
             return Err(invalid(format!("{key} must be an array of strings")));
         }
         let array: Array = value.unchecked_into();
         if array.length() > crate::core::intent::MAX_LIST_LEN as u32 {
             return Err(invalid(format!("{key} is too long")));
         }
+        // A fresh array `boundary.js` copied the items into: reading it runs no host code.
         array
             .iter()
-            .map(|item| {
-                item.as_string()
-                    .ok_or_else(|| invalid(format!("{key} must contain only strings")))
+            .map(|item| match exact_text(&item) {
+                Some(Ok(text)) => Ok(text),
+                Some(Err(LoneSurrogate)) => Err(invalid(format!("{key} holds a lone surrogate"))),
+                None => Err(invalid(format!("{key} must contain only strings"))),
             })
             .collect()
+    }
+}
+
+/// A conversion refused: too large is `payload_too_large`, anything else `invalid_intent`.
+fn refused(refusal: Refusal) -> SchedulerError {
+    match refusal {
+        Refusal::TooLarge(message) => SchedulerError::new(ErrorCode::PayloadTooLarge, message),
+        Refusal::Invalid(message) => invalid(message),
     }
 }
 
@@ -124,12 +149,40 @@ fn safe_integer(value: &JsValue, key: &str) -> Result<u64, SchedulerError> {
     }
 }
 
+/// An upload's file and what the platform says of it (read once, through `boundary.js`).
+pub struct DecodedBlob {
+    /// The file itself (a genuine `Blob`).
+    pub blob: web_sys::Blob,
+    /// Its media type.
+    pub media_type: String,
+    /// Its size in bytes.
+    pub size: u64,
+    /// A `File`'s name.
+    pub name: Option<String>,
+}
+
+impl DecodedBlob {
+    fn read(value: JsValue) -> Result<DecodedBlob, SchedulerError> {
+        let facts = blob_facts(&value);
+        if facts.is_null() {
+            return Err(invalid("blob must be a Blob or File"));
+        }
+        let facts: Array = facts.unchecked_into();
+        Ok(DecodedBlob {
+            blob: value.unchecked_into(),
+            media_type: facts.get(0).as_string().unwrap_or_default(),
+            size: facts.get(1).as_f64().unwrap_or(0.0) as u64,
+            name: facts.get(2).as_string(),
+        })
+    }
+}
+
 /// A decoded intent and the blob it carries, if any (stored before the intent is admitted).
 pub struct DecodedIntent {
     /// The intent without its blob.
     pub input: IntentInput,
     /// The upload's file.
-    pub blob: Option<web_sys::Blob>,
+    pub blob: Option<DecodedBlob>,
 }
 
 /// Decodes one intent strictly.
@@ -149,13 +202,14 @@ pub fn decode_intent(
     let payload = if payload_js.is_undefined() {
         Payload::default()
     } else {
-        to_json(&payload_js, "payload").map_err(invalid)?
+        to_json_within(&payload_js, "payload", max_payload_bytes).map_err(refused)?
     };
     let versions_js = fields.get("expectedVersions")?;
     let expected_versions = if versions_js.is_undefined() {
         None
     } else {
-        let text = to_json(&versions_js, "expectedVersions").map_err(invalid)?;
+        let limit = crate::core::intent::MAX_LIST_LEN * 256;
+        let text = to_json_within(&versions_js, "expectedVersions", limit).map_err(refused)?;
         let map = text
             .members()
             .ok_or_else(|| invalid("expectedVersions must be an object of canvas id → version"))?;
@@ -181,11 +235,7 @@ pub fn decode_intent(
     let blob = if blob_js.is_undefined() {
         None
     } else {
-        Some(
-            blob_js
-                .dyn_into::<web_sys::Blob>()
-                .map_err(|_| invalid("blob must be a Blob or File"))?,
-        )
+        Some(DecodedBlob::read(blob_js)?)
     };
     let input = IntentInput {
         id,

@@ -1,8 +1,10 @@
 //! `Scheduler.open` options, validated once with clear, coded errors (`invalid_options`,
 //! `invalid_concurrency`). Unknown keys are refused: a typo must not silently mean a default.
 
-use js_sys::{Function, Object, Reflect};
+use js_sys::{Function, Reflect};
 use wasm_bindgen::{JsCast, JsValue};
+
+use crate::web::json::{exact_text, is_array, object_keys, LoneSurrogate};
 
 use crate::core::config::{BatchLimits, RetryPolicy, SchedulerConfig};
 use crate::core::error::{ErrorCode, SchedulerError};
@@ -68,6 +70,11 @@ fn bad(message: impl Into<String>) -> SchedulerError {
     SchedulerError::new(ErrorCode::InvalidOptions, message)
 }
 
+/// An object that is not an array (asked where a throw is caught: an unreadable Proxy is not).
+fn plain_enough(value: &JsValue) -> bool {
+    value.is_object() && !is_array(value) && object_keys(value).is_ok()
+}
+
 fn field(object: &JsValue, key: &str) -> Result<JsValue, SchedulerError> {
     Reflect::get(object, &JsValue::from_str(key)).map_err(|_| bad(format!("{key} is unreadable")))
 }
@@ -81,8 +88,9 @@ fn text(object: &JsValue, key: &str, required: bool) -> Result<Option<String>, S
             Ok(None)
         };
     }
-    match value.as_string() {
-        Some(s) if !s.is_empty() && s.chars().count() <= 256 => Ok(Some(s)),
+    match exact_text(&value) {
+        Some(Ok(s)) if !s.is_empty() && s.chars().count() <= 256 => Ok(Some(s)),
+        Some(Err(LoneSurrogate)) => Err(bad(format!("{key} holds a lone surrogate"))),
         _ => Err(bad(format!("{key} must be a string of 1-256 characters"))),
     }
 }
@@ -120,7 +128,7 @@ fn nested(
     if value.is_undefined() {
         return Ok(None);
     }
-    if !value.is_object() || value.is_function() || js_sys::Array::is_array(&value) {
+    if !plain_enough(&value) {
         return Err(bad(format!("{key} must be an object")));
     }
     check_keys(&value, allowed, key)?;
@@ -128,7 +136,9 @@ fn nested(
 }
 
 fn check_keys(object: &JsValue, allowed: &[&str], what: &str) -> Result<(), SchedulerError> {
-    for key in Object::keys(object.unchecked_ref::<Object>()).iter() {
+    // `Object.keys` of a Proxy runs its traps: read where a throw is caught.
+    let keys = object_keys(object).map_err(|_| bad(format!("{what} is unreadable")))?;
+    for key in keys.iter() {
         let key = key.as_string().unwrap_or_default();
         if !allowed.contains(&key.as_str()) {
             return Err(bad(format!("unknown option {what}.{key}")));
@@ -139,7 +149,7 @@ fn check_keys(object: &JsValue, allowed: &[&str], what: &str) -> Result<(), Sche
 
 /// Validates the options object.
 pub fn decode_options(options: &JsValue) -> Result<OpenOptions, SchedulerError> {
-    if !options.is_object() || options.is_function() || js_sys::Array::is_array(options) {
+    if !plain_enough(options) {
         return Err(bad("options must be an object"));
     }
     check_keys(options, &KEYS, "options")?;

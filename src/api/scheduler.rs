@@ -3,7 +3,7 @@
 
 use std::rc::Rc;
 
-use js_sys::{Array, Function, Promise};
+use js_sys::{Function, Promise};
 use wasm_bindgen::prelude::*;
 
 use super::error::js_error;
@@ -14,8 +14,11 @@ use super::promise::promise;
 use crate::core::error::{ErrorCode, SchedulerError};
 use crate::core::model::BlobRef;
 use crate::web::driver::{DriverOptions, SendHooks, WebHost};
+use crate::web::host_code;
+use crate::web::json::exact_text;
 use crate::web::store::unavailable;
 use crate::web::tabs::{EventSink, Tab};
+use crate::web::task::spawn;
 
 fn to_js_error(error: SchedulerError) -> JsValue {
     js_error(error.code(), &error.message)
@@ -41,32 +44,24 @@ impl Scheduler {
         promise(async move { Self::open(options).await.map(JsValue::from) })
     }
 
-    async fn admit(&self, intents: Vec<JsValue>) -> Result<JsValue, JsValue> {
-        // Decode everything first: one bad intent rejects the whole call and changes nothing.
-        let decoded: Vec<DecodedIntent> = intents
-            .iter()
-            .map(|value| decode_intent(value, self.max_payload_bytes))
-            .collect::<Result<_, _>>()
-            .map_err(to_js_error)?;
+    /// Stores the decoded intents' blobs, then enqueues them. Everything is decoded first:
+    /// one bad intent rejects the whole call and changes nothing.
+    async fn admit(&self, decoded: Vec<DecodedIntent>) -> Result<JsValue, JsValue> {
         let store = self.tab.store();
         let mut inputs = Vec::with_capacity(decoded.len());
         for DecodedIntent { mut input, blob } in decoded {
             if let Some(blob) = blob {
                 // The blob goes in first; an intent never points at a blob that is not stored.
                 let id = format!("blob-{}", WebHost::fresh_id());
-                let media_type = blob.type_();
                 store
-                    .put_blob(&id, &blob, &media_type)
+                    .put_blob(&id, &blob.blob, &blob.media_type)
                     .await
                     .map_err(|e| to_js_error(unavailable(e)))?;
-                let name = js_sys::Reflect::get(&blob, &"name".into())
-                    .ok()
-                    .and_then(|n| n.as_string());
                 input.blob = Some(BlobRef {
                     id,
-                    size: blob.size() as u64,
-                    media_type,
-                    name,
+                    size: blob.size,
+                    media_type: blob.media_type,
+                    name: blob.name,
                 });
             }
             inputs.push(input);
@@ -83,9 +78,12 @@ impl Scheduler {
         &self,
         #[wasm_bindgen(unchecked_param_type = "OperationIntent")] intent: JsValue,
     ) -> Promise {
-        self.tab.open_ahead();
+        self.open_ahead();
         let this = self.clone();
-        promise(async move { this.admit(vec![intent]).await })
+        promise(async move {
+            let decoded = decode_intent(&intent, this.max_payload_bytes).map_err(to_js_error)?;
+            this.admit(vec![decoded]).await
+        })
     }
 
     /// Adds several intents in one transaction; all or none. A failed write rejects as in
@@ -95,22 +93,18 @@ impl Scheduler {
         &self,
         #[wasm_bindgen(unchecked_param_type = "OperationIntent[]")] intents: JsValue,
     ) -> Promise {
-        self.tab.open_ahead();
+        self.open_ahead();
         let this = self.clone();
         promise(async move {
-            if !Array::is_array(&intents) {
-                return Err(js_error(
-                    "invalid_intent",
-                    "enqueueMany takes an array of intents",
-                ));
-            }
-            this.admit(Array::from(&intents).iter().collect()).await
+            let decoded = this.decode_many(&intents).map_err(to_js_error)?;
+            this.admit(decoded).await
         })
     }
 
     /// Starts dispatching (recovering interrupted work first) — now if this tab is the
     /// dispatching one, else as soon as it is elected.
     pub fn start(&self) -> Result<(), JsValue> {
+        refuse_inside_host_code("start")?;
         self.tab.start().map_err(to_js_error)
     }
 
@@ -118,9 +112,17 @@ impl Scheduler {
     /// twice is harmless).
     #[wasm_bindgen(unchecked_return_type = "() => void")]
     pub fn hold(&self) -> Result<Function, JsValue> {
+        refuse_inside_host_code("hold")?;
         let hold = self.tab.hold().map_err(to_js_error)?;
         let tab = self.tab.clone();
-        let release = Closure::<dyn FnMut()>::new(move || tab.release(hold));
+        let release = Closure::<dyn FnMut()>::new(move || {
+            if host_code::running() {
+                let tab = tab.clone();
+                spawn(async move { tab.release(hold) }); // once the core's step is over
+            } else {
+                tab.release(hold);
+            }
+        });
         Ok(release.into_js_value().unchecked_into())
     }
 
@@ -160,51 +162,78 @@ impl Scheduler {
     /// Final: aborts in-flight fetches and hands the ledger to another tab; later answers
     /// change nothing.
     pub fn stop(&self) {
-        self.tab.stop();
+        if host_code::running() {
+            let tab = self.tab.clone();
+            spawn(async move { tab.stop() }); // once the core's step is over
+        } else {
+            self.tab.stop();
+        }
     }
 
     /// Canvas id → the request holding it (empty in a tab that does not dispatch).
-    #[wasm_bindgen(unchecked_return_type = "Record<string, string>")]
-    pub fn claims(&self) -> JsValue {
-        self.tab.claims()
+    #[wasm_bindgen(js_name = claims, unchecked_return_type = "Record<string, string>")]
+    pub fn claims_js(&self) -> Result<JsValue, JsValue> {
+        refuse_inside_host_code("claims")?;
+        Ok(self.claims())
     }
 
     /// The operation record, or `undefined`.
-    #[wasm_bindgen(unchecked_return_type = "OperationRecord | undefined")]
-    pub fn operation(&self, id: &str) -> JsValue {
-        self.tab.operation(id).unwrap_or(JsValue::UNDEFINED)
+    #[wasm_bindgen(js_name = operation, unchecked_return_type = "OperationRecord | undefined")]
+    pub fn operation_js(
+        &self,
+        #[wasm_bindgen(unchecked_param_type = "string")] id: JsValue,
+    ) -> Result<JsValue, JsValue> {
+        refuse_inside_host_code("operation")?;
+        Ok(match exact_text(&id) {
+            Some(Ok(id)) => self.operation(&id),
+            _ => JsValue::UNDEFINED, // no operation has that id
+        })
     }
 
     /// Why the operation is where it is; an unknown id throws `unknown_operation`.
-    #[wasm_bindgen(unchecked_return_type = "Explanation")]
-    pub fn explain(&self, id: &str) -> Result<JsValue, JsValue> {
-        self.tab.explain(id).map_err(to_js_error)
+    #[wasm_bindgen(js_name = explain, unchecked_return_type = "Explanation")]
+    pub fn explain_js(
+        &self,
+        #[wasm_bindgen(unchecked_param_type = "string")] id: JsValue,
+    ) -> Result<JsValue, JsValue> {
+        refuse_inside_host_code("explain")?;
+        self.explain(&operation_id(&id)?)
     }
 
     /// Counters, the idle reason, and who dispatches (`leader`, `leaderOwner`).
-    #[wasm_bindgen(unchecked_return_type = "SchedulerStats")]
-    pub fn stats(&self) -> JsValue {
-        self.tab.stats()
+    #[wasm_bindgen(js_name = stats, unchecked_return_type = "SchedulerStats")]
+    pub fn stats_js(&self) -> Result<JsValue, JsValue> {
+        refuse_inside_host_code("stats")?;
+        Ok(self.stats())
     }
 
     /// Runs that operation now if claimable, otherwise says why (K7).
-    #[wasm_bindgen(unchecked_return_type = "Promise<FlushResult>")]
-    pub fn flush(&self, id: String) -> Promise {
-        self.act("flush", JsValue::from_str(&id), false)
+    #[wasm_bindgen(js_name = flush, unchecked_return_type = "Promise<FlushResult>")]
+    pub fn flush_js(
+        &self,
+        #[wasm_bindgen(unchecked_param_type = "string")] id: JsValue,
+    ) -> Promise {
+        self.act_on("flush", &id, false)
     }
 
     /// Re-arms a dead-lettered or blocked operation with its same frozen request (K1). One
     /// blocked `dependency_discarded` is then sent without its dependency: the host decided.
-    #[wasm_bindgen(unchecked_return_type = "Promise<void>")]
-    pub fn retry(&self, id: String) -> Promise {
-        self.act("retry", JsValue::from_str(&id), true)
+    #[wasm_bindgen(js_name = retry, unchecked_return_type = "Promise<void>")]
+    pub fn retry_js(
+        &self,
+        #[wasm_bindgen(unchecked_param_type = "string")] id: JsValue,
+    ) -> Promise {
+        self.act_on("retry", &id, true)
     }
 
     /// Resolves the operation as discarded; its dependents, and intents enqueued later that
     /// depend on it, are blocked `dependency_discarded` until discarded or retried (K1).
-    #[wasm_bindgen(unchecked_return_type = "Promise<void>")]
-    pub fn discard(&self, id: String) -> Promise {
-        self.act("discard", JsValue::from_str(&id), true)
+    #[wasm_bindgen(js_name = discard, unchecked_return_type = "Promise<void>")]
+    pub fn discard_js(
+        &self,
+        #[wasm_bindgen(unchecked_param_type = "string")] id: JsValue,
+    ) -> Promise {
+        self.act_on("discard", &id, true)
     }
 
     /// The event log (K6): entries with `seq > after`, at most `limit` (default 100, max 1000).
@@ -221,23 +250,134 @@ impl Scheduler {
     }
 }
 
+/// Refuses a synchronous method called from inside `compile` or `participants` (see
+/// [`host_code`]).
+fn refuse_inside_host_code(method: &str) -> Result<(), JsValue> {
+    if host_code::running() {
+        return Err(to_js_error(SchedulerError::new(
+            ErrorCode::InvalidState,
+            format!("{method}() cannot run inside compile or participants; call it afterwards"),
+        )));
+    }
+    Ok(())
+}
+
+/// An operation id given by the host: a string (without lone surrogates, which no id has).
+fn operation_id(id: &JsValue) -> Result<String, JsValue> {
+    match exact_text(id) {
+        Some(Ok(id)) => Ok(id),
+        _ => Err(to_js_error(SchedulerError::new(
+            ErrorCode::UnknownOperation,
+            "an operation id is a string of A-Z a-z 0-9 . _ : -",
+        ))),
+    }
+}
+
 impl Scheduler {
-    /// The `{ after, limit }` the dispatching tab's `events` action takes, from the options.
+    /// Opens the enqueue's transaction ahead, unless host code of a core step is running
+    /// (the enqueue then starts once the step is over).
+    fn open_ahead(&self) {
+        if !host_code::running() {
+            self.tab.open_ahead();
+        }
+    }
+
+    /// The intents of `enqueueMany`, read one at a time where a throw is caught (a Proxy, an
+    /// index getter): the first bad one refuses the call.
+    fn decode_many(&self, intents: &JsValue) -> Result<Vec<DecodedIntent>, SchedulerError> {
+        let not_array = || {
+            SchedulerError::new(
+                ErrorCode::InvalidIntent,
+                "enqueueMany takes an array of intents",
+            )
+        };
+        if !crate::web::json::is_array(intents) {
+            return Err(not_array());
+        }
+        let length = js_sys::Reflect::get(intents, &"length".into())
+            .ok()
+            .and_then(|n| n.as_f64())
+            .ok_or_else(not_array)?;
+        let mut decoded = Vec::new();
+        for at in 0..length.max(0.0) as u32 {
+            let intent = js_sys::Reflect::get_u32(intents, at).map_err(|_| {
+                SchedulerError::new(
+                    ErrorCode::InvalidIntent,
+                    format!("intent {at} is unreadable"),
+                )
+            })?;
+            decoded.push(decode_intent(&intent, self.max_payload_bytes)?);
+        }
+        Ok(decoded)
+    }
+
+    /// Runs `action` on the operation `id` names, refusing an id that is not a string.
+    fn act_on(&self, action: &'static str, id: &JsValue, to_undefined: bool) -> Promise {
+        match operation_id(id) {
+            Ok(id) => self.act(action, JsValue::from_str(&id), to_undefined),
+            Err(error) => Promise::reject(&error),
+        }
+    }
+
+    /// Canvas id → the request holding it (empty in a tab that does not dispatch).
+    pub fn claims(&self) -> JsValue {
+        self.tab.claims()
+    }
+
+    /// The operation record, or `undefined`.
+    pub fn operation(&self, id: &str) -> JsValue {
+        self.tab.operation(id).unwrap_or(JsValue::UNDEFINED)
+    }
+
+    /// Why the operation is where it is; an unknown id is `unknown_operation`.
+    ///
+    /// # Errors
+    ///
+    /// `unknown_operation`.
+    pub fn explain(&self, id: &str) -> Result<JsValue, JsValue> {
+        self.tab.explain(id).map_err(to_js_error)
+    }
+
+    /// Counters, the idle reason, and who dispatches.
+    pub fn stats(&self) -> JsValue {
+        self.tab.stats()
+    }
+
+    /// `flush(id)` for Rust callers.
+    pub fn flush(&self, id: String) -> Promise {
+        self.act("flush", JsValue::from_str(&id), false)
+    }
+
+    /// `retry(id)` for Rust callers.
+    pub fn retry(&self, id: String) -> Promise {
+        self.act("retry", JsValue::from_str(&id), true)
+    }
+
+    /// `discard(id)` for Rust callers.
+    pub fn discard(&self, id: String) -> Promise {
+        self.act("discard", JsValue::from_str(&id), true)
+    }
+
+    /// The `{ after, limit }` the dispatching tab's `events` action takes, from the options;
+    /// every read of them runs where a throw (a getter, a Proxy) becomes `invalid_options`.
     fn events_arg(options: &JsValue) -> Result<JsValue, JsValue> {
+        let bad =
+            |message: String| to_js_error(SchedulerError::new(ErrorCode::InvalidOptions, message));
+        if !(options.is_undefined() || options.is_null() || options.is_object()) {
+            return Err(bad("events takes { after, limit } or nothing".into()));
+        }
         let number = |key: &str| -> Result<Option<u64>, JsValue> {
             if options.is_undefined() || options.is_null() {
                 return Ok(None);
             }
-            let value = js_sys::Reflect::get(options, &key.into()).unwrap_or(JsValue::UNDEFINED);
+            let value = js_sys::Reflect::get(options, &key.into())
+                .map_err(|_| bad(format!("events: {key} is unreadable")))?;
             if value.is_undefined() {
                 return Ok(None);
             }
             match value.as_f64() {
                 Some(n) if n.is_finite() && n >= 0.0 && n.fract() == 0.0 => Ok(Some(n as u64)),
-                _ => Err(to_js_error(SchedulerError::new(
-                    ErrorCode::InvalidOptions,
-                    format!("events: {key} must be a non-negative integer"),
-                ))),
+                _ => Err(bad(format!("events: {key} must be a non-negative integer"))),
             }
         };
         let after = number("after")?.unwrap_or(0);
@@ -272,6 +412,7 @@ impl Scheduler {
                 authorize: options.hooks.authorize,
                 classify_error: options.hooks.classify_error,
                 principal: options.config.principal.clone(),
+                timeout_ms: options.attempt_timeout_ms,
             },
             js_transport: options.transport,
             host: WebHost {

@@ -104,7 +104,11 @@ export interface SchedulerOptions {
   concurrency?: number;
   /** Dispatcher lease (default 5000, at least 1000). */
   leaseMs?: number;
-  /** Per-attempt timeout (default 30000). */
+  /**
+   * Per-attempt timeout (default 30000): bounds `fetch`, and each of `headers`, `authorize`,
+   * `classifyError` and a custom transport's `submit` / `query` (one that has not settled by
+   * then ends the attempt unresolved with `hook_timeout`).
+   */
   attemptTimeoutMs?: number;
   retry?: { baseMs?: number; maxMs?: number; maxAttempts?: number };
   batch?: { maxOperations?: number; maxBytes?: number };

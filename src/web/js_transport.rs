@@ -1,11 +1,14 @@
 //! A pluggable transport (W3): the host's own `submit(request, signal)` and
 //! `query(request, signal)` functions replace `fetch`. Each returns (a Promise of) the protocol
-//! answer object; whatever it throws, or an aborted signal, is `transport_unknown` (S8).
+//! answer object; whatever it throws, or an aborted signal, is `transport_unknown` (S8). One
+//! that has not settled within `attemptTimeoutMs` ends the attempt `unresolved` with
+//! `hook_timeout` (the request may have arrived: it is queried before it is sent again).
 
-use js_sys::{Function, Promise, Reflect};
-use wasm_bindgen::{JsCast, JsValue};
-use wasm_bindgen_futures::JsFuture;
+use js_sys::{Function, Reflect};
+use wasm_bindgen::JsValue;
 use web_sys::{AbortSignal, Blob};
+
+use crate::web::bounded::{self, Settled};
 
 use crate::core::io::{AttemptStatus, SendOrder};
 use crate::core::model::{Millis, RetryAction};
@@ -22,30 +25,28 @@ pub struct JsTransport {
 }
 
 impl JsTransport {
-    /// Sends one attempt through the host's function.
+    /// Sends one attempt through the host's function, waiting at most `timeout_ms` for it.
     pub async fn send(
         &self,
         order: &SendOrder,
         blob: Option<Blob>,
         signal: &AbortSignal,
+        timeout_ms: u32,
         now: impl Fn() -> Millis,
     ) -> AttemptStatus {
         if signal.aborted() {
             return AttemptStatus::transport_unknown("aborted before sending");
         }
         let request = to_js(&order.request);
-        let function = match order.action {
-            RetryAction::Submit => &self.submit,
-            RetryAction::Query => &self.query,
+        let (function, hook) = match order.action {
+            RetryAction::Submit => (&self.submit, "transport.submit"),
+            RetryAction::Query => (&self.query, "transport.query"),
         };
         let blob = blob.map_or(JsValue::UNDEFINED, JsValue::from);
-        let called = function.call3(&JsValue::NULL, &request, signal, &blob);
-        let answer = match called {
-            Ok(value) => match value.dyn_into::<Promise>() {
-                Ok(promise) => JsFuture::from(promise).await,
-                Err(value) => Ok(value),
-            },
-            Err(thrown) => Err(thrown),
+        let answer = match bounded::call(function, &[&request, signal, &blob], timeout_ms).await {
+            Settled::Value(answer) => Ok(answer),
+            Settled::Threw(thrown) => Err(thrown),
+            Settled::TimedOut => return bounded::timed_out(hook, timeout_ms),
         };
         let answer = match answer {
             Ok(answer) if !signal.aborted() => answer,

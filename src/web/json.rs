@@ -2,7 +2,8 @@
 //! bounded depth and size, no `__proto__` keys, no cycles), so nothing from JS is trusted and
 //! nothing silently changes on the way into the ledger (NaN would otherwise become null).
 
-use js_sys::{Array, Object, Reflect};
+use js_sys::{Array, Reflect};
+use wasm_bindgen::prelude::wasm_bindgen;
 use wasm_bindgen::{JsCast, JsValue};
 
 use crate::core::intent::MAX_PAYLOAD_DEPTH;
@@ -11,22 +12,130 @@ use crate::core::json::{exceeds_js_integers, JsonText, ToJson, Writer};
 /// Longest string accepted anywhere in a payload, in UTF-16 units.
 pub const MAX_STRING_UNITS: u32 = 1 << 20;
 
-fn is_plain_object(value: &JsValue) -> bool {
-    if !value.is_object() || Array::is_array(value) {
-        return false;
+#[wasm_bindgen(module = "/src/api/boundary.js")]
+extern "C" {
+    /// See `boundary.js`: 1 array, 2 plain object, 0 other, -1 unreadable.
+    #[wasm_bindgen(js_name = jsonShape)]
+    fn json_shape(value: &JsValue) -> i32;
+
+    /// See `boundary.js`: no lone surrogate in `text`.
+    #[wasm_bindgen(js_name = wellFormed)]
+    fn well_formed(text: &JsValue) -> bool;
+}
+
+#[wasm_bindgen]
+extern "C" {
+    /// `Object.keys`, whose traps (a Proxy's `ownKeys`) may throw.
+    #[wasm_bindgen(catch, js_namespace = Object, js_name = keys)]
+    pub fn object_keys(value: &JsValue) -> Result<Array, JsValue>;
+}
+
+/// A JS string held a lone surrogate, which UTF-8 cannot hold: converting it would silently
+/// replace it with U+FFFD.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LoneSurrogate;
+
+/// `value` as Rust text exactly: `None` when it is not a string, `Some(Err)` when it holds a
+/// lone surrogate. Only a converted text holding U+FFFD asks JS again (the replacement the
+/// conversion makes is that character).
+pub fn exact_text(value: &JsValue) -> Option<Result<String, LoneSurrogate>> {
+    let text = value.as_string()?;
+    if text.contains('\u{FFFD}') && !well_formed(value) {
+        return Some(Err(LoneSurrogate));
     }
-    let proto = Object::get_prototype_of(value);
-    proto.is_null() || proto == Object::get_prototype_of(&Object::new())
+    Some(Ok(text))
+}
+
+/// Whether a host value is an array, asked where a throw is caught (false then).
+pub fn is_array(value: &JsValue) -> bool {
+    value.is_object() && json_shape(value) == 1
+}
+
+/// A host's list of strings (at most `limit` of them), read where a throw is caught. `Err`
+/// says what is wrong in a few words (for the caller's message).
+pub fn string_items(value: &JsValue, limit: usize) -> Result<Vec<String>, &'static str> {
+    if !is_array(value) {
+        return Err("must be an array of strings");
+    }
+    let length = Reflect::get(value, &JsValue::from_str("length"))
+        .ok()
+        .and_then(|n| n.as_f64())
+        .ok_or("is unreadable")?;
+    if length > limit as f64 {
+        return Err("is too long");
+    }
+    (0..length.max(0.0) as u32)
+        .map(|at| {
+            let item = Reflect::get_u32(value, at).map_err(|_| "is unreadable")?;
+            match exact_text(&item) {
+                Some(Ok(text)) => Ok(text),
+                Some(Err(LoneSurrogate)) => Err("holds a lone surrogate"),
+                None => Err("must contain only strings"),
+            }
+        })
+        .collect()
+}
+
+/// Why a JS value was refused as JSON.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Refusal {
+    /// Its text would be longer than the limit (found before it was converted whole).
+    TooLarge(String),
+    /// It is not plain JSON, or reading it threw.
+    Invalid(String),
+}
+
+impl From<Refusal> for String {
+    fn from(refusal: Refusal) -> String {
+        match refusal {
+            Refusal::TooLarge(message) | Refusal::Invalid(message) => message,
+        }
+    }
 }
 
 /// Converts a JS value to JSON text (compact, object keys sorted), refusing anything that is
 /// not plain JSON. Written straight from the JS value: no tree in between.
 pub fn to_json(value: &JsValue, field: &str) -> Result<JsonText, String> {
+    to_json_within(value, field, usize::MAX).map_err(String::from)
+}
+
+/// As [`to_json`], stopping as soon as the text is known to exceed `max_bytes`: an array's
+/// length, an object's key count and a string's length are checked against what is left before
+/// they are read, so a huge value (`new Array(1e8)`) never grows the module's memory. Every
+/// read of the value runs where a throw (a getter, a Proxy trap, a revoked Proxy) is caught.
+pub fn to_json_within(value: &JsValue, field: &str, max_bytes: usize) -> Result<JsonText, Refusal> {
     let mut failure = None;
+    let mut budget = Budget {
+        left: max_bytes,
+        max: max_bytes,
+    };
     let text = JsonText::written(|writer| {
-        failure = convert(value, &Path::Field(field), 1, writer).err();
+        failure = convert(value, &Path::Field(field), 1, &mut budget, writer).err();
     });
     failure.map_or(Ok(text), Err)
+}
+
+/// Bytes the text may still take (a lower bound of what is written: escapes are not counted;
+/// the written text is measured exactly afterwards).
+struct Budget {
+    left: usize,
+    max: usize,
+}
+
+impl Budget {
+    fn spend(&mut self, bytes: usize, path: &Path<'_>) -> Result<(), Refusal> {
+        match self.left.checked_sub(bytes) {
+            Some(left) => {
+                self.left = left;
+                Ok(())
+            }
+            None => Err(Refusal::TooLarge(format!(
+                "{} is over {} bytes as JSON",
+                path.root(),
+                self.max
+            ))),
+        }
+    }
 }
 
 /// Where a value sits in what is being converted, written out only for an error message
@@ -35,6 +144,15 @@ enum Path<'a> {
     Field(&'a str),
     Key(&'a Path<'a>, &'a str),
     Index(&'a Path<'a>, usize),
+}
+
+impl Path<'_> {
+    fn root(&self) -> &str {
+        match self {
+            Path::Field(name) => name,
+            Path::Key(parent, _) | Path::Index(parent, _) => parent.root(),
+        }
+    }
 }
 
 impl std::fmt::Display for Path<'_> {
@@ -47,70 +165,148 @@ impl std::fmt::Display for Path<'_> {
     }
 }
 
-fn convert(value: &JsValue, path: &Path<'_>, depth: usize, out: &mut Writer) -> Result<(), String> {
+fn invalid(message: String) -> Refusal {
+    Refusal::Invalid(message)
+}
+
+/// The text of a string value or key, refusing a lone surrogate.
+fn text_of(value: &JsValue, path: &Path<'_>) -> Result<String, Refusal> {
+    match exact_text(value) {
+        Some(Ok(text)) => Ok(text),
+        Some(Err(LoneSurrogate)) => Err(invalid(format!("{path} holds a lone surrogate"))),
+        None => Err(invalid(format!("{path} is not a string"))),
+    }
+}
+
+fn convert(
+    value: &JsValue,
+    path: &Path<'_>,
+    depth: usize,
+    budget: &mut Budget,
+    out: &mut Writer,
+) -> Result<(), Refusal> {
     if depth > MAX_PAYLOAD_DEPTH {
-        return Err(format!(
+        return Err(invalid(format!(
             "{path} nests deeper than {MAX_PAYLOAD_DEPTH} (or is cyclic)"
-        ));
+        )));
     }
     if value.is_null() {
+        budget.spend(4, path)?;
         out.null();
         return Ok(());
     }
     if let Some(flag) = value.as_bool() {
+        budget.spend(if flag { 4 } else { 5 }, path)?;
         out.bool(flag);
         return Ok(());
     }
     if let Some(number) = value.as_f64() {
-        return write_number(number, out).ok_or_else(|| format!("{path} is not a finite number"));
+        budget.spend(1, path)?;
+        return write_number(number, out)
+            .ok_or_else(|| invalid(format!("{path} is not a finite number")));
     }
     if let Some(text) = value.dyn_ref::<js_sys::JsString>() {
-        if text.length() > MAX_STRING_UNITS {
-            return Err(format!("{path} is a string longer than {MAX_STRING_UNITS}"));
+        let units = text.length();
+        // Each UTF-16 unit is at least one byte of UTF-8, and two quotes around them.
+        budget.spend(units as usize + 2, path)?;
+        if units > MAX_STRING_UNITS {
+            return Err(invalid(format!(
+                "{path} is a string longer than {MAX_STRING_UNITS}"
+            )));
         }
-        out.str(&String::from(text));
+        out.str(&text_of(value, path)?);
         return Ok(());
     }
-    if Array::is_array(value) {
-        let array: &Array = value.unchecked_ref();
-        out.array();
-        for (index, item) in array.iter().enumerate() {
-            convert(&item, &Path::Index(path, index), depth + 1, out)?;
-        }
-        out.end_array();
-        return Ok(());
+    if !value.is_object() {
+        return Err(not_json(path));
     }
-    if is_plain_object(value) {
-        // Each member is converted in JS order (so the first bad one is the one reported),
-        // then written in key order, as a map would hold them.
-        let mut members: Vec<(String, String)> = Vec::new();
-        for key_js in Object::keys(value.unchecked_ref::<Object>()).iter() {
-            let key = key_js.as_string().unwrap_or_default();
-            if key == "__proto__" {
-                return Err(format!("{path} has a __proto__ key"));
-            }
-            // The key as JS gave it: no second copy of the name into JS.
-            let item =
-                Reflect::get(value, &key_js).map_err(|_| format!("{path}.{key} is unreadable"))?;
-            if item.is_undefined() {
-                continue; // as JSON.stringify does
-            }
-            let mut member = Writer::new();
-            convert(&item, &Path::Key(path, &key), depth + 1, &mut member)?;
-            members.push((key, member.finish()));
-        }
-        members.sort_by(|a, b| a.0.cmp(&b.0));
-        out.object();
-        for (key, member) in &members {
-            out.key(key);
-            out.raw(member);
-        }
-        out.end_object();
-        return Ok(());
+    match json_shape(value) {
+        1 => convert_array(value, path, depth, budget, out),
+        2 => convert_object(value, path, depth, budget, out),
+        -1 => Err(invalid(format!("{path} is unreadable"))),
+        _ => Err(not_json(path)),
     }
-    Err(format!(
+}
+
+fn not_json(path: &Path<'_>) -> Refusal {
+    invalid(format!(
         "{path} is not JSON (a function, symbol, bigint, undefined or class instance)"
     ))
+}
+
+fn convert_array(
+    value: &JsValue,
+    path: &Path<'_>,
+    depth: usize,
+    budget: &mut Budget,
+    out: &mut Writer,
+) -> Result<(), Refusal> {
+    let unreadable = || invalid(format!("{path} is unreadable"));
+    let length = Reflect::get(value, &JsValue::from_str("length"))
+        .ok()
+        .and_then(|n| n.as_f64())
+        .ok_or_else(unreadable)?;
+    // Brackets and a comma between items, and at least a byte an item: checked before any
+    // item is read.
+    let items = length.max(0.0).min(usize::MAX as f64) as usize;
+    budget.spend(items.saturating_mul(2).saturating_add(1), path)?;
+    // The minimum byte an item was counted in its comma; its own text is counted as written.
+    budget.left = budget.left.saturating_add(items);
+    out.array();
+    for index in 0..items {
+        let item = Reflect::get_u32(value, index as u32)
+            .map_err(|_| invalid(format!("{} is unreadable", Path::Index(path, index))))?;
+        convert(&item, &Path::Index(path, index), depth + 1, budget, out)?;
+    }
+    out.end_array();
+    Ok(())
+}
+
+fn convert_object(
+    value: &JsValue,
+    path: &Path<'_>,
+    depth: usize,
+    budget: &mut Budget,
+    out: &mut Writer,
+) -> Result<(), Refusal> {
+    let keys = object_keys(value).map_err(|_| invalid(format!("{path} is unreadable")))?;
+    // Braces and, per key, at least its quotes and a colon: checked before any key is read.
+    let count = keys.length() as usize;
+    budget.spend(count.saturating_mul(3).saturating_add(2), path)?;
+    // Each member is converted in JS order (so the first bad one is the one reported),
+    // then written in key order, as a map would hold them.
+    let mut members: Vec<(String, String)> = Vec::new();
+    for key_js in keys.iter() {
+        // A fresh array of strings made by `Object.keys`: reading it runs no host code.
+        let key = text_of(&key_js, path)?;
+        budget.spend(key.len(), path)?;
+        if key == "__proto__" {
+            return Err(invalid(format!("{path} has a __proto__ key")));
+        }
+        // The key as JS gave it: no second copy of the name into JS.
+        let item = Reflect::get(value, &key_js)
+            .map_err(|_| invalid(format!("{path}.{key} is unreadable")))?;
+        if item.is_undefined() {
+            continue; // as JSON.stringify does
+        }
+        let mut member = Writer::new();
+        convert(
+            &item,
+            &Path::Key(path, &key),
+            depth + 1,
+            budget,
+            &mut member,
+        )?;
+        members.push((key, member.finish()));
+    }
+    members.sort_by(|a, b| a.0.cmp(&b.0));
+    out.object();
+    for (key, member) in &members {
+        out.key(key);
+        out.raw(member);
+    }
+    out.end_object();
+    Ok(())
 }
 
 /// Writes a finite number; `None` for NaN and infinities.

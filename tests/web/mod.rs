@@ -5,6 +5,8 @@ mod api_probe;
 mod api_scheduler;
 mod clock;
 mod driver;
+mod hostile_hooks;
+mod hostile_inputs;
 mod json;
 mod probe;
 mod security;

@@ -6,7 +6,11 @@
 use crate::core::key_index::KeyIndex;
 
 use js_sys::{Function, Reflect};
+use wasm_bindgen::prelude::wasm_bindgen;
 use wasm_bindgen::{JsCast, JsValue};
+
+use crate::web::host_code;
+use crate::web::thrown::Thrown;
 
 use crate::core::host::{default_compile, CompiledRequest, Host};
 use crate::core::json::{self, JsonText};
@@ -43,18 +47,21 @@ impl WebHost {
     }
 }
 
+#[wasm_bindgen(module = "/src/api/boundary.js")]
+extern "C" {
+    /// See `boundary.js`: `instanceof Promise`, false where it throws.
+    #[wasm_bindgen(js_name = isPromise)]
+    fn is_promise(value: &JsValue) -> bool;
+}
+
 fn hook_error(hook: &str, thrown: &JsValue) -> SafeError {
-    let message = thrown
-        .dyn_ref::<js_sys::Error>()
-        .map(|e| String::from(e.message()))
-        .or_else(|| thrown.as_string())
-        .unwrap_or_default();
+    let message = Thrown::read(thrown).message.unwrap_or_default();
     SafeError::with_fallback("compile_failed", &message, "compile_failed")
         .with_details(JsonText::object(|details| details.member("hook", hook)))
 }
 
 fn reject_promise(hook: &str, value: &JsValue) -> Result<(), SafeError> {
-    if value.is_instance_of::<js_sys::Promise>() {
+    if is_promise(value) {
         return Err(SafeError::new(
             "compile_failed",
             &format!("{hook} must return synchronously"),
@@ -70,23 +77,9 @@ fn intent_js(intent: &Intent) -> JsValue {
 }
 
 fn string_list(value: &JsValue, what: &str) -> Result<Vec<String>, SafeError> {
-    if !js_sys::Array::is_array(value) {
-        return Err(SafeError::new(
-            "compile_failed",
-            &format!("{what} must be an array of strings"),
-        ));
-    }
-    js_sys::Array::from(value)
-        .iter()
-        .map(|item| {
-            item.as_string().ok_or_else(|| {
-                SafeError::new(
-                    "compile_failed",
-                    &format!("{what} must contain only strings"),
-                )
-            })
-        })
-        .collect()
+    let limit = crate::core::intent::MAX_LIST_LEN;
+    crate::web::json::string_items(value, limit)
+        .map_err(|wrong| SafeError::new("compile_failed", &format!("{what} {wrong}")))
 }
 
 fn decode_compiled(value: &JsValue) -> Result<CompiledRequest, SafeError> {
@@ -103,12 +96,13 @@ fn decode_compiled(value: &JsValue) -> Result<CompiledRequest, SafeError> {
         if v.is_undefined() || v.is_null() {
             return Ok(None);
         }
-        v.as_string().map(Some).ok_or_else(|| {
-            SafeError::new(
+        match crate::web::json::exact_text(&v) {
+            Some(Ok(text)) => Ok(Some(text)),
+            _ => Err(SafeError::new(
                 "compile_failed",
-                &format!("compiled {key} must be a string"),
-            )
-        })
+                &format!("compiled {key} must be a string (without lone surrogates)"),
+            )),
+        }
     };
     let payload = crate::web::json::to_json(&get("payload"), "compiled payload")
         .map_err(|m| SafeError::new("compile_failed", &m))?;
@@ -166,30 +160,39 @@ impl Host for WebHost {
         let Some(hook) = &self.participants else {
             return Ok(intent.canvas_ids.clone());
         };
-        let value = hook
-            .call1(&JsValue::NULL, &intent_js(intent))
-            .map_err(|e| hook_error("participants", &e))?;
-        reject_promise("participants", &value)?;
-        string_list(&value, "participants")
+        // Host code (the hook, and any getter or trap of what it returns) inside the core's
+        // step: see `host_code`.
+        host_code::run(|| {
+            let value = hook
+                .call1(&JsValue::NULL, &intent_js(intent))
+                .map_err(|e| hook_error("participants", &e))?;
+            reject_promise("participants", &value)?;
+            string_list(&value, "participants")
+        })
     }
 
     fn compile(&mut self, intent: &Intent, request_id: &str) -> Result<CompiledRequest, SafeError> {
         let Some(hook) = &self.compile else {
             return Ok(default_compile(intent));
         };
-        let value = hook
-            .call2(
-                &JsValue::NULL,
-                &intent_js(intent),
-                &JsValue::from_str(request_id),
-            )
-            .map_err(|e| hook_error("compile", &e))?;
-        reject_promise("compile", &value)?;
-        decode_compiled(&value)
+        // Host code (the hook, and any getter or trap of what it returns) inside the core's
+        // step: see `host_code`.
+        host_code::run(|| {
+            let value = hook
+                .call2(
+                    &JsValue::NULL,
+                    &intent_js(intent),
+                    &JsValue::from_str(request_id),
+                )
+                .map_err(|e| hook_error("compile", &e))?;
+            reject_promise("compile", &value)?;
+            decode_compiled(&value)
+        })
     }
 
     fn create_request_id(&mut self) -> String {
-        Self::fresh_id()
+        // `crypto.randomUUID` is the host's global: it may have replaced it.
+        host_code::run(Self::fresh_id)
     }
 
     fn batchable(&self) -> bool {

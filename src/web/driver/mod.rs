@@ -443,7 +443,10 @@ impl Driver {
                         let signal = controller.signal();
                         let mut status = match &js_transport {
                             Some(custom) => {
-                                custom.send(&order, blob, &signal, || clock.now()).await
+                                let timeout = transport.timeout_ms();
+                                custom
+                                    .send(&order, blob, &signal, timeout, || clock.now())
+                                    .await
                             }
                             None => {
                                 transport
@@ -457,6 +460,14 @@ impl Driver {
                 },
             };
             this.state.borrow_mut().controllers.remove(&order.attempt);
+            if status
+                .error
+                .as_ref()
+                .is_some_and(|e| e.code == "hook_timeout")
+            {
+                // The host's transport may still be working on it: tell it to stop.
+                controller.abort();
+            }
             this.with(|s, now| s.on_answer(now, order.attempt, status));
         });
     }

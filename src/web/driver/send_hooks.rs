@@ -1,11 +1,15 @@
 //! The host's asynchronous hooks around each send: `headers()` (asked before every send),
 //! `authorize` (K3) and `classifyError` (K4). Each may return a value or a Promise; whatever
 //! they throw or return malformed is turned into an attempt status, never into a panic, and
-//! no header value ever reaches an error or event (K5).
+//! no header value ever reaches an error or event (K5). Each is bounded by `attemptTimeoutMs`
+//! (see [`bounded`](crate::web::bounded)): one that never settles ends the attempt
+//! `unresolved` with `hook_timeout`.
 
-use js_sys::{Function, Object, Promise, Reflect};
-use wasm_bindgen::{JsCast, JsValue};
-use wasm_bindgen_futures::JsFuture;
+use js_sys::{Function, Object, Reflect};
+use wasm_bindgen::JsValue;
+
+use crate::web::bounded::{self, Settled};
+use crate::web::thrown::Thrown;
 
 use crate::core::io::{AttemptOutcome, AttemptStatus};
 use crate::core::model::FrozenRequest;
@@ -22,21 +26,15 @@ pub struct SendHooks {
     pub classify_error: Option<Function>,
     /// The principal passed to `authorize`.
     pub principal: Option<String>,
-}
-
-async fn settle(value: JsValue) -> Result<JsValue, JsValue> {
-    match value.dyn_into::<Promise>() {
-        Ok(promise) => JsFuture::from(promise).await,
-        Err(value) => Ok(value),
-    }
+    /// How long each hook may take to settle (`attemptTimeoutMs`; 0: no limit).
+    pub timeout_ms: u32,
 }
 
 /// What a failing hook is reported as: only the error's class (`TypeError`, ...). The message
 /// of a hook that deals in credentials may carry one (K5), so it is never stored or reported.
 fn thrown_name(thrown: &JsValue) -> String {
-    let name = thrown
-        .dyn_ref::<js_sys::Error>()
-        .map(|e| String::from(e.name()))
+    let name = Thrown::read(thrown)
+        .name
         .filter(|n| !n.is_empty() && n.len() <= 64)
         .unwrap_or_else(|| "a non-Error value".into());
     format!("the hook threw {name}")
@@ -55,19 +53,28 @@ impl SendHooks {
         let Some(hook) = &self.headers else {
             return Ok(Vec::new());
         };
-        let value = match hook.call0(&JsValue::NULL) {
-            Ok(value) => settle(value).await,
-            Err(thrown) => Err(thrown),
-        }
-        .map_err(|thrown| unresolved("headers_unavailable", &thrown_name(&thrown)))?;
+        let value = match bounded::call(hook, &[], self.timeout_ms).await {
+            Settled::Value(value) => value,
+            Settled::Threw(thrown) => {
+                return Err(unresolved("headers_unavailable", &thrown_name(&thrown)))
+            }
+            Settled::TimedOut => return Err(bounded::timed_out("headers", self.timeout_ms)),
+        };
         if !value.is_object() {
             return Err(unresolved(
                 "headers_unavailable",
                 "headers() must return an object of strings",
             ));
         }
+        // `Object.keys` of a Proxy runs its traps: read where a throw is caught.
+        let Ok(keys) = crate::web::json::object_keys(&value) else {
+            return Err(unresolved(
+                "headers_unavailable",
+                "headers() returned an unreadable object",
+            ));
+        };
         let mut pairs = Vec::new();
-        for key in Object::keys(value.unchecked_ref::<Object>()).iter() {
+        for key in keys.iter() {
             let name = key.as_string().unwrap_or_default();
             let item = Reflect::get(&value, &key).unwrap_or(JsValue::UNDEFINED);
             match item.as_string() {
@@ -100,17 +107,14 @@ impl SendHooks {
             .as_deref()
             .map_or(JsValue::NULL, JsValue::from_str);
         let _ = Reflect::set(&context, &"principal".into(), &principal);
-        let decision = match hook.call1(&JsValue::NULL, &context) {
-            Ok(value) => settle(value).await,
-            Err(thrown) => Err(thrown),
-        };
-        let decision = match decision {
-            Ok(decision) => decision,
-            Err(thrown) => {
+        let decision = match bounded::call(hook, &[&context], self.timeout_ms).await {
+            Settled::Value(decision) => decision,
+            Settled::Threw(thrown) => {
                 return Err(AttemptStatus::authorization_unavailable(&thrown_name(
                     &thrown,
                 )))
             }
+            Settled::TimedOut => return Err(bounded::timed_out("authorize", self.timeout_ms)),
         };
         let allowed = Reflect::get(&decision, &"allowed".into())
             .ok()
@@ -138,9 +142,15 @@ impl SendHooks {
         if status.outcome != AttemptOutcome::Unresolved {
             return;
         }
-        let verdict = match hook.call1(&JsValue::NULL, &crate::web::json::to_js(&error)) {
-            Ok(value) => settle(value).await,
-            Err(thrown) => Err(thrown),
+        let error_js = crate::web::json::to_js(&error);
+        let verdict = match bounded::call(hook, &[&error_js], self.timeout_ms).await {
+            Settled::TimedOut => {
+                // No verdict in time: the attempt stays unresolved and is retried as usual.
+                *status = bounded::timed_out("classifyError", self.timeout_ms);
+                return;
+            }
+            Settled::Value(v) => Ok(v),
+            Settled::Threw(thrown) => Err(thrown),
         };
         let verdict = match verdict {
             Ok(v) if v.is_object() => v,
