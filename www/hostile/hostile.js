@@ -224,18 +224,27 @@ const CASES = [
   },
   {
     name: "hook_reentry",
-    what: "compile and onEvent hooks that call stats() and explain()",
-    expected: "the operation is sent and applied; the calls from inside the hooks answer",
+    what: "compile and onEvent hooks that call stats() and explain() back",
+    expected: "no trap: inside compile a call answers or throws a coded error; the operation is sent; onEvent's calls answer",
     async run() {
       let scheduler;
-      const answers = [];
+      const inCompile = [];
+      const inEvent = [];
+      const attempt = (log, call) => {
+        try {
+          call();
+          log.push("answered");
+        } catch (error) {
+          log.push(error?.code ? `code ${error.code}` : `threw ${error}`);
+        }
+      };
       const s = await open(this.name, {
         compile: (intent) => {
-          answers.push(typeof scheduler.stats().pending);
-          answers.push(scheduler.explain(intent.id).operationId === intent.id);
+          attempt(inCompile, () => scheduler.stats());
+          attempt(inCompile, () => scheduler.explain(intent.id));
           return { kind: intent.operationType, payload: intent.payload, canvasIds: intent.canvasIds };
         },
-        onEvent: () => answers.push(typeof scheduler.stats().sent),
+        onEvent: () => attempt(inEvent, () => scheduler.stats().sent),
       });
       scheduler = s;
       s.start();
@@ -243,7 +252,11 @@ const CASES = [
       await s.enqueue(upsert(id, "c1"));
       const done = await waitFor(async () => (await applied(id)) === 1, 10_000);
       s.stop();
-      return { ok: done === true && answers.length > 0, observed: `applied: ${done === true}; answers from inside hooks: ${answers.length}` };
+      const coded = (entry) => entry === "answered" || entry.startsWith("code ");
+      return {
+        ok: done === true && inCompile.length > 0 && inCompile.every(coded) && inEvent.length > 0 && inEvent.every((e) => e === "answered"),
+        observed: `applied: ${done === true}; inside compile: ${[...new Set(inCompile)].join(", ") || "none"}; inside onEvent: ${[...new Set(inEvent)].join(", ") || "none"}`,
+      };
     },
   },
 ];
