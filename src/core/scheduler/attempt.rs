@@ -154,7 +154,7 @@ impl<H: Host> Scheduler<H> {
             self.slot_freed();
             return;
         }
-        if self.config.principal.is_some() && request.principal != self.config.principal {
+        if self.other_principal(&request.principal) {
             // K3: never sent with another principal's credentials; it waits for its own.
             self.active.remove(request_id);
             self.slot_freed();

@@ -196,7 +196,7 @@ impl<H: Host> Scheduler<H> {
             out.due_at = request
                 .retry_at
                 .or_else(|| self.retries.due_of(&request.id));
-            if self.config.principal.is_some() && request.principal != self.config.principal {
+            if self.other_principal(&request.principal) {
                 out.reason = "other_principal".into();
             } else if let Some(gate) = self.gate() {
                 out.reason = gate.into();
@@ -218,7 +218,7 @@ impl<H: Host> Scheduler<H> {
             out.dependency_id = Some(dep.to_owned());
             return Ok(out);
         }
-        if self.config.principal.is_some() && op.intent.principal != self.config.principal {
+        if self.other_principal(&op.intent.principal) {
             out.reason = "other_principal".into();
             return Ok(out);
         }

@@ -270,6 +270,13 @@ impl<H: Host> Scheduler<H> {
             && (self.ready.is_empty() || !self.may_dispatch())
     }
 
+    /// K3: whether work recorded under `principal` belongs to another principal than this
+    /// session's. An omitted principal is one of its own (anonymous), never a wildcard: an
+    /// anonymous session never sends a named principal's work, nor the reverse.
+    fn other_principal(&self, principal: &Option<String>) -> bool {
+        *principal != self.config.principal
+    }
+
     /// Whether new attempts may start now.
     fn may_dispatch(&self) -> bool {
         self.is_running()

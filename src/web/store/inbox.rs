@@ -217,20 +217,30 @@ async fn check_and_add(
     tx: &Tx,
     entry: &mut InboxEntry,
 ) -> Result<(bool, Vec<Operation>), SchedulerError> {
-    let queued: Vec<IntentInput> = read_all(tx)
+    // With the principal each was enqueued under: the same id under another principal is
+    // another operation (K3), never the same intent again.
+    let queued: Vec<(Option<String>, IntentInput)> = read_all(tx)
         .await?
         .into_iter()
         .filter_map(|r| r.entry.ok())
-        .flat_map(|e| e.intents)
+        .flat_map(|e| {
+            let principal = e.principal;
+            e.intents.into_iter().map(move |i| (principal.clone(), i))
+        })
         .collect();
     let mut fresh = Vec::with_capacity(entry.intents.len());
     let mut present = Vec::new();
     for input in std::mem::take(&mut entry.intents) {
         let stored = stored_operation(tx, &input.id).await?;
-        let same = match (&stored, queued.iter().find(|q| q.id == input.id)) {
-            (Some(Some(operation)), _) => Some(same_intent(&operation.intent, &input)),
+        let same = match (&stored, queued.iter().find(|(_, q)| q.id == input.id)) {
+            (Some(Some(operation)), _) => Some(
+                same_intent(&operation.intent, &input)
+                    && operation.intent.principal == entry.principal,
+            ),
             (Some(None), _) => Some(false),
-            (None, Some(queued)) => Some(*queued == input),
+            (None, Some((principal, queued))) => {
+                Some(*queued == input && *principal == entry.principal)
+            }
             (None, None) => None,
         };
         match same {
@@ -249,7 +259,7 @@ async fn check_and_add(
     }
     // Inserted one by one: collecting would sort first, one more sort in the .wasm.
     let mut known = StrSet::new();
-    for input in fresh.iter().chain(queued.iter()) {
+    for input in fresh.iter().chain(queued.iter().map(|(_, q)| q)) {
         known.insert_str(&input.id);
     }
     for input in &fresh {
