@@ -5,8 +5,9 @@ mod common;
 
 use canvas_scheduler::core::config::SchedulerConfig;
 use canvas_scheduler::core::error::ErrorCode;
-use canvas_scheduler::core::host::CountingHost;
-use canvas_scheduler::testing::{Harness, MemoryStore};
+use canvas_scheduler::core::host::{Authorization, CountingHost};
+use canvas_scheduler::core::model::{RetryAction, Settlement};
+use canvas_scheduler::testing::{Harness, MemoryStore, ServerFaults, SimServer};
 use common::edit;
 
 fn as_principal(principal: Option<&str>, owner: &str) -> SchedulerConfig {
@@ -109,4 +110,125 @@ fn k3_the_same_id_under_another_principal_is_a_duplicate_not_the_same_intent() {
     let mut h = reopen(store, now, Some("alice"));
     h.enqueue(vec![edit("shared", &["x"])]).unwrap();
     assert_eq!(h.wire_operations(), ["shared"]);
+}
+
+fn authorizing() -> Harness<CountingHost> {
+    let config = SchedulerConfig {
+        principal: Some("alice".into()),
+        authorize: true,
+        ..SchedulerConfig::default()
+    };
+    let mut h = Harness::new(config, CountingHost::new("r"));
+    h.start();
+    h
+}
+
+fn settlement(h: &Harness<CountingHost>, id: &str) -> Option<(Settlement, String)> {
+    let outcome = h.scheduler.ledger().operation(id)?.outcome.clone()?;
+    Some((
+        outcome.settlement,
+        outcome.error.map(|e| e.code).unwrap_or_default(),
+    ))
+}
+
+#[test]
+fn k3_nothing_is_sent_before_the_authorization_verdict() {
+    let mut h = authorizing();
+    h.enqueue(vec![edit("a", &["x"])]).unwrap();
+    assert!(h.wire.is_empty(), "waits for the verdict");
+    assert_eq!(h.authorizing.len(), 1);
+    assert_eq!(
+        h.scheduler.explain(h.now, "a").unwrap().reason,
+        "authorizing"
+    );
+    h.authorize_first(Authorization::Allowed);
+    assert_eq!(h.wire_operations(), ["a"]);
+}
+
+#[test]
+fn k3_a_failed_check_is_retried_and_a_first_denial_rejects() {
+    let mut h = authorizing();
+    h.enqueue(vec![edit("a", &["x"]), edit("b", &["y"])])
+        .unwrap();
+    h.authorize_first(Authorization::Unavailable("threw TypeError".into()));
+    assert!(h.wire.is_empty());
+    let a = h.scheduler.explain(h.now, "a").unwrap();
+    assert_eq!(
+        (a.reason.as_str(), a.due_at.is_some()),
+        ("retry_scheduled", true)
+    );
+    h.authorize_first(Authorization::Denied("read-only".into()));
+    assert!(h.wire.is_empty(), "a first submit denied is never sent");
+    assert_eq!(
+        settlement(&h, "b"),
+        Some((Settlement::Rejected, "authorization_denied".into()))
+    );
+}
+
+/// Alice's edit went out once and the answer was lost; then her right to edit was revoked.
+fn denied_after_a_lost_answer(server: &mut SimServer, apply: bool) -> Harness<CountingHost> {
+    let mut h = authorizing();
+    h.enqueue(vec![edit("a", &["x"])]).unwrap();
+    h.authorize_first(Authorization::Allowed);
+    let first = h.wire.remove(0);
+    let faults = ServerFaults {
+        drop_before_apply: !apply,
+        drop_after_apply: apply,
+        ..ServerFaults::default()
+    };
+    let lost = server.handle(first.action, &first.request, faults);
+    h.scheduler.on_answer(h.now, first.attempt, lost);
+    h.drain();
+    h.advance(60_000);
+    let retry = h.authorize_first(Authorization::Denied("read-only".into()));
+    assert!(retry.is_some(), "the retry asked for authorization");
+    h
+}
+
+#[test]
+fn k3_a_denial_after_a_send_queries_and_a_kept_change_is_applied_not_rejected() {
+    let mut server = SimServer::default();
+    let mut h = denied_after_a_lost_answer(&mut server, true);
+    let query = h.wire.remove(0);
+    assert_eq!(query.action, RetryAction::Query, "asks before settling");
+    let answer = server.handle(query.action, &query.request, ServerFaults::default());
+    h.scheduler.on_answer(h.now, query.attempt, answer);
+    h.drain();
+    assert_eq!(settlement(&h, "a").map(|s| s.0), Some(Settlement::Applied));
+}
+
+#[test]
+fn k3_a_denial_after_a_send_stands_when_the_server_never_received_it() {
+    let mut server = SimServer::default();
+    let mut h = denied_after_a_lost_answer(&mut server, false);
+    let query = h.wire.remove(0);
+    assert_eq!(query.action, RetryAction::Query);
+    let answer = server.handle(query.action, &query.request, ServerFaults::default());
+    h.scheduler.on_answer(h.now, query.attempt, answer);
+    h.drain();
+    assert_eq!(
+        settlement(&h, "a"),
+        Some((Settlement::Rejected, "authorization_denied".into()))
+    );
+    assert_eq!(server.submits, 0, "the denied body was never sent again");
+}
+
+#[test]
+fn k3_a_verdict_after_stop_or_a_hold_sends_nothing() {
+    let mut h = authorizing();
+    h.enqueue(vec![edit("a", &["x"])]).unwrap();
+    let hold = h.scheduler.hold(h.now).unwrap();
+    h.drain();
+    h.authorize_first(Authorization::Allowed);
+    assert!(h.wire.is_empty(), "held while the host decided");
+    h.scheduler.release(h.now, hold);
+    h.drain();
+    h.authorize_first(Authorization::Allowed);
+    assert_eq!(h.wire_operations(), ["a"], "asked again once released");
+    let mut h = authorizing();
+    h.enqueue(vec![edit("a", &["x"])]).unwrap();
+    h.scheduler.stop();
+    h.drain();
+    h.authorize_first(Authorization::Allowed);
+    assert!(h.wire.is_empty());
 }

@@ -243,6 +243,10 @@ pub enum Effect {
     Persist(PersistBatch),
     /// Send this attempt, then call `on_answer`.
     Send(Box<SendOrder>),
+    /// K3: ask the host's authorization step whether this attempt may be sent (under the
+    /// session's principal), then call `on_authorized` with its verdict. Nothing is sent
+    /// until then; only with [`SchedulerConfig::authorize`](super::config::SchedulerConfig).
+    Authorize(Box<SendOrder>),
     /// Abort this in-flight attempt (its answer will be ignored).
     Abort(AttemptId),
     /// Wake the core at this absolute time (`None`: no wake-up wanted).

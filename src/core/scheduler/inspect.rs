@@ -187,6 +187,7 @@ impl<H: Host> Scheduler<H> {
             if let Some(active) = self.active.get(&request.id) {
                 out.state = "in_flight";
                 out.reason = match active.stage {
+                    Stage::Authorizing => "authorizing",
                     Stage::Sending => "sending",
                     Stage::Barrier(_) | Stage::Completing(_) => "persisting",
                 }

@@ -313,6 +313,7 @@ impl<H: Host> Scheduler<H> {
                 action,
                 kind,
                 stage: Stage::Barrier(barrier),
+                denied: None,
             },
         );
         self.maybe_flush(now);

@@ -7,6 +7,7 @@ use js_sys::{Function, Object, Promise, Reflect};
 use wasm_bindgen::{JsCast, JsValue};
 use wasm_bindgen_futures::JsFuture;
 
+use crate::core::host::Authorization;
 use crate::core::io::{AttemptOutcome, AttemptStatus};
 use crate::core::model::FrozenRequest;
 use crate::core::safe_error::SafeError;
@@ -49,6 +50,28 @@ fn unresolved(code: &str, message: &str) -> AttemptStatus {
     }
 }
 
+/// What `authorize` answered, as the core's verdict.
+fn read_verdict(decision: &JsValue) -> Authorization {
+    const SHAPE: &str = "authorize() must return {allowed: boolean}";
+    if !decision.is_object() {
+        return Authorization::Unavailable(SHAPE.into());
+    }
+    let allowed = match Reflect::get(decision, &"allowed".into()) {
+        Ok(value) => value.as_bool(),
+        Err(thrown) => return Authorization::Unavailable(thrown_name(&thrown)),
+    };
+    match allowed {
+        Some(true) => Authorization::Allowed,
+        Some(false) => Authorization::Denied(
+            Reflect::get(decision, &"reason".into())
+                .ok()
+                .and_then(|v| v.as_string())
+                .unwrap_or_else(|| "not_allowed".into()),
+        ),
+        None => Authorization::Unavailable(SHAPE.into()),
+    }
+}
+
 impl SendHooks {
     /// `headers()` as name/value pairs; a failure means nothing is sent this attempt.
     pub async fn headers(&self) -> Result<Vec<(String, String)>, AttemptStatus> {
@@ -84,10 +107,12 @@ impl SendHooks {
         Ok(pairs)
     }
 
-    /// K3: `Ok` to send; otherwise the status to record instead of sending.
-    pub async fn authorize(&self, request: &FrozenRequest) -> Result<(), AttemptStatus> {
+    /// K3: the host's verdict, read strictly (the core decides what it means): only a
+    /// boolean `allowed` decides; anything else — a throw, a rejection, `undefined`, a
+    /// string, `{allowed: "yes"}`, a getter that throws — is a failed check.
+    pub async fn authorize(&self, request: &FrozenRequest) -> Authorization {
         let Some(hook) = &self.authorize else {
-            return Ok(());
+            return Authorization::Allowed;
         };
         let context = Object::new();
         let _ = Reflect::set(
@@ -106,24 +131,9 @@ impl SendHooks {
         };
         let decision = match decision {
             Ok(decision) => decision,
-            Err(thrown) => {
-                return Err(AttemptStatus::authorization_unavailable(&thrown_name(
-                    &thrown,
-                )))
-            }
+            Err(thrown) => return Authorization::Unavailable(thrown_name(&thrown)),
         };
-        let allowed = Reflect::get(&decision, &"allowed".into())
-            .ok()
-            .and_then(|v| v.as_bool())
-            == Some(true);
-        if allowed {
-            return Ok(());
-        }
-        let reason = Reflect::get(&decision, &"reason".into())
-            .ok()
-            .and_then(|v| v.as_string())
-            .unwrap_or_else(|| "not_allowed".into());
-        Err(AttemptStatus::denied(&reason))
+        read_verdict(&decision)
     }
 
     /// K4: lets the host decide whether an unresolved attempt's error is retryable and when.
