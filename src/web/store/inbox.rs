@@ -144,6 +144,36 @@ impl IdbLedger {
         }
     }
 
+    /// The stored records of `ids` (`None`: not in the ledger, or unreadable), and whether
+    /// each is in the inbox still; one readonly transaction. A tab that does not dispatch
+    /// reads what became of its operations here, not from the channel (W4).
+    ///
+    /// # Errors
+    ///
+    /// `storage_unavailable`.
+    pub async fn read_operations(
+        &self,
+        ids: &[String],
+    ) -> Result<Vec<(Option<Operation>, bool)>, SchedulerError> {
+        let db = self.db().map_err(unavailable)?;
+        let tx = self
+            .begin(&db, &[OPERATIONS, OPERATION_PAGES, INBOX], false)
+            .map_err(unavailable)?;
+        let queued = StrSet::from_iter(
+            read_all(&tx)
+                .await?
+                .into_iter()
+                .filter_map(|r| r.entry.ok())
+                .flat_map(|e| e.intents.into_iter().map(|i| i.id)),
+        );
+        let mut found = Vec::with_capacity(ids.len());
+        for id in ids {
+            let stored = stored_operation(&tx, id).await?.flatten();
+            found.push((stored, queued.contains(id)));
+        }
+        Ok(found)
+    }
+
     /// Every inbox record, in append order (one readonly transaction).
     ///
     /// # Errors
