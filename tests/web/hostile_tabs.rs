@@ -249,14 +249,28 @@ async fn w4_a_forged_leader_message_does_not_demote_the_leader() {
     let tab = open_ok(&run, "a", "").await;
     tab.start().expect("start");
     assert!(is_leader(&tab));
-    forge(&run, "{ t: 'leader', owner: 'forger', fence: 1e9 }");
     let fence = field(&tab.stats(), "fence").as_f64().unwrap_or(0.0);
+    let demotions = || {
+        let events = js(&format!("globalThis.{run}?.events?.['a'] ?? []"));
+        js_sys::Array::from(&events)
+            .iter()
+            .filter(|e| {
+                field(e, "type").as_string().as_deref() == Some("leader_changed")
+                    && field(e, "leader").as_bool() == Some(false)
+            })
+            .count()
+    };
+    forge(&run, "{ t: 'leader', owner: 'forger', fence: 1e9 }");
     forge(
         &run,
         &format!("{{ t: 'leader', owner: 'forger', fence: {} }}", fence + 1.0),
     );
     sleep(300).await;
+    // A demoted tab with no rival takes the lock again at once, with a new fence: so the
+    // fence and the events tell whether it ever stopped.
+    assert_eq!(demotions(), 0, "the forged message demoted the leader");
     assert!(is_leader(&tab), "the stored lease is still ours");
+    assert_eq!(field(&tab.stats(), "fence").as_f64(), Some(fence));
     let id = format!("{run}-op");
     enqueue(&tab, &id).await.expect("durable");
     wait_for("the operation to settle", || outcome(&tab, &id).is_some()).await;
