@@ -15,8 +15,8 @@ pub struct Explanation {
     pub operation_id: String,
     /// `pending`, `in_flight`, `blocked` or `resolved`.
     pub state: &'static str,
-    /// One of D2's idle reasons, or `ready`, `persisting`, `sending`, `settled`, `blocked`,
-    /// `other_principal`, `not_started`, `stopped`.
+    /// One of D2's idle reasons, or `ready`, `persisting`, `authorizing`, `sending`,
+    /// `settled`, `blocked`, `other_principal`, `not_started`, `stopped`.
     pub reason: String,
     /// The canvas that holds it back.
     pub canvas_id: Option<String>,
