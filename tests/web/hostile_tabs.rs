@@ -41,6 +41,7 @@ fn options(run: &str, owner: &str, extra: &str) -> JsValue {
                (s.sent ??= []).push({{ action: 'submit', id: request.id, ops: request.operationIds }});
                (s.keys ??= {{}})[request.id] = true;
                if (s.lose) {{ s.lose = false; throw new TypeError('connection reset'); }}
+               if (s.expired) return {{ status: 401 }};
                return {{ outcome: 'applied' }};
              }},
              query: async (request) => {{
@@ -306,6 +307,24 @@ async fn w4_a_forged_event_never_reaches_on_event() {
     release.call0(&JsValue::NULL).expect("release");
     wait_for("the follower to hear the real outcome", || {
         heard(&run, "b", &id) == ["settled"]
+    })
+    .await;
+    leader.stop();
+    follower.stop();
+}
+
+#[wasm_bindgen_test]
+async fn w4_a_follower_hears_a_real_block_read_from_the_ledger() {
+    let run = unique("block");
+    js(&format!("(globalThis.{run} ??= {{}}).expired = true"));
+    let leader = open_ok(&run, "a", "").await;
+    leader.start().expect("start");
+    let follower = open_ok(&run, "b", "").await;
+    let id = format!("{run}-op");
+    enqueue(&follower, &id).await.expect("durable in the inbox");
+    // 401: the request is blocked `unauthorized` (a block of the request, not the operation).
+    wait_for("the follower to hear the block", || {
+        heard(&run, "b", &id) == ["blocked"]
     })
     .await;
     leader.stop();

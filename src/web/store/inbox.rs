@@ -11,11 +11,11 @@ use wasm_bindgen::JsValue;
 use super::codec::{decode, page_text};
 use super::errors::{js_error, unavailable};
 use super::requests::{get, index_get_all, PageRead, Tx};
-use super::schema::{BY_OPERATION, INBOX, OPERATIONS, OPERATION_PAGES, QUARANTINE};
+use super::schema::{BY_OPERATION, INBOX, OPERATIONS, OPERATION_PAGES, QUARANTINE, REQUESTS};
 use super::IdbLedger;
 use crate::core::error::{ErrorCode, SchedulerError};
 use crate::core::intent::{same_intent, IntentInput};
-use crate::core::model::{Millis, Operation};
+use crate::core::model::{FrozenRequest, Millis, Operation};
 use crate::core::packed::decode_page;
 use crate::core::str_set::StrSet;
 
@@ -111,6 +111,16 @@ async fn stored_operation(tx: &Tx, id: &str) -> Result<Option<Option<Operation>>
     })))
 }
 
+/// What [`IdbLedger::read_operations`] found for one id.
+pub struct StoredOperation {
+    /// The stored record, if any (and readable).
+    pub operation: Option<Operation>,
+    /// Why its unresolved request waits for the host, if it does.
+    pub request_blocked: Option<String>,
+    /// Whether the inbox still holds it.
+    pub queued: bool,
+}
+
 impl IdbLedger {
     /// W4: appends `entry` to the inbox in one strict readwrite transaction, after checking
     /// it against the durable ledger and the inbox in that same transaction: an id already
@@ -144,9 +154,10 @@ impl IdbLedger {
         }
     }
 
-    /// The stored records of `ids` (`None`: not in the ledger, or unreadable), and whether
-    /// each is in the inbox still; one readonly transaction. A tab that does not dispatch
-    /// reads what became of its operations here, not from the channel (W4).
+    /// The stored record of each of `ids` (`None`: not in the ledger, or unreadable), why its
+    /// unresolved request is blocked if it is, and whether it is in the inbox still; one
+    /// readonly transaction. A tab that does not dispatch reads what became of its operations
+    /// here, not from the channel (W4).
     ///
     /// # Errors
     ///
@@ -154,11 +165,12 @@ impl IdbLedger {
     pub async fn read_operations(
         &self,
         ids: &[String],
-    ) -> Result<Vec<(Option<Operation>, bool)>, SchedulerError> {
+    ) -> Result<Vec<StoredOperation>, SchedulerError> {
         let db = self.db().map_err(unavailable)?;
         let tx = self
-            .begin(&db, &[OPERATIONS, OPERATION_PAGES, INBOX], false)
+            .begin(&db, &[OPERATIONS, OPERATION_PAGES, REQUESTS, INBOX], false)
             .map_err(unavailable)?;
+        let requests = tx.store(REQUESTS).map_err(js)?;
         let queued = StrSet::from_iter(
             read_all(&tx)
                 .await?
@@ -168,8 +180,25 @@ impl IdbLedger {
         );
         let mut found = Vec::with_capacity(ids.len());
         for id in ids {
-            let stored = stored_operation(&tx, id).await?.flatten();
-            found.push((stored, queued.contains(id)));
+            let operation = stored_operation(&tx, id).await?.flatten();
+            let mut request_blocked = None;
+            if let Some(request_id) = operation
+                .as_ref()
+                .filter(|op| op.outcome.is_none())
+                .and_then(|op| op.request_id.as_deref())
+            {
+                let value = get(&requests, &JsValue::from_str(request_id))
+                    .await
+                    .map_err(js)?;
+                request_blocked = value
+                    .and_then(|v| decode::<FrozenRequest>(&v).ok())
+                    .and_then(|r| r.blocked);
+            }
+            found.push(StoredOperation {
+                operation,
+                request_blocked,
+                queued: queued.contains(id),
+            });
         }
         Ok(found)
     }

@@ -21,9 +21,13 @@ use crate::web::json::to_js;
 /// leader may post before its write is durable; a tick apart, 250 ms to 1 s).
 const HINT_READS: u32 = 8;
 
-/// The event an operation's stored record stands for: its settlement, else a block not yet
-/// delivered (`dead_letter` as `dead_lettered`).
-fn stored_event(op: &Operation, heard: Option<&String>) -> Option<JsonText> {
+/// The event an operation's stored record stands for: its settlement, else a block (its own,
+/// or its request's) not yet delivered (`dead_letter` as `dead_lettered`).
+fn stored_event(
+    op: &Operation,
+    request_blocked: Option<&String>,
+    heard: Option<&String>,
+) -> Option<JsonText> {
     if let Some(outcome) = &op.outcome {
         return Some(events::event_json(&Report::Settled {
             operation_id: op.intent.id.clone(),
@@ -33,7 +37,7 @@ fn stored_event(op: &Operation, heard: Option<&String>) -> Option<JsonText> {
             canonical: outcome.canonical.clone(),
         }));
     }
-    let reason = op.blockers.last()?;
+    let reason = op.blockers.last().or(request_blocked)?;
     if heard == Some(reason) {
         return None;
     }
@@ -224,7 +228,9 @@ impl Tab {
         let Ok(found) = self.store().read_operations(&ids).await else {
             return;
         };
-        for (id, (record, queued)) in ids.into_iter().zip(found) {
+        for (id, found) in ids.into_iter().zip(found) {
+            let (record, queued) = (found.operation, found.queued);
+            let request_blocked = found.request_blocked;
             let event = {
                 let mut state = self.state.borrow_mut();
                 if !matches!(state.role, Role::Follower | Role::Promoting)
@@ -234,7 +240,9 @@ impl Tab {
                     continue;
                 }
                 let event = match &record {
-                    Some(op) => stored_event(op, state.heard_blocked.get(&id)),
+                    Some(op) => {
+                        stored_event(op, request_blocked.as_ref(), state.heard_blocked.get(&id))
+                    }
                     None if !queued => Some(events::refused(
                         &id,
                         &SchedulerError::new(
@@ -249,7 +257,12 @@ impl Tab {
                 }
                 match (&event, &record) {
                     (Some(_), Some(op)) if op.outcome.is_none() => {
-                        let reason = op.blockers.last().cloned().unwrap_or_default();
+                        let reason = op
+                            .blockers
+                            .last()
+                            .or(request_blocked.as_ref())
+                            .cloned()
+                            .unwrap_or_default();
                         state.heard_blocked.insert(id.clone(), reason);
                         state.hinted.remove(&id);
                     }
