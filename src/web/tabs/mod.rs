@@ -80,8 +80,9 @@ struct TabState {
     /// The latest record of each of `mine` relayed by the leader.
     views: OperationViews,
     /// Operations of `mine` the leader said something about, to read from the ledger (a
-    /// relayed event is a hint, never delivered as it came), with the reads left to try.
-    hinted: StrMap<u32>,
+    /// relayed event is a hint, never delivered as it came), and the reads left to try.
+    hinted: StrSet,
+    hint_reads: u32,
     /// The last block reason delivered for each of `mine` (each is delivered once).
     heard_blocked: StrMap<String>,
     /// Another tab has spoken on the channel: relay events while leading.
@@ -152,7 +153,8 @@ impl Tab {
             leader_owner: None,
             mine: StrSet::new(),
             views: OperationViews::new(),
-            hinted: StrMap::new(),
+            hinted: StrSet::new(),
+            hint_reads: 0,
             heard_blocked: StrMap::new(),
             relay: false,
             channel: None,

@@ -17,8 +17,8 @@ use crate::core::model::Operation;
 use crate::web::driver::Driver;
 use crate::web::json::to_js;
 
-/// How many times a follower reads a hinted operation that shows nothing new yet (the
-/// leader may post before its write is durable; a tick apart, 250 ms to 1 s).
+/// How many times a follower reads hinted operations that show nothing new yet, after the
+/// latest hint (the leader may post before its write is durable; a tick apart, 250 ms–1 s).
 const HINT_READS: u32 = 8;
 
 /// The event an operation's stored record stands for: its settlement, else a block (its own,
@@ -198,7 +198,8 @@ impl Tab {
             }
             for id in events::operation_ids(event) {
                 if state.mine.contains(&id) {
-                    state.hinted.insert(id, HINT_READS);
+                    state.hinted.insert(id);
+                    state.hint_reads = HINT_READS;
                 }
             }
             if state.hinted.is_empty() {
@@ -215,13 +216,14 @@ impl Tab {
     /// (the dispatcher set it aside). A record not written yet is read again on the next tick,
     /// a few times.
     pub(super) async fn confirm_hinted(&self) {
-        let ids: Vec<String> = self
-            .state
-            .borrow()
-            .hinted
-            .iter()
-            .map(|(id, _)| id.clone())
-            .collect();
+        let ids: Vec<String> = {
+            let mut state = self.state.borrow_mut();
+            if state.hint_reads == 0 {
+                state.hinted.clear();
+            }
+            state.hint_reads = state.hint_reads.saturating_sub(1);
+            state.hinted.iter().cloned().collect()
+        };
         if ids.is_empty() {
             return;
         }
@@ -271,14 +273,7 @@ impl Tab {
                         state.heard_blocked.remove(&id);
                         state.hinted.remove(&id);
                     }
-                    (None, _) => {
-                        let left = state.hinted.get(&id).copied().unwrap_or(0);
-                        if left <= 1 {
-                            state.hinted.remove(&id);
-                        } else {
-                            state.hinted.insert(id.clone(), left - 1);
-                        }
-                    }
+                    (None, _) => {} // read again on the next tick, while reads are left
                 }
                 event
             };
