@@ -3,7 +3,7 @@
 mod common;
 
 use canvas_scheduler::core::config::{RetryPolicy, SchedulerConfig};
-use canvas_scheduler::core::host::CountingHost;
+use canvas_scheduler::core::host::{Authorization, CountingHost};
 use canvas_scheduler::core::intent::IntentInput;
 use canvas_scheduler::core::io::{AttemptOutcome, AttemptStatus, Effect, Report};
 use canvas_scheduler::core::json::{parse, to_string};
@@ -676,25 +676,12 @@ fn d5_a_body_that_no_longer_matches_its_digest_is_never_sent() {
     assert_eq!(s.explain(h.now + 1, "a").unwrap().reason, "digest_mismatch");
 }
 
-/// A host whose authorization step denies one operation and cannot decide another.
-struct Gatekeeper(CountingHost);
-
-impl canvas_scheduler::core::host::Host for Gatekeeper {
-    fn create_request_id(&mut self) -> String {
-        self.0.create_request_id()
-    }
-    fn authorize(
-        &mut self,
-        request: &canvas_scheduler::core::model::FrozenRequest,
-        principal: Option<&str>,
-    ) -> canvas_scheduler::core::host::Authorization {
-        use canvas_scheduler::core::host::Authorization;
-        assert_eq!(principal, Some("user-a"));
-        match request.operation_ids[0].as_str() {
-            "forbidden" => Authorization::Denied("workspace is read-only".into()),
-            "unsure" => Authorization::Unavailable("policy service down".into()),
-            _ => Authorization::Allowed,
-        }
+/// An authorization step that denies one operation and cannot decide another.
+fn gatekeeper(order: &canvas_scheduler::core::io::SendOrder) -> Authorization {
+    match order.request.operation_ids[0].as_str() {
+        "forbidden" => Authorization::Denied("workspace is read-only".into()),
+        "unsure" => Authorization::Unavailable("policy service down".into()),
+        _ => Authorization::Allowed,
     }
 }
 
@@ -702,9 +689,11 @@ impl canvas_scheduler::core::host::Host for Gatekeeper {
 fn k3_the_authorization_step_runs_before_every_send() {
     let config = SchedulerConfig {
         principal: Some("user-a".into()),
+        authorize: true,
         ..SchedulerConfig::default()
     };
-    let mut h = Harness::new(config, Gatekeeper(CountingHost::new("g")));
+    let mut h = Harness::new(config, CountingHost::new("g"));
+    h.authorizer = Some(Box::new(gatekeeper));
     h.start();
     h.enqueue(vec![
         edit("forbidden", &["x"]),

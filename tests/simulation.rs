@@ -16,11 +16,11 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write;
 
 use canvas_scheduler::core::config::{RetryPolicy, SchedulerConfig};
-use canvas_scheduler::core::host::CountingHost;
+use canvas_scheduler::core::host::{Authorization, CountingHost};
 use canvas_scheduler::core::intent::IntentInput;
 use canvas_scheduler::core::io::{Effect, PersistBatch, PersistResult, Report, SendOrder};
 use canvas_scheduler::core::model::{
-    FrozenRequest, Millis, Operation, OperationPhase, UPLOAD_KIND,
+    FrozenRequest, Millis, Operation, OperationPhase, RetryAction, UPLOAD_KIND,
 };
 use canvas_scheduler::core::{HoldId, Scheduler};
 use canvas_scheduler::testing::{MemoryStore, ServerFaults, SimRng, SimServer};
@@ -43,6 +43,8 @@ struct Tab {
     holds: Vec<HoldId>,
     /// What the host last told the scheduler about the network: nothing is sent offline.
     online: bool,
+    /// K3: attempts waiting for the host's authorization verdict.
+    authorizing: Vec<SendOrder>,
 }
 
 struct World {
@@ -75,6 +77,10 @@ struct World {
     unauthorized: u64,
     /// Operations rejected for a stale version guard.
     conflicts: u64,
+    /// K3 verdicts: denials of a request the server may already have (answered by a query
+    /// first), and checks that failed (retried).
+    late_denials: u64,
+    failed_checks: u64,
     /// Who is logged in: tabs open under this principal (K3).
     principal: &'static str,
     /// Logins as another user (after a crash now and then, and at the end for what is left).
@@ -100,6 +106,8 @@ impl World {
             // Several tabs renew the lease even when idle, as the browser's tab layer always
             // configures them (W4); a single-instance host may let an idle lease lapse.
             keep_lease: rng.chance(50),
+            // Half the worlds have an authorization step before every send (K3).
+            authorize: rng.chance(50),
             // Fold loose records often (or never), so that folds meet crashes and faults.
             fold_records_at: [0, 2, 3, 5, 8][rng.below(5) as usize],
             batch: canvas_scheduler::core::config::BatchLimits {
@@ -133,6 +141,8 @@ impl World {
             principal_switches: 0,
             unauthorized: 0,
             conflicts: 0,
+            late_denials: 0,
+            failed_checks: 0,
         };
         let _ = world.open_tab();
         world
@@ -178,6 +188,7 @@ impl World {
             pending_acks: Vec::new(),
             holds: Vec::new(),
             online: true,
+            authorizing: Vec::new(),
         });
         self.collect(self.tabs.len() - 1);
         true
@@ -206,6 +217,10 @@ impl World {
                     if self.tabs[t].wire.len() > self.config.concurrency || uploads > 1 {
                         self.fail("more in flight than concurrency allows, or two uploads");
                     }
+                }
+                Effect::Authorize(order) => {
+                    self.check_send(t, &order);
+                    self.tabs[t].authorizing.push(*order);
                 }
                 Effect::Abort(attempt) => self.tabs[t].wire.retain(|o| o.attempt != attempt),
                 Effect::SetTimer(at) => self.tabs[t].timer = at,
@@ -484,6 +499,19 @@ impl World {
                 self.collect(t);
                 self.acknowledge(t);
             }
+            45..=74
+                if awake
+                    && !self.tabs[t].authorizing.is_empty()
+                    && (self.tabs[t].wire.is_empty() || self.rng.chance(50)) =>
+            {
+                let i = self.rng.below(self.tabs[t].authorizing.len() as u64) as usize;
+                let order = self.tabs[t].authorizing.remove(i);
+                let verdict = self.random_verdict(&order);
+                self.tabs[t]
+                    .scheduler
+                    .on_authorized(self.now, order.attempt, verdict);
+                self.collect(t);
+            }
             45..=74 if awake && !self.tabs[t].wire.is_empty() => {
                 let i = self.rng.below(self.tabs[t].wire.len() as u64) as usize;
                 let order = self.tabs[t].wire.remove(i);
@@ -689,6 +717,26 @@ impl World {
         tab.pending_acks = still;
     }
 
+    /// The host's authorization step: mostly allowed; now and then the check fails or the
+    /// user lost the right to edit (once the world heals, always allowed).
+    fn random_verdict(&mut self, order: &SendOrder) -> Authorization {
+        if !self.faults_on {
+            return Authorization::Allowed;
+        }
+        match self.rng.below(100) {
+            0..=5 => {
+                self.failed_checks += 1;
+                Authorization::Unavailable("policy service down".into())
+            }
+            6..=9 => {
+                let late = order.action == RetryAction::Query || order.request.attempt > 1;
+                self.late_denials += u64::from(late);
+                Authorization::Denied("read-only".into())
+            }
+            _ => Authorization::Allowed,
+        }
+    }
+
     fn random_faults(&mut self) -> ServerFaults {
         if !self.faults_on {
             return ServerFaults::default();
@@ -787,6 +835,16 @@ impl World {
                     self.acknowledge(t);
                     moved = true;
                 }
+                if !self.tabs[t].authorizing.is_empty() {
+                    let order = self.tabs[t].authorizing.remove(0);
+                    self.tabs[t].scheduler.on_authorized(
+                        self.now,
+                        order.attempt,
+                        Authorization::Allowed,
+                    );
+                    self.collect(t);
+                    moved = true;
+                }
                 if !self.tabs[t].wire.is_empty() {
                     let order = self.tabs[t].wire.remove(0);
                     let status =
@@ -864,6 +922,14 @@ impl World {
             match op.phase {
                 OperationPhase::Resolved => {
                     let applied = self.server.applied.get(id).copied().unwrap_or(0);
+                    let rejected = op
+                        .outcome
+                        .as_ref()
+                        .is_some_and(|o| o.settlement.as_str() == "rejected");
+                    if rejected && applied > 0 {
+                        // K3: a change the server kept is never reported rejected.
+                        self.fail(&format!("{id} settled rejected but the server applied it"));
+                    }
                     let settled_applied = op
                         .outcome
                         .as_ref()
@@ -919,6 +985,8 @@ struct Tally {
     unauthorized: u64,
     conflicts: u64,
     principal_switches: u64,
+    late_denials: u64,
+    failed_checks: u64,
 }
 
 impl Tally {
@@ -933,6 +1001,8 @@ impl Tally {
         self.unauthorized += other.unauthorized;
         self.conflicts += other.conflicts;
         self.principal_switches += other.principal_switches;
+        self.late_denials += other.late_denials;
+        self.failed_checks += other.failed_checks;
     }
 }
 
@@ -953,6 +1023,8 @@ fn run_seed(seed: u64, steps: u64) -> Tally {
         unauthorized: world.unauthorized,
         conflicts: world.conflicts,
         principal_switches: world.principal_switches,
+        late_denials: world.late_denials,
+        failed_checks: world.failed_checks,
     }
 }
 
@@ -983,7 +1055,7 @@ fn simulation_invariants_hold_across_seeds() {
     // Written to the stderr handle itself (not captured by the test harness), so CI logs show it.
     let _ = writeln!(
         std::io::stderr(),
-        "simulation: {} seeds, {} steps, {} acknowledged operations, {} batched sends, {} superseded, {} folded into pages, {} host actions ({} refused), {} unauthorized answers, {} version conflicts, {} logins as another user",
+        "simulation: {} seeds, {} steps, {} acknowledged operations, {} batched sends, {} superseded, {} folded into pages, {} host actions ({} refused), {} unauthorized answers, {} version conflicts, {} logins as another user, {} denials after a send, {} failed authorization checks",
         seeds.len(),
         total.steps,
         total.acknowledged,
@@ -995,6 +1067,8 @@ fn simulation_invariants_hold_across_seeds() {
         total.unauthorized,
         total.conflicts,
         total.principal_switches,
+        total.late_denials,
+        total.failed_checks,
     );
     assert!(total.acknowledged > 0);
     assert!(
@@ -1006,7 +1080,9 @@ fn simulation_invariants_hold_across_seeds() {
                 && total.refused < total.host_actions
                 && total.unauthorized > 0
                 && total.conflicts > 0
-                && total.principal_switches > 0),
+                && total.principal_switches > 0
+                && total.late_denials > 0
+                && total.failed_checks > 0),
         "batching, coalescing, folding, host actions (taken and refused) expired logins, version conflicts and a second user must be exercised"
     );
 }

@@ -31,6 +31,8 @@ export type ErrorCode =
   | "lease_lost"
   | "corrupt_record"
   | "not_leader"
+  | "other_principal"
+  | "owner_in_use"
   | "invalid_database_name"
   | "storage_unavailable"
   | "storage_write_failed"

@@ -36,7 +36,8 @@ pub struct Scheduler {
 impl Scheduler {
     /// Opens the ledger and joins its tabs (W4): this tab dispatches when no other does,
     /// and otherwise enqueues through the shared inbox until it is elected. Rejects with
-    /// `invalid_options`, `invalid_concurrency` or `storage_unavailable`.
+    /// `invalid_options`, `invalid_concurrency`, `storage_unavailable`, or `owner_in_use`
+    /// when another open tab of this ledger has the same `owner`.
     #[wasm_bindgen(js_name = open, unchecked_return_type = "Promise<Scheduler>")]
     pub fn open_js(
         #[wasm_bindgen(unchecked_param_type = "SchedulerOptions")] options: JsValue,

@@ -98,7 +98,8 @@ export interface SchedulerOptions {
     submit: (request: FrozenRequest, signal: AbortSignal, blob?: Blob) => TransportAnswer | Promise<TransportAnswer>;
     query: (request: FrozenRequest, signal: AbortSignal) => TransportAnswer | Promise<TransportAnswer>;
   };
-  /** The principal requests are created and sent under (K3). */
+  /** The principal requests are created and sent under (K3). Omitted: anonymous, a principal
+   * of its own (never a wildcard). */
   principal?: string;
   /** Requests in flight at most (default 2). */
   concurrency?: number;
@@ -122,7 +123,9 @@ export interface SchedulerOptions {
   compile?: (intent: OperationIntent, requestId: string) => CompiledRequest;
   /** Synchronous: the canvases an intent touches (default: its canvasIds). */
   participants?: (intent: OperationIntent) => string[];
-  /** K3: runs before every send; may be async. */
+  /** K3: runs before every send; may be async. Only `{allowed: boolean}` decides; any other
+   * answer is a failed check (retried). A denial of a request the server may have is checked
+   * with a query first. */
   authorize?: (context: { request: FrozenRequest; principal: string | null }) => Authorization | Promise<Authorization>;
   /** K4: may be async. */
   classifyError?: (error: SafeError) => ErrorPolicy | Promise<ErrorPolicy>;

@@ -64,6 +64,9 @@ pub struct SchedulerConfig {
     pub pump_budget: usize,
     /// The principal requests are created and sent under (K3).
     pub principal: Option<String>,
+    /// K3: the host has an authorization step: every send first asks it
+    /// ([`Effect::Authorize`](super::io::Effect::Authorize)) and waits for the verdict.
+    pub authorize: bool,
     /// Largest payload accepted at enqueue.
     pub max_payload_bytes: usize,
     /// Request batching limits.
@@ -94,6 +97,7 @@ impl Default for SchedulerConfig {
             retry: RetryPolicy::default(),
             pump_budget: 64,
             principal: None,
+            authorize: false,
             max_payload_bytes: DEFAULT_MAX_PAYLOAD_BYTES,
             batch: BatchLimits::default(),
             event_log_limit: 1_000,

@@ -37,11 +37,16 @@ pub enum ErrorCode {
     CorruptRecord,
     /// This instance does not hold the lease.
     NotLeader,
+    /// K3: the operation (or the dispatcher's work) belongs to another principal than the
+    /// session that asked.
+    OtherPrincipal,
+    /// W4: another live tab of this ledger was opened with the same `owner`.
+    OwnerInUse,
 }
 
 impl ErrorCode {
     /// Every code, for checks that each one is declared and documented.
-    pub const ALL: [ErrorCode; 16] = [
+    pub const ALL: [ErrorCode; 18] = [
         ErrorCode::InvalidIntent,
         ErrorCode::DuplicateOperation,
         ErrorCode::UnknownDependency,
@@ -58,6 +63,8 @@ impl ErrorCode {
         ErrorCode::LeaseLost,
         ErrorCode::CorruptRecord,
         ErrorCode::NotLeader,
+        ErrorCode::OtherPrincipal,
+        ErrorCode::OwnerInUse,
     ];
 
     /// The stable code string that reaches JS as `error.code`.
@@ -79,6 +86,8 @@ impl ErrorCode {
             ErrorCode::LeaseLost => "lease_lost",
             ErrorCode::CorruptRecord => "corrupt_record",
             ErrorCode::NotLeader => "not_leader",
+            ErrorCode::OtherPrincipal => "other_principal",
+            ErrorCode::OwnerInUse => "owner_in_use",
         }
     }
 }

@@ -51,29 +51,29 @@ pub trait Host {
     fn batchable(&self) -> bool {
         true
     }
-
-    /// K3: the authorization step before every send of `request` under `principal`.
-    /// Default: allowed. (An asynchronous host check can instead answer the attempt with
-    /// [`AttemptStatus::denied`](super::io::AttemptStatus::denied) or
-    /// [`AttemptStatus::authorization_unavailable`](super::io::AttemptStatus::authorization_unavailable).)
-    fn authorize(
-        &mut self,
-        _request: &super::model::FrozenRequest,
-        _principal: Option<&str>,
-    ) -> Authorization {
-        Authorization::Allowed
-    }
 }
 
-/// The verdict of the K3 authorization step.
+/// The verdict of the K3 authorization step, the answer to an
+/// [`Effect::Authorize`](super::io::Effect::Authorize) (`Scheduler::on_authorized`). The
+/// driver reads the host's answer strictly: only `{allowed: true}` is [`Allowed`], only
+/// `{allowed: false}` is [`Denied`]; anything else (a throw, `undefined`, a string,
+/// `{allowed: "yes"}`, a throwing getter) is [`Unavailable`].
+///
+/// [`Allowed`]: Authorization::Allowed
+/// [`Denied`]: Authorization::Denied
+/// [`Unavailable`]: Authorization::Unavailable
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Authorization {
     /// Send it.
     Allowed,
-    /// Never send it: the request fails for good with this reason (at most 256 chars kept).
+    /// Never send it: the request fails for good with this reason (at most 256 chars kept),
+    /// once the server, if it may have the request, says it never received it.
     Denied(String),
     /// The check itself failed: nothing is sent and the attempt is retried.
     Unavailable(String),
+    /// The check did not answer within this many milliseconds (`attemptTimeoutMs`): as
+    /// `Unavailable`, with the error `hook_timeout`.
+    TimedOut(u32),
 }
 
 /// The body an intent compiles to when the host supplies no `compile`.

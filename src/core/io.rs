@@ -182,6 +182,20 @@ impl AttemptStatus {
         }
     }
 
+    /// A host hook (`hook`) did not settle within `timeout_ms` (`attemptTimeoutMs`):
+    /// unresolved (the attempt is retried like any other), the hook named in the details.
+    pub fn hook_timeout(hook: &str, timeout_ms: u32) -> Self {
+        let error = SafeError::new(
+            "hook_timeout",
+            &format!("{hook}() did not settle within {timeout_ms} ms"),
+        )
+        .with_details(JsonText::object(|details| details.member("hook", hook)));
+        Self {
+            error: Some(error),
+            ..Self::outcome(AttemptOutcome::Unresolved)
+        }
+    }
+
     /// S8: the transport threw, the network failed or the attempt was aborted.
     pub fn transport_unknown(message: &str) -> Self {
         Self {
@@ -243,6 +257,10 @@ pub enum Effect {
     Persist(PersistBatch),
     /// Send this attempt, then call `on_answer`.
     Send(Box<SendOrder>),
+    /// K3: ask the host's authorization step whether this attempt may be sent (under the
+    /// session's principal), then call `on_authorized` with its verdict. Nothing is sent
+    /// until then; only with [`SchedulerConfig::authorize`](super::config::SchedulerConfig).
+    Authorize(Box<SendOrder>),
     /// Abort this in-flight attempt (its answer will be ignored).
     Abort(AttemptId),
     /// Wake the core at this absolute time (`None`: no wake-up wanted).

@@ -4,7 +4,7 @@
 use std::collections::VecDeque;
 
 use crate::core::config::SchedulerConfig;
-use crate::core::host::Host;
+use crate::core::host::{Authorization, Host};
 use crate::core::intent::IntentInput;
 use crate::core::io::{AttemptStatus, Effect, PersistBatch, PersistResult, Report, SendOrder};
 use crate::core::model::Millis;
@@ -36,7 +36,15 @@ pub struct Harness<H: Host> {
     pub auto_persist: bool,
     /// Fail this many upcoming batches with a storage error.
     pub fail_persists: u32,
+    /// K3: attempts waiting for the authorization verdict (`config.authorize`), unless
+    /// `authorizer` answers them at once.
+    pub authorizing: Vec<SendOrder>,
+    /// Answers every authorization step at once, when set.
+    pub authorizer: Option<Authorizer>,
 }
+
+/// A host's authorization step, for [`Harness::authorizer`].
+pub type Authorizer = Box<dyn FnMut(&SendOrder) -> Authorization>;
 
 impl<H: Host> Harness<H> {
     /// A harness over an empty store at t = 1 000 000.
@@ -65,6 +73,8 @@ impl<H: Host> Harness<H> {
             aborted: Vec::new(),
             auto_persist: true,
             fail_persists: 0,
+            authorizing: Vec::new(),
+            authorizer: None,
         }
     }
 
@@ -79,6 +89,14 @@ impl<H: Host> Harness<H> {
                         self.sent.push((*order).clone());
                         self.wire.push(*order);
                     }
+                    Effect::Authorize(order) => match self.authorizer.as_mut() {
+                        Some(decide) => {
+                            let verdict = decide(&order);
+                            self.scheduler
+                                .on_authorized(self.now, order.attempt, verdict);
+                        }
+                        None => self.authorizing.push(*order),
+                    },
                     Effect::Abort(attempt) => {
                         self.aborted.push(attempt);
                         self.wire.retain(|o| o.attempt != attempt);
@@ -150,6 +168,18 @@ impl<H: Host> Harness<H> {
         let order = self.wire.remove(index);
         self.scheduler.on_answer(self.now, order.attempt, status);
         self.drain();
+    }
+
+    /// Gives the oldest waiting authorization step its verdict.
+    pub fn authorize_first(&mut self, verdict: Authorization) -> Option<SendOrder> {
+        if self.authorizing.is_empty() {
+            return None;
+        }
+        let order = self.authorizing.remove(0);
+        self.scheduler
+            .on_authorized(self.now, order.attempt, verdict);
+        self.drain();
+        Some(order)
     }
 
     /// Answers the oldest attempt on the wire.

@@ -8,9 +8,7 @@ use wasm_bindgen::prelude::wasm_bindgen;
 use wasm_bindgen::{JsCast, JsValue};
 use wasm_bindgen_futures::JsFuture;
 
-use crate::core::io::{AttemptOutcome, AttemptStatus};
-use crate::core::json::JsonText;
-use crate::core::safe_error::SafeError;
+use crate::core::io::AttemptStatus;
 
 #[wasm_bindgen(module = "/src/api/boundary.js")]
 extern "C" {
@@ -43,16 +41,7 @@ pub async fn call(hook: &Function, args: &[&JsValue], timeout_ms: u32) -> Settle
     }
 }
 
-/// The status of an attempt whose `hook` did not settle within `timeout_ms`: unresolved (the
-/// attempt is retried like any other), with the hook named in the error's details.
+/// The status of an attempt whose `hook` did not settle within `timeout_ms`.
 pub fn timed_out(hook: &str, timeout_ms: u32) -> AttemptStatus {
-    let error = SafeError::new(
-        "hook_timeout",
-        &format!("{hook}() did not settle within {timeout_ms} ms"),
-    )
-    .with_details(JsonText::object(|details| details.member("hook", hook)));
-    AttemptStatus {
-        error: Some(error),
-        ..AttemptStatus::outcome(AttemptOutcome::Unresolved)
-    }
+    AttemptStatus::hook_timeout(hook, timeout_ms)
 }

@@ -7,6 +7,7 @@ mod clock;
 mod driver;
 mod hostile_hooks;
 mod hostile_inputs;
+mod hostile_tabs;
 mod json;
 mod probe;
 mod security;

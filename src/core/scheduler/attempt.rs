@@ -113,7 +113,7 @@ impl<H: Host> Scheduler<H> {
             match stage {
                 Stage::Barrier(_) => self.send(now, &id),
                 Stage::Completing(_) => self.finish(now, &id),
-                Stage::Sending => {}
+                Stage::Authorizing | Stage::Sending => {}
             }
         }
     }
@@ -128,14 +128,7 @@ impl<H: Host> Scheduler<H> {
             return;
         };
         if !self.may_dispatch() || !request.is_unresolved() || request.blocked.is_some() {
-            // Held/offline/resolved meanwhile: nothing was sent; run it again later.
-            self.active.remove(request_id);
-            if request.is_unresolved() && request.blocked.is_none() {
-                self.retries
-                    .schedule(request_id, now, request.safe_action());
-            }
-            self.slot_freed();
-            return;
+            return self.unsent(now, &request);
         }
         if body_digest(&request.body) != request.digest {
             // D5: a body that no longer matches its digest is never sent.
@@ -154,7 +147,7 @@ impl<H: Host> Scheduler<H> {
             self.slot_freed();
             return;
         }
-        if self.config.principal.is_some() && request.principal != self.config.principal {
+        if self.other_principal(&request.principal) {
             // K3: never sent with another principal's credentials; it waits for its own.
             self.active.remove(request_id);
             self.slot_freed();
@@ -166,36 +159,55 @@ impl<H: Host> Scheduler<H> {
             self.slot_freed();
             return;
         }
-        let principal = self.config.principal.clone();
-        match self.host.authorize(&request, principal.as_deref()) {
-            crate::core::host::Authorization::Allowed => {}
-            crate::core::host::Authorization::Denied(reason) => {
-                return self.answer_locally(
-                    now,
-                    request_id,
-                    attempt.action,
-                    AttemptStatus::denied(&reason),
-                );
+        if self.config.authorize {
+            // K3: the host's check runs before every send; `on_authorized` carries on.
+            if let Some(active) = self.active.get_mut(request_id) {
+                active.stage = Stage::Authorizing;
             }
-            crate::core::host::Authorization::Unavailable(message) => {
-                let status = AttemptStatus::authorization_unavailable(&message);
-                return self.answer_locally(now, request_id, attempt.action, status);
-            }
+            self.effects
+                .push_back(Effect::Authorize(Box::new(SendOrder {
+                    attempt: attempt.id,
+                    action: attempt.action,
+                    request,
+                })));
+            return;
         }
-        if let Some(active) = self.active.get_mut(request_id) {
+        self.dispatch(now, attempt.id, attempt.action, request);
+    }
+
+    /// Held, offline or resolved meanwhile: nothing was sent; run it again later.
+    pub(super) fn unsent(&mut self, now: Millis, request: &crate::core::model::FrozenRequest) {
+        self.active.remove(&request.id);
+        if request.is_unresolved() && request.blocked.is_none() {
+            self.retries
+                .schedule(&request.id, now, request.safe_action());
+        }
+        self.slot_freed();
+    }
+
+    /// Puts the attempt on the wire.
+    pub(super) fn dispatch(
+        &mut self,
+        now: Millis,
+        attempt: AttemptId,
+        action: RetryAction,
+        request: crate::core::model::FrozenRequest,
+    ) {
+        if let Some(active) = self.active.get_mut(&request.id) {
             active.stage = Stage::Sending;
+            active.action = action;
         }
         self.counters.sent += 1;
         self.event(
             EventKind::Dispatched,
             now,
-            Some(request_id),
+            Some(&request.id),
             None,
-            Some(attempt.action.as_str().to_owned()),
+            Some(action.as_str().to_owned()),
         );
         self.effects.push_back(Effect::Send(Box::new(SendOrder {
-            attempt: attempt.id,
-            action: attempt.action,
+            attempt,
+            action,
             request,
         })));
     }
@@ -278,7 +290,7 @@ impl<H: Host> Scheduler<H> {
     }
 
     /// Records a verdict reached without sending (K3), exactly like an answer.
-    fn answer_locally(
+    pub(super) fn answer_locally(
         &mut self,
         now: Millis,
         request_id: &str,
@@ -309,10 +321,14 @@ impl<H: Host> Scheduler<H> {
         else {
             return;
         };
-        let action = self
+        let (action, denied) = self
             .active
             .get(&request_id)
-            .map_or(RetryAction::Query, |a| a.action);
+            .map_or((RetryAction::Query, None), |a| (a.action, a.denied.clone()));
+        let status = match denied {
+            Some(reason) => Self::after_denial(status, &reason),
+            None => status,
+        };
         self.complete(now, &request_id, action, status);
         if self.persist.failed {
             // The record stays in memory; resume() persists it and moves the claims.

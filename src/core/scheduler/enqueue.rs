@@ -65,7 +65,7 @@ impl<H: Host> Scheduler<H> {
                 "another dispatcher owns this ledger",
             ));
         }
-        let fresh = self.validate_batch(&inputs)?;
+        let fresh = self.validate_batch(&inputs, &principal)?;
         if fresh.is_empty() {
             // Everything is already in the ledger: wait for whatever write still carries it.
             return Ok(self.open_barrier());
@@ -178,7 +178,13 @@ impl<H: Host> Scheduler<H> {
     }
 
     /// Checks a batch against itself and the ledger; returns the intents not yet admitted.
-    fn validate_batch(&self, inputs: &[IntentInput]) -> Result<Vec<IntentInput>, SchedulerError> {
+    /// An id already stored is the same intent again only under the same principal (K3):
+    /// another principal's operation with that id is `duplicate_operation`.
+    fn validate_batch(
+        &self,
+        inputs: &[IntentInput],
+        principal: &Option<String>,
+    ) -> Result<Vec<IntentInput>, SchedulerError> {
         if inputs.is_empty() {
             return Err(SchedulerError::new(
                 ErrorCode::InvalidIntent,
@@ -197,7 +203,7 @@ impl<H: Host> Scheduler<H> {
                 ));
             }
             if let Some(stored) = self.ledger.operation(&input.id) {
-                if same_intent(&stored.intent, input) {
+                if same_intent(&stored.intent, input) && stored.intent.principal == *principal {
                     continue;
                 }
                 return Err(SchedulerError::new(

@@ -247,14 +247,14 @@ impl<H: Host> Scheduler<H> {
             .and_then(|r| self.ledger.request(r))
             .filter(|r| r.is_unresolved())
         {
-            // Frozen: never launched. Attempt 1 waiting for its dispatch marker: not sent yet.
+            // Frozen: never launched. Attempt 1 waiting for its dispatch marker or its
+            // authorization: not sent yet.
             Some(request)
                 if request.phase == RequestPhase::Frozen
                     || (request.attempt <= 1
-                        && self
-                            .active
-                            .get(&request.id)
-                            .is_some_and(|a| matches!(a.stage, Stage::Barrier(_)))) =>
+                        && self.active.get(&request.id).is_some_and(|a| {
+                            matches!(a.stage, Stage::Barrier(_) | Stage::Authorizing)
+                        })) =>
             {
                 Some(request.id.clone())
             }

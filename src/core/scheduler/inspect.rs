@@ -15,8 +15,8 @@ pub struct Explanation {
     pub operation_id: String,
     /// `pending`, `in_flight`, `blocked` or `resolved`.
     pub state: &'static str,
-    /// One of D2's idle reasons, or `ready`, `persisting`, `sending`, `settled`, `blocked`,
-    /// `other_principal`, `not_started`, `stopped`.
+    /// One of D2's idle reasons, or `ready`, `persisting`, `authorizing`, `sending`,
+    /// `settled`, `blocked`, `other_principal`, `not_started`, `stopped`.
     pub reason: String,
     /// The canvas that holds it back.
     pub canvas_id: Option<String>,
@@ -187,6 +187,7 @@ impl<H: Host> Scheduler<H> {
             if let Some(active) = self.active.get(&request.id) {
                 out.state = "in_flight";
                 out.reason = match active.stage {
+                    Stage::Authorizing => "authorizing",
                     Stage::Sending => "sending",
                     Stage::Barrier(_) | Stage::Completing(_) => "persisting",
                 }
@@ -196,7 +197,7 @@ impl<H: Host> Scheduler<H> {
             out.due_at = request
                 .retry_at
                 .or_else(|| self.retries.due_of(&request.id));
-            if self.config.principal.is_some() && request.principal != self.config.principal {
+            if self.other_principal(&request.principal) {
                 out.reason = "other_principal".into();
             } else if let Some(gate) = self.gate() {
                 out.reason = gate.into();
@@ -218,7 +219,7 @@ impl<H: Host> Scheduler<H> {
             out.dependency_id = Some(dep.to_owned());
             return Ok(out);
         }
-        if self.config.principal.is_some() && op.intent.principal != self.config.principal {
+        if self.other_principal(&op.intent.principal) {
             out.reason = "other_principal".into();
             return Ok(out);
         }

@@ -6,6 +6,7 @@
 //! [`Scheduler::start`].
 
 mod attempt;
+mod authorization;
 mod batch;
 mod completion;
 mod enqueue;
@@ -39,6 +40,8 @@ pub type HoldId = u64;
 enum Stage {
     /// Waiting for the batch holding its dispatch marker to be durable (S7).
     Barrier(BatchNo),
+    /// K3: waiting for the host's authorization verdict ([`Effect::Authorize`]).
+    Authorizing,
     /// On the wire.
     Sending,
     /// Answer recorded; waiting for that record to be durable before claims move.
@@ -51,6 +54,9 @@ struct Attempt {
     action: RetryAction,
     kind: String,
     stage: Stage,
+    /// K3: the authorization step denied this attempt of a request the server may already
+    /// have: it queries instead, and the denial stands only if the server never got it.
+    denied: Option<String>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -268,6 +274,13 @@ impl<H: Host> Scheduler<H> {
             && !self.persist.barrier_wanted
             && self.active.is_empty()
             && (self.ready.is_empty() || !self.may_dispatch())
+    }
+
+    /// K3: whether work recorded under `principal` belongs to another principal than this
+    /// session's. An omitted principal is one of its own (anonymous), never a wildcard: an
+    /// anonymous session never sends a named principal's work, nor the reverse.
+    fn other_principal(&self, principal: &Option<String>) -> bool {
+        *principal != self.config.principal
     }
 
     /// Whether new attempts may start now.

@@ -178,7 +178,7 @@ impl<H: Host> Scheduler<H> {
             return;
         };
         let intent = op.intent.clone();
-        if self.config.principal.is_some() && intent.principal != self.config.principal {
+        if self.other_principal(&intent.principal) {
             // K3: another principal's work is never frozen or sent under ours.
             return;
         }
@@ -313,6 +313,7 @@ impl<H: Host> Scheduler<H> {
                 action,
                 kind,
                 stage: Stage::Barrier(barrier),
+                denied: None,
             },
         );
         self.maybe_flush(now);

@@ -112,7 +112,7 @@ impl<H: Host> Scheduler<H> {
             self.block_request(now, id, "request_interpreter_unavailable", None);
             return;
         }
-        if self.config.principal.is_some() && request.principal != self.config.principal {
+        if self.other_principal(&request.principal) {
             return; // K3: it waits, claims held, for a session of its own principal.
         }
         let action = request.next_action();

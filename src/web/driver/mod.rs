@@ -120,6 +120,8 @@ impl Driver {
         let clock = BrowserClock::new();
         let config = SchedulerConfig {
             group_commit: true,
+            // K3: with an `authorize` hook every send waits for its verdict.
+            authorize: options.send_hooks.authorize.is_some(),
             ..options.config
         };
         config.validate()?;
@@ -327,6 +329,7 @@ impl Driver {
                     });
                 }
                 Effect::Send(order) => self.send(*order),
+                Effect::Authorize(order) => self.authorize(*order),
                 Effect::Abort(attempt) => {
                     if let Some(controller) = self.state.borrow_mut().controllers.remove(&attempt) {
                         controller.abort();
@@ -401,6 +404,16 @@ impl Driver {
         }
     }
 
+    /// K3: runs the host's `authorize` (outside any borrow) and hands its verdict to the core.
+    fn authorize(&self, order: SendOrder) {
+        let hooks = self.state.borrow().send_hooks.clone();
+        let this = self.clone();
+        spawn(async move {
+            let verdict = hooks.authorize(&order.request).await;
+            this.with(|s, now| s.on_authorized(now, order.attempt, verdict));
+        });
+    }
+
     fn send(&self, order: SendOrder) {
         let Ok(controller) = AbortController::new() else {
             let status = AttemptStatus::transport_unknown("AbortController unavailable");
@@ -437,27 +450,24 @@ impl Driver {
             let clock = BrowserClock::new();
             let status = match hooks.headers().await {
                 Err(status) => status,
-                Ok(headers) => match hooks.authorize(&order.request).await {
-                    Err(status) => status,
-                    Ok(()) => {
-                        let signal = controller.signal();
-                        let mut status = match &js_transport {
-                            Some(custom) => {
-                                let timeout = transport.timeout_ms();
-                                custom
-                                    .send(&order, blob, &signal, timeout, || clock.now())
-                                    .await
-                            }
-                            None => {
-                                transport
-                                    .send(&order, &headers, blob, &signal, || clock.now())
-                                    .await
-                            }
-                        };
-                        hooks.classify(&mut status).await;
-                        status
-                    }
-                },
+                Ok(headers) => {
+                    let signal = controller.signal();
+                    let mut status = match &js_transport {
+                        Some(custom) => {
+                            let timeout = transport.timeout_ms();
+                            custom
+                                .send(&order, blob, &signal, timeout, || clock.now())
+                                .await
+                        }
+                        None => {
+                            transport
+                                .send(&order, &headers, blob, &signal, || clock.now())
+                                .await
+                        }
+                    };
+                    hooks.classify(&mut status).await;
+                    status
+                }
             };
             this.state.borrow_mut().controllers.remove(&order.attempt);
             if status

@@ -11,6 +11,7 @@ use wasm_bindgen::JsValue;
 use crate::web::bounded::{self, Settled};
 use crate::web::thrown::Thrown;
 
+use crate::core::host::Authorization;
 use crate::core::io::{AttemptOutcome, AttemptStatus};
 use crate::core::model::FrozenRequest;
 use crate::core::safe_error::SafeError;
@@ -44,6 +45,28 @@ fn unresolved(code: &str, message: &str) -> AttemptStatus {
     AttemptStatus {
         error: Some(SafeError::new(code, message)),
         ..AttemptStatus::outcome(AttemptOutcome::Unresolved)
+    }
+}
+
+/// What `authorize` answered, as the core's verdict.
+fn read_verdict(decision: &JsValue) -> Authorization {
+    const SHAPE: &str = "authorize() must return {allowed: boolean}";
+    if !decision.is_object() {
+        return Authorization::Unavailable(SHAPE.into());
+    }
+    let allowed = match Reflect::get(decision, &"allowed".into()) {
+        Ok(value) => value.as_bool(),
+        Err(thrown) => return Authorization::Unavailable(thrown_name(&thrown)),
+    };
+    match allowed {
+        Some(true) => Authorization::Allowed,
+        Some(false) => Authorization::Denied(
+            Reflect::get(decision, &"reason".into())
+                .ok()
+                .and_then(|v| v.as_string())
+                .unwrap_or_else(|| "not_allowed".into()),
+        ),
+        None => Authorization::Unavailable(SHAPE.into()),
     }
 }
 
@@ -91,10 +114,12 @@ impl SendHooks {
         Ok(pairs)
     }
 
-    /// K3: `Ok` to send; otherwise the status to record instead of sending.
-    pub async fn authorize(&self, request: &FrozenRequest) -> Result<(), AttemptStatus> {
+    /// K3: the host's verdict, read strictly (the core decides what it means): only a
+    /// boolean `allowed` decides; anything else — a throw, a rejection, `undefined`, a
+    /// string, `{allowed: "yes"}`, a getter that throws — is a failed check.
+    pub async fn authorize(&self, request: &FrozenRequest) -> Authorization {
         let Some(hook) = &self.authorize else {
-            return Ok(());
+            return Authorization::Allowed;
         };
         let context = Object::new();
         let _ = Reflect::set(
@@ -109,25 +134,10 @@ impl SendHooks {
         let _ = Reflect::set(&context, &"principal".into(), &principal);
         let decision = match bounded::call(hook, &[&context], self.timeout_ms).await {
             Settled::Value(decision) => decision,
-            Settled::Threw(thrown) => {
-                return Err(AttemptStatus::authorization_unavailable(&thrown_name(
-                    &thrown,
-                )))
-            }
-            Settled::TimedOut => return Err(bounded::timed_out("authorize", self.timeout_ms)),
+            Settled::Threw(thrown) => return Authorization::Unavailable(thrown_name(&thrown)),
+            Settled::TimedOut => return Authorization::TimedOut(self.timeout_ms),
         };
-        let allowed = Reflect::get(&decision, &"allowed".into())
-            .ok()
-            .and_then(|v| v.as_bool())
-            == Some(true);
-        if allowed {
-            return Ok(());
-        }
-        let reason = Reflect::get(&decision, &"reason".into())
-            .ok()
-            .and_then(|v| v.as_string())
-            .unwrap_or_else(|| "not_allowed".into());
-        Err(AttemptStatus::denied(&reason))
+        read_verdict(&decision)
     }
 
     /// K4: lets the host decide whether an unresolved attempt's error is retryable and when.

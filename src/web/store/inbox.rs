@@ -11,11 +11,11 @@ use wasm_bindgen::JsValue;
 use super::codec::{decode, page_text};
 use super::errors::{js_error, unavailable};
 use super::requests::{get, index_get_all, PageRead, Tx};
-use super::schema::{BY_OPERATION, INBOX, OPERATIONS, OPERATION_PAGES, QUARANTINE};
+use super::schema::{BY_OPERATION, INBOX, OPERATIONS, OPERATION_PAGES, QUARANTINE, REQUESTS};
 use super::IdbLedger;
 use crate::core::error::{ErrorCode, SchedulerError};
 use crate::core::intent::{same_intent, IntentInput};
-use crate::core::model::{Millis, Operation};
+use crate::core::model::{FrozenRequest, Millis, Operation};
 use crate::core::packed::decode_page;
 use crate::core::str_set::StrSet;
 
@@ -111,6 +111,16 @@ async fn stored_operation(tx: &Tx, id: &str) -> Result<Option<Option<Operation>>
     })))
 }
 
+/// What [`IdbLedger::read_operations`] found for one id.
+pub struct StoredOperation {
+    /// The stored record, if any (and readable).
+    pub operation: Option<Operation>,
+    /// Why its unresolved request waits for the host, if it does.
+    pub request_blocked: Option<String>,
+    /// Whether the inbox still holds it.
+    pub queued: bool,
+}
+
 impl IdbLedger {
     /// W4: appends `entry` to the inbox in one strict readwrite transaction, after checking
     /// it against the durable ledger and the inbox in that same transaction: an id already
@@ -142,6 +152,55 @@ impl IdbLedger {
                 Err(error)
             }
         }
+    }
+
+    /// The stored record of each of `ids` (`None`: not in the ledger, or unreadable), why its
+    /// unresolved request is blocked if it is, and whether it is in the inbox still; one
+    /// readonly transaction. A tab that does not dispatch reads what became of its operations
+    /// here, not from the channel (W4).
+    ///
+    /// # Errors
+    ///
+    /// `storage_unavailable`.
+    pub async fn read_operations(
+        &self,
+        ids: &[String],
+    ) -> Result<Vec<StoredOperation>, SchedulerError> {
+        let db = self.db().map_err(unavailable)?;
+        let tx = self
+            .begin(&db, &[OPERATIONS, OPERATION_PAGES, REQUESTS, INBOX], false)
+            .map_err(unavailable)?;
+        let requests = tx.store(REQUESTS).map_err(js)?;
+        let queued = StrSet::from_iter(
+            read_all(&tx)
+                .await?
+                .into_iter()
+                .filter_map(|r| r.entry.ok())
+                .flat_map(|e| e.intents.into_iter().map(|i| i.id)),
+        );
+        let mut found = Vec::with_capacity(ids.len());
+        for id in ids {
+            let operation = stored_operation(&tx, id).await?.flatten();
+            let mut request_blocked = None;
+            if let Some(request_id) = operation
+                .as_ref()
+                .filter(|op| op.outcome.is_none())
+                .and_then(|op| op.request_id.as_deref())
+            {
+                let value = get(&requests, &JsValue::from_str(request_id))
+                    .await
+                    .map_err(js)?;
+                request_blocked = value
+                    .and_then(|v| decode::<FrozenRequest>(&v).ok())
+                    .and_then(|r| r.blocked);
+            }
+            found.push(StoredOperation {
+                operation,
+                request_blocked,
+                queued: queued.contains(id),
+            });
+        }
+        Ok(found)
     }
 
     /// Every inbox record, in append order (one readonly transaction).
@@ -217,20 +276,30 @@ async fn check_and_add(
     tx: &Tx,
     entry: &mut InboxEntry,
 ) -> Result<(bool, Vec<Operation>), SchedulerError> {
-    let queued: Vec<IntentInput> = read_all(tx)
+    // With the principal each was enqueued under: the same id under another principal is
+    // another operation (K3), never the same intent again.
+    let queued: Vec<(Option<String>, IntentInput)> = read_all(tx)
         .await?
         .into_iter()
         .filter_map(|r| r.entry.ok())
-        .flat_map(|e| e.intents)
+        .flat_map(|e| {
+            let principal = e.principal;
+            e.intents.into_iter().map(move |i| (principal.clone(), i))
+        })
         .collect();
     let mut fresh = Vec::with_capacity(entry.intents.len());
     let mut present = Vec::new();
     for input in std::mem::take(&mut entry.intents) {
         let stored = stored_operation(tx, &input.id).await?;
-        let same = match (&stored, queued.iter().find(|q| q.id == input.id)) {
-            (Some(Some(operation)), _) => Some(same_intent(&operation.intent, &input)),
+        let same = match (&stored, queued.iter().find(|(_, q)| q.id == input.id)) {
+            (Some(Some(operation)), _) => Some(
+                same_intent(&operation.intent, &input)
+                    && operation.intent.principal == entry.principal,
+            ),
             (Some(None), _) => Some(false),
-            (None, Some(queued)) => Some(*queued == input),
+            (None, Some((principal, queued))) => {
+                Some(*queued == input && *principal == entry.principal)
+            }
             (None, None) => None,
         };
         match same {
@@ -249,7 +318,7 @@ async fn check_and_add(
     }
     // Inserted one by one: collecting would sort first, one more sort in the .wasm.
     let mut known = StrSet::new();
-    for input in fresh.iter().chain(queued.iter()) {
+    for input in fresh.iter().chain(queued.iter().map(|(_, q)| q)) {
         known.insert_str(&input.id);
     }
     for input in &fresh {

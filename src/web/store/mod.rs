@@ -35,7 +35,7 @@ use requests::Tx;
 
 pub use errors::{unavailable, AcquireError};
 pub use faults::StoreFault;
-pub use inbox::{InboxEntry, InboxRecord};
+pub use inbox::{InboxEntry, InboxRecord, StoredOperation};
 pub use load::LoadedLedger;
 
 use crate::core::safe_error::SafeError;

@@ -35,9 +35,11 @@ pub enum TabMessage {
     Event { event: JsValue, operation: JsValue },
     /// Host action `action` (`flush`, `retry`, `discard`, `resume`, `settle`, `events`)
     /// asked of the dispatcher by tab `from`, request id `rid`.
+    /// `principal` is the asking tab's (K3: the leader serves it only that principal's work).
     Act {
         rid: u64,
         from: String,
+        principal: Option<String>,
         action: String,
         arg: JsValue,
     },
@@ -112,11 +114,15 @@ impl TabMessage {
             TabMessage::Act {
                 rid,
                 from,
+                principal,
                 action,
                 arg,
             } => {
                 set(&out, "rid", &(*rid as f64).into());
                 set(&out, "from", &from.into());
+                if let Some(principal) = principal {
+                    set(&out, "principal", &principal.into());
+                }
                 set(&out, "action", &action.into());
                 set(&out, "arg", arg);
                 "act"
@@ -165,6 +171,7 @@ impl TabMessage {
             "act" => TabMessage::Act {
                 rid: number(data, "rid")?,
                 from: text(data, "from")?,
+                principal: text(data, "principal"),
                 action: text(data, "action")?,
                 arg: get(data, "arg"),
             },

@@ -252,7 +252,10 @@ impl Tab {
                 let owner = this.owner();
                 this.post(&TabMessage::Loading { owner });
             }
-            Role::Follower => spawn(async move { this.watch_lease().await }),
+            Role::Follower => spawn(async move {
+                this.watch_lease().await;
+                this.confirm_hinted().await;
+            }),
             Role::Closed => {}
         }
     }

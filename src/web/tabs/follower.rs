@@ -139,6 +139,7 @@ impl Tab {
             let message = TabMessage::Act {
                 rid,
                 from: state.options.config.owner.clone(),
+                principal: state.options.config.principal.clone(),
                 action: action.to_owned(),
                 arg,
             };

@@ -35,6 +35,7 @@ use crate::core::intent::IntentInput;
 use crate::core::json::JsonText;
 use crate::core::model::{Lease, Millis};
 use crate::core::small_map::SmallMap;
+use crate::core::str_map::StrMap;
 use crate::core::str_set::StrSet;
 use crate::core::HoldId;
 use crate::web::clock::BrowserClock;
@@ -78,12 +79,21 @@ struct TabState {
     mine: StrSet,
     /// The latest record of each of `mine` relayed by the leader.
     views: OperationViews,
+    /// Operations of `mine` the leader said something about, to read from the ledger (a
+    /// relayed event is a hint, never delivered as it came), and the reads left to try.
+    hinted: StrSet,
+    hint_reads: u32,
+    /// The last block reason delivered for each of `mine` (each is delivered once).
+    heard_blocked: StrMap<String>,
     /// Another tab has spoken on the channel: relay events while leading.
     relay: bool,
     channel: Option<Rc<TabChannel>>,
     locks: Option<LockManager>,
     /// Our lock request: held while leading, queued while following.
     lock: Option<Rc<LockRequest>>,
+    /// The lock on this tab's `owner`, held while the tab is open: a second live tab of the
+    /// ledger with the same owner is refused (`owner_in_use`).
+    owner_lock: Option<LockRequest>,
     adopting: bool,
     adopt_again: bool,
     timer: Option<TimerHandle>,
@@ -143,10 +153,14 @@ impl Tab {
             leader_owner: None,
             mine: StrSet::new(),
             views: OperationViews::new(),
+            hinted: StrSet::new(),
+            hint_reads: 0,
+            heard_blocked: StrMap::new(),
             relay: false,
             channel: None,
             locks: LockManager::get(),
             lock: None,
+            owner_lock: None,
             adopting: false,
             adopt_again: false,
             timer: None,
@@ -163,11 +177,35 @@ impl Tab {
         let tab = Tab {
             state: Rc::new(RefCell::new(state)),
         };
+        tab.claim_owner().await?;
         tab.open_channel();
         tab.elect_at_open().await?;
         tab.arm_tick();
         tab.watch_visibility();
         Ok(tab)
+    }
+
+    /// W4: the owner names one live tab (the channel addresses answers and handovers to it,
+    /// the lease is taken in its name): a second tab of the ledger with the same owner is
+    /// refused with `owner_in_use` until the first stops or closes. Without Web Locks there
+    /// is nothing to ask; the default owner is random.
+    async fn claim_owner(&self) -> Result<(), SchedulerError> {
+        let Some(locks) = self.state.borrow().locks.clone() else {
+            return Ok(());
+        };
+        let name = format!("{}:owner:{}", self.lock_name(), self.owner());
+        let request = locks.request(&name, true, false);
+        if request.granted().await != locks::Grant::Granted {
+            return Err(SchedulerError::new(
+                ErrorCode::OwnerInUse,
+                format!(
+                    "another open tab of this ledger has owner {}; give each tab its own",
+                    self.owner()
+                ),
+            ));
+        }
+        self.state.borrow_mut().owner_lock = Some(request);
+        Ok(())
     }
 
     /// This tab's owner id.
@@ -332,6 +370,9 @@ impl Tab {
         let mut state = self.state.borrow_mut();
         state.channel = None;
         state.visibility = None;
+        if let Some(lock) = state.owner_lock.take() {
+            lock.release();
+        }
     }
 
     /// Delivers an event to this tab's host.

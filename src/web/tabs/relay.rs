@@ -12,8 +12,50 @@ use super::events;
 use super::{Role, Tab, TabMessage};
 use crate::core::error::SchedulerError;
 use crate::core::io::Report;
+use crate::core::json::JsonText;
+use crate::core::model::Operation;
 use crate::web::driver::Driver;
 use crate::web::json::to_js;
+
+/// How many times a follower reads hinted operations that show nothing new yet, after the
+/// latest hint (the leader may post before its write is durable; a tick apart, 250 ms–1 s).
+const HINT_READS: u32 = 8;
+
+/// The event an operation's stored record stands for: its settlement, else a block (its own,
+/// or its request's) not yet delivered (`dead_letter` as `dead_lettered`).
+fn stored_event(
+    op: &Operation,
+    request_blocked: Option<&String>,
+    heard: Option<&String>,
+) -> Option<JsonText> {
+    if let Some(outcome) = &op.outcome {
+        return Some(events::event_json(&Report::Settled {
+            operation_id: op.intent.id.clone(),
+            request_id: outcome.request_id.clone(),
+            settlement: outcome.settlement,
+            error: outcome.error.clone(),
+            canonical: outcome.canonical.clone(),
+        }));
+    }
+    let reason = op.blockers.last().or(request_blocked)?;
+    if heard == Some(reason) {
+        return None;
+    }
+    let request_id = op.request_id.clone();
+    Some(events::event_json(&if reason == "dead_letter" {
+        Report::DeadLettered {
+            operation_ids: vec![op.intent.id.clone()],
+            request_id: request_id.unwrap_or_default(),
+            error: None,
+        }
+    } else {
+        Report::Blocked {
+            operation_id: op.intent.id.clone(),
+            request_id,
+            reason: reason.clone(),
+        }
+    }))
+}
 
 /// An error as an action's answer.
 pub(super) fn error_value(error: &SchedulerError) -> JsValue {
@@ -48,7 +90,12 @@ impl Tab {
                     self.post(&TabMessage::Leader { owner, fence });
                 }
             }
-            TabMessage::Leader { owner, fence } => self.on_leader(owner, fence, leading),
+            TabMessage::Leader { owner, fence } => {
+                // Believed only as far as the stored lease confirms it (a page script can
+                // post anything on the channel).
+                let this = self.clone();
+                spawn(async move { this.on_leader_claim(owner, fence).await });
+            }
             TabMessage::Loading { .. } => self.state.borrow_mut().watched = None,
             TabMessage::Gone { owner } => {
                 let mut state = self.state.borrow_mut();
@@ -63,19 +110,24 @@ impl Tab {
                     spawn(async move { this.adopt().await });
                 }
             }
-            TabMessage::Event { event, operation } => self.on_relayed(&event, operation),
+            TabMessage::Event { event, .. } => self.on_relayed(&event),
             TabMessage::Visible { from } => self.on_visible_follower(from),
             TabMessage::Handover { to } => self.on_handover(&to),
             TabMessage::Act {
                 rid,
                 from,
+                principal,
                 action,
                 arg,
             } => {
                 if let Some(driver) = leading {
                     let this = self.clone();
                     spawn(async move {
-                        let (ok, value) = match serve(&driver, &action, &arg).await {
+                        let served = match own_work(&driver, principal, &action, &arg) {
+                            Ok(()) => serve(&driver, &action, &arg).await,
+                            Err(error) => Err(error),
+                        };
+                        let (ok, value) = match served {
                             Ok(value) => (true, value),
                             Err(error) => (false, error_value(&error)),
                         };
@@ -96,12 +148,24 @@ impl Tab {
         }
     }
 
+    /// A `leader` message: acted on only when the stored lease is `owner`'s with `fence`.
+    async fn on_leader_claim(&self, owner: String, fence: Option<u64>) {
+        let Ok(Some(stored)) = self.store().read_lease().await else {
+            return;
+        };
+        if stored.owner != owner || fence.is_some_and(|f| f != stored.fence) {
+            return; // not what the ledger says: stale or forged
+        }
+        let leading = self.driver();
+        self.on_leader(owner, Some(stored.fence), leading);
+    }
+
     fn on_leader(&self, owner: String, fence: Option<u64>, leading: Option<Driver>) {
         if let Some(driver) = leading {
             // Two leaders can only overlap until the older one's next write is fenced; a
-            // newer fence announced is reason enough to stop now.
+            // newer fence in the stored lease is reason enough to stop now.
             let ours = driver.inspect(|s, _| s.stats().fence);
-            if fence > ours {
+            if fence > ours && owner != self.owner() {
                 self.demote();
             }
             return;
@@ -123,33 +187,99 @@ impl Tab {
         }
     }
 
-    /// A follower keeps the events about operations it enqueued.
-    fn on_relayed(&self, event: &JsValue, operation: JsValue) {
-        let ids = events::operation_ids(event);
-        let ours = {
+    /// A follower hears that something happened to operations it enqueued. The channel is
+    /// not trusted (any script of the origin can post on it): the event is only a hint, and
+    /// what is delivered is read from the ledger ([`Tab::confirm_hinted`]).
+    fn on_relayed(&self, event: &JsValue) {
+        {
             let mut state = self.state.borrow_mut();
             if !matches!(state.role, Role::Follower | Role::Promoting) {
                 return;
             }
-            let ours: Vec<String> = ids
-                .into_iter()
-                .filter(|id| state.mine.contains(id))
-                .collect();
-            if let (false, [id]) = (
-                operation.is_undefined() || operation.is_null(),
-                ours.as_slice(),
-            ) {
-                state.views.set(id, &operation);
-            }
-            if events::kind(event).as_deref() == Some("settled") {
-                for id in &ours {
-                    state.mine.remove(id);
+            for id in events::operation_ids(event) {
+                if state.mine.contains(&id) {
+                    state.hinted.insert(id);
+                    state.hint_reads = HINT_READS;
                 }
             }
-            !ours.is_empty()
+            if state.hinted.is_empty() {
+                return;
+            }
+        }
+        let this = self.clone();
+        spawn(async move { this.confirm_hinted().await });
+    }
+
+    /// Reads the hinted operations from the ledger and delivers what their records show:
+    /// `settled` from a stored outcome, `dead_lettered` and `blocked` from stored blockers,
+    /// and a refusal when the operation is neither in the ledger nor in the inbox any more
+    /// (the dispatcher set it aside). A record not written yet is read again on the next tick,
+    /// a few times.
+    pub(super) async fn confirm_hinted(&self) {
+        let ids: Vec<String> = {
+            let mut state = self.state.borrow_mut();
+            if state.hint_reads == 0 {
+                state.hinted.clear();
+            }
+            state.hint_reads = state.hint_reads.saturating_sub(1);
+            state.hinted.iter().cloned().collect()
         };
-        if ours {
-            self.emit(event);
+        if ids.is_empty() {
+            return;
+        }
+        let Ok(found) = self.store().read_operations(&ids).await else {
+            return;
+        };
+        for (id, found) in ids.into_iter().zip(found) {
+            let (record, queued) = (found.operation, found.queued);
+            let request_blocked = found.request_blocked;
+            let event = {
+                let mut state = self.state.borrow_mut();
+                if !matches!(state.role, Role::Follower | Role::Promoting)
+                    || !state.mine.contains(&id)
+                {
+                    state.hinted.remove(&id);
+                    continue;
+                }
+                let event = match &record {
+                    Some(op) => {
+                        stored_event(op, request_blocked.as_ref(), state.heard_blocked.get(&id))
+                    }
+                    None if !queued => Some(events::refused(
+                        &id,
+                        &SchedulerError::new(
+                            crate::core::error::ErrorCode::InvalidIntent,
+                            "the dispatching tab refused this operation",
+                        ),
+                    )),
+                    None => None,
+                };
+                if let Some(op) = &record {
+                    state.views.set(&id, &to_js(op));
+                }
+                match (&event, &record) {
+                    (Some(_), Some(op)) if op.outcome.is_none() => {
+                        let reason = op
+                            .blockers
+                            .last()
+                            .or(request_blocked.as_ref())
+                            .cloned()
+                            .unwrap_or_default();
+                        state.heard_blocked.insert(id.clone(), reason);
+                        state.hinted.remove(&id);
+                    }
+                    (Some(_), _) => {
+                        state.mine.remove(&id);
+                        state.heard_blocked.remove(&id);
+                        state.hinted.remove(&id);
+                    }
+                    (None, _) => {} // read again on the next tick, while reads are left
+                }
+                event
+            };
+            if let Some(event) = event {
+                self.emit_json(&event);
+            }
         }
     }
 
@@ -237,6 +367,48 @@ impl Tab {
     fn on_relayed_own(&self, id: &str, event: &JsValue) {
         self.state.borrow_mut().mine.remove(id);
         self.emit(event);
+    }
+}
+
+/// K3: a tab asks the dispatcher only about its own principal's work. An action on one
+/// operation (`flush`, `retry`, `discard`) needs the operation's principal to be the asking
+/// tab's; `resume`, `operations` and the event log need the dispatcher's to be. (The asking
+/// tab names its principal: this keeps an honest tab of another user off the leader's work;
+/// it is no defence against a script that lies on the channel.)
+fn own_work(
+    driver: &Driver,
+    principal: Option<String>,
+    action: &str,
+    arg: &JsValue,
+) -> Result<(), SchedulerError> {
+    let refuse = |what: &str| {
+        Err(SchedulerError::new(
+            crate::core::error::ErrorCode::OtherPrincipal,
+            format!("{what} belongs to another principal than the tab that asked"),
+        ))
+    };
+    match action {
+        "flush" | "retry" | "discard" => {
+            let id = arg.as_string().unwrap_or_default();
+            let owner = driver.inspect(|s, _| {
+                s.ledger()
+                    .operation(&id)
+                    .map(|op| op.intent.principal.clone())
+            });
+            match owner {
+                Some(owner) if owner != principal => refuse(&format!("operation {id}")),
+                _ => Ok(()), // unknown ids get serve()'s own error
+            }
+        }
+        "resume" | "events" | "operations" => {
+            let leader = driver.inspect(|s, _| s.config().principal.clone());
+            if leader == principal {
+                Ok(())
+            } else {
+                refuse("the dispatching tab's work")
+            }
+        }
+        _ => Ok(()),
     }
 }
 

@@ -1,0 +1,143 @@
+//! K3's authorization step as an effect out and a verdict in: before every send the core asks
+//! [`Effect::Authorize`] and waits; [`Scheduler::on_authorized`] reads the host's verdict.
+//!
+//! - Allowed: the attempt goes on the wire.
+//! - The check failed (the hook threw, or answered anything but `{allowed: boolean}`):
+//!   nothing is sent, and the attempt is retried like any unresolved one.
+//! - Denied, for a request the server cannot have (its first submit): rejected for good.
+//! - Denied, for a request the server may already have (any earlier attempt, a query due, or
+//!   accepted): the attempt becomes a query, and the denial stands only if the server says it
+//!   never received the request. A change the server kept is never reported rejected.
+
+use super::{Scheduler, Stage};
+use crate::core::host::{Authorization, Host};
+use crate::core::io::{AttemptId, AttemptOutcome, AttemptStatus};
+use crate::core::model::{FrozenRequest, Millis, RequestPhase, RetryAction};
+use crate::core::protocol::NOT_FOUND;
+
+impl<H: Host> Scheduler<H> {
+    /// The host's verdict on the [`Effect::Authorize`](crate::core::io::Effect::Authorize)
+    /// of `attempt`. A verdict for an attempt that is no longer waiting (stopped, fenced,
+    /// storage failed) changes nothing.
+    pub fn on_authorized(&mut self, now: Millis, attempt: AttemptId, verdict: Authorization) {
+        if !self.is_running() || self.lease.fenced {
+            return;
+        }
+        let Some((request_id, action)) = self
+            .active
+            .iter()
+            .find(|(_, a)| a.id == attempt && a.stage == Stage::Authorizing)
+            .map(|(id, a)| (id.clone(), a.action))
+        else {
+            return;
+        };
+        let Some(request) = self.ledger.request(&request_id).cloned() else {
+            self.active.remove(&request_id);
+            self.slot_freed();
+            self.sync_timer(now);
+            return;
+        };
+        if !self.may_dispatch() || !request.is_unresolved() || request.blocked.is_some() {
+            // Held, offline, discarded or resolved while the host decided.
+            self.unsent(now, &request);
+        } else {
+            match verdict {
+                Authorization::Allowed => self.dispatch(now, attempt, action, request),
+                Authorization::Unavailable(message) => {
+                    let status = AttemptStatus::authorization_unavailable(&message);
+                    self.answer_locally(now, &request_id, action, status);
+                }
+                Authorization::TimedOut(timeout_ms) => {
+                    let status = AttemptStatus::hook_timeout("authorize", timeout_ms);
+                    self.answer_locally(now, &request_id, action, status);
+                }
+                Authorization::Denied(reason) if may_have_been_received(&request, action) => {
+                    if let Some(active) = self.active.get_mut(&request_id) {
+                        active.denied = Some(reason);
+                    }
+                    self.dispatch(now, attempt, RetryAction::Query, request);
+                }
+                Authorization::Denied(reason) => {
+                    let status = AttemptStatus::denied(&reason);
+                    self.answer_locally(now, &request_id, action, status);
+                }
+            }
+        }
+        self.sync_timer(now);
+    }
+
+    /// The answer to the query a denial asked for: the server's own verdict if it has the
+    /// request (applied, rejected, still processing); the denial if it never received it;
+    /// otherwise (no answer) the query is retried, and the check runs again first.
+    pub(super) fn after_denial(status: AttemptStatus, reason: &str) -> AttemptStatus {
+        let never_received = status.outcome == AttemptOutcome::Unresolved
+            && status.blocked.is_none()
+            && status.error.as_ref().is_some_and(|e| e.code == NOT_FOUND);
+        if never_received {
+            AttemptStatus::denied(reason)
+        } else {
+            status
+        }
+    }
+}
+
+/// Whether the server may hold `request`: an attempt before this one, a query due, or an
+/// answer that it is still processing. (`attempt` counts this attempt: 1 is the first.)
+pub fn may_have_been_received(request: &FrozenRequest, action: RetryAction) -> bool {
+    action == RetryAction::Query || request.attempt > 1 || request.phase == RequestPhase::Accepted
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::core::safe_error::SafeError;
+
+    fn request(attempt: u32, phase: RequestPhase) -> FrozenRequest {
+        FrozenRequest {
+            attempt,
+            phase,
+            ..FrozenRequest::default()
+        }
+    }
+
+    #[test]
+    fn k3_only_a_first_submit_cannot_have_been_received() {
+        assert!(!may_have_been_received(
+            &request(1, RequestPhase::Dispatched),
+            RetryAction::Submit
+        ));
+        assert!(may_have_been_received(
+            &request(2, RequestPhase::Dispatched),
+            RetryAction::Submit
+        ));
+        assert!(may_have_been_received(
+            &request(1, RequestPhase::Dispatched),
+            RetryAction::Query
+        ));
+        assert!(may_have_been_received(
+            &request(1, RequestPhase::Accepted),
+            RetryAction::Submit
+        ));
+    }
+
+    #[test]
+    fn k3_a_denial_stands_only_when_the_server_never_received_the_request() {
+        type S = Scheduler<crate::core::host::CountingHost>;
+        let not_found = AttemptStatus {
+            error: Some(SafeError::new(NOT_FOUND, "unknown key")),
+            ..AttemptStatus::outcome(AttemptOutcome::Unresolved)
+        };
+        let denied = S::after_denial(not_found, "read-only");
+        assert_eq!(denied.outcome, AttemptOutcome::Rejected);
+        assert_eq!(denied.error.unwrap().code, "authorization_denied");
+        for outcome in [
+            AttemptOutcome::Applied,
+            AttemptOutcome::Rejected,
+            AttemptOutcome::Accepted,
+            AttemptOutcome::Unresolved,
+        ] {
+            let status = AttemptStatus::outcome(outcome);
+            assert_eq!(S::after_denial(status.clone(), "read-only"), status);
+        }
+    }
+}

@@ -1,0 +1,234 @@
+//! SPEC K3 on a virtual clock: a principal is always compared (an omitted one is anonymous,
+//! never a wildcard), and the authorization step is an effect whose verdict the core reads.
+
+mod common;
+
+use canvas_scheduler::core::config::SchedulerConfig;
+use canvas_scheduler::core::error::ErrorCode;
+use canvas_scheduler::core::host::{Authorization, CountingHost};
+use canvas_scheduler::core::model::{RetryAction, Settlement};
+use canvas_scheduler::testing::{Harness, MemoryStore, ServerFaults, SimServer};
+use common::edit;
+
+fn as_principal(principal: Option<&str>, owner: &str) -> SchedulerConfig {
+    SchedulerConfig {
+        principal: principal.map(str::to_owned),
+        owner: owner.into(),
+        ..SchedulerConfig::default()
+    }
+}
+
+/// A ledger where `principal` froze and sent `id` once, with no answer (the tab closed).
+fn ledger_with_sent(principal: Option<&str>, id: &str) -> (MemoryStore, u64) {
+    let mut h = Harness::new(as_principal(principal, "first"), CountingHost::new("a"));
+    h.start();
+    h.enqueue(vec![edit(id, &["x"])]).unwrap();
+    assert_eq!(h.wire_operations(), [id]);
+    (h.store.clone(), h.now + 10_000)
+}
+
+/// A ledger where `principal` enqueued `id` while held (never frozen).
+fn ledger_with_pending(principal: Option<&str>, id: &str) -> (MemoryStore, u64) {
+    let mut h = Harness::new(as_principal(principal, "first"), CountingHost::new("a"));
+    h.start();
+    let _hold = h.scheduler.hold(h.now).unwrap();
+    h.enqueue(vec![edit(id, &["x"])]).unwrap();
+    assert!(h.wire.is_empty());
+    (h.store.clone(), h.now + 10_000)
+}
+
+fn reopen(store: MemoryStore, now: u64, principal: Option<&str>) -> Harness<CountingHost> {
+    let mut h = Harness::over(
+        as_principal(principal, "second"),
+        CountingHost::new("b"),
+        store,
+        now,
+    );
+    h.start();
+    h.advance(60_000);
+    h
+}
+
+#[test]
+fn k3_an_anonymous_session_never_sends_a_named_principals_work() {
+    // Frozen and sent once (recovery re-offers it) and never frozen (pump would freeze it).
+    for (store, now) in [
+        ledger_with_sent(Some("alice"), "alices"),
+        ledger_with_pending(Some("alice"), "alices"),
+    ] {
+        let mut h = reopen(store, now, None);
+        h.enqueue(vec![edit("anons", &["y"])]).unwrap();
+        assert_eq!(h.wire_operations(), ["anons"], "alice's work is not sent");
+        assert_eq!(
+            h.scheduler.explain(h.now, "alices").unwrap().reason,
+            "other_principal"
+        );
+    }
+}
+
+#[test]
+fn k3_a_named_session_never_sends_anonymous_work() {
+    for (store, now) in [
+        ledger_with_sent(None, "anons"),
+        ledger_with_pending(None, "anons"),
+    ] {
+        let mut h = reopen(store, now, Some("alice"));
+        h.enqueue(vec![edit("alices", &["y"])]).unwrap();
+        assert_eq!(h.wire_operations(), ["alices"]);
+        assert_eq!(
+            h.scheduler.explain(h.now, "anons").unwrap().reason,
+            "other_principal"
+        );
+    }
+}
+
+#[test]
+fn k3_a_ledger_that_stored_no_principal_keeps_working_anonymously() {
+    for (store, now) in [
+        ledger_with_sent(None, "old"),
+        ledger_with_pending(None, "old"),
+    ] {
+        let h = reopen(store, now, None);
+        assert_eq!(
+            h.wire_operations(),
+            ["old"],
+            "resent or sent by the next session"
+        );
+    }
+}
+
+#[test]
+fn k3_the_same_id_under_another_principal_is_a_duplicate_not_the_same_intent() {
+    let (store, now) = ledger_with_pending(Some("alice"), "shared");
+    for principal in [None, Some("bob")] {
+        let mut h = reopen(store.clone(), now, principal);
+        let error = h.enqueue(vec![edit("shared", &["x"])]).unwrap_err();
+        assert_eq!(error.code, ErrorCode::DuplicateOperation, "{principal:?}");
+        assert!(h.wire.is_empty());
+    }
+    // Alice enqueueing it again is still the harmless repeat it always was.
+    let mut h = reopen(store, now, Some("alice"));
+    h.enqueue(vec![edit("shared", &["x"])]).unwrap();
+    assert_eq!(h.wire_operations(), ["shared"]);
+}
+
+fn authorizing() -> Harness<CountingHost> {
+    let config = SchedulerConfig {
+        principal: Some("alice".into()),
+        authorize: true,
+        ..SchedulerConfig::default()
+    };
+    let mut h = Harness::new(config, CountingHost::new("r"));
+    h.start();
+    h
+}
+
+fn settlement(h: &Harness<CountingHost>, id: &str) -> Option<(Settlement, String)> {
+    let outcome = h.scheduler.ledger().operation(id)?.outcome.clone()?;
+    Some((
+        outcome.settlement,
+        outcome.error.map(|e| e.code).unwrap_or_default(),
+    ))
+}
+
+#[test]
+fn k3_nothing_is_sent_before_the_authorization_verdict() {
+    let mut h = authorizing();
+    h.enqueue(vec![edit("a", &["x"])]).unwrap();
+    assert!(h.wire.is_empty(), "waits for the verdict");
+    assert_eq!(h.authorizing.len(), 1);
+    assert_eq!(
+        h.scheduler.explain(h.now, "a").unwrap().reason,
+        "authorizing"
+    );
+    h.authorize_first(Authorization::Allowed);
+    assert_eq!(h.wire_operations(), ["a"]);
+}
+
+#[test]
+fn k3_a_failed_check_is_retried_and_a_first_denial_rejects() {
+    let mut h = authorizing();
+    h.enqueue(vec![edit("a", &["x"]), edit("b", &["y"])])
+        .unwrap();
+    h.authorize_first(Authorization::Unavailable("threw TypeError".into()));
+    assert!(h.wire.is_empty());
+    let a = h.scheduler.explain(h.now, "a").unwrap();
+    assert_eq!(
+        (a.reason.as_str(), a.due_at.is_some()),
+        ("retry_scheduled", true)
+    );
+    h.authorize_first(Authorization::Denied("read-only".into()));
+    assert!(h.wire.is_empty(), "a first submit denied is never sent");
+    assert_eq!(
+        settlement(&h, "b"),
+        Some((Settlement::Rejected, "authorization_denied".into()))
+    );
+}
+
+/// Alice's edit went out once and the answer was lost; then her right to edit was revoked.
+fn denied_after_a_lost_answer(server: &mut SimServer, apply: bool) -> Harness<CountingHost> {
+    let mut h = authorizing();
+    h.enqueue(vec![edit("a", &["x"])]).unwrap();
+    h.authorize_first(Authorization::Allowed);
+    let first = h.wire.remove(0);
+    let faults = ServerFaults {
+        drop_before_apply: !apply,
+        drop_after_apply: apply,
+        ..ServerFaults::default()
+    };
+    let lost = server.handle(first.action, &first.request, faults);
+    h.scheduler.on_answer(h.now, first.attempt, lost);
+    h.drain();
+    h.advance(60_000);
+    let retry = h.authorize_first(Authorization::Denied("read-only".into()));
+    assert!(retry.is_some(), "the retry asked for authorization");
+    h
+}
+
+#[test]
+fn k3_a_denial_after_a_send_queries_and_a_kept_change_is_applied_not_rejected() {
+    let mut server = SimServer::default();
+    let mut h = denied_after_a_lost_answer(&mut server, true);
+    let query = h.wire.remove(0);
+    assert_eq!(query.action, RetryAction::Query, "asks before settling");
+    let answer = server.handle(query.action, &query.request, ServerFaults::default());
+    h.scheduler.on_answer(h.now, query.attempt, answer);
+    h.drain();
+    assert_eq!(settlement(&h, "a").map(|s| s.0), Some(Settlement::Applied));
+}
+
+#[test]
+fn k3_a_denial_after_a_send_stands_when_the_server_never_received_it() {
+    let mut server = SimServer::default();
+    let mut h = denied_after_a_lost_answer(&mut server, false);
+    let query = h.wire.remove(0);
+    assert_eq!(query.action, RetryAction::Query);
+    let answer = server.handle(query.action, &query.request, ServerFaults::default());
+    h.scheduler.on_answer(h.now, query.attempt, answer);
+    h.drain();
+    assert_eq!(
+        settlement(&h, "a"),
+        Some((Settlement::Rejected, "authorization_denied".into()))
+    );
+    assert_eq!(server.submits, 0, "the denied body was never sent again");
+}
+
+#[test]
+fn k3_a_verdict_after_stop_or_a_hold_sends_nothing() {
+    let mut h = authorizing();
+    h.enqueue(vec![edit("a", &["x"])]).unwrap();
+    let hold = h.scheduler.hold(h.now).unwrap();
+    h.drain();
+    h.authorize_first(Authorization::Allowed);
+    assert!(h.wire.is_empty(), "held while the host decided");
+    h.scheduler.release(h.now, hold);
+    h.drain();
+    h.authorize_first(Authorization::Allowed);
+    assert_eq!(h.wire_operations(), ["a"], "asked again once released");
+    let mut h = authorizing();
+    h.enqueue(vec![edit("a", &["x"])]).unwrap();
+    h.scheduler.stop();
+    h.drain();
+    h.authorize_first(Authorization::Allowed);
+    assert!(h.wire.is_empty());
+}
