@@ -88,6 +88,12 @@ class BasePage {
     return box;
   }
 
+  /** A real click (the driver's pointer input) at the middle of the element. */
+  async click(selector) {
+    const box = await this.box(selector);
+    await this.clickAt(box.x + box.width / 2, box.y + box.height / 2);
+  }
+
   async check(selector, on = true) {
     if ((await this.evaluate(dom.checked, selector)) !== on) await this.click(selector);
   }
@@ -196,8 +202,9 @@ async function launchFirefox() {
     protocol: "webDriverBiDi",
     executablePath: manifest("firefox"),
     headless: true,
-    // No update checks, telemetry or remote settings: nothing leaves 127.0.0.1.
-    extraPrefsFirefox: { "network.dns.disableIPv6": true, "browser.safebrowsing.malware.enabled": false, "browser.safebrowsing.phishing.enabled": false },
+    // navigator.storage.persist() asks the user in Firefox: with no user here, the testing
+    // prefs answer (granted), as a user who accepts would.
+    extraPrefsFirefox: { "dom.storageManager.prompt.testing": true, "dom.storageManager.prompt.testing.allow": true },
   });
   const version = (await browser.version()).replace(/^firefox\//, "");
   return {
@@ -245,8 +252,8 @@ class PuppeteerPage extends BasePage {
   expose(name, handler) {
     return this.raw.exposeFunction(name, handler);
   }
-  click(selector) {
-    return this.raw.click(selector);
+  clickAt(x, y) {
+    return this.raw.mouse.click(x, y);
   }
   async drag(selector, [x0, y0], [x1, y1]) {
     const box = await this.box(selector);
@@ -390,7 +397,7 @@ class WebDriverSession {
   }
 
   async newPage() {
-    const { handle } = await this.command(this.keeper, "POST", "/window/new", { type: "tab" });
+    const { handle } = await this.command(this.keeper, "POST", "/window/new", { type: "window" });
     return new WebDriverPage(this, handle);
   }
 
@@ -403,7 +410,7 @@ class WebDriverSession {
 const ASYNC_SCRIPT = `const [source, arg, done] = arguments;
 Promise.resolve().then(() => (0, eval)("(" + source + ")")(arg)).then(
   (value) => done({ value: value === undefined ? null : value }),
-  (error) => done({ error: String((error && error.stack) || error) }),
+  (error) => done({ error: error instanceof Error ? error.name + ": " + error.message + " (" + error.stack + ")" : String(error) }),
 );`;
 
 class WebDriverPage extends BasePage {
@@ -460,12 +467,14 @@ class WebDriverPage extends BasePage {
       for (const name of names) window[name] = (value) => void window.__driverCalls.push([name, value]);
     }, [...this.exposed.keys()]);
   }
-  async element(selector) {
-    const found = await this.cmd("POST", "/element", { using: "css selector", value: selector });
-    return Object.values(found)[0];
+  /** One pointer action sequence (WebDriver actions), then its input state released. */
+  async pointer(actions) {
+    await this.cmd("POST", "/actions", { actions: [{ type: "pointer", id: "mouse", parameters: { pointerType: "mouse" }, actions }] });
+    await this.cmd("DELETE", "/actions");
   }
-  async click(selector) {
-    await this.cmd("POST", `/element/${await this.element(selector)}/click`, {});
+  clickAt(x, y) {
+    const at = { x: Math.round(x), y: Math.round(y) };
+    return this.pointer([{ type: "pointerMove", duration: 0, ...at }, { type: "pointerDown", button: 0 }, { type: "pointerUp", button: 0 }]);
   }
   async drag(selector, [x0, y0], [x1, y1]) {
     const box = await this.box(selector);
@@ -475,17 +484,7 @@ class WebDriverPage extends BasePage {
       duration: 20,
       ...at(x0 + ((x1 - x0) * (i + 1)) / 5, y0 + ((y1 - y0) * (i + 1)) / 5),
     }));
-    await this.cmd("POST", "/actions", {
-      actions: [
-        {
-          type: "pointer",
-          id: "mouse",
-          parameters: { pointerType: "mouse" },
-          actions: [{ type: "pointerMove", duration: 0, ...at(x0, y0) }, { type: "pointerDown", button: 0 }, ...moves, { type: "pointerUp", button: 0 }],
-        },
-      ],
-    });
-    await this.cmd("DELETE", "/actions");
+    await this.pointer([{ type: "pointerMove", duration: 0, ...at(x0, y0) }, { type: "pointerDown", button: 0 }, ...moves, { type: "pointerUp", button: 0 }]);
   }
   /** A file chosen through the input: a File put in `input.files` (no file dialog here). */
   setFile(selector, { name, mimeType, buffer }) {

@@ -16,7 +16,7 @@ use wasm_bindgen::{JsCast, JsValue};
 use wasm_bindgen_futures::JsFuture;
 
 use super::errors::js_error;
-use super::requests::get;
+use super::requests::{get, put};
 use super::schema::BLOBS;
 use super::{IdbLedger, StoreFault};
 use crate::core::safe_error::SafeError;
@@ -88,8 +88,8 @@ impl IdbLedger {
         let db = self.db()?;
         let tx = self.begin(&db, &[BLOBS], true)?;
         let store = tx.store(BLOBS).map_err(|e| js_error(&e))?;
-        store
-            .put_with_key(entry, &JsValue::from_str(id))
+        put(&store, entry, &JsValue::from_str(id))
+            .await
             .map_err(|e| js_error(&e))?;
         if refuse {
             tx.abort().await;
