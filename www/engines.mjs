@@ -226,15 +226,20 @@ async function launchFirefox() {
   };
 }
 
+/** Firefox's report of a fetch that failed (an offline server, a dropped answer). */
+const FAILED_FETCH = /^Cross-Origin Request Blocked: .*\(Reason: CORS request did not succeed\)/;
+
 class PuppeteerPage extends BasePage {
   constructor(page) {
     super();
     this.raw = page;
   }
   onProblem(print) {
-    this.raw.on("pageerror", (error) => print(`page error: ${error.message}`));
+    this.raw.on("pageerror", (error) => {
+      if (!FAILED_FETCH.test(error.message)) print(`page error: ${error.message}`);
+    });
     this.raw.on("console", (message) => {
-      if (message.type() === "error" && !message.text().startsWith("Failed to load resource")) print(`page console: ${message.text().slice(0, 300)}`);
+      if (message.type() === "error" && !FAILED_FETCH.test(message.text())) print(`page console: ${message.text().slice(0, 300)}`);
     });
   }
   goto(url) {
