@@ -3,10 +3,9 @@
 // wasm-pack.toml's [test] engines), against the reference server (www/server) with its fault
 // injection on. Test 1 runs in every engine; tests 2-5 in chromium (the output says so for
 // the others: 3 and 5 need CDP and a chromium profile, 2 and 4 are left out for time).
-//   1. crash and reload: at least 50 kill points in chromium, CHAOS_ENGINE_KILLS (30) in the
-//      others (reload, close + new page, renderer crash through CDP Page.crash — chromium
-//      only: elsewhere those kill points are closes, and the output says so) while a burst of
-//      enqueues is under way;
+//   1. crash and reload: at least 50 kill points (reload, close + new page, renderer crash
+//      through CDP Page.crash — chromium only: elsewhere those kill points are closes, and the
+//      output says so) while a burst of enqueues is under way;
 //   2. network chaos: one long run with the server's fault switches changing every few seconds;
 //   3. browser kill: the whole browser (every process of its profile) killed with SIGKILL while
 //      enqueues and sends are under way, then started again on the same profile directory;
@@ -30,8 +29,6 @@ import { admin, CHROMIUM_ARGS, chromiumPath, mulberry32, serve, startReferenceSe
 
 const SEED = process.env.CHAOS_SEED !== undefined ? Number(process.env.CHAOS_SEED) >>> 0 : (Math.random() * 2 ** 32) >>> 0;
 const KILLS = Number(process.env.CHAOS_KILLS ?? 50);
-// Test 1's kill points outside chromium, where each page load is slower.
-const ENGINE_KILLS = Number(process.env.CHAOS_ENGINE_KILLS ?? 30);
 // CHAOS_TESTS=1,3 runs only those tests (numbered as below).
 const ONLY = (process.env.CHAOS_TESTS ?? "").split(",").filter(Boolean).map(Number);
 const BROWSER_KILLS = Math.max(1, Math.min(30, Number(process.env.CHAOS_BROWSER_KILLS ?? 8)));
@@ -165,7 +162,7 @@ function assertClean(result) {
 // ---- 1. crash and reload chaos --------------------------------------------------------------
 
 async function crashAndReload({ context, statics, server, say, browser }) {
-  const kills = browser.engine === "chromium" ? KILLS : ENGINE_KILLS;
+  const kills = KILLS;
   const random = mulberry32(SEED);
   await setFaults(server, {
     seed: SEED,
@@ -414,11 +411,11 @@ async function storageFull({ context, statics, server, say }) {
 
 // [name, test, time limit, engines it runs in (null: every engine), why not elsewhere]
 const TESTS = [
-  ["crash and reload chaos: kill points under server faults", crashAndReload, 170_000, null],
-  ["network chaos: fault switches changing every few seconds", networkChaos, 170_000, ["chromium"], "run in chromium only, for CI time"],
-  [`browser kill: ${BROWSER_KILLS} SIGKILLs of the whole browser under server faults`, browserKill, 150_000, ["chromium"], "the whole-browser SIGKILL uses a chromium profile (Playwright persistent context)"],
-  [`worker kill: ${WORKER_KILLS} terminations of the scheduler's dedicated worker under server faults`, workerKill, 150_000, ["chromium"], "run in chromium only, for CI time"],
-  ["storage full: the origin's quota refuses a write, then is lifted and the host resumes", storageFull, 120_000, ["chromium"], "an origin quota set through CDP (Storage.overrideQuotaForOrigin)"],
+  [`crash and reload chaos: ${KILLS} kill points under server faults`, crashAndReload, 170_000, null],
+  ["network chaos: fault switches changing every few seconds", networkChaos, 170_000, ["chromium"], "chromium only, for CI time"],
+  [`browser kill: ${BROWSER_KILLS} SIGKILLs of the whole browser under server faults`, browserKill, 150_000, ["chromium"], unsupported("this driver", "a whole-browser SIGKILL on its profile (a Playwright persistent context)")],
+  [`worker kill: ${WORKER_KILLS} terminations of the scheduler's dedicated worker under server faults`, workerKill, 150_000, ["chromium"], "chromium only, for CI time"],
+  ["storage full: the origin's quota refuses a write, then is lifted and the host resumes", storageFull, 120_000, ["chromium"], unsupported("this driver", "an origin quota set through CDP (Storage.overrideQuotaForOrigin)")],
 ];
 
 // ---- runner -------------------------------------------------------------------------------
@@ -439,7 +436,7 @@ try {
         number += 1;
         const title = `${engine}: ${index + 1}. ${name}`;
         if (engines !== null && !engines.includes(engine)) {
-          print(`ok ${number} - ${title} # SKIP ${unsupported(engine, why)}`);
+          print(`ok ${number} - ${title} # SKIP in ${engine}: ${why}`);
           continue;
         }
         const started = performance.now();
