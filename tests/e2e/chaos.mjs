@@ -1,8 +1,11 @@
 // Chaos end-to-end tests (RELIABILITY.md "Chaos in a real browser"): the chaos page
-// (www/chaos) in headless chromium through playwright-core, against the reference server
-// (www/server) with its fault injection on.
+// (www/chaos) in each engine of www/engines.mjs (ENGINES=chromium,firefox,webkit; default
+// wasm-pack.toml's [test] engines), against the reference server (www/server) with its fault
+// injection on. Test 1 runs in every engine; tests 2-5 in chromium (the output says so for
+// the others: 3 and 5 need CDP and a chromium profile, 2 and 4 are left out for time).
 //   1. crash and reload: at least 50 kill points (reload, close + new page, renderer crash
-//      through CDP Page.crash) while a burst of enqueues is under way;
+//      through CDP Page.crash — chromium only: elsewhere those kill points are closes, and the
+//      output says so) while a burst of enqueues is under way;
 //   2. network chaos: one long run with the server's fault switches changing every few seconds;
 //   3. browser kill: the whole browser (every process of its profile) killed with SIGKILL while
 //      enqueues and sends are under way, then started again on the same profile directory;
@@ -21,7 +24,8 @@ import { mkdtemp, readdir, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { chromium } from "playwright-core";
-import { admin, CHROMIUM_ARGS, chromiumPath, launchChromium, mulberry32, serve, startReferenceServer } from "../../www/harness.mjs";
+import { enginesToRun, launch, unsupported, wrapPlaywrightContext } from "../../www/engines.mjs";
+import { admin, CHROMIUM_ARGS, chromiumPath, mulberry32, serve, startReferenceServer } from "../../www/harness.mjs";
 
 const SEED = process.env.CHAOS_SEED !== undefined ? Number(process.env.CHAOS_SEED) >>> 0 : (Math.random() * 2 ** 32) >>> 0;
 const KILLS = Number(process.env.CHAOS_KILLS ?? 50);
@@ -60,15 +64,10 @@ function world(context, statics, server, seed, say, inWorker = false) {
     nextUrl: () => url(++epoch),
     async open() {
       const page = await this.context.newPage();
-      page.on("pageerror", (error) => say(`page error: ${error.message}`));
-      page.on("console", (message) => {
-        // Failed fetches are the point here (offline, dropped answers, 5xx, 429): not printed.
-        if (message.type() === "error" && !message.text().startsWith("Failed to load resource")) {
-          say(`page console: ${message.text()}`);
-        }
-      });
-      await page.exposeFunction("chaosAck", (id) => void acked.add(id));
-      await page.goto(url(++epoch), { timeout: 15_000 });
+      // Failed fetches are the point here (offline, dropped answers, 5xx, 429): not printed.
+      page.onProblem(say);
+      await page.expose("chaosAck", (id) => void acked.add(id));
+      await page.goto(url(++epoch));
       await ready(page);
       return page;
     },
@@ -76,8 +75,7 @@ function world(context, statics, server, seed, say, inWorker = false) {
 }
 
 async function ready(page) {
-  await page.waitForSelector("body[data-status]", { timeout: READY_MS });
-  const status = await page.getAttribute("body", "data-status");
+  const status = await page.waitFor("the chaos page's status", () => document.body?.dataset.status, undefined, READY_MS);
   if (status !== "ready") throw new Error(`chaos page status ${status}`);
 }
 
@@ -163,7 +161,8 @@ function assertClean(result) {
 
 // ---- 1. crash and reload chaos --------------------------------------------------------------
 
-async function crashAndReload({ context, statics, server, say }) {
+async function crashAndReload({ context, statics, server, say, browser }) {
+  const kills = KILLS;
   const random = mulberry32(SEED);
   await setFaults(server, {
     seed: SEED,
@@ -177,38 +176,36 @@ async function crashAndReload({ context, statics, server, say }) {
   let page = await w.open();
   const kinds = { reload: 0, close: 0, crash: 0 };
   let crashes = 0;
-  for (let kill = 0; kill < KILLS; kill += 1) {
+  if (!browser.can.crash) say(unsupported(browser.engine, "a renderer crash (CDP Page.crash): those kill points close the page instead"));
+  for (let kill = 0; kill < kills; kill += 1) {
     const n = 1 + Math.floor(random() * 8);
-    // Not awaited: the kill lands somewhere in the burst (or after it).
-    page.evaluate((count) => window.chaos.burst(count), n).catch(() => {});
+    // Started, not awaited: the kill lands somewhere in the burst (or after it).
+    await page.evaluate((count) => void window.chaos.burst(count).catch(() => {}), n).catch(() => {});
     await sleep(Math.floor(random() * 151));
-    const how = ["reload", "close", "crash"][Math.floor(random() * 3)];
+    const picked = ["reload", "close", "crash"][Math.floor(random() * 3)];
+    const how = picked === "crash" && !browser.can.crash ? "close" : picked;
     kinds[how] += 1;
     if (how === "reload") {
       // A fresh epoch in the URL first, so the reloaded page's ids are new.
       const next = w.nextUrl();
       await page.evaluate((url) => history.replaceState(null, "", url), next).catch(() => {});
-      await page.reload({ timeout: 15_000 });
-      if (page.url() !== next) throw new Error(`reload kept ${page.url()}`);
+      await page.reload();
+      if ((await page.url()) !== next) throw new Error(`reload kept ${await page.url()}`);
       await ready(page);
     } else if (how === "close") {
       await page.close();
       page = await w.open();
     } else {
-      const crashed = new Promise((resolve) => page.once("crash", () => resolve(true)));
-      const session = await page.context().newCDPSession(page);
-      session.send("Page.crash").catch(() => {});
-      if (await Promise.race([crashed, sleep(5000).then(() => false)])) crashes += 1;
-      await page.close().catch(() => {});
+      if (await page.crash()) crashes += 1;
       page = await w.open();
     }
   }
-  say(`kills: ${KILLS} (reload ${kinds.reload}, close ${kinds.close}, renderer crash ${kinds.crash}, ${crashes} seen crashing)`);
+  say(`kills in ${browser.engine}: ${kills} (reload ${kinds.reload}, close ${kinds.close}, renderer crash ${kinds.crash}, ${crashes} seen crashing)`);
   assert.equal(crashes, kinds.crash, "every Page.crash crashed the renderer");
   const faults = await admin(server, "/admin/faults");
   say(`server faults met: ${JSON.stringify(faults.counters)}`);
   const result = await drainAndCheck(page, server, w.acked, say);
-  conclude("crash", SEED, `, kills ${KILLS}`, result, say);
+  conclude(`crash (${browser.engine})`, SEED, `, kills ${kills}`, result, say);
 }
 
 // ---- 2. network chaos -------------------------------------------------------------------------
@@ -297,8 +294,9 @@ async function killBrowser(profile) {
   return pids.length;
 }
 
-function launchOnProfile(profile) {
-  return chromium.launchPersistentContext(profile, { executablePath: chromiumPath(), headless: true, args: CHROMIUM_ARGS });
+async function launchOnProfile(profile) {
+  const context = await chromium.launchPersistentContext(profile, { executablePath: chromiumPath(), headless: true, args: CHROMIUM_ARGS });
+  return wrapPlaywrightContext(context);
 }
 
 async function browserKill({ statics, server, say }) {
@@ -318,7 +316,7 @@ async function browserKill({ statics, server, say }) {
       const processes = await killBrowser(profile);
       assert.ok(processes > 0, "no browser process found for the profile");
       killed += processes;
-      const closed = new Promise((resolve) => context.once("close", resolve));
+      const closed = new Promise((resolve) => context.raw.once("close", resolve));
       await Promise.race([closed, sleep(10_000)]);
       // Acknowledged (the test heard of it) but not applied when the browser died: the next
       // browser must find it in the ledger and send it.
@@ -378,7 +376,7 @@ async function storageFull({ context, statics, server, say }) {
   await setFaults(server, { ...FAULTS_OFF, offline: true });
   const w = world(context, statics, server, seed, say);
   // The override must be in place before the page first opens its storage.
-  const cdp = await context.newCDPSession(await context.newPage());
+  const cdp = await context.raw.newCDPSession(await context.raw.newPage());
   await cdp.send("Storage.overrideQuotaForOrigin", { origin: statics.url, quotaSize: QUOTA_BYTES });
   const page = await w.open();
   let refused = null;
@@ -411,51 +409,65 @@ async function storageFull({ context, statics, server, say }) {
   conclude("storage full", seed, ` (${written} before the quota refused one)`, result, say);
 }
 
+// [name, test, time limit, engines it runs in (null: every engine), why not elsewhere]
 const TESTS = [
-  [`crash and reload chaos: ${KILLS} kill points under server faults`, crashAndReload, 170_000],
-  ["network chaos: fault switches changing every few seconds", networkChaos, 170_000],
-  [`browser kill: ${BROWSER_KILLS} SIGKILLs of the whole browser under server faults`, browserKill, 150_000],
-  [`worker kill: ${WORKER_KILLS} terminations of the scheduler's dedicated worker under server faults`, workerKill, 150_000],
-  ["storage full: the origin's quota refuses a write, then is lifted and the host resumes", storageFull, 120_000],
+  [`crash and reload chaos: ${KILLS} kill points under server faults`, crashAndReload, 170_000, null],
+  ["network chaos: fault switches changing every few seconds", networkChaos, 170_000, ["chromium"], "chromium only, for CI time"],
+  [`browser kill: ${BROWSER_KILLS} SIGKILLs of the whole browser under server faults`, browserKill, 150_000, ["chromium"], unsupported("this driver", "a whole-browser SIGKILL on its profile (a Playwright persistent context)")],
+  [`worker kill: ${WORKER_KILLS} terminations of the scheduler's dedicated worker under server faults`, workerKill, 150_000, ["chromium"], "chromium only, for CI time"],
+  ["storage full: the origin's quota refuses a write, then is lifted and the host resumes", storageFull, 120_000, ["chromium"], unsupported("this driver", "an origin quota set through CDP (Storage.overrideQuotaForOrigin)")],
 ];
 
 // ---- runner -------------------------------------------------------------------------------
 
-print(`e2e chaos: seed ${SEED} (replay: CHAOS_SEED=${SEED} node tests/e2e/chaos.mjs)`);
+const ENGINES = enginesToRun();
+print(`e2e chaos: seed ${SEED}, engines ${ENGINES.join(", ")} (replay: CHAOS_SEED=${SEED} ENGINES=${ENGINES.join(",")} node tests/e2e/chaos.mjs)`);
 const statics = await serve();
-const browser = await launchChromium();
-print(`e2e chaos: chromium ${browser.version()}, pages from ${statics.url}`);
 let passed = 0;
 let failed = 0;
+let number = 0;
 try {
-  for (const [index, [name, test, limitMs]] of TESTS.entries()) {
-    if (ONLY.length > 0 && !ONLY.includes(index + 1)) continue;
-    const started = performance.now();
-    const server = await startReferenceServer({ runApplyMs: 200 });
-    const context = await browser.newContext();
-    const say = (line) => print(`  ${line}`);
+  for (const engine of ENGINES) {
+    const browser = await launch(engine);
+    print(`e2e chaos: ${engine} ${browser.version}, pages from ${statics.url}`);
     try {
-      // A test that hangs despite its bounded waits still ends.
-      let timer;
-      await Promise.race([
-        test({ context, statics, server, say }),
-        new Promise((_, fail) => {
-          timer = setTimeout(() => fail(new Error(`test took over ${limitMs / 1000} s`)), limitMs);
-        }),
-      ]).finally(() => clearTimeout(timer));
-      passed += 1;
-      print(`ok ${index + 1} - ${name} (${((performance.now() - started) / 1000).toFixed(1)}s)`);
-    } catch (error) {
-      failed += 1;
-      print(`not ok ${index + 1} - ${name}: ${error.stack ?? error}`);
-      print(`  replay: CHAOS_SEED=${SEED} node tests/e2e/chaos.mjs`);
+      for (const [index, [name, test, limitMs, engines, why]] of TESTS.entries()) {
+        if (ONLY.length > 0 && !ONLY.includes(index + 1)) continue;
+        number += 1;
+        const title = `${engine}: ${index + 1}. ${name}`;
+        if (engines !== null && !engines.includes(engine)) {
+          print(`ok ${number} - ${title} # SKIP in ${engine}: ${why}`);
+          continue;
+        }
+        const started = performance.now();
+        const server = await startReferenceServer({ runApplyMs: 200 });
+        const context = await browser.newContext();
+        const say = (line) => print(`  ${line}`);
+        try {
+          // A test that hangs despite its bounded waits still ends.
+          let timer;
+          await Promise.race([
+            test({ context, statics, server, say, browser }),
+            new Promise((_, fail) => {
+              timer = setTimeout(() => fail(new Error(`test took over ${limitMs / 1000} s`)), limitMs);
+            }),
+          ]).finally(() => clearTimeout(timer));
+          passed += 1;
+          print(`ok ${number} - ${title} (${((performance.now() - started) / 1000).toFixed(1)}s)`);
+        } catch (error) {
+          failed += 1;
+          print(`not ok ${number} - ${title}: ${error.stack ?? error}`);
+          print(`  replay: CHAOS_SEED=${SEED} ENGINES=${engine} CHAOS_TESTS=${index + 1} node tests/e2e/chaos.mjs`);
+        } finally {
+          await context.close().catch(() => {});
+          await server.close();
+        }
+      }
     } finally {
-      await context.close().catch(() => {});
-      await server.close();
+      await browser.close();
     }
   }
 } finally {
-  await browser.close();
   await statics.close();
 }
 print(`e2e chaos: ${passed} passed, ${failed} failed`);

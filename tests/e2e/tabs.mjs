@@ -1,9 +1,12 @@
 // Several tabs on one ledger (SPEC W4, issue #8), end to end: the tabs page (www/tabs) in three
-// pages of ONE headless chromium context (so they share IndexedDB, BroadcastChannel and Web
-// Locks), all on the same ledger, against the reference server (www/server) with mild faults on.
+// pages of ONE browser context (so they share IndexedDB, BroadcastChannel and Web Locks), all
+// on the same ledger, against the reference server (www/server) with mild faults on, in each
+// engine of www/engines.mjs (ENGINES=chromium,firefox,webkit; default wasm-pack.toml's [test]
+// engines; each engine's run is this script again, as a child process with TABS_ENGINE set).
 // Every tab enqueues concurrently on 4 shared canvases. Mid-burst the leader tab is closed, then
-// the next leader's renderer is crashed (CDP Page.crash) while it has requests in flight; each
-// time a replacement tab opens, so three stay alive (TABS_ROUNDS rounds of close + crash).
+// the next leader's renderer is crashed (CDP Page.crash; in firefox and webkit, which have no
+// such command, the leader is closed instead and the output says so) while it has requests in
+// flight; each time a replacement tab opens, so three stay alive (TABS_ROUNDS rounds of close + crash).
 // Meanwhile every ~200 ms every live tab's stats() is sampled: at most one may say leader.
 // Then, faults off, the live tabs settle, and from the server's admin state:
 //   - every acknowledged operation (its enqueue promise resolved) applied exactly once, none
@@ -19,14 +22,17 @@
 // TABS_COUNT=1 runs the same scenario with one tab at a time (each kill followed by a fresh
 // tab), for a build without multi-tab support. TABS_PKG=<dir> serves the package's web build
 // from <dir> instead of pkg/web (e.g. one built from a clean checkout of a commit).
-// TABS_NO_LOCKS=1 hides `navigator.locks` from every page (as in a browser without Web Locks):
+// TABS_NO_LOCKS=1 (chromium only: it needs an init script) hides `navigator.locks` from every
+// page (as in a browser without Web Locks):
 // the fenced lease alone elects the leader (W4), and a crashed leader is replaced once its lease
 // lapses (tests/e2e/tabs_without_locks.mjs). Every loop and wait is bounded; the whole run is
 // bounded by LIMIT_MS. Exits non-zero on any failed check; the last line is the summary.
+import { spawnSync } from "node:child_process";
 import { readFile } from "node:fs/promises";
 import { createServer } from "node:http";
 import { join, normalize } from "node:path";
-import { admin, launchChromium, mulberry32, ROOT, startReferenceServer } from "../../www/harness.mjs";
+import { enginesToRun, launch, unsupported } from "../../www/engines.mjs";
+import { admin, mulberry32, ROOT, startReferenceServer } from "../../www/harness.mjs";
 
 const SEED = process.env.TABS_SEED !== undefined ? Number(process.env.TABS_SEED) >>> 0 : (Math.random() * 2 ** 32) >>> 0;
 const TABS = Math.max(1, Math.min(5, Number(process.env.TABS_COUNT ?? 3)));
@@ -91,7 +97,6 @@ async function openTab(context, statics, server, db) {
     openedAt: Date.now(),
     diedAt: null,
     how: null,
-    crashSeen: false,
     acked: new Set(),
     settled: new Map(), // from the binding: id -> outcome (the record of a tab that died)
     settledEvents: 0,
@@ -103,21 +108,13 @@ async function openTab(context, statics, server, db) {
   tabs.set(owner, tab);
   const page = await context.newPage();
   tab.page = page;
-  page.on("pageerror", (error) => say(`${owner} page error: ${error.message}`));
-  page.on("console", (message) => {
-    // Failed fetches are expected (injected faults, aborted requests of a closing tab).
-    if (message.type() === "error" && !message.text().startsWith("Failed to load resource")) {
-      say(`${owner} console: ${message.text().slice(0, 300)}`);
-    }
-  });
-  page.on("crash", () => {
-    tab.crashSeen = true;
-  });
-  await page.exposeFunction("tabsAck", (id) => {
+  // Failed fetches are expected (injected faults, aborted requests of a closing tab): not printed.
+  page.onProblem((line) => say(`${owner} ${line}`));
+  await page.expose("tabsAck", (id) => {
     tab.acked.add(id);
     ackedAt.set(id, Date.now());
   });
-  await page.exposeFunction("tabsEvent", (event) => {
+  await page.expose("tabsEvent", (event) => {
     if (event.type === "settled") {
       tab.settledEvents += 1;
       tab.settled.set(event.operationId, event.outcome);
@@ -131,11 +128,10 @@ async function openTab(context, statics, server, db) {
   });
   const query = new URLSearchParams({ server: server.url, db, seed: String(SEED), owner });
   if (TABS === 1) query.set("retryOpen", "1");
-  await page.goto(`${statics.url}/www/tabs/?${query}`, { timeout: 15_000 });
-  await page.waitForSelector("body[data-status]", { timeout: READY_MS });
-  const status = await page.getAttribute("body", "data-status");
+  await page.goto(`${statics.url}/www/tabs/?${query}`);
+  const status = await page.waitFor(`${owner} ready`, () => document.body?.dataset.status, undefined, READY_MS);
   if (status !== "ready") {
-    const error = await page.getAttribute("body", "data-error");
+    const error = await page.evaluate(() => document.body.dataset.error);
     throw new Error(`${owner}: Scheduler.open failed: ${error}`);
   }
   if (NO_LOCKS && (await page.evaluate(() => navigator.locks !== undefined))) {
@@ -233,7 +229,9 @@ async function startRun(tab) {
   await within(tab.page.evaluate((o) => window.tabs.run(o), options), 5000, `${tab.owner} run()`);
 }
 
-async function killLeader(how, world) {
+async function killLeader(wanted, world) {
+  // No renderer crash outside chromium: the leader is closed instead (said once, at the start).
+  const how = wanted === "crash" && !world.browser.can.crash ? "close" : wanted;
   const found = await findLeader();
   if (!found) {
     fail(`before the ${how}: no single leader among ${liveTabs().map((t) => t.owner).join(", ")} within ${LEADER_WAIT_MS} ms`);
@@ -242,7 +240,7 @@ async function killLeader(how, world) {
   const leader = found.tab;
   const kill = { how, owner: leader.owner, at: 0, midFlight: false, inFlight: 0, takeoverMs: null, newLeader: null };
   kills.push(kill);
-  if (how === "crash") {
+  if (wanted === "crash") {
     // Mid-flight: wait (bounded) until the leader has a request in flight.
     const deadline = Date.now() + MIDFLIGHT_WAIT_MS;
     for (let i = 0; i < 500 && Date.now() < deadline; i += 1) {
@@ -264,13 +262,8 @@ async function killLeader(how, world) {
     leader.diedAt = kill.at;
     if (how === "close") {
       await within(leader.page.close({ runBeforeUnload }), 10_000, `${leader.owner} close`).catch((e) => fail(e.message));
-    } else {
-      const crashed = new Promise((resolve) => leader.page.once("crash", () => resolve(true)));
-      const session = await leader.page.context().newCDPSession(leader.page);
-      session.send("Page.crash").catch(() => {});
-      const seen = await Promise.race([crashed, sleep(5000).then(() => false)]);
-      if (!seen && !leader.crashSeen) fail(`${leader.owner}: Page.crash did not crash the renderer`);
-      await leader.page.close().catch(() => {});
+    } else if (!(await leader.page.crash())) {
+      fail(`${leader.owner}: Page.crash did not crash the renderer`);
     }
   });
   // One tab at a time (TABS_COUNT=1): the replacement is the only candidate, open it first.
@@ -638,17 +631,34 @@ async function serveTabs() {
 
 // ---- runner -------------------------------------------------------------------------------------
 
-const REPLAY = `${NO_LOCKS ? "TABS_NO_LOCKS=1 " : ""}TABS_SEED=${SEED} node tests/e2e/tabs.mjs`;
-print(`e2e tabs: seed ${SEED}, ${TABS} tabs, ${ROUNDS} rounds${NO_LOCKS ? ", without Web Locks" : ""} (replay: ${REPLAY})`);
+// Without TABS_ENGINE: this script once per engine, each in its own process (the scenario's
+// state is module-wide), every child bounded by its own LIMIT_MS.
+if (process.env.TABS_ENGINE === undefined) {
+  const engines = NO_LOCKS ? ["chromium"] : enginesToRun();
+  if (NO_LOCKS) print(`e2e tabs: without Web Locks in chromium only: ${unsupported("firefox and webkit", "an init script that hides navigator.locks before the page's scripts run (WebDriver classic has none; not wired for BiDi)")}`);
+  const results = engines.map((engine) => {
+    const child = spawnSync(process.execPath, [process.argv[1]], { stdio: "inherit", env: { ...process.env, TABS_ENGINE: engine }, timeout: LIMIT_MS + 60_000 });
+    return [engine, child.status === 0];
+  });
+  const failed = results.filter(([, ok]) => !ok).map(([engine]) => engine);
+  print(`e2e tabs: ${results.length - failed.length} engines passed (${results.filter(([, ok]) => ok).map(([e]) => e).join(", ") || "none"}), ${failed.length} failed${failed.length ? ` (${failed.join(", ")})` : ""}`);
+  process.exit(failed.length === 0 ? 0 : 1);
+}
+
+const ENGINE = process.env.TABS_ENGINE;
+const REPLAY = `${NO_LOCKS ? "TABS_NO_LOCKS=1 " : ""}TABS_SEED=${SEED} ENGINES=${ENGINE} node tests/e2e/tabs.mjs`;
+print(`e2e tabs (${ENGINE}): seed ${SEED}, ${TABS} tabs, ${ROUNDS} rounds${NO_LOCKS ? ", without Web Locks" : ""} (replay: ${REPLAY})`);
 const statics = await serveTabs();
-const browser = await launchChromium();
+const browser = await launch(ENGINE);
 const server = await startReferenceServer({ runApplyMs: 200 });
 const context = await browser.newContext();
 if (NO_LOCKS) {
-  await context.addInitScript(() => Object.defineProperty(Navigator.prototype, "locks", { configurable: true, get: () => undefined }));
+  if (!context.raw) throw new Error(unsupported(ENGINE, "hiding navigator.locks (an init script)"));
+  await context.raw.addInitScript(() => Object.defineProperty(Navigator.prototype, "locks", { configurable: true, get: () => undefined }));
 }
-const world = { context, statics, server, db: `tabs-${SEED}-${Date.now()}` };
-print(`e2e tabs: chromium ${browser.version()}, pages from ${statics.url} (package ${PKG_DIR}), reference server ${server.url}`);
+if (!browser.can.crash) say(unsupported(ENGINE, "a renderer crash (CDP Page.crash): each crash round closes the leader instead"));
+const world = { context, statics, server, browser, db: `tabs-${SEED}-${Date.now()}` };
+print(`e2e tabs (${ENGINE}): ${browser.version}, pages from ${statics.url} (package ${PKG_DIR}), reference server ${server.url}`);
 let counts = null;
 try {
   let timer;
@@ -669,13 +679,13 @@ try {
 }
 const took = ((performance.now() - started) / 1000).toFixed(1);
 if (failures.length === 0) {
-  print(`ok 1 - ${TABS} tabs on one ledger${NO_LOCKS ? " without Web Locks" : ""}: leader closed and crashed ${ROUNDS}x mid-burst, every acknowledged operation applied once, in order (${took}s)`);
+  print(`ok 1 - ${ENGINE}: ${TABS} tabs on one ledger${NO_LOCKS ? " without Web Locks" : ""}: leader closed and ${browser.can.crash ? "crashed" : "closed again (no crash here)"} ${ROUNDS}x mid-burst, every acknowledged operation applied once, in order (${took}s)`);
 } else {
-  print(`not ok 1 - ${TABS} tabs on one ledger: ${failures.length} failed checks (${took}s); replay: ${REPLAY}`);
+  print(`not ok 1 - ${ENGINE}: ${TABS} tabs on one ledger: ${failures.length} failed checks (${took}s); replay: ${REPLAY}`);
 }
 const c = counts ?? {};
 print(
-  `e2e tabs: ${failures.length === 0 ? "1 passed, 0 failed" : "0 passed, 1 failed"} (seed ${SEED}, tabs ${c.tabs ?? "?"}, operations ${c.operations ?? "?"}, ` +
+  `e2e tabs (${ENGINE}): ${failures.length === 0 ? "1 passed, 0 failed" : "0 passed, 1 failed"} (seed ${SEED}, tabs ${c.tabs ?? "?"}, operations ${c.operations ?? "?"}, ` +
     `applied ${c.applied ?? "?"}, duplicates ${c.duplicates ?? "?"}, lost ${c.lost ?? "?"}, leader changes ${c.leaderChangedEvents ?? "?"}, ` +
     `takeovers ${c.takeoverMs ? c.takeoverMs.map((ms) => `${ms ?? "?"}ms`).join("/") : "?"}, ${failures.length} failed checks)`,
 );

@@ -461,6 +461,80 @@ async fn w1_blobs_are_stored_beside_the_ledger() {
     delete_database(&name).await;
 }
 
+/// A `File` of `text` named `name` with media type `media_type`.
+pub(super) fn file(text: &str, name: &str, media_type: &str) -> web_sys::Blob {
+    let options = web_sys::FilePropertyBag::new();
+    options.set_type(media_type);
+    let parts = js_sys::Array::of1(&JsValue::from_str(text));
+    web_sys::File::new_with_str_sequence_and_options(&parts, name, &options)
+        .expect("file")
+        .into()
+}
+
+/// Where the engine refuses to store a `Blob` (WebKit's ephemeral sessions; forced here with
+/// the injected refusal, which works the same in every engine), the store keeps its bytes,
+/// media type and name, and a later page (a new connection) reads back the same file.
+#[wasm_bindgen_test]
+async fn w1_a_blob_the_engine_refuses_is_stored_as_bytes_and_read_back_the_same() {
+    let name = db_name("blob-bytes");
+    let ledger = IdbLedger::open(&name).await.expect("open");
+    ledger.inject(StoreFault::RefuseBlob);
+    let upload = file("png bytes", "red.png", "image/png");
+    ledger
+        .put_blob("blob-1", &upload, "image/png")
+        .await
+        .expect("put, as bytes");
+    let stored = raw_get(&name, schema::BLOBS, JsValue::from_str("blob-1"))
+        .await
+        .expect("a record");
+    let field = |f: &str| Reflect::get(&stored, &JsValue::from_str(f)).expect("field");
+    assert!(field("blob").is_undefined(), "no Blob stored");
+    assert!(
+        field("bytes").is_instance_of::<js_sys::ArrayBuffer>(),
+        "bytes stored"
+    );
+    assert_eq!(field("mediaType").as_string().as_deref(), Some("image/png"));
+    assert_eq!(field("size").as_f64(), Some(9.0));
+    assert_eq!(field("name").as_string().as_deref(), Some("red.png"));
+    // A Blob (not a File) once refused goes straight to bytes, with no name.
+    let parts = js_sys::Array::of1(&JsValue::from_str("more"));
+    let plain = web_sys::Blob::new_with_str_sequence(&parts).expect("blob");
+    let before = ledger.transactions();
+    ledger.put_blob("blob-2", &plain, "").await.expect("put");
+    assert_eq!(ledger.transactions() - before, 1, "no Blob put tried again");
+    ledger.close();
+
+    // The next page: a new connection reads what the last one stored.
+    let again = IdbLedger::open(&name).await.expect("reopen");
+    let read = again
+        .get_blob("blob-1")
+        .await
+        .expect("get")
+        .expect("present");
+    let read_file = read
+        .dyn_ref::<web_sys::File>()
+        .expect("read back as a File");
+    assert_eq!(read_file.name(), "red.png");
+    assert_eq!(read.type_(), "image/png");
+    assert_eq!(read.size(), 9.0);
+    let text = wasm_bindgen_futures::JsFuture::from(read.text())
+        .await
+        .expect("text");
+    assert_eq!(text.as_string().as_deref(), Some("png bytes"));
+    let read = again
+        .get_blob("blob-2")
+        .await
+        .expect("get")
+        .expect("present");
+    assert!(
+        read.dyn_ref::<web_sys::File>().is_none(),
+        "a Blob stays a Blob"
+    );
+    assert_eq!((read.type_().as_str(), read.size()), ("", 4.0));
+    again.close();
+    delete_database(&name).await;
+}
+
 #[wasm_bindgen_test]
 async fn w4_an_inbox_id_check_finds_operations_that_are_only_in_a_page() {
     let name = db_name("inbox-pages");

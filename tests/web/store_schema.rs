@@ -228,8 +228,10 @@ async fn d4_corrupt_and_foreign_records_are_quarantined_and_the_rest_loads() {
     )
     .await;
     raw_put(&name, schema::EVENTS, JsValue::from_str("x"), js(&event(3))).await;
-    let blob = web_sys::Blob::new().expect("blob");
-    raw_put(&name, schema::EVENTS, JsValue::from_f64(7.0), blob.into()).await;
+    // A binary value, not a record. (An ArrayBuffer, not a Blob: WebKit's ephemeral sessions
+    // refuse to store a Blob at all.)
+    let binary = js_sys::ArrayBuffer::new(4);
+    raw_put(&name, schema::EVENTS, JsValue::from_f64(7.0), binary.into()).await;
 
     let loaded = acquire(&ledger, "tab-a", 2_000).await;
     let ids: Vec<&str> = loaded

@@ -481,6 +481,74 @@ async fn w3_an_upload_is_multipart_with_its_blob() {
     assert_eq!(code(&status), Some("missing_blob"));
 }
 
+/// The server's record of the upload `status` answered: its document entry (size, media
+/// type, file name) and its digest.
+fn uploaded(status: &AttemptStatus, canvas: &str) -> (Value, Value) {
+    assert_eq!(status.outcome, AttemptOutcome::Applied, "{status:?}");
+    let asset = status.operations[0]
+        .canonical
+        .clone()
+        .expect("asset")
+        .to_value();
+    let id = asset["assetId"].as_str().expect("id");
+    let canonical = status.canonical.as_ref().expect("canonical").to_value();
+    let listed = canonical["canvases"][canvas]["document"]["assets"][id].clone();
+    (listed, asset["sha256"].clone())
+}
+
+/// W1 where the engine refuses to store a `Blob` (WebKit's ephemeral sessions; forced here
+/// with the injected refusal): the upload stored as bytes, read back by a later connection
+/// (a reload), goes out as the same multipart request as the file itself — the same bytes,
+/// media type and file name reach the server.
+#[wasm_bindgen_test]
+async fn w3_an_upload_stored_as_bytes_sends_the_same_multipart_request() {
+    use canvas_scheduler::web::store::{IdbLedger, StoreFault};
+    faults(json!({})).await;
+    // No name in the payload: the server names the asset after the part's file name.
+    let upload = super::store::file("hello, canvas", "pixel.txt", "text/plain");
+    let direct = Draft::new("asset.upload", "upload-direct", json!(null));
+    let status = send(
+        &transport(),
+        RetryAction::Submit,
+        &direct.freeze(),
+        Some(upload.clone()),
+    )
+    .await;
+    let (want, want_digest) = uploaded(&status, direct.canvas.as_deref().expect("canvas"));
+    assert_eq!(
+        want,
+        json!({"size": 13, "contentType": "text/plain", "name": "pixel.txt"})
+    );
+
+    let name = super::store_support::db_name("upload-bytes");
+    let ledger = IdbLedger::open(&name).await.expect("open");
+    ledger.inject(StoreFault::RefuseBlob);
+    ledger
+        .put_blob("blob-1", &upload, "text/plain")
+        .await
+        .expect("put, as bytes");
+    ledger.close();
+    let again = IdbLedger::open(&name).await.expect("reopen");
+    let stored = again
+        .get_blob("blob-1")
+        .await
+        .expect("get")
+        .expect("present");
+    again.close();
+    let kept = Draft::new("asset.upload", "upload-bytes", json!(null));
+    let status = send(
+        &transport(),
+        RetryAction::Submit,
+        &kept.freeze(),
+        Some(stored),
+    )
+    .await;
+    let (got, got_digest) = uploaded(&status, kept.canvas.as_deref().expect("canvas"));
+    assert_eq!(got, want, "the same size, media type and file name");
+    assert_eq!(got_digest, want_digest, "the same bytes");
+    super::support::delete_database(&name).await;
+}
+
 #[wasm_bindgen_test]
 async fn s8_the_callers_abort_cancels_the_attempt() {
     faults(json!({"latencyMs": 1_500})).await;

@@ -17,6 +17,9 @@ pub enum StoreFault {
     QuotaOnNextWrite,
     /// The connection is closed now, as when the browser closes it (the `close` event).
     CloseConnection,
+    /// The next `Blob` put is aborted with `UnknownError`, the way WebKit's ephemeral sessions
+    /// (Safari's private browsing) refuse every `Blob`: the store falls back to its bytes.
+    RefuseBlob,
 }
 
 impl StoreFault {
@@ -33,6 +36,10 @@ impl StoreFault {
             StoreFault::CloseConnection => {
                 SafeError::new("storage_unavailable", "connection closed (injected fault)")
             }
+            StoreFault::RefuseBlob => SafeError::new(
+                "UnknownError",
+                "Error preparing Blob/File data to be stored in object store (injected fault)",
+            ),
         }
     }
 }

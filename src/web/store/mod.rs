@@ -7,7 +7,8 @@
 //! - [`IdbLedger::apply`] writes one [`PersistBatch`](crate::core::io::PersistBatch) (group
 //!   commit) after checking the fence in the same transaction; on any failure nothing is
 //!   written.
-//! - Blobs for uploads live beside the ledger ([`IdbLedger::put_blob`]).
+//! - Blobs for uploads live beside the ledger ([`IdbLedger::put_blob`]), as bytes where the
+//!   engine refuses to store a `Blob`.
 //! - Storage failures are [`SafeError`]s; a `versionchange` from another connection closes
 //!   ours and later calls fail with `storage_unavailable` until [`IdbLedger::reopen`].
 
@@ -49,6 +50,10 @@ pub struct IdbLedger {
     transactions: Cell<u64>,
     /// Batches written in a transaction opened ahead ([`IdbLedger::open_ahead`]).
     written_ahead: Cell<u64>,
+    /// The engine refused a `Blob`: blobs are stored as bytes from then on (blobs.rs).
+    blobs_refused: Cell<bool>,
+    /// The next `Blob` put is refused the way WebKit refuses it ([`StoreFault::RefuseBlob`]).
+    refuse_blob: Cell<bool>,
 }
 
 impl IdbLedger {
@@ -63,6 +68,8 @@ impl IdbLedger {
             faults: FaultQueue::default(),
             transactions: Cell::new(0),
             written_ahead: Cell::new(0),
+            blobs_refused: Cell::new(false),
+            refuse_blob: Cell::new(false),
         })
     }
 
@@ -90,11 +97,12 @@ impl IdbLedger {
         self.connection.close("closed by its owner");
     }
 
-    /// Injects a fault (tests, W5). `CloseConnection` acts now; the others hit the next write
-    /// transaction.
+    /// Injects a fault (tests, W5). `CloseConnection` acts now, `RefuseBlob` hits the next
+    /// `Blob` put; the others hit the next write transaction.
     pub fn inject(&self, fault: StoreFault) {
         match fault {
             StoreFault::CloseConnection => self.connection.close("closed by the browser"),
+            StoreFault::RefuseBlob => self.refuse_blob.set(true),
             other => self.faults.push(other),
         }
     }

@@ -107,6 +107,18 @@ pub async fn get(store: &IdbObjectStore, key: &JsValue) -> Result<Option<JsValue
     Ok((!value.is_undefined()).then_some(value))
 }
 
+/// Puts `value` under `key` and waits for the request's answer. (WebKit prepares a `Blob`'s
+/// data before it issues the put: a commit that does not wait for it ends the transaction
+/// without the record and without an error.)
+///
+/// # Errors
+///
+/// The request's error (a `DOMException`).
+pub async fn put(store: &IdbObjectStore, value: &JsValue, key: &JsValue) -> Result<(), JsValue> {
+    let request = store.put_with_key(value, key)?;
+    JsFuture::from(settle(&request)).await.map(|_| ())
+}
+
 /// Every record `index` holds under `key`, in primary-key order.
 ///
 /// # Errors
