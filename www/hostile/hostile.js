@@ -244,7 +244,8 @@ const CASES = [
           attempt(inCompile, () => scheduler.explain(intent.id));
           return { kind: intent.operationType, payload: intent.payload, canvasIds: intent.canvasIds };
         },
-        onEvent: () => attempt(inEvent, () => scheduler.stats().sent),
+        // Events during open (leader_changed) come before `scheduler` is assigned.
+        onEvent: () => scheduler && attempt(inEvent, () => scheduler.stats().sent),
       });
       scheduler = s;
       s.start();
