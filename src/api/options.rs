@@ -6,11 +6,12 @@ use wasm_bindgen::{JsCast, JsValue};
 
 use crate::core::config::{BatchLimits, RetryPolicy, SchedulerConfig};
 use crate::core::error::{ErrorCode, SchedulerError};
+use crate::web::transport::DEFAULT_MAX_ANSWER_BYTES;
 
 /// Default per-attempt timeout.
 pub const DEFAULT_ATTEMPT_TIMEOUT_MS: u32 = 30_000;
 
-const KEYS: [&str; 18] = [
+const KEYS: [&str; 19] = [
     "transport",
     "database",
     "endpoint",
@@ -21,6 +22,7 @@ const KEYS: [&str; 18] = [
     "retry",
     "batch",
     "maxPayloadBytes",
+    "maxAnswerBytes",
     "eventLogLimit",
     "headers",
     "compile",
@@ -56,6 +58,8 @@ pub struct OpenOptions {
     pub endpoint: String,
     /// Per-attempt timeout.
     pub attempt_timeout_ms: u32,
+    /// Byte limit of one answer (`maxAnswerBytes`).
+    pub max_answer_bytes: usize,
     /// Core options.
     pub config: SchedulerConfig,
     /// JS hooks.
@@ -137,6 +141,27 @@ fn check_keys(object: &JsValue, allowed: &[&str], what: &str) -> Result<(), Sche
     Ok(())
 }
 
+/// The endpoint must be an absolute http(s) URL without credentials, query or fragment, whose
+/// `/requests` paths stay on its own origin: nothing is ever sent anywhere else (SPEC §7).
+fn check_endpoint(endpoint: &str) -> Result<(), SchedulerError> {
+    let refused = || bad("endpoint must be an http(s) URL without credentials, query or fragment");
+    if !(endpoint.starts_with("http://") || endpoint.starts_with("https://")) {
+        return Err(refused());
+    }
+    let url = web_sys::Url::new(endpoint).map_err(|_| refused())?;
+    let base = endpoint.trim_end_matches('/');
+    let requests = web_sys::Url::new(&format!("{base}/requests/x")).map_err(|_| refused())?;
+    let clean = url.username().is_empty()
+        && url.password().is_empty()
+        && url.search().is_empty()
+        && url.hash().is_empty()
+        && !endpoint.contains(['?', '#']);
+    if !clean || requests.origin() != url.origin() {
+        return Err(refused());
+    }
+    Ok(())
+}
+
 /// Validates the options object.
 pub fn decode_options(options: &JsValue) -> Result<OpenOptions, SchedulerError> {
     if !options.is_object() || options.is_function() || js_sys::Array::is_array(options) {
@@ -155,9 +180,7 @@ pub fn decode_options(options: &JsValue) -> Result<OpenOptions, SchedulerError> 
     // With a pluggable transport the endpoint is only informative.
     let endpoint = text(options, "endpoint", transport.is_none())?
         .unwrap_or_else(|| "http://transport.invalid".into());
-    if !(endpoint.starts_with("http://") || endpoint.starts_with("https://")) {
-        return Err(bad("endpoint must be an http(s) URL"));
-    }
+    check_endpoint(&endpoint)?;
     let mut config = SchedulerConfig {
         principal: text(options, "principal", false)?,
         ..SchedulerConfig::default()
@@ -200,6 +223,8 @@ pub fn decode_options(options: &JsValue) -> Result<OpenOptions, SchedulerError> 
     if let Some(limit) = integer(options, "maxPayloadBytes", 1, 16 << 20)? {
         config.max_payload_bytes = limit as usize;
     }
+    let max_answer_bytes = integer(options, "maxAnswerBytes", 1_024, 64 << 20)?
+        .map_or(DEFAULT_MAX_ANSWER_BYTES, |limit| limit as usize);
     if let Some(limit) = integer(options, "eventLogLimit", 1, 100_000)? {
         config.event_log_limit = limit as usize;
     }
@@ -220,6 +245,7 @@ pub fn decode_options(options: &JsValue) -> Result<OpenOptions, SchedulerError> 
         database,
         endpoint,
         attempt_timeout_ms,
+        max_answer_bytes,
         config,
         hooks,
         transport,

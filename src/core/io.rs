@@ -182,6 +182,18 @@ impl AttemptStatus {
         }
     }
 
+    /// An answer longer than the transport's byte limit (`maxAnswerBytes`): not read, and
+    /// unknown like a lost one (the server may have applied the request), so it is retried.
+    pub fn answer_too_large(limit: usize) -> Self {
+        Self {
+            error: Some(SafeError::new(
+                "answer_too_large",
+                &format!("the answer is longer than {limit} bytes: not read"),
+            )),
+            ..Self::outcome(AttemptOutcome::Unresolved)
+        }
+    }
+
     /// S8: the transport threw, the network failed or the attempt was aborted.
     pub fn transport_unknown(message: &str) -> Self {
         Self {

@@ -22,12 +22,17 @@ pub struct JsTransport {
 }
 
 impl JsTransport {
-    /// Sends one attempt through the host's function.
+    /// Sends one attempt through the host's function; an answer whose JSON is longer than
+    /// `max_answer_bytes` is `answer_too_large`, as with `fetch`.
+    ///
+    /// The host builds its own URLs from `request.id`: it must encode it as one path segment
+    /// (`encodeURIComponent`) and refuse to follow redirects, as the `fetch` transport does.
     pub async fn send(
         &self,
         order: &SendOrder,
         blob: Option<Blob>,
         signal: &AbortSignal,
+        max_answer_bytes: usize,
         now: impl Fn() -> Millis,
     ) -> AttemptStatus {
         if signal.aborted() {
@@ -60,6 +65,9 @@ impl JsTransport {
             }
         };
         match to_json(&answer, "transport answer") {
+            Ok(text) if text.text().len() > max_answer_bytes => {
+                AttemptStatus::answer_too_large(max_answer_bytes)
+            }
             // Written by to_json from the JS value: an object's text starts with `{` (no need
             // to read it a third time to know).
             Ok(text) if text.text().starts_with('{') => {

@@ -61,6 +61,7 @@ async fn w1_w3_two_hundred_operations_reach_the_server_once_each_in_canvas_order
         endpoint: server().to_owned(),
         attempt_timeout_ms: 10_000,
         load_page_size: 100,
+        max_answer_bytes: canvas_scheduler::web::transport::DEFAULT_MAX_ANSWER_BYTES,
         config: SchedulerConfig {
             concurrency: 2,
             owner: format!("tab-{run}"),
@@ -194,6 +195,7 @@ async fn open_driver_config(
         endpoint: server().to_owned(),
         attempt_timeout_ms: 10_000,
         load_page_size: 100,
+        max_answer_bytes: canvas_scheduler::web::transport::DEFAULT_MAX_ANSWER_BYTES,
         config,
         host: Default::default(),
         send_hooks: Default::default(),
