@@ -40,7 +40,7 @@ async function openEditor(context, statics, server, db) {
   page.on("console", (message) => {
     if (message.type() === "error") print(`  page console: ${message.text()}`);
   });
-  const url = `${statics.url}/www/editor/?server=${encodeURIComponent(server.url)}&db=${db}`;
+  const url = `${statics.url}/www/editor/?server=${encodeURIComponent(server.url)}&db=${db}&admin=${server.adminToken}`;
   await page.goto(url, { timeout: 15_000 });
   await page.waitForSelector("body[data-status=ready]", { timeout: READY_MS });
   return page;

@@ -29,8 +29,14 @@ async fn fetch_json(url: &str) -> Value {
     let global = js_sys::global();
     let fetch = js_sys::Reflect::get(&global, &"fetch".into()).expect("fetch exists");
     let fetch: js_sys::Function = fetch.dyn_into().expect("fetch is a function");
+    let init = web_sys::RequestInit::new();
+    let headers = web_sys::Headers::new().expect("headers");
+    headers
+        .set("x-admin-token", super::transport::admin_token())
+        .expect("x-admin-token");
+    init.set_headers(&headers);
     let promise: js_sys::Promise = fetch
-        .call1(&global, &url.into())
+        .call2(&global, &url.into(), &init)
         .expect("fetch call")
         .dyn_into()
         .expect("promise");

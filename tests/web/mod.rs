@@ -5,6 +5,7 @@ mod api_probe;
 mod api_scheduler;
 mod clock;
 mod driver;
+mod hostile_net;
 mod json;
 mod probe;
 mod security;
