@@ -271,7 +271,7 @@ async fn p7_max_answer_bytes_and_the_endpoint_are_checked_at_open() {
     let run = unique("opts");
     for (extra, endpoint) in [
         ("maxAnswerBytes: 10", "http://127.0.0.1:1"),
-        ("maxAnswerBytes: 1.5e3", "http://127.0.0.1:1"),
+        ("maxAnswerBytes: 1500.5", "http://127.0.0.1:1"),
         ("maxAnswerBytes: '4096'", "http://127.0.0.1:1"),
         ("maxAnswerBytes: 1e12", "http://127.0.0.1:1"),
         ("", "http://user:pw@127.0.0.1:1"),
