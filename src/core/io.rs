@@ -184,11 +184,11 @@ impl AttemptStatus {
 
     /// An answer longer than the transport's byte limit (`maxAnswerBytes`): not read, and
     /// unknown like a lost one (the server may have applied the request), so it is retried.
-    pub fn answer_too_large(limit: usize) -> Self {
+    pub fn answer_too_large() -> Self {
         Self {
             error: Some(SafeError::new(
                 "answer_too_large",
-                &format!("the answer is longer than {limit} bytes: not read"),
+                "the answer is longer than maxAnswerBytes: not read",
             )),
             ..Self::outcome(AttemptOutcome::Unresolved)
         }

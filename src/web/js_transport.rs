@@ -65,9 +65,7 @@ impl JsTransport {
             }
         };
         match to_json(&answer, "transport answer") {
-            Ok(text) if text.text().len() > max_answer_bytes => {
-                AttemptStatus::answer_too_large(max_answer_bytes)
-            }
+            Ok(text) if text.text().len() > max_answer_bytes => AttemptStatus::answer_too_large(),
             // Written by to_json from the JS value: an object's text starts with `{` (no need
             // to read it a third time to know).
             Ok(text) if text.text().starts_with('{') => {
