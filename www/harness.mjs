@@ -3,6 +3,7 @@
 // server (www/server) on 127.0.0.1; and Debian's chromium (path from wasm-pack.toml) driven by
 // playwright-core. Nothing here downloads a browser.
 import { execFileSync } from "node:child_process";
+import { randomBytes } from "node:crypto";
 import { mkdtemp, readFile, rm, stat } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { createServer } from "node:http";
@@ -92,9 +93,12 @@ export function buildEditor() {
 export async function startReferenceServer({ port = 0, runApplyMs = 300, db } = {}) {
   const { startServer } = await import("./server/server.mjs");
   const dir = db ? null : await mkdtemp(join(tmpdir(), "canvas-scheduler-server-"));
-  const server = await startServer({ db: db ?? join(dir, "server.sqlite"), port, host: "127.0.0.1", runApplyMs });
+  // A fresh admin token per server: `admin()` sends it, pages get it from the page's URL.
+  const adminToken = `admin-${randomBytes(16).toString("hex")}`;
+  const server = await startServer({ db: db ?? join(dir, "server.sqlite"), port, host: "127.0.0.1", runApplyMs, adminToken });
   return {
     ...server,
+    adminToken,
     dir,
     close: async () => {
       await server.close();
@@ -141,7 +145,10 @@ export async function runPage(browser, baseUrl, path, print, timeoutMs = 30_000)
 export async function admin(server, path, body) {
   const response = await fetch(`${server.url}${path}`, {
     method: body === undefined ? "GET" : "POST",
-    headers: body === undefined ? {} : { "content-type": "application/json" },
+    headers: {
+      "x-admin-token": server.adminToken,
+      ...(body === undefined ? {} : { "content-type": "application/json" }),
+    },
     body: body === undefined ? undefined : JSON.stringify(body),
     signal: AbortSignal.timeout(10_000),
   });

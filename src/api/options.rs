@@ -8,11 +8,12 @@ use crate::web::json::{exact_text, is_array, object_keys, LoneSurrogate};
 
 use crate::core::config::{BatchLimits, RetryPolicy, SchedulerConfig};
 use crate::core::error::{ErrorCode, SchedulerError};
+use crate::web::transport::DEFAULT_MAX_ANSWER_BYTES;
 
 /// Default per-attempt timeout.
 pub const DEFAULT_ATTEMPT_TIMEOUT_MS: u32 = 30_000;
 
-const KEYS: [&str; 18] = [
+const KEYS: [&str; 19] = [
     "transport",
     "database",
     "endpoint",
@@ -23,6 +24,7 @@ const KEYS: [&str; 18] = [
     "retry",
     "batch",
     "maxPayloadBytes",
+    "maxAnswerBytes",
     "eventLogLimit",
     "headers",
     "compile",
@@ -58,6 +60,8 @@ pub struct OpenOptions {
     pub endpoint: String,
     /// Per-attempt timeout.
     pub attempt_timeout_ms: u32,
+    /// Byte limit of one answer (`maxAnswerBytes`).
+    pub max_answer_bytes: usize,
     /// Core options.
     pub config: SchedulerConfig,
     /// JS hooks.
@@ -147,6 +151,18 @@ fn check_keys(object: &JsValue, allowed: &[&str], what: &str) -> Result<(), Sche
     Ok(())
 }
 
+/// The endpoint must keep its `/requests` paths on its own origin (`core::protocol::is_endpoint`):
+/// nothing is ever sent anywhere else (SPEC §7).
+fn check_endpoint(endpoint: &str) -> Result<(), SchedulerError> {
+    if crate::core::protocol::is_endpoint(endpoint) {
+        Ok(())
+    } else {
+        Err(bad(
+            "endpoint must be an http(s) URL with a host and without credentials, query or fragment",
+        ))
+    }
+}
+
 /// Validates the options object.
 pub fn decode_options(options: &JsValue) -> Result<OpenOptions, SchedulerError> {
     if !plain_enough(options) {
@@ -165,9 +181,7 @@ pub fn decode_options(options: &JsValue) -> Result<OpenOptions, SchedulerError> 
     // With a pluggable transport the endpoint is only informative.
     let endpoint = text(options, "endpoint", transport.is_none())?
         .unwrap_or_else(|| "http://transport.invalid".into());
-    if !(endpoint.starts_with("http://") || endpoint.starts_with("https://")) {
-        return Err(bad("endpoint must be an http(s) URL"));
-    }
+    check_endpoint(&endpoint)?;
     let mut config = SchedulerConfig {
         principal: text(options, "principal", false)?,
         ..SchedulerConfig::default()
@@ -210,6 +224,8 @@ pub fn decode_options(options: &JsValue) -> Result<OpenOptions, SchedulerError> 
     if let Some(limit) = integer(options, "maxPayloadBytes", 1, 16 << 20)? {
         config.max_payload_bytes = limit as usize;
     }
+    let max_answer_bytes = integer(options, "maxAnswerBytes", 1_024, 64 << 20)?
+        .map_or(DEFAULT_MAX_ANSWER_BYTES, |limit| limit as usize);
     if let Some(limit) = integer(options, "eventLogLimit", 1, 100_000)? {
         config.event_log_limit = limit as usize;
     }
@@ -230,6 +246,7 @@ pub fn decode_options(options: &JsValue) -> Result<OpenOptions, SchedulerError> 
         database,
         endpoint,
         attempt_timeout_ms,
+        max_answer_bytes,
         config,
         hooks,
         transport,

@@ -408,6 +408,7 @@ impl Scheduler {
             endpoint: options.endpoint,
             attempt_timeout_ms: options.attempt_timeout_ms,
             load_page_size: 500,
+            max_answer_bytes: options.max_answer_bytes,
             send_hooks: SendHooks {
                 headers: options.hooks.headers,
                 authorize: options.hooks.authorize,

@@ -115,6 +115,9 @@ export interface SchedulerOptions {
   batch?: { maxOperations?: number; maxBytes?: number };
   /** Largest payload accepted at enqueue, in JSON bytes (default 262144). */
   maxPayloadBytes?: number;
+  /** Largest answer read from the server, in bytes (default 1048576, 1024 to 67108864): a
+   * longer one is not read and the attempt is retried (`answer_too_large`). */
+  maxAnswerBytes?: number;
   /** Events kept in the log (default 1000). */
   eventLogLimit?: number;
   /** Asked before every send; may be async. */

@@ -6,6 +6,14 @@ use super::model::Millis;
 /// Default payload limit for one intent, in serialized JSON bytes (documented in the README).
 pub const DEFAULT_MAX_PAYLOAD_BYTES: usize = 256 * 1024;
 
+/// The longest wait a server (`Retry-After`, `retryAfterMs`) or the host (`classifyError`'s
+/// `retryAt`) can impose, unless `retry.maxMs` is longer: one day.
+pub const MAX_WAIT_FLOOR_MS: Millis = 86_400_000;
+
+/// The latest time the ledger ever stores: JS numbers are exact integers up to 2^53 - 1, and
+/// the browser store refuses a record holding a larger one.
+pub const MAX_TIME: Millis = (1 << 53) - 1;
+
 /// Retry delays and the attempt bound.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RetryPolicy {
@@ -32,6 +40,39 @@ impl RetryPolicy {
     pub fn delay(&self, attempt: u32) -> Millis {
         let factor = 1u64 << attempt.min(6);
         self.base_ms.saturating_mul(factor).min(self.max_ms).max(1)
+    }
+
+    /// The longest wait anything from outside may ask for: `max(maxMs, 24 h)`.
+    pub fn max_wait(&self) -> Millis {
+        self.max_ms.max(MAX_WAIT_FLOOR_MS)
+    }
+
+    /// S10: the absolute due time of the next attempt after attempt number `attempt`. The
+    /// server's `Retry-After` wins, then the host's `retryAt`, then backoff; a wait from outside
+    /// is clamped to [`RetryPolicy::max_wait`], every sum saturates, and the result is at least
+    /// `now + 1` and never past [`MAX_TIME`], so the record that stores it is always storable.
+    pub fn due_at(
+        &self,
+        now: Millis,
+        attempt: u32,
+        retry_after_ms: Option<Millis>,
+        retry_at: Option<Millis>,
+    ) -> Millis {
+        let wait = match (retry_after_ms, retry_at) {
+            (Some(after), _) => after,
+            (None, Some(at)) => at.saturating_sub(now),
+            (None, None) => self.delay(attempt),
+        };
+        now.saturating_add(wait.clamp(1, self.max_wait()))
+            .min(MAX_TIME)
+    }
+
+    /// A due time read back from storage (or anywhere else), no later than a full wait
+    /// from `now`: a ledger written with a far-future `retryAt` does not wait for ever.
+    pub fn bounded_due(&self, now: Millis, stored: Millis) -> Millis {
+        stored
+            .min(now.saturating_add(self.max_wait()))
+            .min(MAX_TIME)
     }
 }
 
@@ -165,6 +206,43 @@ mod tests {
             max_attempts: 1,
         };
         assert_eq!(tiny.delay(0), 1);
+    }
+
+    #[test]
+    fn s10_a_wait_from_outside_is_clamped_and_the_due_time_is_storable() {
+        let policy = RetryPolicy::default();
+        let now = 1_700_000_000_000;
+        let day = MAX_WAIT_FLOOR_MS;
+        // Retry-After: 10000000000000 (seconds) is 10^16 ms: past 2^53 - 1 unclamped.
+        assert_eq!(
+            policy.due_at(now, 0, Some(10_000_000_000_000_000), None),
+            now + day
+        );
+        assert_eq!(policy.due_at(now, 0, Some(u64::MAX), None), now + day);
+        assert_eq!(policy.due_at(now, 0, Some(7_000), None), now + 7_000);
+        assert_eq!(
+            policy.due_at(now, 0, Some(0), None),
+            now + 1,
+            "at least 1 ms"
+        );
+        assert_eq!(policy.due_at(now, 0, None, Some(u64::MAX)), now + day);
+        assert_eq!(policy.due_at(now, 0, None, Some(now - 5)), now + 1);
+        assert_eq!(
+            policy.due_at(now, 0, None, Some(now + 60_000)),
+            now + 60_000
+        );
+        assert_eq!(policy.due_at(now, 3, None, None), now + 4_000);
+        // Saturating and bounded even with a clock at the end of time.
+        assert_eq!(policy.due_at(u64::MAX, 0, Some(u64::MAX), None), MAX_TIME);
+        assert_eq!(policy.due_at(MAX_TIME, 60, None, None), MAX_TIME);
+        // A longer retry.maxMs raises the clamp.
+        let patient = RetryPolicy {
+            max_ms: 2 * day,
+            ..RetryPolicy::default()
+        };
+        assert_eq!(patient.due_at(now, 0, Some(u64::MAX), None), now + 2 * day);
+        assert_eq!(policy.bounded_due(now, MAX_TIME), now + day);
+        assert_eq!(policy.bounded_due(now, now + 5), now + 5);
     }
 
     #[test]

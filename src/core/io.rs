@@ -196,6 +196,18 @@ impl AttemptStatus {
         }
     }
 
+    /// An answer longer than the transport's byte limit (`maxAnswerBytes`): not read, and
+    /// unknown like a lost one (the server may have applied the request), so it is retried.
+    pub fn answer_too_large() -> Self {
+        Self {
+            error: Some(SafeError::new(
+                "answer_too_large",
+                "the answer is longer than maxAnswerBytes: not read",
+            )),
+            ..Self::outcome(AttemptOutcome::Unresolved)
+        }
+    }
+
     /// S8: the transport threw, the network failed or the attempt was aborted.
     pub fn transport_unknown(message: &str) -> Self {
         Self {

@@ -22,6 +22,7 @@ pub mod ready_queue;
 pub mod retry_queue;
 pub mod safe_error;
 pub mod scheduler;
+pub mod scrub;
 pub mod seq_set;
 pub mod small_map;
 pub mod str_map;

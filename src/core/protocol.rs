@@ -6,14 +6,18 @@
 //! | --- | --- |
 //! | 2xx with `{outcome, error?, canonical?, operations?}` | that outcome |
 //! | 409 / 422 with `{outcome: "rejected", …}` | rejected |
-//! | 409 without a (valid) body | accepted, `in_progress`: query later |
+//! | 409 without a rejection body | accepted, `in_progress`: query later |
 //! | 404 on a query | unresolved `not_found`: the core submits the same request again |
-//! | 404 on a submit | unresolved `http_404` |
 //! | 401 / 403 | blocked `unauthorized` until `resume()` |
-//! | 408, 425, 429, 5xx | unresolved `http_<status>`, honouring `Retry-After` |
-//! | any other 4xx | rejected for good, `http_<status>` |
+//! | 408, 421, 425, 429, 5xx | unresolved `http_<status>`, honouring `Retry-After` |
+//! | any other 4xx (a proxy's 400, 404 on a submit, 405, 413, 431, …) | dead letter (K1), `http_<status>` |
 //! | 2xx whose body is not such an answer | unresolved `invalid_answer` |
 //! | anything else (1xx, 3xx) | unresolved `http_<status>` |
+//!
+//! Only a protocol body rejects for good: a 4xx that is not the protocol's own rejection says
+//! the path to the server is wrong (a proxy, a wrong endpoint), not that the change is, so the
+//! request is dead-lettered (not retryable, claims kept) and the host can `retry(id)` once the
+//! path is fixed. A `canonical` over [`MAX_CANONICAL_BYTES`] is left out (the outcome stands).
 
 use super::json::{self, JsonText, Members};
 
@@ -29,6 +33,10 @@ pub const IN_PROGRESS: &str = "in_progress";
 pub const INVALID_ANSWER: &str = "invalid_answer";
 /// Why a request waits after 401 or 403.
 pub const UNAUTHORIZED: &str = "unauthorized";
+/// Largest `canonical` state kept from an answer, in compact JSON bytes. A larger one is left
+/// out: the verdict stands (an applied change is not un-applied by its size), and the host
+/// reads the state from its server instead.
+pub const MAX_CANONICAL_BYTES: usize = 256 * 1024;
 
 /// Maps one HTTP answer to an attempt status (SPEC §7; the table is in the module docs).
 ///
@@ -85,19 +93,17 @@ pub fn map_answer(
             blocked: Some(UNAUTHORIZED.to_owned()),
             ..AttemptStatus::outcome(AttemptOutcome::Unresolved)
         },
-        408 | 425 | 429 | 500..=599 => AttemptStatus {
+        408 | 421 | 425 | 429 | 500..=599 => AttemptStatus {
             error: Some(http_error(status, body)),
             retry_after_ms,
             ..AttemptStatus::outcome(AttemptOutcome::Unresolved)
         },
-        // 404 on a submit: a wrong endpoint or a proxy in the way; retrying may help.
-        404 => AttemptStatus {
-            error: Some(http_error(status, body)),
-            ..AttemptStatus::outcome(AttemptOutcome::Unresolved)
-        },
+        // Not the protocol's rejection: the path is wrong (a proxy, a wrong endpoint), not the
+        // change. A dead letter, so the host can retry(id) once the path is fixed (K1).
         400..=499 => AttemptStatus {
             error: Some(http_error(status, body)),
-            ..AttemptStatus::outcome(AttemptOutcome::Rejected)
+            retryable: Some(false),
+            ..AttemptStatus::outcome(AttemptOutcome::Unresolved)
         },
         _ => AttemptStatus {
             error: Some(http_error(status, body)),
@@ -156,9 +162,55 @@ fn parse_answer(text: &str) -> Result<Answer, Invalid> {
     })
 }
 
-/// Canonical state, unless absent or null, without the answer's layout.
+/// Canonical state, unless absent, null or over [`MAX_CANONICAL_BYTES`], without the answer's
+/// layout.
 fn canonical(object: &Members<'_>) -> Option<JsonText> {
-    object.present("canonical").and_then(JsonText::compact)
+    object
+        .present("canonical")
+        .and_then(JsonText::compact)
+        .filter(|compact| compact.text().len() <= MAX_CANONICAL_BYTES)
+}
+
+/// Whether `endpoint` is a protocol base URL whose `/requests` paths stay on its own origin:
+/// `http://` or `https://`, a non-empty host without credentials (`@`), and no query,
+/// fragment, backslash, space or control character anywhere (each could move what follows
+/// the endpoint into another part of the URL).
+pub fn is_endpoint(endpoint: &str) -> bool {
+    let Some(rest) = endpoint
+        .strip_prefix("https://")
+        .or_else(|| endpoint.strip_prefix("http://"))
+    else {
+        return false;
+    };
+    let authority = rest.split('/').next().unwrap_or_default();
+    !authority.is_empty()
+        && !authority.contains('@')
+        && !rest
+            .chars()
+            .any(|c| matches!(c, '?' | '#' | '\\') || c <= ' ' || c == '\u{7f}')
+}
+
+/// The path of a query, `requests/{id}` with the id percent-encoded as `encodeURIComponent`
+/// does; `None` for an id that a URL would not keep as one path segment of its own (empty,
+/// `.` or `..`, which URL parsing resolves into another path), so it is never queried.
+pub fn query_path(request_id: &str) -> Option<String> {
+    if request_id.is_empty() || request_id == "." || request_id == ".." {
+        return None;
+    }
+    let mut path = String::with_capacity(9 + request_id.len());
+    path.push_str("requests/");
+    const HEX: &[u8; 16] = b"0123456789ABCDEF";
+    for byte in request_id.bytes() {
+        let plain = byte.is_ascii_alphanumeric() || b"-_.!~*'()".contains(&byte);
+        if plain {
+            path.push(byte as char);
+        } else {
+            path.push('%');
+            path.push(HEX[usize::from(byte >> 4)] as char);
+            path.push(HEX[usize::from(byte & 15)] as char);
+        }
+    }
+    Some(path)
 }
 
 /// A string error becomes the code; an object `{code, message, details}` is bounded (K5).
@@ -330,6 +382,7 @@ pub fn map_transport_answer(action: RetryAction, answer: &str, now: Millis) -> A
     let retry_after = string("retryAfter");
     let mut mapped = map_answer(action, status, Some(answer), retry_after.as_deref(), now);
     if let Some(ms) = number("retryAfterMs") {
+        // Clamped where the due time is computed (RetryPolicy::due_at).
         mapped.retry_after_ms = Some(ms);
     }
     mapped

@@ -108,6 +108,17 @@ impl MemoryStore {
                 current: self.lease.clone(),
             });
         }
+        // The browser store refuses a record holding an integer JS cannot represent exactly
+        // (codec.rs); so does this one, so every native test proves each record storable.
+        let unstorable = batch
+            .requests
+            .iter()
+            .map(crate::core::json::to_string)
+            .chain(batch.events.iter().map(crate::core::json::to_string))
+            .any(|text| crate::core::json::exceeds_js_integers(&text));
+        if unstorable {
+            return Self::failure("unstorable_record");
+        }
         match &batch.lease {
             Some(LeaseWrite::Renew { expires_at }) => {
                 if let Some(lease) = self.lease.as_mut() {

@@ -25,13 +25,19 @@ pub struct JsTransport {
 }
 
 impl JsTransport {
-    /// Sends one attempt through the host's function, waiting at most `timeout_ms` for it.
+    /// Sends one attempt through the host's function, waiting at most `timeout_ms` for it; an
+    /// answer whose JSON is longer than `max_answer_bytes` is `answer_too_large`, as with
+    /// `fetch`.
+    ///
+    /// The host builds its own URLs from `request.id`: it must encode it as one path segment
+    /// (`encodeURIComponent`) and refuse to follow redirects, as the `fetch` transport does.
     pub async fn send(
         &self,
         order: &SendOrder,
         blob: Option<Blob>,
         signal: &AbortSignal,
         timeout_ms: u32,
+        max_answer_bytes: usize,
         now: impl Fn() -> Millis,
     ) -> AttemptStatus {
         if signal.aborted() {
@@ -61,6 +67,7 @@ impl JsTransport {
             }
         };
         match to_json(&answer, "transport answer") {
+            Ok(text) if text.text().len() > max_answer_bytes => AttemptStatus::answer_too_large(),
             // Written by to_json from the JS value: an object's text starts with `{` (no need
             // to read it a third time to know).
             Ok(text) if text.text().starts_with('{') => {

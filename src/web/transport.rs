@@ -7,6 +7,11 @@
 //! server may or may not have the request, so the core asks before it resends. The answer itself
 //! is interpreted by the pure [`map_answer`]. Header values are never logged nor put in errors
 //! (K5): they carry credentials.
+//!
+//! Redirects are never followed (`redirect: "error"`, SPEC §7): a 3xx fails the fetch, so it is
+//! a transport failure, retried, never an outcome, and nothing (no body, no `headers()`) goes to
+//! an origin other than the endpoint's. The answer's body is read with a byte limit
+//! (`maxAnswerBytes`); a longer one is `answer_too_large`, unresolved.
 
 use crate::core::json::quoted;
 use std::cell::Cell;
@@ -16,11 +21,17 @@ use js_sys::{Function, Promise};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 use wasm_bindgen_futures::JsFuture;
-use web_sys::{AbortController, AbortSignal, Blob, FormData, Headers, RequestInit, Response};
+use web_sys::{
+    AbortController, AbortSignal, Blob, FormData, Headers, ReadableStreamDefaultReader,
+    RequestInit, RequestRedirect, Response,
+};
 
 use crate::core::io::{AttemptStatus, SendOrder};
 use crate::core::model::{Millis, RetryAction, UPLOAD_KIND};
-use crate::core::protocol::map_answer;
+use crate::core::protocol::{map_answer, query_path};
+
+/// Default byte limit of one answer's body (`maxAnswerBytes`): 1 MiB.
+pub const DEFAULT_MAX_ANSWER_BYTES: usize = 1 << 20;
 
 #[wasm_bindgen]
 extern "C" {
@@ -42,21 +53,35 @@ extern "C" {
 pub struct FetchTransport {
     endpoint: String,
     timeout_ms: u32,
+    max_answer_bytes: usize,
 }
 
 impl FetchTransport {
     /// A transport for `endpoint` (the protocol base URL; a trailing `/` is ignored) whose
-    /// attempts are aborted after `timeout_ms` (0: no timeout of its own).
+    /// attempts are aborted after `timeout_ms` (0: no timeout of its own), reading answers of
+    /// up to [`DEFAULT_MAX_ANSWER_BYTES`].
     pub fn new(endpoint: &str, timeout_ms: u32) -> Self {
         Self {
             endpoint: endpoint.trim_end_matches('/').to_owned(),
             timeout_ms,
+            max_answer_bytes: DEFAULT_MAX_ANSWER_BYTES,
         }
+    }
+
+    /// The same transport, reading answers of up to `bytes` (at least 1).
+    pub fn with_max_answer_bytes(mut self, bytes: usize) -> Self {
+        self.max_answer_bytes = bytes.max(1);
+        self
     }
 
     /// The protocol base URL.
     pub fn endpoint(&self) -> &str {
         &self.endpoint
+    }
+
+    /// The byte limit of one answer's body.
+    pub fn max_answer_bytes(&self) -> usize {
+        self.max_answer_bytes
     }
 
     /// The per-attempt timeout in milliseconds (0: none).
@@ -91,7 +116,7 @@ impl FetchTransport {
             Err(reason) => return AttemptStatus::transport_unknown(&reason),
         };
         init.set_signal(Some(&link.controller.signal()));
-        let answer = fetch_answer(&url, &init).await;
+        let answer = fetch_answer(&url, &init, self.max_answer_bytes).await;
         let timed_out = link.timed_out.get();
         // Clears the timer and unhooks the caller's signal before we look at the answer.
         drop(link);
@@ -108,7 +133,8 @@ impl FetchTransport {
                 self.timeout_ms
             )),
             Err(_) if signal.aborted() => AttemptStatus::transport_unknown("aborted"),
-            Err(reason) => AttemptStatus::transport_unknown(&reason),
+            Err(Lost::TooLarge) => AttemptStatus::answer_too_large(),
+            Err(Lost::Failed(reason)) => AttemptStatus::transport_unknown(&reason),
         }
     }
 
@@ -123,6 +149,8 @@ impl FetchTransport {
         let init = RequestInit::new();
         // A query must reach the server, never a cache.
         init.set_cache(web_sys::RequestCache::NoStore);
+        // A redirect fails the fetch: nothing is sent on to another URL (SPEC §7).
+        init.set_redirect(RequestRedirect::Error);
         let fetch_headers = Headers::new().map_err(|_| "cannot create Headers".to_owned())?;
         for (name, value) in headers {
             let lower = name.to_ascii_lowercase();
@@ -137,11 +165,9 @@ impl FetchTransport {
         let url = match order.action {
             RetryAction::Query => {
                 init.set_method("GET");
-                format!(
-                    "{}/requests/{}",
-                    self.endpoint,
-                    js_sys::encode_uri_component(&request.id)
-                )
+                let path = query_path(&request.id)
+                    .ok_or_else(|| "this request id cannot be queried in a URL".to_owned())?;
+                format!("{}/{path}", self.endpoint)
             }
             RetryAction::Submit => {
                 init.set_method("POST");
@@ -176,12 +202,27 @@ fn set_header(headers: &Headers, name: &str, value: &str) -> Result<(), String> 
         .map_err(|_| format!("the browser refused the {name} header"))
 }
 
+/// Why an answer was not read.
+enum Lost {
+    /// Network error, abort, timeout, body cut off.
+    Failed(String),
+    /// The body is longer than the limit.
+    TooLarge,
+}
+
+impl From<String> for Lost {
+    fn from(reason: String) -> Self {
+        Lost::Failed(reason)
+    }
+}
+
 /// Status, body text (`None` when empty) and `Retry-After` of a complete answer; `Err` when the
-/// answer never fully arrived (network error, abort, timeout, body cut off).
+/// answer never fully arrived or is longer than `limit` bytes.
 async fn fetch_answer(
     url: &str,
     init: &RequestInit,
-) -> Result<(u16, Option<String>, Option<String>), String> {
+    limit: usize,
+) -> Result<(u16, Option<String>, Option<String>), Lost> {
     let promise = global_fetch(url, init).map_err(|e| describe("fetch threw", &e))?;
     let response: Response = JsFuture::from(promise)
         .await
@@ -189,15 +230,54 @@ async fn fetch_answer(
         .dyn_into()
         .map_err(|_| "fetch resolved to something other than a Response".to_owned())?;
     let retry_after = response.headers().get("retry-after").ok().flatten();
-    let text = response
-        .text()
-        .map_err(|e| describe("cannot read the body", &e))?;
-    let text = JsFuture::from(text)
-        .await
-        .map_err(|e| describe("the body was cut off", &e))?
-        .as_string()
+    // The stream is counted as it comes (a Content-Length may be absent or false).
+    let text = read_body(&response, limit)
+        .await?
         .filter(|text| !text.is_empty());
     Ok((response.status(), text, retry_after))
+}
+
+/// The body as text, read chunk by chunk and given up (the stream cancelled) past `limit`
+/// bytes. The chunks stay in JS and are decoded there, as `Response.text()` decodes (UTF-8,
+/// invalid bytes replaced, a byte order mark dropped).
+async fn read_body(response: &Response, limit: usize) -> Result<Option<String>, Lost> {
+    let Some(body) = response.body() else {
+        return Ok(None);
+    };
+    let reader: ReadableStreamDefaultReader = body
+        .get_reader()
+        .dyn_into()
+        .map_err(|_| "cannot read the body".to_owned())?;
+    let chunks = js_sys::Array::new();
+    let mut length = 0usize;
+    loop {
+        let chunk = JsFuture::from(reader.read())
+            .await
+            .map_err(|e| describe("the body was cut off", &e))?;
+        let done = js_sys::Reflect::get(&chunk, &"done".into())
+            .ok()
+            .and_then(|d| d.as_bool())
+            .unwrap_or(true);
+        if done {
+            break;
+        }
+        let value = js_sys::Reflect::get(&chunk, &"value".into())
+            .ok()
+            .and_then(|v| v.dyn_into::<js_sys::Uint8Array>().ok())
+            .ok_or_else(|| "the body was not bytes".to_owned())?;
+        length = length.saturating_add(value.length() as usize);
+        if length > limit {
+            let _ = reader.cancel();
+            return Err(Lost::TooLarge);
+        }
+        chunks.push(&value);
+    }
+    let whole = Blob::new_with_u8_array_sequence(&chunks)
+        .map_err(|_| "cannot gather the body".to_owned())?;
+    let text = JsFuture::from(whole.text())
+        .await
+        .map_err(|e| describe("cannot decode the body", &e))?;
+    Ok(text.as_string())
 }
 
 /// `context: <error name>` — a DOMException's or TypeError's name, never its whole text (which

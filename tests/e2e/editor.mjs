@@ -40,7 +40,7 @@ const snapshot = (page) => page.evaluate(() => window.canvasEditor.snapshot());
 async function openEditor(context, statics, server, db) {
   const page = await context.newPage();
   page.onProblem((line) => print(`  ${line}`));
-  const url = `${statics.url}/www/editor/?server=${encodeURIComponent(server.url)}&db=${db}`;
+  const url = `${statics.url}/www/editor/?server=${encodeURIComponent(server.url)}&db=${db}&admin=${server.adminToken}`;
   await page.goto(url);
   await page.waitForSelector("body[data-status=ready]", READY_MS);
   return page;

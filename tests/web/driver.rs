@@ -29,8 +29,14 @@ async fn fetch_json(url: &str) -> Value {
     let global = js_sys::global();
     let fetch = js_sys::Reflect::get(&global, &"fetch".into()).expect("fetch exists");
     let fetch: js_sys::Function = fetch.dyn_into().expect("fetch is a function");
+    let init = web_sys::RequestInit::new();
+    let headers = web_sys::Headers::new().expect("headers");
+    headers
+        .set("x-admin-token", super::transport::admin_token())
+        .expect("x-admin-token");
+    init.set_headers(&headers);
     let promise: js_sys::Promise = fetch
-        .call1(&global, &url.into())
+        .call2(&global, &url.into(), &init)
         .expect("fetch call")
         .dyn_into()
         .expect("promise");
@@ -61,6 +67,7 @@ async fn w1_w3_two_hundred_operations_reach_the_server_once_each_in_canvas_order
         endpoint: server().to_owned(),
         attempt_timeout_ms: 10_000,
         load_page_size: 100,
+        max_answer_bytes: canvas_scheduler::web::transport::DEFAULT_MAX_ANSWER_BYTES,
         config: SchedulerConfig {
             concurrency: 2,
             owner: format!("tab-{run}"),
@@ -194,6 +201,7 @@ async fn open_driver_config(
         endpoint: server().to_owned(),
         attempt_timeout_ms: 10_000,
         load_page_size: 100,
+        max_answer_bytes: canvas_scheduler::web::transport::DEFAULT_MAX_ANSWER_BYTES,
         config,
         host: Default::default(),
         send_hooks: Default::default(),

@@ -8,6 +8,7 @@ mod driver;
 mod hostile_hooks;
 mod hostile_inputs;
 mod hostile_tabs;
+mod hostile_net;
 mod json;
 mod probe;
 mod security;

@@ -41,6 +41,16 @@ fn server() -> &'static str {
     }
 }
 
+/// The reference servers' admin token (`--admin-token`), baked in by `scripts/test`.
+pub(super) fn admin_token() -> &'static str {
+    match option_env!("CANVAS_SCHEDULER_TEST_ADMIN_TOKEN") {
+        Some(token) if !token.is_empty() => token,
+        _ => panic!(
+            "CANVAS_SCHEDULER_TEST_ADMIN_TOKEN is not set: run the browser tests with scripts/test"
+        ),
+    }
+}
+
 /// An id no other test, binary or run uses.
 pub(super) fn unique(label: &str) -> String {
     let global = String::from(js_sys::global().constructor().name());
@@ -73,14 +83,19 @@ pub(super) async fn http_at(
 ) -> (u16, Value) {
     let init = RequestInit::new();
     init.set_method(method);
+    let headers = web_sys::Headers::new().expect("headers");
+    if path.starts_with("/admin/") {
+        headers
+            .set("x-admin-token", admin_token())
+            .expect("x-admin-token");
+    }
     if let Some(body) = body {
-        let headers = web_sys::Headers::new().expect("headers");
         headers
             .set("content-type", "application/json")
             .expect("content-type");
-        init.set_headers(&headers);
         init.set_body(&JsValue::from_str(&body.to_string()));
     }
+    init.set_headers(&headers);
     let response: Response = JsFuture::from(test_fetch(&format!("{base}{path}"), &init))
         .await
         .expect("admin fetch")
@@ -293,12 +308,14 @@ async fn p7_unknown_kind_is_rejected_for_good() {
 }
 
 #[wasm_bindgen_test]
-async fn p7_other_4xx_is_rejected_with_the_http_status() {
+async fn p7_other_4xx_is_a_dead_letter_with_the_http_status() {
     faults(json!({})).await;
     let draft = shape("mismatch");
     let request = draft.freeze_with_body_id("another-id");
     let status = send(&transport(), RetryAction::Submit, &request, None).await;
-    assert_eq!(status.outcome, AttemptOutcome::Rejected, "{status:?}");
+    // A 400, even with a rejection body, is no protocol rejection (409/422): K1 dead letter.
+    assert_eq!(status.outcome, AttemptOutcome::Unresolved, "{status:?}");
+    assert_eq!(status.retryable, Some(false), "{status:?}");
     let error = status.error.expect("error");
     assert_eq!(error.code, "http_400");
     assert_eq!(
@@ -317,13 +334,18 @@ async fn p7_query_for_an_unknown_key_is_not_found() {
 }
 
 #[wasm_bindgen_test]
-async fn p7_submit_answered_404_is_unresolved() {
+async fn p7_submit_answered_404_is_a_dead_letter() {
     faults(json!({})).await;
     let request = shape("wrong-route").freeze();
     let wrong = FetchTransport::new(&format!("{}/nowhere/", server()), 5_000);
     assert_eq!(wrong.endpoint(), format!("{}/nowhere", server()));
     let status = send(&wrong, RetryAction::Submit, &request, None).await;
     assert_eq!(status.outcome, AttemptOutcome::Unresolved, "{status:?}");
+    assert_eq!(
+        status.retryable,
+        Some(false),
+        "a wrong endpoint waits for retry(id)"
+    );
     assert_eq!(code(&status), Some("http_404"));
 }
 

@@ -8,7 +8,7 @@
 //                                          draw a shape, check the server got it, exit 0 or 1
 import { mkdir } from "node:fs/promises";
 import { join } from "node:path";
-import { launchChromium, ROOT, serve, startReferenceServer } from "../harness.mjs";
+import { admin, launchChromium, ROOT, serve, startReferenceServer } from "../harness.mjs";
 
 const env = process.env;
 const smoke = env.DEMO_SMOKE === "1";
@@ -25,10 +25,10 @@ const reference = await startReferenceServer({
 });
 const statics = await serve({ port: portOf("DEMO_PORT") });
 const database = smoke ? `demo-smoke-${Date.now()}` : `canvas-editor-${reference.port}`;
-const page = `${statics.url}/www/editor/?server=${encodeURIComponent(reference.url)}&db=${database}`;
+const page = `${statics.url}/www/editor/?server=${encodeURIComponent(reference.url)}&db=${database}&admin=${reference.adminToken}`;
 
 print(`demo: reference server (protocol v1, SQLite in ${reference.dir}): ${reference.url}`);
-print(`demo: admin state: ${reference.url}/admin/state`);
+print(`demo: admin state: curl -H 'x-admin-token: ${reference.adminToken}' ${reference.url}/admin/state`);
 print(`demo: static server for ${ROOT}/www/editor and pkg/: ${statics.url}`);
 print(`demo: open the editor at ${page}`);
 
@@ -70,7 +70,7 @@ if (!smoke) {
     const deadline = Date.now() + 15_000;
     let document;
     while (Date.now() < deadline) {
-      const state = await (await fetch(`${reference.url}/admin/state`)).json();
+      const state = await admin(reference, "/admin/state");
       document = state.canvases?.["canvas-a"]?.document;
       if (document && Object.keys(document.shapes).length === 1) break;
       await new Promise((resolve) => setTimeout(resolve, 200));

@@ -60,3 +60,17 @@ export function authenticate(tokens, header) {
   }
   return principal === null ? { ok: false } : { ok: true, principal };
 }
+
+/**
+ * Whether an `x-admin-token` header carries the admin token (constant time). With no token
+ * configured nothing is admitted: the admin API is off.
+ *
+ * @param {string | null} expected The configured admin token.
+ * @param {string | string[] | undefined} header
+ */
+export function isAdmin(expected, header) {
+  if (!expected || typeof header !== 'string') return false;
+  const offered = Buffer.from(header);
+  const wanted = Buffer.from(expected);
+  return offered.length === wanted.length && timingSafeEqual(offered, wanted);
+}

@@ -22,6 +22,8 @@ export const ALLOWED_HOST = '127.0.0.1';
  * @property {number} [maxBodyBytes] Bound on a JSON body or `request` part. Default 1 MiB.
  * @property {number} [maxBlobBytes] Bound on an upload's blob. Default 16 MiB.
  * @property {() => number} [now] Clock, for tests. Default Date.now.
+ * @property {string | null} [adminToken] The token `/admin/*` requires in an `x-admin-token`
+ *   header (8..256 characters). Absent = the admin API is off (every admin route answers 404).
  */
 
 /**
@@ -69,12 +71,22 @@ export function resolveOptions(options) {
     maxBodyBytes: integerIn('maxBodyBytes', options.maxBodyBytes ?? 1024 * 1024, 1024, 64 * 1024 * 1024),
     maxBlobBytes: integerIn('maxBlobBytes', options.maxBlobBytes ?? 16 * 1024 * 1024, 1, 1024 * 1024 * 1024),
     now: options.now ?? Date.now,
+    adminToken: adminTokenOf(options.adminToken),
   };
+}
+
+function adminTokenOf(token) {
+  if (token == null) return null;
+  if (typeof token !== 'string' || token.length < 8 || token.length > 256 || /\s/.test(token)) {
+    throw new Error('adminToken must be 8..256 characters without spaces');
+  }
+  return token;
 }
 
 export const USAGE = `usage: node server.mjs --db PATH [--port 0] [--host 127.0.0.1] [--run-apply-ms 300]
                       [--tokens user-a:tokA,user-b:tokB] [--seed N]
-                      [--max-body-bytes N] [--max-blob-bytes N]`;
+                      [--max-body-bytes N] [--max-blob-bytes N] [--admin-token TOKEN]
+  /admin/* answers only with --admin-token, to requests sending x-admin-token: TOKEN.`;
 
 function integerArg(name, text) {
   if (text === undefined) return undefined;
@@ -103,6 +115,7 @@ export function parseCliArgs(argv) {
       seed: { type: 'string' },
       'max-body-bytes': { type: 'string' },
       'max-blob-bytes': { type: 'string' },
+      'admin-token': { type: 'string' },
       help: { type: 'boolean' },
     },
   });
@@ -117,5 +130,6 @@ export function parseCliArgs(argv) {
     faults: seed === undefined ? {} : { seed },
     maxBodyBytes: integerArg('max-body-bytes', values['max-body-bytes']),
     maxBlobBytes: integerArg('max-blob-bytes', values['max-blob-bytes']),
+    adminToken: values['admin-token'],
   };
 }

@@ -5,14 +5,35 @@ import { ProtocolError } from './protocol.mjs';
 const ALLOWED_HEADERS = new Set(['content-type', 'idempotency-key', 'authorization']);
 
 /**
- * Sets the CORS headers every answer carries. The test pages live on another origin; auth is by
- * bearer token, never by cookie, so a wildcard origin is safe.
+ * Sets the CORS headers every protocol and asset answer carries. The test pages live on another
+ * origin; auth is by bearer token, never by cookie, so a wildcard origin is safe there. Every
+ * answer says `nosniff`: an asset is only ever what its content-type says.
  *
  * @param {import('node:http').ServerResponse} res
  */
 export function setCorsHeaders(res) {
   res.setHeader('access-control-allow-origin', '*');
   res.setHeader('access-control-expose-headers', 'retry-after');
+  res.setHeader('x-content-type-options', 'nosniff');
+}
+
+/** Pages served from this machine: `http://127.0.0.1:PORT`, `http://localhost:PORT`. */
+const LOOPBACK_ORIGIN = /^http:\/\/(127\.0\.0\.1|localhost|\[::1\])(:\d{1,5})?$/;
+
+/**
+ * The CORS headers of an admin answer: never `*`. Only a page served from this machine (the
+ * demos, the test pages) may read it, and only with the admin token (checked by the caller).
+ *
+ * @param {import('node:http').IncomingMessage} req
+ * @param {import('node:http').ServerResponse} res
+ */
+export function setAdminCorsHeaders(req, res) {
+  res.setHeader('x-content-type-options', 'nosniff');
+  res.setHeader('vary', 'origin');
+  const origin = req.headers.origin;
+  if (typeof origin === 'string' && LOOPBACK_ORIGIN.test(origin)) {
+    res.setHeader('access-control-allow-origin', origin);
+  }
 }
 
 /**
@@ -27,6 +48,7 @@ export function answerPreflight(req, res) {
     .split(',')
     .map((name) => name.trim().toLowerCase())
     .filter(Boolean);
+  // x-admin-token is an x- header too: the admin routes' own CORS headers decide who may send it.
   const allowed = requested.filter((name) => ALLOWED_HEADERS.has(name) || name.startsWith('x-'));
   res.writeHead(204, {
     'access-control-allow-methods': 'GET, POST, OPTIONS',

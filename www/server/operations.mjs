@@ -5,7 +5,7 @@
 // permanent `invalid_payload` refusal) and then applies itself to a document the caller owns; a
 // refusal that depends on the current state (e.g. moving a shape that is gone) is a conflict.
 
-import { MAX_ID_LENGTH, wireError } from './protocol.mjs';
+import { MAX_ID_LENGTH, isReservedKey, wireError } from './protocol.mjs';
 
 /** Kinds interpreted by this module; each may also appear inside a batch. */
 export const DOCUMENT_KINDS = Object.freeze(['shape.upsert', 'shape.move', 'shape.recolour', 'shape.delete']);
@@ -50,6 +50,10 @@ function shapeIdOf(payload) {
 export function checkDocumentPayload(kind, payload) {
   if (!isPlainObject(payload)) return payloadError(`${kind} needs an object payload`);
   if (!shapeIdOf(payload)) return payloadError(`${kind} needs a shapeId of 1..${MAX_ID_LENGTH} characters`);
+  // `shapes.__proto__ = shape` would set the document's prototype, and the shape would vanish.
+  if (isReservedKey(payload.shapeId)) {
+    return payloadError(`shapeId ${payload.shapeId} is reserved (a name of Object.prototype)`);
+  }
   switch (kind) {
     case 'shape.upsert':
       return isPlainObject(payload.shape)

@@ -51,6 +51,19 @@ const isPlainObject = (value) =>
 const isId = (value) =>
   typeof value === 'string' && value.length > 0 && value.length <= MAX_ID_LENGTH;
 
+/**
+ * Whether `key` names a property of Object.prototype (`__proto__`, `constructor`, `toString`,
+ * …): ids used as keys of plain objects (shapes, canvases, runs) must not be one, or a write
+ * under it changes the object's prototype or shadows a method instead of storing a value.
+ *
+ * @param {string} key
+ */
+export const isReservedKey = (key) => Object.hasOwn(Object.prototype, key);
+
+function reserved(what, id) {
+  return new ProtocolError(422, 'reserved_id', `${what} ${id} is reserved (a name of Object.prototype)`);
+}
+
 function invalid(message) {
   return new ProtocolError(400, 'invalid_request', message);
 }
@@ -65,7 +78,8 @@ function invalid(message) {
  *
  * @param {unknown} body Parsed JSON.
  * @returns {WireRequest}
- * @throws {ProtocolError} 400 `invalid_request` when the structure is wrong.
+ * @throws {ProtocolError} 400 `invalid_request` when the structure is wrong; 422 `reserved_id` for a
+ *   canvas or run id that names a property of Object.prototype.
  */
 export function parseWireRequest(body) {
   if (!isPlainObject(body)) throw invalid('the body must be a JSON object');
@@ -91,6 +105,10 @@ export function parseWireRequest(body) {
   if (!Array.isArray(canvasIds) || !canvasIds.every(isId)) {
     throw invalid('canvasIds must be an array of ids');
   }
+  for (const canvasId of [...canvasIds, ...(ownerCanvasId != null ? [ownerCanvasId] : [])]) {
+    if (isReservedKey(canvasId)) throw reserved('canvas id', canvasId);
+  }
+  if (runId != null && isReservedKey(runId)) throw reserved('run id', runId);
   // The client claims canvases by this list (S4), so it must already be sorted and unique.
   for (let i = 1; i < canvasIds.length; i += 1) {
     if (!(canvasIds[i - 1] < canvasIds[i])) throw invalid('canvasIds must be sorted and unique');
@@ -101,6 +119,7 @@ export function parseWireRequest(body) {
     if (!isId(canvasId) || !Number.isSafeInteger(version) || version < 0) {
       throw invalid('expectedVersions must map canvas ids to non-negative integers');
     }
+    if (isReservedKey(canvasId)) throw reserved('canvas id', canvasId);
   }
   /** @type {WireRequest} */
   const request = {

@@ -11,7 +11,7 @@ import { createServer } from 'node:http';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { pathToFileURL } from 'node:url';
 
-import { authenticate } from './auth.mjs';
+import { authenticate, isAdmin } from './auth.mjs';
 import { USAGE, parseCliArgs, resolveOptions } from './config.mjs';
 import { createEngine } from './engine.mjs';
 import { FaultConfigError, createFaultInjector } from './faults.mjs';
@@ -22,6 +22,7 @@ import {
   readBody,
   sendEmpty,
   sendJson,
+  setAdminCorsHeaders,
   setCorsHeaders,
 } from './http-util.mjs';
 import { readUpload } from './multipart.mjs';
@@ -223,6 +224,16 @@ export async function startServer(options) {
   }
 
   async function handleAdmin(req, res, path) {
+    if (!config.adminToken) {
+      req.resume();
+      sendJson(res, 404, errorBody('not_found', 'the admin API is off: start the server with --admin-token'));
+      return;
+    }
+    if (!isAdmin(config.adminToken, req.headers['x-admin-token'])) {
+      req.resume();
+      sendJson(res, 401, errorBody('unauthorized', 'admin routes need the x-admin-token header'));
+      return;
+    }
     const route = `${req.method} ${path}`;
     switch (route) {
       case 'GET /admin/state':
@@ -254,9 +265,10 @@ export async function startServer(options) {
   }
 
   async function handle(req, res) {
-    setCorsHeaders(res);
     if (closing) return destroy(req);
     const path = new URL(req.url ?? '/', 'http://127.0.0.1').pathname;
+    if (path.startsWith('/admin/')) setAdminCorsHeaders(req, res);
+    else setCorsHeaders(res);
     if (req.method === 'OPTIONS') return answerPreflight(req, res);
     if (path === '/requests' || path.startsWith('/requests/')) return handleProtocol(req, res, path);
     if (path.startsWith('/assets/')) return handleAsset(req, res, path);

@@ -21,6 +21,8 @@ struct Row {
     code: Option<&'static str>,
     blocked: Option<&'static str>,
     retry_after_ms: Option<Millis>,
+    /// `Some(false)`: dead-lettered at once (K1).
+    retryable: Option<bool>,
 }
 
 const SUBMIT: RetryAction = RetryAction::Submit;
@@ -44,6 +46,28 @@ fn row(
         code,
         blocked: None,
         retry_after_ms: None,
+        retryable: None,
+    }
+}
+
+/// A 4xx that is not the protocol's rejection: unresolved, not retryable (a dead letter).
+fn dead_letter(
+    name: &'static str,
+    action: RetryAction,
+    status: u16,
+    body: Option<&'static str>,
+    code: &'static str,
+) -> Row {
+    Row {
+        retryable: Some(false),
+        ..row(
+            name,
+            action,
+            status,
+            body,
+            AttemptOutcome::Unresolved,
+            Some(code),
+        )
     }
 }
 
@@ -139,13 +163,13 @@ fn table() -> Vec<Row> {
             Accepted,
             Some("in_progress"),
         ),
-        row(
-            "422 without a body",
+        dead_letter("422 without a body", SUBMIT, 422, None, "http_422"),
+        dead_letter(
+            "422 applied is no rejection",
             SUBMIT,
             422,
-            None,
-            Rejected,
-            Some("http_422"),
+            Some(r#"{"outcome":"applied"}"#),
+            "http_422",
         ),
         row(
             "404 query = never received",
@@ -163,14 +187,7 @@ fn table() -> Vec<Row> {
             Unresolved,
             Some("not_found"),
         ),
-        row(
-            "404 submit",
-            SUBMIT,
-            404,
-            Some("not here"),
-            Unresolved,
-            Some("http_404"),
-        ),
+        dead_letter("404 submit", SUBMIT, 404, Some("not here"), "http_404"),
         Row {
             blocked: Some("unauthorized"),
             ..row("401", SUBMIT, 401, err, Unresolved, Some("http_401"))
@@ -180,6 +197,19 @@ fn table() -> Vec<Row> {
             ..row("403", QUERY, 403, None, Unresolved, Some("http_403"))
         },
         row("408", SUBMIT, 408, None, Unresolved, Some("http_408")),
+        row("421", SUBMIT, 421, None, Unresolved, Some("http_421")),
+        Row {
+            retry_after: Some("2"),
+            retry_after_ms: Some(2_000),
+            ..row(
+                "421 html",
+                QUERY,
+                421,
+                Some("<html>"),
+                Unresolved,
+                Some("http_421"),
+            )
+        },
         row("425", SUBMIT, 425, None, Unresolved, Some("http_425")),
         Row {
             retry_after: Some("3"),
@@ -226,17 +256,26 @@ fn table() -> Vec<Row> {
             Some("http_502"),
         ),
         row("599", SUBMIT, 599, None, Unresolved, Some("http_599")),
-        row(
-            "400 rejected for good",
+        dead_letter(
+            "400 with a rejection body is still no protocol rejection",
             SUBMIT,
             400,
             Some(r#"{"outcome":"rejected","error":{"code":"invalid_request","message":"m"}}"#),
-            Rejected,
-            Some("http_400"),
+            "http_400",
         ),
-        row("410", SUBMIT, 410, None, Rejected, Some("http_410")),
-        row("413", SUBMIT, 413, None, Rejected, Some("http_413")),
-        row("415", SUBMIT, 415, None, Rejected, Some("http_415")),
+        dead_letter(
+            "a proxy's html 400",
+            SUBMIT,
+            400,
+            Some("<html><body>Request Header Or Cookie Too Large</body></html>"),
+            "http_400",
+        ),
+        dead_letter("405", SUBMIT, 405, Some("<html>"), "http_405"),
+        dead_letter("405 on a query", QUERY, 405, None, "http_405"),
+        dead_letter("410", SUBMIT, 410, None, "http_410"),
+        dead_letter("413", SUBMIT, 413, None, "http_413"),
+        dead_letter("415", SUBMIT, 415, None, "http_415"),
+        dead_letter("431", SUBMIT, 431, Some("<html>"), "http_431"),
         row(
             "200 empty",
             SUBMIT,
@@ -330,6 +369,52 @@ fn w3_p7_every_row_of_the_answer_table() {
             "{}: retry after",
             row.name
         );
+        assert_eq!(status.retryable, row.retryable, "{}: retryable", row.name);
+        if row.retryable == Some(false) {
+            let details = status.error.and_then(|e| e.details).map(tree);
+            assert_eq!(
+                details.map(|d| d["status"].clone()),
+                Some(json!(row.status)),
+                "{}: the status is in the error",
+                row.name
+            );
+        }
+    }
+}
+
+#[test]
+fn p7_a_canonical_over_the_cap_is_left_out_and_the_verdict_stands() {
+    let big = "x".repeat(MAX_CANONICAL_BYTES);
+    let body = json!({"outcome": "applied", "canonical": {"blob": big},
+        "operations": [{"operationId": "a", "outcome": "applied", "canonical": big}]})
+    .to_string();
+    let status = map_answer(SUBMIT, 200, Some(&body), None, NOW);
+    assert_eq!(status.outcome, AttemptOutcome::Applied);
+    assert_eq!(status.canonical, None);
+    assert_eq!(status.operations[0].canonical, None);
+    let fits = "x".repeat(MAX_CANONICAL_BYTES - 2);
+    let body = json!({"outcome": "applied", "canonical": fits}).to_string();
+    let status = map_answer(SUBMIT, 200, Some(&body), None, NOW);
+    assert_eq!(
+        status.canonical.map(|c| c.text().len()),
+        Some(MAX_CANONICAL_BYTES)
+    );
+}
+
+#[test]
+fn p7_query_paths_keep_the_id_one_segment_of_the_endpoint() {
+    assert_eq!(query_path("r-1_a.b~").as_deref(), Some("requests/r-1_a.b~"));
+    assert_eq!(
+        query_path("//evil.example/x?y#z").as_deref(),
+        Some("requests/%2F%2Fevil.example%2Fx%3Fy%23z")
+    );
+    assert_eq!(
+        query_path("@evil:80").as_deref(),
+        Some("requests/%40evil%3A80")
+    );
+    assert_eq!(query_path("é").as_deref(), Some("requests/%C3%A9"));
+    for unsafe_id in ["", ".", ".."] {
+        assert_eq!(query_path(unsafe_id), None, "{unsafe_id:?}");
     }
 }
 
@@ -614,4 +699,29 @@ fn w3_a_pluggable_transport_answer_maps_like_http() {
         now,
     );
     assert_eq!(missing.error.map(|e| e.code), Some("not_found".to_string()));
+}
+
+#[test]
+fn p7_an_endpoint_keeps_its_requests_on_its_own_origin() {
+    for good in [
+        "http://127.0.0.1:8080",
+        "https://api.example/v1/",
+        "https://api.example:443/a/b",
+    ] {
+        assert!(is_endpoint(good), "{good}");
+    }
+    for bad in [
+        "ftp://x",
+        "http://",
+        "http:",
+        "https:///evil.example",
+        "http://user:pw@api.example",
+        "http://api.example@evil.example",
+        "http://api.example/v1?key=1",
+        "http://api.example/#x",
+        "http://api.example\\@evil.example",
+        "http://api.example/ v1",
+    ] {
+        assert!(!is_endpoint(bad), "{bad}");
+    }
 }

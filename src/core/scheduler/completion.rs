@@ -33,18 +33,16 @@ impl<H: Host> Scheduler<H> {
                 self.ledger.update_request(request_id, |r| {
                     if accepted {
                         r.phase = RequestPhase::Accepted;
-                        r.failures = 0;
-                    } else {
-                        r.failures = r.failures.saturating_add(1);
                     }
+                    // K1: an `accepted` (or 409 in progress) that never turns into a verdict
+                    // counts too, so a server that only ever says "later" ends in a dead letter.
+                    r.failures = r.failures.saturating_add(1);
                     r.error = status.error.clone();
                     failures = r.failures;
                     attempt = r.attempt;
                 });
-                if !accepted
-                    && (status.retryable == Some(false)
-                        || failures >= self.config.retry.max_attempts)
-                {
+                let final_failure = !accepted && status.retryable == Some(false);
+                if final_failure || failures >= self.config.retry.max_attempts {
                     return self.dead_letter(now, request_id, status.error);
                 }
                 // S9: a missing receipt is unknown, so the only write a retry may do is this
@@ -54,11 +52,12 @@ impl<H: Host> Scheduler<H> {
                 } else {
                     RetryAction::Submit
                 };
-                let due = match (status.retry_after_ms, status.retry_at) {
-                    (Some(after), _) => now + after.max(1),
-                    (None, Some(at)) => at.max(now + 1),
-                    (None, None) => now + self.config.retry.delay(attempt),
-                };
+                // S10, clamped: no wait from outside is longer than max(maxMs, 24 h), and
+                // the stored due time is always a storable number.
+                let due =
+                    self.config
+                        .retry
+                        .due_at(now, attempt, status.retry_after_ms, status.retry_at);
                 self.ledger.schedule_retry(request_id, due, next);
                 self.event(
                     EventKind::RetryScheduled,
@@ -90,6 +89,9 @@ impl<H: Host> Scheduler<H> {
             r.retry_at = None;
             r.retry_action = None;
         });
+        // A batch's shared canonical state is stored once, on the request; each operation
+        // stores only its own (its settled event still carries the shared one).
+        let shared_canonical = request.operation_ids.len() == 1;
         for id in &request.operation_ids {
             let verdict = status.operations.iter().find(|v| &v.operation_id == id);
             if verdict.is_some_and(|v| v.error.as_ref().is_some_and(|e| e.code == "batch_aborted"))
@@ -109,7 +111,7 @@ impl<H: Host> Scheduler<H> {
                     .or_else(|| status.error.clone()),
                 canonical: verdict
                     .and_then(|v| v.canonical.clone())
-                    .or_else(|| status.canonical.clone()),
+                    .or_else(|| status.canonical.clone().filter(|_| shared_canonical)),
                 at: now,
             };
             self.ledger.resolve_operation(id, outcome.clone());
@@ -127,7 +129,7 @@ impl<H: Host> Scheduler<H> {
                 request_id: Some(request_id.to_owned()),
                 settlement: outcome.settlement,
                 error: outcome.error,
-                canonical: outcome.canonical,
+                canonical: outcome.canonical.or_else(|| status.canonical.clone()),
             });
         }
     }

@@ -116,8 +116,13 @@ impl<H: Host> Scheduler<H> {
             return; // K3: it waits, claims held, for a session of its own principal.
         }
         let action = request.next_action();
-        self.retries
-            .schedule(id, request.retry_at.unwrap_or(now), action);
+        self.retries.schedule(
+            id,
+            self.config
+                .retry
+                .bounded_due(now, request.retry_at.unwrap_or(now)),
+            action,
+        );
         self.event(
             EventKind::Reclaimed,
             now,

@@ -20,6 +20,7 @@ use crate::core::intent::IntentInput;
 use crate::core::io::{AttemptId, AttemptStatus, BatchNo, Effect, Report, SendOrder};
 use crate::core::loader::Quarantined;
 use crate::core::model::{Millis, UPLOAD_KIND};
+use crate::core::scrub::Secrets;
 use crate::core::small_map::SmallMap;
 use crate::core::Scheduler;
 use crate::web::clock::BrowserClock;
@@ -47,6 +48,8 @@ pub struct DriverOptions {
     pub attempt_timeout_ms: u32,
     /// Records per page when loading the ledger (D4).
     pub load_page_size: usize,
+    /// Byte limit of one answer (`maxAnswerBytes`), for `fetch` and a custom transport alike.
+    pub max_answer_bytes: usize,
     /// Scheduler options (group commit is always on in the browser).
     pub config: SchedulerConfig,
     /// The synchronous hooks (compile, participants).
@@ -136,7 +139,8 @@ impl Driver {
             .await
             .map_err(not_leader)?;
         let scheduler = Scheduler::new(config, options.host, loaded.snapshot)?;
-        let transport = FetchTransport::new(&options.endpoint, options.attempt_timeout_ms);
+        let transport = FetchTransport::new(&options.endpoint, options.attempt_timeout_ms)
+            .with_max_answer_bytes(options.max_answer_bytes);
         let state = State {
             scheduler,
             store,
@@ -455,8 +459,9 @@ impl Driver {
                     let mut status = match &js_transport {
                         Some(custom) => {
                             let timeout = transport.timeout_ms();
+                            let limit = transport.max_answer_bytes();
                             custom
-                                .send(&order, blob, &signal, timeout, || clock.now())
+                                .send(&order, blob, &signal, timeout, limit, || clock.now())
                                 .await
                         }
                         None => {
@@ -465,6 +470,8 @@ impl Driver {
                                 .await
                         }
                     };
+                    // K5: nothing headers() returned is stored or reported from here on.
+                    Secrets::of_headers(&headers).scrub_status(&mut status);
                     hooks.classify(&mut status).await;
                     status
                 }

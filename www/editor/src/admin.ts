@@ -24,10 +24,15 @@ export interface FaultReport {
 }
 
 export class ServerAdmin {
-  constructor(readonly server: string) {}
+  /** `token`: the server's admin token (`--admin-token`), sent as `x-admin-token`. */
+  constructor(
+    readonly server: string,
+    private readonly token: string,
+  ) {}
 
   private async json(path: string, init?: RequestInit): Promise<unknown> {
-    const response = await fetch(`${this.server}${path}`, { ...init, signal: AbortSignal.timeout(5000) });
+    const headers = { ...(init?.headers as Record<string, string> | undefined), "x-admin-token": this.token };
+    const response = await fetch(`${this.server}${path}`, { ...init, headers, signal: AbortSignal.timeout(5000) });
     const body: unknown = await response.json();
     if (!response.ok) throw new Error(`${path}: HTTP ${response.status} ${JSON.stringify(body)}`);
     return body;

@@ -2,7 +2,8 @@
 // which keeps it in its IndexedDB ledger and delivers it to the reference server; the editor
 // shows the result optimistically and rolls back what the server rejects.
 //
-// Page parameters: ?server=<reference server URL> (required), ?db=<IndexedDB name>.
+// Page parameters: ?server=<reference server URL> (required), ?db=<IndexedDB name>,
+// ?admin=<the reference server's admin token> (for its fault switches and state).
 
 import init, { Scheduler } from "/pkg/web/canvas_scheduler.js";
 import type { CompiledRequest, Json, OperationIntent, SafeError, SchedulerEvent } from "/pkg/web/canvas_scheduler.js";
@@ -41,7 +42,7 @@ const state: EditorState = loadState(database, CANVASES);
 let current = state.canvasIds[0] ?? "canvas-a";
 let scheduler: Scheduler | null = null;
 let release: (() => void) | null = null;
-const admin = new ServerAdmin(server);
+const admin = new ServerAdmin(server, params.get("admin") ?? "");
 /** Files of uploads made before the ledger was open (enqueued with their intent). */
 const blobs = new Map<string, Blob>();
 /** Object URLs to show uploads that have not reached the server yet (this page only). */

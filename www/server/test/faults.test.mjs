@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 
-import { adminState, query, rawRequest, setFaults, startTestServer, submit, upsert } from '../testing/helpers.mjs';
+import { admin, adminState, query, rawRequest, setFaults, startTestServer, submit, upsert } from '../testing/helpers.mjs';
 
 const postRaw = (url, body) =>
   rawRequest(url, {
@@ -84,7 +84,7 @@ test('latency delays protocol answers', async (t) => {
 test('the same seed replays the same fates', async (t) => {
   const { url } = await startTestServer(t);
   const run = async () => {
-    await fetch(`${url}/admin/reset`, { method: 'POST' });
+    await admin(url, '/admin/reset', { method: 'POST' });
     await setFaults(url, { seed: 42, serverErrorRate: 0.3, tooManyRate: 0.3 });
     const statuses = [];
     for (let i = 0; i < 40; i += 1) statuses.push((await query(url, `k${i}`)).status);
@@ -115,7 +115,7 @@ test('reset clears canvases, outcomes and faults', async (t) => {
   const { url } = await startTestServer(t);
   await submit(url, upsert('r1', 'c1', 's1', { x: 1 }));
   await setFaults(url, { latencyMs: 10 });
-  const reset = await fetch(`${url}/admin/reset`, { method: 'POST' });
+  const reset = await admin(url, '/admin/reset', { method: 'POST' });
   assert.equal(reset.status, 200);
   const state = await adminState(url);
   assert.deepEqual(state.canvases, {});

@@ -5,11 +5,11 @@ import { join } from 'node:path';
 import { test } from 'node:test';
 
 import { startServer } from '../server.mjs';
-import { adminState, frozen, query, submit, submitUpload, tempDir, upsert, waitFor } from '../testing/helpers.mjs';
+import { TEST_ADMIN_TOKEN, adminState, frozen, query, submit, submitUpload, tempDir, upsert, waitFor } from '../testing/helpers.mjs';
 
 test('outcomes, canvases, assets and pending runs survive a restart on the same db file', async (t) => {
   const db = join(tempDir(t), 'restart.sqlite');
-  const first = await startServer({ port: 0, db, runApplyMs: 400 });
+  const first = await startServer({ port: 0, db, runApplyMs: 400, adminToken: TEST_ADMIN_TOKEN });
   let second = null;
   t.after(async () => {
     await first.close();
@@ -27,7 +27,7 @@ test('outcomes, canvases, assets and pending runs survive a restart on the same 
   const before = await adminState(first.url);
   await first.close();
 
-  second = await startServer({ port: 0, db, runApplyMs: 400 });
+  second = await startServer({ port: 0, db, runApplyMs: 400, adminToken: TEST_ADMIN_TOKEN });
   const applied = await query(second.url, 'r1');
   assert.equal(applied.status, 200);
   assert.equal(applied.body.outcome, 'applied');

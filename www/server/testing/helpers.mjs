@@ -9,6 +9,9 @@ import { setTimeout as sleep } from 'node:timers/promises';
 
 import { startServer } from '../server.mjs';
 
+/** The admin token of every test server (`adminToken`); {@link admin} sends it. */
+export const TEST_ADMIN_TOKEN = 'test-admin-token';
+
 /**
  * A fresh temporary directory, removed when the test ends.
  *
@@ -29,7 +32,7 @@ export function tempDir(t) {
  */
 export async function startTestServer(t, options = {}) {
   const db = options.db ?? join(tempDir(t), 'server.sqlite');
-  const server = await startServer({ port: 0, host: '127.0.0.1', ...options, db });
+  const server = await startServer({ port: 0, host: '127.0.0.1', adminToken: TEST_ADMIN_TOKEN, ...options, db });
   t.after(() => server.close());
   return server;
 }
@@ -109,20 +112,35 @@ export async function query(url, id, { headers = {} } = {}) {
   return decode(await fetch(`${url}/requests/${encodeURIComponent(id)}`, { headers }));
 }
 
+/**
+ * An admin request with the test admin token: GET `path`, or POST `body` as JSON.
+ *
+ * @param {string} url
+ * @param {string} path e.g. `/admin/state`
+ * @param {{method?: string, body?: unknown, token?: string | null, headers?: Record<string, string>}} [options]
+ */
+export async function admin(url, path, { method, body, token = TEST_ADMIN_TOKEN, headers = {} } = {}) {
+  return decode(
+    await fetch(`${url}${path}`, {
+      method: method ?? (body === undefined ? 'GET' : 'POST'),
+      headers: {
+        ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+        ...(token === null ? {} : { 'x-admin-token': token }),
+        ...headers,
+      },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    }),
+  );
+}
+
 /** GET {url}/admin/state. */
 export async function adminState(url) {
-  return (await decode(await fetch(`${url}/admin/state`))).body;
+  return (await admin(url, '/admin/state')).body;
 }
 
 /** POST {url}/admin/faults. */
 export async function setFaults(url, partial) {
-  return decode(
-    await fetch(`${url}/admin/faults`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify(partial),
-    }),
-  );
+  return admin(url, '/admin/faults', { body: partial });
 }
 
 /**
