@@ -198,11 +198,11 @@ impl AttemptStatus {
 
     /// An answer longer than the transport's byte limit (`maxAnswerBytes`): not read, and
     /// unknown like a lost one (the server may have applied the request), so it is retried.
-    pub fn answer_too_large() -> Self {
+    pub fn answer_too_large(limit: usize) -> Self {
         Self {
             error: Some(SafeError::new(
                 "answer_too_large",
-                "the answer is longer than maxAnswerBytes: not read",
+                &format!("the answer is longer than {limit} bytes: not read"),
             )),
             ..Self::outcome(AttemptOutcome::Unresolved)
         }

@@ -2,7 +2,7 @@
 //! "invalid token Bearer abc…", a server that quotes its input). Before an attempt's status is
 //! recorded or reported, every value `headers()` returned for that attempt is cut out of it.
 //!
-//! A value is scrubbed whole and word by word (words split at spaces, tabs, `,` and `;`: the
+//! A value is scrubbed whole and word by word (words split at whitespace, `,` and `;`: the
 //! token of `Bearer <token>`, each cookie of a `cookie` header), longest first, wherever it is
 //! at least [`MIN_SECRET_CHARS`] long. In codes and messages each occurrence becomes
 //! [`REDACTED`]; details (JSON) holding one are replaced whole by `{omitted: "error_details_redacted"}`.
@@ -27,7 +27,7 @@ impl Secrets {
     pub fn of_headers(headers: &[(String, String)]) -> Self {
         let mut secrets: Vec<String> = Vec::new();
         for (_, value) in headers {
-            let words = value.split([' ', '\t', ',', ';']);
+            let words = value.split(|c: char| c.is_whitespace() || c == ',' || c == ';');
             for piece in std::iter::once(value.as_str()).chain(words) {
                 let piece = piece.trim();
                 if piece.chars().count() >= MIN_SECRET_CHARS && !secrets.iter().any(|s| s == piece)

@@ -67,7 +67,9 @@ impl JsTransport {
             }
         };
         match to_json(&answer, "transport answer") {
-            Ok(text) if text.text().len() > max_answer_bytes => AttemptStatus::answer_too_large(),
+            Ok(text) if text.text().len() > max_answer_bytes => {
+                AttemptStatus::answer_too_large(max_answer_bytes)
+            }
             // Written by to_json from the JS value: an object's text starts with `{` (no need
             // to read it a third time to know).
             Ok(text) if text.text().starts_with('{') => {

@@ -133,7 +133,7 @@ impl FetchTransport {
                 self.timeout_ms
             )),
             Err(_) if signal.aborted() => AttemptStatus::transport_unknown("aborted"),
-            Err(Lost::TooLarge) => AttemptStatus::answer_too_large(),
+            Err(Lost::TooLarge) => AttemptStatus::answer_too_large(self.max_answer_bytes),
             Err(Lost::Failed(reason)) => AttemptStatus::transport_unknown(&reason),
         }
     }
