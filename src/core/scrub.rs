@@ -54,15 +54,11 @@ impl Secrets {
     pub fn scrub_text(&self, text: &str) -> String {
         let mut out = text.to_owned();
         for secret in &self.0 {
-            let mut rest = out.as_str();
-            let mut cut = String::with_capacity(rest.len());
-            while let Some(at) = find(rest, secret, 0) {
-                cut.push_str(&rest[..at]);
-                cut.push_str(REDACTED);
-                rest = &rest[at + secret.len()..];
+            let mut from = 0;
+            while let Some(at) = find(&out, secret, from) {
+                out.replace_range(at..at + secret.len(), REDACTED);
+                from = at + REDACTED.len();
             }
-            cut.push_str(rest);
-            out = cut;
         }
         out
     }

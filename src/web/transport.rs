@@ -229,8 +229,23 @@ async fn fetch_answer(
         .map_err(|e| describe("fetch failed", &e))?
         .dyn_into()
         .map_err(|_| "fetch resolved to something other than a Response".to_owned())?;
+    if response.redirected() {
+        // Cannot happen with `redirect: "error"`; never an outcome if it does.
+        return Err(Lost::Failed("the answer came through a redirect".into()));
+    }
     let retry_after = response.headers().get("retry-after").ok().flatten();
-    // The stream is counted as it comes (a Content-Length may be absent or false).
+    let declared = response
+        .headers()
+        .get("content-length")
+        .ok()
+        .flatten()
+        .and_then(|length| length.trim().parse::<u64>().ok());
+    if declared.is_some_and(|length| length > limit as u64) {
+        if let Some(body) = response.body() {
+            let _ = body.cancel();
+        }
+        return Err(Lost::TooLarge);
+    }
     let text = read_body(&response, limit)
         .await?
         .filter(|text| !text.is_empty());
