@@ -151,16 +151,25 @@ fn check_keys(object: &JsValue, allowed: &[&str], what: &str) -> Result<(), Sche
     Ok(())
 }
 
-/// The endpoint must keep its `/requests` paths on its own origin (`core::protocol::is_endpoint`):
-/// nothing is ever sent anywhere else (SPEC §7).
+/// The endpoint must be an absolute http(s) URL without credentials, query or fragment, whose
+/// `/requests` paths stay on its own origin: nothing is ever sent anywhere else (SPEC §7).
 fn check_endpoint(endpoint: &str) -> Result<(), SchedulerError> {
-    if crate::core::protocol::is_endpoint(endpoint) {
-        Ok(())
-    } else {
-        Err(bad(
-            "endpoint must be an http(s) URL with a host and without credentials, query or fragment",
-        ))
+    let refused = || bad("endpoint must be an http(s) URL without credentials, query or fragment");
+    if !(endpoint.starts_with("http://") || endpoint.starts_with("https://")) {
+        return Err(refused());
     }
+    let url = web_sys::Url::new(endpoint).map_err(|_| refused())?;
+    let base = endpoint.trim_end_matches('/');
+    let requests = web_sys::Url::new(&format!("{base}/requests/x")).map_err(|_| refused())?;
+    let clean = url.username().is_empty()
+        && url.password().is_empty()
+        && url.search().is_empty()
+        && url.hash().is_empty()
+        && !endpoint.contains(['?', '#']);
+    if !clean || requests.origin() != url.origin() {
+        return Err(refused());
+    }
+    Ok(())
 }
 
 /// Validates the options object.

@@ -171,25 +171,6 @@ fn canonical(object: &Members<'_>) -> Option<JsonText> {
         .filter(|compact| compact.text().len() <= MAX_CANONICAL_BYTES)
 }
 
-/// Whether `endpoint` is a protocol base URL whose `/requests` paths stay on its own origin:
-/// `http://` or `https://`, a non-empty host without credentials (`@`), and no query,
-/// fragment, backslash, space or control character anywhere (each could move what follows
-/// the endpoint into another part of the URL).
-pub fn is_endpoint(endpoint: &str) -> bool {
-    let Some(rest) = endpoint
-        .strip_prefix("https://")
-        .or_else(|| endpoint.strip_prefix("http://"))
-    else {
-        return false;
-    };
-    let authority = rest.split('/').next().unwrap_or_default();
-    !authority.is_empty()
-        && !authority.contains('@')
-        && !rest
-            .chars()
-            .any(|c| matches!(c, '?' | '#' | '\\') || c <= ' ' || c == '\u{7f}')
-}
-
 /// The path of a query, `requests/{id}` with the id percent-encoded as `encodeURIComponent`
 /// does; `None` for an id that a URL would not keep as one path segment of its own (empty,
 /// `.` or `..`, which URL parsing resolves into another path), so it is never queried.

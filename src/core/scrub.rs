@@ -54,10 +54,8 @@ impl Secrets {
     pub fn scrub_text(&self, text: &str) -> String {
         let mut out = text.to_owned();
         for secret in &self.0 {
-            let mut from = 0;
-            while let Some(at) = find(&out, secret, from) {
-                out.replace_range(at..at + secret.len(), REDACTED);
-                from = at + REDACTED.len();
+            if out.contains(secret.as_str()) {
+                out = out.replace(secret.as_str(), REDACTED);
             }
         }
         out
@@ -67,7 +65,7 @@ impl Secrets {
         self.0.iter().any(|secret| {
             let escaped = JsonText::string(secret);
             let inner = &escaped.text()[1..escaped.text().len() - 1];
-            find(json, secret, 0).is_some() || find(json, inner, 0).is_some()
+            json.contains(secret.as_str()) || json.contains(inner)
         })
     }
 
@@ -105,21 +103,6 @@ impl Secrets {
             }
         }
     }
-}
-
-/// Where `needle` (non-empty) first occurs in `text` at or after byte `from`. A plain byte scan:
-/// the texts are short, and the module needs no substring searcher for it. A match of a whole
-/// UTF-8 `needle` always starts and ends on character boundaries of `text`.
-fn find(text: &str, needle: &str, from: usize) -> Option<usize> {
-    let needle = needle.as_bytes();
-    if needle.is_empty() {
-        return None;
-    }
-    text.as_bytes()
-        .get(from..)?
-        .windows(needle.len())
-        .position(|window| window == needle)
-        .map(|at| at + from)
 }
 
 #[cfg(test)]
@@ -171,16 +154,6 @@ mod tests {
             "seen [redacted] here"
         );
         assert!(!format!("{status:?}").contains("tok-123456"));
-    }
-
-    #[test]
-    fn k5_every_occurrence_is_cut_even_next_to_multibyte_text() {
-        let secrets = Secrets::of_headers(&[("x-key".into(), "ééabcd".into())]);
-        assert_eq!(
-            secrets.scrub_text("ééabcdééabcd|ééabcd"),
-            "[redacted][redacted]|[redacted]"
-        );
-        assert_eq!(secrets.scrub_text("éé abcd"), "éé abcd");
     }
 
     #[test]

@@ -700,28 +700,3 @@ fn w3_a_pluggable_transport_answer_maps_like_http() {
     );
     assert_eq!(missing.error.map(|e| e.code), Some("not_found".to_string()));
 }
-
-#[test]
-fn p7_an_endpoint_keeps_its_requests_on_its_own_origin() {
-    for good in [
-        "http://127.0.0.1:8080",
-        "https://api.example/v1/",
-        "https://api.example:443/a/b",
-    ] {
-        assert!(is_endpoint(good), "{good}");
-    }
-    for bad in [
-        "ftp://x",
-        "http://",
-        "http:",
-        "https:///evil.example",
-        "http://user:pw@api.example",
-        "http://api.example@evil.example",
-        "http://api.example/v1?key=1",
-        "http://api.example/#x",
-        "http://api.example\\@evil.example",
-        "http://api.example/ v1",
-    ] {
-        assert!(!is_endpoint(bad), "{bad}");
-    }
-}
