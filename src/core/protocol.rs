@@ -180,15 +180,12 @@ pub fn query_path(request_id: &str) -> Option<String> {
     }
     let mut path = String::with_capacity(9 + request_id.len());
     path.push_str("requests/");
-    const HEX: &[u8; 16] = b"0123456789ABCDEF";
     for byte in request_id.bytes() {
         let plain = byte.is_ascii_alphanumeric() || b"-_.!~*'()".contains(&byte);
         if plain {
             path.push(byte as char);
         } else {
-            path.push('%');
-            path.push(HEX[usize::from(byte >> 4)] as char);
-            path.push(HEX[usize::from(byte & 15)] as char);
+            path.push_str(&format!("%{byte:02X}"));
         }
     }
     Some(path)

@@ -246,25 +246,24 @@ async fn fetch_answer(
         }
         return Err(Lost::TooLarge);
     }
-    let text = read_body(&response, limit)
-        .await?
-        .filter(|text| !text.is_empty());
+    let bytes = read_body(&response, limit).await?;
+    let text = String::from_utf8_lossy(&bytes);
+    // As `Response.text()` does: a UTF-8 byte order mark is not part of the text.
+    let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
+    let text = (!text.is_empty()).then(|| text.to_owned());
     Ok((response.status(), text, retry_after))
 }
 
-/// The body as text, read chunk by chunk and given up (the stream cancelled) past `limit`
-/// bytes. The chunks stay in JS and are decoded there, as `Response.text()` decodes (UTF-8,
-/// invalid bytes replaced, a byte order mark dropped).
-async fn read_body(response: &Response, limit: usize) -> Result<Option<String>, Lost> {
+/// The body's bytes, chunk by chunk, stopping (and cancelling the stream) past `limit`.
+async fn read_body(response: &Response, limit: usize) -> Result<Vec<u8>, Lost> {
     let Some(body) = response.body() else {
-        return Ok(None);
+        return Ok(Vec::new());
     };
     let reader: ReadableStreamDefaultReader = body
         .get_reader()
         .dyn_into()
         .map_err(|_| "cannot read the body".to_owned())?;
-    let chunks = js_sys::Array::new();
-    let mut length = 0usize;
+    let mut bytes = Vec::new();
     loop {
         let chunk = JsFuture::from(reader.read())
             .await
@@ -274,25 +273,21 @@ async fn read_body(response: &Response, limit: usize) -> Result<Option<String>, 
             .and_then(|d| d.as_bool())
             .unwrap_or(true);
         if done {
-            break;
+            return Ok(bytes);
         }
         let value = js_sys::Reflect::get(&chunk, &"value".into())
             .ok()
             .and_then(|v| v.dyn_into::<js_sys::Uint8Array>().ok())
             .ok_or_else(|| "the body was not bytes".to_owned())?;
-        length = length.saturating_add(value.length() as usize);
-        if length > limit {
+        let length = value.length() as usize;
+        if bytes.len() + length > limit {
             let _ = reader.cancel();
             return Err(Lost::TooLarge);
         }
-        chunks.push(&value);
+        let at = bytes.len();
+        bytes.resize(at + length, 0);
+        value.copy_to(&mut bytes[at..]);
     }
-    let whole = Blob::new_with_u8_array_sequence(&chunks)
-        .map_err(|_| "cannot gather the body".to_owned())?;
-    let text = JsFuture::from(whole.text())
-        .await
-        .map_err(|e| describe("cannot decode the body", &e))?;
-    Ok(text.as_string())
 }
 
 /// `context: <error name>` — a DOMException's or TypeError's name, never its whole text (which
