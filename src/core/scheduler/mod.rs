@@ -156,6 +156,7 @@ impl<H: Host> Scheduler<H> {
             .map(|l| l.fence);
         let mut ledger = Ledger::from_records(records, config.event_log_limit);
         ledger.set_fold_at(config.fold_records_at);
+        ledger.set_retention(config.retain.clone());
         Ok(Self {
             config,
             host,
@@ -357,6 +358,14 @@ impl<H: Host> Scheduler<H> {
             && self.persist.in_flight.is_none())
         .then(|| self.lease.renewed_at + self.config.renew_interval());
         let desired = match (desired, renew_at) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        // Retention: wake when the oldest settled operation outgrows the age limit.
+        let compact_at = (self.is_leader() && !self.is_closed() && !self.persist.failed)
+            .then(|| self.ledger.compaction_due())
+            .flatten();
+        let desired = match (desired, compact_at) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         };
