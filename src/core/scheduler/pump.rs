@@ -370,7 +370,7 @@ impl<H: Host> Scheduler<H> {
             && !self.persist.barrier_wanted
             && lease_write.is_none()
             && !fold
-            && !(quiet && compact.is_some())
+            && (!quiet || compact.is_none())
         {
             return;
         }
