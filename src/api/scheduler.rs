@@ -169,10 +169,44 @@ impl Scheduler {
         self.tab.claims()
     }
 
-    /// The operation record, or `undefined`.
-    #[wasm_bindgen(unchecked_return_type = "OperationRecord | undefined")]
+    /// The operation record, the tombstone of a compacted operation when the scheduler has it
+    /// at hand (compacted in this session, or looked up by `known` or an enqueue), or
+    /// `undefined`.
+    #[wasm_bindgen(unchecked_return_type = "OperationRecord | CompactedOperation | undefined")]
     pub fn operation(&self, id: &str) -> JsValue {
         self.tab.operation(id).unwrap_or(JsValue::UNDEFINED)
+    }
+
+    /// Retention: what the ledger knows of each id, tombstones included (looked up in the
+    /// ledger): the record, a `CompactedOperation`, or `undefined` (never stored, or its
+    /// tombstone is gone), in order. After a reload, a host asks this before queuing an
+    /// edit again.
+    #[wasm_bindgen(
+        unchecked_return_type = "Promise<(OperationRecord | CompactedOperation | undefined)[]>"
+    )]
+    pub fn known(
+        &self,
+        #[wasm_bindgen(unchecked_param_type = "string[]")] ids: JsValue,
+    ) -> Promise {
+        let tab = self.tab.clone();
+        promise(async move {
+            let ids: Vec<String> = if Array::is_array(&ids) {
+                Array::from(&ids)
+                    .iter()
+                    .map(|id| id.as_string())
+                    .collect::<Option<_>>()
+            } else {
+                None
+            }
+            .ok_or_else(|| {
+                to_js_error(SchedulerError::new(
+                    ErrorCode::InvalidIntent,
+                    "known(ids) takes an array of operation ids (strings)",
+                ))
+            })?;
+            let known = tab.known(ids).await.map_err(to_js_error)?;
+            Ok(known.into_iter().collect::<Array>().into())
+        })
     }
 
     /// Why the operation is where it is; an unknown id throws `unknown_operation`.

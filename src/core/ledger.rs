@@ -399,6 +399,11 @@ impl Ledger {
         self.tombstone_count
     }
 
+    /// The highest tombstone key stored (0: no tombstone was ever written).
+    pub fn last_tombstone_key(&self) -> u64 {
+        self.last_tombstone_key
+    }
+
     /// Sets the retention policy.
     pub fn set_retention(&mut self, policy: RetentionPolicy) {
         self.retain = policy;

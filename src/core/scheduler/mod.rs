@@ -29,7 +29,7 @@ use super::model::{EventKind, Millis, RetryAction, UPLOAD_KIND};
 use super::ready_queue::ReadyQueue;
 use super::retry_queue::{RetryEntry, RetryQueue};
 
-pub use inspect::{Explanation, FlushOutcome, SchedulerStats};
+pub use inspect::{Compacted, Explanation, FlushOutcome, Known, SchedulerStats};
 
 /// Handle returned by [`Scheduler::hold`].
 pub type HoldId = u64;

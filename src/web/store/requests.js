@@ -59,3 +59,37 @@ export function begin(db, stores, write) {
   });
   return [tx, ended];
 }
+
+// The records `index` of `store` holds under each of `keys` (the first under each), issued
+// together: [value or undefined, ...] in the order of `keys`.
+export function lookUp(store, index, keys) {
+  return new Promise((resolve, reject) => {
+    const source = store.index(index);
+    const values = new Array(keys.length);
+    let left = keys.length;
+    if (left === 0) {
+      resolve(values);
+      return;
+    }
+    keys.forEach((key, at) => {
+      const request = source.get(key);
+      request.onsuccess = () => {
+        values[at] = request.result;
+        left -= 1;
+        if (left === 0) resolve(values);
+      };
+      request.onerror = (event) => reject(event.target.error);
+    });
+  });
+}
+
+// How many records `store` holds and its highest key (0 when empty): [count, key].
+export function countAndLast(store) {
+  return new Promise((resolve, reject) => {
+    const count = store.count();
+    const last = store.openKeyCursor(null, "prev");
+    last.onsuccess = () => resolve([count.result, last.result === null ? 0 : last.result.key]);
+    count.onerror = (event) => reject(event.target.error);
+    last.onerror = (event) => reject(event.target.error);
+  });
+}

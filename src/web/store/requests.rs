@@ -20,6 +20,42 @@ extern "C" {
 
     #[wasm_bindgen(catch)]
     fn begin(db: &IdbDatabase, stores: &Array, write: bool) -> Result<Array, JsValue>;
+
+    #[wasm_bindgen(js_name = lookUp)]
+    fn look_up(store: &IdbObjectStore, index: &str, keys: &Array) -> Promise;
+
+    #[wasm_bindgen(js_name = countAndLast)]
+    fn count_and_last(store: &IdbObjectStore) -> Promise;
+}
+
+/// The first record `index` holds under each of `keys`, in their order.
+///
+/// # Errors
+///
+/// The request's error (a `DOMException`).
+pub async fn index_get_each(
+    store: &IdbObjectStore,
+    index: &str,
+    keys: &[String],
+) -> Result<Vec<JsValue>, JsValue> {
+    let keys: Array = keys.iter().map(|k| JsValue::from_str(k)).collect();
+    let values = JsFuture::from(look_up(store, index, &keys)).await?;
+    Ok(values
+        .dyn_into::<Array>()
+        .map(|values| values.to_vec())
+        .unwrap_or_default())
+}
+
+/// How many records `store` holds and its highest numeric key (0 when empty).
+///
+/// # Errors
+///
+/// The request's error (a `DOMException`).
+pub async fn count_and_last_key(store: &IdbObjectStore) -> Result<(u64, u64), JsValue> {
+    let answer = JsFuture::from(count_and_last(store)).await?;
+    let answer = Array::from(&answer);
+    let number = |at: u32| answer.get(at).as_f64().map_or(0, |n| n.max(0.0) as u64);
+    Ok((number(0), number(1)))
 }
 
 /// A strict-durability transaction, begun by `requests.js` and watched from its start
