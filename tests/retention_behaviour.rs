@@ -324,3 +324,18 @@ fn tombstones_past_their_count_are_deleted_and_the_id_is_new_again() {
     r.enqueue(edits(&["a"])).unwrap();
     assert_eq!(r.wire_operations(), vec!["a"], "forgotten: a new operation");
 }
+
+#[test]
+fn compacting_as_it_settles_still_releases_the_canvas_for_the_next_operation() {
+    let mut h = harness(policy(0, 0));
+    h.enqueue(vec![edit("a", &["c"]), edit("b", &["c"])])
+        .unwrap();
+    assert_eq!(h.wire_operations(), vec!["a"], "b waits for the canvas");
+    h.answer_first(applied());
+    assert_eq!(
+        tombstone_ids(&h.store),
+        vec!["a"],
+        "compacted as it settled"
+    );
+    assert_eq!(h.wire_operations(), vec!["b"], "the canvas was released");
+}

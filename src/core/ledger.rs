@@ -160,6 +160,8 @@ pub struct Ledger {
     stalled: bool,
     /// Tombstones past the policy may be stored (a load, a slice): the next slice trims.
     trim_due: bool,
+    /// What the last confirmed batch compacted, until [`Ledger::drop_compacted`].
+    durably_compacted: (Vec<Tombstone>, Vec<String>),
 }
 
 impl Ledger {
@@ -642,7 +644,8 @@ impl Ledger {
             return None;
         }
         self.settled
-            .front()
+            .iter()
+            .find(|(_, id)| self.is_resolved(id))
             .map(|(at, _)| at.saturating_add(self.retain.settled_ms))
     }
 
@@ -824,16 +827,7 @@ impl Ledger {
         if self.in_flight.as_ref().is_some_and(|batch| batch.no == no) {
             if let Some(batch) = self.in_flight.take() {
                 self.pages.confirm(&batch.plan);
-                for tombstone in batch.compacted {
-                    self.operations.remove(&tombstone.id);
-                    self.last_tombstone_key = self.last_tombstone_key.max(tombstone.key);
-                    self.tombstone_count += 1;
-                    self.keep_tombstone(tombstone);
-                }
-                self.tombstone_count = self.tombstone_count.min(self.retain.tombstones as u64);
-                for id in batch.dropped_requests {
-                    self.requests.remove(&id);
-                }
+                self.durably_compacted = (batch.compacted, batch.dropped_requests);
                 for (id, home) in batch.homes {
                     if let Some(slot) = self.operations.get_mut(&id) {
                         if let Home::Page(old) = slot.home {
@@ -849,6 +843,22 @@ impl Ledger {
                     }
                 }
             }
+        }
+    }
+
+    /// Forgets what the last confirmed batch compacted (called once the scheduler has
+    /// finished the attempts that batch completed: they still read their request).
+    pub fn drop_compacted(&mut self) {
+        let (compacted, requests) = std::mem::take(&mut self.durably_compacted);
+        for tombstone in compacted {
+            self.operations.remove(&tombstone.id);
+            self.last_tombstone_key = self.last_tombstone_key.max(tombstone.key);
+            self.tombstone_count += 1;
+            self.keep_tombstone(tombstone);
+        }
+        self.tombstone_count = self.tombstone_count.min(self.retain.tombstones as u64);
+        for id in requests {
+            self.requests.remove(&id);
         }
     }
 

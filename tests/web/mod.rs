@@ -11,6 +11,7 @@ mod security;
 mod store;
 mod store_ahead;
 mod store_bench;
+mod store_retention;
 mod store_schema;
 mod store_support;
 mod support;

@@ -26,6 +26,8 @@ impl<H: Host> Scheduler<H> {
                 self.persist.durable = no;
                 self.take_lease(now, lease);
                 self.advance_attempts(now, no);
+                // Retention: what the batch compacted goes once its attempts have finished.
+                self.ledger.drop_compacted();
                 if self.resume_barrier.is_some_and(|b| b <= no) {
                     self.resume_barrier = None;
                     self.reschedule_after_resume(now);

@@ -361,10 +361,12 @@ impl<H: Host> Scheduler<H> {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         };
-        // Retention: wake when the oldest settled operation outgrows the age limit.
+        // Retention: wake when the oldest settled operation outgrows the age limit. One due
+        // already runs with the next quiet batch (a wake-up now would find the same work).
         let compact_at = (self.is_leader() && !self.is_closed() && !self.persist.failed)
             .then(|| self.ledger.compaction_due())
-            .flatten();
+            .flatten()
+            .filter(|at| *at > now);
         let desired = match (desired, compact_at) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
