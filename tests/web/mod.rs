@@ -2,6 +2,7 @@
 //! Each binary names the global scope it expects in `crate::EXPECTED_GLOBAL`.
 
 mod api_probe;
+mod api_retention;
 mod api_scheduler;
 mod clock;
 mod driver;
