@@ -339,3 +339,20 @@ fn compacting_as_it_settles_still_releases_the_canvas_for_the_next_operation() {
     );
     assert_eq!(h.wire_operations(), vec!["b"], "the canvas was released");
 }
+
+#[test]
+fn compacting_in_the_batch_resume_writes_still_releases_the_canvas() {
+    let mut h = harness(policy(0, 0));
+    h.enqueue(vec![edit("a", &["c"]), edit("b", &["c"])])
+        .unwrap();
+    h.fail_persists = 1;
+    h.answer_first(applied());
+    assert!(
+        h.wire.is_empty(),
+        "S13: nothing more after the failed write"
+    );
+    h.scheduler.resume(h.now);
+    h.drain();
+    assert_eq!(tombstone_ids(&h.store), vec!["a"]);
+    assert_eq!(h.wire_operations(), vec!["b"], "the canvas was released");
+}

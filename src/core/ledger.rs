@@ -719,22 +719,19 @@ impl Ledger {
                 }
             }
         }
-        // A request goes once every operation it carried is compacted.
-        for tombstone in &slice.tombstones {
-            let Some(op) = self.operations.get(&tombstone.id).map(|slot| &slot.op) else {
-                continue;
-            };
-            let carrier = op
-                .request_id
-                .as_ref()
-                .or(op.outcome.as_ref().and_then(|o| o.request_id.as_ref()));
-            let Some(request) = carrier.and_then(|id| self.requests.get(id)) else {
-                continue;
-            };
-            let all_gone = request
-                .operation_ids
-                .iter()
-                .all(|id| slice.victims.contains(id) || !self.operations.contains_key(id));
+        // A resolved request goes once every operation it carried is compacted (its last
+        // request, or an earlier one a revision replaced: a request with no operation left
+        // would load as foreign).
+        for request in self.requests.values() {
+            let all_gone = !request.is_unresolved()
+                && request
+                    .operation_ids
+                    .iter()
+                    .any(|id| slice.victims.contains(id))
+                && request
+                    .operation_ids
+                    .iter()
+                    .all(|id| slice.victims.contains(id) || !self.operations.contains_key(id));
             if all_gone {
                 slice.requests.insert(request.id.clone());
             }
@@ -847,8 +844,9 @@ impl Ledger {
     }
 
     /// Forgets what the last confirmed batch compacted (called once the scheduler has
-    /// finished the attempts that batch completed: they still read their request).
-    pub fn drop_compacted(&mut self) {
+    /// finished the attempts that batch completed: they still read their request). Returns
+    /// the requests forgotten.
+    pub fn drop_compacted(&mut self) -> Vec<FrozenRequest> {
         let (compacted, requests) = std::mem::take(&mut self.durably_compacted);
         for tombstone in compacted {
             self.operations.remove(&tombstone.id);
@@ -857,9 +855,10 @@ impl Ledger {
             self.keep_tombstone(tombstone);
         }
         self.tombstone_count = self.tombstone_count.min(self.retain.tombstones as u64);
-        for id in requests {
-            self.requests.remove(&id);
-        }
+        requests
+            .iter()
+            .filter_map(|id| self.requests.remove(id))
+            .collect()
     }
 
     /// The batch failed: its changes are dirty again, ahead of newer ones (every operation
