@@ -356,3 +356,24 @@ fn compacting_in_the_batch_resume_writes_still_releases_the_canvas() {
     assert_eq!(tombstone_ids(&h.store), vec!["a"]);
     assert_eq!(h.wire_operations(), vec!["b"], "the canvas was released");
 }
+
+#[test]
+fn a_dependency_on_a_compacted_discarded_operation_is_blocked_as_a_whole_one_is() {
+    let mut h = harness(policy(0, 0));
+    let hold = h.scheduler.hold(h.now).unwrap();
+    h.enqueue(edits(&["a"])).unwrap();
+    h.scheduler.discard(h.now, "a").unwrap();
+    h.drain();
+    h.scheduler.release(h.now, hold);
+    h.drain();
+    assert_eq!(tombstone_ids(&h.store), vec!["a"]);
+    let mut r = restart(&h, policy(0, 0));
+    r.enqueue(vec![edit_after("x", &["x"], &["a"])]).unwrap();
+    assert!(r.wire.is_empty(), "not sent after a discarded dependency");
+    let blockers = r
+        .scheduler
+        .ledger()
+        .operation("x")
+        .map(|o| o.blockers.clone());
+    assert_eq!(blockers, Some(vec!["dependency_discarded".to_owned()]));
+}
