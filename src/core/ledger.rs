@@ -401,6 +401,15 @@ impl Ledger {
         self.tombstone_count
     }
 
+    /// Adds the tombstones counted in storage as the load saw it (the browser store counts
+    /// them after the load, off its transaction).
+    pub fn add_tombstone_count(&mut self, stored: u64) {
+        self.tombstone_count = self
+            .tombstone_count
+            .saturating_add(stored)
+            .min(self.retain.tombstones as u64);
+    }
+
     /// The highest tombstone key stored (0: no tombstone was ever written).
     pub fn last_tombstone_key(&self) -> u64 {
         self.last_tombstone_key

@@ -64,6 +64,11 @@ impl<H: Host> Scheduler<H> {
         unknown.into_iter().collect()
     }
 
+    /// The tombstones stored when the ledger was loaded, counted by the driver after the load.
+    pub fn add_tombstone_count(&mut self, stored: u64) {
+        self.ledger.add_tombstone_count(stored);
+    }
+
     /// Tombstones the driver found for [`Scheduler::unknown_ids`].
     pub fn learn_tombstones(&mut self, found: Vec<crate::core::retention::Tombstone>) {
         self.ledger.learn_tombstones(found);

@@ -152,6 +152,15 @@ impl Driver {
         let driver = Driver {
             state: Rc::new(RefCell::new(state)),
         };
+        // Retention: counted after the load, in a transaction begun now (it sees what the
+        // load saw), so open + start never wait for IndexedDB to walk the tombstones.
+        let counted = driver.store().count_tombstones();
+        let weak = Rc::downgrade(&driver.state);
+        spawn(async move {
+            if let (Some(count), Some(state)) = (counted.await, weak.upgrade()) {
+                state.borrow_mut().scheduler.add_tombstone_count(count);
+            }
+        });
         driver.watch_wake_signals();
         Ok((driver, loaded.quarantined))
     }

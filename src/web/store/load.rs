@@ -115,10 +115,11 @@ async fn load(
     let lease_json = Some(crate::core::json::to_string(&lease));
     loader.set_singletons(lease_json, None::<String>);
     let (mut snapshot, rejected) = loader.finish();
-    // Retention: tombstones are counted, never read (an enqueue looks one up by id).
-    let (count, last_key) = super::tombstones::tombstone_facts(tx).await.map_err(js)?;
-    snapshot.tombstone_count = count;
-    snapshot.last_tombstone_key = last_key;
+    // Retention: no tombstone is read (an enqueue looks one up by id), only the highest key;
+    // the driver counts them after the load.
+    snapshot.last_tombstone_key = super::tombstones::last_tombstone_key(tx)
+        .await
+        .map_err(js)?;
     for report in rejected {
         let stored_at = raw_values
             .iter()

@@ -83,13 +83,20 @@ export function lookUp(store, index, keys) {
   });
 }
 
-// How many records `store` holds and its highest key (0 when empty): [count, key].
-export function countAndLast(store) {
+// The highest key of `store` (0 when empty): one step of a reverse key cursor.
+export function lastKey(store) {
+  return new Promise((resolve, reject) => {
+    const last = store.openKeyCursor(null, "prev");
+    last.onsuccess = () => resolve(last.result === null ? 0 : last.result.key);
+    last.onerror = (event) => reject(event.target.error);
+  });
+}
+
+// How many records `store` holds (issued now; IndexedDB counts by walking the keys).
+export function countOf(store) {
   return new Promise((resolve, reject) => {
     const count = store.count();
-    const last = store.openKeyCursor(null, "prev");
-    last.onsuccess = () => resolve([count.result, last.result === null ? 0 : last.result.key]);
+    count.onsuccess = () => resolve(count.result);
     count.onerror = (event) => reject(event.target.error);
-    last.onerror = (event) => reject(event.target.error);
   });
 }

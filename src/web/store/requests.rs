@@ -24,8 +24,11 @@ extern "C" {
     #[wasm_bindgen(js_name = lookUp)]
     fn look_up(store: &IdbObjectStore, index: &str, keys: &Array) -> Promise;
 
-    #[wasm_bindgen(js_name = countAndLast)]
-    fn count_and_last(store: &IdbObjectStore) -> Promise;
+    #[wasm_bindgen(js_name = lastKey)]
+    fn last_key_of(store: &IdbObjectStore) -> Promise;
+
+    #[wasm_bindgen(js_name = countOf)]
+    fn count_of(store: &IdbObjectStore) -> Promise;
 }
 
 /// The first record `index` holds under each of `keys`, in their order.
@@ -46,16 +49,19 @@ pub async fn index_get_each(
         .unwrap_or_default())
 }
 
-/// How many records `store` holds and its highest numeric key (0 when empty).
+/// The highest numeric key of `store` (0 when empty).
 ///
 /// # Errors
 ///
 /// The request's error (a `DOMException`).
-pub async fn count_and_last_key(store: &IdbObjectStore) -> Result<(u64, u64), JsValue> {
-    let answer = JsFuture::from(count_and_last(store)).await?;
-    let answer = Array::from(&answer);
-    let number = |at: u32| answer.get(at).as_f64().map_or(0, |n| n.max(0.0) as u64);
-    Ok((number(0), number(1)))
+pub async fn last_key(store: &IdbObjectStore) -> Result<u64, JsValue> {
+    let answer = JsFuture::from(last_key_of(store)).await?;
+    Ok(answer.as_f64().map_or(0, |n| n.max(0.0) as u64))
+}
+
+/// Issues a count of `store`'s records now; the promise answers it.
+pub fn issue_count(store: &IdbObjectStore) -> Promise {
+    count_of(store)
 }
 
 /// A strict-durability transaction, begun by `requests.js` and watched from its start

@@ -6,7 +6,7 @@ use wasm_bindgen::JsValue;
 
 use super::codec::{decode, to_js};
 use super::errors::js_error;
-use super::requests::{count_and_last_key, index_get_each, Tx};
+use super::requests::{index_get_each, issue_count, last_key, Tx};
 use super::schema::{BY_ID, TOMBSTONES};
 use super::IdbLedger;
 use crate::core::retention::Tombstone;
@@ -29,16 +29,36 @@ pub fn tombstone_value(tombstone: &Tombstone) -> Result<JsValue, SafeError> {
     Ok(value.into())
 }
 
-/// How many tombstones are stored and the highest key, in a load's transaction.
+/// The highest tombstone key stored, in a load's transaction (one cursor step: the load
+/// reads no tombstone and does not count them, see [`IdbLedger::count_tombstones`]).
 ///
 /// # Errors
 ///
 /// The request's error.
-pub async fn tombstone_facts(tx: &Tx) -> Result<(u64, u64), JsValue> {
-    count_and_last_key(&tx.store(TOMBSTONES)?).await
+pub async fn last_tombstone_key(tx: &Tx) -> Result<u64, JsValue> {
+    last_key(&tx.store(TOMBSTONES)?).await
 }
 
 impl IdbLedger {
+    /// Counts the stored tombstones in a read-only transaction begun now, before the future
+    /// is polled: called right after the load, it counts what the load saw, whatever batches
+    /// follow. Off the load's transaction because counting walks every key.
+    pub fn count_tombstones(&self) -> impl std::future::Future<Output = Option<u64>> + 'static {
+        let begun = self
+            .db()
+            .and_then(|db| self.begin(&db, &[TOMBSTONES], false));
+        let issued = begun.and_then(|tx| {
+            let store = tx.store(TOMBSTONES).map_err(|e| js_error(&e))?;
+            Ok((tx, issue_count(&store)))
+        });
+        async move {
+            let (tx, promise) = issued.ok()?;
+            let count = wasm_bindgen_futures::JsFuture::from(promise).await.ok()?;
+            drop(tx);
+            count.as_f64().map(|n| n.max(0.0) as u64)
+        }
+    }
+
     /// The stored tombstones of `ids` (one read-only transaction; none when `ids` is empty).
     /// A record that does not decode is skipped: it is a hint against resending, and the id
     /// then counts as unknown.
