@@ -6,6 +6,11 @@
 //! second user logging in after a crash (K3: each user's work is sent only under their
 //! login); and an editor that holds, goes offline, resumes, flushes, retries, discards and
 //! revises.
+//! Retention is on in half the seeds (a tiny policy: settled operations are compacted to
+//! tombstones soon after they settle, and the same intents are now and then enqueued again):
+//! nothing unsettled is ever compacted, a compacted operation enqueued again within the
+//! tombstone horizon is never sent, and a blob is never deleted while its upload can still
+//! be sent.
 //! Invariants are checked after every step. A failing seed is printed; replay it with
 //! `SIM_SEED=<seed> cargo test --test simulation`. `SIM_SEEDS=<n>` runs more seeds (from
 //! `SIM_FIRST_SEED`, 1 unless set), `SIM_STEPS=<n>` more steps per seed.
@@ -20,8 +25,9 @@ use canvas_scheduler::core::host::{Authorization, CountingHost};
 use canvas_scheduler::core::intent::IntentInput;
 use canvas_scheduler::core::io::{Effect, PersistBatch, PersistResult, Report, SendOrder};
 use canvas_scheduler::core::model::{
-    FrozenRequest, Millis, Operation, OperationPhase, RetryAction, UPLOAD_KIND,
+    BlobRef, FrozenRequest, Millis, Operation, OperationPhase, RetryAction, Settlement, UPLOAD_KIND,
 };
+use canvas_scheduler::core::retention::RetentionPolicy;
 use canvas_scheduler::core::{HoldId, Scheduler};
 use canvas_scheduler::testing::{MemoryStore, ServerFaults, SimRng, SimServer};
 use common::{edit, of_kind, upload};
@@ -87,6 +93,11 @@ struct World {
     principal_switches: u64,
     /// Operations the host re-armed with `retry()`.
     host_retried: BTreeSet<String>,
+    /// Every intent enqueued, to enqueue the same again (retention: known by its tombstone).
+    intents: Vec<IntentInput>,
+    /// Operations compacted to tombstones, and enqueues of compacted intents again.
+    compacted: u64,
+    enqueued_again: u64,
 }
 
 impl World {
@@ -113,6 +124,17 @@ impl World {
             batch: canvas_scheduler::core::config::BatchLimits {
                 max_operations: 1 + rng.below(4) as usize,
                 max_bytes: 200,
+            },
+            // Retention in half the seeds: compacted within a few settlements or a few
+            // hundred ms of settling; tombstones outlive the run (the horizon).
+            retain: if rng.chance(50) {
+                RetentionPolicy {
+                    settled: rng.below(4) as usize,
+                    settled_ms: rng.below(1_000),
+                    ..RetentionPolicy::default()
+                }
+            } else {
+                RetentionPolicy::default()
             },
             ..SchedulerConfig::default()
         };
@@ -143,6 +165,9 @@ impl World {
             conflicts: 0,
             late_denials: 0,
             failed_checks: 0,
+            intents: Vec::new(),
+            compacted: 0,
+            enqueued_again: 0,
         };
         let _ = world.open_tab();
         world
@@ -257,6 +282,24 @@ impl World {
                 self.tabs[t].scheduler.config().principal
             ));
         }
+        // Retention: a compacted operation is never sent again, and an upload's blob stays
+        // while the upload can be sent.
+        for op in &order.request.operation_ids {
+            if !self.store.tombstones_of([op.as_str()]).is_empty() {
+                self.fail(&format!("{op} sent after it was compacted"));
+            }
+        }
+        if order.request.kind == UPLOAD_KIND {
+            for op in &order.request.operation_ids {
+                let blob = self
+                    .store
+                    .operation(op)
+                    .and_then(|o| o.intent.blob.as_ref().map(|b| b.id.clone()));
+                if blob.is_some_and(|id| !self.store.blobs.contains(&id)) {
+                    self.fail(&format!("{op} sent after its blob was deleted"));
+                }
+            }
+        }
         // S7: the frozen body and the dispatch marker are durable before the first byte.
         let Some(durable) = self.store.request(&order.request.id) else {
             self.fail(&format!("{} sent before it was durable", order.request.id));
@@ -275,18 +318,88 @@ impl World {
                 .unwrap_or_default();
             for dep in deps {
                 // A superseded dependency is met by what replaced it (it never reaches the server).
-                let target = self.dependency_target(&dep);
-                if target.is_none_or(|d| d.phase != OperationPhase::Resolved) {
+                let (resolved, discarded) = self.dependency_state(&dep);
+                if !resolved {
                     self.fail(&format!("{op} sent before its dependency {dep} resolved"));
                 }
                 // Dependents of a discarded operation wait; the host's retry() sends them anyway.
-                if target.is_some_and(is_discarded) && !self.host_retried.contains(op) {
+                if discarded && !self.host_retried.contains(op) {
                     self.fail(&format!(
                         "{op} sent after its dependency {dep} was discarded"
                     ));
                 }
             }
         }
+    }
+
+    /// Whether the end of a dependency's chain is resolved, and discarded: a compacted one
+    /// (a tombstone) is resolved as its tombstone says.
+    fn dependency_state(&self, id: &str) -> (bool, bool) {
+        match self.dependency_target(id) {
+            Some(op) => (op.phase == OperationPhase::Resolved, is_discarded(op)),
+            None => {
+                let mut end = id.to_owned();
+                let mut op = self.store.operation(id);
+                while let Some(next) = op.and_then(replaced_by) {
+                    op = self.store.operation(&next);
+                    end = next;
+                }
+                match self.store.tombstones_of([end.as_str()]).first() {
+                    Some(t) => (true, t.settlement == Settlement::Discarded),
+                    None => (false, false),
+                }
+            }
+        }
+    }
+
+    /// Applies tab `t`'s batch to the store, checking the retention invariants first: what
+    /// it compacts is settled (in the durable ledger, or in this very batch), no unresolved
+    /// request carries it, and each blob it deletes belongs to such an upload.
+    fn apply(&mut self, t: usize, batch: &PersistBatch) -> PersistResult {
+        if batch.fence.is_some() && self.store.lease().map(|l| l.fence) == batch.fence {
+            let ledger = self.tabs[t].scheduler.ledger();
+            // The tab's ledger is the authority: the batch writes what it says.
+            let sendable = |id: &str| {
+                let unsettled = ledger
+                    .operation(id)
+                    .or_else(|| self.store.operation(id))
+                    .is_none_or(|o| o.phase != OperationPhase::Resolved);
+                let carried = ledger
+                    .requests()
+                    .any(|r| r.is_unresolved() && r.operation_ids.iter().any(|o| o == id));
+                unsettled || carried
+            };
+            for tombstone in &batch.tombstones {
+                if sendable(&tombstone.id) {
+                    self.fail(&format!("{} compacted while unsettled", tombstone.id));
+                }
+            }
+            for blob in &batch.drop_blobs {
+                let owner = ledger
+                    .operations()
+                    .find(|o| o.intent.blob.as_ref().is_some_and(|b| &b.id == blob));
+                if owner.is_none_or(|o| sendable(&o.intent.id)) {
+                    self.fail(&format!("blob {blob} deleted while its upload can be sent"));
+                }
+            }
+        }
+        let result = self.store.apply(batch);
+        if matches!(result, PersistResult::Done { .. }) {
+            self.compacted += batch.tombstones.len() as u64;
+        }
+        result
+    }
+
+    /// An enqueue as the driver makes it: tombstones of ids the scheduler does not hold are
+    /// looked up by id first.
+    fn enqueue(&mut self, l: usize, intents: Vec<IntentInput>) -> Result<u64, ()> {
+        let unknown = self.tabs[l].scheduler.unknown_ids(&intents);
+        let found = self.store.tombstones_of(unknown.iter().map(String::as_str));
+        self.tabs[l].scheduler.learn_tombstones(found);
+        self.tabs[l]
+            .scheduler
+            .enqueue(self.now, intents)
+            .map_err(|_| ())
     }
 
     /// The durable operation a dependency on `id` waits for: itself, or the intent that
@@ -319,6 +432,7 @@ impl World {
                 op.blockers.iter().all(|b| b == "dependency_discarded")
             }
             OperationPhase::Pending => op.intent.dependencies.iter().any(|dep| {
+                // A compacted dependency is settled for good: it holds nothing back.
                 self.dependency_target(dep)
                     .is_some_and(|d| d.phase == OperationPhase::Pending && self.is_settled(d))
             }),
@@ -405,7 +519,15 @@ impl World {
             let id = format!("op{}", self.next_op);
             let roll = self.rng.below(100);
             let mut intent = if roll < 10 {
-                upload(&id)
+                IntentInput {
+                    blob: Some(BlobRef {
+                        id: format!("blob-{id}"),
+                        size: 1,
+                        media_type: "image/png".into(),
+                        name: None,
+                    }),
+                    ..upload(&id)
+                }
             } else if roll < 15 {
                 of_kind(&id, "run.start", &[CANVASES[self.rng.below(6) as usize]])
             } else {
@@ -457,8 +579,30 @@ impl World {
         match roll {
             0..=14 => {
                 if let Some(l) = self.leader() {
-                    let intents = self.random_intents();
-                    if let Ok(barrier) = self.tabs[l].scheduler.enqueue(self.now, intents.clone()) {
+                    let again = !self.intents.is_empty() && self.rng.chance(15);
+                    let intents = if again {
+                        // The same intent again (a reload that lost track of it): compacted or
+                        // whole, it is known, and never sent twice.
+                        let pick = self.rng.below(self.intents.len() as u64) as usize;
+                        let intent = self.intents[pick].clone();
+                        let compacted = self.store.tombstones_of([intent.id.as_str()]);
+                        self.enqueued_again += compacted.len() as u64;
+                        vec![intent]
+                    } else {
+                        self.random_intents()
+                    };
+                    if !again {
+                        for intent in &intents {
+                            if let Some(blob) = &intent.blob {
+                                // Stored before the enqueue, as the API does.
+                                self.store.blobs.insert(blob.id.clone());
+                            }
+                        }
+                    }
+                    if let Ok(barrier) = self.enqueue(l, intents.clone()) {
+                        if !again {
+                            self.intents.extend(intents.iter().cloned());
+                        }
                         let ids: Vec<String> = intents.iter().map(|i| i.id.clone()).collect();
                         for id in &ids {
                             if let Some(op) = self.tabs[l].scheduler.ledger().operation(id) {
@@ -490,7 +634,7 @@ impl World {
                 let result = if self.faults_on && self.rng.chance(3) {
                     MemoryStore::failure("AbortError")
                 } else {
-                    self.store.apply(&batch)
+                    self.apply(t, &batch)
                 };
                 self.count_folds(&batch, &result);
                 self.tabs[t]
@@ -826,7 +970,7 @@ impl World {
                 }
                 if !self.tabs[t].persists.is_empty() {
                     let batch = self.tabs[t].persists.remove(0);
-                    let result = self.store.apply(&batch);
+                    let result = self.apply(t, &batch);
                     self.count_folds(&batch, &result);
                     self.tabs[t]
                         .scheduler
@@ -917,7 +1061,15 @@ impl World {
         let durable = self.store.snapshot();
         for id in &self.acknowledged {
             let Some(op) = durable.operations.iter().find(|o| &o.intent.id == id) else {
-                self.fail(&format!("acknowledged {id} is not in the durable ledger"));
+                // Compacted: settled for good, and applied at most once.
+                let Some(tombstone) = self.store.tombstones_of([id.as_str()]).pop() else {
+                    self.fail(&format!("acknowledged {id} is not in the durable ledger"));
+                };
+                let applied = self.server.applied.get(id).copied().unwrap_or(0);
+                if tombstone.settlement == Settlement::Applied && applied != 1 {
+                    self.fail(&format!("{id} compacted applied, applied {applied} times"));
+                }
+                continue;
             };
             match op.phase {
                 OperationPhase::Resolved => {
@@ -958,6 +1110,17 @@ impl World {
     }
 }
 
+/// The operation that superseded `op` (its outcome's `replacedBy`), if any.
+fn replaced_by(op: &Operation) -> Option<String> {
+    op.outcome
+        .as_ref()
+        .and_then(|o| o.error.as_ref())
+        .filter(|e| e.code == "superseded")
+        .and_then(|e| e.details.as_ref())
+        .and_then(|d| d.members())
+        .and_then(|m| m.str("replacedBy").map(|s| s.into_owned()))
+}
+
 fn is_discarded(op: &Operation) -> bool {
     op.outcome
         .as_ref()
@@ -987,6 +1150,8 @@ struct Tally {
     principal_switches: u64,
     late_denials: u64,
     failed_checks: u64,
+    compacted: u64,
+    enqueued_again: u64,
 }
 
 impl Tally {
@@ -1003,6 +1168,8 @@ impl Tally {
         self.principal_switches += other.principal_switches;
         self.late_denials += other.late_denials;
         self.failed_checks += other.failed_checks;
+        self.compacted += other.compacted;
+        self.enqueued_again += other.enqueued_again;
     }
 }
 
@@ -1025,6 +1192,8 @@ fn run_seed(seed: u64, steps: u64) -> Tally {
         principal_switches: world.principal_switches,
         late_denials: world.late_denials,
         failed_checks: world.failed_checks,
+        compacted: world.compacted,
+        enqueued_again: world.enqueued_again,
     }
 }
 
@@ -1055,7 +1224,7 @@ fn simulation_invariants_hold_across_seeds() {
     // Written to the stderr handle itself (not captured by the test harness), so CI logs show it.
     let _ = writeln!(
         std::io::stderr(),
-        "simulation: {} seeds, {} steps, {} acknowledged operations, {} batched sends, {} superseded, {} folded into pages, {} host actions ({} refused), {} unauthorized answers, {} version conflicts, {} logins as another user, {} denials after a send, {} failed authorization checks",
+        "simulation: {} seeds, {} steps, {} acknowledged operations, {} batched sends, {} superseded, {} folded into pages, {} host actions ({} refused), {} unauthorized answers, {} version conflicts, {} logins as another user, {} denials after a send, {} failed authorization checks, {} compacted, {} compacted intents enqueued again",
         seeds.len(),
         total.steps,
         total.acknowledged,
@@ -1069,6 +1238,8 @@ fn simulation_invariants_hold_across_seeds() {
         total.principal_switches,
         total.late_denials,
         total.failed_checks,
+        total.compacted,
+        total.enqueued_again,
     );
     assert!(total.acknowledged > 0);
     assert!(
@@ -1082,7 +1253,9 @@ fn simulation_invariants_hold_across_seeds() {
                 && total.conflicts > 0
                 && total.principal_switches > 0
                 && total.late_denials > 0
-                && total.failed_checks > 0),
+                && total.failed_checks > 0
+                && total.compacted > 0
+                && total.enqueued_again > 0),
         "batching, coalescing, folding, host actions (taken and refused) expired logins, version conflicts and a second user must be exercised"
     );
 }

@@ -8,12 +8,13 @@ use crate::web::json::{exact_text, is_array, object_keys, LoneSurrogate};
 
 use crate::core::config::{BatchLimits, RetryPolicy, SchedulerConfig};
 use crate::core::error::{ErrorCode, SchedulerError};
+use crate::core::retention::RetentionPolicy;
 use crate::web::transport::DEFAULT_MAX_ANSWER_BYTES;
 
 /// Default per-attempt timeout.
 pub const DEFAULT_ATTEMPT_TIMEOUT_MS: u32 = 30_000;
 
-const KEYS: [&str; 19] = [
+const KEYS: [&str; 20] = [
     "transport",
     "database",
     "endpoint",
@@ -26,6 +27,7 @@ const KEYS: [&str; 19] = [
     "maxPayloadBytes",
     "maxAnswerBytes",
     "eventLogLimit",
+    "retain",
     "headers",
     "compile",
     "participants",
@@ -237,6 +239,25 @@ pub fn decode_options(options: &JsValue) -> Result<OpenOptions, SchedulerError> 
         .map_or(DEFAULT_MAX_ANSWER_BYTES, |limit| limit as usize);
     if let Some(limit) = integer(options, "eventLogLimit", 1, 100_000)? {
         config.event_log_limit = limit as usize;
+    }
+    if let Some(retain) = nested(
+        options,
+        "retain",
+        &["settled", "settledMs", "tombstones", "tombstoneMs"],
+    )? {
+        // Each limit a non-negative integer; 0 keeps nothing whole (compacted as it settles)
+        // or no tombstone (an id is forgotten once compacted). Times up to ten years.
+        let defaults = RetentionPolicy::default();
+        let years = 10 * 365 * 86_400_000;
+        config.retain = RetentionPolicy {
+            settled: integer(&retain, "settled", 0, 1_000_000)?
+                .map_or(defaults.settled, |n| n as usize),
+            settled_ms: integer(&retain, "settledMs", 0, years)?.unwrap_or(defaults.settled_ms),
+            tombstones: integer(&retain, "tombstones", 0, 10_000_000)?
+                .map_or(defaults.tombstones, |n| n as usize),
+            tombstone_ms: integer(&retain, "tombstoneMs", 0, years)?
+                .unwrap_or(defaults.tombstone_ms),
+        };
     }
     config.owner = match text(options, "owner", false)? {
         Some(owner) => owner,

@@ -178,8 +178,10 @@ impl Scheduler {
         Ok(self.claims())
     }
 
-    /// The operation record, or `undefined`.
-    #[wasm_bindgen(js_name = operation, unchecked_return_type = "OperationRecord | undefined")]
+    /// The operation record, the tombstone of a compacted operation when the scheduler has it
+    /// at hand (compacted in this session, or looked up by `known` or an enqueue), or
+    /// `undefined`.
+    #[wasm_bindgen(js_name = operation, unchecked_return_type = "OperationRecord | CompactedOperation | undefined")]
     pub fn operation_js(
         &self,
         #[wasm_bindgen(unchecked_param_type = "string")] id: JsValue,
@@ -188,6 +190,31 @@ impl Scheduler {
         Ok(match exact_text(&id) {
             Some(Ok(id)) => self.operation(&id),
             _ => JsValue::UNDEFINED, // no operation has that id
+        })
+    }
+
+    /// Retention: what the ledger knows of each id, tombstones included (looked up in the
+    /// ledger): the record, a `CompactedOperation`, or `undefined` (never stored, or its
+    /// tombstone is gone), in order. After a reload, a host asks this before queuing an
+    /// edit again.
+    #[wasm_bindgen(
+        unchecked_return_type = "Promise<(OperationRecord | CompactedOperation | undefined)[]>"
+    )]
+    pub fn known(
+        &self,
+        #[wasm_bindgen(unchecked_param_type = "string[]")] ids: JsValue,
+    ) -> Promise {
+        let tab = self.tab.clone();
+        promise(async move {
+            // Read where a throw is caught (a Proxy, a getter): a coded error, never a trap.
+            let ids = crate::web::json::string_items(&ids, MAX_KNOWN_IDS).map_err(|what| {
+                to_js_error(SchedulerError::new(
+                    ErrorCode::InvalidIntent,
+                    format!("known(ids): ids {what} (operation ids, at most {MAX_KNOWN_IDS})"),
+                ))
+            })?;
+            let known = tab.known(ids).await.map_err(to_js_error)?;
+            Ok(known.into_iter().collect::<js_sys::Array>().into())
         })
     }
 
@@ -264,6 +291,9 @@ fn refuse_inside_host_code(method: &str) -> Result<(), JsValue> {
 }
 
 /// An operation id given by the host: a string (without lone surrogates, which no id has).
+/// The most ids one `known(ids)` looks up.
+const MAX_KNOWN_IDS: usize = 100_000;
+
 fn operation_id(id: &JsValue) -> Result<String, JsValue> {
     match exact_text(id) {
         Some(Ok(id)) => Ok(id),

@@ -120,6 +120,15 @@ export interface SchedulerOptions {
   maxAnswerBytes?: number;
   /** Events kept in the log (default 1000). */
   eventLogLimit?: number;
+  /**
+   * Retention (SPEC §7): a settled operation stays whole while it is among the newest
+   * `settled` (default 1000) and younger than `settledMs` (default 86400000, a day); past
+   * either it is compacted to a tombstone (`CompactedOperation`), its request and blob
+   * deleted. At most `tombstones` (default 100000) tombstones stay, none older than
+   * `tombstoneMs` (default 2592000000, 30 days); past that an id is forgotten and the same id
+   * enqueued again is a new operation. Non-negative integers; 0 keeps nothing.
+   */
+  retain?: { settled?: number; settledMs?: number; tombstones?: number; tombstoneMs?: number };
   /** Asked before every send; may be async. */
   headers?: () => Record<string, string> | Promise<Record<string, string>>;
   /** Synchronous: turns an intent into the request body. */
@@ -158,6 +167,16 @@ export interface OperationRecord {
   outcome?: { settlement: "applied" | "rejected" | "discarded"; requestId?: string; error?: SafeError; canonical?: Json; at: number };
 }
 
+/** A settled operation compacted by the retention policy: what `operation(id)` and `known`
+ * answer for it while its tombstone stays. */
+export interface CompactedOperation {
+  id: string;
+  compacted: true;
+  outcome: "applied" | "rejected" | "discarded";
+  settledAt: number;
+  principal?: string;
+}
+
 /** Why an operation is where it is (D3). */
 export interface Explanation {
   operationId: string;
@@ -182,6 +201,9 @@ export interface SchedulerStats {
   idleReason: null | "held" | "offline" | "not_leader" | "storage_unavailable" | "waiting_canvas"
     | "waiting_dependency" | "waiting_lane" | "retry_scheduled" | "no_work" | "not_started" | "stopped";
   leader: boolean; owner: string; fence?: number;
+  /** Retention: settled operations kept whole, and tombstones stored (counted at open plus
+   * those written since, at most `retain.tombstones`). */
+  settledKept: number; tombstones: number;
   /** W4: the owner id of the tab that dispatches, when known (this tab's own while it leads). */
   leaderOwner: string | null;
 }

@@ -2,6 +2,7 @@
 
 use super::error::{ErrorCode, SchedulerError};
 use super::model::Millis;
+use super::retention::RetentionPolicy;
 
 /// Default payload limit for one intent, in serialized JSON bytes (documented in the README).
 pub const DEFAULT_MAX_PAYLOAD_BYTES: usize = 256 * 1024;
@@ -129,6 +130,9 @@ pub struct SchedulerConfig {
     /// many have gathered, in a batch of its own while the scheduler is quiet (0: never). Not
     /// an option of the JS API: the default is a page; tests lower it to fold often.
     pub fold_records_at: usize,
+    /// How long settled operations stay whole, and how many tombstones stay (the `retain`
+    /// option, SPEC §7 Retention).
+    pub retain: RetentionPolicy,
 }
 
 impl Default for SchedulerConfig {
@@ -147,6 +151,7 @@ impl Default for SchedulerConfig {
             group_commit: false,
             keep_lease: false,
             fold_records_at: crate::core::operation_pages::PAGE_LIMIT,
+            retain: RetentionPolicy::default(),
         }
     }
 }

@@ -6,6 +6,7 @@ use super::json::JsonText;
 use super::error::SchedulerError;
 use super::model::{EventRecord, FrozenRequest, Lease, Millis, Operation, RetryAction, Settlement};
 use super::operation_pages::OperationPage;
+use super::retention::{Tombstone, TombstoneTrim};
 use super::safe_error::SafeError;
 
 /// Identifies one attempt (one send) so that a late answer to an older attempt is ignored.
@@ -47,6 +48,14 @@ pub struct PersistBatch {
     pub events: Vec<EventRecord>,
     /// Event records with `seq` below this are deleted (the log is bounded).
     pub trim_events_below: Option<u64>,
+    /// Tombstones of the operations this batch compacts (retention).
+    pub tombstones: Vec<Tombstone>,
+    /// Request records to delete: every operation they carried is compacted.
+    pub drop_requests: Vec<String>,
+    /// Upload blobs to delete: their operations are compacted.
+    pub drop_blobs: Vec<String>,
+    /// Tombstones past the policy to delete.
+    pub trim_tombstones: Option<TombstoneTrim>,
 }
 
 impl PersistBatch {
@@ -60,6 +69,10 @@ impl PersistBatch {
             && self.requests.is_empty()
             && self.events.is_empty()
             && self.trim_events_below.is_none()
+            && self.tombstones.is_empty()
+            && self.drop_requests.is_empty()
+            && self.drop_blobs.is_empty()
+            && self.trim_tombstones.is_none()
     }
 }
 

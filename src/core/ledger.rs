@@ -11,7 +11,13 @@ use super::model::{
     EventKind, EventRecord, FrozenRequest, Lease, LedgerMeta, Millis, Operation, OperationOutcome,
     OperationPhase, RequestPhase, RetryAction,
 };
-use super::operation_pages::{insert_sorted, Home, PageBook, PageHomes, PagePlan, PAGE_LIMIT};
+use super::operation_pages::{
+    insert_sorted, Home, PageBook, PageHomes, PagePlan, StaleCopies, PAGE_LIMIT,
+};
+use super::retention::{
+    tombstone_key, RetentionPolicy, Tombstone, TombstoneTrim, MEMORY_LIMIT, REWRITE_LIMIT,
+    SLICE_LIMIT,
+};
 
 /// Settlement error code of an operation a coalesced intent replaced.
 pub const SUPERSEDED: &str = "superseded";
@@ -47,6 +53,12 @@ pub struct LedgerSnapshot {
     /// Every stored operation page with the ids whose current copy it holds (none: the page
     /// is garbage, deleted by the next batch). An operation in no list has its own record.
     pub operation_pages: PageHomes,
+    /// Older copies still stored in pages (see `operation_pages::current_copies`).
+    pub stale_copies: StaleCopies,
+    /// Tombstones stored (counted at load).
+    pub tombstone_count: u64,
+    /// The highest tombstone key stored.
+    pub last_tombstone_key: u64,
     /// Operations the load changed (blocked because a record they depend on was set aside):
     /// the first batch writes them back, so the next load finds them blocked too.
     pub amended: StrSet,
@@ -89,6 +101,8 @@ impl Dirty {
 struct Slot {
     op: Operation,
     home: Home,
+    /// Stored pages holding an older copy of it (usually none): compacting it deletes them.
+    stale_in: Vec<u64>,
 }
 
 /// A batch on its way to storage: what it wrote, and what changes once it is durable.
@@ -100,6 +114,19 @@ struct InFlight {
     homes: Vec<(String, Home)>,
     /// Operations this batch folds from their records into a page (`loose` again if it fails).
     folded: Vec<String>,
+    /// Operations this batch compacts, with their tombstones.
+    compacted: Vec<Tombstone>,
+    /// Requests this batch deletes (every operation they carried is compacted).
+    dropped_requests: Vec<String>,
+}
+
+/// Whether and when a batch may compact (see [`Ledger::take_batch_at`]).
+#[derive(Clone, Copy, Debug)]
+pub struct Compact {
+    /// Now.
+    pub now: Millis,
+    /// Nothing else to write or send: a slice may run.
+    pub quiet: bool,
 }
 
 /// The in-memory ledger with change tracking.
@@ -119,6 +146,22 @@ pub struct Ledger {
     loose: Vec<String>,
     /// Fold loose records into a page once this many have gathered (0: never).
     fold_at: usize,
+    /// The retention policy.
+    retain: RetentionPolicy,
+    /// Settled operations in the order they settled (some compacted since: skipped).
+    settled: VecDeque<(Millis, String)>,
+    /// Tombstones at hand: compacted in this session or looked up (at most `MEMORY_LIMIT`).
+    tombstones: StrMap<Tombstone>,
+    /// The highest tombstone key written.
+    last_tombstone_key: u64,
+    /// Tombstones stored, as counted at load plus those written since (at most the limit).
+    tombstone_count: u64,
+    /// The last slice found nothing it may compact: none runs until something settles.
+    stalled: bool,
+    /// Tombstones past the policy may be stored (a load, a slice): the next slice trims.
+    trim_due: bool,
+    /// What the last confirmed batch compacted, until [`Ledger::drop_compacted`].
+    durably_compacted: (Vec<Tombstone>, Vec<String>),
 }
 
 impl Ledger {
@@ -150,7 +193,8 @@ impl Ledger {
             .map(|(at, op)| {
                 let home = homes.as_ref().and_then(|h| h.get(at).copied());
                 let home = home.unwrap_or(Home::Record);
-                (op.intent.id.clone(), Slot { op, home })
+                let stale_in = Vec::new();
+                (op.intent.id.clone(), Slot { op, home, stale_in })
             })
             .collect();
         if homes.is_none() {
@@ -162,6 +206,24 @@ impl Ledger {
                 }
             }
         }
+        for (id, no) in &snapshot.stale_copies {
+            if let Some(slot) = ledger.operations.get_mut(id) {
+                insert_sorted(&mut slot.stale_in, *no);
+            }
+        }
+        let mut settled: Vec<(Millis, String)> = ledger
+            .operations
+            .iter()
+            .filter_map(|(id, slot)| {
+                let outcome = slot.op.outcome.as_ref()?;
+                (slot.op.phase == OperationPhase::Resolved).then(|| (outcome.at, id.clone()))
+            })
+            .collect();
+        settled.sort();
+        ledger.settled = settled.into();
+        ledger.tombstone_count = snapshot.tombstone_count;
+        ledger.last_tombstone_key = snapshot.last_tombstone_key;
+        ledger.trim_due = true;
         ledger.loose = ledger
             .operations
             .iter()
@@ -238,6 +300,13 @@ impl Ledger {
             events: self.events.iter().cloned().collect(),
             meta: self.meta.clone(),
             operation_pages,
+            stale_copies: self
+                .operations
+                .iter()
+                .flat_map(|(id, slot)| slot.stale_in.iter().map(|no| (id.clone(), *no)))
+                .collect(),
+            tombstone_count: self.tombstone_count,
+            last_tombstone_key: self.last_tombstone_key,
             amended: StrSet::new(),
         }
     }
@@ -289,6 +358,68 @@ impl Ledger {
             .collect()
     }
 
+    /// The tombstone of a compacted operation, if it is at hand (compacted in this session
+    /// or looked up with [`Ledger::learn_tombstones`]).
+    pub fn tombstone(&self, id: &str) -> Option<&Tombstone> {
+        self.tombstones.get(id)
+    }
+
+    /// Tombstones looked up in storage: kept at hand for the enqueue that asked.
+    pub fn learn_tombstones(&mut self, found: Vec<Tombstone>) {
+        for tombstone in found {
+            if !self.operations.contains_key(&tombstone.id) {
+                self.keep_tombstone(tombstone);
+            }
+        }
+    }
+
+    fn keep_tombstone(&mut self, tombstone: Tombstone) {
+        if self.tombstones.len() >= MEMORY_LIMIT {
+            // Forget the oldest at hand; storage still has it.
+            let oldest = self
+                .tombstones
+                .iter()
+                .min_by_key(|(_, t)| t.key)
+                .map(|(id, _)| id.clone());
+            if let Some(id) = oldest {
+                self.tombstones.remove(&id);
+            }
+        }
+        self.tombstones.insert(tombstone.id.clone(), tombstone);
+    }
+
+    /// Settled operations kept whole.
+    pub fn settled_count(&self) -> usize {
+        self.operations
+            .values()
+            .filter(|slot| slot.op.phase == OperationPhase::Resolved)
+            .count()
+    }
+
+    /// Tombstones stored, as counted at load plus those written since (bounded by the policy).
+    pub fn tombstone_count(&self) -> u64 {
+        self.tombstone_count
+    }
+
+    /// Adds the tombstones counted in storage as the load saw it (the browser store counts
+    /// them after the load, off its transaction).
+    pub fn add_tombstone_count(&mut self, stored: u64) {
+        self.tombstone_count = self
+            .tombstone_count
+            .saturating_add(stored)
+            .min(self.retain.tombstones as u64);
+    }
+
+    /// The highest tombstone key stored (0: no tombstone was ever written).
+    pub fn last_tombstone_key(&self) -> u64 {
+        self.last_tombstone_key
+    }
+
+    /// Sets the retention policy.
+    pub fn set_retention(&mut self, policy: RetentionPolicy) {
+        self.retain = policy;
+    }
+
     /// Whether a dependency is settled for good.
     pub fn is_resolved(&self, id: &str) -> bool {
         self.operations
@@ -309,10 +440,15 @@ impl Ledger {
         self.chain_end(id).1
     }
 
-    /// Whether a dependency on `id` is met: its target is resolved.
+    /// Whether a dependency on `id` is met: its target is resolved, or compacted (no longer
+    /// stored: only an operation settled, with its whole replacement chain, is compacted, and
+    /// enqueue admits no dependency on an id it knows neither stored nor as a tombstone).
     pub fn dependency_met(&self, id: &str) -> bool {
-        self.dependency_end(id)
-            .is_some_and(|op| op.phase == OperationPhase::Resolved)
+        match self.dependency_end(id) {
+            Some(op) => op.phase == OperationPhase::Resolved,
+            // Missing, or a cycle (corrupt storage: never met).
+            None => !self.operations.contains_key(self.dependency_target(id)),
+        }
     }
 
     /// Walks a replacement chain, one lookup per hop: its last id and that operation. Bounded:
@@ -351,7 +487,29 @@ impl Ledger {
         lease: Option<LeaseWrite>,
         fold: bool,
     ) -> PersistBatch {
+        self.take_batch_at(no, fence, lease, fold, None)
+    }
+
+    /// [`Ledger::take_batch`], compacting a slice when `compact` allows (see `retention`):
+    /// while quiet, or in any batch when the policy keeps nothing whole (a settled operation
+    /// is then compacted in the batch that records its settlement, its blob with it).
+    pub fn take_batch_at(
+        &mut self,
+        no: BatchNo,
+        fence: Option<u64>,
+        lease: Option<LeaseWrite>,
+        fold: bool,
+        compact: Option<Compact>,
+    ) -> PersistBatch {
         let dirty = std::mem::take(&mut self.dirty);
+        let slice = match compact {
+            Some(c) if (c.quiet || self.retain.keeps_nothing()) && self.wants_compaction(c.now) => {
+                Some(self.slice(c.now, &dirty))
+            }
+            _ => None,
+        };
+        let slice = slice.unwrap_or_default();
+        let fold = fold && slice.victims.is_empty();
         let mut fresh = Vec::new();
         let mut rewritten = Vec::new();
         let mut superseded = Vec::new();
@@ -360,6 +518,9 @@ impl Ledger {
             let Some(slot) = self.operations.get(id) else {
                 continue;
             };
+            if slice.is_victim(id) {
+                continue;
+            }
             match slot.home {
                 Home::Unwritten => {
                     fresh.push(slot.op.clone());
@@ -391,6 +552,21 @@ impl Ledger {
                 .filter_map(|id| self.operations.get(id))
                 .map(|slot| slot.op.clone()),
         );
+        for victim in &slice.victims {
+            if let Some(Slot {
+                home: Home::Page(page),
+                ..
+            }) = self.operations.get(victim)
+            {
+                superseded.push(*page);
+            }
+        }
+        for (id, page) in &slice.survivors {
+            if let Some(slot) = self.operations.get(id) {
+                fresh.push(slot.op.clone());
+                superseded.push(*page);
+            }
+        }
         let (pages, plan) = self.pages.plan(fresh, superseded, &dirty.stale_pages);
         for page in &pages {
             homes.extend(
@@ -399,21 +575,44 @@ impl Ledger {
                     .map(|op| (op.intent.id.clone(), Home::Page(page.no))),
             );
         }
+        let mut drop_operations = folded.clone();
+        drop_operations.extend(
+            slice
+                .victims
+                .iter()
+                .filter(|id| {
+                    self.operations
+                        .get(id)
+                        .is_some_and(|slot| slot.home == Home::Record)
+                })
+                .cloned(),
+        );
+        let drop_blobs = slice
+            .victims
+            .iter()
+            .filter_map(|id| self.operations.get(id)?.op.intent.blob.as_ref())
+            .map(|blob| blob.id.clone())
+            .collect();
         let batch = PersistBatch {
             no,
             fence,
             lease,
             operation_pages: pages,
             operations: rewritten,
-            drop_operations: folded.clone(),
+            drop_operations,
             drop_operation_pages: plan.dropped.clone(),
             requests: dirty
                 .requests
                 .iter()
+                .filter(|id| !slice.requests.contains(id))
                 .filter_map(|id| self.requests.get(id).cloned())
                 .collect(),
             events: dirty.events.clone(),
             trim_events_below: dirty.trim_below,
+            tombstones: slice.tombstones.clone(),
+            drop_requests: slice.requests.iter().cloned().collect(),
+            drop_blobs,
+            trim_tombstones: slice.trim.clone(),
         };
         self.in_flight = Some(InFlight {
             no,
@@ -421,8 +620,180 @@ impl Ledger {
             plan,
             homes,
             folded,
+            compacted: slice.tombstones,
+            dropped_requests: slice.requests.into_iter().collect(),
         });
         batch
+    }
+
+    /// Whether a compaction slice (or a tombstone trim) is due at `now`.
+    pub fn wants_compaction(&mut self, now: Millis) -> bool {
+        if self.trim_due {
+            return true;
+        }
+        if self.stalled {
+            return false;
+        }
+        while let Some((_, id)) = self.settled.front() {
+            if self.is_resolved(id) {
+                break;
+            }
+            self.settled.pop_front();
+        }
+        self.settled.front().is_some_and(|(at, _)| {
+            self.settled.len() > self.retain.settled
+                || at.saturating_add(self.retain.settled_ms) <= now
+        })
+    }
+
+    /// When the oldest settled operation outgrows the age limit (`None`: no slice to wait
+    /// for, or one is due already by count).
+    pub fn compaction_due(&self) -> Option<Millis> {
+        if self.stalled {
+            return None;
+        }
+        self.settled
+            .iter()
+            .find(|(_, id)| self.is_resolved(id))
+            .map(|(at, _)| at.saturating_add(self.retain.settled_ms))
+    }
+
+    /// Picks a slice: the oldest settled operations past the policy that may go (settled,
+    /// their request resolved, their replacement chain settled, on no unsettled operation's
+    /// dependency chain), at most `SLICE_LIMIT`, and at most `REWRITE_LIMIT` other copies in
+    /// the pages that must go with them.
+    fn slice(&mut self, now: Millis, dirty: &Dirty) -> Slice {
+        let mut slice = Slice::default();
+        if std::mem::take(&mut self.trim_due)
+            || self.tombstone_count > self.retain.tombstones as u64
+        {
+            slice.trim = Some(TombstoneTrim::at(now, &self.retain));
+        }
+        self.settled.retain(|(_, id)| {
+            self.operations
+                .get(id)
+                .is_some_and(|slot| slot.op.phase == OperationPhase::Resolved)
+        });
+        let excess = self.settled.len().saturating_sub(self.retain.settled);
+        let protected = self.protected();
+        let mut doomed: Vec<u64> = Vec::new();
+        let mut cost = 0;
+        let mut key = self.last_tombstone_key;
+        for (at, (settled_at, id)) in self.settled.iter().enumerate() {
+            if slice.victims.len() == SLICE_LIMIT {
+                break;
+            }
+            if at >= excess && settled_at.saturating_add(self.retain.settled_ms) > now {
+                break;
+            }
+            let Some(slot) = self.operations.get(id) else {
+                continue;
+            };
+            if !self.compactable(&slot.op, &protected, dirty) {
+                continue;
+            }
+            let mut pages = slot.stale_in.clone();
+            if let Home::Page(no) = slot.home {
+                insert_sorted(&mut pages, no);
+            }
+            pages.retain(|no| self.pages.holds(*no) && doomed.binary_search(no).is_err());
+            let more: usize = pages.iter().map(|no| self.pages.current_in(*no)).sum();
+            if !slice.victims.is_empty() && cost + more > REWRITE_LIMIT {
+                continue;
+            }
+            cost += more;
+            for no in pages {
+                insert_sorted(&mut doomed, no);
+            }
+            key = tombstone_key(now, key);
+            if let Some(tombstone) = Tombstone::of(&slot.op, key) {
+                slice.victims.insert(id.clone());
+                slice.tombstones.push(tombstone);
+            }
+        }
+        if slice.victims.is_empty() {
+            self.stalled = true;
+            return slice;
+        }
+        // The other current copies in the pages that go are written again, into new pages.
+        if !doomed.is_empty() {
+            for (id, slot) in self.operations.iter() {
+                if let Home::Page(no) = slot.home {
+                    if doomed.binary_search(&no).is_ok()
+                        && !slice.victims.contains(id)
+                        && !dirty.operations.contains(id)
+                    {
+                        slice.survivors.push((id.clone(), no));
+                    }
+                }
+            }
+        }
+        // A resolved request goes once every operation it carried is compacted (its last
+        // request, or an earlier one a revision replaced: a request with no operation left
+        // would load as foreign).
+        for request in self.requests.values() {
+            let all_gone = !request.is_unresolved()
+                && request
+                    .operation_ids
+                    .iter()
+                    .any(|id| slice.victims.contains(id))
+                && request
+                    .operation_ids
+                    .iter()
+                    .all(|id| slice.victims.contains(id) || !self.operations.contains_key(id));
+            if all_gone {
+                slice.requests.insert(request.id.clone());
+            }
+        }
+        if slice.trim.is_none()
+            && self.tombstone_count + slice.tombstones.len() as u64 > self.retain.tombstones as u64
+        {
+            slice.trim = Some(TombstoneTrim::at(now, &self.retain));
+        }
+        slice
+    }
+
+    /// Whether `op` may be compacted now (see [`Ledger::slice`]).
+    fn compactable(&self, op: &Operation, protected: &StrSet, dirty: &Dirty) -> bool {
+        let id = op.intent.id.as_str();
+        let carrier = op
+            .request_id
+            .as_ref()
+            .or(op.outcome.as_ref().and_then(|o| o.request_id.as_ref()));
+        op.phase == OperationPhase::Resolved
+            && op.outcome.is_some()
+            && (self.retain.keeps_nothing() || !dirty.operations.contains(id))
+            && carrier
+                .and_then(|r| self.requests.get(r))
+                .is_none_or(|r| !r.is_unresolved())
+            && self
+                .dependency_end(id)
+                .is_none_or(|end| end.phase == OperationPhase::Resolved)
+            && !protected.contains(id)
+    }
+
+    /// Every operation on the dependency chain of an unsettled operation: a dependent needs
+    /// it whole (its outcome, its replacement).
+    fn protected(&self) -> StrSet {
+        let mut protected = StrSet::new();
+        for slot in self.operations.values() {
+            if slot.op.phase == OperationPhase::Resolved {
+                continue;
+            }
+            for dependency in &slot.op.intent.dependencies {
+                let mut target = dependency.as_str();
+                for _ in 0..=self.operations.len() {
+                    if !protected.insert_str(target) {
+                        break;
+                    }
+                    match self.operations.get(target).and_then(|s| replaced_by(&s.op)) {
+                        Some(next) => target = next,
+                        None => break,
+                    }
+                }
+            }
+        }
+        protected
     }
 
     /// Up to a page of operations to fold from their own records into a page, once `fold_at`
@@ -462,8 +833,15 @@ impl Ledger {
         if self.in_flight.as_ref().is_some_and(|batch| batch.no == no) {
             if let Some(batch) = self.in_flight.take() {
                 self.pages.confirm(&batch.plan);
+                self.durably_compacted = (batch.compacted, batch.dropped_requests);
                 for (id, home) in batch.homes {
                     if let Some(slot) = self.operations.get_mut(&id) {
+                        if let Home::Page(old) = slot.home {
+                            if home != slot.home && self.pages.holds(old) {
+                                insert_sorted(&mut slot.stale_in, old);
+                            }
+                        }
+                        slot.stale_in.retain(|no| self.pages.holds(*no));
                         slot.home = home;
                         if home == Home::Record {
                             self.loose.push(id);
@@ -472,6 +850,24 @@ impl Ledger {
                 }
             }
         }
+    }
+
+    /// Forgets what the last confirmed batch compacted (called once the scheduler has
+    /// finished the attempts that batch completed: they still read their request). Returns
+    /// the requests forgotten.
+    pub fn drop_compacted(&mut self) -> Vec<FrozenRequest> {
+        let (compacted, requests) = std::mem::take(&mut self.durably_compacted);
+        for tombstone in compacted {
+            self.operations.remove(&tombstone.id);
+            self.last_tombstone_key = self.last_tombstone_key.max(tombstone.key);
+            self.tombstone_count += 1;
+            self.keep_tombstone(tombstone);
+        }
+        self.tombstone_count = self.tombstone_count.min(self.retain.tombstones as u64);
+        requests
+            .iter()
+            .filter_map(|id| self.requests.remove(id))
+            .collect()
     }
 
     /// The batch failed: its changes are dirty again, ahead of newer ones (every operation
@@ -500,9 +896,11 @@ impl Ledger {
         // highest one (`from_records`, the loader), so one record fewer per enqueue.
         self.meta.last_sequence = self.meta.last_sequence.max(operation.intent.sequence);
         self.dirty.operations.insert(operation.intent.id.clone());
+        self.tombstones.remove(&operation.intent.id);
         let slot = Slot {
             op: operation,
             home: Home::Unwritten,
+            stale_in: Vec::new(),
         };
         self.operations.insert(slot.op.intent.id.clone(), slot);
     }
@@ -573,9 +971,15 @@ impl Ledger {
     /// Settles an operation for good.
     pub fn resolve_operation(&mut self, id: &str, outcome: OperationOutcome) {
         if let Some(op) = self.operation_mut(id) {
+            let first = op.phase != OperationPhase::Resolved;
             op.phase = OperationPhase::Resolved;
             op.blockers.clear();
+            let at = outcome.at;
             op.outcome = Some(Box::new(outcome));
+            if first {
+                self.settled.push_back((at, id.to_owned()));
+            }
+            self.stalled = false;
         }
     }
 
@@ -615,6 +1019,23 @@ impl Ledger {
             fence: None,
             detail: None,
         }
+    }
+}
+
+/// What one compaction slice does.
+#[derive(Debug, Default)]
+struct Slice {
+    victims: StrSet,
+    tombstones: Vec<Tombstone>,
+    /// Current copies in pages the slice deletes, written again: (id, page).
+    survivors: Vec<(String, u64)>,
+    requests: StrSet,
+    trim: Option<TombstoneTrim>,
+}
+
+impl Slice {
+    fn is_victim(&self, id: &str) -> bool {
+        self.victims.contains(id)
     }
 }
 

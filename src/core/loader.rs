@@ -404,8 +404,9 @@ impl LedgerLoader {
             .map(|q| q.key.clone())
             .collect();
         let records = std::mem::take(&mut self.snapshot.operations);
-        let (mut paged, homes) =
+        let (mut paged, homes, stale) =
             current_copies(std::mem::take(&mut self.pages), |id| holds(&records, id));
+        self.snapshot.stale_copies = stale;
         // In place: 100 000 operations are not moved once more.
         paged.retain_mut(|op| {
             let id = &op.intent.id;

@@ -19,6 +19,7 @@ pub mod packed;
 pub mod payload;
 pub mod protocol;
 pub mod ready_queue;
+pub mod retention;
 pub mod retry_queue;
 pub mod safe_error;
 pub mod scheduler;

@@ -60,6 +60,9 @@ pub struct PagePlan {
 /// Each stored page, in page order, with the ids whose current copy it holds.
 pub type PageHomes = Vec<(u64, Vec<String>)>;
 
+/// Older copies still stored: an operation id and a page holding a superseded copy of it.
+pub type StaleCopies = Vec<(String, u64)>;
+
 /// The ids current in page `no`, if it is listed.
 pub fn homes_of(homes: &PageHomes, no: u64) -> Option<&Vec<String>> {
     let at = homes.binary_search_by_key(&no, |(n, _)| *n).ok()?;
@@ -150,6 +153,16 @@ impl PageBook {
         self.current.retain(|(no, _)| !plan.dropped.contains(no));
     }
 
+    /// How many current copies page `no` holds (0 when it is not stored).
+    pub fn current_in(&self, no: u64) -> usize {
+        self.at(no).map_or(0, |at| self.current[at].1)
+    }
+
+    /// Whether page `no` is stored.
+    pub fn holds(&self, no: u64) -> bool {
+        self.at(no).is_some()
+    }
+
     /// Stored pages and their current copies, in page order.
     pub fn pages(&self) -> impl Iterator<Item = (u64, usize)> + '_ {
         self.current.iter().copied()
@@ -166,12 +179,13 @@ pub fn insert_sorted(set: &mut Vec<u64>, no: u64) {
 
 /// The current copy of every operation, given the pages (in page order) and which ids have
 /// their own record: a record supersedes every page copy, a newer page an older one.
-/// Returns the current page copies in id order and, for every page, the ids current in it
-/// (possibly none).
+/// Returns the current page copies in id order, for every page the ids current in it
+/// (possibly none), and every stale copy (an id and the page holding an older copy of it):
+/// compaction must delete those pages too, or the older copy would be current again.
 pub fn current_copies(
     pages: Vec<(u64, Vec<Operation>)>,
     is_record: impl Fn(&str) -> bool,
-) -> (Vec<Operation>, PageHomes) {
+) -> (Vec<Operation>, PageHomes, StaleCopies) {
     let mut homes: PageHomes = pages.iter().map(|(no, _)| (*no, Vec::new())).collect();
     // (id, page, place in page) of every page copy no record supersedes, sorted by id. The
     // sort is stable and pages come in order, so the last copy of an id is its newest.
@@ -180,14 +194,24 @@ pub fn current_copies(
     // linear time where a tree searches once per copy.
     let total = pages.iter().map(|(_, ops)| ops.len()).sum();
     let mut copies: Vec<(&str, usize, usize)> = Vec::with_capacity(total);
-    for (page, (_, ops)) in pages.iter().enumerate() {
+    let mut stale: StaleCopies = Vec::new();
+    for (page, (no, ops)) in pages.iter().enumerate() {
         for (place, op) in ops.iter().enumerate() {
-            if !is_record(&op.intent.id) {
+            if is_record(&op.intent.id) {
+                stale.push((op.intent.id.clone(), *no));
+            } else {
                 copies.push((&op.intent.id, page, place));
             }
         }
     }
     copies.sort_by(|a, b| a.0.cmp(b.0));
+    for (at, copy) in copies.iter().enumerate() {
+        if copies.get(at + 1).is_some_and(|next| next.0 == copy.0) {
+            if let Some((no, _)) = pages.get(copy.1) {
+                stale.push((copy.0.to_owned(), *no));
+            }
+        }
+    }
     let order: Vec<(usize, usize)> = copies
         .iter()
         .enumerate()
@@ -211,7 +235,7 @@ pub fn current_copies(
         }
         current.push(op);
     }
-    (current, homes)
+    (current, homes, stale)
 }
 
 #[cfg(test)]
@@ -276,7 +300,16 @@ mod tests {
             (9, vec![op("d", 4)]),
         ];
         let records = crate::core::str_set::StrSet::from(["c", "d"]);
-        let (current, homes) = current_copies(pages, |id| records.contains(id));
+        let (current, homes, stale) = current_copies(pages, |id| records.contains(id));
+        assert_eq!(
+            stale,
+            vec![
+                ("c".to_owned(), 7),
+                ("d".to_owned(), 9),
+                ("b".to_owned(), 3)
+            ],
+            "c and d have records, b a newer page copy"
+        );
         let located: Vec<&str> = current.iter().map(|op| op.intent.id.as_str()).collect();
         assert_eq!(located, vec!["a", "b"]);
         assert_eq!(homes_of(&homes, 3), Some(&vec!["a".to_owned()]));

@@ -152,6 +152,10 @@ impl<H: Host> Harness<H> {
         &mut self,
         inputs: Vec<IntentInput>,
     ) -> Result<u64, crate::core::error::SchedulerError> {
+        // As the driver does: tombstones of ids not at hand are looked up by key first.
+        let unknown = self.scheduler.unknown_ids(&inputs);
+        let found = self.store.tombstones_of(unknown.iter().map(String::as_str));
+        self.scheduler.learn_tombstones(found);
         let result = self.scheduler.enqueue(self.now, inputs);
         self.drain();
         result

@@ -7,6 +7,7 @@ use crate::core::io::{LeaseWrite, PersistBatch, PersistFailure, PersistResult};
 use crate::core::ledger::LedgerSnapshot;
 use crate::core::model::{EventRecord, FrozenRequest, Lease, LedgerMeta, Millis, Operation};
 use crate::core::operation_pages::current_copies;
+use crate::core::retention::Tombstone;
 use crate::core::safe_error::SafeError;
 
 /// Durable state of one ledger.
@@ -22,6 +23,10 @@ pub struct MemoryStore {
     /// store keeps it).
     events: BTreeMap<u64, Vec<EventRecord>>,
     meta: LedgerMeta,
+    /// Tombstones of compacted operations, by key (as the browser store keeps them).
+    tombstones: BTreeMap<u64, Tombstone>,
+    /// Upload blobs stored (their ids).
+    pub blobs: BTreeSet<String>,
     /// Batches written.
     pub writes: u64,
 }
@@ -48,6 +53,8 @@ impl MemoryStore {
                 .map(|e| (e.seq, vec![e]))
                 .collect(),
             meta: snapshot.meta,
+            tombstones: BTreeMap::new(),
+            blobs: BTreeSet::new(),
             writes: 0,
         }
     }
@@ -56,7 +63,7 @@ impl MemoryStore {
     /// Each operation's current copy (its record, else its newest page copy), in id order.
     pub fn snapshot(&self) -> LedgerSnapshot {
         let records: BTreeSet<String> = self.operations.keys().cloned().collect();
-        let (paged, operation_pages) =
+        let (paged, operation_pages, stale_copies) =
             current_copies(self.operation_pages.clone().into_iter().collect(), |id| {
                 records.contains(id)
             });
@@ -70,6 +77,9 @@ impl MemoryStore {
             events: self.events.values().flatten().cloned().collect(),
             meta: self.meta.clone(),
             operation_pages,
+            stale_copies,
+            tombstone_count: self.tombstones.len() as u64,
+            last_tombstone_key: self.tombstones.keys().next_back().copied().unwrap_or(0),
             amended: crate::core::str_set::StrSet::new(),
         }
     }
@@ -77,6 +87,21 @@ impl MemoryStore {
     /// Operation pages stored, and records stored (for tests of the layout).
     pub fn record_counts(&self) -> (usize, usize) {
         (self.operation_pages.len(), self.operations.len())
+    }
+
+    /// The stored tombstones of `ids` (looked up by id, as an enqueue does).
+    pub fn tombstones_of<'a>(&self, ids: impl IntoIterator<Item = &'a str>) -> Vec<Tombstone> {
+        let ids: BTreeSet<&str> = ids.into_iter().collect();
+        self.tombstones
+            .values()
+            .filter(|t| ids.contains(t.id.as_str()))
+            .cloned()
+            .collect()
+    }
+
+    /// Every stored tombstone, by key.
+    pub fn tombstones(&self) -> impl Iterator<Item = &Tombstone> {
+        self.tombstones.values()
     }
 
     /// A durable request.
@@ -149,6 +174,26 @@ impl MemoryStore {
         // Whole pages only: a page is dropped once its last event is below the trim.
         if let Some(below) = batch.trim_events_below {
             self.events = self.events.split_off(&below);
+        }
+        for id in &batch.drop_requests {
+            self.requests.remove(id);
+        }
+        for id in &batch.drop_blobs {
+            self.blobs.remove(id);
+        }
+        for tombstone in &batch.tombstones {
+            self.tombstones.retain(|_, t| t.id != tombstone.id);
+            self.tombstones.insert(tombstone.key, tombstone.clone());
+        }
+        if let Some(trim) = &batch.trim_tombstones {
+            self.tombstones = self.tombstones.split_off(&trim.below);
+            let excess = self.tombstones.len().saturating_sub(trim.keep);
+            let cut = self.tombstones.keys().nth(excess).copied();
+            if let Some(cut) = cut {
+                self.tombstones = self.tombstones.split_off(&cut);
+            } else {
+                self.tombstones.clear();
+            }
         }
         self.writes += 1;
         PersistResult::Done {

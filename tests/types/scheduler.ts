@@ -1,6 +1,7 @@
 // Type-checked, never run: the Scheduler class's declarations say exactly what each method
 // returns (a promise of the value, never a promise of a promise).
 import type {
+  CompactedOperation,
   Explanation,
   FlushResult,
   LedgerEvent,
@@ -32,11 +33,12 @@ export const returnTypes: [
   Same<Returns<"hold">, () => void>,
   Same<Returns<"stop">, void>,
   Same<Returns<"claims">, Record<string, string>>,
-  Same<Returns<"operation">, OperationRecord | undefined>,
+  Same<Returns<"operation">, OperationRecord | CompactedOperation | undefined>,
+  Same<Returns<"known">, Promise<(OperationRecord | CompactedOperation | undefined)[]>>,
   Same<Returns<"explain">, Explanation>,
   Same<Returns<"stats">, SchedulerStats>,
   Same<ReturnType<typeof probeStorage>, Promise<ProbeReport>>,
-] = [true, true, true, true, true, true, true, true, true, true, true, true, true, true, true, true, true];
+] = [true, true, true, true, true, true, true, true, true, true, true, true, true, true, true, true, true, true];
 
 /** What a caller of each async method gets after `await`. */
 export async function settleAndRead(scheduler: Scheduler): Promise<number> {
@@ -45,3 +47,19 @@ export async function settleAndRead(scheduler: Scheduler): Promise<number> {
   await scheduler.settle();
   return events.length + (flushed.started ? 1 : 0);
 }
+
+/** Retention: a compacted operation is told apart by `compacted`. */
+export async function settledBefore(scheduler: Scheduler, ids: string[]): Promise<string[]> {
+  const known = await scheduler.known(ids);
+  return known.map((record) => {
+    if (record === undefined) return "unknown";
+    if ("compacted" in record) return `${record.outcome} at ${record.settledAt}`;
+    return record.phase;
+  });
+}
+
+export const retained: Parameters<typeof Scheduler.open>[0] = {
+  database: "ledger",
+  endpoint: "https://api.example/v1",
+  retain: { settled: 1000, settledMs: 86_400_000, tombstones: 100_000, tombstoneMs: 2_592_000_000 },
+};

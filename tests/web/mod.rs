@@ -2,6 +2,7 @@
 //! Each binary names the global scope it expects in `crate::EXPECTED_GLOBAL`.
 
 mod api_probe;
+mod api_retention;
 mod api_scheduler;
 mod clock;
 mod driver;
@@ -15,6 +16,7 @@ mod security;
 mod store;
 mod store_ahead;
 mod store_bench;
+mod store_retention;
 mod store_schema;
 mod store_support;
 mod support;

@@ -89,6 +89,10 @@ pub fn batch(fence: Option<u64>) -> PersistBatch {
         operation_pages: vec![],
         drop_operations: vec![],
         drop_operation_pages: vec![],
+        tombstones: vec![],
+        drop_requests: vec![],
+        drop_blobs: vec![],
+        trim_tombstones: None,
     }
 }
 

@@ -403,5 +403,44 @@ async function rawGetAll({ database }) {
   }
 }
 
-window.bench = { rawIdb, enqueueLatency, throughputInstant, endToEnd, fetchLoop, fill, openStart, rawGetAll };
+/**
+ * 8. History (retention): sends `n` operations through an in-page transport that applies them
+ * at once, with a policy that keeps none whole (each is compacted to a tombstone as it
+ * settles), and measures the origin's storage before and after (navigator.storage.estimate()).
+ */
+async function fillSettled({ database, n, chunk, deadlineMs }) {
+  const before = (await navigator.storage.estimate()).usage;
+  const transport = {
+    submit: async () => ({ outcome: "applied" }),
+    query: async () => ({ outcome: "applied" }),
+  };
+  const scheduler = await Scheduler.open({
+    database, transport, leaseMs: FILL_LEASE_MS, concurrency: 8,
+    batch: { maxOperations: 32, maxBytes: 65536 }, retain: { settled: 0 },
+  });
+  try {
+    scheduler.start();
+    const deadline = now() + deadlineMs;
+    const t0 = now();
+    let count = 0;
+    while (count < n && now() < deadline) {
+      const intents = [];
+      for (let i = count; i < Math.min(n, count + chunk); i++) intents.push(shapeIntent(`h-${i}`, `c${Math.floor(i / 32) % 100}`, i));
+      await scheduler.enqueueMany(intents);
+      count += intents.length;
+      await scheduler.settle();
+    }
+    while (scheduler.stats().tombstones < count && now() < deadline) {
+      await scheduler.settle();
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    const stats = scheduler.stats();
+    const after = (await navigator.storage.estimate()).usage;
+    return { count, ms: now() - t0, tombstones: stats.tombstones, kept: stats.settledKept, bytes: after - before, timedOut: count < n };
+  } finally {
+    scheduler.stop();
+  }
+}
+
+window.bench = { rawIdb, enqueueLatency, throughputInstant, endToEnd, fetchLoop, fill, openStart, rawGetAll, fillSettled };
 document.body.dataset.ready = "1";

@@ -30,6 +30,13 @@ impl<H: Host> Scheduler<H> {
                     self.resume_barrier = None;
                     self.reschedule_after_resume(now);
                 }
+                // Retention: what the batch compacted goes once its attempts have finished
+                // and resolved requests are released; a compacted request holds no canvas.
+                for request in self.ledger.drop_compacted() {
+                    self.retries.cancel(&request.id);
+                    let woken = self.claims.release(&request.id, &request.canvas_ids);
+                    self.wake(woken);
+                }
                 self.maybe_flush(now);
                 self.pump(now);
             }

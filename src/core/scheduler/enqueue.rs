@@ -41,6 +41,39 @@ impl<H: Host> Scheduler<H> {
         self.admit(now, inputs, principal)
     }
 
+    /// The ids an enqueue of `inputs` names (their own and their dependencies) that are
+    /// neither stored whole nor a tombstone at hand: the driver looks them up among the
+    /// stored tombstones ([`Scheduler::learn_tombstones`]) before it enqueues (retention:
+    /// tombstones are read by key, never loaded).
+    pub fn unknown_ids(&self, inputs: &[IntentInput]) -> Vec<String> {
+        let own: StrSet = inputs.iter().map(|input| input.id.clone()).collect();
+        let mut unknown = StrSet::new();
+        for input in inputs {
+            let named = std::iter::once(&input.id).chain(
+                input
+                    .dependencies
+                    .iter()
+                    .filter(|d| !own.contains(d.as_str())),
+            );
+            for id in named {
+                if self.ledger.operation(id).is_none() && self.ledger.tombstone(id).is_none() {
+                    unknown.insert_str(id);
+                }
+            }
+        }
+        unknown.into_iter().collect()
+    }
+
+    /// The tombstones stored when the ledger was loaded, counted by the driver after the load.
+    pub fn add_tombstone_count(&mut self, stored: u64) {
+        self.ledger.add_tombstone_count(stored);
+    }
+
+    /// Tombstones the driver found for [`Scheduler::unknown_ids`].
+    pub fn learn_tombstones(&mut self, found: Vec<crate::core::retention::Tombstone>) {
+        self.ledger.learn_tombstones(found);
+    }
+
     fn admit(
         &mut self,
         now: Millis,
@@ -98,10 +131,14 @@ impl<H: Host> Scheduler<H> {
     fn depends_on_discarded(&self, id: &str) -> bool {
         self.ledger.operation(id).is_some_and(|op| {
             op.intent.dependencies.iter().any(|d| {
-                self.ledger
-                    .dependency_end(d)
-                    .and_then(|target| target.outcome.as_ref())
-                    .is_some_and(|outcome| outcome.settlement == Settlement::Discarded)
+                let settlement = match self.ledger.dependency_end(d) {
+                    Some(target) => target.outcome.as_ref().map(|o| o.settlement),
+                    None => self
+                        .ledger
+                        .tombstone(self.ledger.dependency_target(d))
+                        .map(|t| t.settlement),
+                };
+                settlement == Some(Settlement::Discarded)
             })
         })
     }
@@ -214,6 +251,20 @@ impl<H: Host> Scheduler<H> {
                     ),
                 ));
             }
+            if let Some(tombstone) = self.ledger.tombstone(&input.id) {
+                // Settled and compacted: the same intent again resolves as if it were whole,
+                // and is never sent again.
+                if tombstone.matches(input) && tombstone.principal == *principal {
+                    continue;
+                }
+                return Err(SchedulerError::new(
+                    ErrorCode::DuplicateOperation,
+                    format!(
+                        "operation {} was settled (compacted) with another intent",
+                        input.id
+                    ),
+                ));
+            }
             match input.sequence {
                 Some(sequence) if sequence <= last_sequence => {
                     return Err(SchedulerError::new(
@@ -235,7 +286,9 @@ impl<H: Host> Scheduler<H> {
         }
         for input in &fresh {
             for dependency in &input.dependencies {
-                if !ids.contains(dependency.as_str()) && self.ledger.operation(dependency).is_none()
+                if !ids.contains(dependency.as_str())
+                    && self.ledger.operation(dependency).is_none()
+                    && self.ledger.tombstone(dependency).is_none()
                 {
                     return Err(SchedulerError::new(
                         ErrorCode::UnknownDependency,

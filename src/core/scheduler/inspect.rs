@@ -74,6 +74,11 @@ pub struct SchedulerStats {
     pub leader: bool,
     /// Our lease owner id.
     pub owner: String,
+    /// Settled operations kept whole (retention).
+    pub settled_kept: usize,
+    /// Tombstones of compacted operations stored (counted at open, plus those written since,
+    /// at most the policy's count).
+    pub tombstones: u64,
     /// Our fence, when leading.
     pub fence: Option<u64>,
     /// The dispatching tab's owner id when known (W4): ours while we lead; the browser's
@@ -114,11 +119,63 @@ crate::json_record!(SchedulerStats write_only {
     idle_reason: "idleReason" required,
     leader: "leader" required,
     owner: "owner" required,
+    settled_kept: "settledKept" required,
+    tombstones: "tombstones" required,
     fence: "fence" required,
     leader_owner: "leaderOwner" required,
 });
 
+/// What the ledger knows of an id: the operation whole, or the tombstone it was compacted to.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Known {
+    /// Stored whole.
+    Operation(Box<crate::core::model::Operation>),
+    /// Settled and compacted (retention).
+    Tombstone(Compacted),
+}
+
+/// A compacted operation as `operation(id)` answers it: `{ id, compacted: true, outcome,
+/// settledAt, principal? }`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Compacted {
+    /// The operation id.
+    pub id: String,
+    /// Always true: tells this shape from an operation record.
+    pub compacted: bool,
+    /// How it settled.
+    pub outcome: crate::core::model::Settlement,
+    /// When it settled.
+    pub settled_at: Millis,
+    /// Its principal (K3).
+    pub principal: Option<String>,
+}
+
+crate::json_record!(Compacted write_only {
+    id: "id" required,
+    compacted: "compacted" required,
+    outcome: "outcome" required,
+    settled_at: "settledAt" required,
+    principal: "principal" skip,
+});
+
 impl<H: Host> Scheduler<H> {
+    /// The operation `id` whole, or its tombstone when it was compacted and the tombstone is
+    /// at hand (compacted in this session, or looked up: see `learn_tombstones`).
+    pub fn known(&self, id: &str) -> Option<Known> {
+        if let Some(op) = self.ledger.operation(id) {
+            return Some(Known::Operation(Box::new(op.clone())));
+        }
+        self.ledger.tombstone(id).map(|t| {
+            Known::Tombstone(Compacted {
+                id: t.id.clone(),
+                compacted: true,
+                outcome: t.settlement,
+                settled_at: t.settled_at,
+                principal: t.principal.clone(),
+            })
+        })
+    }
+
     /// A gate that stops everything, if any (in D2's words).
     fn gate(&self) -> Option<&'static str> {
         match self.lifecycle {
@@ -280,6 +337,8 @@ impl<H: Host> Scheduler<H> {
             idle_reason: self.idle_reason(),
             leader: self.is_leader(),
             owner: self.config.owner.clone(),
+            settled_kept: self.ledger.settled_count(),
+            tombstones: self.ledger.tombstone_count(),
             fence: self.lease.fence,
             leader_owner: self.is_leader().then(|| self.config.owner.clone()),
         }

@@ -30,7 +30,7 @@ use super::model::{EventKind, Millis, RetryAction, UPLOAD_KIND};
 use super::ready_queue::ReadyQueue;
 use super::retry_queue::{RetryEntry, RetryQueue};
 
-pub use inspect::{Explanation, FlushOutcome, SchedulerStats};
+pub use inspect::{Compacted, Explanation, FlushOutcome, Known, SchedulerStats};
 
 /// Handle returned by [`Scheduler::hold`].
 pub type HoldId = u64;
@@ -162,6 +162,7 @@ impl<H: Host> Scheduler<H> {
             .map(|l| l.fence);
         let mut ledger = Ledger::from_records(records, config.event_log_limit);
         ledger.set_fold_at(config.fold_records_at);
+        ledger.set_retention(config.retain.clone());
         Ok(Self {
             config,
             host,
@@ -370,6 +371,16 @@ impl<H: Host> Scheduler<H> {
             && self.persist.in_flight.is_none())
         .then(|| self.lease.renewed_at + self.config.renew_interval());
         let desired = match (desired, renew_at) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        // Retention: wake when the oldest settled operation outgrows the age limit. One due
+        // already runs with the next quiet batch (a wake-up now would find the same work).
+        let compact_at = (self.is_leader() && !self.is_closed() && !self.persist.failed)
+            .then(|| self.ledger.compaction_due())
+            .flatten()
+            .filter(|at| *at > now);
+        let desired = match (desired, compact_at) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         };

@@ -6,7 +6,7 @@ use super::{Attempt, Scheduler, Stage};
 use crate::core::digest::body_digest;
 use crate::core::host::{Host, WireBody};
 use crate::core::io::Effect;
-use crate::core::ledger::Ledger;
+use crate::core::ledger::{Compact, Ledger};
 use crate::core::model::{
     EventKind, FrozenRequest, Millis, Operation, OperationPhase, RequestPhase, RetryAction,
     PROTOCOL_VERSION, RUN_CANCEL_KIND, UPLOAD_KIND,
@@ -359,11 +359,19 @@ impl<H: Host> Scheduler<H> {
         } else {
             None
         };
-        let fold = self.ledger.wants_fold() && self.is_quiet();
+        let quiet = self.is_quiet();
+        let fold = self.ledger.wants_fold() && quiet;
+        // Retention: a slice of its own while quiet, or with every batch when the policy
+        // keeps nothing whole (compacted as it settles).
+        let compact = (self.is_leader()
+            && (quiet || self.config.retain.keeps_nothing())
+            && self.ledger.wants_compaction(now))
+        .then_some(Compact { now, quiet });
         if !self.ledger.has_changes()
             && !self.persist.barrier_wanted
             && lease_write.is_none()
             && !fold
+            && (!quiet || compact.is_none())
         {
             return;
         }
@@ -382,7 +390,7 @@ impl<H: Host> Scheduler<H> {
         self.lease.renew_wanted = false;
         let batch = self
             .ledger
-            .take_batch(no, self.lease.fence, lease_write, fold);
+            .take_batch_at(no, self.lease.fence, lease_write, fold, compact);
         self.effects.push_back(Effect::Persist(batch));
     }
 }

@@ -58,6 +58,10 @@ impl Driver {
                     continue;
                 }
             };
+            if let Err(error) = self.learn_tombstones(&entry.intents).await {
+                stopped = Some(error);
+                break;
+            }
             let result =
                 self.with(|s, now| s.adopt(now, entry.intents.clone(), entry.principal.clone()));
             let refusal = match result {

@@ -158,6 +158,15 @@ impl Driver {
         let driver = Driver {
             state: Rc::new(RefCell::new(state)),
         };
+        // Retention: counted after the load, in a transaction begun now (it sees what the
+        // load saw), so open + start never wait for IndexedDB to walk the tombstones.
+        let counted = driver.store().count_tombstones();
+        let weak = Rc::downgrade(&driver.state);
+        spawn(async move {
+            if let (Some(count), Some(state)) = (counted.await, weak.upgrade()) {
+                state.borrow_mut().scheduler.add_tombstone_count(count);
+            }
+        });
         driver.watch_wake_signals();
         Ok((driver, loaded.quarantined))
     }
@@ -205,8 +214,54 @@ impl Driver {
 
     /// Durable enqueue: resolves once the intents are in IndexedDB.
     pub async fn enqueue(&self, intents: Vec<IntentInput>) -> Result<(), SchedulerError> {
+        self.learn_tombstones(&intents).await?;
         let barrier = self.with(|s, now| s.enqueue(now, intents))?;
         self.wait_barrier(barrier).await
+    }
+
+    /// Retention: looks up, by id, the stored tombstones of the ids `intents` name that the
+    /// scheduler does not hold (none when the ledger has no tombstones), so an intent already
+    /// settled and compacted is known and never sent twice.
+    pub(crate) async fn learn_tombstones(
+        &self,
+        intents: &[IntentInput],
+    ) -> Result<(), SchedulerError> {
+        let (store, unknown) = {
+            let state = self.state.borrow();
+            let ledger = state.scheduler.ledger();
+            if ledger.tombstone_count() == 0 && ledger.last_tombstone_key() == 0 {
+                return Ok(());
+            }
+            (state.store.clone(), state.scheduler.unknown_ids(intents))
+        };
+        if unknown.is_empty() {
+            return Ok(());
+        }
+        let found = store.tombstones(&unknown).await.map_err(unavailable)?;
+        self.state.borrow_mut().scheduler.learn_tombstones(found);
+        Ok(())
+    }
+
+    /// The record of each of `ids` as `operation(id)` answers it, looking tombstones up in
+    /// the ledger first (a compacted operation is known by its tombstone), in order.
+    pub async fn known(
+        &self,
+        ids: Vec<String>,
+    ) -> Result<Vec<Option<crate::core::scheduler::Known>>, SchedulerError> {
+        let (store, unknown) = {
+            let state = self.state.borrow();
+            let ledger = state.scheduler.ledger();
+            let unknown: Vec<String> = ids
+                .iter()
+                .filter(|id| ledger.operation(id).is_none() && ledger.tombstone(id).is_none())
+                .cloned()
+                .collect();
+            (state.store.clone(), unknown)
+        };
+        let found = store.tombstones(&unknown).await.map_err(unavailable)?;
+        let mut state = self.state.borrow_mut();
+        state.scheduler.learn_tombstones(found);
+        Ok(ids.iter().map(|id| state.scheduler.known(id)).collect())
     }
 
     /// Opens the transaction of the batch an enqueue is about to make (see

@@ -4,7 +4,9 @@
 // than in IndexedDB); here the whole transaction costs one call and one promise.
 //
 // `writes` is flat: [op, store, key, value, op, store, key, value, ...] with op 0 = put,
-// 1 = delete, 2 = delete every key below `key`. `decide(storedLease)` runs when the lease read
+// 1 = delete, 2 = delete every key below `key`, 3 = keep only the `key` highest keys (a
+// reverse key cursor: its steps are issued from its callbacks, so such a batch commits by
+// itself once they are done instead of calling commit()). `decide(storedLease)` runs when the lease read
 // answers, before the commit: it returns `false` to refuse (the transaction is aborted and
 // nothing lands), a value to put as the lease (a renewal), or `undefined`.
 //
@@ -54,12 +56,17 @@ export function applyBatch(db, stores, leaseStore, leaseKey, writes, decide, abo
 // read sees the lease as it was, and a refusal aborts the transaction with these in it), then
 // listens. Throws, having issued nothing that can land, when `tx` takes no requests.
 function issue(tx, read, leaseStore, leaseKey, writes, decide, abortInstead, resolve) {
+  let stepping = false;
   for (let i = 0; i < writes.length; i += 4) {
     const store = tx.objectStore(writes[i + 1]);
     const op = writes[i];
     if (op === 0) store.put(writes[i + 3], writes[i + 2]);
     else if (op === 1) store.delete(writes[i + 2]);
-    else store.delete(IDBKeyRange.upperBound(writes[i + 2], true));
+    else if (op === 2) store.delete(IDBKeyRange.upperBound(writes[i + 2], true));
+    else {
+      keepNewest(store, writes[i + 2]);
+      stepping = true;
+    }
   }
   let refused = false;
   tx.oncomplete = () => resolve(0);
@@ -77,10 +84,31 @@ function issue(tx, read, leaseStore, leaseKey, writes, decide, abortInstead, res
       if (abortInstead) tx.abort();
       // Without commit() (older engines) the transaction commits by itself once these
       // requests are done.
-      else if (typeof tx.commit === "function") tx.commit();
+      else if (!stepping && typeof tx.commit === "function") tx.commit();
     } catch (error) {
       tx.abort();
     }
+  };
+}
+
+// Deletes every key of `store` but the `keep` highest: a reverse key cursor steps over `keep`
+// keys, and everything from the key it lands on down goes in one range delete.
+function keepNewest(store, keep) {
+  if (keep === 0) {
+    store.clear();
+    return;
+  }
+  const cursor = store.openKeyCursor(null, "prev");
+  let skipped = false;
+  cursor.onsuccess = () => {
+    const at = cursor.result;
+    if (at === null) return;
+    if (!skipped) {
+      skipped = true;
+      at.advance(keep);
+      return;
+    }
+    store.delete(IDBKeyRange.upperBound(at.key));
   };
 }
 

@@ -18,7 +18,10 @@ use wasm_bindgen_futures::JsFuture;
 
 use super::codec::{decode, page_value, to_js};
 use super::errors::js_error;
-use super::schema::{EVENTS, LEASE, LEASE_KEY, OPERATIONS, OPERATION_PAGES, REQUESTS};
+use super::schema::{
+    BLOBS, EVENTS, LEASE, LEASE_KEY, OPERATIONS, OPERATION_PAGES, REQUESTS, TOMBSTONES,
+};
+use super::tombstones::tombstone_value;
 use super::{IdbLedger, StoreFault};
 use crate::core::io::{LeaseWrite, PersistBatch, PersistFailure, PersistResult};
 use crate::core::model::Lease;
@@ -56,6 +59,8 @@ extern "C" {
 const PUT: f64 = 0.0;
 const DELETE: f64 = 1.0;
 const DELETE_BELOW: f64 = 2.0;
+/// Keep only the `key` highest keys of the store (tombstones past their count).
+const KEEP_NEWEST: f64 = 3.0;
 
 /// `apply.js`'s answers besides an error: committed, or refused at the lease read.
 const DONE: f64 = 0.0;
@@ -66,13 +71,15 @@ const REFUSED: f64 = 1.0;
 const BATCH_STORES: [&str; 5] = [LEASE, OPERATION_PAGES, OPERATIONS, REQUESTS, EVENTS];
 
 /// Every name `apply.js` is given, in one order.
-const NAMES: [&str; 6] = [
+const NAMES: [&str; 8] = [
     LEASE,
     LEASE_KEY,
     OPERATION_PAGES,
     OPERATIONS,
     REQUESTS,
     EVENTS,
+    TOMBSTONES,
+    BLOBS,
 ];
 
 thread_local! {
@@ -152,6 +159,35 @@ fn encode(batch: &PersistBatch) -> Result<Array, SafeError> {
     }
     if let Some(below) = batch.trim_events_below {
         push(DELETE_BELOW, EVENTS, number(below), JsValue::UNDEFINED);
+    }
+    // Retention: the compacted operations' tombstones, then what they free.
+    for tombstone in &batch.tombstones {
+        push(
+            PUT,
+            TOMBSTONES,
+            number(tombstone.key),
+            tombstone_value(tombstone)?,
+        );
+    }
+    for id in &batch.drop_requests {
+        push(DELETE, REQUESTS, JsValue::from_str(id), JsValue::UNDEFINED);
+    }
+    for id in &batch.drop_blobs {
+        push(DELETE, BLOBS, JsValue::from_str(id), JsValue::UNDEFINED);
+    }
+    if let Some(trim) = &batch.trim_tombstones {
+        push(
+            DELETE_BELOW,
+            TOMBSTONES,
+            number(trim.below),
+            JsValue::UNDEFINED,
+        );
+        push(
+            KEEP_NEWEST,
+            TOMBSTONES,
+            number(trim.keep as u64),
+            JsValue::UNDEFINED,
+        );
     }
     Ok(writes)
 }
@@ -307,11 +343,19 @@ fn scope(batch: &PersistBatch) -> Vec<&'static str> {
             OPERATIONS,
             !batch.operations.is_empty() || !batch.drop_operations.is_empty(),
         ),
-        (REQUESTS, !batch.requests.is_empty()),
+        (
+            REQUESTS,
+            !batch.requests.is_empty() || !batch.drop_requests.is_empty(),
+        ),
         (
             EVENTS,
             !batch.events.is_empty() || batch.trim_events_below.is_some(),
         ),
+        (
+            TOMBSTONES,
+            !batch.tombstones.is_empty() || batch.trim_tombstones.is_some(),
+        ),
+        (BLOBS, !batch.drop_blobs.is_empty()),
     ];
     stores.extend(
         writes

@@ -12,7 +12,9 @@ use super::codec::{
 };
 use super::errors::{js_error, AcquireError};
 use super::requests::{get, PageRead, Tx};
-use super::schema::{EVENTS, LEASE, LEASE_KEY, OPERATIONS, OPERATION_PAGES, QUARANTINE, REQUESTS};
+use super::schema::{
+    EVENTS, LEASE, LEASE_KEY, OPERATIONS, OPERATION_PAGES, QUARANTINE, REQUESTS, TOMBSTONES,
+};
 use super::IdbLedger;
 use crate::core::ledger::LedgerSnapshot;
 use crate::core::loader::{LedgerLoader, Quarantined, RecordStore};
@@ -63,6 +65,7 @@ impl IdbLedger {
             REQUESTS,
             EVENTS,
             QUARANTINE,
+            TOMBSTONES,
         ];
         let tx = self
             .begin(&db, &stores, true)
@@ -111,7 +114,12 @@ async fn load(
     }
     let lease_json = Some(crate::core::json::to_string(&lease));
     loader.set_singletons(lease_json, None::<String>);
-    let (snapshot, rejected) = loader.finish();
+    let (mut snapshot, rejected) = loader.finish();
+    // Retention: no tombstone is read (an enqueue looks one up by id), only the highest key;
+    // the driver counts them after the load.
+    snapshot.last_tombstone_key = super::tombstones::last_tombstone_key(tx)
+        .await
+        .map_err(js)?;
     for report in rejected {
         let stored_at = raw_values
             .iter()

@@ -23,6 +23,7 @@ mod lease;
 mod load;
 pub mod requests;
 pub mod schema;
+mod tombstones;
 pub mod upgrade;
 
 use std::cell::Cell;

@@ -59,3 +59,44 @@ export function begin(db, stores, write) {
   });
   return [tx, ended];
 }
+
+// The records `index` of `store` holds under each of `keys` (the first under each), issued
+// together: [value or undefined, ...] in the order of `keys`.
+export function lookUp(store, index, keys) {
+  return new Promise((resolve, reject) => {
+    const source = store.index(index);
+    const values = new Array(keys.length);
+    let left = keys.length;
+    if (left === 0) {
+      resolve(values);
+      return;
+    }
+    keys.forEach((key, at) => {
+      const request = source.get(key);
+      request.onsuccess = () => {
+        values[at] = request.result;
+        left -= 1;
+        if (left === 0) resolve(values);
+      };
+      request.onerror = (event) => reject(event.target.error);
+    });
+  });
+}
+
+// The highest key of `store` (0 when empty): one step of a reverse key cursor.
+export function lastKey(store) {
+  return new Promise((resolve, reject) => {
+    const last = store.openKeyCursor(null, "prev");
+    last.onsuccess = () => resolve(last.result === null ? 0 : last.result.key);
+    last.onerror = (event) => reject(event.target.error);
+  });
+}
+
+// How many records `store` holds (issued now; IndexedDB counts by walking the keys).
+export function countOf(store) {
+  return new Promise((resolve, reject) => {
+    const count = store.count();
+    count.onsuccess = () => resolve(count.result);
+    count.onerror = (event) => reject(event.target.error);
+  });
+}

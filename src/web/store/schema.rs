@@ -12,6 +12,7 @@
 //! | 4 | `inbox` (auto-increment keys: intents of tabs that do not dispatch, W4); records become JSON text; `lease` becomes `dispatcher_lease` |
 //! | 5 | `operation_pages` (numeric keys; a multi-entry index `by_operation` on each page's `ids`); deletes `meta` |
 //! | 6 | `leader_lease`, deleting `dispatcher_lease`: operation pages are written in the packed form |
+//! | 7 | `tombstones` (numeric keys growing with time; an index `by_id` on `id`): settled operations past the retention policy are compacted to tombstones |
 //!
 //! Within version 4, `events` went from one record per event (keyed by its `seq`) to one page
 //! per persisted batch (a JSON array keyed by its last `seq`); the loader reads both. A build
@@ -40,6 +41,15 @@
 //! `versionchange`) then refuses the database for the missing store instead of opening it. The
 //! fence starts again from 1, for the same reason as in version 4: no holder of an older
 //! fence can open the database any more. This build reads pages of either form.
+//!
+//! Version 7 adds `tombstones` and changes no record: a ledger of version 6 opens with all its
+//! work, and its settled history is compacted afterwards, slice by slice, as any history
+//! past the policy is (`crate::core::retention`). The lease stays where it is: a version-6
+//! build that opens a version-7 database finds every record it reads intact and every
+//! unsettled operation whole (nothing unsettled is ever compacted). What it lacks is the
+//! tombstones: it would accept an enqueue of a compacted id as a new operation, and refuse a
+//! dependency on one as `unknown_dependency` — never lose or resend stored work. An open tab
+//! of version 6 is closed by the `versionchange` and reloads.
 
 use crate::core::json::quoted;
 use indexed_db_futures::database::Database;
@@ -50,7 +60,7 @@ use super::upgrade::{open_current, upgrade_to, UpgradeFailure};
 use crate::core::safe_error::SafeError;
 
 /// The schema version this build writes.
-pub const SCHEMA_VERSION: u32 = 6;
+pub const SCHEMA_VERSION: u32 = 7;
 
 /// Operation records, keyed by operation id.
 pub const OPERATIONS: &str = "operations";
@@ -78,6 +88,12 @@ pub const META: &str = "meta";
 /// Records set aside by the loader (D4), keyed `"{store}/{key}"`.
 pub const QUARANTINE: &str = "quarantine";
 
+/// Tombstones of compacted operations (`crate::core::retention`), keyed by a number that grows
+/// with time (deleting by age is one key-range delete); values `{ id, json }`.
+pub const TOMBSTONES: &str = "tombstones";
+/// The index of [`TOMBSTONES`] on `id`: an enqueue looks a tombstone up by operation id.
+pub const BY_ID: &str = "by_id";
+
 /// Intents written by tabs that do not dispatch (W4), keyed by an auto-increment number.
 pub const INBOX: &str = "inbox";
 
@@ -86,17 +102,19 @@ pub const LEASE_KEY: &str = "lease";
 
 /// The stores each version adds, in order; the lease stores of versions 2 and 4 are left out
 /// (an upgrade deletes them, never creates them).
-const STEPS: [&[&str]; 6] = [
+const STEPS: [&[&str]; 7] = [
     &[OPERATIONS, REQUESTS],
     &[EVENTS],
     &[BLOBS, QUARANTINE],
     &[INBOX],
     &[OPERATION_PAGES],
     &[LEASE],
+    &[TOMBSTONES],
 ];
 
 /// Every store this build reads or writes.
-pub const ALL_STORES: [&str; 8] = [
+pub const ALL_STORES: [&str; 9] = [
+    TOMBSTONES,
     OPERATIONS,
     OPERATION_PAGES,
     REQUESTS,
@@ -144,6 +162,9 @@ fn upgrade(db: &IdbDatabase, old_version: f64) -> Result<(), JsValue> {
                         "ids",
                         &parameters,
                     )?;
+            } else if *store == TOMBSTONES {
+                db.create_object_store(store)?
+                    .create_index_with_str(BY_ID, "id")?;
             } else {
                 db.create_object_store(store)?;
             }

@@ -15,6 +15,7 @@ use crate::core::error::{ErrorCode, SchedulerError};
 use crate::core::intent::{check_batch, into_intent, IntentInput};
 use crate::core::io::Report;
 use crate::core::model::{Operation, OperationPhase};
+use crate::core::scheduler::{Compacted, Known};
 use crate::core::SchedulerStats;
 use crate::web::driver::Signal;
 use crate::web::json::to_js;
@@ -39,6 +40,14 @@ impl Pending {
             *slot = Some(result);
         }
         self.signal.resolve();
+    }
+}
+
+/// What `operation(id)` answers for an id the ledger knows: the record, or its tombstone.
+fn known_js(known: &Known) -> JsValue {
+    match known {
+        Known::Operation(op) => to_js(op.as_ref()),
+        Known::Tombstone(compacted) => to_js(compacted),
     }
 }
 
@@ -242,9 +251,50 @@ impl Tab {
     /// leader relayed for an operation this tab enqueued (sequence 0 until it is relayed).
     pub fn operation(&self, id: &str) -> Option<JsValue> {
         match self.driver() {
-            Some(driver) => driver.inspect(|s, _| s.ledger().operation(id).map(|op| to_js(op))),
+            Some(driver) => driver.inspect(|s, _| s.known(id).map(|known| known_js(&known))),
             None => self.state.borrow().views.get(id),
         }
+    }
+
+    /// Retention: what the ledger knows of each of `ids` — the record, the tombstone of a
+    /// compacted operation (looked up in the ledger), or `undefined` — in order. While
+    /// following: the relayed view of an operation this tab enqueued, else its tombstone.
+    ///
+    /// # Errors
+    ///
+    /// `storage_unavailable`.
+    pub async fn known(&self, ids: Vec<String>) -> Result<Vec<JsValue>, SchedulerError> {
+        if let Some(driver) = self.driver() {
+            let known = driver.known(ids).await?;
+            return Ok(known
+                .iter()
+                .map(|k| k.as_ref().map_or(JsValue::UNDEFINED, known_js))
+                .collect());
+        }
+        let store = self.store();
+        let found = store
+            .tombstones(&ids)
+            .await
+            .map_err(crate::web::store::unavailable)?;
+        let views = ids.iter().map(|id| self.state.borrow().views.get(id));
+        Ok(ids
+            .iter()
+            .zip(views.collect::<Vec<_>>())
+            .map(|(id, view)| {
+                view.or_else(|| {
+                    found.iter().find(|t| &t.id == id).map(|t| {
+                        to_js(&Compacted {
+                            id: t.id.clone(),
+                            compacted: true,
+                            outcome: t.settlement,
+                            settled_at: t.settled_at,
+                            principal: t.principal.clone(),
+                        })
+                    })
+                })
+                .unwrap_or(JsValue::UNDEFINED)
+            })
+            .collect())
     }
 
     /// Why the operation is where it is (D3). While following, an operation of this tab is
@@ -313,6 +363,8 @@ impl Tab {
             idle_reason: Some(idle),
             leader: false,
             owner: state.options.config.owner.clone(),
+            settled_kept: 0,
+            tombstones: 0,
             fence: None,
             leader_owner: state.leader_owner.clone(),
         })

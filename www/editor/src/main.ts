@@ -344,16 +344,24 @@ async function openScheduler(): Promise<Scheduler> {
 /**
  * After a reload: settle what the ledger resolved while no page listened; enqueue edits made
  * while waiting, and those the last page kept but never got into the ledger (it died first,
- * or storage refused them). The ledger keeps every operation it ever stored, resolved ones
- * too, so an edit it does not know was never sent: queuing it again cannot apply it twice.
- * An upload among them is dropped: its file was only in the page that made it.
+ * or storage refused them). `known(ids)` answers every id the ledger holds whole or as a
+ * tombstone (settled, then compacted by the retention policy), so an edit it does not know
+ * was never stored, hence never sent: queuing it again cannot apply it twice. (Past the
+ * tombstone horizon — 30 days or 100 000 compactions by default — an id is forgotten; this
+ * page keeps its unsaved edits for minutes, not weeks.) An upload among them is dropped: its
+ * file was only in the page that made it.
  */
 async function reconcile(target: Scheduler): Promise<void> {
   let lost = 0;
   let requeued = 0;
-  for (const op of [...state.pending]) {
-    const record = target.operation(op.id);
-    if (record) {
+  const pending = [...state.pending];
+  const known = await target.known(pending.map((op) => op.id));
+  for (const [at, op] of pending.entries()) {
+    const record = known[at];
+    if (record && "compacted" in record) {
+      op.enqueued = true;
+      settled(op.id, record.outcome, undefined, undefined);
+    } else if (record) {
       op.enqueued = true;
       if (record.phase === "resolved" && record.outcome) {
         settled(op.id, record.outcome.settlement, record.outcome.error, record.outcome.canonical);
@@ -394,8 +402,10 @@ async function requeueFromFollower(target: Scheduler, op: PendingOp): Promise<vo
     }
   }
   op.enqueued = true;
-  const record = target.operation(op.id);
-  if (record?.phase === "resolved" && record.outcome) {
+  const [record] = await target.known([op.id]);
+  if (record && "compacted" in record) {
+    settled(op.id, record.outcome, undefined, undefined);
+  } else if (record?.phase === "resolved" && record.outcome) {
     settled(op.id, record.outcome.settlement, record.outcome.error, record.outcome.canonical);
   }
 }

@@ -1,0 +1,193 @@
+//! Retention (SPEC §7): how long settled operations stay whole, and the tombstones that stay
+//! once they are compacted.
+//!
+//! A settled operation stays whole while it is both among the newest `settled` settled
+//! operations and younger than `settled_ms` (by its settlement time). Past either limit it
+//! is *compacted*: its operation record (or page copy), its request once every operation of
+//! that request is compacted, and its blob are deleted, and a [`Tombstone`] is written in
+//! their place. Tombstones are bounded too: at most `tombstones` of them, none older than
+//! `tombstone_ms`; past that they are deleted and the id is forgotten.
+//!
+//! The ledger ([`crate::core::ledger::Ledger`]) picks what to compact in slices of at most
+//! [`SLICE_LIMIT`] operations, in a batch of its own while the scheduler is quiet; the store
+//! only executes the batch. Tombstone keys grow with time ([`tombstone_key`]), so deleting
+//! every tombstone older than a time is one key-range delete.
+
+use super::digest::body_digest;
+use super::intent::{into_intent, IntentInput};
+use super::json;
+use super::model::{Intent, Millis, Operation, Settlement};
+
+/// Most operations compacted in one slice (one transaction).
+pub const SLICE_LIMIT: usize = 256;
+
+/// Most operations a slice rewrites into new pages: the other current copies of the pages it
+/// deletes (a page holds at most 256, so one page always fits).
+pub const REWRITE_LIMIT: usize = 512;
+
+/// Tombstone keys per millisecond: a key is `time · KEYS_PER_MS`, raised past the last key.
+pub const KEYS_PER_MS: u64 = 1024;
+
+/// Most tombstones kept in memory (compacted in this session or looked up); the rest are
+/// looked up in storage by id.
+pub const MEMORY_LIMIT: usize = 4096;
+
+/// The retention policy (the `retain` option).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RetentionPolicy {
+    /// Settled operations kept whole at most (the newest).
+    pub settled: usize,
+    /// Age (since settlement) past which a settled operation is compacted.
+    pub settled_ms: Millis,
+    /// Tombstones kept at most (the newest).
+    pub tombstones: usize,
+    /// Age (since compaction) past which a tombstone is deleted.
+    pub tombstone_ms: Millis,
+}
+
+/// One day.
+const DAY_MS: Millis = 86_400_000;
+
+impl Default for RetentionPolicy {
+    fn default() -> Self {
+        Self {
+            settled: 1_000,
+            settled_ms: DAY_MS,
+            tombstones: 100_000,
+            tombstone_ms: 30 * DAY_MS,
+        }
+    }
+}
+
+impl RetentionPolicy {
+    /// Whether a settled operation is compacted as it settles (nothing is kept whole).
+    pub fn keeps_nothing(&self) -> bool {
+        self.settled == 0 || self.settled_ms == 0
+    }
+}
+
+/// What stays of a compacted operation.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Tombstone {
+    /// Its key in the tombstone store (see [`tombstone_key`]).
+    pub key: u64,
+    /// The operation id.
+    pub id: String,
+    /// The principal the operation was recorded under (K3), as the operation had it.
+    pub principal: Option<String>,
+    /// [`intent_digest`] of its intent.
+    pub digest: String,
+    /// Its sequence.
+    pub sequence: u64,
+    /// How it settled.
+    pub settlement: Settlement,
+    /// When it settled.
+    pub settled_at: Millis,
+}
+
+crate::json_record!(Tombstone {
+    key: "key" required,
+    id: "id" required,
+    principal: "principal" skip,
+    digest: "digest" required,
+    sequence: "sequence" required,
+    settlement: "outcome" required,
+    settled_at: "settledAt" required,
+});
+
+impl Tombstone {
+    /// The tombstone of a settled operation, under `key`; `None` when it is not settled.
+    pub fn of(op: &Operation, key: u64) -> Option<Self> {
+        let outcome = op.outcome.as_ref()?;
+        Some(Self {
+            key,
+            id: op.intent.id.clone(),
+            principal: op.intent.principal.clone(),
+            digest: intent_digest(&op.intent),
+            sequence: op.intent.sequence,
+            settlement: outcome.settlement,
+            settled_at: outcome.at,
+        })
+    }
+
+    /// Whether `input` is the same intent again: compared as
+    /// [`same_intent`](crate::core::intent::same_intent) compares it with a stored one.
+    pub fn matches(&self, input: &IntentInput) -> bool {
+        input_digest(input) == self.digest && input.sequence.is_none_or(|s| s == self.sequence)
+    }
+}
+
+/// The digest of what [`same_intent`](crate::core::intent::same_intent) compares: the
+/// intent's JSON without id, sequence, revision and principal.
+pub fn intent_digest(intent: &Intent) -> String {
+    let mut bare = intent.clone();
+    bare.id = String::new();
+    bare.sequence = 0;
+    bare.revision = 0;
+    bare.principal = None;
+    body_digest(&json::to_string(&bare))
+}
+
+/// [`intent_digest`] of an input as it would be stored.
+pub fn input_digest(input: &IntentInput) -> String {
+    intent_digest(&into_intent(input.clone(), 0, None))
+}
+
+/// The key of a tombstone written at `now` after one keyed `last`: above `last`, and at least
+/// `now · KEYS_PER_MS`, so a key range by time is a range of keys.
+pub fn tombstone_key(now: Millis, last: u64) -> u64 {
+    now.saturating_mul(KEYS_PER_MS).max(last.saturating_add(1))
+}
+
+/// Tombstone deletions a batch asks for.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TombstoneTrim {
+    /// Delete every tombstone keyed below this (older than the age limit).
+    pub below: u64,
+    /// Then keep at most this many, the highest keys.
+    pub keep: usize,
+}
+
+impl TombstoneTrim {
+    /// The trim `policy` asks for at `now`.
+    pub fn at(now: Millis, policy: &RetentionPolicy) -> Self {
+        Self {
+            below: now
+                .saturating_sub(policy.tombstone_ms)
+                .saturating_mul(KEYS_PER_MS),
+            keep: policy.tombstones,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_digest_ignores_id_sequence_and_principal_and_sees_content() {
+        let op = crate::testing::pending_upsert("a", 7, "c");
+        let mut other = op.intent.clone();
+        other.id = "b".into();
+        other.sequence = 9;
+        other.principal = Some("p".into());
+        assert_eq!(intent_digest(&op.intent), intent_digest(&other));
+        other.canvas_ids.push("d".into());
+        assert_ne!(intent_digest(&op.intent), intent_digest(&other));
+    }
+
+    #[test]
+    fn keys_grow_with_time_and_never_repeat() {
+        assert_eq!(tombstone_key(10, 0), 10 * KEYS_PER_MS);
+        assert_eq!(tombstone_key(10, 10 * KEYS_PER_MS), 10 * KEYS_PER_MS + 1);
+        assert_eq!(tombstone_key(5, 10 * KEYS_PER_MS), 10 * KEYS_PER_MS + 1);
+        let trim = TombstoneTrim::at(
+            100,
+            &RetentionPolicy {
+                tombstone_ms: 40,
+                ..RetentionPolicy::default()
+            },
+        );
+        assert_eq!(trim.below, 60 * KEYS_PER_MS);
+    }
+}

@@ -1,0 +1,404 @@
+//! Retention (SPEC §7) on a virtual clock: settled operations past the policy are compacted to
+//! tombstones in slices while the scheduler is quiet; nothing unsettled is compacted; the same
+//! intent again is known by its tombstone and never sent twice.
+
+mod common;
+
+use canvas_scheduler::core::config::SchedulerConfig;
+use canvas_scheduler::core::host::CountingHost;
+use canvas_scheduler::core::io::{AttemptOutcome, AttemptStatus, Effect};
+use canvas_scheduler::core::model::{BlobRef, OperationPhase, Settlement};
+use canvas_scheduler::core::retention::{RetentionPolicy, SLICE_LIMIT};
+use canvas_scheduler::testing::{Harness, MemoryStore};
+use common::{edit, edit_after, upload};
+
+fn policy(settled: usize, settled_ms: u64) -> RetentionPolicy {
+    RetentionPolicy {
+        settled,
+        settled_ms,
+        ..RetentionPolicy::default()
+    }
+}
+
+fn harness(retain: RetentionPolicy) -> Harness<CountingHost> {
+    let config = SchedulerConfig {
+        concurrency: 4,
+        retain,
+        ..SchedulerConfig::default()
+    };
+    let mut h = Harness::new(config, CountingHost::new("r"));
+    h.start();
+    h
+}
+
+fn restart(h: &Harness<CountingHost>, retain: RetentionPolicy) -> Harness<CountingHost> {
+    let config = SchedulerConfig {
+        concurrency: 4,
+        retain,
+        ..SchedulerConfig::default()
+    };
+    let mut r = Harness::over(
+        config,
+        CountingHost::new("s"),
+        h.store.clone(),
+        h.now + 10_000,
+    );
+    r.start();
+    r
+}
+
+fn applied() -> AttemptStatus {
+    AttemptStatus::outcome(AttemptOutcome::Applied)
+}
+
+fn settle_all(h: &mut Harness<CountingHost>) {
+    while h.answer_first(applied()).is_some() {}
+}
+
+fn tombstone_ids(store: &MemoryStore) -> Vec<String> {
+    store.tombstones().map(|t| t.id.clone()).collect()
+}
+
+fn edits(ids: &[&str]) -> Vec<canvas_scheduler::core::intent::IntentInput> {
+    ids.iter().map(|id| edit(id, &[id])).collect()
+}
+
+#[test]
+fn past_the_count_the_oldest_settled_are_compacted_and_the_newest_stay_whole() {
+    let mut h = harness(policy(2, u64::MAX / 4));
+    for id in ["a", "b", "c", "d", "e"] {
+        h.enqueue(vec![edit(id, &[id])]).unwrap();
+        settle_all(&mut h);
+        h.advance(1);
+    }
+    assert_eq!(tombstone_ids(&h.store), vec!["a", "b", "c"]);
+    let ledger = h.scheduler.ledger();
+    assert!(ledger.operation("c").is_none(), "compacted");
+    assert!(ledger.operation("d").is_some() && ledger.operation("e").is_some());
+    assert_eq!(
+        ledger.tombstone("a").map(|t| t.settlement),
+        Some(Settlement::Applied)
+    );
+    assert_eq!(
+        h.store.snapshot().operations.len(),
+        2,
+        "only d and e stay stored"
+    );
+    assert!(
+        h.store.snapshot().requests.len() == 2,
+        "their requests went with them"
+    );
+    let r = restart(&h, policy(2, u64::MAX / 4));
+    assert_eq!(
+        r.scheduler.ledger().operation_count(),
+        2,
+        "the load reads no tombstone"
+    );
+    assert_eq!(r.scheduler.ledger().tombstone_count(), 3);
+}
+
+#[test]
+fn past_the_age_a_settled_operation_is_compacted_by_the_timer() {
+    let mut h = harness(policy(1_000, 5_000));
+    h.enqueue(edits(&["a", "b"])).unwrap();
+    settle_all(&mut h);
+    assert!(h.store.tombstones().next().is_none(), "young: whole");
+    assert!(h.timer.is_some(), "a wake-up for the age limit");
+    h.advance(5_001);
+    assert_eq!(tombstone_ids(&h.store), vec!["a", "b"]);
+    assert_eq!(h.scheduler.ledger().operation_count(), 0);
+}
+
+#[test]
+fn the_same_intent_again_resolves_from_its_tombstone_and_is_never_sent_twice() {
+    let mut h = harness(policy(0, 0));
+    h.enqueue(edits(&["a"])).unwrap();
+    settle_all(&mut h);
+    assert_eq!(tombstone_ids(&h.store), vec!["a"]);
+    let mut r = restart(&h, policy(0, 0));
+    assert!(r.scheduler.ledger().tombstone("a").is_none(), "not loaded");
+    r.enqueue(edits(&["a"])).expect("the same intent resolves");
+    assert!(r.sent.is_empty() && r.wire.is_empty(), "never sent again");
+    assert!(r.scheduler.ledger().operation("a").is_none());
+    let mut other = edit("a", &["a"]);
+    other.payload = serde_json::json!({ "shapeId": "changed" }).into();
+    let error = r.enqueue(vec![other]).unwrap_err();
+    assert_eq!(error.code(), "duplicate_operation");
+}
+
+/// K3 with retention: a tombstone keeps its principal, and another principal's intent under
+/// that id is `duplicate_operation`, as it is while the operation is whole.
+#[test]
+fn k3_another_principals_intent_under_a_compacted_id_is_a_duplicate() {
+    let mut h = harness(policy(0, 0));
+    h.enqueue(edits(&["a"])).unwrap();
+    settle_all(&mut h);
+    let config = SchedulerConfig {
+        concurrency: 4,
+        retain: policy(0, 0),
+        principal: Some("bob".into()),
+        ..SchedulerConfig::default()
+    };
+    let mut r = Harness::over(
+        config,
+        CountingHost::new("s"),
+        h.store.clone(),
+        h.now + 10_000,
+    );
+    r.start();
+    let error = r.enqueue(edits(&["a"])).unwrap_err();
+    assert_eq!(error.code(), "duplicate_operation");
+    assert!(r.sent.is_empty() && r.wire.is_empty(), "nothing sent");
+}
+
+#[test]
+fn a_dependency_on_a_compacted_operation_is_known_and_met() {
+    let mut h = harness(policy(0, 0));
+    h.enqueue(edits(&["a"])).unwrap();
+    settle_all(&mut h);
+    let mut r = restart(&h, policy(0, 0));
+    r.enqueue(vec![edit_after("x", &["x"], &["a"])]).unwrap();
+    assert_eq!(
+        r.wire_operations(),
+        vec!["x"],
+        "sent: its dependency settled"
+    );
+    let error = r
+        .enqueue(vec![edit_after("y", &["y"], &["never"])])
+        .unwrap_err();
+    assert_eq!(error.code(), "unknown_dependency");
+}
+
+#[test]
+fn nothing_unsettled_is_compacted_nor_an_operation_an_unsettled_one_depends_on() {
+    let mut h = harness(policy(0, 0));
+    h.enqueue(edits(&["a"])).unwrap();
+    // b waits on a; c is sent and stays unsettled.
+    h.enqueue(vec![edit_after("b", &["b"], &["a"]), edit("c", &["c"])])
+        .unwrap();
+    let c = h.wire.iter().position(|o| o.request.operation_ids == ["c"]);
+    assert!(c.is_some());
+    h.answer(&h.wire[0].request.id.clone(), applied());
+    // a settled: b is now sent; a may go (b no longer waits), c never while unsettled.
+    assert!(h.scheduler.ledger().operation("c").is_some());
+    assert_eq!(
+        h.scheduler.ledger().operation("c").map(|o| o.phase),
+        Some(OperationPhase::Pending)
+    );
+    assert!(!tombstone_ids(&h.store).contains(&"c".to_owned()));
+    assert!(!tombstone_ids(&h.store).contains(&"b".to_owned()));
+}
+
+#[test]
+fn a_superseded_operation_stays_whole_while_its_replacement_is_unsettled() {
+    let mut h = harness(policy(0, 0));
+    h.scheduler.hold(h.now).unwrap();
+    let mut first = edit("a1", &["a"]);
+    first.coalesce_key = Some("k".into());
+    let mut second = edit("a2", &["a"]);
+    second.coalesce_key = Some("k".into());
+    h.enqueue(vec![first]).unwrap();
+    h.enqueue(vec![second]).unwrap();
+    h.advance(10);
+    let a1 = h.scheduler.ledger().operation("a1").map(|o| o.phase);
+    assert_eq!(a1, Some(OperationPhase::Resolved), "superseded");
+    assert!(
+        tombstone_ids(&h.store).is_empty(),
+        "a2 is pending: a1 stays"
+    );
+    h.enqueue(vec![edit_after("x", &["x"], &["a1"])]).unwrap();
+    assert!(h.scheduler.ledger().operation("a1").is_some());
+}
+
+#[test]
+fn a_blob_goes_in_the_batch_that_settles_its_upload_when_nothing_is_kept_whole() {
+    let mut h = harness(policy(0, 0));
+    h.store.blobs.insert("blob-1".into());
+    let mut up = upload("u");
+    up.blob = Some(BlobRef {
+        id: "blob-1".into(),
+        size: 3,
+        media_type: "image/png".into(),
+        name: None,
+    });
+    h.enqueue(vec![up]).unwrap();
+    h.auto_persist = false;
+    let order = h.wire.remove(0);
+    h.scheduler.on_answer(h.now, order.attempt, applied());
+    let mut batches = Vec::new();
+    while let Some(effect) = h.scheduler.poll_effect() {
+        if let Effect::Persist(batch) = effect {
+            batches.push(batch);
+        }
+    }
+    assert_eq!(batches.len(), 1);
+    let batch = &batches[0];
+    assert_eq!(
+        batch.drop_blobs,
+        vec!["blob-1"],
+        "blob deleted as it settles"
+    );
+    assert_eq!(batch.tombstones.len(), 1);
+    assert!(batch.requests.is_empty() && batch.drop_requests.len() == 1);
+}
+
+#[test]
+fn with_the_op_kept_whole_the_blob_waits_for_the_compaction() {
+    let mut h = harness(policy(1, u64::MAX / 4));
+    h.store.blobs.insert("blob-1".into());
+    let mut up = upload("u");
+    up.blob = Some(BlobRef {
+        id: "blob-1".into(),
+        size: 3,
+        media_type: "image/png".into(),
+        name: None,
+    });
+    h.enqueue(vec![up]).unwrap();
+    settle_all(&mut h);
+    assert!(h.store.blobs.contains("blob-1"), "kept whole: blob kept");
+    h.advance(1);
+    h.enqueue(edits(&["z"])).unwrap();
+    settle_all(&mut h);
+    assert!(!h.store.blobs.contains("blob-1"), "compacted: blob gone");
+    assert_eq!(tombstone_ids(&h.store), vec!["u"]);
+}
+
+/// Persists every batch by hand; returns the most tombstones one batch wrote.
+fn persist_all(h: &mut Harness<CountingHost>) -> usize {
+    let mut most = 0;
+    loop {
+        h.drain();
+        match h.persists.front() {
+            Some(batch) => most = most.max(batch.tombstones.len()),
+            None => return most,
+        }
+        h.persist_next();
+    }
+}
+
+#[test]
+fn compaction_runs_in_bounded_slices_and_keeps_pending_page_mates_whole() {
+    let total = SLICE_LIMIT * 3;
+    // One kept whole: each settlement is written as a record first (its page copy goes
+    // stale), and compacted by a later slice, which must delete those pages too.
+    let mut h = harness(policy(1, u64::MAX / 4));
+    h.auto_persist = false;
+    let hold = h.scheduler.hold(h.now).unwrap();
+    // One enqueue: one batch, written as pages; even ones settle, odd ones stay pending.
+    let ids: Vec<String> = (0..total).map(|i| format!("o{i:04}")).collect();
+    h.enqueue(ids.iter().map(|id| edit(id, &[id])).collect())
+        .unwrap();
+    persist_all(&mut h);
+    assert!(h.store.record_counts().0 >= 2, "written as pages");
+    h.scheduler.release(h.now, hold);
+    let mut most = persist_all(&mut h);
+    while !h.wire.is_empty() {
+        let order = h.wire.remove(0);
+        let id = order.request.operation_ids[0].clone();
+        let index: usize = id[1..].parse().unwrap();
+        let status = if index % 2 == 0 {
+            applied()
+        } else {
+            AttemptStatus::outcome(AttemptOutcome::Unresolved)
+        };
+        h.scheduler.on_answer(h.now, order.attempt, status);
+        most = most.max(persist_all(&mut h));
+    }
+    assert!(
+        most <= SLICE_LIMIT,
+        "a slice compacts at most {SLICE_LIMIT}: {most}"
+    );
+    let evens = total / 2;
+    assert_eq!(h.store.tombstones().count(), evens - 1);
+    let r = restart(&h, policy(1, u64::MAX / 4));
+    let ledger = r.scheduler.ledger();
+    assert_eq!(
+        ledger.operation_count(),
+        total / 2 + 1,
+        "the odd ones and the newest even"
+    );
+    for (index, id) in ids.iter().enumerate() {
+        let op = ledger.operation(id);
+        if index % 2 == 0 {
+            let phase = op.map(|o| o.phase);
+            assert_ne!(
+                phase,
+                Some(OperationPhase::Pending),
+                "{id} compacted, not back"
+            );
+        } else {
+            assert_eq!(op.map(|o| o.phase), Some(OperationPhase::Pending), "{id}");
+        }
+    }
+}
+
+#[test]
+fn tombstones_past_their_count_are_deleted_and_the_id_is_new_again() {
+    let retain = RetentionPolicy {
+        tombstones: 2,
+        ..policy(0, 0)
+    };
+    let mut h = harness(retain.clone());
+    for id in ["a", "b", "c"] {
+        h.enqueue(edits(&[id])).unwrap();
+        settle_all(&mut h);
+        h.advance(1);
+    }
+    assert_eq!(tombstone_ids(&h.store), vec!["b", "c"]);
+    let mut r = restart(&h, retain);
+    r.enqueue(edits(&["a"])).unwrap();
+    assert_eq!(r.wire_operations(), vec!["a"], "forgotten: a new operation");
+}
+
+#[test]
+fn compacting_as_it_settles_still_releases_the_canvas_for_the_next_operation() {
+    let mut h = harness(policy(0, 0));
+    h.enqueue(vec![edit("a", &["c"]), edit("b", &["c"])])
+        .unwrap();
+    assert_eq!(h.wire_operations(), vec!["a"], "b waits for the canvas");
+    h.answer_first(applied());
+    assert_eq!(
+        tombstone_ids(&h.store),
+        vec!["a"],
+        "compacted as it settled"
+    );
+    assert_eq!(h.wire_operations(), vec!["b"], "the canvas was released");
+}
+
+#[test]
+fn compacting_in_the_batch_resume_writes_still_releases_the_canvas() {
+    let mut h = harness(policy(0, 0));
+    h.enqueue(vec![edit("a", &["c"]), edit("b", &["c"])])
+        .unwrap();
+    h.fail_persists = 1;
+    h.answer_first(applied());
+    assert!(
+        h.wire.is_empty(),
+        "S13: nothing more after the failed write"
+    );
+    h.scheduler.resume(h.now);
+    h.drain();
+    assert_eq!(tombstone_ids(&h.store), vec!["a"]);
+    assert_eq!(h.wire_operations(), vec!["b"], "the canvas was released");
+}
+
+#[test]
+fn a_dependency_on_a_compacted_discarded_operation_is_blocked_as_a_whole_one_is() {
+    let mut h = harness(policy(0, 0));
+    let hold = h.scheduler.hold(h.now).unwrap();
+    h.enqueue(edits(&["a"])).unwrap();
+    h.scheduler.discard(h.now, "a").unwrap();
+    h.drain();
+    h.scheduler.release(h.now, hold);
+    h.drain();
+    assert_eq!(tombstone_ids(&h.store), vec!["a"]);
+    let mut r = restart(&h, policy(0, 0));
+    r.enqueue(vec![edit_after("x", &["x"], &["a"])]).unwrap();
+    assert!(r.wire.is_empty(), "not sent after a discarded dependency");
+    let blockers = r
+        .scheduler
+        .ledger()
+        .operation("x")
+        .map(|o| o.blockers.clone());
+    assert_eq!(blockers, Some(vec!["dependency_discarded".to_owned()]));
+}

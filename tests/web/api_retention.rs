@@ -1,0 +1,102 @@
+//! Retention as JavaScript sees it: the `retain` option is checked (`invalid_options`), a
+//! compacted operation answers `operation(id)` and `known(ids)` with its tombstone, and
+//! `stats()` counts what is kept whole and the tombstones.
+
+use canvas_scheduler::api::scheduler::Scheduler;
+use js_sys::Reflect;
+use wasm_bindgen::JsValue;
+use wasm_bindgen_futures::JsFuture;
+use wasm_bindgen_test::wasm_bindgen_test;
+
+use super::support::{code_of, js, sleep};
+
+fn field(value: &JsValue, name: &str) -> JsValue {
+    Reflect::get(value, &name.into()).unwrap_or(JsValue::UNDEFINED)
+}
+
+#[wasm_bindgen_test]
+async fn invalid_retention_options_are_refused() {
+    let run = format!("ret-opt-{}", js_sys::Date::now() as u64);
+    for retain in [
+        "5",
+        "{ settled: -1 }",
+        "{ settled: 1.5 }",
+        "{ settledMs: '1000' }",
+        "{ tombstones: 20000000 }",
+        "{ tombstoneMs: -5 }",
+        "{ keep: 3 }",
+    ] {
+        let source =
+            format!("{{ database: 'cs-{run}', endpoint: 'http://127.0.0.1:9', retain: {retain} }}");
+        let error = Scheduler::open(js(&source)).await.err().expect(&source);
+        assert_eq!(code_of(&error), "invalid_options", "{source}");
+    }
+}
+
+#[wasm_bindgen_test]
+async fn a_compacted_operation_answers_its_tombstone_and_stats_count_it() {
+    let run = format!(
+        "ret-api-{}-{}",
+        crate::EXPECTED_GLOBAL,
+        js_sys::Date::now() as u64
+    );
+    let options = js(&format!(
+        "{{ database: 'cs-{run}', owner: 'tab-{run}', retain: {{ settled: 1 }},
+           transport: {{
+             submit: async () => ({{ outcome: 'applied' }}),
+             query: async () => ({{ outcome: 'applied' }}),
+           }} }}"
+    ));
+    let scheduler = match Scheduler::open(options).await {
+        Ok(s) => s,
+        Err(error) => panic!("open failed: {}", code_of(&error)),
+    };
+    scheduler.start().expect("start");
+    for id in ["a", "b"] {
+        let intent = js(&format!(
+            "({{ id: '{run}-{id}', operationType: 'shape.upsert', canvasIds: ['c'], payload: {{}} }})"
+        ));
+        JsFuture::from(scheduler.enqueue(intent))
+            .await
+            .expect("durable");
+        let _ = scheduler.settle().await;
+    }
+    let a = format!("{run}-a");
+    for _ in 0..100 {
+        if field(&scheduler.operation(&a), "compacted").is_truthy() {
+            break;
+        }
+        sleep(20).await;
+    }
+    let tombstone = scheduler.operation(&a);
+    assert_eq!(
+        field(&tombstone, "compacted").as_bool(),
+        Some(true),
+        "{tombstone:?}"
+    );
+    assert_eq!(
+        field(&tombstone, "outcome").as_string().as_deref(),
+        Some("applied")
+    );
+    assert!(field(&tombstone, "settledAt").as_f64().is_some());
+    let b = scheduler.operation(&format!("{run}-b"));
+    assert_eq!(
+        field(&b, "phase").as_string().as_deref(),
+        Some("resolved"),
+        "kept whole"
+    );
+    let stats = scheduler.stats();
+    assert_eq!(field(&stats, "settledKept").as_f64(), Some(1.0));
+    assert_eq!(field(&stats, "tombstones").as_f64(), Some(1.0));
+    let known = JsFuture::from(scheduler.known(js(&format!("['{a}', 'never']"))))
+        .await
+        .expect("known");
+    let known = js_sys::Array::from(&known);
+    assert_eq!(field(&known.get(0), "compacted").as_bool(), Some(true));
+    assert!(known.get(1).is_undefined());
+    let error = JsFuture::from(scheduler.known(js("'a'")))
+        .await
+        .expect_err("not an array");
+    assert_eq!(code_of(&error), "invalid_intent");
+    scheduler.stop();
+}

@@ -1,0 +1,309 @@
+//! Retention in IndexedDB (SPEC §7): a version-6 ledger upgrades in place, keeps its pending
+//! work (W1) and has its settled history compacted to tombstones by the slices; tombstones
+//! are looked up by id, trimmed by age and count, and the same intent again is never sent.
+
+use canvas_scheduler::core::config::SchedulerConfig;
+use canvas_scheduler::core::intent::IntentInput;
+use canvas_scheduler::core::json;
+use canvas_scheduler::core::model::{
+    BlobRef, OperationOutcome, OperationPhase, RequestPhase, Settlement,
+};
+use canvas_scheduler::core::retention::{RetentionPolicy, Tombstone};
+use canvas_scheduler::core::scheduler::Known;
+use canvas_scheduler::web::driver::{Driver, DriverOptions};
+use canvas_scheduler::web::store::schema::{self, SCHEMA_VERSION};
+use canvas_scheduler::web::store::upgrade::{open_current, upgrade_to};
+use canvas_scheduler::web::store::IdbLedger;
+use wasm_bindgen::JsValue;
+use wasm_bindgen_test::wasm_bindgen_test;
+
+use super::store_support::{acquire_fence, batch, db_name, operation, raw_keys, raw_put, request};
+use super::support::{delete_database, sleep};
+
+/// Version 6 as its build created it: every store but `tombstones`.
+fn version_6(db: &web_sys::IdbDatabase, _old: f64) -> Result<(), JsValue> {
+    for store in [
+        schema::OPERATIONS,
+        schema::REQUESTS,
+        schema::EVENTS,
+        schema::BLOBS,
+        schema::QUARANTINE,
+        schema::LEASE,
+    ] {
+        db.create_object_store(store)?;
+    }
+    let parameters = web_sys::IdbObjectStoreParameters::new();
+    parameters.set_auto_increment(true);
+    db.create_object_store_with_optional_parameters(schema::INBOX, &parameters)?;
+    let index = web_sys::IdbIndexParameters::new();
+    index.set_multi_entry(true);
+    db.create_object_store(schema::OPERATION_PAGES)?
+        .create_index_with_str_and_optional_parameters(schema::BY_OPERATION, "ids", &index)?;
+    Ok(())
+}
+
+fn text(value: &dyn json::ToJson) -> JsValue {
+    JsValue::from_str(&json::to_string(value))
+}
+
+fn options(database: &str, owner: &str, retain: RetentionPolicy) -> DriverOptions {
+    DriverOptions {
+        database: database.to_owned(),
+        // Nothing is sent: every test holds the scheduler.
+        endpoint: "http://127.0.0.1:9".to_owned(),
+        attempt_timeout_ms: 1_000,
+        max_answer_bytes: canvas_scheduler::web::transport::DEFAULT_MAX_ANSWER_BYTES,
+        load_page_size: 100,
+        config: SchedulerConfig {
+            owner: owner.to_owned(),
+            retain,
+            ..SchedulerConfig::default()
+        },
+        host: Default::default(),
+        send_hooks: Default::default(),
+        js_transport: None,
+    }
+}
+
+fn keep_nothing() -> RetentionPolicy {
+    RetentionPolicy {
+        settled: 0,
+        ..RetentionPolicy::default()
+    }
+}
+
+fn keys(values: Vec<JsValue>) -> Vec<String> {
+    values.iter().filter_map(JsValue::as_string).collect()
+}
+
+fn same_intent_of(op: &canvas_scheduler::core::model::Operation) -> IntentInput {
+    let intent = &op.intent;
+    IntentInput {
+        id: intent.id.clone(),
+        sequence: None,
+        operation_type: intent.operation_type.clone(),
+        canvas_ids: intent.canvas_ids.clone(),
+        dependencies: intent.dependencies.clone(),
+        payload: intent.payload.clone(),
+        expected_versions: Some(intent.expected_versions.clone()),
+        run_id: intent.run_id.clone(),
+        coalesce_key: intent.coalesce_key.clone(),
+        blob: intent.blob.as_deref().cloned(),
+    }
+}
+
+#[wasm_bindgen_test]
+async fn w1_a_version_6_ledger_upgrades_keeps_pending_work_and_its_history_is_compacted() {
+    let name = db_name("retention-upgrade");
+    upgrade_to(&name, 6, version_6).await.expect("version 6");
+    // Settled history: three applied operations with their resolved requests, one an upload
+    // whose blob is stored; and two pending operations, one carried by a frozen request.
+    let mut settled = Vec::new();
+    for i in 1..=3u64 {
+        let id = format!("done-{i}");
+        let mut op = operation(&id, i);
+        let request_id = format!("req-{id}");
+        if i == 3 {
+            op.intent.operation_type = "asset.upload".into();
+            op.intent.canvas_ids.clear();
+            op.intent.blob = Some(Box::new(BlobRef {
+                id: "blob-3".into(),
+                size: 1,
+                media_type: "text/plain".into(),
+                name: None,
+            }));
+        }
+        op.phase = OperationPhase::Resolved;
+        op.request_id = Some(request_id.clone());
+        op.outcome = Some(Box::new(OperationOutcome {
+            settlement: Settlement::Applied,
+            request_id: Some(request_id.clone()),
+            error: None,
+            canonical: None,
+            at: 1_700_000_000_000 + i,
+        }));
+        let mut req = request(&request_id, &id);
+        req.phase = RequestPhase::Resolved;
+        req.attempt = 1;
+        raw_put(
+            &name,
+            schema::REQUESTS,
+            request_id.as_str().into(),
+            text(&req),
+        )
+        .await;
+        raw_put(&name, schema::OPERATIONS, id.as_str().into(), text(&op)).await;
+        settled.push(op);
+    }
+    raw_put(
+        &name,
+        schema::BLOBS,
+        "blob-3".into(),
+        js_sys::Object::new().into(),
+    )
+    .await;
+    let pending = [operation("wait-4", 4), operation("wait-5", 5)];
+    for op in &pending {
+        raw_put(
+            &name,
+            schema::OPERATIONS,
+            op.intent.id.as_str().into(),
+            text(op),
+        )
+        .await;
+    }
+    raw_put(
+        &name,
+        schema::REQUESTS,
+        "req-wait-5".into(),
+        text(&request("req-wait-5", "wait-5")),
+    )
+    .await;
+
+    let (driver, quarantined) = Driver::open(options(&name, "tab-a", keep_nothing()), None, false)
+        .await
+        .expect("open upgrades");
+    assert!(quarantined.is_empty(), "{quarantined:?}");
+    let hold = driver.hold().expect("hold");
+    driver.start().expect("start");
+    // Quiet (held): the slices compact the history.
+    for _ in 0..50 {
+        if raw_keys(&name, schema::TOMBSTONES).await.len() == 3 {
+            break;
+        }
+        sleep(20).await;
+    }
+    let db = open_current(&name).await.expect("reopen");
+    assert_eq!(db.version(), f64::from(SCHEMA_VERSION));
+    db.close();
+    assert_eq!(
+        raw_keys(&name, schema::TOMBSTONES).await.len(),
+        3,
+        "compacted"
+    );
+    assert_eq!(
+        keys(raw_keys(&name, schema::OPERATIONS).await),
+        vec!["wait-4", "wait-5"],
+        "pending work whole, settled records gone"
+    );
+    assert_eq!(
+        keys(raw_keys(&name, schema::REQUESTS).await),
+        vec!["req-wait-5"]
+    );
+    assert!(
+        raw_keys(&name, schema::BLOBS).await.is_empty(),
+        "the blob went with its upload"
+    );
+    let stats = driver.inspect(|s, _| s.stats());
+    assert_eq!((stats.settled_kept, stats.tombstones), (0, 3));
+    driver.release(hold);
+    driver.stop();
+
+    // Reopened: only the pending work loads; a compacted id is known by its tombstone.
+    let (driver, _) = Driver::open(options(&name, "tab-b", keep_nothing()), None, true)
+        .await
+        .expect("reopen");
+    let hold = driver.hold().expect("hold");
+    driver.start().expect("start");
+    let loaded = driver.inspect(|s, _| {
+        let ledger = s.ledger();
+        (
+            ledger.operation_count(),
+            ledger.operation("wait-5").map(|o| o.phase),
+            ledger.tombstone("done-1").is_some(),
+        )
+    });
+    assert_eq!(
+        loaded,
+        (2, Some(OperationPhase::Pending), false),
+        "no tombstone loaded"
+    );
+    // Counted after the load, off its transaction.
+    for _ in 0..50 {
+        if driver.inspect(|s, _| s.stats().tombstones) == 3 {
+            break;
+        }
+        sleep(20).await;
+    }
+    assert_eq!(driver.inspect(|s, _| s.stats().tombstones), 3);
+    let known = driver
+        .known(vec!["done-1".into(), "wait-4".into(), "never".into()])
+        .await
+        .expect("known");
+    match &known[0] {
+        Some(Known::Tombstone(t)) => {
+            assert_eq!((t.outcome, t.compacted), (Settlement::Applied, true))
+        }
+        other => panic!("done-1 answers its tombstone, got {other:?}"),
+    }
+    assert!(matches!(known[1], Some(Known::Operation(_))));
+    assert!(known[2].is_none());
+    // The same intent again is known (never sent twice); other content is a duplicate.
+    let again = same_intent_of(&settled[1]);
+    driver
+        .enqueue(vec![again.clone()])
+        .await
+        .expect("the same intent resolves");
+    assert!(driver.inspect(|s, _| s.ledger().operation("done-2").is_none()));
+    let mut other = again;
+    other.canvas_ids = vec!["elsewhere".into()];
+    let error = driver
+        .enqueue(vec![other])
+        .await
+        .expect_err("other content");
+    assert_eq!(error.code(), "duplicate_operation");
+    driver.release(hold);
+    driver.stop();
+    delete_database(&name).await;
+}
+
+#[wasm_bindgen_test]
+async fn tombstones_are_looked_up_by_id_and_trimmed_by_age_and_count() {
+    let name = db_name("retention-trim");
+    let ledger = IdbLedger::open(&name).await.expect("open");
+    let fence = acquire_fence(&ledger, "tab", 1).await;
+    let tombstone = |key: u64| Tombstone {
+        key,
+        id: format!("t{key}"),
+        principal: Some("user".into()),
+        digest: "fnv1a64:0".into(),
+        sequence: key,
+        settlement: Settlement::Rejected,
+        settled_at: key,
+    };
+    let mut write = batch(Some(fence));
+    write.tombstones = (1..=6).map(tombstone).collect();
+    let result = ledger.apply(&write).await;
+    assert!(
+        matches!(
+            result,
+            canvas_scheduler::core::io::PersistResult::Done { .. }
+        ),
+        "{result:?}"
+    );
+    let found = ledger
+        .tombstones(&["t2".into(), "t9".into(), "t5".into()])
+        .await
+        .expect("look up");
+    assert_eq!(found, vec![tombstone(2), tombstone(5)]);
+    // Below key 3 by age, then the newest 2 of what is left.
+    let mut trim = batch(Some(fence));
+    trim.trim_tombstones =
+        Some(canvas_scheduler::core::retention::TombstoneTrim { below: 3, keep: 2 });
+    let result = ledger.apply(&trim).await;
+    assert!(
+        matches!(
+            result,
+            canvas_scheduler::core::io::PersistResult::Done { .. }
+        ),
+        "{result:?}"
+    );
+    let left: Vec<f64> = raw_keys(&name, schema::TOMBSTONES)
+        .await
+        .iter()
+        .filter_map(JsValue::as_f64)
+        .collect();
+    assert_eq!(left, vec![5.0, 6.0]);
+    ledger.close();
+    delete_database(&name).await;
+}
