@@ -229,41 +229,27 @@ async fn fetch_answer(
         .map_err(|e| describe("fetch failed", &e))?
         .dyn_into()
         .map_err(|_| "fetch resolved to something other than a Response".to_owned())?;
-    if response.redirected() {
-        // Cannot happen with `redirect: "error"`; never an outcome if it does.
-        return Err(Lost::Failed("the answer came through a redirect".into()));
-    }
     let retry_after = response.headers().get("retry-after").ok().flatten();
-    let declared = response
-        .headers()
-        .get("content-length")
-        .ok()
-        .flatten()
-        .and_then(|length| length.trim().parse::<u64>().ok());
-    if declared.is_some_and(|length| length > limit as u64) {
-        if let Some(body) = response.body() {
-            let _ = body.cancel();
-        }
-        return Err(Lost::TooLarge);
-    }
-    let bytes = read_body(&response, limit).await?;
-    let text = String::from_utf8_lossy(&bytes);
-    // As `Response.text()` does: a UTF-8 byte order mark is not part of the text.
-    let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
-    let text = (!text.is_empty()).then(|| text.to_owned());
+    // The stream is counted as it comes (a Content-Length may be absent or false).
+    let text = read_body(&response, limit)
+        .await?
+        .filter(|text| !text.is_empty());
     Ok((response.status(), text, retry_after))
 }
 
-/// The body's bytes, chunk by chunk, stopping (and cancelling the stream) past `limit`.
-async fn read_body(response: &Response, limit: usize) -> Result<Vec<u8>, Lost> {
+/// The body as text, read chunk by chunk and given up (the stream cancelled) past `limit`
+/// bytes. The chunks stay in JS and are decoded there, as `Response.text()` decodes (UTF-8,
+/// invalid bytes replaced, a byte order mark dropped).
+async fn read_body(response: &Response, limit: usize) -> Result<Option<String>, Lost> {
     let Some(body) = response.body() else {
-        return Ok(Vec::new());
+        return Ok(None);
     };
     let reader: ReadableStreamDefaultReader = body
         .get_reader()
         .dyn_into()
         .map_err(|_| "cannot read the body".to_owned())?;
-    let mut bytes = Vec::new();
+    let chunks = js_sys::Array::new();
+    let mut length = 0usize;
     loop {
         let chunk = JsFuture::from(reader.read())
             .await
@@ -273,21 +259,25 @@ async fn read_body(response: &Response, limit: usize) -> Result<Vec<u8>, Lost> {
             .and_then(|d| d.as_bool())
             .unwrap_or(true);
         if done {
-            return Ok(bytes);
+            break;
         }
         let value = js_sys::Reflect::get(&chunk, &"value".into())
             .ok()
             .and_then(|v| v.dyn_into::<js_sys::Uint8Array>().ok())
             .ok_or_else(|| "the body was not bytes".to_owned())?;
-        let length = value.length() as usize;
-        if bytes.len() + length > limit {
+        length = length.saturating_add(value.length() as usize);
+        if length > limit {
             let _ = reader.cancel();
             return Err(Lost::TooLarge);
         }
-        let at = bytes.len();
-        bytes.resize(at + length, 0);
-        value.copy_to(&mut bytes[at..]);
+        chunks.push(&value);
     }
+    let whole = Blob::new_with_u8_array_sequence(&chunks)
+        .map_err(|_| "cannot gather the body".to_owned())?;
+    let text = JsFuture::from(whole.text())
+        .await
+        .map_err(|e| describe("cannot decode the body", &e))?;
+    Ok(text.as_string())
 }
 
 /// `context: <error name>` — a DOMException's or TypeError's name, never its whole text (which
