@@ -660,7 +660,7 @@ impl Ledger {
 
     /// Picks a slice: the oldest settled operations past the policy that may go (settled,
     /// their request resolved, their replacement chain settled, on no unsettled operation's
-    /// dependency chain), at most `SLICE_LIMIT`, and at most `REWRITE_LIMIT` other copies in
+    /// dependency chain, not the one holding the ledger's highest sequence), at most `SLICE_LIMIT`, and at most `REWRITE_LIMIT` other copies in
     /// the pages that must go with them.
     fn slice(&mut self, now: Millis, dirty: &Dirty) -> Slice {
         let mut slice = Slice::default();
@@ -770,6 +770,10 @@ impl Ledger {
                 .dependency_end(id)
                 .is_none_or(|end| end.phase == OperationPhase::Resolved)
             && !protected.contains(id)
+            // The ledger's highest sequence is derived from its operations at load (nothing
+            // else stores it): the operation holding it stays whole, so a reload never hands
+            // out a sequence again.
+            && op.intent.sequence < self.meta.last_sequence
     }
 
     /// Every operation on the dependency chain of an unsettled operation: a dependent needs
