@@ -32,9 +32,19 @@ fn harness(retain: RetentionPolicy) -> Harness<CountingHost> {
 }
 
 fn restart(h: &Harness<CountingHost>, retain: RetentionPolicy) -> Harness<CountingHost> {
+    restart_as(h, retain, None)
+}
+
+/// A restart on the same store, signed in as `principal` (K3).
+fn restart_as(
+    h: &Harness<CountingHost>,
+    retain: RetentionPolicy,
+    principal: Option<String>,
+) -> Harness<CountingHost> {
     let config = SchedulerConfig {
         concurrency: 4,
         retain,
+        principal,
         ..SchedulerConfig::default()
     };
     let mut r = Harness::over(
@@ -134,19 +144,7 @@ fn k3_another_principals_intent_under_a_compacted_id_is_a_duplicate() {
     let mut h = harness(policy(0, 0));
     h.enqueue(edits(&["a", "z"])).unwrap();
     settle_all(&mut h);
-    let config = SchedulerConfig {
-        concurrency: 4,
-        retain: policy(0, 0),
-        principal: Some("bob".into()),
-        ..SchedulerConfig::default()
-    };
-    let mut r = Harness::over(
-        config,
-        CountingHost::new("s"),
-        h.store.clone(),
-        h.now + 10_000,
-    );
-    r.start();
+    let mut r = restart_as(&h, policy(0, 0), Some("bob".into()));
     let error = r.enqueue(edits(&["a"])).unwrap_err();
     assert_eq!(error.code(), "duplicate_operation");
     assert!(r.sent.is_empty() && r.wire.is_empty(), "nothing sent");
