@@ -61,7 +61,7 @@ async function listen(handler) {
 
 /**
  * Starts the front and elsewhere. `upstream` is the reference server ({ url }) and
- * `adminToken` its admin token (sent as `authorization: Bearer …` to `/admin/*`).
+ * `adminToken` its admin token (sent as `x-admin-token` to `/admin/*`).
  * Resolves to { url, elsewhereUrl, close }.
  */
 export async function startHostileFront({ upstream, adminToken }) {
@@ -82,7 +82,7 @@ export async function startHostileFront({ upstream, adminToken }) {
 
   async function adminGet(path) {
     const response = await fetch(`${upstream.url}${path}`, {
-      headers: adminToken ? { authorization: `Bearer ${adminToken}` } : {},
+      headers: adminToken ? { "x-admin-token": adminToken } : {},
       signal: AbortSignal.timeout(10_000),
     });
     if (!response.ok) throw new Error(`${path}: HTTP ${response.status}`);
