@@ -129,14 +129,16 @@ export function wrapPlaywrightContext(context) {
   };
 }
 
-/**
- * A page of a driver library (playwright-core, puppeteer-core), whose page objects answer
- * `goto`, `reload`, `url`, `evaluate` and `exposeFunction` alike.
- */
-class LibraryPage extends BasePage {
+class PlaywrightPage extends BasePage {
   constructor(page) {
     super();
     this.raw = page;
+  }
+  onProblem(print) {
+    this.raw.on("pageerror", (error) => print(`page error: ${error.message}`));
+    this.raw.on("console", (message) => {
+      if (message.type() === "error" && !message.text().startsWith("Failed to load resource")) print(`page console: ${message.text().slice(0, 300)}`);
+    });
   }
   goto(url) {
     return this.raw.goto(url, { timeout: 15_000 });
@@ -152,15 +154,6 @@ class LibraryPage extends BasePage {
   }
   expose(name, handler) {
     return this.raw.exposeFunction(name, handler);
-  }
-}
-
-class PlaywrightPage extends LibraryPage {
-  onProblem(print) {
-    this.raw.on("pageerror", (error) => print(`page error: ${error.message}`));
-    this.raw.on("console", (message) => {
-      if (message.type() === "error" && !message.text().startsWith("Failed to load resource")) print(`page console: ${message.text().slice(0, 300)}`);
-    });
   }
   click(selector) {
     return this.raw.click(selector);
@@ -236,7 +229,11 @@ async function launchFirefox() {
 /** Firefox's report of a fetch that failed (an offline server, a dropped answer). */
 const FAILED_FETCH = /^Cross-Origin Request Blocked: .*\(Reason: CORS request did not succeed\)/;
 
-class PuppeteerPage extends LibraryPage {
+class PuppeteerPage extends BasePage {
+  constructor(page) {
+    super();
+    this.raw = page;
+  }
   onProblem(print) {
     this.raw.on("pageerror", (error) => {
       if (!FAILED_FETCH.test(error.message)) print(`page error: ${error.message}`);
@@ -244,6 +241,21 @@ class PuppeteerPage extends LibraryPage {
     this.raw.on("console", (message) => {
       if (message.type() === "error" && !FAILED_FETCH.test(message.text())) print(`page console: ${message.text().slice(0, 300)}`);
     });
+  }
+  goto(url) {
+    return this.raw.goto(url, { timeout: 15_000 });
+  }
+  reload() {
+    return this.raw.reload({ timeout: 15_000 });
+  }
+  async url() {
+    return this.raw.url();
+  }
+  evaluate(fn, arg) {
+    return this.raw.evaluate(fn, arg);
+  }
+  expose(name, handler) {
+    return this.raw.exposeFunction(name, handler);
   }
   clickAt(x, y) {
     return this.raw.mouse.click(x, y);
