@@ -213,13 +213,15 @@ async function launchFirefox() {
     can: { crash: false, quota: false },
     async newContext({ viewport } = {}) {
       const context = await browser.createBrowserContext();
+      const pages = [];
       return {
         newPage: async () => {
           const page = await context.newPage();
           if (viewport) await page.setViewport(viewport);
-          return new PuppeteerPage(page);
+          pages.push(new PuppeteerPage(page));
+          return pages.at(-1);
         },
-        close: () => context.close(),
+        close: () => Promise.all(pages.map((page) => page.close().catch(() => {}))).then(() => context.close()),
       };
     },
     close: () => browser.close(),
@@ -233,6 +235,8 @@ class PuppeteerPage extends BasePage {
   constructor(page) {
     super();
     this.raw = page;
+    /** Directories of files chosen through file inputs, removed when the page closes. */
+    this.files = [];
   }
   onProblem(print) {
     this.raw.on("pageerror", (error) => {
@@ -268,22 +272,25 @@ class PuppeteerPage extends BasePage {
     await this.raw.mouse.up();
   }
   async setFile(selector, { name, buffer }) {
-    // A real file chosen through the file input (BiDi input.setFiles).
+    // A real file chosen through the file input (BiDi input.setFiles). Firefox's File reads
+    // the disk lazily, as a person's chosen file does: it stays until the page closes (removed
+    // at once, IndexedDB could not copy it and aborted the upload's blob write).
     const dir = await mkdtemp(join(tmpdir(), "canvas-scheduler-upload-"));
-    try {
-      const path = join(dir, name);
-      await writeFile(path, buffer);
-      const input = await this.raw.$(selector);
-      await input.uploadFile(path);
-    } finally {
-      await rm(dir, { recursive: true, force: true });
-    }
+    this.files.push(dir);
+    const path = join(dir, name);
+    await writeFile(path, buffer);
+    const input = await this.raw.$(selector);
+    await input.uploadFile(path);
   }
   screenshot(path) {
     return this.raw.screenshot({ path, fullPage: true });
   }
-  close() {
-    return this.raw.close();
+  async close() {
+    try {
+      await this.raw.close();
+    } finally {
+      await Promise.all(this.files.splice(0).map((dir) => rm(dir, { recursive: true, force: true })));
+    }
   }
 }
 

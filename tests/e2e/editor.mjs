@@ -254,7 +254,13 @@ async function uploadSurvivesReload({ page, server, say }) {
   await tab(page, "canvas-a");
   await page.setFile("#upload", { name: "red.png", mimeType: "image/png", buffer: image });
   await page.waitForSelector("#assets .asset.pending", 5000);
-  await sleep(500);
+  // Durable before the reload, as the editor shows it (an edit still being saved when the page
+  // goes is queued again from the page's own copy; an upload's file cannot be).
+  const saved = await waitFor("the upload to be saved in the ledger", async () => {
+    const s = await snapshot(page);
+    return s.saving === 0 ? s : null;
+  });
+  assert.equal(saved.unsaved, 0, `the upload was stored (notices: ${saved.notices.join(" | ")})`);
   say(`upload queued offline; ${await screenshot(page, "c-1-upload-offline")}`);
 
   await reload(page);

@@ -661,6 +661,8 @@ declare global {
         pending: number;
         /** Edits storage refused, kept on the page until "Retry saving". */
         unsaved: number;
+        /** Edits handed to the scheduler whose `enqueue` has not resolved yet (not yet durable). */
+        saving: number;
         /** What `navigator.storage.persist()` answered (null until it did). */
         storagePersisted: boolean | null;
         categories: Record<string, number>;
@@ -676,6 +678,7 @@ window.canvasEditor = {
     canvases: Object.fromEntries(state.canvasIds.map((id) => [id, view(state, id)])),
     pending: state.pending.length,
     unsaved: state.pending.filter((op) => op.trouble === STORAGE_TROUBLE).length,
+    saving: state.pending.filter((op) => !op.enqueued && op.trouble === undefined).length,
     storagePersisted,
     categories: { ...panel.counts },
     notices: state.notices.map((n) => n.text),
