@@ -348,8 +348,8 @@ fn s10_retry_after_wins_over_backoff_and_the_due_time_is_absolute() {
     );
     assert_eq!(
         h.scheduler.ledger().request(&b).unwrap().retry_at,
-        Some(start + 1_000),
-        "backoff 500·2^1"
+        Some(start + 500),
+        "backoff 500·2^0: the first failure since the endpoint last answered"
     );
     h.advance(7);
     assert_eq!(h.wire_ids(), [a.as_str()]);

@@ -751,8 +751,13 @@ impl World {
                 tab.scheduler.set_online(now, tab.online);
                 None
             }
-            2 => {
+            2 if self.rng.chance(50) => {
                 let _ = tab.scheduler.resume(now);
+                None
+            }
+            2 => {
+                // The host's "retry now" (S10): every scheduled retry is due at once.
+                tab.scheduler.retry_all_now(now);
                 None
             }
             3 => tab.scheduler.flush(now, &pick).err(),

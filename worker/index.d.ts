@@ -52,6 +52,7 @@ export class Scheduler {
   /** From the mirror, or `undefined` (an id it does not hold yet is fetched; see `sync`). */
   operation(id: string): OperationRecord | undefined;
   resume(): Promise<void>;
+  retryAllNow(): Promise<void>;
   retry(id: string): Promise<void>;
   settle(): Promise<void>;
   start(): void;

@@ -248,6 +248,10 @@ export class Scheduler {
     return this.#call("resume");
   }
 
+  retryAllNow() {
+    return this.#call("retryAllNow");
+  }
+
   settle() {
     return this.#call("settle");
   }

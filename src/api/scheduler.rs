@@ -147,6 +147,14 @@ impl Scheduler {
         self.act("resume", JsValue::NULL, true)
     }
 
+    /// "Retry now" (S10): every backoff starts again and every scheduled retry is due now,
+    /// waits the server asked for included (in the dispatching tab). Blocked requests stay
+    /// blocked: `resume()` is for a renewed login, `retry(id)` for a dead letter.
+    #[wasm_bindgen(js_name = retryAllNow, unchecked_return_type = "Promise<void>")]
+    pub fn retry_all_now(&self) -> Promise {
+        self.act("retryAllNow", JsValue::NULL, true)
+    }
+
     /// Resolves once nothing is in flight (in the dispatching tab).
     #[wasm_bindgen(unchecked_return_type = "Promise<void>")]
     pub fn settle(&self) -> Promise {

@@ -1,6 +1,7 @@
 //! The pure core: ledger model, transitions and the sans-IO scheduler state machine.
 //! Nothing here touches `web_sys`, `js_sys` or wall-clock time.
 
+pub mod backoff;
 pub mod claims;
 pub mod clock;
 pub mod config;

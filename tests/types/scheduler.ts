@@ -24,6 +24,7 @@ export const returnTypes: [
   Same<Returns<"enqueue">, Promise<void>>,
   Same<Returns<"enqueueMany">, Promise<void>>,
   Same<Returns<"resume">, Promise<void>>,
+  Same<Returns<"retryAllNow">, Promise<void>>,
   Same<Returns<"settle">, Promise<void>>,
   Same<Returns<"flush">, Promise<FlushResult>>,
   Same<Returns<"retry">, Promise<void>>,
@@ -38,7 +39,7 @@ export const returnTypes: [
   Same<Returns<"explain">, Explanation>,
   Same<Returns<"stats">, SchedulerStats>,
   Same<ReturnType<typeof probeStorage>, Promise<ProbeReport>>,
-] = [true, true, true, true, true, true, true, true, true, true, true, true, true, true, true, true, true, true];
+] = [true, true, true, true, true, true, true, true, true, true, true, true, true, true, true, true, true, true, true];
 
 /** What a caller of each async method gets after `await`. */
 export async function settleAndRead(scheduler: Scheduler): Promise<number> {

@@ -77,7 +77,13 @@ if (!smoke) {
     }
     const shapes = Object.values(document?.shapes ?? {});
     if (shapes.length !== 1) throw new Error(`the server has ${shapes.length} shapes on canvas-a, expected 1`);
-    const editor = await tab.evaluate(() => window.canvasEditor.snapshot());
+    // The server applied it; the editor learns so from the settled event (a moment later on a
+    // busy machine): compare once nothing is pending there.
+    let editor = await tab.evaluate(() => window.canvasEditor.snapshot());
+    while (editor.pending > 0 && Date.now() < deadline + 10_000) {
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      editor = await tab.evaluate(() => window.canvasEditor.snapshot());
+    }
     const same = JSON.stringify(editor.canvases["canvas-a"].document.shapes) === JSON.stringify(document.shapes);
     await tab.screenshot({ path: join(artifacts, "smoke.png"), fullPage: true });
     print(`demo smoke: drew a ${shapes[0].type} at (${shapes[0].x}, ${shapes[0].y}); server has it; editor ${same ? "agrees" : "DIFFERS"}`);

@@ -7,6 +7,7 @@ use crate::core::io::{AttemptOutcome, AttemptStatus, Report};
 use crate::core::model::{
     EventKind, Millis, OperationOutcome, RequestPhase, RetryAction, Settlement,
 };
+use crate::core::protocol::NOT_FOUND;
 use crate::core::safe_error::SafeError;
 
 impl<H: Host> Scheduler<H> {
@@ -28,18 +29,24 @@ impl<H: Host> Scheduler<H> {
                     return;
                 }
                 let accepted = status.outcome == AttemptOutcome::Accepted;
+                // S9: a query that finds nothing is the endpoint's answer, not a failure: the
+                // server is up and never received the request, which goes again at once (or
+                // when the server says), and every other backoff starts again.
+                let not_found = !accepted
+                    && action == RetryAction::Query
+                    && status.error.as_ref().is_some_and(|e| e.code == NOT_FOUND);
                 let mut failures = 0;
-                let mut attempt = 0;
                 self.ledger.update_request(request_id, |r| {
                     if accepted {
                         r.phase = RequestPhase::Accepted;
                     }
                     // K1: an `accepted` (or 409 in progress) that never turns into a verdict
                     // counts too, so a server that only ever says "later" ends in a dead letter.
-                    r.failures = r.failures.saturating_add(1);
+                    if !not_found {
+                        r.failures = r.failures.saturating_add(1);
+                    }
                     r.error = status.error.clone();
                     failures = r.failures;
-                    attempt = r.attempt;
                 });
                 let final_failure = !accepted && status.retryable == Some(false);
                 if final_failure || failures >= self.config.retry.max_attempts {
@@ -53,11 +60,18 @@ impl<H: Host> Scheduler<H> {
                     RetryAction::Submit
                 };
                 // S10, clamped: no wait from outside is longer than max(maxMs, 24 h), and
-                // the stored due time is always a storable number.
-                let due =
-                    self.config
-                        .retry
-                        .due_at(now, attempt, status.retry_after_ms, status.retry_at);
+                // the stored due time is always a storable number. Backoff counts the
+                // request's failures since the endpoint last answered (`core::backoff`).
+                let retry = self.config.retry.clone();
+                let due = if not_found {
+                    self.backoff.forget(request_id);
+                    self.endpoint_answered(now);
+                    retry.due_at(now, 0, Some(status.retry_after_ms.unwrap_or(0)), None)
+                } else {
+                    let chosen = status.retry_after_ms.is_some() || status.retry_at.is_some();
+                    let step = self.backoff.fail(request_id, chosen);
+                    retry.due_at(now, step, status.retry_after_ms, status.retry_at)
+                };
                 self.ledger.schedule_retry(request_id, due, next);
                 self.event(
                     EventKind::RetryScheduled,
@@ -81,6 +95,8 @@ impl<H: Host> Scheduler<H> {
             Settlement::Rejected
         };
         self.retries.cancel(request_id);
+        self.backoff.forget(request_id);
+        self.endpoint_answered(now);
         self.ledger.update_request(request_id, |r| {
             r.phase = RequestPhase::Resolved;
             r.outcome = Some(settlement);
@@ -140,6 +156,7 @@ impl<H: Host> Scheduler<H> {
             return;
         };
         self.retries.cancel(request_id);
+        self.backoff.forget(request_id);
         self.ledger.update_request(request_id, |r| {
             r.blocked = Some("dead_letter".into());
             r.retry_at = None;
@@ -195,6 +212,35 @@ impl<H: Host> Scheduler<H> {
             for dependent in dependents {
                 self.consider_ready(&dependent);
             }
+        }
+    }
+}
+
+impl<H: Host> Scheduler<H> {
+    /// The endpoint gave a proper answer (a verdict, or a query's "never received"): backoff
+    /// starts again, and retries that waited on backoff alone are due now (`core::backoff`).
+    fn endpoint_answered(&mut self, now: Millis) {
+        let waiting = self.backoff.reset();
+        self.retry_now(now, waiting);
+    }
+
+    /// Makes the scheduled retries of `requests` due now (in the ledger and the retry queue);
+    /// requests on the wire, blocked or without a scheduled retry are left as they are.
+    pub(super) fn retry_now(&mut self, now: Millis, requests: Vec<String>) {
+        for id in requests {
+            if self.active.contains_key(&id) || !self.retries.is_scheduled(&id) {
+                continue;
+            }
+            let Some(action) = self
+                .ledger
+                .request(&id)
+                .filter(|r| r.blocked.is_none())
+                .and_then(|r| r.retry_action)
+            else {
+                continue;
+            };
+            self.ledger.schedule_retry(&id, now, action);
+            self.retries.schedule(&id, now, action);
         }
     }
 }

@@ -54,6 +54,25 @@ impl<H: Host> Scheduler<H> {
         Some(barrier)
     }
 
+    /// The host's "retry now" (`retryAllNow()`): every backoff starts again and every
+    /// scheduled retry is due now, including waits the server asked for (S10). Blocked
+    /// requests (unauthorized, dead letters) stay as they are: `resume()` and `retry(id)` are
+    /// for them.
+    pub fn retry_all_now(&mut self, now: Millis) {
+        self.backoff.reset();
+        let scheduled: Vec<String> = self
+            .ledger
+            .requests()
+            .filter(|r| r.retry_at.is_some())
+            .map(|r| r.id.clone())
+            .collect();
+        self.retry_now(now, scheduled);
+        if self.is_running() {
+            self.pump(now);
+        }
+        self.sync_timer(now);
+    }
+
     pub(super) fn reschedule_after_resume(&mut self, now: Millis) {
         let requests: Vec<(String, bool)> = self
             .ledger

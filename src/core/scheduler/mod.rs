@@ -20,6 +20,7 @@ use crate::core::str_map::StrMap;
 use crate::core::str_set::StrSet;
 use std::collections::VecDeque;
 
+use super::backoff::Backoff;
 use super::claims::CanvasClaims;
 use super::config::SchedulerConfig;
 use super::error::{ErrorCode, SchedulerError};
@@ -122,6 +123,8 @@ pub struct Scheduler<H: Host> {
     online: bool,
     ready: ReadyQueue,
     retries: RetryQueue,
+    /// Backoff steps since the endpoint last answered (S10).
+    backoff: Backoff,
     claims: CanvasClaims,
     /// Operation id → the canvases it waits on (reserved in `claims`).
     waiting: StrMap<(u64, Vec<String>)>,
@@ -171,6 +174,7 @@ impl<H: Host> Scheduler<H> {
             online: true,
             ready: ReadyQueue::default(),
             retries: RetryQueue::default(),
+            backoff: Backoff::default(),
             claims: CanvasClaims::default(),
             waiting: StrMap::new(),
             dependents: StrMap::new(),
@@ -247,7 +251,13 @@ impl<H: Host> Scheduler<H> {
 
     /// Tells the scheduler whether the network is reachable (W2: re-check due work on `online`).
     pub fn set_online(&mut self, now: Millis, online: bool) {
+        let back = online && !self.online;
         self.online = online;
+        if back {
+            // The network came back: what waited on backoff goes now (S10).
+            let waiting = self.backoff.reset();
+            self.retry_now(now, waiting);
+        }
         if online {
             self.pump(now);
         }

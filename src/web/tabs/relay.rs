@@ -400,7 +400,7 @@ fn own_work(
                 _ => Ok(()), // unknown ids get serve()'s own error
             }
         }
-        "resume" | "events" | "operations" => {
+        "resume" | "retryAllNow" | "events" | "operations" => {
             let leader = driver.inspect(|s, _| s.config().principal.clone());
             if leader == principal {
                 Ok(())
@@ -430,6 +430,10 @@ pub(super) async fn serve(
             driver.wait_barrier(barrier).await.map(|()| JsValue::NULL)
         }
         "resume" => driver.resume().await.map(|()| JsValue::NULL),
+        "retryAllNow" => {
+            driver.act(|s, now| s.retry_all_now(now));
+            Ok(JsValue::NULL)
+        }
         "settle" => {
             driver.settle().await;
             Ok(JsValue::NULL)

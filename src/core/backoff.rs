@@ -1,0 +1,74 @@
+//! Backoff that follows the endpoint (S10): a request's wait grows with its failures since the
+//! endpoint last answered properly, not with every attempt it ever made.
+//!
+//! A failed attempt of a request is its *step*; the wait is `retry.delay(step)`. A proper
+//! answer from the endpoint (a verdict, or a query's "never received") shows it is up again:
+//! every step goes back to 0 and retries waiting on backoff alone are due now. Going `online`
+//! and the host's `retryAllNow()` do the same. A wait the server asked for (`Retry-After`) or
+//! the host set (`retryAt`) is not backoff: only `retryAllNow()` moves it.
+//!
+//! Steps live in memory: a reload starts every request at step 0. The failures counted toward
+//! the dead letter (K1) are the request's own, in the ledger, and are never reset here.
+
+use super::key_index::KeyIndex;
+use super::str_set::StrSet;
+
+/// Backoff steps of requests waiting to be retried.
+#[derive(Debug, Default)]
+pub struct Backoff {
+    /// Request id → failed attempts since the endpoint last answered.
+    steps: KeyIndex,
+    /// Requests whose scheduled retry waits on backoff alone.
+    waiting: StrSet,
+}
+
+impl Backoff {
+    /// Counts a failed attempt of `request_id` and returns its step (0 for the first failure
+    /// since the endpoint last answered). `chosen_wait` is true when the server or the host
+    /// chose the wait: such a failure leaves the step where it was.
+    pub fn fail(&mut self, request_id: &str, chosen_wait: bool) -> u32 {
+        let step = self.steps.get(request_id).copied().unwrap_or(0);
+        if chosen_wait {
+            self.waiting.remove(request_id);
+        } else {
+            self.steps
+                .insert(request_id.to_owned(), step.saturating_add(1));
+            self.waiting.insert_str(request_id);
+        }
+        u32::try_from(step).unwrap_or(u32::MAX)
+    }
+
+    /// The endpoint answered: every step starts again. Returns the requests whose scheduled
+    /// retry waited on backoff alone (they may go now).
+    pub fn reset(&mut self) -> Vec<String> {
+        self.steps.clear();
+        let waiting = self.waiting.iter().cloned().collect();
+        self.waiting.clear();
+        waiting
+    }
+
+    /// `request_id` is resolved or gone: forget it.
+    pub fn forget(&mut self, request_id: &str) {
+        self.steps.remove(request_id);
+        self.waiting.remove(request_id);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn s10_steps_grow_with_failures_and_start_again_when_the_endpoint_answers() {
+        let mut backoff = Backoff::default();
+        assert_eq!(backoff.fail("r1", false), 0);
+        assert_eq!(backoff.fail("r1", false), 1);
+        assert_eq!(backoff.fail("r1", true), 2, "a chosen wait keeps the step");
+        assert_eq!(backoff.fail("r1", false), 2);
+        assert_eq!(backoff.fail("r2", true), 0);
+        assert_eq!(backoff.reset(), ["r1"], "only r1 waits on backoff alone");
+        assert_eq!(backoff.fail("r1", false), 0);
+        backoff.forget("r1");
+        assert!(backoff.reset().is_empty());
+    }
+}
