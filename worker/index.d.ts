@@ -6,7 +6,7 @@ import type {
 
 export type {
   Authorization, BlobRef, CanvasSchedulerError, CompiledRequest, ErrorCode, ErrorPolicy, Explanation,
-  FlushResult, FrozenRequest, Json, LedgerEvent, OperationIntent, OperationRecord, SafeError,
+  FlushResult, FrozenRequest, Json, JsonInput, LedgerEvent, OperationIntent, OperationRecord, SafeError, StoredIntent,
   SchedulerEvent, SchedulerOptions, SchedulerStats, TransportAnswer,
 } from "../pkg/web/canvas_scheduler.js";
 

@@ -155,7 +155,10 @@ impl Scheduler {
         self.act("retryAllNow", JsValue::NULL, true)
     }
 
-    /// Resolves once nothing is in flight (in the dispatching tab).
+    /// Resolves once no attempt is in flight in the dispatching tab (each request on the wire
+    /// has its answer recorded). Operations waiting for a retry, a canvas, a dependency, a
+    /// hold, the network or a blocked request are not waited for: `stats().pending` and
+    /// `idleReason` say whether anything is left to send.
     #[wasm_bindgen(unchecked_return_type = "Promise<void>")]
     pub fn settle(&self) -> Promise {
         let tab = self.tab.clone();

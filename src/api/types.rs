@@ -9,6 +9,15 @@ const API_TYPES_TS: &str = r#"
 /** JSON values, as the server and the ledger see them. */
 export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
 
+/**
+ * An intent's payload as an editor has it: a JSON value whose objects may be interfaces with
+ * optional fields (a store's records, for example), so no cast is needed. What is not JSON is
+ * refused at runtime with `invalid_intent` (a function, a class instance such as a Date or a
+ * Map, a symbol, a bigint, NaN or Infinity, a cycle, a `__proto__` key); a field whose value is
+ * `undefined` is left out, as `JSON.stringify` leaves it out.
+ */
+export type JsonInput = null | boolean | number | string | readonly JsonInput[] | object;
+
 /** A reference to a blob kept beside the ledger (an upload's file). */
 export interface BlobRef { id: string; size: number; mediaType: string; name?: string }
 
@@ -18,7 +27,7 @@ export interface OperationIntent {
   operationType: string;
   canvasIds?: string[];
   dependencies?: string[];
-  payload?: Json;
+  payload?: JsonInput;
   expectedVersions?: Record<string, number>;
   runId?: string;
   /**
@@ -132,9 +141,9 @@ export interface SchedulerOptions {
   /** Asked before every send; may be async. */
   headers?: () => Record<string, string> | Promise<Record<string, string>>;
   /** Synchronous: turns an intent into the request body. */
-  compile?: (intent: OperationIntent, requestId: string) => CompiledRequest;
+  compile?: (intent: StoredIntent, requestId: string) => CompiledRequest;
   /** Synchronous: the canvases an intent touches (default: its canvasIds). */
-  participants?: (intent: OperationIntent) => string[];
+  participants?: (intent: StoredIntent) => string[];
   /** K3: runs before every send; may be async. Only `{allowed: boolean}` decides; any other
    * answer is a failed check (retried). A denial of a request the server may have is checked
    * with a query first. */
@@ -154,13 +163,17 @@ export type SchedulerEvent =
   | { type: "leader_changed"; leader: boolean; owner?: string; fence?: number }
   | { type: "quarantined"; store: string; key: string; reason: string };
 
+/** An intent as stored (and as the `compile` and `participants` hooks get it): its payload
+ * is JSON, its sequence assigned, its file a reference to the blob kept beside the ledger. */
+export interface StoredIntent {
+  id: string; sequence: number; operationType: string; canvasIds: string[]; dependencies: string[];
+  payload: Json; expectedVersions?: Record<string, number>; runId?: string; coalesceKey?: string;
+  blob?: BlobRef; revision: number; principal?: string;
+}
+
 /** An operation as stored (SPEC §1). */
 export interface OperationRecord {
-  intent: {
-    id: string; sequence: number; operationType: string; canvasIds: string[]; dependencies: string[];
-    payload: Json; expectedVersions?: Record<string, number>; runId?: string; coalesceKey?: string;
-    blob?: BlobRef; revision: number; principal?: string;
-  };
+  intent: StoredIntent;
   phase: "pending" | "resolved";
   blockers: string[];
   requestId?: string;

@@ -5,6 +5,7 @@ import type {
   Explanation,
   FlushResult,
   LedgerEvent,
+  OperationIntent,
   OperationRecord,
   ProbeReport,
   Scheduler,
@@ -64,3 +65,20 @@ export const retained: Parameters<typeof Scheduler.open>[0] = {
   endpoint: "https://api.example/v1",
   retain: { settled: 1000, settledMs: 86_400_000, tombstones: 100_000, tombstoneMs: 2_592_000_000 },
 };
+
+/** A store's record as an editor declares it: an interface (no index signature) with optional
+ * fields and nested objects. It is a payload as it is, with no `as unknown as Json`. */
+interface ShapeRecord {
+  readonly id: string;
+  readonly typeName: "shape";
+  x: number;
+  y: number;
+  opacity?: number;
+  parentId: string | null;
+  meta: { readonly [key: string]: unknown };
+  props: { w: number; h: number; label?: string; points: readonly { x: number; y: number }[] };
+}
+
+export function recordIntent(record: ShapeRecord): OperationIntent {
+  return { id: `put:${record.id}`, operationType: "record.put", canvasIds: [record.parentId ?? "page"], payload: record, coalesceKey: record.id };
+}

@@ -6,7 +6,7 @@
 // ?admin=<the reference server's admin token> (for its fault switches and state).
 
 import init, { Scheduler } from "/pkg/web/canvas_scheduler.js";
-import type { CompiledRequest, Json, OperationIntent, SafeError, SchedulerEvent } from "/pkg/web/canvas_scheduler.js";
+import type { CompiledRequest, OperationIntent, SafeError, SchedulerEvent, StoredIntent } from "/pkg/web/canvas_scheduler.js";
 import { ServerAdmin } from "./admin.js";
 import { CanvasView, type Tool } from "./canvas-view.js";
 import { LedgerPanel } from "./ledger-panel.js";
@@ -116,7 +116,7 @@ function intentOf(op: PendingOp): OperationIntent {
     id: op.id,
     operationType: op.kind,
     canvasIds: op.canvasIds,
-    payload: op.payload as Json,
+    payload: op.payload,
   };
   if (op.runId !== undefined) intent.runId = op.runId;
   const blob = blobs.get(op.id);
@@ -187,7 +187,7 @@ async function retrySaving(target: Scheduler): Promise<void> {
  * version this edit was made against. A shape edit carries it as `expectedVersions`: if another
  * client changed the canvas meanwhile, the server refuses the edit and the editor rolls back.
  */
-function compile(intent: OperationIntent): CompiledRequest {
+function compile(intent: StoredIntent): CompiledRequest {
   const canvasIds = [...new Set(intent.canvasIds ?? [])].sort();
   const expectedVersions: Record<string, number> = {};
   if (intent.operationType.startsWith("shape.")) {
