@@ -792,3 +792,30 @@ fn s9_a_rejection_carries_the_requests_canonical_when_the_operation_has_none() {
         Some(serde_json::json!({"canvases": {"c": {"version": 9}}}).into())
     );
 }
+
+/// S4 at scale (issue 31: `scanned` reached 1.8 million for 4 000 sends on one canvas): when a
+/// busy canvas is released, only its next operation is woken, so the work per send does not
+/// grow with the queue behind it. Every operation is examined about once when it arrives and
+/// once when its turn comes, in order.
+#[test]
+fn s4_a_released_canvas_wakes_only_its_next_operation() {
+    for queued in [200, 2_000] {
+        let mut h = harness();
+        let edits = (0..queued)
+            .map(|i| edit(&format!("e{i}"), &["page-1"]))
+            .collect();
+        h.enqueue(edits).unwrap();
+        let mut order = Vec::new();
+        while let Some(sent) = h.answer_first(applied()) {
+            order.extend(sent.request.operation_ids.clone());
+        }
+        assert_eq!(order.len(), queued, "every edit sent");
+        let in_order = (0..queued).map(|i| format!("e{i}")).collect::<Vec<_>>();
+        assert_eq!(order, in_order, "one at a time, in order");
+        let scanned = h.scheduler.stats().scanned;
+        assert!(
+            scanned <= 3 * queued as u64,
+            "{queued} queued: {scanned} examinations (at most three per operation)"
+        );
+    }
+}

@@ -42,7 +42,10 @@ impl CanvasClaims {
         Ok(())
     }
 
-    /// Releases the canvases a request holds; returns the operations waiting on them.
+    /// Releases the canvases a request holds; returns, per canvas, its earliest waiter: the
+    /// only one that may take it next (S4: a canvas's operations go in order). The others
+    /// keep waiting, and their reservations, until the one before them leaves; waking them
+    /// all made every release cost the whole queue of a busy canvas.
     pub fn release(&mut self, request_id: &str, canvases: &[String]) -> Vec<(u64, String)> {
         let mut woken = Vec::new();
         for canvas in canvases {
@@ -52,7 +55,7 @@ impl CanvasClaims {
                 .is_some_and(|holder| holder == request_id)
             {
                 self.claims.remove(canvas);
-                woken.extend(self.waiters.remove(canvas).unwrap_or_default());
+                woken.extend(self.first_waiter(canvas).map(|(s, id)| (s, id.to_owned())));
             }
         }
         woken
@@ -88,8 +91,8 @@ impl CanvasClaims {
         }
     }
 
-    /// Removes an operation from every waiter set (it was sent, blocked or discarded); returns
-    /// the operations its reservation held back.
+    /// Removes an operation from every waiter set (it was sent, blocked or discarded); returns,
+    /// per canvas it reserved and nobody holds, the earliest waiter left behind it.
     pub fn unwait(&mut self, sequence: u64, id: &str, canvases: &[String]) -> Vec<(u64, String)> {
         let mut woken = Vec::new();
         for canvas in canvases {
@@ -97,7 +100,7 @@ impl CanvasClaims {
                 continue;
             };
             if set.remove(sequence, id) && !self.claims.contains_key(canvas) {
-                woken.extend(std::mem::take(set));
+                woken.extend(set.first().map(|(s, id)| (s, id.to_owned())));
             }
             if set.is_empty() {
                 self.waiters.remove(canvas);

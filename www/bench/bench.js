@@ -442,5 +442,67 @@ async function fillSettled({ database, n, chunk, deadlineMs }) {
   }
 }
 
-window.bench = { rawIdb, enqueueLatency, throughputInstant, endToEnd, fetchLoop, fill, openStart, rawGetAll, fillSettled };
+/**
+ * 9. `enqueue` while the scheduler sends at full speed (issue 30): the reference server at
+ * concurrency 2, default options, a backlog of `backlog` operations already dispatching. Then
+ * `n` sequential awaited enqueues, each interleaved with the raw 1-record transaction of
+ * measurement 2 in a raw database of this page (the same moments of a shared machine); then,
+ * for `rateMs`, enqueues awaited back to back, counted beside the operations settled meanwhile
+ * (the delivery rate).
+ */
+async function enqueueWhileSending({ endpoint, backlog, n, rateMs, deadlineMs, tag }) {
+  let settled = 0;
+  const errors = [];
+  const scheduler = await Scheduler.open({
+    database: `bench-${tag}-${Date.now()}`,
+    endpoint,
+    concurrency: 2,
+    onEvent: (event) => {
+      if (event.type === "settled") settled += 1;
+      else if ((event.type === "error" || event.type === "blocked" || event.type === "dead_lettered") && errors.length < 5) errors.push(JSON.stringify(event).slice(0, 300));
+    },
+  });
+  const db = await openRawDb(`bench-${tag}-raw-${Date.now()}`);
+  const deadline = now() + deadlineMs;
+  try {
+    const intents = [];
+    for (let i = 0; i < backlog; i++) intents.push(shapeIntent(`${tag}-b-${i}`, `${tag}-c${i % 20}`, i));
+    await scheduler.enqueueMany(intents);
+    scheduler.start();
+    const latencies = [];
+    const raw = [];
+    let busy = 0;
+    for (let i = 0; i < n && now() < deadline; i++) {
+      if (scheduler.stats().inFlight > 0) busy += 1;
+      await timed(raw, () => putAll(db, [[`s-${i}`, rawRecord(`s-${i}`, i)]]));
+      await timed(latencies, () => scheduler.enqueue(shapeIntent(`${tag}-e-${i}`, `${tag}-c${i % 20}`, i)));
+    }
+    const settledBefore = settled;
+    const t0 = now();
+    let enqueued = 0;
+    while (now() - t0 < rateMs && now() < deadline) {
+      await scheduler.enqueue(shapeIntent(`${tag}-r-${enqueued}`, `${tag}-c${enqueued % 20}`, enqueued));
+      enqueued += 1;
+    }
+    const ms = now() - t0;
+    const delivered = settled - settledBefore;
+    return {
+      count: latencies.length,
+      busy,
+      p50Ms: percentile(latencies, 0.5),
+      p99Ms: percentile(latencies, 0.99),
+      rawP50Ms: percentile(raw, 0.5),
+      enqueuePerSec: (enqueued / ms) * 1000,
+      deliveredPerSec: (delivered / ms) * 1000,
+      pendingAtEnd: scheduler.stats().pending,
+      errors,
+      timedOut: latencies.length < n,
+    };
+  } finally {
+    db.close();
+    scheduler.stop();
+  }
+}
+
+window.bench = { rawIdb, enqueueLatency, enqueueWhileSending, throughputInstant, endToEnd, fetchLoop, fill, openStart, rawGetAll, fillSettled };
 document.body.dataset.ready = "1";

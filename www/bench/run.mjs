@@ -24,6 +24,8 @@ const WATCHDOG_MS = 12 * 60_000;
 const PLAN = {
   raw: { singles: 1000, batches: 100, batchSize: 100, deadlineMs: 30_000 },
   enqueue: { n: 1000, deadlineMs: 30_000 },
+  // 9. While sending: a backlog that keeps concurrency 2 busy for the whole measurement.
+  load: { backlog: 2000, n: 300, rateMs: 3000, deadlineMs: 60_000 },
   instant: { n: 5000, chunk: 500, concurrency: 8, canvases: 100, deadlineMs: 60_000 },
   e2e: { n: 1000, chunk: 500, canvases: 4, deadlineMs: 60_000 },
   fetchLoop: { n: 1000, canvases: 4, deadlineMs: 60_000 },
@@ -112,7 +114,7 @@ async function benchPage(context, baseUrl) {
 }
 
 /**
- * `BENCH_ONLY=enqueue,start` runs only those parts (of raw, enqueue, instant, e2e, start), for
+ * `BENCH_ONLY=enqueue,start` runs only those parts (of raw, enqueue, load, instant, e2e, start, history), for
  * a quick look at one figure while working on it; the raw baselines always run.
  */
 const ONLY = process.env.BENCH_ONLY ? new Set(process.env.BENCH_ONLY.split(",")) : null;
@@ -182,6 +184,16 @@ async function main() {
       figure("enqueue latency p50 (held)", fmt(enq.p50Ms, 3), "ms", fmt(enq.rawP50Ms, 3), "ms (raw 1-record txn p50, interleaved)", enq.p50Ms / enq.rawP50Ms, `p99 ${fmt(enq.p99Ms, 2)} ms, ${enq.count} enqueues`);
       figure("enqueue latency p50 (held) against the fenced write's shape", fmt(enq.p50Ms, 3), "ms", fmt(enq.fencedP50Ms, 3), "ms (raw lease read + put p50, interleaved)", enq.p50Ms / enq.fencedP50Ms, "what the scheduler adds beyond the transaction it must write");
       figure("enqueue latency p99 (held)", fmt(enq.p99Ms, 2), "ms", fmt(enq.rawP99Ms, 2), "ms (raw 1-record txn p99, interleaved)", enq.p99Ms / enq.rawP99Ms);
+    }
+
+    // 9. enqueue while the scheduler sends at full speed (reference server, concurrency 2).
+    if (want("load")) {
+      const load = await call(page, "enqueueWhileSending", { endpoint: server.url, tag: `load${Date.now()}`, ...PLAN.load });
+      expect(load.count > 0 && load.errors.length === 0, `enqueue while sending: ${JSON.stringify(load)}`);
+      figure("enqueue latency p50 while sending (concurrency 2, defaults)", fmt(load.p50Ms, 3), "ms", fmt(load.rawP50Ms, 3), "ms (raw 1-record txn p50, interleaved)", load.p50Ms / load.rawP50Ms,
+        `p99 ${fmt(load.p99Ms, 2)} ms; ${load.count} enqueues, ${load.busy} of them with a send in flight; target <= 2x, p99 <= 5 ms`);
+      figure("enqueue rate while sending", fmt(load.enqueuePerSec), "enqueues/s", fmt(load.deliveredPerSec), "ops/s delivered meanwhile", load.enqueuePerSec / Math.max(load.deliveredPerSec, 1e-9),
+        `awaited back to back for ${fmt(PLAN.load.rateMs)} ms; ${fmt(load.pendingAtEnd)} pending at the end; target >= 10x`);
     }
 
     // 3. Durable ops/s with an instant in-page transport.
