@@ -101,7 +101,7 @@ const tests = [
       }
     });
   }],
-  ["onEvent gets the events; explain, operation, stats and claims answer from the mirror; events(), resume()", async () => {
+  ["onEvent gets the events; explain, operation, stats and claims answer from the mirror; events(), resume(), retryAllNow()", async () => {
     await withPage(async (page) => {
       await open(page);
       const id = unique("events");
@@ -113,6 +113,7 @@ const tests = [
         const s = window.wm.scheduler;
         const now = { explain: s.explain(id), record: s.operation(id), stats: s.stats(), types: window.wm.events.map((e) => e.type) };
         await s.resume(); // nothing failed: resolves
+        await s.retryAllNow(); // nothing waits for a retry: resolves
         return { ...now, log: await s.events({ limit: 1000 }) };
       }, id);
       assert.ok(seen.log.some((entry) => entry.requestId === settled.requestId), `events() names ${settled.requestId}: ${JSON.stringify(seen.log.slice(-5))}`);
