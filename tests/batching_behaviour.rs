@@ -316,3 +316,29 @@ fn coalescing_a_replaced_intent_names_its_replacement_across_a_reload() {
     let why = h.scheduler.explain(h.now, "needs-1").unwrap();
     assert_eq!(why.dependency_id.as_deref(), Some("drag-2"));
 }
+
+/// Edits that arrive while their canvas is busy (a drag while the last update is on the wire)
+/// travel together once it is released: the waiting run joins one batch, in order.
+#[test]
+fn batch_edits_that_waited_for_a_busy_canvas_share_the_next_request() {
+    let mut h = batching(32, 65_536);
+    h.enqueue(vec![edit("first", &["c"])]).unwrap();
+    assert_eq!(h.wire_operations(), ["first"]);
+    let waited: Vec<IntentInput> = (0..10).map(|i| edit(&format!("w{i}"), &["c"])).collect();
+    h.enqueue(waited).unwrap();
+    assert_eq!(h.wire_operations(), ["first"], "the canvas is busy");
+    h.answer_first(applied());
+    let expected: Vec<String> = (0..10).map(|i| format!("w{i}")).collect();
+    assert_eq!(
+        h.wire_operations(),
+        expected,
+        "one request for the ten that waited"
+    );
+    h.answer_first(applied());
+    assert!(h.wire.is_empty());
+    assert!(
+        h.scheduler.stats().scanned <= 3 * 11,
+        "examinations: {}",
+        h.scheduler.stats().scanned
+    );
+}

@@ -282,6 +282,18 @@ impl World {
                 self.tabs[t].scheduler.config().principal
             ));
         }
+        // A tab whose lease another took over may still send a query it had scheduled: a
+        // query changes nothing on the server, and the tab learns it is fenced at its next
+        // write (K2); a submit needs its dispatch marker durable first, which it cannot write.
+        // Such a query may name a request the new holder has since settled and compacted
+        // (retention), so the store is no measure of it: the checks below are for the rest.
+        let holds_lease = self
+            .store
+            .lease()
+            .is_some_and(|lease| lease.owner == self.tabs[t].scheduler.config().owner);
+        if order.action == RetryAction::Query && !holds_lease {
+            return;
+        }
         // Retention: a compacted operation is never sent again, and an upload's blob stays
         // while the upload can be sent.
         for op in &order.request.operation_ids {

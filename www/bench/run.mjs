@@ -263,7 +263,7 @@ async function main() {
         page = await benchPage(context, statics.url);
         const filled = await call(page, "fillSettled", { database, n, ...PLAN.history });
         await page.close();
-        expect(filled.count === n && filled.tombstones === n, `history ${n}: ${JSON.stringify(filled)}`);
+        expect(filled.count === n && filled.tombstones + filled.kept === n && filled.kept <= 1, `history ${n}: ${JSON.stringify(filled)}`);
         page = await benchPage(context, statics.url);
         const started = await call(page, "openStart", { database });
         await page.close();

@@ -50,6 +50,9 @@ impl<H: Host> Scheduler<H> {
         {
             return Vec::new();
         }
+        // The first leaves waiting now: its canvases' next waiter is offered and may join
+        // (a released canvas wakes only its earliest waiter), and so on down the run.
+        self.unwait(&first.id);
         let mut bytes = payload_bytes(first);
         let mut members: Vec<Intent> = Vec::new();
         while members.len() + 1 < limits.max_operations {
@@ -76,6 +79,7 @@ impl<H: Host> Scheduler<H> {
             }
             bytes += payload_bytes(&candidate);
             self.ready.remove(sequence, &id);
+            self.unwait(&id);
             members.push(candidate);
         }
         members
