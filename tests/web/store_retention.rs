@@ -17,7 +17,9 @@ use canvas_scheduler::web::store::IdbLedger;
 use wasm_bindgen::JsValue;
 use wasm_bindgen_test::wasm_bindgen_test;
 
-use super::store_support::{acquire_fence, batch, db_name, operation, raw_keys, raw_put, request};
+use super::store_support::{
+    acquire_fence, batch, db_name, operation, raw_get, raw_keys, raw_put, request,
+};
 use super::support::{delete_database, sleep};
 
 /// Version 6 as its build created it: every store but `tombstones`.
@@ -70,6 +72,35 @@ fn keep_nothing() -> RetentionPolicy {
         settled: 0,
         ..RetentionPolicy::default()
     }
+}
+
+/// The tombstone store's records as (newest key, tombstones held): `(key, 1)` for a single
+/// record of version 7, `(time, hashes)` for a page keyed `[time]` (its hashes' count, read
+/// from `tombstone_hashes`, which must hold the same times).
+async fn tombstone_records(name: &str) -> Vec<(f64, usize)> {
+    let mut records = Vec::new();
+    let mut times = Vec::new();
+    for key in raw_keys(name, schema::TOMBSTONES).await {
+        match key.as_f64() {
+            Some(n) => records.push((n, 1)),
+            None => {
+                let time = js_sys::Array::from(&key).get(0);
+                let hashes = raw_get(name, schema::TOMBSTONE_HASHES, time.clone())
+                    .await
+                    .expect("a page's hashes beside it");
+                let held = js_sys::Uint32Array::from(hashes).length() as usize;
+                times.push(time.clone());
+                records.push((time.as_f64().unwrap_or(-1.0), held));
+            }
+        }
+    }
+    let hash_keys = raw_keys(name, schema::TOMBSTONE_HASHES).await;
+    assert_eq!(hash_keys.len(), times.len(), "no hashes without a page");
+    records
+}
+
+async fn stored_tombstones(name: &str) -> usize {
+    tombstone_records(name).await.iter().map(|(_, n)| n).sum()
 }
 
 fn keys(values: Vec<JsValue>) -> Vec<String> {
@@ -168,7 +199,7 @@ async fn w1_a_version_6_ledger_upgrades_keeps_pending_work_and_its_history_is_co
     driver.start().expect("start");
     // Quiet (held): the slices compact the history.
     for _ in 0..50 {
-        if raw_keys(&name, schema::TOMBSTONES).await.len() == 3 {
+        if stored_tombstones(&name).await == 3 {
             break;
         }
         sleep(20).await;
@@ -176,11 +207,7 @@ async fn w1_a_version_6_ledger_upgrades_keeps_pending_work_and_its_history_is_co
     let db = open_current(&name).await.expect("reopen");
     assert_eq!(db.version(), f64::from(SCHEMA_VERSION));
     db.close();
-    assert_eq!(
-        raw_keys(&name, schema::TOMBSTONES).await.len(),
-        3,
-        "compacted"
-    );
+    assert_eq!(stored_tombstones(&name).await, 3, "compacted");
     assert_eq!(
         keys(raw_keys(&name, schema::OPERATIONS).await),
         vec!["wait-4", "wait-5"],
@@ -257,8 +284,16 @@ async fn w1_a_version_6_ledger_upgrades_keeps_pending_work_and_its_history_is_co
     delete_database(&name).await;
 }
 
+/// A tombstone record as a version-7 build wrote it: `{ id, json }` under its own key.
+fn single_record(tombstone: &Tombstone) -> JsValue {
+    let value = js_sys::Object::new();
+    js_sys::Reflect::set(&value, &"id".into(), &tombstone.id.as_str().into()).expect("id");
+    js_sys::Reflect::set(&value, &"json".into(), &text(tombstone)).expect("json");
+    value.into()
+}
+
 #[wasm_bindgen_test]
-async fn tombstones_are_looked_up_by_id_and_trimmed_by_age_and_count() {
+async fn tombstones_are_paged_looked_up_by_id_and_trimmed_by_age_and_count() {
     let name = db_name("retention-trim");
     let ledger = IdbLedger::open(&name).await.expect("open");
     let fence = acquire_fence(&ledger, "tab", 1).await;
@@ -271,39 +306,102 @@ async fn tombstones_are_looked_up_by_id_and_trimmed_by_age_and_count() {
         settlement: Settlement::Rejected,
         settled_at: key,
     };
-    let mut write = batch(Some(fence));
-    write.tombstones = (1..=6).map(tombstone).collect();
-    let result = ledger.apply(&write).await;
-    assert!(
-        matches!(
-            result,
-            canvas_scheduler::core::io::PersistResult::Done { .. }
-        ),
-        "{result:?}"
+    let done = |result: canvas_scheduler::core::io::PersistResult| {
+        assert!(
+            matches!(
+                result,
+                canvas_scheduler::core::io::PersistResult::Done { .. }
+            ),
+            "{result:?}"
+        )
+    };
+    // Two records of a version-7 build, then two batches that compact: a page each.
+    for key in 1..=2 {
+        raw_put(
+            &name,
+            schema::TOMBSTONES,
+            (key as f64).into(),
+            single_record(&tombstone(key)),
+        )
+        .await;
+    }
+    for keys in [3..=5, 6..=9] {
+        let mut write = batch(Some(fence));
+        write.tombstones = keys.map(tombstone).collect();
+        done(ledger.apply(&write).await);
+    }
+    assert_eq!(
+        tombstone_records(&name).await,
+        vec![(1.0, 1), (2.0, 1), (5.0, 3), (9.0, 4)],
+        "single records below, one page per batch keyed by its newest"
     );
+    let wanted = |ids: &[&str]| ids.iter().map(|id| id.to_string()).collect::<Vec<_>>();
     let found = ledger
-        .tombstones(&["t2".into(), "t9".into(), "t5".into()])
+        .tombstones(&wanted(&["t1", "t2", "t4", "t8", "t11"]))
         .await
         .expect("look up");
-    assert_eq!(found, vec![tombstone(2), tombstone(5)]);
-    // Below key 3 by age, then the newest 2 of what is left.
+    assert_eq!(
+        found,
+        vec![tombstone(1), tombstone(2), tombstone(4), tombstone(8)]
+    );
+    assert_eq!(ledger.count_tombstones().await, Some(9));
+
+    // Another tab takes the lease and compacts: this connection's index sees its page.
+    let other = IdbLedger::open(&name).await.expect("open again");
+    let fence = acquire_fence(&other, "tab-2", 20_000).await; // past the first lease
+    let mut write = batch(Some(fence));
+    write.tombstones = (10..=12).map(tombstone).collect();
+    done(other.apply(&write).await);
+    let found = ledger.tombstones(&wanted(&["t11"])).await.expect("look up");
+    assert_eq!(found, vec![tombstone(11)]);
+
+    // Below key 3 by age (the single records), then the newest 5 by count: pages are kept
+    // whole, so the page that reaches the count stays and older ones go.
     let mut trim = batch(Some(fence));
     trim.trim_tombstones =
-        Some(canvas_scheduler::core::retention::TombstoneTrim { below: 3, keep: 2 });
-    let result = ledger.apply(&trim).await;
-    assert!(
-        matches!(
-            result,
-            canvas_scheduler::core::io::PersistResult::Done { .. }
-        ),
-        "{result:?}"
-    );
-    let left: Vec<f64> = raw_keys(&name, schema::TOMBSTONES)
+        Some(canvas_scheduler::core::retention::TombstoneTrim { below: 3, keep: 5 });
+    done(other.apply(&trim).await);
+    assert_eq!(tombstone_records(&name).await, vec![(9.0, 4), (12.0, 3)]);
+    // A page deleted by another tab is no longer found (the index drops it).
+    let found = ledger
+        .tombstones(&wanted(&["t4", "t8"]))
         .await
-        .iter()
-        .filter_map(JsValue::as_f64)
-        .collect();
-    assert_eq!(left, vec![5.0, 6.0]);
+        .expect("look up");
+    assert_eq!(found, vec![tombstone(8)]);
+    // By age, a page goes once its newest tombstone is below the limit.
+    trim.trim_tombstones = Some(canvas_scheduler::core::retention::TombstoneTrim {
+        below: 10,
+        keep: 100,
+    });
+    done(other.apply(&trim).await);
+    assert_eq!(tombstone_records(&name).await, vec![(12.0, 3)]);
+    assert_eq!(ledger.count_tombstones().await, Some(3));
+    // Count past single records: keep 2 of two pages and two records.
+    for key in [13, 14] {
+        raw_put(
+            &name,
+            schema::TOMBSTONES,
+            (key as f64).into(),
+            single_record(&tombstone(key)),
+        )
+        .await;
+    }
+    let mut write = batch(Some(fence));
+    write.tombstones = vec![tombstone(15)];
+    done(other.apply(&write).await);
+    trim.trim_tombstones =
+        Some(canvas_scheduler::core::retention::TombstoneTrim { below: 0, keep: 5 });
+    done(other.apply(&trim).await);
+    assert_eq!(
+        tombstone_records(&name).await,
+        vec![(14.0, 1), (12.0, 3), (15.0, 1)],
+        "the newest single record fills the count"
+    );
+    trim.trim_tombstones =
+        Some(canvas_scheduler::core::retention::TombstoneTrim { below: 0, keep: 0 });
+    done(other.apply(&trim).await);
+    assert!(tombstone_records(&name).await.is_empty());
     ledger.close();
+    other.close();
     delete_database(&name).await;
 }

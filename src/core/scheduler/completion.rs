@@ -219,7 +219,7 @@ impl<H: Host> Scheduler<H> {
 impl<H: Host> Scheduler<H> {
     /// The endpoint gave a proper answer (a verdict, or a query's "never received"): backoff
     /// starts again, and retries that waited on backoff alone are due now (`core::backoff`).
-    fn endpoint_answered(&mut self, now: Millis) {
+    pub(super) fn endpoint_answered(&mut self, now: Millis) {
         let waiting = self.backoff.reset();
         self.retry_now(now, waiting);
     }

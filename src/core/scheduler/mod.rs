@@ -255,8 +255,7 @@ impl<H: Host> Scheduler<H> {
         self.online = online;
         if back {
             // The network came back: what waited on backoff goes now (S10).
-            let waiting = self.backoff.reset();
-            self.retry_now(now, waiting);
+            self.endpoint_answered(now);
         }
         if online {
             self.pump(now);

@@ -1,14 +1,16 @@
+import { HASHES, putPage } from "./tombstones.js";
+
 // One persist batch in one readwrite transaction: the hot path of every enqueue and every
 // answer. In plain JS because every IndexedDB request made through the Rust bindings costs
 // closures, listeners and a future wake-up (measured: an enqueue spent more time in that glue
 // than in IndexedDB); here the whole transaction costs one call and one promise.
 //
 // `writes` is flat: [op, store, key, value, op, store, key, value, ...] with op 0 = put,
-// 1 = delete, 2 = delete every key below `key`, 3 = keep only the `key` highest keys (a
-// reverse key cursor: its steps are issued from its callbacks, so such a batch commits by
-// itself once they are done instead of calling commit()). `decide(storedLease)` runs when the lease read
-// answers, before the commit: it returns `false` to refuse (the transaction is aborted and
-// nothing lands), a value to put as the lease (a renewal), or `undefined`.
+// 1 = delete, 2 = delete every key below `key`; on `tombstones` (see tombstones.js, which also
+// writes their hashes): 3 = keep only the newest `key` tombstones (cursors whose steps are
+// issued from their callbacks, so such a batch commits by itself once they are done instead
+// of calling commit()), 4 = delete every tombstone below `key` (single records keyed below it,
+// and pages whose newest is), 5 = put the page `value` of newest key `key`.
 //
 // Resolves (never rejects) to 0 (committed), 1 (refused at the lease read), or the
 // DOMException (or other error) that aborted the transaction. Numbers, not strings: Rust reads
@@ -63,8 +65,13 @@ function issue(tx, read, leaseStore, leaseKey, writes, decide, abortInstead, res
     if (op === 0) store.put(writes[i + 3], writes[i + 2]);
     else if (op === 1) store.delete(writes[i + 2]);
     else if (op === 2) store.delete(IDBKeyRange.upperBound(writes[i + 2], true));
+    else if (op === 4) {
+      store.delete(IDBKeyRange.upperBound(writes[i + 2], true));
+      store.delete(IDBKeyRange.bound([], [writes[i + 2]], false, true));
+      tx.objectStore(HASHES).delete(IDBKeyRange.upperBound(writes[i + 2], true));
+    } else if (op === 5) putPage(store, tx.objectStore(HASHES), writes[i + 2], writes[i + 3]);
     else {
-      keepNewest(store, writes[i + 2]);
+      keepNewest(store, tx.objectStore(HASHES), writes[i + 2]);
       stepping = true;
     }
   }
@@ -91,24 +98,42 @@ function issue(tx, read, leaseStore, leaseKey, writes, decide, abortInstead, res
   };
 }
 
-// Deletes every key of `store` but the `keep` highest: a reverse key cursor steps over `keep`
-// keys, and everything from the key it lands on down goes in one range delete.
-function keepNewest(store, keep) {
+// Deletes every tombstone but the newest `keep` (pages are kept whole): a reverse cursor over
+// the pages' hashes adds up the ids each holds, and once `keep` are reached everything older
+// goes in one range delete of each store. When every page stays, single records of version 7
+// (number keys, below every page) are stepped over in one `advance` for what is left to keep.
+function keepNewest(store, hashes, keep) {
   if (keep === 0) {
     store.clear();
+    hashes.clear();
     return;
   }
-  const cursor = store.openKeyCursor(null, "prev");
-  let skipped = false;
-  cursor.onsuccess = () => {
-    const at = cursor.result;
-    if (at === null) return;
-    if (!skipped) {
-      skipped = true;
-      at.advance(keep);
+  let left = keep;
+  const pages = hashes.openCursor(null, "prev");
+  pages.onsuccess = () => {
+    const page = pages.result;
+    if (page !== null) {
+      left -= page.value?.length ?? 0;
+      if (left > 0) {
+        page.continue();
+        return;
+      }
+      hashes.delete(IDBKeyRange.upperBound(page.key, true));
+      store.delete(IDBKeyRange.upperBound([page.key], true));
       return;
     }
-    store.delete(IDBKeyRange.upperBound(at.key));
+    let skipped = false;
+    const singles = store.openKeyCursor(IDBKeyRange.upperBound([], true), "prev");
+    singles.onsuccess = () => {
+      const single = singles.result;
+      if (single === null) return;
+      if (skipped) {
+        store.delete(IDBKeyRange.upperBound(single.key));
+      } else {
+        skipped = true;
+        single.advance(left);
+      }
+    };
   };
 }
 

@@ -20,8 +20,8 @@ use super::codec::{decode, page_value, to_js};
 use super::errors::js_error;
 use super::schema::{
     BLOBS, EVENTS, LEASE, LEASE_KEY, OPERATIONS, OPERATION_PAGES, REQUESTS, TOMBSTONES,
+    TOMBSTONE_HASHES,
 };
-use super::tombstones::tombstone_value;
 use super::{IdbLedger, StoreFault};
 use crate::core::io::{LeaseWrite, PersistBatch, PersistFailure, PersistResult};
 use crate::core::model::Lease;
@@ -59,8 +59,12 @@ extern "C" {
 const PUT: f64 = 0.0;
 const DELETE: f64 = 1.0;
 const DELETE_BELOW: f64 = 2.0;
-/// Keep only the `key` highest keys of the store (tombstones past their count).
+/// Keep only the newest `key` tombstones (pages counted by their hashes).
 const KEEP_NEWEST: f64 = 3.0;
+/// Delete every tombstone keyed below `key`: single records, and pages whose newest is.
+const TOMBSTONES_BELOW: f64 = 4.0;
+/// Put the tombstone page `value` (their JSON text) whose newest key is `key`.
+const TOMBSTONE_PAGE: f64 = 5.0;
 
 /// `apply.js`'s answers besides an error: committed, or refused at the lease read.
 const DONE: f64 = 0.0;
@@ -160,13 +164,13 @@ fn encode(batch: &PersistBatch) -> Result<Array, SafeError> {
     if let Some(below) = batch.trim_events_below {
         push(DELETE_BELOW, EVENTS, number(below), JsValue::UNDEFINED);
     }
-    // Retention: the compacted operations' tombstones, then what they free.
-    for tombstone in &batch.tombstones {
+    // Retention: the compacted operations' tombstones (one page), then what they free.
+    if let Some(newest) = batch.tombstones.iter().map(|t| t.key).max() {
         push(
-            PUT,
+            TOMBSTONE_PAGE,
             TOMBSTONES,
-            number(tombstone.key),
-            tombstone_value(tombstone)?,
+            number(newest),
+            to_js(&batch.tombstones)?,
         );
     }
     for id in &batch.drop_requests {
@@ -177,7 +181,7 @@ fn encode(batch: &PersistBatch) -> Result<Array, SafeError> {
     }
     if let Some(trim) = &batch.trim_tombstones {
         push(
-            DELETE_BELOW,
+            TOMBSTONES_BELOW,
             TOMBSTONES,
             number(trim.below),
             JsValue::UNDEFINED,
@@ -353,6 +357,10 @@ fn scope(batch: &PersistBatch) -> Vec<&'static str> {
         ),
         (
             TOMBSTONES,
+            !batch.tombstones.is_empty() || batch.trim_tombstones.is_some(),
+        ),
+        (
+            TOMBSTONE_HASHES,
             !batch.tombstones.is_empty() || batch.trim_tombstones.is_some(),
         ),
         (BLOBS, !batch.drop_blobs.is_empty()),

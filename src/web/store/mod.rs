@@ -55,6 +55,8 @@ pub struct IdbLedger {
     blobs_refused: Cell<bool>,
     /// The next `Blob` put is refused the way WebKit refuses it ([`StoreFault::RefuseBlob`]).
     refuse_blob: Cell<bool>,
+    /// Where the tombstone pages are and which id hashes each holds (`tombstones.js`).
+    tombstone_index: wasm_bindgen::JsValue,
 }
 
 impl IdbLedger {
@@ -71,6 +73,7 @@ impl IdbLedger {
             written_ahead: Cell::new(0),
             blobs_refused: Cell::new(false),
             refuse_blob: Cell::new(false),
+            tombstone_index: tombstones::new_index(),
         })
     }
 

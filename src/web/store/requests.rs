@@ -20,48 +20,6 @@ extern "C" {
 
     #[wasm_bindgen(catch)]
     fn begin(db: &IdbDatabase, stores: &Array, write: bool) -> Result<Array, JsValue>;
-
-    #[wasm_bindgen(js_name = lookUp)]
-    fn look_up(store: &IdbObjectStore, index: &str, keys: &Array) -> Promise;
-
-    #[wasm_bindgen(js_name = lastKey)]
-    fn last_key_of(store: &IdbObjectStore) -> Promise;
-
-    #[wasm_bindgen(js_name = countOf)]
-    fn count_of(store: &IdbObjectStore) -> Promise;
-}
-
-/// The first record `index` holds under each of `keys`, in their order.
-///
-/// # Errors
-///
-/// The request's error (a `DOMException`).
-pub async fn index_get_each(
-    store: &IdbObjectStore,
-    index: &str,
-    keys: &[String],
-) -> Result<Vec<JsValue>, JsValue> {
-    let keys: Array = keys.iter().map(|k| JsValue::from_str(k)).collect();
-    let values = JsFuture::from(look_up(store, index, &keys)).await?;
-    Ok(values
-        .dyn_into::<Array>()
-        .map(|values| values.to_vec())
-        .unwrap_or_default())
-}
-
-/// The highest numeric key of `store` (0 when empty).
-///
-/// # Errors
-///
-/// The request's error (a `DOMException`).
-pub async fn last_key(store: &IdbObjectStore) -> Result<u64, JsValue> {
-    let answer = JsFuture::from(last_key_of(store)).await?;
-    Ok(answer.as_f64().map_or(0, |n| n.max(0.0) as u64))
-}
-
-/// Issues a count of `store`'s records now; the promise answers it.
-pub fn issue_count(store: &IdbObjectStore) -> Promise {
-    count_of(store)
 }
 
 /// A strict-durability transaction, begun by `requests.js` and watched from its start
@@ -89,6 +47,11 @@ impl Tx {
             raw: pair.get(0).unchecked_into(),
             ended: Some(JsFuture::from(Promise::from(pair.get(1)))),
         })
+    }
+
+    /// The transaction itself, for a `.js` function that issues its own requests.
+    pub fn raw(&self) -> &IdbTransaction {
+        &self.raw
     }
 
     /// One of the transaction's stores.

@@ -13,6 +13,7 @@
 //! | 5 | `operation_pages` (numeric keys; a multi-entry index `by_operation` on each page's `ids`); deletes `meta` |
 //! | 6 | `leader_lease`, deleting `dispatcher_lease`: operation pages are written in the packed form |
 //! | 7 | `tombstones` (numeric keys growing with time; an index `by_id` on `id`): settled operations past the retention policy are compacted to tombstones |
+//! | 8 | `tombstone_hashes`: tombstones are written a page per batch (`tombstones` under the key `[time]`), with the page's id hashes beside it |
 //!
 //! Within version 4, `events` went from one record per event (keyed by its `seq`) to one page
 //! per persisted batch (a JSON array keyed by its last `seq`); the loader reads both. A build
@@ -50,6 +51,15 @@
 //! tombstones: it would accept an enqueue of a compacted id as a new operation, and refuse a
 //! dependency on one as `unknown_dependency` — never lose or resend stored work. An open tab
 //! of version 6 is closed by the `versionchange` and reloads.
+//!
+//! Version 8 adds `tombstone_hashes` and changes no record. A batch that compacts writes its
+//! tombstones as one page (`tombstones`, key `[time]`: arrays sort above the single records'
+//! numbers) and the ids' 32-bit hashes beside it (`tombstone_hashes`, key `time`, a
+//! `Uint32Array`), so a tombstone costs no index row and the store's index of pages reads
+//! a few bytes per tombstone (`tombstones.js`). Single records of version 7 stay where they
+//! are, found through `by_id` until they age out. A version-7 build cannot open a version-8
+//! database (its open asks for a lower version), so no build writes single records beside
+//! pages.
 
 use crate::core::json::quoted;
 use indexed_db_futures::database::Database;
@@ -60,7 +70,7 @@ use super::upgrade::{open_current, upgrade_to, UpgradeFailure};
 use crate::core::safe_error::SafeError;
 
 /// The schema version this build writes.
-pub const SCHEMA_VERSION: u32 = 7;
+pub const SCHEMA_VERSION: u32 = 8;
 
 /// Operation records, keyed by operation id.
 pub const OPERATIONS: &str = "operations";
@@ -88,11 +98,15 @@ pub const META: &str = "meta";
 /// Records set aside by the loader (D4), keyed `"{store}/{key}"`.
 pub const QUARANTINE: &str = "quarantine";
 
-/// Tombstones of compacted operations (`crate::core::retention`), keyed by a number that grows
-/// with time (deleting by age is one key-range delete); values `{ id, json }`.
+/// Tombstones of compacted operations (`crate::core::retention`), keys growing with time
+/// (deleting by age is a key-range delete): pages keyed `[time]` (the newest tombstone key in
+/// the page), values the JSON text of their tombstones; below them, version 7's single records
+/// keyed by a number, values `{ id, json }`.
 pub const TOMBSTONES: &str = "tombstones";
-/// The index of [`TOMBSTONES`] on `id`: an enqueue looks a tombstone up by operation id.
+/// The index of [`TOMBSTONES`] on `id`: single records (version 7) are looked up by id.
 pub const BY_ID: &str = "by_id";
+/// The id hashes of each tombstone page (a `Uint32Array`), keyed by the page's time.
+pub const TOMBSTONE_HASHES: &str = "tombstone_hashes";
 
 /// Intents written by tabs that do not dispatch (W4), keyed by an auto-increment number.
 pub const INBOX: &str = "inbox";
@@ -102,7 +116,7 @@ pub const LEASE_KEY: &str = "lease";
 
 /// The stores each version adds, in order; the lease stores of versions 2 and 4 are left out
 /// (an upgrade deletes them, never creates them).
-const STEPS: [&[&str]; 7] = [
+const STEPS: [&[&str]; 8] = [
     &[OPERATIONS, REQUESTS],
     &[EVENTS],
     &[BLOBS, QUARANTINE],
@@ -110,11 +124,13 @@ const STEPS: [&[&str]; 7] = [
     &[OPERATION_PAGES],
     &[LEASE],
     &[TOMBSTONES],
+    &[TOMBSTONE_HASHES],
 ];
 
 /// Every store this build reads or writes.
-pub const ALL_STORES: [&str; 9] = [
+pub const ALL_STORES: [&str; 10] = [
     TOMBSTONES,
+    TOMBSTONE_HASHES,
     OPERATIONS,
     OPERATION_PAGES,
     REQUESTS,

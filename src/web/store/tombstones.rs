@@ -1,67 +1,78 @@
-//! Tombstones of compacted operations (`crate::core::retention`) in their own store: written
-//! by the batch that compacts ([`tombstone_value`]), looked up by id before an enqueue
-//! ([`IdbLedger::tombstones`]), counted at load ([`tombstone_facts`]) — never loaded whole.
+//! Tombstones of compacted operations (`crate::core::retention`), one page per batch that
+//! compacts (`apply.js`) with its ids' hashes beside it: looked up by id before an
+//! enqueue ([`IdbLedger::tombstones`]), counted after the load
+//! ([`IdbLedger::count_tombstones`]) — never loaded whole. The pages' layout and the index
+//! that finds them are `tombstones.js`.
 
-use wasm_bindgen::JsValue;
+use js_sys::{Array, Promise};
+use wasm_bindgen::prelude::*;
+use wasm_bindgen::JsCast;
+use wasm_bindgen_futures::JsFuture;
+use web_sys::{IdbObjectStore, IdbTransaction};
 
-use super::codec::{decode, to_js};
+use super::codec::decode;
 use super::errors::js_error;
-use super::requests::{index_get_each, issue_count, last_key, Tx};
-use super::schema::{BY_ID, TOMBSTONES};
+use super::requests::Tx;
+use super::schema::{BY_ID, TOMBSTONES, TOMBSTONE_HASHES};
 use super::IdbLedger;
 use crate::core::retention::Tombstone;
 use crate::core::safe_error::SafeError;
 
-/// The stored value of a tombstone: `{ id, json }` (the index `by_id` reads `id`).
-///
-/// # Errors
-///
-/// `unserializable_record`, or the error setting a field.
-pub fn tombstone_value(tombstone: &Tombstone) -> Result<JsValue, SafeError> {
-    let value = js_sys::Object::new();
-    let fields = [
-        ("id", JsValue::from_str(&tombstone.id)),
-        ("json", to_js(tombstone)?),
-    ];
-    for (name, field) in fields {
-        js_sys::Reflect::set(&value, &JsValue::from_str(name), &field).map_err(|e| js_error(&e))?;
-    }
-    Ok(value.into())
+#[wasm_bindgen(module = "/src/web/store/tombstones.js")]
+extern "C" {
+    /// A store's index of its tombstone pages (kept by [`IdbLedger`], synced at each use).
+    #[wasm_bindgen(js_name = newIndex)]
+    pub fn new_index() -> JsValue;
+
+    #[wasm_bindgen(js_name = lookUpTombstones)]
+    fn look_up_tombstones(
+        tx: &IdbTransaction,
+        by_id: &str,
+        index: &JsValue,
+        ids: &Array,
+    ) -> Promise;
+
+    #[wasm_bindgen(js_name = countTombstones)]
+    fn count_tombstones(tx: &IdbTransaction, index: &JsValue) -> Promise;
+
+    #[wasm_bindgen(js_name = lastTombstoneKey)]
+    fn last_key(store: &IdbObjectStore) -> Promise;
 }
 
-/// The highest tombstone key stored, in a load's transaction (one cursor step: the load
-/// reads no tombstone and does not count them, see [`IdbLedger::count_tombstones`]).
+/// The highest tombstone key stored (0 when none), in a load's transaction (one cursor step:
+/// the load reads no tombstone and does not count them, see [`IdbLedger::count_tombstones`]).
 ///
 /// # Errors
 ///
 /// The request's error.
 pub async fn last_tombstone_key(tx: &Tx) -> Result<u64, JsValue> {
-    last_key(&tx.store(TOMBSTONES)?).await
+    let answer = JsFuture::from(last_key(&tx.store(TOMBSTONES)?)).await?;
+    Ok(answer.as_f64().map_or(0, |n| n.max(0.0) as u64))
 }
 
 impl IdbLedger {
     /// Counts the stored tombstones in a read-only transaction begun now, before the future
     /// is polled: called right after the load, it counts what the load saw, whatever batches
-    /// follow. Off the load's transaction because counting walks every key.
+    /// follow, and fills the page index the first enqueue's look-up then only tops up.
     pub fn count_tombstones(&self) -> impl std::future::Future<Output = Option<u64>> + 'static {
         let begun = self
             .db()
-            .and_then(|db| self.begin(&db, &[TOMBSTONES], false));
-        let issued = begun.and_then(|tx| {
-            let store = tx.store(TOMBSTONES).map_err(|e| js_error(&e))?;
-            Ok((tx, issue_count(&store)))
+            .and_then(|db| self.begin(&db, &[TOMBSTONES, TOMBSTONE_HASHES], false));
+        let issued = begun.map(|tx| {
+            let count = count_tombstones(tx.raw(), &self.tombstone_index);
+            (tx, count)
         });
         async move {
             let (tx, promise) = issued.ok()?;
-            let count = wasm_bindgen_futures::JsFuture::from(promise).await.ok()?;
+            let count = JsFuture::from(promise).await.ok()?;
             drop(tx);
             count.as_f64().map(|n| n.max(0.0) as u64)
         }
     }
 
-    /// The stored tombstones of `ids` (one read-only transaction; none when `ids` is empty).
-    /// A record that does not decode is skipped: it is a hint against resending, and the id
-    /// then counts as unknown.
+    /// The stored tombstones of `ids` (one read-only transaction; none when `ids` is empty),
+    /// oldest first. A record or page that does not decode is skipped: a tombstone is a hint
+    /// against resending, and the id then counts as unknown.
     ///
     /// # Errors
     ///
@@ -71,17 +82,18 @@ impl IdbLedger {
             return Ok(Vec::new());
         }
         let db = self.db()?;
-        let tx = self.begin(&db, &[TOMBSTONES], false)?;
-        let store = tx.store(TOMBSTONES).map_err(|e| js_error(&e))?;
-        let values = index_get_each(&store, BY_ID, ids)
+        let tx = self.begin(&db, &[TOMBSTONES, TOMBSTONE_HASHES], false)?;
+        let names: Array = ids.iter().map(|id| JsValue::from_str(id)).collect();
+        let found = look_up_tombstones(tx.raw(), BY_ID, &self.tombstone_index, &names);
+        let found: Array = JsFuture::from(found)
             .await
-            .map_err(|e| js_error(&e))?;
-        Ok(values
+            .map_err(|e| js_error(&e))?
+            .unchecked_into();
+        let mut tombstones: Vec<Tombstone> = found
             .iter()
-            .filter(|value| !value.is_undefined())
-            .filter_map(|value| js_sys::Reflect::get(value, &JsValue::from_str("json")).ok())
             .filter_map(|json| decode::<Tombstone>(&json).ok())
-            .filter(|tombstone| ids.contains(&tombstone.id))
-            .collect())
+            .collect();
+        tombstones.retain(|tombstone| ids.contains(&tombstone.id));
+        Ok(tombstones)
     }
 }
