@@ -316,14 +316,16 @@ async fn tombstones_are_paged_looked_up_by_id_and_trimmed_by_age_and_count() {
         )
     };
     // Two records of a version-7 build, then two batches that compact: a page each.
-    for key in 1..=2 {
+    let put_single = |key: u64| {
         raw_put(
             &name,
             schema::TOMBSTONES,
             (key as f64).into(),
             single_record(&tombstone(key)),
         )
-        .await;
+    };
+    for key in 1..=2 {
+        put_single(key).await;
     }
     for keys in [3..=5, 6..=9] {
         let mut write = batch(Some(fence));
@@ -376,15 +378,9 @@ async fn tombstones_are_paged_looked_up_by_id_and_trimmed_by_age_and_count() {
     done(other.apply(&trim).await);
     assert_eq!(tombstone_records(&name).await, vec![(12.0, 3)]);
     assert_eq!(ledger.count_tombstones().await, Some(3));
-    // Count past single records: keep 2 of two pages and two records.
+    // Count past single records: keep 5 of two pages (4) and two records.
     for key in [13, 14] {
-        raw_put(
-            &name,
-            schema::TOMBSTONES,
-            (key as f64).into(),
-            single_record(&tombstone(key)),
-        )
-        .await;
+        put_single(key).await;
     }
     let mut write = batch(Some(fence));
     write.tombstones = vec![tombstone(15)];
