@@ -1,4 +1,4 @@
-import { HASHES, putPage } from "./tombstones.js";
+import { HASHES, putPage } from "./requests.js";
 
 // One persist batch in one readwrite transaction: the hot path of every enqueue and every
 // answer. In plain JS because every IndexedDB request made through the Rust bindings costs
@@ -6,7 +6,7 @@ import { HASHES, putPage } from "./tombstones.js";
 // than in IndexedDB); here the whole transaction costs one call and one promise.
 //
 // `writes` is flat: [op, store, key, value, op, store, key, value, ...] with op 0 = put,
-// 1 = delete, 2 = delete every key below `key`; on `tombstones` (see tombstones.js, which also
+// 1 = delete, 2 = delete every key below `key`; on `tombstones` (see requests.js, which also
 // writes their hashes): 3 = keep only the newest `key` tombstones (cursors whose steps are
 // issued from their callbacks, so such a batch commits by itself once they are done instead
 // of calling commit()), 4 = delete every tombstone below `key` (single records keyed below it,

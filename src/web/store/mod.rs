@@ -55,7 +55,7 @@ pub struct IdbLedger {
     blobs_refused: Cell<bool>,
     /// The next `Blob` put is refused the way WebKit refuses it ([`StoreFault::RefuseBlob`]).
     refuse_blob: Cell<bool>,
-    /// Where the tombstone pages are and which id hashes each holds (`tombstones.js`).
+    /// Where the tombstone pages are and which id hashes each holds (`requests.js`).
     tombstone_index: wasm_bindgen::JsValue,
 }
 

@@ -59,3 +59,169 @@ export function begin(db, stores, write) {
   });
   return [tx, ended];
 }
+
+// ---- Tombstone pages (retention), for tombstones.rs and apply.js. In this file rather than
+// one of their own: the browser-test runner (wasm-bindgen-test-runner) intermittently hangs
+// the page load with one more snippet file to serve (2-core machine; 7 of 7 loads with this
+// layout, about half hung with a separate file).
+//
+// Each batch that compacts writes its tombstones as one page: in `tombstones` under the key
+// `[time]` (the newest tombstone key in the page; arrays sort above every number), the JSON
+// text of the tombstones; in `tombstone_hashes` under `time`, a `Uint32Array` of a 32-bit hash
+// of each id. No index row is written per tombstone: an id is found through the hashes.
+// Single records of version 7 (a number key each, an index `by_id` on `id`) stay readable
+// below the pages. Both kinds grow with time, so every trim deletes a prefix.
+//
+// The index of pages (time → sorted hashes) lives in an object of the store's own
+// (`newIndex`), synced at each look-up in the look-up's transaction: pages above the last one
+// it knows are added, pages below the first one stored are dropped (trims delete from the
+// oldest). Another tab's pages are therefore seen before they are needed.
+
+/**
+ * @typedef {{ pages: Map<number, Uint32Array>, last: number, legacy: number | null }} PageIndex
+ */
+
+/** The store of the pages' hashes (`schema.rs`: `TOMBSTONE_HASHES`). */
+export const HASHES = "tombstone_hashes";
+
+/**
+ * The 32-bit hash of an operation id (FNV-1a over its UTF-16 code units) a page's hashes hold.
+ * @param {string} id
+ */
+function idHash(id) {
+  let hash = 0x811c9dc5;
+  for (let at = 0; at < id.length; at++) {
+    hash ^= id.charCodeAt(at);
+    hash = Math.imul(hash, 0x01000193);
+  }
+  return hash >>> 0;
+}
+
+/**
+ * Puts the page of one batch's tombstones (`json`, the JSON text of their array) and its
+ * hashes, under `time` (the newest tombstone key in the page), in the caller's transaction.
+ * @param {IDBObjectStore} store `tombstones`
+ * @param {IDBObjectStore} hashes `tombstone_hashes`
+ * @param {number} time
+ * @param {string} json
+ */
+export function putPage(store, hashes, time, json) {
+  const ids = JSON.parse(json).map((/** @type {{id: string}} */ t) => idHash(String(t.id)));
+  store.put(json, [time]);
+  hashes.put(Uint32Array.from(ids), time);
+}
+
+/** @returns {PageIndex} An empty index: nothing known, single records not yet counted. */
+export function newIndex() {
+  return { pages: new Map(), last: -Infinity, legacy: null };
+}
+
+/**
+ * @param {IDBRequest} request
+ * @returns {Promise<any>}
+ */
+function answer(request) {
+  return new Promise((resolve, reject) => {
+    request.onsuccess = () => resolve(request.result);
+    request.onerror = () => reject(request.error);
+  });
+}
+
+/**
+ * Brings `index` up to date with the `hashes` store, in the caller's transaction.
+ * @param {IDBObjectStore} hashes
+ * @param {PageIndex} index
+ */
+async function sync(hashes, index) {
+  const newer = IDBKeyRange.lowerBound(index.last, true);
+  const [first, times, added] = await Promise.all([
+    answer(hashes.openKeyCursor()),
+    answer(hashes.getAllKeys(newer)),
+    answer(hashes.getAll(newer)),
+  ]);
+  const floor = first === null ? Infinity : first.key;
+  for (const time of index.pages.keys()) {
+    if (time < floor) index.pages.delete(time);
+  }
+  times.forEach((/** @type {number} */ time, /** @type {number} */ at) => {
+    index.pages.set(time, Uint32Array.from(added[at]).sort());
+    index.last = Math.max(index.last, time);
+  });
+}
+
+/**
+ * @param {Uint32Array} sorted
+ * @param {number} hash
+ */
+function holds(sorted, hash) {
+  let low = 0;
+  let high = sorted.length;
+  while (low < high) {
+    const mid = (low + high) >>> 1;
+    if (sorted[mid] < hash) low = mid + 1;
+    else high = mid;
+  }
+  return low < sorted.length && sorted[low] === hash;
+}
+
+/**
+ * The stored tombstones of `ids`, oldest first, as
+ * the JSON text of each: the single records of version 7 under each id (index `byId`), then
+ * those of `ids` in every page holding one of the hashes.
+ * @param {IDBTransaction} tx over `tombstones` and `tombstone_hashes`
+ * @param {string} byId
+ * @param {PageIndex} index
+ * @param {string[]} ids
+ * @returns {Promise<string[]>}
+ */
+export async function lookUpTombstones(tx, byId, index, ids) {
+  const store = tx.objectStore("tombstones");
+  const wanted = ids.map(idHash);
+  const source = store.index(byId);
+  const records =
+    index.legacy === 0 ? [] : Promise.all(ids.map((id) => answer(source.get(id))));
+  await sync(tx.objectStore(HASHES), index);
+  const times = [];
+  for (const [time, sorted] of index.pages) {
+    if (wanted.some((hash) => holds(sorted, hash))) times.push(time);
+  }
+  const pages = await Promise.all(times.map((time) => answer(store.get([time]))));
+  const asked = new Set(ids);
+  const found = (await records)
+    .filter((record) => typeof record?.json === "string")
+    .map((record) => record.json);
+  for (const page of pages) {
+    if (typeof page !== "string") continue;
+    for (const tombstone of JSON.parse(page)) {
+      if (asked.has(tombstone?.id)) found.push(JSON.stringify(tombstone));
+    }
+  }
+  return found;
+}
+
+/**
+ * How many tombstones are stored (pages counted by their hashes, single records by
+ * IndexedDB's count, which walks their keys); syncs `index` on the way.
+ * @param {IDBTransaction} tx over `tombstones` and `tombstone_hashes`
+ * @param {PageIndex} index
+ */
+export async function countTombstones(tx, index) {
+  const [legacy] = await Promise.all([
+    answer(tx.objectStore("tombstones").count(IDBKeyRange.upperBound([], true))),
+    sync(tx.objectStore(HASHES), index),
+  ]);
+  index.legacy = legacy;
+  let count = legacy;
+  for (const sorted of index.pages.values()) count += sorted.length;
+  return count;
+}
+
+/**
+ * The highest tombstone key stored, 0 when none: one step of a reverse key cursor.
+ * @param {IDBObjectStore} store `tombstones`
+ */
+export async function lastTombstoneKey(store) {
+  const last = await answer(store.openKeyCursor(null, "prev"));
+  if (last === null) return 0;
+  return Array.isArray(last.key) ? last.key[0] : last.key;
+}

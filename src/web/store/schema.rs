@@ -56,7 +56,7 @@
 //! tombstones as one page (`tombstones`, key `[time]`: arrays sort above the single records'
 //! numbers) and the ids' 32-bit hashes beside it (`tombstone_hashes`, key `time`, a
 //! `Uint32Array`), so a tombstone costs no index row and the store's index of pages reads
-//! a few bytes per tombstone (`tombstones.js`). Single records of version 7 stay where they
+//! a few bytes per tombstone (`requests.js`). Single records of version 7 stay where they
 //! are, found through `by_id` until they age out. A version-7 build cannot open a version-8
 //! database (its open asks for a lower version), so no build writes single records beside
 //! pages.

@@ -2,7 +2,7 @@
 //! compacts (`apply.js`) with its ids' hashes beside it: looked up by id before an
 //! enqueue ([`IdbLedger::tombstones`]), counted after the load
 //! ([`IdbLedger::count_tombstones`]) — never loaded whole. The pages' layout and the index
-//! that finds them are `tombstones.js`.
+//! that finds them are in `requests.js` (its tombstone section).
 
 use js_sys::{Array, Promise};
 use wasm_bindgen::prelude::*;
@@ -18,7 +18,7 @@ use super::IdbLedger;
 use crate::core::retention::Tombstone;
 use crate::core::safe_error::SafeError;
 
-#[wasm_bindgen(module = "/src/web/store/tombstones.js")]
+#[wasm_bindgen(module = "/src/web/store/requests.js")]
 extern "C" {
     /// A store's index of its tombstone pages (kept by [`IdbLedger`], synced at each use).
     #[wasm_bindgen(js_name = newIndex)]
