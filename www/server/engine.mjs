@@ -240,8 +240,7 @@ export function createEngine({ store, runApplyMs, now = Date.now }) {
           canonical: {
             canvasId: entry.target,
             version: canvases[entry.target].version,
-            shapeId: results[i].shapeId,
-            shape: results[i].shape,
+            ...results[i],
           },
         })),
       },
