@@ -1,3 +1,4 @@
+// @ts-check
 // The JS side of the API boundary: the few things the API layer does in JS because doing them
 // through the bindings costs a crossing into JS per step. One module for both: every snippet
 // is one more module the page fetches before the scheduler can load.
@@ -13,6 +14,12 @@
 // the values of `names` in order followed by a bitmask of the ones whose read threw. A value
 // at one of the `lists` indexes that is an array is copied into a fresh array of at most
 // `limit` items (its length and items read here too).
+/**
+ * @param {any} value
+ * @param {string[]} names
+ * @param {number[]} lists
+ * @param {number} limit
+ */
 export function intentFields(value, names, lists, limit) {
   let keys;
   try {
@@ -46,6 +53,7 @@ export function intentFields(value, names, lists, limit) {
 // What kind of JSON container a host value is, read where a throw is caught (a revoked
 // Proxy's `Array.isArray`, a `getPrototypeOf` trap): 1 array, 2 plain object (prototype
 // `Object.prototype` or `null`), 0 anything else, -1 unreadable.
+/** @param {unknown} value */
 export function jsonShape(value) {
   try {
     if (Array.isArray(value)) return 1;
@@ -58,6 +66,7 @@ export function jsonShape(value) {
 
 // Whether a string is well-formed UTF-16 (no lone surrogate), asked only of a string whose
 // conversion to UTF-8 holds U+FFFD: that conversion silently replaces a lone surrogate.
+/** @param {string & { isWellFormed?: () => boolean }} text */
 export function wellFormed(text) {
   return typeof text.isWellFormed === "function" ? text.isWellFormed() : !/\p{Cs}/u.test(text);
 }
@@ -66,10 +75,16 @@ export function wellFormed(text) {
 // settled within `ms` (0: no limit): a host hook that never settles holds nothing. What the call throws and
 // what its answer does (a thenable whose `then` throws or never calls back) is caught here, and
 // a late settlement lands in a promise nobody reads.
+/**
+ * @param {(...args: unknown[]) => unknown} hook
+ * @param {unknown[]} args
+ * @param {number} ms
+ * @returns {Promise<[number, unknown?]>}
+ */
 export function bounded(hook, args, ms) {
   return new Promise((resolve) => {
     const timer = ms > 0 ? setTimeout(() => resolve([2]), ms) : undefined;
-    const done = (kind) => (value) => {
+    const done = (/** @type {number} */ kind) => (/** @type {unknown} */ value) => {
       clearTimeout(timer);
       resolve([kind, value]);
     };
@@ -84,17 +99,31 @@ export function bounded(hook, args, ms) {
 // A promise and the two functions that settle it, made in JS: `new Promise(executor)` from
 // Rust calls back into the module to run the executor, about 8 µs of every enqueue's 0.7 ms.
 export function deferred() {
-  let settle;
-  const promise = new Promise((resolve, reject) => {
-    settle = [resolve, reject];
+  /** @type {(value: unknown) => void} */
+  let resolve = () => {};
+  /** @type {(reason: unknown) => void} */
+  let reject = () => {};
+  const promise = new Promise((yes, no) => {
+    resolve = yes;
+    reject = no;
   });
-  return [promise, settle[0], settle[1]];
+  return [promise, resolve, reject];
 }
 
 // A genuine Blob's `[type, size, name]` (`name` a File's, else undefined), read through the
 // platform's own getters: a Proxy or an object dressed as a Blob fails their brand check, and
 // an own getter on the instance is never run. `null` for anything that is not a Blob.
-const getter = (cls, key) => Object.getOwnPropertyDescriptor(cls.prototype, key).get;
+/**
+ * @param {{ prototype: object }} cls
+ * @param {string} key
+ * @returns {(this: unknown) => unknown}
+ */
+const getter = (cls, key) => {
+  const get = Object.getOwnPropertyDescriptor(cls.prototype, key)?.get;
+  if (get === undefined) throw new TypeError(`no getter ${key}`);
+  return get;
+};
+/** @param {unknown} value */
 export function blobFacts(value) {
   try {
     const type = getter(Blob, "type").call(value);
@@ -114,6 +143,7 @@ export function blobFacts(value) {
 // What host code threw, as `[name, message]` (an Error's, each a string or undefined; a thrown
 // string is its own message), read where a throw (a getter, a Proxy trap) is caught; `null` for
 // anything else.
+/** @param {unknown} thrown */
 export function thrownText(thrown) {
   try {
     if (typeof thrown === "string") return [undefined, thrown];
@@ -126,6 +156,7 @@ export function thrownText(thrown) {
 }
 
 // Whether a hook's answer is a Promise (a Proxy whose trap throws is not).
+/** @param {unknown} value */
 export function isPromise(value) {
   try {
     return value instanceof Promise;

@@ -1,3 +1,4 @@
+// @ts-check
 import { HASHES, putPage } from "./requests.js";
 
 // One persist batch in one readwrite transaction: the hot path of every enqueue and every
@@ -15,6 +16,16 @@ import { HASHES, putPage } from "./requests.js";
 // Resolves (never rejects) to 0 (committed), 1 (refused at the lease read), or the
 // DOMException (or other error) that aborted the transaction. Numbers, not strings: Rust reads
 // them without copying text.
+/**
+ * @param {IDBDatabase} db
+ * @param {string[]} stores
+ * @param {string} leaseStore
+ * @param {IDBValidKey} leaseKey
+ * @param {any[]} writes
+ * @param {(stored: unknown) => unknown} decide
+ * @param {boolean} abortInstead
+ * @returns {Promise<unknown>}
+ */
 export function applyBatch(db, stores, leaseStore, leaseKey, writes, decide, abortInstead) {
   tookAhead = false;
   return new Promise((resolve) => {
@@ -57,6 +68,16 @@ export function applyBatch(db, stores, leaseStore, leaseKey, writes, decide, abo
 // Issues `writes` behind the lease `read` already issued on `tx` (requests run in order, so the
 // read sees the lease as it was, and a refusal aborts the transaction with these in it), then
 // listens. Throws, having issued nothing that can land, when `tx` takes no requests.
+/**
+ * @param {IDBTransaction} tx
+ * @param {IDBRequest} read
+ * @param {string} leaseStore
+ * @param {IDBValidKey} leaseKey
+ * @param {any[]} writes
+ * @param {(stored: unknown) => unknown} decide
+ * @param {boolean} abortInstead
+ * @param {(outcome: unknown) => void} resolve
+ */
 function issue(tx, read, leaseStore, leaseKey, writes, decide, abortInstead, resolve) {
   let stepping = false;
   for (let i = 0; i < writes.length; i += 4) {
@@ -102,6 +123,11 @@ function issue(tx, read, leaseStore, leaseKey, writes, decide, abortInstead, res
 // the pages' hashes adds up the ids each holds, and once `keep` are reached everything older
 // goes in one range delete of each store. When every page stays, single records of version 7
 // (number keys, below every page) are stepped over in one `advance` for what is left to keep.
+/**
+ * @param {IDBObjectStore} store
+ * @param {IDBObjectStore} hashes
+ * @param {number} keep
+ */
 function keepNewest(store, hashes, keep) {
   if (keep === 0) {
     store.clear();
@@ -141,6 +167,11 @@ function keepNewest(store, hashes, keep) {
 // admits the intents: the browser starts it and reads the lease meanwhile, which is most of an
 // enqueue's wait. Usable only in the turn it was opened in (a transaction takes requests only
 // until the microtasks after its task are done); any answer from it means that turn is over.
+/**
+ * @typedef {{ db: IDBDatabase, tx: IDBTransaction, read: IDBRequest, stores: string[],
+ *   leaseStore: string, leaseKey: IDBValidKey }} Ahead
+ */
+/** @type {Ahead | null} */
 let ahead = null;
 
 // Whether the last `applyBatch` call wrote its batch in the transaction opened ahead.
@@ -153,6 +184,12 @@ export function lastBatchTookAhead() {
 // Opens the transaction the next batch over `stores` on `db` will be written in, and issues its
 // lease read, unless one is already open; true when it opened one. Never throws: a connection
 // that cannot open one leaves the batch to open its own and report what fails.
+/**
+ * @param {IDBDatabase} db
+ * @param {string[]} stores
+ * @param {string} leaseStore
+ * @param {IDBValidKey} leaseKey
+ */
 export function openAhead(db, stores, leaseStore, leaseKey) {
   if (ahead !== null && ahead.db === db) return false;
   let tx, read;
@@ -176,6 +213,13 @@ export function openAhead(db, stores, leaseStore, leaseKey) {
 
 // The transaction opened ahead for a batch over `stores` on `db`, if there is one that covers
 // them; one that does not is aborted (it has written nothing).
+/**
+ * @param {IDBDatabase} db
+ * @param {string[]} stores
+ * @param {string} leaseStore
+ * @param {IDBValidKey} leaseKey
+ * @returns {Ahead | null}
+ */
 function takeAhead(db, stores, leaseStore, leaseKey) {
   const entry = ahead;
   if (entry === null || entry.db !== db) return null;
@@ -188,6 +232,7 @@ function takeAhead(db, stores, leaseStore, leaseKey) {
 }
 
 // Drops a transaction opened ahead: unheard, and aborted if it still can be.
+/** @param {Ahead} entry */
 function forget(entry) {
   entry.tx.oncomplete = null;
   entry.tx.onabort = null;

@@ -1,3 +1,4 @@
+// @ts-check
 // IndexedDB requests for the Rust store: in plain JS because each request made through the
 // Rust bindings costs closures, listeners and their code in the .wasm.
 
@@ -9,11 +10,17 @@
 // third faster than two requests for 100 000 records in chromium — else `getAllKeys` and
 // `getAll` over the same range and count, issued together. Rejects with the request's error
 // (the transaction then aborts, as for any failed request).
+/**
+ * @param {IDBObjectStore & { getAllRecords?: (options: object) => IDBRequest }} store
+ * @param {IDBValidKey | undefined} after
+ * @param {number} limit
+ * @returns {Promise<[any[], any[]]>}
+ */
 export function readPage(store, after, limit) {
   return new Promise((resolve, reject) => {
     const query = after === undefined ? null : IDBKeyRange.lowerBound(after, true);
     const count = limit === 0 ? undefined : limit;
-    const failed = (event) => reject(event.target.error);
+    const failed = (/** @type {Event} */ event) => reject(/** @type {IDBRequest} */ (event.target).error);
     if (typeof store.getAllRecords === "function") {
       const request = store.getAllRecords({ query, count });
       request.onsuccess = () => {
@@ -41,16 +48,23 @@ export function readPage(store, after, limit) {
 // The result of a request already made (a `get`, an index's `getAll`), or its error. The
 // continuation runs in the success event's microtask checkpoint: the transaction is still
 // active for the requests that follow.
+/** @param {IDBRequest} request */
 export function settle(request) {
   return new Promise((resolve, reject) => {
     request.onsuccess = () => resolve(request.result);
-    request.onerror = (event) => reject(event.target.error);
+    request.onerror = () => reject(request.error);
   });
 }
 
 // A strict-durability transaction over `stores` and how it ends: [tx, ended], where `ended`
 // resolves to null when it completes, or to the error that aborted it (never rejects). Throws
 // what `db.transaction` throws (a closed connection, an unknown store).
+/**
+ * @param {IDBDatabase} db
+ * @param {string[]} stores
+ * @param {boolean} write
+ * @returns {[IDBTransaction, Promise<unknown>]}
+ */
 export function begin(db, stores, write) {
   const tx = db.transaction(stores, write ? "readwrite" : "readonly", { durability: "strict" });
   const ended = new Promise((resolve) => {

@@ -1,3 +1,4 @@
+// @ts-check
 // Opens database `name` at `version`, runs `upgrade(db, oldVersion)` (Rust: the schema steps)
 // in `upgradeneeded`, and closes the connection once it is open. The caller then opens the
 // database at whatever version it is (indexed_db_futures, no upgrade handler). In plain JS
@@ -7,6 +8,12 @@
 // Resolves (never rejects) to "done", or the DOMException (or other error) that failed the
 // open: a `VersionError` when the database is already at a higher version, the upgrade's
 // own error when it threw (the upgrade transaction is then aborted: nothing changes).
+/**
+ * @param {string} name
+ * @param {number} version
+ * @param {(db: IDBDatabase, oldVersion: number) => void} upgrade
+ * @returns {Promise<unknown>}
+ */
 export function openUpgraded(name, version, upgrade) {
   return new Promise((resolve) => {
     const factory = globalThis.indexedDB;
@@ -23,13 +30,14 @@ export function openUpgraded(name, version, upgrade) {
       resolve(error);
       return;
     }
+    /** @type {unknown} */
     let failure;
     request.onupgradeneeded = (event) => {
       try {
         upgrade(request.result, event.oldVersion);
       } catch (error) {
         failure = error;
-        request.transaction.abort();
+        request.transaction?.abort();
       }
     };
     request.onsuccess = () => {
