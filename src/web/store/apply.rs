@@ -338,6 +338,7 @@ fn lease_decision(
 /// browser less to open and commit (an enqueue touches three of the five).
 fn scope(batch: &PersistBatch) -> Vec<&'static str> {
     let mut stores = vec![LEASE];
+    let tombstones = !batch.tombstones.is_empty() || batch.trim_tombstones.is_some();
     let writes = [
         (
             OPERATION_PAGES,
@@ -355,14 +356,8 @@ fn scope(batch: &PersistBatch) -> Vec<&'static str> {
             EVENTS,
             !batch.events.is_empty() || batch.trim_events_below.is_some(),
         ),
-        (
-            TOMBSTONES,
-            !batch.tombstones.is_empty() || batch.trim_tombstones.is_some(),
-        ),
-        (
-            TOMBSTONE_HASHES,
-            !batch.tombstones.is_empty() || batch.trim_tombstones.is_some(),
-        ),
+        (TOMBSTONES, tombstones),
+        (TOMBSTONE_HASHES, tombstones),
         (BLOBS, !batch.drop_blobs.is_empty()),
     ];
     stores.extend(

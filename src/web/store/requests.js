@@ -95,6 +95,8 @@ export function begin(db, stores, write) {
  * @typedef {{ pages: Map<number, Uint32Array>, last: number, legacy: number | null }} PageIndex
  */
 
+/** The store of the pages (`schema.rs`: `TOMBSTONES`). */
+export const TOMBSTONES = "tombstones";
 /** The store of the pages' hashes (`schema.rs`: `TOMBSTONE_HASHES`). */
 export const HASHES = "tombstone_hashes";
 
@@ -131,27 +133,14 @@ export function newIndex() {
 }
 
 /**
- * @param {IDBRequest} request
- * @returns {Promise<any>}
- */
-function answer(request) {
-  return new Promise((resolve, reject) => {
-    request.onsuccess = () => resolve(request.result);
-    request.onerror = () => reject(request.error);
-  });
-}
-
-/**
  * Brings `index` up to date with the `hashes` store, in the caller's transaction.
  * @param {IDBObjectStore} hashes
  * @param {PageIndex} index
  */
 async function sync(hashes, index) {
-  const newer = IDBKeyRange.lowerBound(index.last, true);
-  const [first, times, added] = await Promise.all([
-    answer(hashes.openKeyCursor()),
-    answer(hashes.getAllKeys(newer)),
-    answer(hashes.getAll(newer)),
+  const [first, [times, added]] = await Promise.all([
+    settle(hashes.openKeyCursor()),
+    readPage(hashes, index.last, 0),
   ]);
   const floor = first === null ? Infinity : first.key;
   for (const time of index.pages.keys()) {
@@ -189,17 +178,17 @@ function holds(sorted, hash) {
  * @returns {Promise<string[]>}
  */
 export async function lookUpTombstones(tx, byId, index, ids) {
-  const store = tx.objectStore("tombstones");
+  const store = tx.objectStore(TOMBSTONES);
   const wanted = ids.map(idHash);
   const source = store.index(byId);
   const records =
-    index.legacy === 0 ? [] : Promise.all(ids.map((id) => answer(source.get(id))));
+    index.legacy === 0 ? [] : Promise.all(ids.map((id) => settle(source.get(id))));
   await sync(tx.objectStore(HASHES), index);
   const times = [];
   for (const [time, sorted] of index.pages) {
     if (wanted.some((hash) => holds(sorted, hash))) times.push(time);
   }
-  const pages = await Promise.all(times.map((time) => answer(store.get([time]))));
+  const pages = await Promise.all(times.map((time) => settle(store.get([time]))));
   const asked = new Set(ids);
   const found = (await records)
     .filter((record) => typeof record?.json === "string")
@@ -221,7 +210,7 @@ export async function lookUpTombstones(tx, byId, index, ids) {
  */
 export async function countTombstones(tx, index) {
   const [legacy] = await Promise.all([
-    answer(tx.objectStore("tombstones").count(IDBKeyRange.upperBound([], true))),
+    settle(tx.objectStore(TOMBSTONES).count(IDBKeyRange.upperBound([], true))),
     sync(tx.objectStore(HASHES), index),
   ]);
   index.legacy = legacy;
@@ -235,7 +224,7 @@ export async function countTombstones(tx, index) {
  * @param {IDBObjectStore} store `tombstones`
  */
 export async function lastTombstoneKey(store) {
-  const last = await answer(store.openKeyCursor(null, "prev"));
+  const last = await settle(store.openKeyCursor(null, "prev"));
   if (last === null) return 0;
   return Array.isArray(last.key) ? last.key[0] : last.key;
 }

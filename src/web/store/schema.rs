@@ -101,11 +101,12 @@ pub const QUARANTINE: &str = "quarantine";
 /// Tombstones of compacted operations (`crate::core::retention`), keys growing with time
 /// (deleting by age is a key-range delete): pages keyed `[time]` (the newest tombstone key in
 /// the page), values the JSON text of their tombstones; below them, version 7's single records
-/// keyed by a number, values `{ id, json }`.
+/// keyed by a number, values `{ id, json }`. `requests.js` names it too (`TOMBSTONES`).
 pub const TOMBSTONES: &str = "tombstones";
 /// The index of [`TOMBSTONES`] on `id`: single records (version 7) are looked up by id.
 pub const BY_ID: &str = "by_id";
-/// The id hashes of each tombstone page (a `Uint32Array`), keyed by the page's time.
+/// The id hashes of each tombstone page (a `Uint32Array`), keyed by the page's time;
+/// `requests.js` names it too (`HASHES`).
 pub const TOMBSTONE_HASHES: &str = "tombstone_hashes";
 
 /// Intents written by tabs that do not dispatch (W4), keyed by an auto-increment number.
