@@ -1,11 +1,12 @@
 // Worker mode (`canvas-scheduler/worker`): the same Scheduler API, run in a dedicated worker.
 // The types are the package's own (the `web` entry's declarations).
 import type {
-  Explanation, FlushResult, LedgerEvent, OperationIntent, OperationRecord, SchedulerOptions, SchedulerStats,
+  CompactedOperation, Explanation, FlushResult, LedgerEvent, OperationIntent, OperationRecord, SchedulerOptions,
+  SchedulerStats,
 } from "../pkg/web/canvas_scheduler.js";
 
 export type {
-  Authorization, BlobRef, CanvasSchedulerError, CompiledRequest, ErrorCode, ErrorPolicy, Explanation,
+  Authorization, BlobRef, CanvasSchedulerError, CompactedOperation, CompiledRequest, ErrorCode, ErrorPolicy, Explanation,
   FlushResult, FrozenRequest, Json, JsonInput, LedgerEvent, OperationIntent, OperationRecord, SafeError, StoredIntent,
   SchedulerEvent, SchedulerOptions, SchedulerStats, TransportAnswer,
 } from "../pkg/web/canvas_scheduler.js";
@@ -50,7 +51,12 @@ export class Scheduler {
   /** Posts the hold; it takes effect in the worker before any later call of this proxy. */
   hold(): () => void;
   /** From the mirror, or `undefined` (an id it does not hold yet is fetched; see `sync`). */
-  operation(id: string): OperationRecord | undefined;
+  operation(id: string): OperationRecord | CompactedOperation | undefined;
+  /**
+   * What the worker's ledger knows of each id, tombstones included, in order (as the page's
+   * `known(ids)`): ask it after a reload before queuing an edit again.
+   */
+  known(ids: string[]): Promise<(OperationRecord | CompactedOperation | undefined)[]>;
   resume(): Promise<void>;
   retryAllNow(): Promise<void>;
   retry(id: string): Promise<void>;

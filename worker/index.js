@@ -317,6 +317,11 @@ export class Scheduler {
     return this.#call("events", options);
   }
 
+  /** Asked of the worker's ledger (tombstones included), as the page's `known(ids)`. */
+  known(ids) {
+    return this.#call("known", ids);
+  }
+
   /**
    * Worker mode only: resolves once the mirror holds the worker's state as of now, with `ids`
    * (optional) tracked from then on, so `explain`/`operation` answer for them.

@@ -101,7 +101,7 @@ const tests = [
       }
     });
   }],
-  ["onEvent gets the events; explain, operation, stats and claims answer from the mirror; events(), resume(), retryAllNow()", async () => {
+  ["onEvent gets the events; explain, operation, stats and claims answer from the mirror; events(), resume(), retryAllNow(), known()", async () => {
     await withPage(async (page) => {
       await open(page);
       const id = unique("events");
@@ -114,8 +114,13 @@ const tests = [
         const now = { explain: s.explain(id), record: s.operation(id), stats: s.stats(), types: window.wm.events.map((e) => e.type) };
         await s.resume(); // nothing failed: resolves
         await s.retryAllNow(); // nothing waits for a retry: resolves
-        return { ...now, log: await s.events({ limit: 1000 }) };
+        const known = await s.known([id, "never-enqueued"]);
+        return { ...now, known, log: await s.events({ limit: 1000 }) };
       }, id);
+      assert.equal(seen.known.length, 2, "known(ids) answers each id, in order");
+      assert.equal(seen.known[0]?.intent?.id, id, "known(): the worker's ledger holds the settled operation");
+      assert.equal(seen.known[0]?.outcome?.settlement, "applied");
+      assert.ok(seen.known[1] == null, `known(): an id never enqueued is undefined, got ${JSON.stringify(seen.known[1])}`);
       assert.ok(seen.log.some((entry) => entry.requestId === settled.requestId), `events() names ${settled.requestId}: ${JSON.stringify(seen.log.slice(-5))}`);
       assert.ok(seen.log.every((entry, i) => i === 0 || entry.seq > seen.log[i - 1].seq), "events() in seq order");
       assert.ok(seen.types.includes("leader_changed"), `events: ${seen.types}`);
