@@ -1,8 +1,8 @@
 // Chaos end-to-end tests (RELIABILITY.md "Chaos in a real browser"): the chaos page
 // (www/chaos) in each engine of www/engines.mjs (ENGINES=chromium,firefox,webkit; default
 // wasm-pack.toml's [test] engines), against the reference server (www/server) with its fault
-// injection on. Test 1 runs in every engine; tests 2-5 in chromium (the output says so for
-// the others: 3 and 5 need CDP and a chromium profile, 2 and 4 are left out for time).
+// injection on. Test 1 runs in every engine; tests 2-6 in chromium (the output says so for
+// the others: 3 and 5 need CDP and a chromium profile, 2, 4 and 6 are left out for time).
 //   1. crash and reload: at least 50 kill points (reload, close + new page, renderer crash
 //      through CDP Page.crash — chromium only: elsewhere those kill points are closes, and the
 //      output says so) while a burst of enqueues is under way;
@@ -12,12 +12,14 @@
 //   4. worker kill: the scheduler in a dedicated worker, terminated mid-work and replaced by a
 //      new worker on the same ledger, while the page stays;
 //   5. storage full: the browser's own quota for the origin set (CDP) below what the ledger
-//      needs, enqueues until one is refused, then the quota lifted and resume().
+//      needs, enqueues until one is refused, then the quota lifted and resume();
+//   6. full speed: enqueues back to back (each as soon as the last resolved) while sends meet
+//      server faults, the page killed mid-flood, then one flood timed against deliveries.
 // Then, faults off: every acknowledged operation is applied exactly once, none is lost, no
 // operation or key is applied twice, and per-canvas order on the server is sequence order.
 // Seeded: CHAOS_SEED=<n> replays the same choices (timing on a real browser still varies);
-// CHAOS_TESTS=1,3 runs only those tests; CHAOS_KILLS, CHAOS_BROWSER_KILLS and
-// CHAOS_WORKER_KILLS set the counts.
+// CHAOS_TESTS=1,3 runs only those tests; CHAOS_KILLS, CHAOS_BROWSER_KILLS,
+// CHAOS_WORKER_KILLS and CHAOS_FLOOD_KILLS set the counts.
 // Every loop and wait is bounded. Exits non-zero if any test failed; the last line is the summary.
 import assert from "node:assert/strict";
 import { mkdtemp, readdir, readFile, rm } from "node:fs/promises";
@@ -33,6 +35,9 @@ const KILLS = Number(process.env.CHAOS_KILLS ?? 50);
 const ONLY = (process.env.CHAOS_TESTS ?? "").split(",").filter(Boolean).map(Number);
 const BROWSER_KILLS = Math.max(1, Math.min(30, Number(process.env.CHAOS_BROWSER_KILLS ?? 8)));
 const WORKER_KILLS = Math.max(1, Math.min(60, Number(process.env.CHAOS_WORKER_KILLS ?? 25)));
+// Full speed: kills mid-flood, and the most one flood enqueues.
+const FLOOD_KILLS = Math.max(1, Math.min(40, Number(process.env.CHAOS_FLOOD_KILLS ?? 10)));
+const FLOOD_MAX = 3_000;
 // Storage full: the origin's quota, and the incompressible characters in each payload.
 const QUOTA_BYTES = 600_000;
 const PAD_CHARS = 8_192;
@@ -50,13 +55,14 @@ const FAULTS_OFF = { latencyMs: 0, dropAfterApplyRate: 0, serverErrorRate: 0, to
 /**
  * One run's world: a browser context (fresh IndexedDB and localStorage), the acknowledged ids.
  * `context` may be replaced (a browser started again on the same profile). With `inWorker` the
- * page runs the scheduler in a dedicated worker.
+ * page runs the scheduler in a dedicated worker; with `batch` > 0 it batches up to that many
+ * edits a request.
  */
-function world(context, statics, server, seed, say, inWorker = false) {
+function world(context, statics, server, seed, say, inWorker = false, batch = 0) {
   const db = `chaos-${seed}-${Date.now()}`;
   const acked = new Set();
   let epoch = 0;
-  const mode = inWorker ? "&worker=1" : "";
+  const mode = (inWorker ? "&worker=1" : "") + (batch > 0 ? `&batch=${batch}` : "");
   const url = (k) => `${statics.url}/www/chaos/?server=${encodeURIComponent(server.url)}&db=${db}&seed=${seed}&epoch=${k}${mode}`;
   return {
     acked,
@@ -161,6 +167,30 @@ function assertClean(result) {
 
 // ---- 1. crash and reload chaos --------------------------------------------------------------
 
+/**
+ * One kill point: the page reloaded, closed (a new one opened), or its renderer crashed
+ * (chromium; a close elsewhere), picked with `random`. Resolves with the page that goes on.
+ */
+async function killPage(w, page, random, browser) {
+  const picked = ["reload", "close", "crash"][Math.floor(random() * 3)];
+  const how = picked === "crash" && !browser.can.crash ? "close" : picked;
+  if (how === "reload") {
+    // A fresh epoch in the URL first, so the reloaded page's ids are new.
+    const next = w.nextUrl();
+    await page.evaluate((url) => history.replaceState(null, "", url), next).catch(() => {});
+    await page.reload();
+    if ((await page.url()) !== next) throw new Error(`reload kept ${await page.url()}`);
+    await ready(page);
+    return { how, page, crashed: false };
+  }
+  if (how === "close") {
+    await page.close();
+    return { how, page: await w.open(), crashed: false };
+  }
+  const crashed = await page.crash();
+  return { how, page: await w.open(), crashed };
+}
+
 async function crashAndReload({ context, statics, server, say, browser }) {
   const kills = KILLS;
   const random = mulberry32(SEED);
@@ -182,23 +212,10 @@ async function crashAndReload({ context, statics, server, say, browser }) {
     // Started, not awaited: the kill lands somewhere in the burst (or after it).
     await page.evaluate((count) => void window.chaos.burst(count).catch(() => {}), n).catch(() => {});
     await sleep(Math.floor(random() * 151));
-    const picked = ["reload", "close", "crash"][Math.floor(random() * 3)];
-    const how = picked === "crash" && !browser.can.crash ? "close" : picked;
-    kinds[how] += 1;
-    if (how === "reload") {
-      // A fresh epoch in the URL first, so the reloaded page's ids are new.
-      const next = w.nextUrl();
-      await page.evaluate((url) => history.replaceState(null, "", url), next).catch(() => {});
-      await page.reload();
-      if ((await page.url()) !== next) throw new Error(`reload kept ${await page.url()}`);
-      await ready(page);
-    } else if (how === "close") {
-      await page.close();
-      page = await w.open();
-    } else {
-      if (await page.crash()) crashes += 1;
-      page = await w.open();
-    }
+    const killed = await killPage(w, page, random, browser);
+    kinds[killed.how] += 1;
+    if (killed.crashed) crashes += 1;
+    page = killed.page;
   }
   say(`kills in ${browser.engine}: ${kills} (reload ${kinds.reload}, close ${kinds.close}, renderer crash ${kinds.crash}, ${crashes} seen crashing)`);
   assert.equal(crashes, kinds.crash, "every Page.crash crashed the renderer");
@@ -409,6 +426,55 @@ async function storageFull({ context, statics, server, say }) {
   conclude("storage full", seed, ` (${written} before the quota refused one)`, result, say);
 }
 
+// ---- 6. enqueue at full speed ------------------------------------------------------------------
+
+/**
+ * Enqueues back to back (each as soon as the last resolved) while the scheduler sends through
+ * server faults, and kills the page mid-flood: the semantics must hold at full speed, and the
+ * enqueue rate is reported against the delivery rate of the same run.
+ */
+async function fullSpeed({ context, statics, server, say, browser }) {
+  const seed = (SEED ^ 0x27d4eb2d) >>> 0;
+  const random = mulberry32(seed);
+  await setFaults(server, {
+    seed,
+    latencyMs: 20,
+    dropAfterApplyRate: 0.1,
+    serverErrorRate: 0.1,
+    tooManyRate: 0.1,
+    retryAfterSeconds: 1,
+  });
+  // Batched, as an editor should run (README): unbatched, delivery (about 25 edits/s here)
+  // would take minutes to drain what a few seconds of flooding write.
+  const w = world(context, statics, server, seed, say, false, 32);
+  let page = await w.open();
+  const kinds = { reload: 0, close: 0, crash: 0 };
+  for (let kill = 0; kill < FLOOD_KILLS; kill += 1) {
+    // Started, not awaited: the kill lands mid-flood (a flood outlasts the wait before it).
+    void page.evaluate((max) => window.chaos.flood(5_000, max), FLOOD_MAX).catch(() => {});
+    await sleep(300 + Math.floor(random() * 1200));
+    const killed = await killPage(w, page, random, browser);
+    kinds[killed.how] += 1;
+    page = killed.page;
+  }
+  // One flood left to run out, timed: enqueues per second while the ledger is busy sending.
+  const appliedBefore = Object.keys((await adminState(server)).operations).length;
+  const flood = await page.evaluate((max) => window.chaos.flood(3_000, max), FLOOD_MAX);
+  const appliedDuring = Object.keys((await adminState(server)).operations).length - appliedBefore;
+  const rate = (flood.count * 1000) / flood.ms;
+  const delivered = (appliedDuring * 1000) / flood.ms;
+  say(
+    `kills mid-flood: ${FLOOD_KILLS} (reload ${kinds.reload}, close ${kinds.close}, crash ${kinds.crash}); ` +
+      `last flood: ${flood.count} enqueues in ${flood.ms.toFixed(0)} ms (${rate.toFixed(0)}/s) while ` +
+      `${appliedDuring} were applied (${delivered.toFixed(0)}/s)`,
+  );
+  const faults = await admin(server, "/admin/faults");
+  say(`server faults met: ${JSON.stringify(faults.counters)}`);
+  const result = await drainAndCheck(page, server, w.acked, say);
+  assert.ok(flood.count > 0, "the last flood enqueued nothing");
+  conclude("full speed", seed, `, kills ${FLOOD_KILLS}, ${rate.toFixed(0)} enqueues/s against ${delivered.toFixed(0)} applied/s`, result, say);
+}
+
 // [name, test, time limit, engines it runs in (null: every engine), why not elsewhere]
 const TESTS = [
   [`crash and reload chaos: ${KILLS} kill points under server faults`, crashAndReload, 170_000, null],
@@ -416,6 +482,7 @@ const TESTS = [
   [`browser kill: ${BROWSER_KILLS} SIGKILLs of the whole browser under server faults`, browserKill, 150_000, ["chromium"], unsupported("this driver", "a whole-browser SIGKILL on its profile (a Playwright persistent context)")],
   [`worker kill: ${WORKER_KILLS} terminations of the scheduler's dedicated worker under server faults`, workerKill, 150_000, ["chromium"], "chromium only, for CI time"],
   ["storage full: the origin's quota refuses a write, then is lifted and the host resumes", storageFull, 120_000, ["chromium"], unsupported("this driver", "an origin quota set through CDP (Storage.overrideQuotaForOrigin)")],
+  [`full speed: enqueues back to back under server faults, ${FLOOD_KILLS} kills mid-flood`, fullSpeed, 150_000, ["chromium"], "chromium only, for CI time"],
 ];
 
 // ---- runner -------------------------------------------------------------------------------

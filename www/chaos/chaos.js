@@ -1,11 +1,13 @@
 // The page behind tests/e2e/chaos.mjs: runs the scheduler (session.js) in the page, or with
 // ?worker=1 in a dedicated worker through the package's worker mode (/worker/), and exposes window.chaos: the session's methods
 // (burst(n, pad), which enqueues n intents and resolves with the ids whose enqueue resolved;
+// flood(ms, max), which enqueues back to back for ms and resolves with {count, ms};
 // stats(), ledger(ids), events(), resume(), enqueueAgain(id) for a refused intent), acked(),
 // and in worker mode killWorker(), which terminates the worker mid-work and resolves once a
 // new one has opened the same ledger.
 //
-// Page parameters: ?server=<reference server URL>&db=<IndexedDB name>&seed=<n>&epoch=<k>[&worker=1].
+// Page parameters: ?server=<reference server URL>&db=<IndexedDB name>&seed=<n>&epoch=<k>[&worker=1]
+// [&batch=<max edits a request>].
 // The test gives every page load its own epoch (each new worker adds a suffix), so ids never
 // repeat. Each acknowledged id is appended to localStorage (synchronously) and reported to the
 // test through window.chaosAck when the test exposed it.
@@ -18,10 +20,11 @@ const options = {
   database: params.get("db") ?? "chaos",
   seed: Number(params.get("seed") ?? "1") >>> 0,
   epoch: params.get("epoch") ?? "0",
+  batch: Number(params.get("batch") ?? "0"),
 };
 const ACK_KEY = `chaos:${options.database}:acked`;
 /** What window.chaos passes on to the session (session.js), in the page or in the worker. */
-const SESSION_METHODS = ["burst", "stats", "ledger", "events", "resume", "enqueueAgain", "stop"];
+const SESSION_METHODS = ["burst", "flood", "stats", "ledger", "events", "resume", "enqueueAgain", "stop"];
 
 function ack(id) {
   const list = localStorage.getItem(ACK_KEY);

@@ -24,9 +24,10 @@ function noise(n) {
 /**
  * Opens and starts the scheduler. `ack(id)` is called once the enqueue of `id` resolved.
  * Ids are op-<epoch>-<i>: every page load and every worker gets an epoch of its own. `api`:
- * `{ init, Scheduler, worker }` of worker mode (default: the package's page Scheduler).
+ * `{ init, Scheduler, worker }` of worker mode (default: the package's page Scheduler). `batch`
+ * > 1 batches up to that many edits a request.
  */
-export async function openSession({ server, database, seed, epoch, ack, api = { init, Scheduler } }) {
+export async function openSession({ server, database, seed, epoch, ack, batch = 0, api = { init, Scheduler } }) {
   const random = mulberry32((seed ^ Math.imul(Number.parseInt(epoch, 36) + 1, 0x9e3779b1)) >>> 0);
   const events = { settled: 0, blocked: 0, dead_lettered: 0, error: 0, quarantined: 0, leader_changed: 0 };
   const problems = [];
@@ -47,6 +48,10 @@ export async function openSession({ server, database, seed, epoch, ack, api = { 
         endpoint: server,
         leaseMs: 1000,
         retry: { baseMs: 50, maxMs: 1000, maxAttempts: 1000 },
+        ...(batch > 1 ? { batch: { maxOperations: batch, maxBytes: 65_536 } } : {}),
+        // Every settled operation kept whole: the final check reads each one's sequence (a
+        // compacted one keeps only its outcome).
+        retain: { settled: 1_000_000 },
         onEvent,
       });
       break;
@@ -58,6 +63,25 @@ export async function openSession({ server, database, seed, epoch, ack, api = { 
   scheduler.start();
   let counter = 0;
   const refused = new Map(); // id -> the intent whose enqueue was refused
+  /** Enqueues one new shape edit on a random canvas; resolves with its id once durable. */
+  const enqueueOne = async (pad) => {
+    const id = `op-${epoch}-${counter}`;
+    counter += 1;
+    const canvasId = CANVASES[Math.floor(random() * CANVASES.length)];
+    const shape = { kind: "rect", x: Math.floor(random() * 800), y: Math.floor(random() * 500), w: 10, h: 10, by: id };
+    const payload = { shapeId: `shape-${id}`, shape };
+    if (pad > 0) payload.pad = noise(pad);
+    const intent = { id, operationType: "shape.upsert", canvasIds: [canvasId], payload };
+    try {
+      await scheduler.enqueue(intent);
+    } catch (error) {
+      refused.set(id, intent);
+      if (error instanceof Error) error.operationId = id;
+      throw error;
+    }
+    ack(id);
+    return id;
+  };
   return {
     /**
      * Enqueues `n` intents one after another; resolves with the ids whose enqueue resolved.
@@ -65,25 +89,21 @@ export async function openSession({ server, database, seed, epoch, ack, api = { 
      */
     async burst(n, pad = 0) {
       const acked = [];
-      for (let k = 0; k < n; k += 1) {
-        const id = `op-${epoch}-${counter}`;
-        counter += 1;
-        const canvasId = CANVASES[Math.floor(random() * CANVASES.length)];
-        const shape = { kind: "rect", x: Math.floor(random() * 800), y: Math.floor(random() * 500), w: 10, h: 10, by: id };
-        const payload = { shapeId: `shape-${id}`, shape };
-        if (pad > 0) payload.pad = noise(pad);
-        const intent = { id, operationType: "shape.upsert", canvasIds: [canvasId], payload };
-        try {
-          await scheduler.enqueue(intent);
-        } catch (error) {
-          refused.set(id, intent);
-          if (error instanceof Error) error.operationId = id;
-          throw error;
-        }
-        acked.push(id);
-        ack(id);
-      }
+      for (let k = 0; k < n; k += 1) acked.push(await enqueueOne(pad));
       return acked;
+    },
+    /**
+     * Enqueues one intent after another, each as soon as the last resolved, for `ms` or until
+     * `max` were acknowledged; resolves with how many and how long that took.
+     */
+    async flood(ms, max) {
+      const started = performance.now();
+      let count = 0;
+      while (count < max && performance.now() - started < ms) {
+        await enqueueOne(0);
+        count += 1;
+      }
+      return { count, ms: performance.now() - started };
     },
     stats: () => scheduler.stats(),
     /** In worker mode the mirror is first brought up to date with `ids` (`sync`). */
