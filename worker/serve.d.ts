@@ -1,11 +1,19 @@
 // Worker mode, inside the worker (`canvas-scheduler/worker/serve`).
-import type { SchedulerOptions } from "../pkg/web/canvas_scheduler.js";
+import type { Scheduler, SchedulerEvent, SchedulerOptions } from "../pkg/web/canvas_scheduler.js";
 
 /** The hooks that run in the worker: the synchronous ones, a custom transport, and any async one. */
-export type WorkerHooks = Pick<SchedulerOptions, "compile" | "participants" | "transport" | "headers" | "authorize" | "classifyError">;
+export type WorkerHooks = Pick<SchedulerOptions, "compile" | "participants" | "transport" | "headers" | "authorize" | "classifyError"> & {
+  /**
+   * Hears each event in the worker, before the page's `onEvent` and before the worker runs
+   * anything else: state that `compile` reads, kept here, is current for the next request.
+   * `scheduler` is the worker's own (its methods may be called, as from any hook).
+   */
+  onEvent?: (event: SchedulerEvent, scheduler: Scheduler) => void;
+};
 
 /**
  * Serves the scheduler to the page's `Scheduler.open({ worker })`. Call it once at the top
- * level of a dedicated module worker. A hook given here must not also be given on the page.
+ * level of a dedicated module worker. A hook given here must not also be given on the page
+ * (`onEvent` excepted: the worker's and the page's both hear every event).
  */
 export function serve(hooks?: WorkerHooks): Promise<void>;

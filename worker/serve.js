@@ -2,7 +2,8 @@
 // worker for the proxy in ./index.js. `serve(hooks)` answers the proxy's messages; `hooks` are
 // the functions that cannot cross from the page: the synchronous `compile` and `participants`,
 // a custom `transport`, and optionally `headers`, `authorize`, `classifyError` (else those are
-// asked of the page, one message each way per call).
+// asked of the page, one message each way per call) and an `onEvent(event, scheduler)` of the
+// worker's own (the page's `onEvent` hears every event too, after it).
 //
 // Protocol (every message is a plain object with `t`):
 //   in:  open {options, pageHooks} · call {id, method, args} (method "watch": track the ids
@@ -16,7 +17,7 @@
 import init, { Scheduler } from "../pkg/web/canvas_scheduler.js";
 import { Tracker } from "./mirror.js";
 
-const WORKER_HOOKS = ["compile", "participants", "transport", "headers", "authorize", "classifyError"];
+const WORKER_HOOKS = ["compile", "participants", "transport", "headers", "authorize", "classifyError", "onEvent"];
 const PAGE_HOOKS = ["headers", "authorize", "classifyError"];
 /** The Scheduler methods a `call` message may name. */
 const CALLS = ["enqueue", "enqueueMany", "resume", "retryAllNow", "settle", "flush", "retry", "discard", "events", "known"];
@@ -113,6 +114,13 @@ export function serve(hooks = {}) {
       if (!scheduler) {
         pending.push(event);
         return;
+      }
+      // The worker's own onEvent first, before anything else runs in the worker (state that
+      // `compile` reads is up to date for the next request), then the page's.
+      try {
+        hooks.onEvent?.(event, scheduler);
+      } catch {
+        // What onEvent throws is ignored (S17).
       }
       post({ t: "event", event, state: state(tracker.idsOf(event)) });
     };

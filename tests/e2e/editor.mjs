@@ -1,6 +1,6 @@
 // End-to-end tests of the demo editor (www/editor) against the reference server (www/server),
 // in each engine of www/engines.mjs (ENGINES=chromium,firefox,webkit; default wasm-pack.toml's
-// [test] engines). Each test gets its own reference server and browser context (fresh
+// [test] engines), with the scheduler in the page and in worker mode (EDITOR_MODES). Each test gets its own reference server and browser context (fresh
 // IndexedDB and localStorage). Every wait is bounded. Screenshots go to artifacts/e2e/.
 // The full-disk test needs an origin quota set through CDP: chromium only, and the output
 // says so for the others. Exits non-zero if any test failed; the last line is the summary.
@@ -40,7 +40,8 @@ const snapshot = (page) => page.evaluate(() => window.canvasEditor.snapshot());
 async function openEditor(context, statics, server, db) {
   const page = await context.newPage();
   page.onProblem((line) => print(`  ${line}`));
-  const url = `${statics.url}/www/editor/?server=${encodeURIComponent(server.url)}&db=${db}&admin=${server.adminToken}`;
+  const mode = MODE === "worker" ? "&mode=worker" : "";
+  const url = `${statics.url}/www/editor/?server=${encodeURIComponent(server.url)}&db=${db}&admin=${server.adminToken}${mode}`;
   await page.goto(url);
   await page.waitForSelector("body[data-status=ready]", READY_MS);
   return page;
@@ -80,6 +81,8 @@ function drag(page, x0, y0, x1, y1) {
 
 /** The engine of the test under way (screenshot names carry it). */
 let ENGINE = "";
+/** The mode of the test under way: "page" or "worker" (the scheduler in a dedicated worker). */
+let MODE = "page";
 
 async function screenshot(page, name) {
   const path = join(ARTIFACTS, `${ENGINE}-${name}.png`);
@@ -340,10 +343,10 @@ async function unsavedEditQueuedAfterReload({ page, server, say }) {
   await waitFor("the first shape to settle", async () => ((await snapshot(page)).pending === 0 ? true : null));
   // The page dies between keeping an edit (localStorage) and its durable enqueue: from here
   // the scheduler of this page never gets it.
-  await page.evaluate(async () => {
-    const { Scheduler } = await import("/pkg/web/canvas_scheduler.js");
+  await page.evaluate(async (module) => {
+    const { Scheduler } = await import(module);
     Scheduler.prototype.enqueue = () => new Promise(() => {});
-  });
+  }, MODE === "worker" ? "/worker/index.js" : "/pkg/web/canvas_scheduler.js");
   await drag(page, 300, 100, 400, 180);
   let editor = await snapshot(page);
   assert.equal(editor.pending, 1, "the second shape is kept on the page, not yet in the ledger");
@@ -377,6 +380,9 @@ const NEEDS = { quota: "an origin quota set through CDP (Storage.overrideQuotaFo
 const ENGINES = enginesToRun();
 // EDITOR_TESTS=1,3 runs only those tests (numbered as in TESTS).
 const ONLY = (process.env.EDITOR_TESTS ?? "").split(",").filter(Boolean).map(Number);
+// EDITOR_MODES=worker runs only that mode: "page" (the scheduler in the page) and "worker"
+// (worker mode, the editor's own scheduler worker).
+const MODES = (process.env.EDITOR_MODES ?? "page,worker").split(",").filter(Boolean);
 await mkdir(ARTIFACTS, { recursive: true });
 print("e2e editor: compiling www/editor (tsc -p www/editor)");
 buildEditor();
@@ -390,10 +396,11 @@ try {
     const browser = await launch(engine);
     print(`e2e editor: ${engine} ${browser.version}, pages from ${statics.url}, screenshots in ${ARTIFACTS}`);
     try {
-      for (const [index, [name, test, prepare, needs]] of TESTS.entries()) {
+      for (const mode of MODES) for (const [index, [name, test, prepare, needs]] of TESTS.entries()) {
         if (ONLY.length > 0 && !ONLY.includes(index + 1)) continue;
+        MODE = mode;
         number += 1;
-        const title = `${engine}: ${name}`;
+        const title = `${engine}, ${mode} mode: ${name}`;
         if (needs && !browser.can[needs]) {
           print(`ok ${number} - ${title} # SKIP ${unsupported(engine, NEEDS[needs])}`);
           continue;

@@ -5,6 +5,9 @@
 import type { Explanation, LedgerEvent, Scheduler, SchedulerStats } from "/pkg/web/canvas_scheduler.js";
 import type { PendingOp } from "./model.js";
 
+/** What the panel reads: the page's Scheduler, or worker mode's proxy (the same methods). */
+export type SchedulerView = Pick<Scheduler, "stats" | "claims" | "explain" | "events">;
+
 export type Category = "not enqueued" | "pending" | "in flight" | "retrying" | "blocked" | "dead-lettered" | "settled";
 
 export const CATEGORIES: Category[] = ["not enqueued", "pending", "in flight", "retrying", "blocked", "dead-lettered", "settled"];
@@ -65,7 +68,7 @@ export class LedgerPanel {
     this.el[key].innerHTML = html;
   }
 
-  refresh(scheduler: Scheduler | null, pending: PendingOp[]): void {
+  refresh(scheduler: SchedulerView | null, pending: PendingOp[]): void {
     if (scheduler === null) {
       this.put("stats", "<em>no scheduler yet</em>");
       return;
@@ -128,7 +131,7 @@ export class LedgerPanel {
     void this.readEvents(scheduler);
   }
 
-  private async readEvents(scheduler: Scheduler): Promise<void> {
+  private async readEvents(scheduler: SchedulerView): Promise<void> {
     if (this.reading) return;
     this.reading = true;
     try {

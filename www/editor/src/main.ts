@@ -5,10 +5,12 @@
 // Page parameters: ?server=<reference server URL> (required), ?db=<IndexedDB name>,
 // ?admin=<the reference server's admin token> (for its fault switches and state).
 
-import init, { Scheduler } from "/pkg/web/canvas_scheduler.js";
-import type { CompiledRequest, OperationIntent, SafeError, SchedulerEvent, StoredIntent } from "/pkg/web/canvas_scheduler.js";
+import init, { Scheduler as PageScheduler } from "/pkg/web/canvas_scheduler.js";
+import type { OperationIntent, SafeError, SchedulerEvent } from "/pkg/web/canvas_scheduler.js";
+import { Scheduler as WorkerScheduler } from "/worker/index.js";
 import { ServerAdmin } from "./admin.js";
 import { CanvasView, type Tool } from "./canvas-view.js";
+import { compileAgainst } from "./compile.js";
 import { LedgerPanel } from "./ledger-panel.js";
 import {
   addNotice,
@@ -31,6 +33,14 @@ const OPEN_DEADLINE_MS = 60_000;
 const params = new URLSearchParams(location.search);
 const server = (params.get("server") ?? "").replace(/\/+$/, "");
 const database = params.get("db") ?? "canvas-editor-demo";
+/**
+ * `?mode=worker`: the scheduler runs in a dedicated worker (`canvas-scheduler/worker`, README
+ * "Worker mode"), in this editor's own worker module (scheduler-worker.ts), where `compile`
+ * runs; the page keeps the proxy. Otherwise in the page.
+ */
+const workerMode = params.get("mode") === "worker";
+/** Either mode's Scheduler: the same API (tests/types/worker.ts checks it). */
+type Scheduler = PageScheduler | WorkerScheduler;
 
 const $ = <T extends HTMLElement>(id: string): T => {
   const el = document.getElementById(id);
@@ -75,7 +85,27 @@ function setStatus(status: "starting" | "waiting" | "ready" | "error", text: str
   $("status").textContent = text;
 }
 
-const save = () => saveState(database, state);
+/** Worker mode: the worker running the scheduler, which keeps its own copy of `state.base`. */
+let schedulerWorker: Worker | null = null;
+let postedVersions = "";
+
+/**
+ * Worker mode: sends the confirmed canvases to the scheduler's worker when a version changed
+ * here (a reload's saved state, a re-read after a rejection); the worker applies settled
+ * events itself, so `compile` there never waits for this page.
+ */
+function postBase(): void {
+  if (!schedulerWorker) return;
+  const versions = JSON.stringify(Object.entries(state.base).map(([id, canvas]) => [id, canvas.version]));
+  if (versions === postedVersions) return;
+  postedVersions = versions;
+  schedulerWorker.postMessage({ t: "editor:base", base: state.base });
+}
+
+const save = () => {
+  saveState(database, state);
+  postBase();
+};
 
 // ---- operations -------------------------------------------------------------------------
 
@@ -179,30 +209,6 @@ async function retrySaving(target: Scheduler): Promise<void> {
   if (!storageFailed) addNotice(state, "info", `Storage works again: ${unsaved.length} kept edit(s) saved.`);
   save();
   render();
-}
-
-/**
- * The request body, built when the scheduler freezes the request — that is, once every earlier
- * operation on the canvas has settled (canvas claims, S4), so the editor's known version is the
- * version this edit was made against. A shape edit carries it as `expectedVersions`: if another
- * client changed the canvas meanwhile, the server refuses the edit and the editor rolls back.
- */
-function compile(intent: StoredIntent): CompiledRequest {
-  const canvasIds = [...new Set(intent.canvasIds ?? [])].sort();
-  const expectedVersions: Record<string, number> = {};
-  if (intent.operationType.startsWith("shape.")) {
-    for (const canvasId of canvasIds) expectedVersions[canvasId] = state.base[canvasId]?.version ?? 0;
-  }
-  const compiled: CompiledRequest = {
-    kind: intent.operationType,
-    protocolVersion: 1,
-    payload: intent.payload ?? null,
-    canvasIds,
-    expectedVersions,
-  };
-  if (canvasIds.length === 1 && canvasIds[0] !== undefined) compiled.ownerCanvasId = canvasIds[0];
-  if (intent.runId !== undefined) compiled.runId = intent.runId;
-  return compiled;
 }
 
 function describe(op: PendingOp): string {
@@ -321,7 +327,7 @@ async function openScheduler(): Promise<Scheduler> {
   const started = Date.now();
   for (let attempt = 1; ; attempt += 1) {
     try {
-      return await Scheduler.open({
+      const options = {
         database,
         endpoint: server,
         concurrency: 2,
@@ -330,9 +336,15 @@ async function openScheduler(): Promise<Scheduler> {
         // Short delays so a demo recovers quickly once back online; 100 failed attempts
         // (a few minutes offline or failing) dead-letter an operation.
         retry: { baseMs: 250, maxMs: 2_000, maxAttempts: 100 },
-        compile,
         onEvent,
-      });
+      };
+      if (!workerMode) return await PageScheduler.open({ ...options, compile: compileAgainst(state) });
+      // A fresh worker per attempt (a refused open ends the worker it was given), told the
+      // confirmed canvases before it opens the ledger.
+      schedulerWorker = new Worker(new URL("./scheduler-worker.js", import.meta.url), { type: "module", name: "editor-scheduler" });
+      postedVersions = "";
+      postBase();
+      return await WorkerScheduler.open({ ...options, worker: schedulerWorker });
     } catch (error) {
       if (codeOf(error) !== "not_leader" || Date.now() - started > OPEN_DEADLINE_MS) throw error;
       setStatus("waiting", `Waiting for the other tab to release the ledger (attempt ${attempt})…`);
