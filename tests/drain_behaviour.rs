@@ -96,6 +96,9 @@ fn drain(retry: RetryPolicy, seed: u64, count: usize, limit_ms: Millis) -> Drain
     }
 }
 
+/// How much longer than the tuned options the defaults may take to drain the fault mix.
+const DEFAULTS_WITHIN: f64 = 8.0;
+
 fn tuned() -> RetryPolicy {
     RetryPolicy {
         base_ms: 100,
@@ -133,6 +136,13 @@ fn s10_the_defaults_drain_an_ordinary_fault_mix() {
     }
     assert!(ratios.len() >= 6, "most seeds drain: {ratios:?}");
     println!("defaults / tuned drain time: {ratios:.2?}");
+    // The bound the defaults keep. Issue 31 asked for 2x; SPEC S10 fixes the default delay
+    // (500 ms doubling to 30 s, against the tuned 100 ms to 2 s), and a request that meets a
+    // run of 503s waits that curve out: 4.6-6.8x on these seeds.
+    assert!(
+        ratios.iter().all(|&r| r <= DEFAULTS_WITHIN),
+        "the defaults drain within {DEFAULTS_WITHIN}x the tuned options' time: {ratios:.2?}"
+    );
 }
 
 fn one_canvas_each(canvases: &[&str]) -> Harness<CountingHost> {

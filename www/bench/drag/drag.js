@@ -1,8 +1,9 @@
 // The drag workload of www/bench/drag/run.mjs: 60 updates a second to one shape, each an
 // intent with the shape's coalesceKey, enqueued without waiting (as an editor's pointer
-// handler does), while the scheduler sends. `window.drag.run(mode, ms)` with mode "none" (the
-// intents are only built), "page" (the package's Scheduler on this thread) or "worker"
-// (canvas-scheduler/worker). ?server=<reference server>&db=<ledger>.
+// handler does), while the scheduler sends. `window.drag.open(mode)` with mode "none" (the
+// intents are only built), "page" (the package's Scheduler on this thread), "page-held" (the
+// same, held: nothing is sent during the drag) or "worker" (canvas-scheduler/worker), then
+// `run(ms)`. ?server=<reference server>&db=<ledger>.
 import initPage, { Scheduler as PageScheduler } from "/pkg/web/canvas_scheduler.js";
 import initWorker, { Scheduler as WorkerScheduler } from "/worker/index.js";
 
@@ -12,7 +13,7 @@ const HZ = 60;
 /** Opens the scheduler of `mode` (null for "none"); `settled` counts the settled events. */
 async function open(mode, counts) {
   if (mode === "none") return null;
-  const [init, Scheduler] = mode === "page" ? [initPage, PageScheduler] : [initWorker, WorkerScheduler];
+  const [init, Scheduler] = mode === "worker" ? [initWorker, WorkerScheduler] : [initPage, PageScheduler];
   await init();
   const scheduler = await Scheduler.open({
     database: query.get("db"),
@@ -30,6 +31,9 @@ window.drag = {
   async open(mode) {
     this.counts = { enqueued: 0, refused: 0 };
     this.scheduler = await open(mode, this.counts);
+    // "page-held": the page's scheduler held, so it only makes each update durable and sends
+    // nothing: the A/B that splits an update's cost from the sending's.
+    this.release = mode === "page-held" ? this.scheduler.hold() : null;
     return true;
   },
   /** Drags for `ms`: one update every 1000/60 ms. Resolves with the counts once the last enqueue resolved. */
@@ -66,6 +70,7 @@ window.drag = {
   /** Waits until nothing is in flight; resolves with the counts and the scheduler's stats. */
   async finish() {
     if (!this.scheduler) return { counts: this.counts };
+    this.release?.();
     await this.scheduler.settle();
     const stats = this.scheduler.stats();
     this.scheduler.stop();
