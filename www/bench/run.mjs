@@ -34,6 +34,8 @@ const PLAN = {
   // The empty ledger is measured first and last: the first timed open of a run can pay a
   // warm-up; the baseline is the faster of the two (both printed).
   history: { sizes: [0, 10_000, 100_000, 0], chunk: 2000, deadlineMs: 240_000 },
+  // 10. 200 sends (after the first 50) with 250 and with 10 000 pending, on one canvas and on 20.
+  scale: { sizes: [250, 10_000], canvases: [1, 20], warm: 50, measured: 200, chunk: 1000, deadlineMs: 60_000 },
   start: [
     { n: 10_000, chunk: 1000, deadlineMs: 60_000 },
     { n: 100_000, chunk: 5000, deadlineMs: 150_000 },
@@ -116,7 +118,7 @@ async function benchPage(context, baseUrl) {
 }
 
 /**
- * `BENCH_ONLY=enqueue,start` runs only those parts (of raw, enqueue, load, instant, e2e, start, history), for
+ * `BENCH_ONLY=enqueue,start` runs only those parts (of raw, enqueue, load, instant, e2e, start, history, scale), for
  * a quick look at one figure while working on it; the raw baselines always run.
  */
 const ONLY = process.env.BENCH_ONLY ? new Set(process.env.BENCH_ONLY.split(",")) : null;
@@ -231,6 +233,18 @@ async function main() {
           `${e2e.applied}/${e2e.enqueued} applied in ${e2e.sent} requests; enqueue ${fmt(e2e.enqueueMs)} ms, dispatch ${fmt(e2e.dispatchMs)} ms (${fmt(e2e.dispatchOpsPerSec)} ops/s)${e2e.timedOut ? ", TIMED OUT" : ""}`);
       }
     }
+    // 10. Scale: the time and the scanning per send, flat from 100 to 10 000 pending.
+    if (want("scale")) {
+      for (const canvases of PLAN.scale.canvases) {
+        const runs = [];
+        for (const pending of PLAN.scale.sizes) runs.push(await call(page, "sendScale", { ...PLAN.scale, pending, canvases }));
+        for (const r of runs) expect(!r.timedOut, `scale: ${r.pending} pending on ${canvases} canvases timed out: ${JSON.stringify(r)}`);
+        const [first, last] = [runs[0], runs[runs.length - 1]];
+        figure(`time per send, ${fmt(last.pending)} pending on ${canvases} canvas(es), instant transport`, fmt(last.msPerSend, 3), "ms", fmt(first.msPerSend, 3), `ms (${fmt(first.pending)} pending, same run)`, last.msPerSend / first.msPerSend,
+          `${last.settled} and ${first.settled} sends after the first ${PLAN.scale.warm} (which took ${fmt(last.firstMs)} and ${fmt(first.firstMs)} ms and scanned ${fmt(last.firstScanned)} and ${fmt(first.firstScanned)}: the release looks at each waiting operation at most once); operations scanned per send ${fmt(last.scannedPerSend, 2)} against ${fmt(first.scannedPerSend, 2)}; issue 31 target: flat`);
+      }
+    }
+
     await page.close();
 
     // 5 and 6. start() of big ledgers on a fresh page; heap per pending operation.
