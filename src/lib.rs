@@ -13,6 +13,8 @@ pub mod web;
 #[cfg(target_arch = "wasm32")]
 pub mod api;
 
+/// The simulated world of the tests and benches (feature `testing`; see Cargo.toml).
+#[cfg(any(test, feature = "testing"))]
 pub mod testing;
 
 /// The module's allocator: Talc, in place of the dlmalloc `std` brings to wasm32, for less

@@ -2,8 +2,8 @@
 //! huge strings, deep or cyclic payloads and `__proto__` keys are `invalid_intent` (or
 //! `payload_too_large`); the core then checks ids, sequences, dependencies and cycles.
 
+use crate::core::collections::key_index::KeyIndex;
 use crate::core::json::{self, quoted};
-use crate::core::key_index::KeyIndex;
 
 use js_sys::Array;
 use wasm_bindgen::prelude::wasm_bindgen;

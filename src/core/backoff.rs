@@ -10,8 +10,8 @@
 //! Steps live in memory: a reload starts every request at step 0. The failures counted toward
 //! the dead letter (K1) are the request's own, in the ledger, and are never reset here.
 
-use super::key_index::KeyIndex;
-use super::str_set::StrSet;
+use super::collections::key_index::KeyIndex;
+use super::collections::str_set::StrSet;
 
 /// Backoff steps of requests waiting to be retried.
 #[derive(Debug, Default)]

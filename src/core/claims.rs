@@ -2,8 +2,8 @@
 //! need a claimed canvas wait on it. A waiting operation also reserves its canvases against
 //! later operations, so operations sharing a canvas leave in `sequence` order.
 
-use super::seq_set::SeqSet;
-use crate::core::str_map::StrMap;
+use super::collections::seq_set::SeqSet;
+use crate::core::collections::str_map::StrMap;
 
 use super::error::{ErrorCode, SchedulerError};
 

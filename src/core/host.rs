@@ -1,7 +1,7 @@
 //! The host's pure hooks: participants, compile and request ids. They are functions of the
 //! intent, called synchronously by the core; a hook's error blocks only that operation (S6).
 
-use super::key_index::KeyIndex;
+use super::collections::key_index::KeyIndex;
 
 use super::json::{ToJson, Writer};
 use super::model::{Intent, PROTOCOL_VERSION};

@@ -2,14 +2,14 @@
 //! sequences, canvas ids, versions and payload shape are checked. Nothing here touches the
 //! ledger: a batch is validated whole before any of it is admitted.
 
-use super::key_index::KeyIndex;
+use super::collections::key_index::KeyIndex;
 
+use super::collections::str_map::StrMap;
+use super::collections::str_set::StrSet;
 use super::error::{ErrorCode, SchedulerError};
 use super::json::{JsonError, Reader};
 use super::model::{BlobRef, Intent};
 use super::payload::Payload;
-use super::str_map::StrMap;
-use super::str_set::StrSet;
 
 /// Longest id (operation, canvas, run, blob) accepted.
 pub const MAX_ID_CHARS: usize = 128;

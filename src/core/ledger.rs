@@ -2,8 +2,8 @@
 //! authority; every transition marks what it changed, and [`Ledger::take_batch`] turns the
 //! changes into one [`PersistBatch`] (group commit). A failed batch is put back.
 
-use crate::core::str_map::StrMap;
-use crate::core::str_set::StrSet;
+use crate::core::collections::str_map::StrMap;
+use crate::core::collections::str_set::StrSet;
 use std::collections::VecDeque;
 
 use super::io::{BatchNo, LeaseWrite, PersistBatch};

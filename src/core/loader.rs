@@ -7,8 +7,9 @@
 //! intermediate tree, which cost a second pass and a copy per record. A record that is set
 //! aside is reported as its text.
 
-use super::u64_set::U64Set;
+use super::collections::u64_set::U64Set;
 
+use super::collections::str_set::StrSet;
 use super::digest::body_digest;
 use super::error::{ErrorCode, SchedulerError};
 use super::intent::check_id;
@@ -17,7 +18,6 @@ use super::ledger::LedgerSnapshot;
 use super::model::{EventRecord, FrozenRequest, Lease, LedgerMeta, Operation, OperationPhase};
 use super::operation_pages::current_copies;
 use super::packed::decode_page;
-use super::str_set::StrSet;
 
 /// The object stores of the ledger, as named in storage.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

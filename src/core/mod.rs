@@ -4,6 +4,7 @@
 pub mod backoff;
 pub mod claims;
 pub mod clock;
+pub mod collections;
 pub mod config;
 pub mod digest;
 pub mod error;
@@ -11,7 +12,6 @@ pub mod host;
 pub mod intent;
 pub mod io;
 pub mod json;
-pub mod key_index;
 pub mod ledger;
 pub mod loader;
 pub mod model;
@@ -25,10 +25,5 @@ pub mod retry_queue;
 pub mod safe_error;
 pub mod scheduler;
 pub mod scrub;
-pub mod seq_set;
-pub mod small_map;
-pub mod str_map;
-pub mod str_set;
-pub mod u64_set;
 
 pub use scheduler::{Explanation, FlushOutcome, HoldId, Scheduler, SchedulerStats};

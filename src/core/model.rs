@@ -2,7 +2,7 @@
 //! These are exactly the records the ledger store persists, each with its JSON form
 //! (`json_record!`: field order, names and defaults as stored since the first schema).
 
-use super::key_index::KeyIndex;
+use super::collections::key_index::KeyIndex;
 
 use super::json::JsonText;
 

@@ -3,7 +3,7 @@
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
-use super::key_index::KeyIndex;
+use super::collections::key_index::KeyIndex;
 
 use super::model::{Millis, RetryAction};
 

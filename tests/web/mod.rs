@@ -15,7 +15,7 @@ mod probe;
 mod security;
 mod store;
 mod store_ahead;
-mod store_bench;
+mod store_group_commit;
 mod store_retention;
 mod store_schema;
 mod store_support;

@@ -1,7 +1,7 @@
 //! Fixtures for the IndexedDB ledger store tests: records that pass the loader's checks,
 //! batches, per-binary database names, and raw access that bypasses the store.
 
-use canvas_scheduler::core::key_index::KeyIndex;
+use canvas_scheduler::core::collections::key_index::KeyIndex;
 
 use canvas_scheduler::core::digest::body_digest;
 use canvas_scheduler::core::io::{PersistBatch, PersistResult};

@@ -6,7 +6,7 @@
 //! constructor name and a random part. Faults are global to the server: each test sets all of
 //! them first (tests in a binary run one at a time, the binaries one after the other).
 
-use canvas_scheduler::core::key_index::KeyIndex;
+use canvas_scheduler::core::collections::key_index::KeyIndex;
 
 use canvas_scheduler::core::digest::body_digest;
 use canvas_scheduler::core::host::WireBody;

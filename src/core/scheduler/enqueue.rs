@@ -2,6 +2,7 @@
 //! whole `enqueueMany` lands in one transaction and bad input changes nothing).
 
 use super::{Lifecycle, Scheduler};
+use crate::core::collections::str_set::StrSet;
 use crate::core::error::{ErrorCode, SchedulerError};
 use crate::core::host::Host;
 use crate::core::intent::{
@@ -15,7 +16,6 @@ use crate::core::model::{
     EventKind, Millis, Operation, OperationOutcome, OperationPhase, Settlement,
 };
 use crate::core::safe_error::SafeError;
-use crate::core::str_set::StrSet;
 
 impl<H: Host> Scheduler<H> {
     /// Validates and admits intents; returns the barrier after which they are durable.

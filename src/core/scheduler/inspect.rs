@@ -1,7 +1,7 @@
 //! Why things are where they are (D2, D3): statistics with an idle reason, and `explain(id)`
 //! for every state an operation can be in.
 
-use crate::core::str_map::StrMap;
+use crate::core::collections::str_map::StrMap;
 
 use super::{Lifecycle, Scheduler, Stage};
 use crate::core::error::{ErrorCode, SchedulerError};

@@ -15,9 +15,9 @@ mod inspect;
 mod pump;
 mod recovery;
 
-use crate::core::seq_set::SeqSet;
-use crate::core::str_map::StrMap;
-use crate::core::str_set::StrSet;
+use crate::core::collections::seq_set::SeqSet;
+use crate::core::collections::str_map::StrMap;
+use crate::core::collections::str_set::StrSet;
 use std::collections::VecDeque;
 
 use super::backoff::Backoff;

@@ -3,6 +3,8 @@
 //! frozen and launched behind the persist barrier.
 
 use super::{Attempt, Scheduler, Stage};
+use crate::core::collections::str_map::StrMap;
+use crate::core::collections::str_set::StrSet;
 use crate::core::digest::body_digest;
 use crate::core::host::{Host, WireBody};
 use crate::core::io::Effect;
@@ -12,8 +14,6 @@ use crate::core::model::{
     PROTOCOL_VERSION, RUN_CANCEL_KIND, UPLOAD_KIND,
 };
 use crate::core::safe_error::SafeError;
-use crate::core::str_map::StrMap;
-use crate::core::str_set::StrSet;
 
 fn sorted_unique(mut ids: Vec<String>) -> Vec<String> {
     ids.sort();

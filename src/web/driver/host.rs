@@ -3,7 +3,7 @@
 //! hooks. A hook that throws, returns a Promise or returns the wrong shape blocks only that
 //! operation, with a message (S6).
 
-use crate::core::key_index::KeyIndex;
+use crate::core::collections::key_index::KeyIndex;
 
 use js_sys::{Function, Reflect};
 use wasm_bindgen::prelude::wasm_bindgen;

@@ -14,6 +14,7 @@ use crate::web::task::spawn;
 use web_sys::AbortController;
 
 use crate::core::clock::{Clock, TimerHandle};
+use crate::core::collections::small_map::SmallMap;
 use crate::core::config::SchedulerConfig;
 use crate::core::error::{ErrorCode, SchedulerError};
 use crate::core::intent::IntentInput;
@@ -21,7 +22,6 @@ use crate::core::io::{AttemptId, AttemptStatus, BatchNo, Effect, Report, SendOrd
 use crate::core::loader::Quarantined;
 use crate::core::model::{Millis, UPLOAD_KIND};
 use crate::core::scrub::Secrets;
-use crate::core::small_map::SmallMap;
 use crate::core::Scheduler;
 use crate::web::clock::BrowserClock;
 use crate::web::js_transport::JsTransport;

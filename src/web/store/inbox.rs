@@ -13,11 +13,11 @@ use super::errors::{js_error, unavailable};
 use super::requests::{get, index_get_all, PageRead, Tx};
 use super::schema::{BY_OPERATION, INBOX, OPERATIONS, OPERATION_PAGES, QUARANTINE, REQUESTS};
 use super::IdbLedger;
+use crate::core::collections::str_set::StrSet;
 use crate::core::error::{ErrorCode, SchedulerError};
 use crate::core::intent::{same_intent, IntentInput};
 use crate::core::model::{FrozenRequest, Millis, Operation};
 use crate::core::packed::decode_page;
-use crate::core::str_set::StrSet;
 
 /// One `enqueue`/`enqueueMany` call of a tab that does not dispatch.
 #[derive(Clone, Debug, Default, PartialEq)]

@@ -30,13 +30,13 @@ use std::rc::Rc;
 use wasm_bindgen::JsValue;
 
 use crate::core::clock::TimerHandle;
+use crate::core::collections::small_map::SmallMap;
+use crate::core::collections::str_map::StrMap;
+use crate::core::collections::str_set::StrSet;
 use crate::core::error::{ErrorCode, SchedulerError};
 use crate::core::intent::IntentInput;
 use crate::core::json::JsonText;
 use crate::core::model::{Lease, Millis};
-use crate::core::small_map::SmallMap;
-use crate::core::str_map::StrMap;
-use crate::core::str_set::StrSet;
 use crate::core::HoldId;
 use crate::web::clock::BrowserClock;
 use crate::web::driver::{Driver, DriverOptions, Signal};

@@ -14,7 +14,7 @@
 //! [`StrSet`]: super::str_set::StrSet
 //! [`SeqSet`]: super::seq_set::SeqSet
 
-use super::json::{FromJson, JsonError, Reader, ToJson, Writer};
+use crate::core::json::{FromJson, JsonError, Reader, ToJson, Writer};
 
 /// Most entries a chunk holds; inserting into a full one splits it in halves.
 const SPLIT: usize = 512;
@@ -493,12 +493,12 @@ mod tests {
 
     #[test]
     fn reads_and_writes_json_objects_of_integers() {
-        let index: KeyIndex = super::super::json::from_str(r#"{"b":2,"a":1,"b":3}"#).expect("read");
+        let index: KeyIndex = crate::core::json::from_str(r#"{"b":2,"a":1,"b":3}"#).expect("read");
         assert_eq!(
             index,
             KeyIndex::from([("a".to_owned(), 1), ("b".to_owned(), 3)])
         );
-        assert_eq!(super::super::json::to_string(&index), r#"{"a":1,"b":3}"#);
-        assert!(super::super::json::from_str::<KeyIndex>(r#"{"a":-1}"#).is_err());
+        assert_eq!(crate::core::json::to_string(&index), r#"{"a":1,"b":3}"#);
+        assert!(crate::core::json::from_str::<KeyIndex>(r#"{"a":-1}"#).is_err());
     }
 }
