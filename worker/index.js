@@ -1,3 +1,4 @@
+// @ts-check
 // Worker mode, the page's side (`canvas-scheduler/worker`): a `Scheduler` with the API of the
 // package's own, whose scheduler runs in a dedicated worker (./worker.js by default, or the
 // app's own worker module calling `serve()` from ./serve.js). Calls are messages; `stats()`,
@@ -5,21 +6,33 @@
 // date (./mirror.js); `onEvent` and the async hooks `headers`, `authorize`, `classifyError`
 // run on the page. README "Worker mode" says what differs.
 import { Mirror } from "./mirror.js";
+/** @import { WorkerSchedulerOptions } from "./index.js" */
+/** @import { OperationIntent, SchedulerEvent } from "../pkg/web/canvas_scheduler.js" */
+/** @import { ErrorData, InMessage, OutMessage } from "./mirror.js" */
 
 const ERROR_NAME = "CanvasSchedulerError";
+/** @type {("headers" | "authorize" | "classifyError")[]} */
 const PAGE_HOOKS = ["headers", "authorize", "classifyError"];
+/** @type {("compile" | "participants" | "transport")[]} */
 const WORKER_ONLY = ["compile", "participants", "transport"];
 
+/**
+ * @param {string} code
+ * @param {string} message
+ */
 function codedError(code, message) {
-  const error = new Error(message);
+  const error = /** @type {Error & { code: string }} */ (new Error(message));
   error.name = ERROR_NAME;
   error.code = code;
   return error;
 }
 
-/** An Error made again from what crossed: the same name, code and message. */
+/**
+ * An Error made again from what crossed: the same name, code and message.
+ * @param {ErrorData} data
+ */
 function revive({ name, code, message }) {
-  const error = new Error(message);
+  const error = /** @type {Error & { code?: string }} */ (new Error(message));
   error.name = name;
   if (code !== undefined) error.code = code;
   return error;
@@ -34,16 +47,27 @@ export default async function init() {}
 
 /** A scheduler running in a dedicated worker; see `Scheduler.open`. */
 export class Scheduler {
+  /** @type {Worker} */
   #worker;
+  /** @type {Map<number, { resolve: (value: any) => void, reject: (error: unknown) => void }>} */
   #calls = new Map(); // id -> { resolve, reject }
   #nextId = 1;
   #nextHold = 1;
   #mirror = new Mirror();
+  /** @type {Record<string, (...args: any[]) => unknown>} */
   #hooks;
+  /** @type {((event: SchedulerEvent) => void) | undefined} */
   #onEvent;
+  /** @type {Error | null} */
   #ended = null; // the reason every call now rejects with
   #stopped = false;
 
+  /**
+   * @param {symbol} token
+   * @param {Worker} worker
+   * @param {Record<string, (...args: any[]) => unknown>} hooks
+   * @param {((event: SchedulerEvent) => void) | undefined} onEvent
+   */
   constructor(token, worker, hooks, onEvent) {
     if (token !== PRIVATE) throw new TypeError("use Scheduler.open");
     this.#worker = worker;
@@ -55,6 +79,7 @@ export class Scheduler {
    * Starts the worker (`options.worker`, or the package's own) and opens the scheduler there.
    * Rejects as the page's `Scheduler.open` does, and with `invalid_options` for what cannot
    * cross to a worker.
+   * @param {WorkerSchedulerOptions} options
    */
   static async open(options) {
     if (options === null || typeof options !== "object") throw codedError("invalid_options", "Scheduler.open takes an options object");
@@ -71,6 +96,7 @@ export class Scheduler {
     if (given !== undefined && !(typeof Worker !== "undefined" && given instanceof Worker)) {
       throw codedError("invalid_options", "options.worker must be a Worker running serve() from canvas-scheduler/worker/serve");
     }
+    /** @type {Record<string, (...args: any[]) => unknown>} */
     const hooks = {};
     for (const name of PAGE_HOOKS) {
       if (rest[name] === undefined) continue;
@@ -89,11 +115,16 @@ export class Scheduler {
     return scheduler;
   }
 
-  /** Waits for the worker, then opens; resolves once the scheduler is open there. */
+  /**
+   * Waits for the worker, then opens; resolves once the scheduler is open there.
+   * @param {Omit<WorkerSchedulerOptions, "worker" | "onEvent">} options
+   * @param {string[]} pageHooks
+   * @returns {Promise<void>}
+   */
   #connect(options, pageHooks) {
     return new Promise((resolve, reject) => {
       let opened = false;
-      const fail = (error) => {
+      const fail = (/** @type {Error} */ error) => {
         clearTimeout(silent);
         if (!opened) reject(error);
         this.#end(error);
@@ -108,7 +139,7 @@ export class Scheduler {
         fail(codedError("internal_error", `the scheduler's worker failed to start: ${event.message ?? "error"}`));
       };
       this.#worker.onmessageerror = () => fail(codedError("internal_error", "a message from the scheduler's worker could not be read"));
-      const handle = (data) => {
+      const handle = (/** @type {OutMessage} */ data) => {
         switch (data.t) {
           case "batch":
             data.messages.forEach(handle);
@@ -118,7 +149,7 @@ export class Scheduler {
             navigator.locks.request(data.lock, () => fail(codedError("scheduler_closed", ENDED)));
             try {
               this.#worker.postMessage({ t: "open", options, pageHooks });
-            } catch (error) {
+            } catch (/** @type {any} */ error) {
               fail(codedError("invalid_options", `the options cannot be sent to the scheduler's worker (${error?.message}): only plain data crosses, hooks as README "Worker mode" says`));
             }
             return;
@@ -138,6 +169,7 @@ export class Scheduler {
     });
   }
 
+  /** @param {Exclude<OutMessage, { t: "batch" | "alive" | "opened" | "openFailed" }>} data */
   #receive(data) {
     this.#mirror.apply(data.state);
     switch (data.t) {
@@ -163,21 +195,25 @@ export class Scheduler {
     }
   }
 
+  /** @param {{ id: number, name: string, args: unknown[] }} hook */
   async #answerHook({ id, name, args }) {
     let answer;
     try {
       answer = { t: "hookResult", id, value: await this.#hooks[name](...args) };
-    } catch (error) {
+    } catch (/** @type {any} */ error) {
       answer = { t: "hookResult", id, error: { name: String(error?.name ?? "Error"), message: String(error?.message ?? error) } };
     }
     try {
       this.#worker.postMessage(answer);
-    } catch (error) {
+    } catch (/** @type {any} */ error) {
       this.#worker.postMessage({ t: "hookResult", id, error: { name: "DataCloneError", message: `${name} returned what cannot be sent to the worker: ${error?.message}` } });
     }
   }
 
-  /** The worker ended: every pending and later call rejects with `error`. */
+  /**
+   * The worker ended: every pending and later call rejects with `error`.
+   * @param {Error} error
+   */
   #end(error) {
     if (this.#ended) return;
     this.#ended = error;
@@ -186,15 +222,20 @@ export class Scheduler {
     this.#worker.terminate();
   }
 
+  /** @param {InMessage} message */
   #post(message) {
     if (this.#ended) throw this.#ended;
     try {
       this.#worker.postMessage(message);
-    } catch (error) {
+    } catch (/** @type {any} */ error) {
       throw codedError("invalid_intent", `the argument cannot be sent to the scheduler's worker: ${error?.message}`);
     }
   }
 
+  /**
+   * @param {string} method
+   * @param {...unknown} args
+   */
   #call(method, ...args) {
     return new Promise((resolve, reject) => {
       if (this.#ended) {
@@ -218,10 +259,12 @@ export class Scheduler {
     if (this.#ended) throw this.#ended;
   }
 
+  /** @param {OperationIntent} intent */
   enqueue(intent) {
     return this.#call("enqueue", intent);
   }
 
+  /** @param {OperationIntent[]} intents */
   enqueueMany(intents) {
     return this.#call("enqueueMany", intents);
   }
@@ -273,11 +316,13 @@ export class Scheduler {
     return structuredClone(this.#mirror.claims);
   }
 
+  /** @param {string} id */
   operation(id) {
     const entry = this.#entry(id);
     return entry ? structuredClone(entry.record) : undefined;
   }
 
+  /** @param {string} id */
   explain(id) {
     const entry = this.#entry(id);
     if (!entry) {
@@ -290,7 +335,10 @@ export class Scheduler {
     return structuredClone(entry.explanation);
   }
 
-  /** The mirror's entry for `id`; a miss asks the worker to send it. */
+  /**
+   * The mirror's entry for `id`; a miss asks the worker to send it.
+   * @param {string} id
+   */
   #entry(id) {
     const entry = this.#mirror.entry(id);
     if (!entry && typeof id === "string" && !this.#ended) this.#call("watch", [id]).catch(() => {});
@@ -301,23 +349,30 @@ export class Scheduler {
     return structuredClone(this.#mirror.stats);
   }
 
+  /** @param {string} id */
   flush(id) {
     return this.#call("flush", id);
   }
 
+  /** @param {string} id */
   retry(id) {
     return this.#call("retry", id);
   }
 
+  /** @param {string} id */
   discard(id) {
     return this.#call("discard", id);
   }
 
+  /** @param {{ after?: number, limit?: number } | undefined} options */
   events(options) {
     return this.#call("events", options);
   }
 
-  /** Asked of the worker's ledger (tombstones included), as the page's `known(ids)`. */
+  /**
+   * Asked of the worker's ledger (tombstones included), as the page's `known(ids)`.
+   * @param {string[]} ids
+   */
   known(ids) {
     return this.#call("known", ids);
   }
@@ -325,6 +380,7 @@ export class Scheduler {
   /**
    * Worker mode only: resolves once the mirror holds the worker's state as of now, with `ids`
    * (optional) tracked from then on, so `explain`/`operation` answer for them.
+   * @param {string[]} [ids]
    */
   sync(ids = []) {
     if (this.#stopped) return Promise.resolve();

@@ -1,3 +1,4 @@
+// @ts-check
 // Worker mode's mirror of the scheduler's state, so the page answers `stats()`, `claims()`,
 // `explain(id)` and `operation(id)` synchronously. The worker's `Tracker` computes what changed
 // since the page's last update; the page's `Mirror` applies the updates and answers from them.
@@ -8,19 +9,68 @@
 // the ids the page asked to watch. At most `LIMIT` ids are kept; past that the resolved ones
 // are dropped oldest first (a resolved operation no longer changes, and asking for it again
 // fetches it again).
+/**
+ * @import { CompactedOperation, Explanation, OperationRecord, Scheduler, SchedulerEvent, SchedulerOptions, SchedulerStats }
+ *   from "../pkg/web/canvas_scheduler.js"
+ */
+
+/**
+ * A thrown value as it crosses between the worker and the page.
+ * @typedef {{ name: string, code?: string, message: string }} ErrorData
+ */
+/**
+ * What `operation(id)` answers. A tombstone has no `phase`: reading it gives undefined.
+ * @typedef {OperationRecord | (CompactedOperation & { phase?: undefined })} EntryRecord
+ */
+/**
+ * One operation in an update: its record and its explanation, or the error `explain(id)` threw.
+ * @typedef {{ record: EntryRecord | undefined, explanation: Explanation, error?: undefined }
+ *   | { record: EntryRecord | undefined, error: ErrorData, explanation?: undefined }} Entry
+ */
+/**
+ * An update of the mirror; each part present only when it changed.
+ * @typedef {{ stats?: SchedulerStats, claims?: Record<string, string>, ops?: Record<string, Entry> }} Update
+ */
+/**
+ * The messages between the page (./index.js) and the worker (./serve.js), as ./serve.js
+ * describes them. What the worker gets:
+ * @typedef {{ t: "open", options: SchedulerOptions, pageHooks: string[] }
+ *   | { t: "call", id: number, method: string, args: unknown[] }
+ *   | { t: "hold", hold: number }
+ *   | { t: "release", hold: number }
+ *   | { t: "start" }
+ *   | { t: "stop", id: number }
+ *   | { t: "hookResult", id: number, value?: unknown, error?: { name: string, message: string } }} InMessage
+ */
+/**
+ * What the page gets:
+ * @typedef {{ t: "alive", lock: string }
+ *   | { t: "opened", state?: Update }
+ *   | { t: "openFailed", error: ErrorData }
+ *   | { t: "result", id: number, value?: unknown, error?: ErrorData, state?: Update }
+ *   | { t: "event", event: SchedulerEvent, state?: Update }
+ *   | { t: "state", state?: Update }
+ *   | { t: "hook", id: number, name: string, args: unknown[], state?: undefined }
+ *   | { t: "batch", messages: OutMessage[] }} OutMessage
+ */
 
 const LIMIT = 10_000;
 /** Unsettled operations a poll refreshes at most (in turn, when there are more). */
 const POLL_BATCH = 500;
 
+/** @param {unknown[]} values */
 const strings = (values) => values.filter((value) => typeof value === "string");
 
 /** The worker's side: remembers what the page has and computes the difference. */
 export class Tracker {
   constructor() {
+    /** @type {Map<string, string | null>} */
     this.sent = new Map(); // id -> the JSON of what the page has (null: must be sent)
+    /** @type {Set<string>} */
     this.unsettled = new Set();
+    /** @type {string | null} */
     this.stats = null;
+    /** @type {string | null} */
     this.claims = null;
     this.cursor = 0;
   }
@@ -34,13 +84,20 @@ export class Tracker {
     return [...all.slice(start, start + POLL_BATCH), ...all.slice(0, Math.max(0, start + POLL_BATCH - all.length))];
   }
 
-  /** Ids an event names. */
+  /**
+   * Ids an event names.
+   * @param {{ type?: string, operationIds?: unknown[], operationId?: unknown } | undefined} event
+   */
   idsOf(event) {
     if (event?.type === "dead_lettered") return strings(event.operationIds ?? []);
     return strings([event?.operationId]);
   }
 
-  /** Ids a proxied call names. */
+  /**
+   * Ids a proxied call names.
+   * @param {string} method
+   * @param {any[]} args what the page sent
+   */
   idsOfCall(method, args) {
     if (method === "enqueue") return strings([args[0]?.id]);
     if (method === "enqueueMany") return Array.isArray(args[0]) ? strings(args[0].map((intent) => intent?.id)) : [];
@@ -48,7 +105,10 @@ export class Tracker {
     return [];
   }
 
-  /** Starts tracking `ids`; each is sent in full with the next update. */
+  /**
+   * Starts tracking `ids`; each is sent in full with the next update.
+   * @param {unknown[]} ids
+   */
   watch(ids) {
     for (const id of strings(ids)) {
       this.sent.delete(id);
@@ -69,8 +129,12 @@ export class Tracker {
   /**
    * The update for the page: stats and claims, the operations in `named`, and, when `named` is
    * empty (a poll), the tracked ones not yet resolved (`pollIds`). Undefined when nothing changed.
+   * @param {Scheduler} scheduler
+   * @param {string[]} named
+   * @returns {Update | undefined}
    */
   update(scheduler, named) {
+    /** @type {Update} */
     const update = {};
     const stats = scheduler.stats();
     const statsJson = JSON.stringify(stats);
@@ -85,15 +149,17 @@ export class Tracker {
       update.claims = claims;
     }
     const ids = named.length > 0 ? named : this.pollIds();
+    /** @type {Record<string, Entry>} */
     const ops = {};
     let changed = false;
     for (const id of ids) {
       if (!this.sent.has(id)) this.watch([id]);
+      /** @type {EntryRecord | undefined} */
       const record = scheduler.operation(id);
       let entry;
       try {
         entry = { record, explanation: scheduler.explain(id) };
-      } catch (error) {
+      } catch (/** @type {any} */ error) {
         entry = { record, error: { name: String(error?.name ?? "Error"), code: error?.code, message: String(error?.message ?? error) } };
       }
       const json = JSON.stringify(entry);
@@ -112,11 +178,15 @@ export class Tracker {
 /** The page's side: the latest state the worker sent. */
 export class Mirror {
   constructor() {
+    /** @type {SchedulerStats | null} */
     this.stats = null;
+    /** @type {Record<string, string>} */
     this.claims = {};
+    /** @type {Map<string, Entry>} */
     this.ops = new Map();
   }
 
+  /** @param {Update | undefined} update */
   apply(update) {
     if (!update) return;
     if (update.stats) this.stats = update.stats;
@@ -133,7 +203,10 @@ export class Mirror {
     }
   }
 
-  /** The entry for `id`, or undefined when the worker has not sent it. */
+  /**
+   * The entry for `id`, or undefined when the worker has not sent it.
+   * @param {string} id
+   */
   entry(id) {
     return this.ops.get(id);
   }

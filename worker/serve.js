@@ -1,3 +1,4 @@
+// @ts-check
 // Worker mode, the worker's side: runs the real Scheduler (the `web` target) in a dedicated
 // worker for the proxy in ./index.js. `serve(hooks)` answers the proxy's messages; `hooks` are
 // the functions that cannot cross from the page: the synchronous `compile` and `participants`,
@@ -16,6 +17,14 @@
 // Errors cross as {name, code, message} and are made into Errors again by the page.
 import init, { Scheduler } from "../pkg/web/canvas_scheduler.js";
 import { Tracker } from "./mirror.js";
+/** @import { ErrorCode, SchedulerEvent, SchedulerOptions } from "../pkg/web/canvas_scheduler.js" */
+/** @import { ErrorData, InMessage, OutMessage, Update } from "./mirror.js" */
+/** @import { WorkerHooks } from "./serve.js" */
+/**
+ * This dedicated worker's global scope, as far as serve() uses it (the DOM lib, which the
+ * page's side needs and which conflicts with the WebWorker lib, types `self` as a Window).
+ * @typedef {{ postMessage(message: OutMessage): void, onmessage: ((event: MessageEvent<InMessage>) => unknown) | null, close(): void }} WorkerScope
+ */
 
 const WORKER_HOOKS = ["compile", "participants", "transport", "headers", "authorize", "classifyError", "onEvent"];
 const PAGE_HOOKS = ["headers", "authorize", "classifyError"];
@@ -26,7 +35,11 @@ const POLL_MS = 100;
 /** How long an event or a state update may wait to travel with the next message. */
 const EVENT_DELAY_MS = 16;
 
-/** A thrown value as the page will see it: name, code, message. */
+/**
+ * A thrown value as the page will see it: name, code, message.
+ * @param {any} error
+ * @returns {ErrorData}
+ */
 export function errorData(error) {
   if (error instanceof Error || (error && typeof error === "object")) {
     return { name: String(error.name ?? "Error"), code: error.code === undefined ? undefined : String(error.code), message: String(error.message ?? error) };
@@ -34,8 +47,12 @@ export function errorData(error) {
   return { name: "Error", code: undefined, message: String(error) };
 }
 
+/**
+ * @param {string} code
+ * @param {string} message
+ */
 function codedError(code, message) {
-  const error = new Error(message);
+  const error = /** @type {Error & { code: string }} */ (new Error(message));
   error.name = "CanvasSchedulerError";
   error.code = code;
   return error;
@@ -44,39 +61,48 @@ function codedError(code, message) {
 /**
  * Serves the scheduler in this dedicated worker. Call it once, at the top level of the worker
  * module (`serve({ compile, participants })`). Resolves when the worker is listening.
+ * @param {WorkerHooks & Record<string, unknown>} [hooks] checked here: any other key fails the open
+ * @returns {Promise<void>}
  */
 export function serve(hooks = {}) {
   const unknown = Object.keys(hooks).filter((key) => !WORKER_HOOKS.includes(key));
+  /** @type {Scheduler | null} */
   let scheduler = null;
+  /** @type {Map<number, () => void>} */
   const holds = new Map(); // the page's hold id -> release function
+  /** @type {Map<number, { resolve: (value: unknown) => void, reject: (error: unknown) => void }>} */
   const hookCalls = new Map(); // id -> { resolve, reject }
   let nextHook = 1;
+  /** @type {InMessage[]} */
   const queued = []; // messages that arrived while opening
   let opening = false;
   const tracker = new Tracker();
+  /** @type {number | null} */
   let pollTimer = null;
 
   // Messages go out in order, gathered into one `batch` per flush: a call's result (and a
   // hook's question) at the next turn of the worker's event loop, events and state updates
   // within EVENT_DELAY_MS, so that the page runs one task, not several, for an enqueue's
   // result and the events around it (each task the page runs costs it ~0.2 ms).
+  /** @type {OutMessage[]} */
   let outbox = [];
+  /** @type {number | null} */
   let timer = null;
   let urgent = false;
   const flush = () => {
-    clearTimeout(timer);
+    clearTimeout(/** @type {number | undefined} */ (timer));
     timer = null;
     urgent = false;
     const messages = outbox;
     outbox = [];
-    if (messages.length === 1) self.postMessage(messages[0]);
-    else if (messages.length > 1) self.postMessage({ t: "batch", messages });
+    if (messages.length === 1) /** @type {WorkerScope} */ (self).postMessage(messages[0]);
+    else if (messages.length > 1) /** @type {WorkerScope} */ (self).postMessage({ t: "batch", messages });
   };
-  const post = (message) => {
+  const post = (/** @type {OutMessage} */ message) => {
     outbox.push(message);
     const now = message.t !== "event" && message.t !== "state";
     if (now && !urgent) {
-      clearTimeout(timer);
+      clearTimeout(/** @type {number | undefined} */ (timer));
       urgent = true;
       timer = setTimeout(flush, 0);
     } else if (timer === null) {
@@ -84,12 +110,16 @@ export function serve(hooks = {}) {
     }
   };
 
-  const state = (ids) => (scheduler ? tracker.update(scheduler, ids) : undefined);
+  const state = (/** @type {string[]} */ ids) => (scheduler ? tracker.update(scheduler, ids) : undefined);
   const poll = () => {
     const update = state([]);
     if (update) post({ t: "state", state: update });
   };
 
+  /**
+   * @param {string} name
+   * @returns {(...args: unknown[]) => Promise<unknown>}
+   */
   const askPage = (name) => (...args) =>
     new Promise((resolve, reject) => {
       const id = nextHook;
@@ -98,6 +128,7 @@ export function serve(hooks = {}) {
       post({ t: "hook", id, name, args });
     });
 
+  /** @param {Extract<InMessage, { t: "open" }>} message */
   async function open({ options, pageHooks }) {
     if (unknown.length > 0) {
       throw codedError("invalid_options", `serve() takes the hooks ${WORKER_HOOKS.join(", ")}; not ${unknown.join(", ")}`);
@@ -106,9 +137,11 @@ export function serve(hooks = {}) {
     if (both.length > 0) {
       throw codedError("invalid_options", `${both.join(", ")} given both to Scheduler.open on the page and to serve() in the worker: give each hook once`);
     }
+    /** @type {SchedulerOptions & Record<string, unknown>} */
     const full = { ...options };
     for (const name of WORKER_HOOKS) if (hooks[name] !== undefined) full[name] = hooks[name];
     for (const name of pageHooks) if (PAGE_HOOKS.includes(name)) full[name] = askPage(name);
+    /** @type {SchedulerEvent[]} */
     const pending = [];
     full.onEvent = (event) => {
       if (!scheduler) {
@@ -131,9 +164,10 @@ export function serve(hooks = {}) {
     pollTimer = setInterval(poll, POLL_MS);
   }
 
+  /** @param {Extract<InMessage, { t: "call" }>} message */
   async function call({ id, method, args }) {
     if (method === "watch") {
-      tracker.watch(args[0]);
+      tracker.watch(/** @type {unknown[]} */ (args[0]));
       post({ t: "result", id, value: undefined, state: state(Array.isArray(args[0]) ? args[0] : []) });
       return;
     }
@@ -143,48 +177,55 @@ export function serve(hooks = {}) {
     }
     tracker.watch(tracker.idsOfCall(method, args));
     try {
-      const value = await scheduler[method](...args);
+      const value = await /** @type {any} */ (scheduler)[method](...args);
       post({ t: "result", id, value, state: state(tracker.idsOfCall(method, args)) });
     } catch (error) {
       post({ t: "result", id, error: errorData(error), state: state(tracker.idsOfCall(method, args)) });
     }
   }
 
-  /** A synchronous method's failure reaches the page's onEvent as an `error` event. */
+  /**
+   * A synchronous method's failure reaches the page's onEvent as an `error` event.
+   * @param {() => void} action
+   */
   function synchronous(action) {
     try {
       action();
     } catch (error) {
       const { code, message } = errorData(error);
-      post({ t: "event", event: { type: "error", code: code ?? "internal_error", message }, state: state([]) });
+      post({ t: "event", event: { type: "error", code: /** @type {ErrorCode} */ (code ?? "internal_error"), message }, state: state([]) });
     }
     post({ t: "state", state: state([]) });
   }
 
+  /**
+   * Runs once the scheduler is open (`scheduler` is set).
+   * @param {InMessage} data
+   */
   function handle(data) {
     switch (data.t) {
       case "call":
         return call(data);
       case "start":
-        return synchronous(() => scheduler.start());
+        return synchronous(() => /** @type {Scheduler} */ (scheduler).start());
       case "hold":
-        return synchronous(() => holds.set(data.hold, scheduler.hold()));
+        return synchronous(() => holds.set(data.hold, /** @type {Scheduler} */ (scheduler).hold()));
       case "release": {
         const release = holds.get(data.hold);
         holds.delete(data.hold);
         return release && synchronous(release);
       }
       case "stop":
-        clearInterval(pollTimer);
-        scheduler.stop();
-        post({ t: "result", id: data.id, value: undefined, state: tracker.update(scheduler, []) });
+        clearInterval(/** @type {number | undefined} */ (pollTimer));
+        /** @type {Scheduler} */ (scheduler).stop();
+        post({ t: "result", id: data.id, value: undefined, state: tracker.update(/** @type {Scheduler} */ (scheduler), []) });
         return undefined;
       default:
         return undefined;
     }
   }
 
-  self.onmessage = async ({ data }) => {
+  /** @type {WorkerScope} */ (self).onmessage = async ({ data }) => {
     if (data.t === "hookResult") {
       const waiting = hookCalls.get(data.id);
       hookCalls.delete(data.id);
@@ -200,7 +241,7 @@ export function serve(hooks = {}) {
       } catch (error) {
         post({ t: "openFailed", error: errorData(error) });
         flush();
-        self.close();
+        /** @type {WorkerScope} */ (self).close();
         return;
       }
       opening = false;

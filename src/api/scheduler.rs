@@ -17,6 +17,7 @@ use crate::web::driver::{DriverOptions, SendHooks, WebHost};
 use crate::web::host_code;
 use crate::web::json::exact_text;
 use crate::web::store::unavailable;
+use crate::web::tabs::action::HostAction;
 use crate::web::tabs::{EventSink, Tab};
 use crate::web::task::spawn;
 
@@ -129,7 +130,7 @@ impl Scheduler {
 
     /// Runs `action` in the dispatching tab; resolves to its result, or to `undefined` when
     /// `to_undefined` (the methods declared `Promise<void>`).
-    fn act(&self, action: &'static str, arg: JsValue, to_undefined: bool) -> Promise {
+    fn act(&self, action: HostAction, arg: JsValue, to_undefined: bool) -> Promise {
         let tab = self.tab.clone();
         promise(async move {
             let result = tab.act(action, arg).await.map_err(to_js_error)?;
@@ -144,7 +145,7 @@ impl Scheduler {
     /// Writes again after a storage failure, then reschedules (S13).
     #[wasm_bindgen(unchecked_return_type = "Promise<void>")]
     pub fn resume(&self) -> Promise {
-        self.act("resume", JsValue::NULL, true)
+        self.act(HostAction::Resume, JsValue::NULL, true)
     }
 
     /// "Retry now" (S10): every backoff starts again and every scheduled retry is due now,
@@ -152,7 +153,7 @@ impl Scheduler {
     /// blocked: `resume()` is for a renewed login, `retry(id)` for a dead letter.
     #[wasm_bindgen(js_name = retryAllNow, unchecked_return_type = "Promise<void>")]
     pub fn retry_all_now(&self) -> Promise {
-        self.act("retryAllNow", JsValue::NULL, true)
+        self.act(HostAction::RetryAllNow, JsValue::NULL, true)
     }
 
     /// Resolves once no attempt is in flight in the dispatching tab (each request on the wire
@@ -163,7 +164,7 @@ impl Scheduler {
     pub fn settle(&self) -> Promise {
         let tab = self.tab.clone();
         promise(async move {
-            match tab.act("settle", JsValue::NULL).await {
+            match tab.act(HostAction::Settle, JsValue::NULL).await {
                 Err(_) if tab.driver().is_none() => Ok(JsValue::UNDEFINED), // stopped meanwhile
                 Err(error) => Err(to_js_error(error)),
                 Ok(_) => Ok(JsValue::UNDEFINED),
@@ -252,7 +253,7 @@ impl Scheduler {
         &self,
         #[wasm_bindgen(unchecked_param_type = "string")] id: JsValue,
     ) -> Promise {
-        self.act_on("flush", &id, false)
+        self.act_on(HostAction::Flush, &id, false)
     }
 
     /// Re-arms a dead-lettered or blocked operation with its same frozen request (K1). One
@@ -262,7 +263,7 @@ impl Scheduler {
         &self,
         #[wasm_bindgen(unchecked_param_type = "string")] id: JsValue,
     ) -> Promise {
-        self.act_on("retry", &id, true)
+        self.act_on(HostAction::Retry, &id, true)
     }
 
     /// Resolves the operation as discarded; its dependents, and intents enqueued later that
@@ -272,7 +273,7 @@ impl Scheduler {
         &self,
         #[wasm_bindgen(unchecked_param_type = "string")] id: JsValue,
     ) -> Promise {
-        self.act_on("discard", &id, true)
+        self.act_on(HostAction::Discard, &id, true)
     }
 
     /// The event log (K6): entries with `seq > after`, at most `limit` (default 100, max 1000).
@@ -283,7 +284,7 @@ impl Scheduler {
         options: JsValue,
     ) -> Promise {
         match Self::events_arg(&options) {
-            Ok(arg) => self.act("events", arg, false),
+            Ok(arg) => self.act(HostAction::Events, arg, false),
             Err(error) => Promise::reject(&error),
         }
     }
@@ -354,7 +355,7 @@ impl Scheduler {
     }
 
     /// Runs `action` on the operation `id` names, refusing an id that is not a string.
-    fn act_on(&self, action: &'static str, id: &JsValue, to_undefined: bool) -> Promise {
+    fn act_on(&self, action: HostAction, id: &JsValue, to_undefined: bool) -> Promise {
         match operation_id(id) {
             Ok(id) => self.act(action, JsValue::from_str(&id), to_undefined),
             Err(error) => Promise::reject(&error),
@@ -387,17 +388,17 @@ impl Scheduler {
 
     /// `flush(id)` for Rust callers.
     pub fn flush(&self, id: String) -> Promise {
-        self.act("flush", JsValue::from_str(&id), false)
+        self.act(HostAction::Flush, JsValue::from_str(&id), false)
     }
 
     /// `retry(id)` for Rust callers.
     pub fn retry(&self, id: String) -> Promise {
-        self.act("retry", JsValue::from_str(&id), true)
+        self.act(HostAction::Retry, JsValue::from_str(&id), true)
     }
 
     /// `discard(id)` for Rust callers.
     pub fn discard(&self, id: String) -> Promise {
-        self.act("discard", JsValue::from_str(&id), true)
+        self.act(HostAction::Discard, JsValue::from_str(&id), true)
     }
 
     /// The `{ after, limit }` the dispatching tab's `events` action takes, from the options;

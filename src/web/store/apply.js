@@ -17,6 +17,7 @@ import { HASHES, putPage } from "./requests.js";
 // DOMException (or other error) that aborted the transaction. Numbers, not strings: Rust reads
 // them without copying text.
 /**
+ * @param {AheadSlot} slot the ledger's slot of the transaction opened ahead
  * @param {IDBDatabase} db
  * @param {string[]} stores
  * @param {string} leaseStore
@@ -26,18 +27,18 @@ import { HASHES, putPage } from "./requests.js";
  * @param {boolean} abortInstead
  * @returns {Promise<unknown>}
  */
-export function applyBatch(db, stores, leaseStore, leaseKey, writes, decide, abortInstead) {
-  tookAhead = false;
+export function applyBatch(slot, db, stores, leaseStore, leaseKey, writes, decide, abortInstead) {
+  slot.took = false;
   return new Promise((resolve) => {
     // Only a batch with writes takes it: the first write is what tells a transaction of an
     // earlier turn (no longer active) from one of this turn. A batch without (a refusal, a
     // bare renewal) riding an earlier turn's transaction would be ordered before transactions
     // opened since.
-    const opened = writes.length > 0 ? takeAhead(db, stores, leaseStore, leaseKey) : null;
+    const opened = writes.length > 0 ? takeAhead(slot, db, stores, leaseStore, leaseKey) : null;
     if (opened !== null) {
       try {
         issue(opened.tx, opened.read, leaseStore, leaseKey, writes, decide, abortInstead, resolve);
-        tookAhead = true;
+        slot.took = true;
         return;
       } catch {
         // No longer active (its turn is over) or aborted under us: nothing of this batch
@@ -167,31 +168,35 @@ function keepNewest(store, hashes, keep) {
 // admits the intents: the browser starts it and reads the lease meanwhile, which is most of an
 // enqueue's wait. Usable only in the turn it was opened in (a transaction takes requests only
 // until the microtasks after its task are done); any answer from it means that turn is over.
+// It is kept in the ledger's own slot (`IdbLedger::ahead`, an object this file alone reads and
+// writes): `entry`, the transaction opened ahead or none, and `took`, whether the last
+// `applyBatch` wrote its batch there.
 /**
  * @typedef {{ db: IDBDatabase, tx: IDBTransaction, read: IDBRequest, stores: string[],
  *   leaseStore: string, leaseKey: IDBValidKey }} Ahead
+ * @typedef {{ entry?: Ahead | null, took?: boolean }} AheadSlot
  */
-/** @type {Ahead | null} */
-let ahead = null;
 
-// Whether the last `applyBatch` call wrote its batch in the transaction opened ahead.
-let tookAhead = false;
-
-export function lastBatchTookAhead() {
-  return tookAhead;
+/**
+ * Whether the last `applyBatch` of this slot wrote its batch in the transaction opened ahead.
+ * @param {AheadSlot} slot
+ */
+export function tookAhead(slot) {
+  return slot.took === true;
 }
 
 // Opens the transaction the next batch over `stores` on `db` will be written in, and issues its
 // lease read, unless one is already open; true when it opened one. Never throws: a connection
 // that cannot open one leaves the batch to open its own and report what fails.
 /**
+ * @param {AheadSlot} slot
  * @param {IDBDatabase} db
  * @param {string[]} stores
  * @param {string} leaseStore
  * @param {IDBValidKey} leaseKey
  */
-export function openAhead(db, stores, leaseStore, leaseKey) {
-  if (ahead !== null && ahead.db === db) return false;
+export function openAhead(slot, db, stores, leaseStore, leaseKey) {
+  if (slot.entry && slot.entry.db === db) return false;
   let tx, read;
   try {
     tx = db.transaction(stores, "readwrite", { durability: "strict" });
@@ -201,29 +206,30 @@ export function openAhead(db, stores, leaseStore, leaseKey) {
   }
   const entry = { db, tx, read, stores, leaseStore, leaseKey };
   const expire = () => {
-    if (ahead === entry) ahead = null;
+    if (slot.entry === entry) slot.entry = null;
   };
   read.onsuccess = expire;
   read.onerror = expire;
   tx.oncomplete = expire;
   tx.onabort = expire;
-  ahead = entry;
+  slot.entry = entry;
   return true;
 }
 
 // The transaction opened ahead for a batch over `stores` on `db`, if there is one that covers
 // them; one that does not is aborted (it has written nothing).
 /**
+ * @param {AheadSlot} slot
  * @param {IDBDatabase} db
  * @param {string[]} stores
  * @param {string} leaseStore
  * @param {IDBValidKey} leaseKey
  * @returns {Ahead | null}
  */
-function takeAhead(db, stores, leaseStore, leaseKey) {
-  const entry = ahead;
-  if (entry === null || entry.db !== db) return null;
-  ahead = null;
+function takeAhead(slot, db, stores, leaseStore, leaseKey) {
+  const entry = slot.entry;
+  if (!entry || entry.db !== db) return null;
+  slot.entry = null;
   if (entry.leaseStore !== leaseStore || entry.leaseKey !== leaseKey || !stores.every((store) => entry.stores.includes(store))) {
     forget(entry);
     return null;

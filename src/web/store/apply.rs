@@ -31,6 +31,7 @@ use crate::core::safe_error::SafeError;
 extern "C" {
     #[wasm_bindgen(js_name = applyBatch)]
     fn apply_batch(
+        slot: &JsValue,
         db: &web_sys::IdbDatabase,
         stores: &Array,
         lease_store: &JsValue,
@@ -40,19 +41,22 @@ extern "C" {
         abort_instead: bool,
     ) -> Promise;
 
-    /// Opens the transaction the next batch on `db` is written in and reads the lease in it;
-    /// true when it opened one (none was open on `db`).
+    /// Opens the transaction the next batch on `db` is written in and reads the lease in it,
+    /// kept in `slot` (the ledger's [`IdbLedger::ahead`]); true when it opened one (none was
+    /// open on `db`).
     #[wasm_bindgen(js_name = openAhead)]
     fn open_ahead(
+        slot: &JsValue,
         db: &web_sys::IdbDatabase,
         stores: &Array,
         lease_store: &JsValue,
         lease_key: &JsValue,
     ) -> bool;
 
-    /// Whether the last `applyBatch` wrote its batch in the transaction opened ahead.
-    #[wasm_bindgen(js_name = lastBatchTookAhead)]
-    fn last_batch_took_ahead() -> bool;
+    /// Whether the last `applyBatch` with `slot` wrote its batch in the transaction opened
+    /// ahead.
+    #[wasm_bindgen(js_name = tookAhead)]
+    fn took_ahead(slot: &JsValue) -> bool;
 }
 
 /// `apply.js`'s write codes.
@@ -257,8 +261,15 @@ impl IdbLedger {
     pub fn open_ahead(&self) {
         if let Ok(db) = self.db() {
             let raw: &web_sys::IdbDatabase = db.as_sys().unchecked_ref();
-            let opened = AHEAD_STORES
-                .with(|stores| open_ahead(raw, stores, &js_name(LEASE), &js_name(LEASE_KEY)));
+            let opened = AHEAD_STORES.with(|stores| {
+                open_ahead(
+                    &self.ahead,
+                    raw,
+                    stores,
+                    &js_name(LEASE),
+                    &js_name(LEASE_KEY),
+                )
+            });
             if opened {
                 self.transactions.set(self.transactions.get() + 1);
             }
@@ -276,6 +287,7 @@ impl IdbLedger {
         let fault = self.faults.take();
         let raw: &web_sys::IdbDatabase = db.as_sys().unchecked_ref();
         let promise = apply_batch(
+            &self.ahead,
             raw,
             &stores,
             &js_name(LEASE),
@@ -284,7 +296,7 @@ impl IdbLedger {
             decide.as_ref().unchecked_ref(),
             fault.is_some(),
         );
-        if last_batch_took_ahead() {
+        if took_ahead(&self.ahead) {
             self.written_ahead.set(self.written_ahead.get() + 1);
         } else {
             self.transactions.set(self.transactions.get() + 1);

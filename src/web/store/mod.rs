@@ -57,6 +57,8 @@ pub struct IdbLedger {
     refuse_blob: Cell<bool>,
     /// Where the tombstone pages are and which id hashes each holds (`requests.js`).
     tombstone_index: wasm_bindgen::JsValue,
+    /// The transaction opened ahead for the next batch, if any (`apply.js` keeps it here).
+    ahead: wasm_bindgen::JsValue,
 }
 
 impl IdbLedger {
@@ -74,6 +76,7 @@ impl IdbLedger {
             blobs_refused: Cell::new(false),
             refuse_blob: Cell::new(false),
             tombstone_index: tombstones::new_index(),
+            ahead: js_sys::Object::new().into(),
         })
     }
 

@@ -12,6 +12,8 @@ use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 use web_sys::{BroadcastChannel, MessageEvent};
 
+use super::action::HostAction;
+
 /// What tabs tell each other.
 #[derive(Clone, Debug)]
 pub enum TabMessage {
@@ -33,14 +35,13 @@ pub enum TabMessage {
     /// An event of the dispatcher (as `onEvent` receives it) and, when it names one
     /// operation, that operation's record after it.
     Event { event: JsValue, operation: JsValue },
-    /// Host action `action` (`flush`, `retry`, `discard`, `resume`, `settle`, `events`)
-    /// asked of the dispatcher by tab `from`, request id `rid`.
+    /// Host action `action` asked of the dispatcher by tab `from`, request id `rid`.
     /// `principal` is the asking tab's (K3: the leader serves it only that principal's work).
     Act {
         rid: u64,
         from: String,
         principal: Option<String>,
-        action: String,
+        action: HostAction,
         arg: JsValue,
     },
     /// The dispatcher's answer to `rid` of tab `to`: the value, or `{code, message}`.
@@ -123,7 +124,7 @@ impl TabMessage {
                 if let Some(principal) = principal {
                     set(&out, "principal", &principal.into());
                 }
-                set(&out, "action", &action.into());
+                set(&out, "action", &action.name().into());
                 set(&out, "arg", arg);
                 "act"
             }
@@ -172,7 +173,7 @@ impl TabMessage {
                 rid: number(data, "rid")?,
                 from: text(data, "from")?,
                 principal: text(data, "principal"),
-                action: text(data, "action")?,
+                action: HostAction::named(&text(data, "action")?)?,
                 arg: get(data, "arg"),
             },
             "done" => TabMessage::Done {

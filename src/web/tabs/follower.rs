@@ -8,6 +8,7 @@ use crate::web::task::spawn;
 use js_sys::Reflect;
 use wasm_bindgen::JsValue;
 
+use super::action::HostAction;
 use super::relay::serve;
 use super::{Role, Tab, TabMessage};
 use crate::core::clock::Clock;
@@ -131,7 +132,7 @@ impl Tab {
     }
 
     /// Runs a host action: here while leading, by the leader otherwise.
-    pub async fn act(&self, action: &str, arg: JsValue) -> Result<JsValue, SchedulerError> {
+    pub async fn act(&self, action: HostAction, arg: JsValue) -> Result<JsValue, SchedulerError> {
         if matches!(self.state.borrow().role, Role::Closed) {
             return Err(SchedulerError::new(
                 ErrorCode::SchedulerClosed,
@@ -149,7 +150,7 @@ impl Tab {
                 rid,
                 from: state.options.config.owner.clone(),
                 principal: state.options.config.principal.clone(),
-                action: action.to_owned(),
+                action,
                 arg,
             };
             let pending = Pending {
@@ -170,7 +171,7 @@ impl Tab {
         if let Some(message) = message {
             self.post(&message);
         }
-        if action != "settle" {
+        if action != HostAction::Settle {
             let weak = Rc::downgrade(&self.state);
             let state = self.state.borrow();
             state.clock.set_timer(
@@ -234,7 +235,7 @@ impl Tab {
                 let TabMessage::Act { action, arg, .. } = &waiter.message else {
                     return;
                 };
-                waiter.finish(serve(&driver, action, arg).await);
+                waiter.finish(serve(&driver, *action, arg).await);
             });
         }
     }
@@ -389,7 +390,7 @@ impl Tab {
                 for id in &ids {
                     arg.push(&JsValue::from_str(id));
                 }
-                let Ok(found) = self.act("operations", arg.into()).await else {
+                let Ok(found) = self.act(HostAction::Operations, arg.into()).await else {
                     return;
                 };
                 js_sys::Array::from(&found)

@@ -15,6 +15,7 @@
 //!   delivers the ones about operations it enqueued. Host actions (flush, retry, discard,
 //!   resume, settle, events) of a non-dispatching tab are asked of the leader.
 
+pub mod action;
 mod channel;
 mod election;
 pub mod events;

@@ -7,6 +7,7 @@ use crate::web::task::spawn;
 use js_sys::Reflect;
 use wasm_bindgen::JsValue;
 
+use super::action::HostAction;
 use super::channel::TabChannel;
 use super::events;
 use super::{Role, Tab, TabMessage};
@@ -123,8 +124,8 @@ impl Tab {
                 if let Some(driver) = leading {
                     let this = self.clone();
                     spawn(async move {
-                        let served = match own_work(&driver, principal, &action, &arg) {
-                            Ok(()) => serve(&driver, &action, &arg).await,
+                        let served = match own_work(&driver, principal, action, &arg) {
+                            Ok(()) => serve(&driver, action, &arg).await,
                             Err(error) => Err(error),
                         };
                         let (ok, value) = match served {
@@ -378,7 +379,7 @@ impl Tab {
 fn own_work(
     driver: &Driver,
     principal: Option<String>,
-    action: &str,
+    action: HostAction,
     arg: &JsValue,
 ) -> Result<(), SchedulerError> {
     let refuse = |what: &str| {
@@ -388,7 +389,7 @@ fn own_work(
         ))
     };
     match action {
-        "flush" | "retry" | "discard" => {
+        HostAction::Flush | HostAction::Retry | HostAction::Discard => {
             let id = arg.as_string().unwrap_or_default();
             let owner = driver.inspect(|s, _| {
                 s.ledger()
@@ -400,7 +401,10 @@ fn own_work(
                 _ => Ok(()), // unknown ids get serve()'s own error
             }
         }
-        "resume" | "retryAllNow" | "events" | "operations" => {
+        HostAction::Resume
+        | HostAction::RetryAllNow
+        | HostAction::Events
+        | HostAction::Operations => {
             let leader = driver.inspect(|s, _| s.config().principal.clone());
             if leader == principal {
                 Ok(())
@@ -408,37 +412,37 @@ fn own_work(
                 refuse("the dispatching tab's work")
             }
         }
-        _ => Ok(()),
+        HostAction::Settle => Ok(()),
     }
 }
 
 /// Runs a host action another tab asked of this dispatcher (or this tab's own).
 pub(super) async fn serve(
     driver: &Driver,
-    action: &str,
+    action: HostAction,
     arg: &JsValue,
 ) -> Result<JsValue, SchedulerError> {
     let id = arg.as_string().unwrap_or_default();
     match action {
-        "flush" => driver.act(|s, now| s.flush(now, &id)).map(|o| to_js(&o)),
-        "retry" => {
+        HostAction::Flush => driver.act(|s, now| s.flush(now, &id)).map(|o| to_js(&o)),
+        HostAction::Retry => {
             let barrier = driver.act(|s, now| s.retry(now, &id))?;
             driver.wait_barrier(barrier).await.map(|()| JsValue::NULL)
         }
-        "discard" => {
+        HostAction::Discard => {
             let barrier = driver.act(|s, now| s.discard(now, &id))?;
             driver.wait_barrier(barrier).await.map(|()| JsValue::NULL)
         }
-        "resume" => driver.resume().await.map(|()| JsValue::NULL),
-        "retryAllNow" => {
+        HostAction::Resume => driver.resume().await.map(|()| JsValue::NULL),
+        HostAction::RetryAllNow => {
             driver.act(|s, now| s.retry_all_now(now));
             Ok(JsValue::NULL)
         }
-        "settle" => {
+        HostAction::Settle => {
             driver.settle().await;
             Ok(JsValue::NULL)
         }
-        "operations" => {
+        HostAction::Operations => {
             // Records of the given ids (a tab catching up after a change of leader).
             let ids: Vec<String> = js_sys::Array::from(arg)
                 .iter()
@@ -454,7 +458,7 @@ pub(super) async fn serve(
                 found.into()
             }))
         }
-        "events" => {
+        HostAction::Events => {
             let number = |key: &str| {
                 Reflect::get(arg, &key.into())
                     .ok()
@@ -465,9 +469,5 @@ pub(super) async fn serve(
             let limit = number("limit").unwrap_or(100.0).clamp(1.0, 1_000.0) as usize;
             Ok(driver.inspect(|s, _| to_js(&s.ledger().events_after(after, limit))))
         }
-        other => Err(SchedulerError::new(
-            crate::core::error::ErrorCode::InvalidOptions,
-            format!("unknown action {other}"),
-        )),
     }
 }
