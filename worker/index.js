@@ -383,6 +383,7 @@ export class Scheduler {
    * @param {string[]} [ids]
    */
   sync(ids = []) {
+    if (!Array.isArray(ids)) return Promise.reject(codedError("invalid_intent", "sync(ids): ids must be an array of operation ids"));
     if (this.#stopped) return Promise.resolve();
     return this.#call("watch", ids);
   }

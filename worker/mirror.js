@@ -58,8 +58,18 @@ const LIMIT = 10_000;
 /** Unsettled operations a poll refreshes at most (in turn, when there are more). */
 const POLL_BATCH = 500;
 
-/** @param {unknown[]} values */
-const strings = (values) => values.filter((value) => typeof value === "string");
+/**
+ * The strings among `values` (none when it is not an array: it came from the page).
+ * @param {unknown} values
+ * @returns {string[]}
+ */
+const strings = (values) => (Array.isArray(values) ? values.filter((value) => typeof value === "string") : []);
+
+/**
+ * Whether an operation no longer changes: resolved, compacted to its tombstone, or unknown.
+ * @param {EntryRecord | undefined} record
+ */
+export const settled = (record) => record === undefined || "compacted" in record || record.phase === "resolved";
 
 /** The worker's side: remembers what the page has and computes the difference. */
 export class Tracker {
@@ -163,7 +173,7 @@ export class Tracker {
         entry = { record, error: { name: String(error?.name ?? "Error"), code: error?.code, message: String(error?.message ?? error) } };
       }
       const json = JSON.stringify(entry);
-      if (record?.phase === "resolved" || record === undefined) this.unsettled.delete(id);
+      if (settled(record)) this.unsettled.delete(id);
       else this.unsettled.add(id);
       if (json === this.sent.get(id)) continue;
       this.sent.set(id, json);
@@ -198,7 +208,7 @@ export class Mirror {
     if (this.ops.size > LIMIT) {
       for (const [id, entry] of this.ops) {
         if (this.ops.size <= LIMIT) break;
-        if (entry.record === undefined || entry.record.phase === "resolved") this.ops.delete(id);
+        if (settled(entry.record)) this.ops.delete(id);
       }
     }
   }

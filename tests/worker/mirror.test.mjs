@@ -1,0 +1,52 @@
+// Worker mode's mirror (worker/mirror.js), in node: what the worker tracks and sends, what the
+// page keeps. Run by scripts/test (node --test tests/worker).
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import { Mirror, Tracker, settled } from "../../worker/mirror.js";
+
+/** A scheduler as the Tracker sees it, answering from `records`. */
+function schedulerOf(records) {
+  return {
+    stats: () => ({ pending: 0 }),
+    claims: () => ({}),
+    operation: (id) => records[id],
+    explain: (id) => ({ operationId: id, state: records[id]?.phase ?? "compacted" }),
+  };
+}
+
+const pending = { intent: { id: "a" }, phase: "pending", blockers: [] };
+const resolved = { intent: { id: "b" }, phase: "resolved", blockers: [] };
+const compacted = { id: "c", compacted: true, outcome: "applied", settledAt: 1 };
+
+test("a resolved, compacted or unknown operation is settled; a pending one is not", () => {
+  assert.equal(settled(pending), false);
+  assert.equal(settled(resolved), true);
+  assert.equal(settled(compacted), true);
+  assert.equal(settled(undefined), true);
+});
+
+test("the poll leaves out what settled, compacted operations included", () => {
+  const tracker = new Tracker();
+  tracker.watch(["a", "b", "c", "d"]);
+  tracker.update(schedulerOf({ a: pending, b: resolved, c: compacted }), ["a", "b", "c", "d"]);
+  assert.deepEqual([...tracker.unsettled], ["a"]);
+  assert.deepEqual(tracker.pollIds(), ["a"]);
+});
+
+test("ids that are not an array of strings are no ids", () => {
+  const tracker = new Tracker();
+  tracker.watch("a");
+  tracker.watch(null);
+  tracker.watch([1, "b", {}]);
+  assert.deepEqual([...tracker.sent.keys()], ["b"]);
+  assert.deepEqual(tracker.idsOf({ type: "dead_lettered", operationIds: "x" }), []);
+});
+
+test("the page's mirror drops settled entries first when it holds too many", () => {
+  const mirror = new Mirror();
+  const ops = {};
+  for (let i = 0; i < 10_001; i += 1) ops[`p${i}`] = { record: i === 0 ? compacted : pending };
+  mirror.apply({ ops });
+  assert.equal(mirror.ops.size, 10_000);
+  assert.equal(mirror.ops.has("p0"), false, "the compacted entry went first");
+});
