@@ -819,3 +819,32 @@ fn s4_a_released_canvas_wakes_only_its_next_operation() {
         );
     }
 }
+
+/// Bad input changes nothing, and the error says which intent of the call it was about
+/// (issue 31: `enqueueMany` reports the index of the intent refused; the JS boundary adds
+/// its id).
+#[test]
+fn an_enqueue_error_names_the_intent_of_the_call_it_refused() {
+    let mut h = harness();
+    h.enqueue(vec![edit("stored", &["c"])]).expect("enqueue");
+    let cases = [
+        (
+            vec![edit("a", &["c"]), edit("b", &["c"]), edit("a", &["c"])],
+            2,
+        ),
+        (vec![edit("d", &["c"]), edit("stored", &["other"])], 1),
+        (
+            vec![edit("e", &["c"]), edit_after("f", &["c"], &["nowhere"])],
+            1,
+        ),
+    ];
+    for (batch, index) in cases {
+        let error = h.enqueue(batch).expect_err("refused");
+        assert_eq!(error.intent(), Some(index), "{error}");
+    }
+    assert_eq!(
+        h.scheduler.stats().pending,
+        1,
+        "nothing of a refused call stored"
+    );
+}

@@ -31,10 +31,12 @@ function codedError(code, message) {
  * An Error made again from what crossed: the same name, code and message.
  * @param {ErrorData} data
  */
-function revive({ name, code, message }) {
-  const error = /** @type {Error & { code?: string }} */ (new Error(message));
+function revive({ name, code, message, index, operationId }) {
+  const error = /** @type {Error & { code?: string, index?: number, operationId?: string }} */ (new Error(message));
   error.name = name;
   if (code !== undefined) error.code = code;
+  if (index !== undefined) error.index = index;
+  if (operationId !== undefined) error.operationId = operationId;
   return error;
 }
 

@@ -16,7 +16,7 @@
 
 /**
  * A thrown value as it crosses between the worker and the page.
- * @typedef {{ name: string, code?: string, message: string }} ErrorData
+ * @typedef {{ name: string, code?: string, message: string, index?: number, operationId?: string }} ErrorData
  */
 /**
  * What `operation(id)` answers. A tombstone has no `phase`: reading it gives undefined.

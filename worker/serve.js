@@ -36,13 +36,19 @@ const POLL_MS = 100;
 const EVENT_DELAY_MS = 16;
 
 /**
- * A thrown value as the page will see it: name, code, message.
+ * A thrown value as the page will see it: name, code, message (and which intent, `index` and
+ * `operationId`, when it names one).
  * @param {any} error
  * @returns {ErrorData}
  */
 export function errorData(error) {
   if (error instanceof Error || (error && typeof error === "object")) {
-    return { name: String(error.name ?? "Error"), code: error.code === undefined ? undefined : String(error.code), message: String(error.message ?? error) };
+    /** @type {ErrorData} */
+    const data = { name: String(error.name ?? "Error"), code: error.code === undefined ? undefined : String(error.code), message: String(error.message ?? error) };
+    // Which intent of an enqueue or enqueueMany was refused.
+    if (typeof error.index === "number") data.index = error.index;
+    if (typeof error.operationId === "string") data.operationId = error.operationId;
+    return data;
   }
   return { name: "Error", code: undefined, message: String(error) };
 }

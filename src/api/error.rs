@@ -44,6 +44,10 @@ export type ErrorCode =
 export interface CanvasSchedulerError extends Error {
   readonly name: "CanvasSchedulerError";
   readonly code: ErrorCode;
+  /** `enqueue`/`enqueueMany`: the index in the call of the intent refused (nothing of the call was stored). */
+  readonly index?: number;
+  /** `enqueue`/`enqueueMany`: the id of the intent refused, when it had one. */
+  readonly operationId?: string;
 }
 "#;
 

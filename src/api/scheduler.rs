@@ -22,7 +22,36 @@ use crate::web::tabs::{EventSink, Tab};
 use crate::web::task::spawn;
 
 fn to_js_error(error: SchedulerError) -> JsValue {
-    js_error(error.code(), &error.message)
+    let value = js_error(error.code(), &error.message);
+    // Which intent of the call it is about: setting an own property of a fresh Error cannot
+    // fail (see js_error).
+    if let Some(index) = error.intent() {
+        let _ = js_sys::Reflect::set(&value, &"index".into(), &(index as u32).into());
+    }
+    value
+}
+
+/// An `enqueue`/`enqueueMany` error naming intent `index` gets that intent's id too, when
+/// it is a string (`intents`: the call's array, or its one intent).
+fn name_intent(error: JsValue, intents: &JsValue, many: bool) -> JsValue {
+    let Some(index) = js_sys::Reflect::get(&error, &"index".into())
+        .ok()
+        .and_then(|i| i.as_f64())
+    else {
+        return error;
+    };
+    // Read where a throw is caught (a Proxy, a getter).
+    let intent = match many {
+        true => js_sys::Reflect::get_u32(intents, index as u32).unwrap_or_default(),
+        false => intents.clone(),
+    };
+    if let Some(id) = js_sys::Reflect::get(&intent, &"id".into())
+        .ok()
+        .filter(JsValue::is_string)
+    {
+        let _ = js_sys::Reflect::set(&error, &"operationId".into(), &id);
+    }
+    error
 }
 
 /// The offline-first operation scheduler for one ledger (one IndexedDB database).
@@ -83,12 +112,17 @@ impl Scheduler {
         self.open_ahead();
         let this = self.clone();
         promise(async move {
-            let decoded = decode_intent(&intent, this.max_payload_bytes).map_err(to_js_error)?;
-            this.admit(vec![decoded]).await
+            let decoded = decode_intent(&intent, this.max_payload_bytes)
+                .map_err(|error| to_js_error(error.of_intent(0)))
+                .map_err(|error| name_intent(error, &intent, false))?;
+            this.admit(vec![decoded])
+                .await
+                .map_err(|error| name_intent(error, &intent, false))
         })
     }
 
-    /// Adds several intents in one transaction; all or none. A failed write rejects as in
+    /// Adds several intents in one transaction; all or none. An intent refused is named by the
+    /// error's `index` and `operationId`. A failed write rejects as in
     /// `enqueue`.
     #[wasm_bindgen(js_name = enqueueMany, unchecked_return_type = "Promise<void>")]
     pub fn enqueue_many(
@@ -98,8 +132,12 @@ impl Scheduler {
         self.open_ahead();
         let this = self.clone();
         promise(async move {
-            let decoded = this.decode_many(&intents).map_err(to_js_error)?;
-            this.admit(decoded).await
+            let decoded = this
+                .decode_many(&intents)
+                .map_err(|error| name_intent(to_js_error(error), &intents, true))?;
+            this.admit(decoded)
+                .await
+                .map_err(|error| name_intent(error, &intents, true))
         })
     }
 
@@ -348,8 +386,12 @@ impl Scheduler {
                     ErrorCode::InvalidIntent,
                     format!("intent {at} is unreadable"),
                 )
+                .of_intent(at as usize)
             })?;
-            decoded.push(decode_intent(&intent, self.max_payload_bytes)?);
+            decoded.push(
+                decode_intent(&intent, self.max_payload_bytes)
+                    .map_err(|error| error.of_intent(at as usize))?,
+            );
         }
         Ok(decoded)
     }

@@ -289,13 +289,14 @@ pub fn check_batch(batch: &[IntentInput], max_payload_bytes: usize) -> Result<()
         return Err(invalid("no intents given"));
     }
     let mut ids = StrSet::new();
-    for input in batch {
-        check_fields(input, max_payload_bytes)?;
+    for (index, input) in batch.iter().enumerate() {
+        let at = |error: SchedulerError| error.of_intent(index);
+        check_fields(input, max_payload_bytes).map_err(at)?;
         if !ids.insert_str(&input.id) {
-            return Err(SchedulerError::new(
+            return Err(at(SchedulerError::new(
                 ErrorCode::DuplicateOperation,
                 format!("operation {} appears twice in the batch", input.id),
-            ));
+            )));
         }
     }
     match find_cycle(batch) {

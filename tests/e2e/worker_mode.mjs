@@ -134,7 +134,7 @@ const tests = [
       await appliedOnce(id);
     });
   }],
-  ["errors keep their name and code: invalid_intent, duplicate_operation, unknown_operation", async () => {
+  ["errors keep their name, code and intent: invalid_intent, duplicate_operation, unknown_operation", async () => {
     await withPage(async (page) => {
       await open(page, { start: false });
       const id = unique("dup");
@@ -146,8 +146,14 @@ const tests = [
           duplicate: await wm.outcome(wm.scheduler.enqueue(changed)),
           unknown: await wm.outcome(wm.scheduler.flush("no-such-op")),
           again: await wm.outcome(wm.scheduler.enqueue(good)),
+          many: await wm.outcome(wm.scheduler.enqueueMany([good, { id: "bad id!", operationType: "shape.upsert" }])),
         };
       }, { good: shape(id), changed: shape(id, "canvas-2") });
+      assert.equal(got.many.code, "invalid_intent", JSON.stringify(got.many));
+      assert.equal(got.many.index, 1, `enqueueMany names the intent it refused: ${JSON.stringify(got.many)}`);
+      assert.equal(got.many.operationId, "bad id!");
+      assert.equal(got.duplicate.index, 0);
+      assert.equal(got.duplicate.operationId, id);
       for (const [what, code] of [["invalid", "invalid_intent"], ["duplicate", "duplicate_operation"], ["unknown", "unknown_operation"]]) {
         assert.equal(got[what].isError, true, `${what} is an Error`);
         assert.equal(got[what].name, "CanvasSchedulerError", `${what}: ${JSON.stringify(got[what])}`);

@@ -27,6 +27,13 @@ export function codeOf(error: unknown): ErrorCode | undefined {
   return undefined;
 }
 
+/** Which intent of an `enqueueMany` a refusal names: its index and id, when it names one. */
+export function refusedIntent(error: CanvasSchedulerError): string | undefined {
+  const index: number | undefined = error.index;
+  const id: string | undefined = error.operationId;
+  return index === undefined ? undefined : `intent ${index}${id === undefined ? "" : ` (${id})`}`;
+}
+
 export const knownCodes: readonly ErrorCode[] = [
   "invalid_database_name",
   "storage_unavailable",

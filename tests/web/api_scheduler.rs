@@ -186,22 +186,39 @@ async fn a_malformed_intents_are_refused_with_codes_and_change_nothing() {
             .and_then(|m| m.as_string());
         assert_eq!(message.as_deref(), Some(says), "{source}");
     }
+    // The code, and which intent of the call was refused (index, id), when one was.
     let many = [
-        ("[{ id: 'c1', operationType: 'x', dependencies: ['c2'] }, { id: 'c2', operationType: 'x', dependencies: ['c1'] }]", "dependency_cycle"),
-        ("[{ id: 'ok1', operationType: 'x', canvasIds: ['c'] }, { id: 'bad', operationType: 'x', payload: NaN }]", "invalid_intent"),
-        ("[{ id: 'same', operationType: 'x' }, { id: 'same', operationType: 'x' }]", "duplicate_operation"),
-        ("'not an array'", "invalid_intent"),
+        ("[{ id: 'c1', operationType: 'x', dependencies: ['c2'] }, { id: 'c2', operationType: 'x', dependencies: ['c1'] }]", "dependency_cycle", None),
+        ("[{ id: 'ok1', operationType: 'x', canvasIds: ['c'] }, { id: 'bad', operationType: 'x', payload: NaN }]", "invalid_intent", Some((1.0, "bad"))),
+        ("[{ id: 'same', operationType: 'x' }, { id: 'same', operationType: 'x' }]", "duplicate_operation", Some((1.0, "same"))),
+        ("[{ id: 'd1', operationType: 'x' }, { id: 'd2', operationType: 'x' }, { id: 'd3', operationType: 'x', dependencies: ['nowhere'] }]", "unknown_dependency", Some((2.0, "d3"))),
+        ("[{ id: 'b1', operationType: 'x' }, { operationType: 'x' }]", "invalid_intent", Some((1.0, ""))),
+        ("'not an array'", "invalid_intent", None),
     ];
-    for (source, expected) in many {
+    for (source, expected, intent) in many {
         let error = scheduler.enqueue_many(js(source)).await.expect_err(source);
         assert_eq!(code_of(&error), expected, "{source}");
+        let index = Reflect::get(&error, &"index".into())
+            .ok()
+            .and_then(|i| i.as_f64());
+        let id = Reflect::get(&error, &"operationId".into())
+            .ok()
+            .and_then(|i| i.as_string())
+            .unwrap_or_default();
+        assert_eq!(
+            index.map(|i| (i, id.as_str())),
+            intent,
+            "which intent: {source}"
+        );
     }
     // Bad input changed nothing: only the one valid intent is in the ledger.
     let pending = Reflect::get(&scheduler.stats(), &"pending".into())
         .ok()
         .and_then(|p| p.as_f64());
     assert_eq!(pending, Some(1.0));
-    for id in ["a", "c1", "c2", "ok1", "bad", "same"] {
+    for id in [
+        "a", "c1", "c2", "ok1", "bad", "same", "d1", "d2", "d3", "b1",
+    ] {
         assert!(
             scheduler.operation(id).is_undefined(),
             "{id} must not be in the ledger"

@@ -9,7 +9,7 @@ const headerCalls = { count: 0 };
 const authorizeCalls = []; // the operation ids of each request the page's authorize hook saw
 
 /** A thrown value as plain data the test can compare. */
-const failure = (error) => ({ isError: error instanceof Error, name: error?.name, code: error?.code, message: error?.message });
+const failure = (error) => ({ isError: error instanceof Error, name: error?.name, code: error?.code, message: error?.message, index: error?.index, operationId: error?.operationId });
 
 window.wm = {
   events,

@@ -230,26 +230,29 @@ impl<H: Host> Scheduler<H> {
         }
         let mut ids = StrSet::new();
         let mut fresh = Vec::new();
+        // Each fresh intent's index in the call (errors name it).
+        let mut at_index = Vec::new();
         let mut last_sequence = self.ledger.meta().last_sequence;
-        for input in inputs {
-            check_fields(input, self.config.max_payload_bytes)?;
+        for (index, input) in inputs.iter().enumerate() {
+            let at = |error: SchedulerError| error.of_intent(index);
+            check_fields(input, self.config.max_payload_bytes).map_err(at)?;
             if !ids.insert_str(&input.id) {
-                return Err(SchedulerError::new(
+                return Err(at(SchedulerError::new(
                     ErrorCode::DuplicateOperation,
                     format!("operation {} appears twice in the batch", input.id),
-                ));
+                )));
             }
             if let Some(stored) = self.ledger.operation(&input.id) {
                 if same_intent(&stored.intent, input) && stored.intent.principal == *principal {
                     continue;
                 }
-                return Err(SchedulerError::new(
+                return Err(at(SchedulerError::new(
                     ErrorCode::DuplicateOperation,
                     format!(
                         "operation {} is already in the ledger with another intent",
                         input.id
                     ),
-                ));
+                )));
             }
             if let Some(tombstone) = self.ledger.tombstone(&input.id) {
                 // Settled and compacted: the same intent again resolves as if it were whole,
@@ -257,34 +260,35 @@ impl<H: Host> Scheduler<H> {
                 if tombstone.matches(input) && tombstone.principal == *principal {
                     continue;
                 }
-                return Err(SchedulerError::new(
+                return Err(at(SchedulerError::new(
                     ErrorCode::DuplicateOperation,
                     format!(
                         "operation {} was settled (compacted) with another intent",
                         input.id
                     ),
-                ));
+                )));
             }
             match input.sequence {
                 Some(sequence) if sequence <= last_sequence => {
-                    return Err(SchedulerError::new(
+                    return Err(at(SchedulerError::new(
                         ErrorCode::InvalidSequence,
                         format!("sequence {sequence} must exceed {last_sequence}"),
-                    ));
+                    )));
                 }
                 Some(sequence) => last_sequence = sequence,
                 None if last_sequence >= MAX_SAFE_INTEGER => {
                     // Sequences must stay exact JS integers; the ledger's space is used up.
-                    return Err(SchedulerError::new(
+                    return Err(at(SchedulerError::new(
                         ErrorCode::InvalidSequence,
                         "no sequence left below 2^53: the ledger's sequence space is exhausted",
-                    ));
+                    )));
                 }
                 None => last_sequence += 1,
             }
             fresh.push(input.clone());
+            at_index.push(index);
         }
-        for input in &fresh {
+        for (input, &index) in fresh.iter().zip(&at_index) {
             for dependency in &input.dependencies {
                 if !ids.contains(dependency.as_str())
                     && self.ledger.operation(dependency).is_none()
@@ -293,7 +297,8 @@ impl<H: Host> Scheduler<H> {
                     return Err(SchedulerError::new(
                         ErrorCode::UnknownDependency,
                         format!("operation {} depends on unknown {dependency}", input.id),
-                    ));
+                    )
+                    .of_intent(index));
                 }
             }
         }

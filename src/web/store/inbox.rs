@@ -288,8 +288,10 @@ async fn check_and_add(
         })
         .collect();
     let mut fresh = Vec::with_capacity(entry.intents.len());
+    // Each fresh intent's index in the call (errors name it).
+    let mut at_index = Vec::with_capacity(entry.intents.len());
     let mut present = Vec::new();
-    for input in std::mem::take(&mut entry.intents) {
+    for (index, input) in std::mem::take(&mut entry.intents).into_iter().enumerate() {
         let stored = stored_operation(tx, &input.id).await?;
         let same = match (&stored, queued.iter().find(|(_, q)| q.id == input.id)) {
             (Some(Some(operation)), _) => Some(
@@ -311,9 +313,13 @@ async fn check_and_add(
                         "operation {} is already in the ledger with another intent",
                         input.id
                     ),
-                ))
+                )
+                .of_intent(index))
             }
-            None => fresh.push(input),
+            None => {
+                fresh.push(input);
+                at_index.push(index);
+            }
         }
     }
     // Inserted one by one: collecting would sort first, one more sort in the .wasm.
@@ -321,7 +327,7 @@ async fn check_and_add(
     for input in fresh.iter().chain(queued.iter().map(|(_, q)| q)) {
         known.insert_str(&input.id);
     }
-    for input in &fresh {
+    for (input, &index) in fresh.iter().zip(&at_index) {
         for dependency in &input.dependencies {
             if !known.contains(dependency.as_str())
                 && stored_operation(tx, dependency).await?.is_none()
@@ -329,7 +335,8 @@ async fn check_and_add(
                 return Err(SchedulerError::new(
                     ErrorCode::UnknownDependency,
                     format!("operation {} depends on unknown {dependency}", input.id),
-                ));
+                )
+                .of_intent(index));
             }
         }
     }

@@ -2,7 +2,12 @@
 // declarations, and the declarations are precise (each @ts-expect-error must be an error).
 import init, { Scheduler, type SchedulerEvent } from "canvas-scheduler";
 import { Scheduler as BundlerScheduler } from "canvas-scheduler/bundler";
-import initWorker, { Scheduler as WorkerScheduler, type SchedulerStats } from "canvas-scheduler/worker";
+import initWorker, {
+  Scheduler as WorkerScheduler,
+  type CompactedOperation,
+  type OperationRecord,
+  type SchedulerStats,
+} from "canvas-scheduler/worker";
 import { serve } from "canvas-scheduler/worker/serve";
 
 export async function open(endpoint: string): Promise<Scheduler> {
@@ -39,12 +44,18 @@ export async function openWorker(endpoint: string): Promise<WorkerScheduler> {
   const release: () => void = scheduler.hold();
   release();
   const stats: SchedulerStats = scheduler.stats();
-  console.log(stats.idleReason, scheduler.explain("x").state, scheduler.operation("x")?.phase);
+  const record = scheduler.operation("x");
+  // A compacted operation (retention) is told apart by `compacted`, as on the page.
+  console.log(stats.idleReason, scheduler.explain("x").state, record && ("compacted" in record ? record.outcome : record.phase));
+  const known: (OperationRecord | CompactedOperation | undefined)[] = await scheduler.known(["x"]);
+  console.log(known.length);
   await scheduler.sync(["x"]);
   // @ts-expect-error compile cannot cross to a worker: it goes to serve() in the worker
   await WorkerScheduler.open({ database: "ledger:app", endpoint, compile: () => ({ payload: null, canvasIds: [] }) });
   serve({ participants: (intent) => intent.canvasIds ?? [] });
-  // @ts-expect-error onEvent runs on the page, not in the worker
-  serve({ onEvent: () => {} });
+  // The worker's own onEvent (state that compile reads), given the worker's scheduler.
+  serve({ onEvent: (event, inWorker) => void (event.type === "settled" && inWorker.stats()) });
+  // @ts-expect-error the worker's onEvent gets a SchedulerEvent
+  serve({ onEvent: (event: number) => void event });
   return scheduler;
 }
