@@ -112,12 +112,11 @@ impl Scheduler {
         self.open_ahead();
         let this = self.clone();
         promise(async move {
-            let decoded = decode_intent(&intent, this.max_payload_bytes)
-                .map_err(|error| to_js_error(error.of_intent(0)))
-                .map_err(|error| name_intent(error, &intent, false))?;
-            this.admit(vec![decoded])
-                .await
-                .map_err(|error| name_intent(error, &intent, false))
+            let admitted = match decode_intent(&intent, this.max_payload_bytes) {
+                Ok(decoded) => this.admit(vec![decoded]).await,
+                Err(error) => Err(to_js_error(error.of_intent(0))),
+            };
+            admitted.map_err(|error| name_intent(error, &intent, false))
         })
     }
 
@@ -132,12 +131,11 @@ impl Scheduler {
         self.open_ahead();
         let this = self.clone();
         promise(async move {
-            let decoded = this
-                .decode_many(&intents)
-                .map_err(|error| name_intent(to_js_error(error), &intents, true))?;
-            this.admit(decoded)
-                .await
-                .map_err(|error| name_intent(error, &intents, true))
+            let admitted = match this.decode_many(&intents) {
+                Ok(decoded) => this.admit(decoded).await,
+                Err(error) => Err(to_js_error(error)),
+            };
+            admitted.map_err(|error| name_intent(error, &intents, true))
         })
     }
 

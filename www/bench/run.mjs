@@ -233,7 +233,7 @@ async function main() {
           `${e2e.applied}/${e2e.enqueued} applied in ${e2e.sent} requests; enqueue ${fmt(e2e.enqueueMs)} ms, dispatch ${fmt(e2e.dispatchMs)} ms (${fmt(e2e.dispatchOpsPerSec)} ops/s)${e2e.timedOut ? ", TIMED OUT" : ""}`);
       }
     }
-    // 10. Scale: the time and the scanning per send, flat from 100 to 10 000 pending.
+    // 10. Scale: the time and the scanning per send, flat from 250 to 10 000 pending.
     if (want("scale")) {
       for (const canvases of PLAN.scale.canvases) {
         const runs = [];
