@@ -52,6 +52,7 @@ fn run_to_idle(
             }
             Effect::Send(order) => {
                 sends += 1;
+                scheduler.on_sent(now, order.attempt);
                 scheduler.on_answer(
                     now,
                     order.attempt,

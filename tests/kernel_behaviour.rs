@@ -266,6 +266,63 @@ fn k4_a_non_retryable_error_dead_letters_at_once_and_retry_at_is_honoured() {
     assert_eq!(h.scheduler.explain(h.now, "b").unwrap().due_at, Some(at));
 }
 
+/// Header failure before the request leaves: no `dispatched`, no count.
+fn failed_before_sending() -> AttemptStatus {
+    AttemptStatus {
+        error: Some(canvas_scheduler::core::safe_error::SafeError::new(
+            "headers_unavailable",
+            "TypeError",
+        )),
+        ..AttemptStatus::outcome(AttemptOutcome::Unresolved)
+    }
+}
+
+fn dispatched(h: &Harness<CountingHost>) -> Vec<Option<String>> {
+    let events = h.scheduler.ledger().events_after(0, 100);
+    events
+        .iter()
+        .filter(|e| e.kind == EventKind::Dispatched)
+        .map(|e| e.detail.clone())
+        .collect()
+}
+
+#[test]
+fn k6_dispatched_is_logged_when_the_request_leaves_and_written_with_the_answer() {
+    let mut h = harness();
+    h.fail_before_sending = 1;
+    h.enqueue(vec![edit("e1", &["x"])]).unwrap();
+    assert_eq!(h.wire.len(), 1, "ordered sent");
+    assert!(dispatched(&h).is_empty(), "never left: not dispatched");
+    assert_eq!(h.scheduler.stats().sent, 0);
+    h.answer_first(failed_before_sending());
+    assert!(dispatched(&h).is_empty());
+
+    // The retry leaves: logged once, as a query (the first attempt may have been sent).
+    let request = h.scheduler.ledger().requests().next().unwrap();
+    let due = request.retry_at.expect("a retry is scheduled");
+    h.advance(due - h.now - 1);
+    let writes = h.store.writes;
+    assert!(h.wire.is_empty());
+    h.advance(1);
+    assert_eq!(h.wire.len(), 1);
+    assert_eq!(dispatched(&h), vec![Some("query".to_owned())]);
+    assert_eq!(h.scheduler.stats().sent, 1);
+    let durable = |h: &Harness<CountingHost>| {
+        let events = h.store.snapshot().events;
+        events
+            .iter()
+            .filter(|e| e.kind == EventKind::Dispatched)
+            .count()
+    };
+    // The entry is no write of its own: the send cost one batch (the attempt's marker),
+    // and the log entry goes with the answer's.
+    assert_eq!(h.store.writes, writes + 1, "one batch before the send");
+    assert_eq!(durable(&h), 0);
+    h.answer_first(AttemptStatus::outcome(AttemptOutcome::Applied));
+    assert_eq!(durable(&h), 1);
+    assert_eq!(h.store.writes, writes + 2);
+}
+
 #[test]
 fn k6_the_event_log_is_bounded_persisted_and_readable() {
     let config = SchedulerConfig {

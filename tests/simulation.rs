@@ -23,11 +23,14 @@ use std::io::Write;
 use canvas_scheduler::core::config::{RetryPolicy, SchedulerConfig};
 use canvas_scheduler::core::host::{Authorization, CountingHost};
 use canvas_scheduler::core::intent::IntentInput;
-use canvas_scheduler::core::io::{Effect, PersistBatch, PersistResult, Report, SendOrder};
+use canvas_scheduler::core::io::{
+    AttemptOutcome, AttemptStatus, Effect, PersistBatch, PersistResult, Report, SendOrder,
+};
 use canvas_scheduler::core::model::{
     BlobRef, FrozenRequest, Millis, Operation, OperationPhase, RetryAction, Settlement, UPLOAD_KIND,
 };
 use canvas_scheduler::core::retention::RetentionPolicy;
+use canvas_scheduler::core::safe_error::SafeError;
 use canvas_scheduler::core::{HoldId, Scheduler};
 use canvas_scheduler::testing::{MemoryStore, ServerFaults, SimRng, SimServer};
 use common::{edit, of_kind, upload};
@@ -51,6 +54,8 @@ struct Tab {
     online: bool,
     /// K3: attempts waiting for the host's authorization verdict.
     authorizing: Vec<SendOrder>,
+    /// Attempts that left (the host reported them sent).
+    left: u64,
 }
 
 struct World {
@@ -214,6 +219,7 @@ impl World {
             holds: Vec::new(),
             online: true,
             authorizing: Vec::new(),
+            left: 0,
         });
         self.collect(self.tabs.len() - 1);
         true
@@ -232,6 +238,20 @@ impl World {
                         ));
                     }
                     self.check_send(t, &order);
+                    if self.faults_on && self.rng.chance(3) {
+                        // The host failed before the request left (`headers()` threw): it
+                        // never says the attempt was sent, and the server never sees it.
+                        let status = AttemptStatus {
+                            error: Some(SafeError::new("headers_unavailable", "Error")),
+                            ..AttemptStatus::outcome(AttemptOutcome::Unresolved)
+                        };
+                        self.tabs[t]
+                            .scheduler
+                            .on_answer(self.now, order.attempt, status);
+                        continue;
+                    }
+                    self.tabs[t].scheduler.on_sent(self.now, order.attempt);
+                    self.tabs[t].left += 1;
                     self.batched_sends += u64::from(order.request.operation_ids.len() > 1);
                     self.tabs[t].wire.push(*order);
                     let uploads = self.tabs[t]
@@ -458,6 +478,13 @@ impl World {
     }
 
     fn check_invariants(&self) {
+        // `dispatched` counts the attempts that left, not the sends ordered.
+        for (t, tab) in self.tabs.iter().enumerate() {
+            let sent = tab.scheduler.stats().sent;
+            if sent != tab.left {
+                self.fail(&format!("tab {t} counts {sent} sends, {} left", tab.left));
+            }
+        }
         if let Some((op, n)) = self.server.applied.iter().find(|(_, n)| **n > 1) {
             self.fail(&format!("server applied {op} {n} times"));
         }

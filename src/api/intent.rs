@@ -31,6 +31,11 @@ fn invalid(message: impl Into<String>) -> SchedulerError {
     SchedulerError::new(ErrorCode::InvalidIntent, message)
 }
 
+/// The intent's field `key` and what is wrong with it.
+fn invalid_field(key: &str, what: &str) -> SchedulerError {
+    invalid(format!("{key} {what}"))
+}
+
 #[wasm_bindgen(module = "/src/api/boundary.js")]
 extern "C" {
     /// See `boundary.js`: `null`, `false`, the first unknown key, or the values of `names` in
@@ -87,7 +92,7 @@ impl Fields {
     fn get(&self, key: &str) -> Result<JsValue, SchedulerError> {
         match FIELDS.iter().position(|name| *name == key) {
             Some(at) if self.unreadable & (1 << at) == 0 => Ok(self.values.get(at as u32)),
-            _ => Err(invalid(format!("{key} is unreadable"))),
+            _ => Err(invalid_field(key, "is unreadable")),
         }
     }
 
@@ -98,8 +103,8 @@ impl Fields {
         }
         match exact_text(&value) {
             Some(Ok(text)) => Ok(Some(text)),
-            Some(Err(LoneSurrogate)) => Err(invalid(format!("{key} holds a lone surrogate"))),
-            None => Err(invalid(format!("{key} must be a string"))),
+            Some(Err(LoneSurrogate)) => Err(invalid_field(key, "holds a lone surrogate")),
+            None => Err(invalid_field(key, "must be a string")),
         }
     }
 
@@ -110,19 +115,19 @@ impl Fields {
         }
         // Asked where a throw is caught: a Proxy can be revoked by a getter read since.
         if !crate::web::json::is_array(&value) {
-            return Err(invalid(format!("{key} must be an array of strings")));
+            return Err(invalid_field(key, "must be an array of strings"));
         }
         let array: Array = value.unchecked_into();
         if array.length() > crate::core::intent::MAX_LIST_LEN as u32 {
-            return Err(invalid(format!("{key} is too long")));
+            return Err(invalid_field(key, "is too long"));
         }
         // A fresh array `boundary.js` copied the items into: reading it runs no host code.
         array
             .iter()
             .map(|item| match exact_text(&item) {
                 Some(Ok(text)) => Ok(text),
-                Some(Err(LoneSurrogate)) => Err(invalid(format!("{key} holds a lone surrogate"))),
-                None => Err(invalid(format!("{key} must contain only strings"))),
+                Some(Err(LoneSurrogate)) => Err(invalid_field(key, "holds a lone surrogate")),
+                None => Err(invalid_field(key, "must contain only strings")),
             })
             .collect()
     }

@@ -76,28 +76,33 @@ fn bad(message: impl Into<String>) -> SchedulerError {
     SchedulerError::new(ErrorCode::InvalidOptions, message)
 }
 
+/// The option `key` and what is wrong with it.
+fn bad_field(key: &str, what: &str) -> SchedulerError {
+    bad(format!("{key} {what}"))
+}
+
 /// An object that is not an array (asked where a throw is caught: an unreadable Proxy is not).
 fn plain_enough(value: &JsValue) -> bool {
     value.is_object() && !is_array(value) && object_keys(value).is_ok()
 }
 
 fn field(object: &JsValue, key: &str) -> Result<JsValue, SchedulerError> {
-    Reflect::get(object, &JsValue::from_str(key)).map_err(|_| bad(format!("{key} is unreadable")))
+    Reflect::get(object, &JsValue::from_str(key)).map_err(|_| bad_field(key, "is unreadable"))
 }
 
 fn text(object: &JsValue, key: &str, required: bool) -> Result<Option<String>, SchedulerError> {
     let value = field(object, key)?;
     if value.is_undefined() {
         return if required {
-            Err(bad(format!("{key} is required")))
+            Err(bad_field(key, "is required"))
         } else {
             Ok(None)
         };
     }
     match exact_text(&value) {
         Some(Ok(s)) if !s.is_empty() && s.chars().count() <= 256 => Ok(Some(s)),
-        Some(Err(LoneSurrogate)) => Err(bad(format!("{key} holds a lone surrogate"))),
-        _ => Err(bad(format!("{key} must be a string of 1-256 characters"))),
+        Some(Err(LoneSurrogate)) => Err(bad_field(key, "holds a lone surrogate")),
+        _ => Err(bad_field(key, "must be a string of 1-256 characters")),
     }
 }
 
@@ -122,7 +127,7 @@ fn function(object: &JsValue, key: &str) -> Result<Option<Function>, SchedulerEr
     value
         .dyn_into::<Function>()
         .map(Some)
-        .map_err(|_| bad(format!("{key} must be a function")))
+        .map_err(|_| bad_field(key, "must be a function"))
 }
 
 fn nested(
@@ -135,7 +140,7 @@ fn nested(
         return Ok(None);
     }
     if !plain_enough(&value) {
-        return Err(bad(format!("{key} must be an object")));
+        return Err(bad_field(key, "must be an object"));
     }
     check_keys(&value, allowed, key)?;
     Ok(Some(value))
@@ -143,7 +148,7 @@ fn nested(
 
 fn check_keys(object: &JsValue, allowed: &[&str], what: &str) -> Result<(), SchedulerError> {
     // `Object.keys` of a Proxy runs its traps: read where a throw is caught.
-    let keys = object_keys(object).map_err(|_| bad(format!("{what} is unreadable")))?;
+    let keys = object_keys(object).map_err(|_| bad_field(what, "is unreadable"))?;
     for key in keys.iter() {
         let key = key.as_string().unwrap_or_default();
         if !allowed.contains(&key.as_str()) {

@@ -41,6 +41,9 @@ pub struct Harness<H: Host> {
     pub authorizing: Vec<SendOrder>,
     /// Answers every authorization step at once, when set.
     pub authorizer: Option<Authorizer>,
+    /// This many upcoming sends fail before they leave (a `headers()` that throws): the host
+    /// never reports them sent. They stay on the wire for a test to answer.
+    pub fail_before_sending: u32,
 }
 
 /// A host's authorization step, for [`Harness::authorizer`].
@@ -75,6 +78,7 @@ impl<H: Host> Harness<H> {
             fail_persists: 0,
             authorizing: Vec::new(),
             authorizer: None,
+            fail_before_sending: 0,
         }
     }
 
@@ -86,6 +90,11 @@ impl<H: Host> Harness<H> {
                 match effect {
                     Effect::Persist(batch) => self.persists.push_back(batch),
                     Effect::Send(order) => {
+                        if self.fail_before_sending > 0 {
+                            self.fail_before_sending -= 1;
+                        } else {
+                            self.scheduler.on_sent(self.now, order.attempt);
+                        }
                         self.sent.push((*order).clone());
                         self.wire.push(*order);
                     }

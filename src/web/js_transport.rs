@@ -31,6 +31,8 @@ impl JsTransport {
     ///
     /// The host builds its own URLs from `request.id`: it must encode it as one path segment
     /// (`encodeURIComponent`) and refuse to follow redirects, as the `fetch` transport does.
+    /// `sent` runs as the request is handed to the host's function.
+    #[allow(clippy::too_many_arguments)]
     pub async fn send(
         &self,
         order: &SendOrder,
@@ -39,6 +41,7 @@ impl JsTransport {
         timeout_ms: u32,
         max_answer_bytes: usize,
         now: impl Fn() -> Millis,
+        sent: impl FnOnce(),
     ) -> AttemptStatus {
         if signal.aborted() {
             return AttemptStatus::transport_unknown("aborted before sending");
@@ -49,6 +52,7 @@ impl JsTransport {
             RetryAction::Query => (&self.query, "transport.query"),
         };
         let blob = blob.map_or(JsValue::UNDEFINED, JsValue::from);
+        sent();
         let answer = match bounded::call(function, &[&request, signal, &blob], timeout_ms).await {
             Settled::Value(answer) => Ok(answer),
             Settled::Threw(thrown) => Err(thrown),

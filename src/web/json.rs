@@ -165,16 +165,17 @@ impl std::fmt::Display for Path<'_> {
     }
 }
 
-fn invalid(message: String) -> Refusal {
-    Refusal::Invalid(message)
+/// `path` and what is wrong with it, as the one refusal every check words the same way.
+fn invalid(path: &Path<'_>, what: &str) -> Refusal {
+    Refusal::Invalid(format!("{path} {what}"))
 }
 
 /// The text of a string value or key, refusing a lone surrogate.
 fn text_of(value: &JsValue, path: &Path<'_>) -> Result<String, Refusal> {
     match exact_text(value) {
         Some(Ok(text)) => Ok(text),
-        Some(Err(LoneSurrogate)) => Err(invalid(format!("{path} holds a lone surrogate"))),
-        None => Err(invalid(format!("{path} is not a string"))),
+        Some(Err(LoneSurrogate)) => Err(invalid(path, "holds a lone surrogate")),
+        None => Err(invalid(path, "is not a string")),
     }
 }
 
@@ -186,9 +187,10 @@ fn convert(
     out: &mut Writer,
 ) -> Result<(), Refusal> {
     if depth > MAX_PAYLOAD_DEPTH {
-        return Err(invalid(format!(
-            "{path} nests deeper than {MAX_PAYLOAD_DEPTH} (or is cyclic)"
-        )));
+        return Err(invalid(
+            path,
+            &format!("nests deeper than {MAX_PAYLOAD_DEPTH} (or is cyclic)"),
+        ));
     }
     if value.is_null() {
         budget.spend(4, path)?;
@@ -202,17 +204,17 @@ fn convert(
     }
     if let Some(number) = value.as_f64() {
         budget.spend(1, path)?;
-        return write_number(number, out)
-            .ok_or_else(|| invalid(format!("{path} is not a finite number")));
+        return write_number(number, out).ok_or_else(|| invalid(path, "is not a finite number"));
     }
     if let Some(text) = value.dyn_ref::<js_sys::JsString>() {
         let units = text.length();
         // Each UTF-16 unit is at least one byte of UTF-8, and two quotes around them.
         budget.spend(units as usize + 2, path)?;
         if units > MAX_STRING_UNITS {
-            return Err(invalid(format!(
-                "{path} is a string longer than {MAX_STRING_UNITS}"
-            )));
+            return Err(invalid(
+                path,
+                &format!("is a string longer than {MAX_STRING_UNITS}"),
+            ));
         }
         out.str(&text_of(value, path)?);
         return Ok(());
@@ -223,15 +225,16 @@ fn convert(
     match json_shape(value) {
         1 => convert_array(value, path, depth, budget, out),
         2 => convert_object(value, path, depth, budget, out),
-        -1 => Err(invalid(format!("{path} is unreadable"))),
+        -1 => Err(invalid(path, "is unreadable")),
         _ => Err(not_json(path)),
     }
 }
 
 fn not_json(path: &Path<'_>) -> Refusal {
-    invalid(format!(
-        "{path} is not JSON (a function, symbol, bigint, undefined or class instance)"
-    ))
+    invalid(
+        path,
+        "is not JSON (a function, symbol, bigint, undefined or class instance)",
+    )
 }
 
 fn convert_array(
@@ -241,7 +244,7 @@ fn convert_array(
     budget: &mut Budget,
     out: &mut Writer,
 ) -> Result<(), Refusal> {
-    let unreadable = || invalid(format!("{path} is unreadable"));
+    let unreadable = || invalid(path, "is unreadable");
     let length = Reflect::get(value, &JsValue::from_str("length"))
         .ok()
         .and_then(|n| n.as_f64())
@@ -255,7 +258,7 @@ fn convert_array(
     out.array();
     for index in 0..items {
         let item = Reflect::get_u32(value, index as u32)
-            .map_err(|_| invalid(format!("{} is unreadable", Path::Index(path, index))))?;
+            .map_err(|_| invalid(&Path::Index(path, index), "is unreadable"))?;
         convert(&item, &Path::Index(path, index), depth + 1, budget, out)?;
     }
     out.end_array();
@@ -269,7 +272,7 @@ fn convert_object(
     budget: &mut Budget,
     out: &mut Writer,
 ) -> Result<(), Refusal> {
-    let keys = object_keys(value).map_err(|_| invalid(format!("{path} is unreadable")))?;
+    let keys = object_keys(value).map_err(|_| invalid(path, "is unreadable"))?;
     // Braces and, per key, at least its quotes and a colon: checked before any key is read.
     let count = keys.length() as usize;
     budget.spend(count.saturating_mul(3).saturating_add(2), path)?;
@@ -281,11 +284,11 @@ fn convert_object(
         let key = text_of(&key_js, path)?;
         budget.spend(key.len(), path)?;
         if key == "__proto__" {
-            return Err(invalid(format!("{path} has a __proto__ key")));
+            return Err(invalid(path, "has a __proto__ key"));
         }
         // The key as JS gave it: no second copy of the name into JS.
         let item = Reflect::get(value, &key_js)
-            .map_err(|_| invalid(format!("{path}.{key} is unreadable")))?;
+            .map_err(|_| invalid(&Path::Key(path, &key), "is unreadable"))?;
         if item.is_undefined() {
             continue; // as JSON.stringify does
         }

@@ -95,7 +95,7 @@ impl FetchTransport {
     /// `headers` are the host's `headers()` (`content-type` and `idempotency-key` among them are
     /// ignored: the protocol sets those). `signal` aborts the attempt; `now` reads the clock
     /// when the answer arrives (for an HTTP-date `Retry-After`). Never fails: a lost answer is
-    /// [`AttemptStatus::transport_unknown`].
+    /// [`AttemptStatus::transport_unknown`]. `sent` runs once `fetch` has taken the request.
     pub async fn send(
         &self,
         order: &SendOrder,
@@ -103,6 +103,7 @@ impl FetchTransport {
         blob: Option<Blob>,
         signal: &AbortSignal,
         now: impl Fn() -> Millis,
+        sent: impl FnOnce(),
     ) -> AttemptStatus {
         if signal.aborted() {
             return AttemptStatus::transport_unknown("aborted before sending");
@@ -116,7 +117,7 @@ impl FetchTransport {
             Err(reason) => return AttemptStatus::transport_unknown(&reason),
         };
         init.set_signal(Some(&link.controller.signal()));
-        let answer = fetch_answer(&url, &init, self.max_answer_bytes).await;
+        let answer = fetch_answer(&url, &init, self.max_answer_bytes, sent).await;
         let timed_out = link.timed_out.get();
         // Clears the timer and unhooks the caller's signal before we look at the answer.
         drop(link);
@@ -217,13 +218,16 @@ impl From<String> for Lost {
 }
 
 /// Status, body text (`None` when empty) and `Retry-After` of a complete answer; `Err` when the
-/// answer never fully arrived or is longer than `limit` bytes.
+/// answer never fully arrived or is longer than `limit` bytes. `sent` runs when `fetch` has
+/// taken the request.
 async fn fetch_answer(
     url: &str,
     init: &RequestInit,
     limit: usize,
+    sent: impl FnOnce(),
 ) -> Result<(u16, Option<String>, Option<String>), Lost> {
     let promise = global_fetch(url, init).map_err(|e| describe("fetch threw", &e))?;
+    sent();
     let response: Response = JsFuture::from(promise)
         .await
         .map_err(|e| describe("fetch failed", &e))?

@@ -593,3 +593,64 @@ async fn s10_online_sends_what_waits_on_backoff_at_once() {
     );
     scheduler.stop();
 }
+
+/// K6/D2: `dispatched` is logged, and `sent` counted, when the request leaves (`fetch` is
+/// called), not when the attempt starts: an attempt whose `headers()` throws never left.
+#[wasm_bindgen_test]
+async fn k6_dispatched_is_logged_only_for_attempts_that_left() {
+    let run = unique("left");
+    let calls = format!("__calls_{}", run.replace('-', "_"));
+    let scheduler = open(
+        &run,
+        &format!(
+            "concurrency: 1, headers: () => {{
+               if ((globalThis.{calls} = (globalThis.{calls} ?? 0) + 1) === 1) throw new Error('refresh');
+               return {{}};
+             }}"
+        ),
+    )
+    .await;
+    scheduler.start().expect("start");
+    one_edit(&scheduler, &run).await;
+    assert!(
+        drained_within(&scheduler, 10_000.0).await.is_some(),
+        "applied after the failed attempt"
+    );
+    let log = JsFuture::from(scheduler.events(js("{ limit: 100 }")))
+        .await
+        .expect("events");
+    let field = |entry: &JsValue, key: &str| Reflect::get(entry, &key.into()).ok();
+    let dispatched: Vec<(f64, String)> = js_sys::Array::from(&log)
+        .iter()
+        .filter(|e| field(e, "kind").and_then(|k| k.as_string()).as_deref() == Some("dispatched"))
+        .map(|e| {
+            let attempt = field(&e, "attempt").and_then(|a| a.as_f64()).unwrap_or(0.0);
+            (
+                attempt,
+                field(&e, "detail")
+                    .and_then(|d| d.as_string())
+                    .unwrap_or_default(),
+            )
+        })
+        .collect();
+    let sent = Reflect::get(&scheduler.stats(), &"sent".into())
+        .ok()
+        .and_then(|s| s.as_f64());
+    let headers = js(&format!("globalThis.{calls}")).as_f64();
+    scheduler.stop();
+    // Attempt 1 never left; the next one queries (it could not know), then the submit.
+    assert!(
+        headers.unwrap_or(0.0) >= 2.0,
+        "headers() calls: {headers:?}"
+    );
+    assert!(
+        !dispatched.is_empty() && dispatched.iter().all(|(attempt, _)| *attempt > 1.0),
+        "{dispatched:?}"
+    );
+    assert_eq!(dispatched[0].1, "query", "{dispatched:?}");
+    assert_eq!(
+        sent,
+        Some(dispatched.len() as f64),
+        "sent counts what left: {dispatched:?}"
+    );
+}

@@ -58,6 +58,7 @@ async fn send_to(transport: FetchTransport, action: RetryAction) -> AttemptStatu
             None,
             &caller.signal(),
             super::transport::now,
+            || (),
         )
         .await;
     assert!(!format!("{status:?}").contains(SECRET), "{status:?}");

@@ -342,7 +342,7 @@ async fn send_with_token(request: &FrozenRequest) -> AttemptStatus {
     let headers = vec![("authorization".to_owned(), "Bearer tokA".to_owned())];
     let caller = AbortController::new().expect("controller");
     FetchTransport::new(auth_server(), 5_000)
-        .send(&order, &headers, None, &caller.signal(), now)
+        .send(&order, &headers, None, &caller.signal(), now, || ())
         .await
 }
 

@@ -236,13 +236,24 @@ async fn send_with(
     // A host header: it must pass CORS and never appear in an error.
     let headers = vec![("x-canvas-test".to_owned(), "secret-value".to_owned())];
     let status = transport
-        .send(&order, &headers, blob, &caller.signal(), now)
+        .send(&order, &headers, blob, &caller.signal(), now, || {
+            LEFT.with(|left| left.set(left.get() + 1));
+        })
         .await;
     assert!(
         !format!("{status:?}").contains("secret-value"),
         "a header value leaked into {status:?}"
     );
     status
+}
+
+thread_local! {
+    /// How many sends `send_with` was told left (`fetch` took the request).
+    static LEFT: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
+}
+
+fn left() -> u32 {
+    LEFT.with(std::cell::Cell::get)
 }
 
 fn transport() -> FetchTransport {
@@ -581,9 +592,14 @@ async fn s8_the_callers_abort_cancels_the_attempt() {
         Closure::once_into_js(move || caller.abort())
     };
     test_set_timeout(abort.unchecked_ref(), 100);
-    let started = now();
+    let (started, before) = (now(), left());
     let status = send_with(&transport(), RetryAction::Query, &request, None, &caller).await;
     let took = now() - started;
+    assert_eq!(
+        left(),
+        before + 1,
+        "it left once, and was aborted on the way"
+    );
     faults(json!({})).await;
     assert_eq!(status.outcome, AttemptOutcome::Unresolved, "{status:?}");
     assert_eq!(code(&status), Some("transport_unknown"));
@@ -597,7 +613,9 @@ async fn s8_an_already_aborted_signal_sends_nothing() {
     let request = shape("pre-aborted").freeze();
     let caller = AbortController::new().expect("controller");
     caller.abort();
+    let before = left();
     let status = send_with(&transport(), RetryAction::Submit, &request, None, &caller).await;
     assert_eq!(code(&status), Some("transport_unknown"), "{status:?}");
     assert_eq!(server_record(&request.id).await, Value::Null, "never sent");
+    assert_eq!(left(), before, "never said to have left");
 }

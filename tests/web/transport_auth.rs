@@ -63,7 +63,7 @@ async fn send_as(
     }
     let caller = AbortController::new().expect("controller");
     let status = transport()
-        .send(&order, &headers, blob, &caller.signal(), now)
+        .send(&order, &headers, blob, &caller.signal(), now, || ())
         .await;
     let shown = format!("{status:?}");
     for secret in ["secret-value", USER_A, USER_B] {

@@ -179,7 +179,7 @@ impl<H: Host> Scheduler<H> {
                 })));
             return;
         }
-        self.dispatch(now, attempt.id, attempt.action, request);
+        self.dispatch(attempt.id, attempt.action, request);
     }
 
     /// Held, offline or resolved meanwhile: nothing was sent; run it again later.
@@ -195,7 +195,6 @@ impl<H: Host> Scheduler<H> {
     /// Puts the attempt on the wire.
     pub(super) fn dispatch(
         &mut self,
-        now: Millis,
         attempt: AttemptId,
         action: RetryAction,
         request: crate::core::model::FrozenRequest,
@@ -204,14 +203,6 @@ impl<H: Host> Scheduler<H> {
             active.stage = Stage::Sending;
             active.action = action;
         }
-        self.counters.sent += 1;
-        self.event(
-            EventKind::Dispatched,
-            now,
-            Some(&request.id),
-            None,
-            Some(action.as_str().to_owned()),
-        );
         self.effects.push_back(Effect::Send(Box::new(SendOrder {
             attempt,
             action,
@@ -315,23 +306,42 @@ impl<H: Host> Scheduler<H> {
         self.maybe_flush(now);
     }
 
-    /// The driver's answer to a [`SendOrder`].
-    pub fn on_answer(&mut self, now: Millis, attempt: AttemptId, status: AttemptStatus) {
-        if !self.is_running() || self.lease.fenced {
-            return; // S15: a completion after stop changes nothing.
-        }
-        let Some(request_id) = self
-            .active
-            .iter()
-            .find(|(_, a)| a.id == attempt && a.stage == Stage::Sending)
-            .map(|(id, _)| id.clone())
-        else {
+    /// The host put the attempt on the wire (`fetch` was called, or the host's transport
+    /// function): logs `dispatched` and counts the send. Headers, a blob read or a request
+    /// that could not be built end an attempt before this, and then nothing says it was sent.
+    /// The entry asks for no write of its own: it goes with the next batch (the answer's).
+    pub fn on_sent(&mut self, now: Millis, attempt: AttemptId) {
+        let Some((request_id, action, _)) = self.sending(attempt) else {
             return;
         };
-        let (action, denied) = self
-            .active
-            .get(&request_id)
-            .map_or((RetryAction::Query, None), |a| (a.action, a.denied.clone()));
+        self.counters.sent += 1;
+        self.event(
+            EventKind::Dispatched,
+            now,
+            Some(&request_id),
+            None,
+            Some(action.as_str().to_owned()),
+        );
+    }
+
+    /// The request an attempt on the wire carries, its action and the denial it was sent
+    /// after; `None` when the attempt is over, or after stop or a lost lease (S15).
+    fn sending(&self, attempt: AttemptId) -> Option<(String, RetryAction, Option<String>)> {
+        if !self.is_running() || self.lease.fenced {
+            return None;
+        }
+        self.active
+            .iter()
+            .find(|(_, a)| a.id == attempt && a.stage == Stage::Sending)
+            .map(|(id, a)| (id.clone(), a.action, a.denied.clone()))
+    }
+
+    /// The driver's answer to a [`SendOrder`].
+    pub fn on_answer(&mut self, now: Millis, attempt: AttemptId, status: AttemptStatus) {
+        // S15: a completion after stop changes nothing.
+        let Some((request_id, action, denied)) = self.sending(attempt) else {
+            return;
+        };
         let status = match denied {
             Some(reason) => Self::after_denial(status, &reason),
             None => status,

@@ -42,7 +42,7 @@ impl<H: Host> Scheduler<H> {
             self.unsent(now, &request);
         } else {
             match verdict {
-                Authorization::Allowed => self.dispatch(now, attempt, action, request),
+                Authorization::Allowed => self.dispatch(attempt, action, request),
                 Authorization::Unavailable(message) => {
                     let status = AttemptStatus::authorization_unavailable(&message);
                     self.answer_locally(now, &request_id, action, status);
@@ -55,7 +55,7 @@ impl<H: Host> Scheduler<H> {
                     if let Some(active) = self.active.get_mut(&request_id) {
                         active.denied = Some(reason);
                     }
-                    self.dispatch(now, attempt, RetryAction::Query, request);
+                    self.dispatch(attempt, RetryAction::Query, request);
                 }
                 Authorization::Denied(reason) => {
                     let status = AttemptStatus::denied(&reason);

@@ -204,12 +204,7 @@ impl<H: Host> Scheduler<H> {
         self.wake(woken);
         for id in &request.operation_ids {
             self.consider_ready(id);
-            let dependents: Vec<String> = self
-                .dependents
-                .get(id)
-                .map(|d| d.iter().cloned().collect())
-                .unwrap_or_default();
-            for dependent in dependents {
+            for dependent in self.dependents_of(id) {
                 self.consider_ready(&dependent);
             }
         }

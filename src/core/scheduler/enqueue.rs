@@ -1,7 +1,7 @@
 //! Admitting intents: strict validation of the whole batch first, then one change set (so a
 //! whole `enqueueMany` lands in one transaction and bad input changes nothing).
 
-use super::{Lifecycle, Scheduler};
+use super::Scheduler;
 use crate::core::collections::str_set::StrSet;
 use crate::core::error::{ErrorCode, SchedulerError};
 use crate::core::host::Host;
@@ -80,18 +80,7 @@ impl<H: Host> Scheduler<H> {
         inputs: Vec<IntentInput>,
         principal: Option<String>,
     ) -> Result<BatchNo, SchedulerError> {
-        if self.lifecycle == Lifecycle::Closed {
-            return Err(SchedulerError::new(
-                ErrorCode::SchedulerClosed,
-                "the scheduler was stopped",
-            ));
-        }
-        if self.persist.failed {
-            return Err(SchedulerError::new(
-                ErrorCode::StorageUnavailable,
-                "storage failed; call resume() before enqueueing more",
-            ));
-        }
+        self.check_writable()?;
         if self.lease.fenced {
             return Err(SchedulerError::new(
                 ErrorCode::LeaseLost,
@@ -120,11 +109,7 @@ impl<H: Host> Scheduler<H> {
             }
             self.index(id);
         }
-        let barrier = self.want_barrier();
-        self.maybe_flush(now);
-        self.pump(now);
-        self.sync_timer(now);
-        Ok(barrier)
+        Ok(self.after_call(now))
     }
 
     /// Whether a dependency of `id` ends at an operation the host discarded.

@@ -305,11 +305,7 @@ impl<H: Host> Scheduler<H> {
             }
             self.resolve_stale(now, &request_id);
         }
-        let barrier = self.want_barrier();
-        self.maybe_flush(now);
-        self.pump(now);
-        self.sync_timer(now);
-        Ok(barrier)
+        Ok(self.after_call(now))
     }
 
     /// K1: clears a dead letter (or another host-resolvable block) and runs it again with the
@@ -360,11 +356,7 @@ impl<H: Host> Scheduler<H> {
             }
             None => return Err(invalid_state(operation_id, "it is not blocked")),
         }
-        let barrier = self.want_barrier();
-        self.maybe_flush(now);
-        self.pump(now);
-        self.sync_timer(now);
-        Ok(barrier)
+        Ok(self.after_call(now))
     }
 
     /// K1: resolves an operation as discarded. Its dependents are blocked
@@ -433,12 +425,7 @@ impl<H: Host> Scheduler<H> {
                 error: None,
                 canonical: None,
             });
-            let dependents: Vec<String> = self
-                .dependents
-                .get(id)
-                .map(|d| d.iter().cloned().collect())
-                .unwrap_or_default();
-            for dependent in dependents {
+            for dependent in self.dependents_of(id) {
                 if self
                     .ledger
                     .operation(&dependent)
@@ -451,14 +438,11 @@ impl<H: Host> Scheduler<H> {
         if let Some(request) = &request {
             self.release_request(&request.id);
         }
-        let barrier = self.want_barrier();
-        self.maybe_flush(now);
-        self.pump(now);
-        self.sync_timer(now);
-        Ok(barrier)
+        Ok(self.after_call(now))
     }
 
-    fn check_host_action(&self, operation_id: &str) -> Result<(), SchedulerError> {
+    /// A call that writes: refused after stop, and while storage is failed (S13).
+    pub(super) fn check_writable(&self) -> Result<(), SchedulerError> {
         if self.is_closed() {
             return Err(SchedulerError::new(
                 ErrorCode::SchedulerClosed,
@@ -471,6 +455,29 @@ impl<H: Host> Scheduler<H> {
                 "storage failed; call resume() first",
             ));
         }
+        Ok(())
+    }
+
+    /// The end of a call that changed the ledger: its write is ordered (the barrier the call's
+    /// promise waits for), and what it made ready is dispatched.
+    pub(super) fn after_call(&mut self, now: Millis) -> BatchNo {
+        let barrier = self.want_barrier();
+        self.maybe_flush(now);
+        self.pump(now);
+        self.sync_timer(now);
+        barrier
+    }
+
+    /// The operations that named `id` as a dependency.
+    pub(super) fn dependents_of(&self, id: &str) -> Vec<String> {
+        self.dependents
+            .get(id)
+            .map(|d| d.iter().cloned().collect())
+            .unwrap_or_default()
+    }
+
+    fn check_host_action(&self, operation_id: &str) -> Result<(), SchedulerError> {
+        self.check_writable()?;
         if self.ledger.operation(operation_id).is_none() {
             return Err(unknown(operation_id));
         }

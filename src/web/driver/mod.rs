@@ -511,17 +511,18 @@ impl Driver {
                 Err(status) => status,
                 Ok(headers) => {
                     let signal = controller.signal();
+                    let sent = || this.with(|s, now| s.on_sent(now, order.attempt));
                     let mut status = match &js_transport {
                         Some(custom) => {
                             let timeout = transport.timeout_ms();
                             let limit = transport.max_answer_bytes();
                             custom
-                                .send(&order, blob, &signal, timeout, limit, || clock.now())
+                                .send(&order, blob, &signal, timeout, limit, || clock.now(), sent)
                                 .await
                         }
                         None => {
                             transport
-                                .send(&order, &headers, blob, &signal, || clock.now())
+                                .send(&order, &headers, blob, &signal, || clock.now(), sent)
                                 .await
                         }
                     };
