@@ -221,7 +221,9 @@ export interface SchedulerStats {
   leaderOwner: string | null;
 }
 
-/** One entry of the event log (K6). */
+/** One entry of the event log (K6). `dispatched` is logged when the request left (`fetch`
+ * took it, or the host's transport function was called), never for an attempt that ended
+ * before, as when `headers()` threw. */
 export interface LedgerEvent {
   seq: number; at: number;
   kind: "claimed" | "reclaimed" | "dispatched" | "settled" | "retry_scheduled" | "blocked"
