@@ -2,8 +2,8 @@
 //! huge strings, deep or cyclic payloads and `__proto__` keys are `invalid_intent` (or
 //! `payload_too_large`); the core then checks ids, sequences, dependencies and cycles.
 
-use crate::core::collections::key_index::KeyIndex;
 use crate::core::json::{self, quoted};
+use crate::core::model::ExpectedVersions;
 
 use js_sys::Array;
 use wasm_bindgen::prelude::wasm_bindgen;
@@ -218,7 +218,7 @@ pub fn decode_intent(
         let map = text
             .members()
             .ok_or_else(|| invalid("expectedVersions must be an object of canvas id → version"))?;
-        let mut versions = KeyIndex::new();
+        let mut versions = ExpectedVersions::new();
         for (canvas, version) in map.iter() {
             let version = json::from_str::<u64>(version)
                 .ok()

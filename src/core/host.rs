@@ -1,7 +1,7 @@
 //! The host's pure hooks: participants, compile and request ids. They are functions of the
 //! intent, called synchronously by the core; a hook's error blocks only that operation (S6).
 
-use super::collections::key_index::KeyIndex;
+use super::model::ExpectedVersions;
 
 use super::json::{ToJson, Writer};
 use super::model::{Intent, PROTOCOL_VERSION};
@@ -24,7 +24,7 @@ pub struct CompiledRequest {
     /// Canvases the body touches; must equal the participants (S6).
     pub canvas_ids: Vec<String>,
     /// Version guards.
-    pub expected_versions: KeyIndex,
+    pub expected_versions: ExpectedVersions,
 }
 
 /// The hooks the core calls while pumping.
@@ -108,7 +108,7 @@ pub struct WireBody<'a> {
     /// Sorted, unique canvases.
     pub canvas_ids: &'a [String],
     /// Version guards.
-    pub expected_versions: &'a KeyIndex,
+    pub expected_versions: &'a ExpectedVersions,
 }
 
 /// Members in the order serde wrote them when this was derived: bodies frozen by earlier

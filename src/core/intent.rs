@@ -2,7 +2,7 @@
 //! sequences, canvas ids, versions and payload shape are checked. Nothing here touches the
 //! ledger: a batch is validated whole before any of it is admitted.
 
-use super::collections::key_index::KeyIndex;
+use super::model::ExpectedVersions;
 
 use super::collections::str_map::StrMap;
 use super::collections::str_set::StrSet;
@@ -38,7 +38,7 @@ pub struct IntentInput {
     /// Opaque JSON body.
     pub payload: Payload,
     /// Version guards.
-    pub expected_versions: Option<KeyIndex>,
+    pub expected_versions: Option<ExpectedVersions>,
     /// Run id.
     pub run_id: Option<String>,
     /// Coalescing key.

@@ -4,6 +4,10 @@
 
 use super::collections::key_index::KeyIndex;
 
+/// The versions an intent expects of its canvases (SPEC §3, `expectedVersions`): canvas id →
+/// version, sorted by canvas id (the order the wire body writes them in).
+pub type ExpectedVersions = KeyIndex;
+
 use super::json::JsonText;
 
 use super::payload::Payload;
@@ -51,7 +55,7 @@ pub struct Intent {
     /// Opaque JSON body for the server, as checked at enqueue.
     pub payload: Payload,
     /// Optimistic-concurrency guard per canvas.
-    pub expected_versions: KeyIndex,
+    pub expected_versions: ExpectedVersions,
     /// The run this operation belongs to (`run.start`, `run.cancel`).
     pub run_id: Option<String>,
     /// A later pending intent with the same key supersedes this one until it is frozen.
@@ -75,7 +79,7 @@ impl Intent {
             canvas_ids: Vec::new(),
             dependencies: Vec::new(),
             payload: Payload::default(),
-            expected_versions: KeyIndex::new(),
+            expected_versions: ExpectedVersions::new(),
             run_id: None,
             coalesce_key: None,
             blob: None,
@@ -218,7 +222,7 @@ pub struct FrozenRequest {
     /// Sorted, unique canvases the request claims (S4).
     pub canvas_ids: Vec<String>,
     /// Version guards sent with the body.
-    pub expected_versions: KeyIndex,
+    pub expected_versions: ExpectedVersions,
     /// The exact bytes sent on every submit.
     pub body: String,
     /// Digest of `body`, checked before every resend (D5).

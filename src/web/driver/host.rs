@@ -3,7 +3,7 @@
 //! hooks. A hook that throws, returns a Promise or returns the wrong shape blocks only that
 //! operation, with a message (S6).
 
-use crate::core::collections::key_index::KeyIndex;
+use crate::core::model::ExpectedVersions;
 
 use js_sys::{Function, Reflect};
 use wasm_bindgen::prelude::wasm_bindgen;
@@ -107,7 +107,7 @@ fn decode_compiled(value: &JsValue) -> Result<CompiledRequest, SafeError> {
     let payload = crate::web::json::to_json(&get("payload"), "compiled payload")
         .map_err(|m| SafeError::new("compile_failed", &m))?;
     let versions = get("expectedVersions");
-    let mut expected_versions = KeyIndex::new();
+    let mut expected_versions = ExpectedVersions::new();
     if !versions.is_undefined() && !versions.is_null() {
         let text = crate::web::json::to_json(&versions, "compiled expectedVersions");
         match text.as_ref().ok().and_then(JsonText::members) {
