@@ -1,10 +1,8 @@
 //! The host's pure hooks: participants, compile and request ids. They are functions of the
 //! intent, called synchronously by the core; a hook's error blocks only that operation (S6).
 
-use super::model::ExpectedVersions;
-
 use super::json::{ToJson, Writer};
-use super::model::{Intent, PROTOCOL_VERSION};
+use super::model::{ExpectedVersions, Intent, PROTOCOL_VERSION};
 use super::payload::Payload;
 use super::safe_error::SafeError;
 

@@ -4,15 +4,15 @@
 
 use super::collections::key_index::KeyIndex;
 
-/// The versions an intent expects of its canvases (SPEC §3, `expectedVersions`): canvas id →
-/// version, sorted by canvas id (the order the wire body writes them in).
-pub type ExpectedVersions = KeyIndex;
-
 use super::json::JsonText;
 
 use super::payload::Payload;
 
 use super::safe_error::SafeError;
+
+/// The versions an intent expects of its canvases (SPEC §3, `expectedVersions`): canvas id →
+/// version, sorted by canvas id (the order the wire body writes them in).
+pub type ExpectedVersions = KeyIndex;
 
 /// Milliseconds since the Unix epoch. Due times are absolute so throttled timers lose nothing.
 pub type Millis = u64;
