@@ -414,6 +414,7 @@ class WebDriverSession {
   }
 
   close() {
+    this.ended = true;
     return this.http("DELETE", `/session/${this.id}`).catch(() => {});
   }
 }
@@ -463,14 +464,19 @@ class WebDriverPage extends BasePage {
     this.exposed.set(name, handler);
     if (!this.poller) {
       this.poller = (async () => {
-        while (!this.closed) {
+        // Until the page is closed, or its whole session (which closes no page one by one).
+        while (!this.closed && !this.session.ended) {
           await sleep(100);
-          if (this.closed) break;
-          const calls = await this.evaluate(() => (window.__driverCalls ?? []).splice(0)).catch(() => []);
-          for (const [called, value] of calls ?? []) this.exposed.get(called)?.(value);
+          if (this.closed || this.session.ended) break;
+          await this.collectCalls();
         }
       })();
     }
+  }
+  /** Hands the calls queued in the page to their handlers. */
+  async collectCalls() {
+    const calls = await this.evaluate(() => (window.__driverCalls ?? []).splice(0)).catch(() => []);
+    for (const [called, value] of calls ?? []) this.exposed.get(called)?.(value);
   }
   installExposed() {
     if (this.exposed.size === 0) return undefined;
@@ -516,6 +522,8 @@ class WebDriverPage extends BasePage {
     await writeFile(path, Buffer.from(await this.cmd("GET", "/screenshot"), "base64"));
   }
   async close() {
+    // The calls the page made since the last collection are not lost with it.
+    if (this.poller && !this.session.ended) await this.collectCalls();
     this.closed = true;
     await this.cmd("DELETE", "/window");
     this.session.current = null;

@@ -95,8 +95,12 @@ try {
   await cdp.send("Debugger.enable");
   let pauses = 0;
   for (;;) {
+    // An idle page pauses only when its next callback runs, which may be inside a
+    // transaction: the lease is read once the pause has landed, not when it was asked for.
+    const paused = new Promise((resolve) => cdp.once("Debugger.paused", () => resolve(true)));
     await cdp.send("Debugger.pause");
     pauses += 1;
+    if (!(await Promise.race([paused, sleep(3_000).then(() => false)]))) throw new Error("Debugger.pause did not land within 3 s");
     if (await leaseReadable(others.get("b"), 500)) break;
     if (pauses >= 10) throw new Error("every pause landed inside an IndexedDB transaction");
     await cdp.send("Debugger.resume");

@@ -130,7 +130,7 @@ const tests = [
       assert.ok(seen.stats.settled >= 1, `stats.settled ${seen.stats.settled}`);
       // The claim goes once the request's settlement is written: the worker's 100 ms poll
       // brings that to the mirror with no call made.
-      await until("the mirror's claims to empty", () => page.evaluate(() => Object.keys(window.wm.scheduler.claims()).length === 0), 2000);
+      await until("the mirror's claims to empty", () => page.evaluate(() => Object.keys(window.wm.scheduler.claims()).length === 0));
       await appliedOnce(id);
     });
   }],
