@@ -140,16 +140,28 @@ export function conformance(label, makeEngine) {
     assert.equal(dead.state, 'claimed');
     assert.equal((await submit(kit, body('k6'))).status, 409, 'still leased');
     clock += 5_001;
-    const taken = await submit(kit, body('k6'));
-    assert.equal(taken.status, 200);
-    // The old holder wakes up and tries to commit: fenced, its apply never runs.
+    // Another process takes the claim over; before it commits, the old holder wakes up and tries
+    // to commit: fenced by the token, its apply never runs.
+    const second = await engine.store.claim({ principal: 'u1', key: 'k6', digest: await digestOf(kit, 'k6'), now: clock, leaseMs: 5_000 });
+    assert.equal(second.state, 'claimed');
+    assert.ok(second.token > dead.token);
     let ran = false;
     const late = await engine.store.commit({ principal: 'u1', key: 'k6', token: dead.token, now: clock }, async () => {
       ran = true;
       return { status: 200, answer: { outcome: 'applied' } };
     });
     assert.equal(ran, false);
-    assert.notEqual(late.state, 'claimed');
+    assert.equal(late.state, 'lost');
+    // The second holder also dies; the kit takes over after the lease and applies once.
+    clock += 5_001;
+    const taken = await submit(kit, body('k6'));
+    assert.equal(taken.status, 200);
+    const stale = await engine.store.commit({ principal: 'u1', key: 'k6', token: second.token, now: clock }, async () => {
+      ran = true;
+      return { status: 200, answer: { outcome: 'applied' } };
+    });
+    assert.equal(ran, false);
+    assert.equal(stale.state, 'done');
     assert.equal(calls.n, 1);
     assert.equal(await engine.count('u1', 'k6'), 1);
     await done();
