@@ -71,6 +71,17 @@ export function conformance(label, makeEngine) {
     await done();
   });
 
+  test(`${label}: keys and principals with quotes and backslashes are stored as they are`, async () => {
+    const { engine, kit, done } = await setup();
+    const key = "it's \\ a 'key'; DROP TABLE notes; --";
+    const user = "o'brien\\";
+    assert.equal((await submit(kit, body(key), { 'x-user': user })).status, 200);
+    assert.equal((await submit(kit, body(key), { 'x-user': user })).status, 200);
+    assert.equal(await engine.count(user, key), 1);
+    assert.equal((await query(kit, key, { 'x-user': user })).status, 200);
+    await done();
+  });
+
   test(`${label}: a query answers 404 for a key never received, then the stored outcome`, async () => {
     const { kit, done } = await setup();
     const missing = await query(kit, 'k2');
