@@ -1,0 +1,72 @@
+//! One benchmark server process: `node serve.mjs kit|bare sqlite|postgres DB` listens on
+//! 127.0.0.1 and prints {"listening": url}. Both modes do the same domain write (one row per
+//! request); `kit` goes through canvas-scheduler-server, `bare` parses the JSON and writes.
+import { createServer } from 'node:http';
+import Database from 'better-sqlite3';
+import pg from 'pg';
+import { createKit, sqliteStore, postgresStore, toNodeHandler } from '../src/index.js';
+
+const [mode, engine, where] = process.argv.slice(2);
+const DOMAIN = 'CREATE TABLE IF NOT EXISTS bench_notes (principal TEXT, key TEXT, payload TEXT)';
+
+let handler;
+if (engine === 'sqlite') {
+  const db = new Database(where);
+  db.pragma('journal_mode = WAL');
+  db.exec(DOMAIN);
+  const insert = db.prepare('INSERT INTO bench_notes VALUES (?, ?, ?)');
+  if (mode === 'kit') {
+    const kit = createKit({
+      store: sqliteStore({ db }),
+      apply: (request, tx) => {
+        tx.prepare('INSERT INTO bench_notes VALUES (?, ?, ?)').run(request.principal, request.key, JSON.stringify(request.body.payload));
+        return { outcome: 'applied' };
+      },
+    });
+    handler = toNodeHandler(kit.handle);
+  } else {
+    handler = bare(async (body) => void insert.run('anonymous', body.id, JSON.stringify(body.payload)));
+  }
+} else {
+  const pool = new pg.Pool({ connectionString: where, max: 8 });
+  await pool.query(DOMAIN).catch(() => {});
+  if (mode === 'kit') {
+    const kit = createKit({
+      store: postgresStore({ pool }),
+      apply: async (request, tx) => {
+        await tx.query('INSERT INTO bench_notes VALUES ($1, $2, $3)', [request.principal, request.key, JSON.stringify(request.body.payload)]);
+        return { outcome: 'applied' };
+      },
+    });
+    await kit.init();
+    handler = toNodeHandler(kit.handle);
+  } else {
+    handler = bare(async (body) => void (await pool.query('INSERT INTO bench_notes VALUES ($1, $2, $3)', ['anonymous', body.id, JSON.stringify(body.payload)])));
+  }
+}
+
+/** The baseline: read the body, parse it, write, answer — no key, no claim, no stored outcome. */
+function bare(write) {
+  return (req, res) => {
+    const chunks = [];
+    req.on('data', (c) => chunks.push(c));
+    req.on('end', async () => {
+      try {
+        const body = JSON.parse(Buffer.concat(chunks).toString('utf8'));
+        await write(body);
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.end('{"outcome":"applied"}');
+      } catch {
+        res.writeHead(500);
+        res.end();
+      }
+    });
+  };
+}
+
+const server = createServer(handler);
+server.keepAliveTimeout = 60_000;
+server.listen(0, '127.0.0.1', () => {
+  const { port } = /** @type {any} */ (server.address());
+  console.log(JSON.stringify({ listening: `http://127.0.0.1:${port}/v1` }));
+});

@@ -1,0 +1,93 @@
+// Type declarations for canvas-scheduler-server (hand-written; checked by test/types.test.mjs's tsc run).
+
+export type Outcome = 'applied' | 'rejected' | 'accepted';
+
+/** What `apply` returns: the answer stored under the key and sent to every repeat. */
+export interface ApplyResult {
+  outcome: Outcome;
+  error?: { code: string; message: string; details?: unknown };
+  canonical?: unknown;
+  operations?: Array<{ operationId: string; outcome: Outcome; canonical?: unknown; error?: object }>;
+  /** 409 for a rejected conflict; any other rejection is answered 422. Not stored in the body. */
+  status?: 409 | 422;
+  [field: string]: unknown;
+}
+
+/** One submit as `apply` sees it. No request header or credential is passed or stored. */
+export interface SubmitRequest {
+  key: string;
+  principal: string;
+  body: Record<string, unknown>;
+  blob: { bytes: Uint8Array; type: string; size: number; sha256: string } | null;
+  digest: string;
+}
+
+export interface Limits {
+  /** Bytes of the JSON request (default 1 MiB). */
+  maxBodyBytes: number;
+  /** Operations in one batch body (default 256). */
+  maxBatch: number;
+  /** Bytes of an upload's blob (default 16 MiB). */
+  maxBlobBytes: number;
+}
+
+export interface StoredRow {
+  state: 'pending' | 'done';
+  digest: string;
+  status?: number;
+  answer?: unknown;
+}
+
+/** The engine interface both stores implement. `Tx` is what `apply` receives. */
+export interface Store<Tx = unknown> {
+  init(): Promise<void>;
+  claim(args: { principal: string; key: string; digest: string; now: number; leaseMs: number }): Promise<
+    { state: 'claimed'; token: number } | StoredRow
+  >;
+  commit(
+    args: { principal: string; key: string; token: number; now: number },
+    fn: (tx: Tx) => Promise<{ status: number; answer: unknown }>,
+  ): Promise<{ state: 'lost' } | StoredRow>;
+  release(args: { principal: string; key: string; token: number }): Promise<void>;
+  get(args: { principal: string; key: string }): Promise<StoredRow | null>;
+  purge(args: { before: number; limit: number }): Promise<number>;
+  close(): Promise<void>;
+}
+
+export interface KitOptions<Tx = unknown> {
+  store: Store<Tx>;
+  /** The app's domain writes, inside the transaction that stores the outcome. */
+  apply(request: SubmitRequest, tx: Tx): ApplyResult | Promise<ApplyResult>;
+  /** Scopes keys; null or undefined answers 401. Default: one principal, "anonymous". */
+  principal?(request: Request): string | null | undefined | Promise<string | null | undefined>;
+  limits?: Partial<Limits>;
+  /** How long a claim holds a key before another process may take it over (default 30 s). */
+  leaseMs?: number;
+  /** How long outcomes are kept (default 30 days). */
+  retentionMs?: number;
+  now?(): number;
+  onError?(error: unknown): void;
+}
+
+export interface Kit {
+  handle(request: Request): Promise<Response>;
+  init(): Promise<void>;
+  /** Deletes at most `limit` (default 1000) outcomes older than the retention period. */
+  purge(options?: { limit?: number }): Promise<number>;
+  close(): Promise<void>;
+}
+
+export function createKit<Tx>(options: KitOptions<Tx>): Kit;
+/** An open better-sqlite3 Database (typed loosely so the kit needs no @types package). */
+export type SqliteDatabase = any;
+/** A pg Pool; `apply` receives one of its clients inside BEGIN … COMMIT. */
+export type PgPool = any;
+export type PgClient = any;
+export function sqliteStore(options: { db: SqliteDatabase }): Store<SqliteDatabase>;
+export function postgresStore(options: { pool: PgPool; table?: string }): Store<PgClient>;
+export function toNodeHandler(
+  handle: (request: Request) => Promise<Response>,
+): (req: import('node:http').IncomingMessage, res: import('node:http').ServerResponse) => void;
+export const DEFAULT_LIMITS: Readonly<Limits>;
+export const PROTOCOL_VERSION: 1;
+export function canonicalJson(value: unknown): string;

@@ -1,0 +1,121 @@
+//! The protocol v1 handler: routes submit and query, claims the key with a lease, runs the app's
+//! `apply` inside the store's transaction together with the stored outcome, answers repeats.
+
+import { DEFAULT_LIMITS, ProtocolError, parseSubmit, rejected, errorAnswer, json, statusOf } from './protocol.js';
+
+const DAY_MS = 24 * 60 * 60 * 1000;
+
+/**
+ * @param {import('./index.js').KitOptions} options
+ * @returns {import('./index.js').Kit}
+ */
+export function createKit(options) {
+  const { store, apply } = options;
+  if (!store || typeof apply !== 'function') throw new TypeError('createKit needs { store, apply }');
+  const principalOf = options.principal ?? (() => 'anonymous');
+  const limits = { ...DEFAULT_LIMITS, ...(options.limits ?? {}) };
+  const leaseMs = options.leaseMs ?? 30_000;
+  const retentionMs = options.retentionMs ?? 30 * DAY_MS;
+  const now = options.now ?? (() => Date.now());
+  let ready = null;
+  // Keys this process is applying now, with their digest: a repeat is answered 409 (or 422)
+  // at once, without waiting for the store (SQLite's single writer is busy with that apply).
+  /** @type {Map<string, string>} */
+  const inflight = new Map();
+  const init = () => (ready ??= store.init());
+
+  /** @param {Request} request */
+  async function handle(request) {
+    try {
+      await init();
+      const url = new URL(request.url);
+      const query = /\/requests\/([^/]+)$/.exec(url.pathname);
+      const isSubmit = /\/requests$/.test(url.pathname);
+      if (!query && !isSubmit) return errorAnswer(404, 'not_found', 'no such route');
+      const principal = await principalOf(request);
+      if (principal == null) return errorAnswer(401, 'unauthorized', 'no principal for this request');
+      if (typeof principal !== 'string' || principal.length > 256) {
+        throw new TypeError('principal(request) must give a string of at most 256 characters');
+      }
+      if (query) {
+        if (request.method !== 'GET') return rejected(405, 'method_not_allowed', 'query with GET');
+        return await answerQuery(principal, decodeURIComponent(query[1]));
+      }
+      if (request.method !== 'POST') return rejected(405, 'method_not_allowed', 'submit with POST');
+      return await submit(principal, request);
+    } catch (error) {
+      if (error instanceof ProtocolError) return rejected(error.status, error.code, error.message);
+      options.onError?.(error);
+      return errorAnswer(500, 'internal', 'the server failed; retry later', { 'retry-after': '1' });
+    }
+  }
+
+  /** @param {string} principal @param {string} key */
+  async function answerQuery(principal, key) {
+    const row = await store.get({ principal, key });
+    if (!row) return errorAnswer(404, 'not_found', 'this server never received that request');
+    if (row.state === 'pending') return new Response(null, { status: 409 });
+    return json(row.status, row.answer);
+  }
+
+  /** @param {string} principal @param {Request} request */
+  async function submit(principal, request) {
+    const parsed = await parseSubmit(request, limits);
+    const { key, digest } = parsed;
+    const slot = `${principal}\u0000${key}`;
+    const running = inflight.get(slot);
+    if (running !== undefined) return settledOrBusy({ state: 'pending', digest: running }, digest);
+    inflight.set(slot, digest);
+    try {
+      return await claimAndApply(principal, parsed);
+    } finally {
+      inflight.delete(slot);
+    }
+  }
+
+  /** @param {string} principal @param {import('./protocol.js').Submit} parsed */
+  async function claimAndApply(principal, parsed) {
+    const { key, digest } = parsed;
+    const claim = await store.claim({ principal, key, digest, now: now(), leaseMs });
+    if (claim.state !== 'claimed') return settledOrBusy(claim, digest);
+    let result;
+    try {
+      result = await store.commit({ principal, key, token: claim.token, now: now() }, async (tx) => {
+        const answer = await apply(
+          { key, principal, body: parsed.body, blob: parsed.blob, digest },
+          tx,
+        );
+        if (!answer || !['applied', 'rejected', 'accepted'].includes(answer.outcome)) {
+          throw new TypeError('apply must return { outcome: "applied" | "rejected" | "accepted" }');
+        }
+        const { status: _s, ...stored } = answer;
+        return { status: statusOf(answer), answer: stored };
+      });
+    } catch (error) {
+      // Nothing committed: free the key so a retry applies it (the lease would free it anyway).
+      await store.release({ principal, key, token: claim.token }).catch(() => {});
+      throw error;
+    }
+    if (result.state === 'lost') return new Response(null, { status: 409 });
+    return settledOrBusy(result, digest);
+  }
+
+  /** @param {any} row @param {string} digest */
+  function settledOrBusy(row, digest) {
+    if (row.digest !== digest) {
+      return rejected(422, 'idempotency_key_reused', 'this idempotency key was already used with a different request body');
+    }
+    if (row.state === 'pending') return new Response(null, { status: 409 });
+    return json(row.status, row.answer);
+  }
+
+  return {
+    handle,
+    init,
+    purge: async (opts = {}) => {
+      await init();
+      return store.purge({ before: now() - retentionMs, limit: opts.limit ?? 1000 });
+    },
+    close: () => store.close(),
+  };
+}

@@ -1,0 +1,102 @@
+//! The Postgres engine (`pg`): any number of stateless processes on one database. A claim is one
+//! INSERT … ON CONFLICT; the commit locks the key's row (FOR UPDATE) and checks the fencing token,
+//! so a process whose lease was taken over cannot settle the key, and the app's writes commit or
+//! roll back with the outcome.
+
+/** @param {string} schema */
+const ddl = (table) => `
+CREATE TABLE IF NOT EXISTS ${table} (
+  principal TEXT NOT NULL,
+  key TEXT NOT NULL,
+  digest TEXT NOT NULL,
+  state TEXT NOT NULL CHECK (state IN ('pending', 'done')),
+  token BIGINT NOT NULL,
+  lease_until BIGINT NOT NULL,
+  status INTEGER,
+  answer JSONB,
+  settled_at BIGINT,
+  PRIMARY KEY (principal, key)
+);
+CREATE INDEX IF NOT EXISTS ${table}_settled ON ${table} (settled_at) WHERE state = 'done';
+`;
+
+/** @param {any} r */
+const shape = (r) =>
+  r && { ...r, token: Number(r.token), lease_until: Number(r.lease_until), settled_at: r.settled_at == null ? null : Number(r.settled_at) };
+
+/**
+ * @param {{ pool: any, table?: string }} options
+ * @returns {import('./index.js').Store}
+ */
+export function postgresStore({ pool, table = 'csk_outcomes' }) {
+  if (!/^[a-z_][a-z0-9_]*$/.test(table)) throw new TypeError('table must be a plain identifier');
+  const T = table;
+  const get = async (client, principal, key, lock = '') =>
+    shape((await client.query(`SELECT * FROM ${T} WHERE principal = $1 AND key = $2 ${lock}`, [principal, key])).rows[0]) ?? null;
+  return {
+    async init() {
+      const client = await pool.connect();
+      try {
+        // Several processes may start at once: one lock makes the DDL run one at a time.
+        await client.query('SELECT pg_advisory_lock(47110039)');
+        await client.query(ddl(T));
+      } finally {
+        await client.query('SELECT pg_advisory_unlock(47110039)').catch(() => {});
+        client.release();
+      }
+    },
+    async claim({ principal, key, digest, now, leaseMs }) {
+      const { rows } = await pool.query(
+        `INSERT INTO ${T} AS t (principal, key, digest, state, token, lease_until)
+         VALUES ($1, $2, $3, 'pending', 1, $4)
+         ON CONFLICT (principal, key) DO UPDATE SET token = t.token + 1, lease_until = EXCLUDED.lease_until
+         WHERE t.state = 'pending' AND t.lease_until < $5 AND t.digest = EXCLUDED.digest
+         RETURNING token`,
+        [principal, key, digest, now + leaseMs, now],
+      );
+      if (rows.length) return { state: 'claimed', token: Number(rows[0].token) };
+      const existing = await get(pool, principal, key);
+      // Purged between the two statements: the caller sees it as busy and the client retries.
+      return existing ?? { state: 'pending', digest };
+    },
+    async commit({ principal, key, token, now }, fn) {
+      const client = await pool.connect();
+      try {
+        await client.query('BEGIN');
+        const current = await get(client, principal, key, 'FOR UPDATE');
+        if (!current || (current.state === 'pending' && current.token !== token)) {
+          await client.query('ROLLBACK');
+          return { state: 'lost' };
+        }
+        if (current.state === 'done') {
+          await client.query('ROLLBACK');
+          return current;
+        }
+        const { status, answer } = await fn(client);
+        await client.query(
+          `UPDATE ${T} SET state = 'done', status = $1, answer = $2, settled_at = $3 WHERE principal = $4 AND key = $5 AND token = $6`,
+          [status, JSON.stringify(answer), now, principal, key, token],
+        );
+        await client.query('COMMIT');
+        return { state: 'done', digest: current.digest, status, answer };
+      } catch (error) {
+        await client.query('ROLLBACK').catch(() => {});
+        throw error;
+      } finally {
+        client.release();
+      }
+    },
+    async release({ principal, key, token }) {
+      await pool.query(`DELETE FROM ${T} WHERE principal = $1 AND key = $2 AND token = $3 AND state = 'pending'`, [principal, key, token]);
+    },
+    get: ({ principal, key }) => get(pool, principal, key),
+    async purge({ before, limit }) {
+      const { rowCount } = await pool.query(
+        `DELETE FROM ${T} WHERE (principal, key) IN (SELECT principal, key FROM ${T} WHERE state = 'done' AND settled_at < $1 ORDER BY settled_at LIMIT $2)`,
+        [before, limit],
+      );
+      return rowCount ?? 0;
+    },
+    close: () => pool.end(),
+  };
+}

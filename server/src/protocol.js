@@ -1,0 +1,198 @@
+//! Wire protocol v1 (SPEC §7) for the kit: reading a submit's body within limits, the digest that
+//! decides "same request", and the answer constructors. No database here.
+
+import { createHash } from 'node:crypto';
+
+/** The only protocol version the kit accepts. */
+export const PROTOCOL_VERSION = 1;
+
+/** Defaults for the size limits (each one an option of createKit). */
+export const DEFAULT_LIMITS = Object.freeze({
+  maxBodyBytes: 1024 * 1024,
+  maxBatch: 256,
+  maxBlobBytes: 16 * 1024 * 1024,
+});
+
+/** A refusal answered at once and never stored under the key. */
+export class ProtocolError extends Error {
+  /** @param {number} status @param {string} code @param {string} message */
+  constructor(status, code, message) {
+    super(message);
+    this.name = 'ProtocolError';
+    this.status = status;
+    this.code = code;
+  }
+}
+
+/** @param {unknown} v @returns {v is Record<string, unknown>} */
+const isPlainObject = (v) => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/**
+ * JSON with keys sorted at every depth, so a digest does not depend on a serialiser's key order.
+ * @param {unknown} value
+ * @returns {string}
+ */
+export function canonicalJson(value) {
+  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
+  if (isPlainObject(value)) {
+    const keys = Object.keys(value).filter((k) => value[k] !== undefined).sort();
+    return `{${keys.map((k) => `${JSON.stringify(k)}:${canonicalJson(value[k])}`).join(',')}}`;
+  }
+  return JSON.stringify(value ?? null);
+}
+
+/** @param {Uint8Array | string} data */
+export const sha256 = (data) => createHash('sha256').update(data).digest('hex');
+
+/**
+ * Reads a body, refusing it with 413 as soon as it passes `max` bytes (a lying or absent
+ * content-length cannot make the kit buffer more).
+ * @param {Request} request
+ * @param {number} max
+ * @returns {Promise<Uint8Array>}
+ */
+export async function readBody(request, max) {
+  const declared = Number(request.headers.get('content-length'));
+  if (Number.isFinite(declared) && declared > max) throw tooLarge('body', max);
+  if (!request.body) return new Uint8Array(0);
+  const reader = request.body.getReader();
+  const chunks = [];
+  let size = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    size += value.byteLength;
+    if (size > max) {
+      await reader.cancel().catch(() => {});
+      throw tooLarge('body', max);
+    }
+    chunks.push(value);
+  }
+  const out = new Uint8Array(size);
+  let at = 0;
+  for (const c of chunks) {
+    out.set(c, at);
+    at += c.byteLength;
+  }
+  return out;
+}
+
+/** @param {string} what @param {number} max */
+const tooLarge = (what, max) =>
+  new ProtocolError(413, `${what}_too_large`, `the ${what} is larger than ${max} bytes`);
+
+/** @param {string} message */
+const invalid = (message) => new ProtocolError(400, 'invalid_request', message);
+
+/**
+ * @typedef {object} Submit
+ * @property {string} key Idempotency key (the request's `id`).
+ * @property {Record<string, unknown>} body The frozen request as JSON.
+ * @property {{bytes: Uint8Array, type: string, size: number, sha256: string} | null} blob
+ * @property {string} digest Same digest = same request.
+ */
+
+/**
+ * Parses and checks a submit (JSON or multipart/form-data with parts `request` and `blob`).
+ * @param {Request} request
+ * @param {typeof DEFAULT_LIMITS} limits
+ * @returns {Promise<Submit>}
+ */
+export async function parseSubmit(request, limits) {
+  const type = (request.headers.get('content-type') ?? '').toLowerCase();
+  const bytes = await readBody(request, limits.maxBodyBytes + limits.maxBlobBytes);
+  /** @type {unknown} */
+  let json;
+  /** @type {Submit['blob']} */
+  let blob = null;
+  if (type.startsWith('application/json')) {
+    if (bytes.byteLength > limits.maxBodyBytes) throw tooLarge('body', limits.maxBodyBytes);
+    json = parseJson(new TextDecoder().decode(bytes));
+  } else if (type.startsWith('multipart/form-data')) {
+    /** @type {FormData} */
+    let form;
+    try {
+      form = await new Response(bytes, { headers: { 'content-type': type } }).formData();
+    } catch {
+      throw invalid('the multipart body could not be read');
+    }
+    const part = form.get('request');
+    const text = typeof part === 'string' ? part : part ? await part.text() : null;
+    if (text == null) throw invalid('the multipart body has no `request` part');
+    if (new TextEncoder().encode(text).byteLength > limits.maxBodyBytes) {
+      throw tooLarge('body', limits.maxBodyBytes);
+    }
+    json = parseJson(text);
+    const file = form.get('blob');
+    if (file != null && typeof file !== 'string') {
+      if (file.size > limits.maxBlobBytes) throw tooLarge('blob', limits.maxBlobBytes);
+      const data = new Uint8Array(await file.arrayBuffer());
+      blob = { bytes: data, type: file.type, size: data.byteLength, sha256: sha256(data) };
+    }
+  } else {
+    throw new ProtocolError(415, 'unsupported_media_type', 'send application/json or multipart/form-data');
+  }
+  if (!isPlainObject(json)) throw invalid('the body must be a JSON object');
+  if (json.protocolVersion !== PROTOCOL_VERSION) {
+    throw new ProtocolError(422, 'unsupported_protocol', `protocolVersion must be ${PROTOCOL_VERSION}`);
+  }
+  const key = json.id;
+  if (typeof key !== 'string' || key.length === 0 || key.length > 256) {
+    throw invalid('id must be a string of 1..256 characters');
+  }
+  const header = request.headers.get('idempotency-key');
+  if (header != null && header !== key) {
+    throw new ProtocolError(400, 'idempotency_key_mismatch', 'idempotency-key must equal the body id');
+  }
+  const ops = json.operationIds;
+  if (ops !== undefined) {
+    if (!Array.isArray(ops) || ops.length === 0) throw invalid('operationIds must be a non-empty array');
+    if (ops.length > limits.maxBatch) {
+      throw new ProtocolError(413, 'batch_too_large', `a batch carries at most ${limits.maxBatch} operations`);
+    }
+  }
+  const digest = sha256(
+    canonicalJson({ body: json, blob: blob ? { sha256: blob.sha256, size: blob.size } : null }),
+  );
+  return { key, body: json, blob, digest };
+}
+
+/** @param {string} text */
+function parseJson(text) {
+  try {
+    return JSON.parse(text);
+  } catch {
+    throw invalid('the body is not valid JSON');
+  }
+}
+
+/**
+ * @param {number} status
+ * @param {unknown} body
+ * @param {Record<string, string>} [headers]
+ */
+export function json(status, body, headers = {}) {
+  return new Response(JSON.stringify(body), {
+    status,
+    headers: { 'content-type': 'application/json', 'cache-control': 'no-store', ...headers },
+  });
+}
+
+/** A v1 `rejected` answer. @param {number} status @param {string} code @param {string} message */
+export const rejected = (status, code, message) =>
+  json(status, { outcome: 'rejected', error: { code, message } });
+
+/** An answer that is not a protocol outcome (401, 404, 5xx). @param {number} status @param {string} code @param {string} message @param {Record<string,string>} [headers] */
+export const errorAnswer = (status, code, message, headers) =>
+  json(status, { error: { code, message } }, headers);
+
+/**
+ * The HTTP status of an outcome (SPEC §7): applied 200, accepted 202, rejected 422 (or 409 for a
+ * conflict the app names so).
+ * @param {{outcome: string, status?: number}} answer
+ */
+export function statusOf(answer) {
+  if (answer.outcome === 'applied') return 200;
+  if (answer.outcome === 'accepted') return 202;
+  return answer.status === 409 ? 409 : 422;
+}

@@ -1,0 +1,125 @@
+//! The SQLite engine (better-sqlite3, WAL): one connection per process, one transaction at a
+//! time (an async mutex, since `apply` may await), BEGIN IMMEDIATE so several processes on one
+//! file serialise their writes.
+
+const SCHEMA = `
+CREATE TABLE IF NOT EXISTS csk_outcomes (
+  principal TEXT NOT NULL,
+  key TEXT NOT NULL,
+  digest TEXT NOT NULL,
+  state TEXT NOT NULL CHECK (state IN ('pending', 'done')),
+  token INTEGER NOT NULL,
+  lease_until INTEGER NOT NULL,
+  status INTEGER,
+  answer TEXT,
+  settled_at INTEGER,
+  PRIMARY KEY (principal, key)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS csk_outcomes_settled ON csk_outcomes (settled_at) WHERE state = 'done';
+`;
+
+/**
+ * @param {{ db: any }} options An open better-sqlite3 database.
+ * @returns {import('./index.js').Store}
+ */
+export function sqliteStore({ db }) {
+  let tail = Promise.resolve();
+  /** @template T @param {() => Promise<T> | T} fn @returns {Promise<T>} */
+  const exclusive = (fn) => {
+    const run = tail.then(fn);
+    tail = run.then(() => {}, () => {});
+    return run;
+  };
+  /** @template T @param {() => Promise<T> | T} fn @returns {Promise<T>} */
+  const transaction = (fn) =>
+    exclusive(async () => {
+      db.exec('BEGIN IMMEDIATE');
+      try {
+        const out = await fn();
+        db.exec('COMMIT');
+        return out;
+      } catch (error) {
+        if (db.inTransaction) db.exec('ROLLBACK');
+        throw error;
+      }
+    });
+  /** @type {Record<string, any>} */
+  let q;
+  // Reads go through a second, read-only connection (WAL: never blocked by the writer), so a
+  // query for a key whose apply is running answers at once.
+  const reader =
+    db.name && db.name !== ':memory:' && !db.memory
+      ? new /** @type {any} */ (db.constructor)(db.name, { readonly: true, fileMustExist: true })
+      : db;
+  let readOne;
+  const row = (principal, key) => {
+    const r = q.get.get(principal, key);
+    return r ? { ...r, answer: r.answer == null ? null : JSON.parse(r.answer) } : null;
+  };
+  return {
+    async init() {
+      db.pragma('journal_mode = WAL');
+      db.pragma('busy_timeout = 5000');
+      db.exec(SCHEMA);
+      q = {
+        get: db.prepare('SELECT * FROM csk_outcomes WHERE principal = ? AND key = ?'),
+        insert: db.prepare(
+          "INSERT INTO csk_outcomes (principal, key, digest, state, token, lease_until) VALUES (?, ?, ?, 'pending', 1, ?)",
+        ),
+        takeover: db.prepare(
+          "UPDATE csk_outcomes SET token = token + 1, lease_until = ? WHERE principal = ? AND key = ? AND state = 'pending' AND lease_until < ? AND digest = ? RETURNING token",
+        ),
+        settle: db.prepare(
+          "UPDATE csk_outcomes SET state = 'done', status = ?, answer = ?, settled_at = ? WHERE principal = ? AND key = ? AND token = ? AND state = 'pending'",
+        ),
+        release: db.prepare(
+          "DELETE FROM csk_outcomes WHERE principal = ? AND key = ? AND token = ? AND state = 'pending'",
+        ),
+      };
+      // WITHOUT ROWID: purged by key, in bounded batches.
+      q.purgeSelect = db.prepare(
+        "SELECT principal, key FROM csk_outcomes WHERE state = 'done' AND settled_at < ? ORDER BY settled_at LIMIT ?",
+      );
+      readOne = reader.prepare('SELECT * FROM csk_outcomes WHERE principal = ? AND key = ?');
+      q.purgeOne = db.prepare('DELETE FROM csk_outcomes WHERE principal = ? AND key = ?');
+    },
+    claim: ({ principal, key, digest, now, leaseMs }) =>
+      transaction(() => {
+        const existing = row(principal, key);
+        if (!existing) {
+          q.insert.run(principal, key, digest, now + leaseMs);
+          return { state: 'claimed', token: 1 };
+        }
+        const taken = q.takeover.get(now + leaseMs, principal, key, now, digest);
+        if (taken) return { state: 'claimed', token: taken.token };
+        return existing;
+      }),
+    commit: ({ principal, key, token, now }, fn) =>
+      transaction(async () => {
+        const current = row(principal, key);
+        if (!current) return { state: 'lost' };
+        if (current.state === 'done') return current;
+        if (current.token !== token) return { state: 'lost' };
+        const { status, answer } = await fn(db);
+        q.settle.run(status, JSON.stringify(answer), now, principal, key, token);
+        return { state: 'done', digest: current.digest, status, answer };
+      }),
+    release: ({ principal, key, token }) => exclusive(() => void q.release.run(principal, key, token)),
+    get: async ({ principal, key }) => {
+      if (reader === db) return exclusive(() => row(principal, key));
+      const r = readOne.get(principal, key);
+      return r ? { ...r, answer: r.answer == null ? null : JSON.parse(r.answer) } : null;
+    },
+    purge: ({ before, limit }) =>
+      transaction(() => {
+        const rows = q.purgeSelect.all(before, limit);
+        for (const r of rows) q.purgeOne.run(r.principal, r.key);
+        return rows.length;
+      }),
+    close: async () =>
+      exclusive(() => {
+        if (reader !== db) reader.close();
+        db.close();
+      }),
+  };
+}
