@@ -120,7 +120,7 @@ export interface SchedulerOptions {
    * then ends the attempt unresolved with `hook_timeout`).
    */
   attemptTimeoutMs?: number;
-  retry?: { baseMs?: number; maxMs?: number; maxAttempts?: number };
+  retry?: { baseMs?: number; maxMs?: number; maxAttempts?: number; deadLetterAfterMs?: number };
   batch?: { maxOperations?: number; maxBytes?: number };
   /** Largest payload accepted at enqueue, in JSON bytes (default 262144). */
   maxPayloadBytes?: number;

@@ -2,10 +2,12 @@
 //! endpoint last answered properly, not with every attempt it ever made.
 //!
 //! A failed attempt of a request is its *step*; the wait is `retry.delay(step)`. A proper
-//! answer from the endpoint (a verdict, or a query's "never received") shows it is up again:
-//! every step goes back to 0 and retries waiting on backoff alone are due now. Going `online`
-//! and the host's `retryAllNow()` do the same. A wait the server asked for (`Retry-After`) or
-//! the host set (`retryAt`) is not backoff: only `retryAllNow()` moves it.
+//! answer from the endpoint (a verdict) shows it is up again: every step goes back to 0 and
+//! retries waiting on backoff alone are due now. Going `online` and the host's `retryAllNow()`
+//! do the same. A query's "never received" after a failed submit is *not* such an answer (a
+//! server whose write path is down still answers it, K1): the submit it sends waits the step
+//! the failure earned. A wait the server asked for (`Retry-After`) raises the wait but still
+//! earns a step; like one the host set (`retryAt`), only `retryAllNow()` moves it.
 //!
 //! Steps live in memory: a reload starts every request at step 0. The failures counted toward
 //! the dead letter (K1) are the request's own, in the ledger, and are never reset here.
@@ -25,17 +27,31 @@ pub struct Backoff {
 impl Backoff {
     /// Counts a failed attempt of `request_id` and returns its step (0 for the first failure
     /// since the endpoint last answered). `chosen_wait` is true when the server or the host
-    /// chose the wait: such a failure leaves the step where it was.
+    /// chose the wait: it still earns a step (K1: `Retry-After: 0` cannot keep the wait short),
+    /// but the retry no longer waits on backoff alone.
     pub fn fail(&mut self, request_id: &str, chosen_wait: bool) -> u32 {
         let step = self.steps.get(request_id).copied().unwrap_or(0);
+        self.steps
+            .insert(request_id.to_owned(), step.saturating_add(1));
         if chosen_wait {
             self.waiting.remove(request_id);
         } else {
-            self.steps
-                .insert(request_id.to_owned(), step.saturating_add(1));
             self.waiting.insert_str(request_id);
         }
         u32::try_from(step).unwrap_or(u32::MAX)
+    }
+
+    /// A query found `request_id` never received: the step its last failure earned (`None`
+    /// if it has not failed since the endpoint last answered: then it may go at once). The
+    /// resubmit waits on backoff alone unless `chosen_wait`.
+    pub fn never_received(&mut self, request_id: &str, chosen_wait: bool) -> Option<u32> {
+        let step = self.steps.get(request_id).copied()?.checked_sub(1)?;
+        if chosen_wait {
+            self.waiting.remove(request_id);
+        } else {
+            self.waiting.insert_str(request_id);
+        }
+        Some(u32::try_from(step).unwrap_or(u32::MAX))
     }
 
     /// The endpoint answered: every step starts again. Returns the requests whose scheduled
@@ -63,8 +79,18 @@ mod tests {
         let mut backoff = Backoff::default();
         assert_eq!(backoff.fail("r1", false), 0);
         assert_eq!(backoff.fail("r1", false), 1);
-        assert_eq!(backoff.fail("r1", true), 2, "a chosen wait keeps the step");
-        assert_eq!(backoff.fail("r1", false), 2);
+        assert_eq!(
+            backoff.fail("r1", true),
+            2,
+            "a chosen wait still earns a step"
+        );
+        assert_eq!(backoff.fail("r1", false), 3);
+        assert_eq!(
+            backoff.never_received("r1", false),
+            Some(3),
+            "K1: a 404 after the failed submit keeps the step it earned"
+        );
+        assert_eq!(backoff.never_received("r3", false), None);
         assert_eq!(backoff.fail("r2", true), 0);
         assert_eq!(backoff.reset(), ["r1"], "only r1 waits on backoff alone");
         assert_eq!(backoff.fail("r1", false), 0);
