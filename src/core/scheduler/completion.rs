@@ -89,7 +89,7 @@ impl<H: Host> Scheduler<H> {
                         None => retry.due_at_once(now, status.retry_after_ms),
                     }
                 } else {
-                    let step = self.backoff.fail(request_id, chosen);
+                    let step = self.backoff.fail(request_id, chosen, counts);
                     retry.due_at(now, step, status.retry_after_ms, status.retry_at)
                 };
                 self.ledger.schedule_retry(request_id, due, next);
