@@ -123,7 +123,7 @@ mod tests {
             2,
             "K1: poison keeps its step"
         );
-        assert!(backoff.reset().is_empty(), "and waits it out");
+        assert_eq!(backoff.reset(), ["r1"], "p waits its step out");
         assert_eq!(backoff.fail("p", false, false), 3);
         backoff.forget("r1");
         backoff.forget("p");
