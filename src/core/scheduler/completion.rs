@@ -199,6 +199,7 @@ impl<H: Host> Scheduler<H> {
             operation_ids: request.operation_ids.clone(),
             request_id: request_id.to_owned(),
             error,
+            held_canvas_ids: request.canvas_ids.clone(),
         });
     }
 

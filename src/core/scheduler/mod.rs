@@ -32,7 +32,7 @@ use super::poison::PoisonWatch;
 use super::ready_queue::ReadyQueue;
 use super::retry_queue::{RetryEntry, RetryQueue};
 
-pub use inspect::{Compacted, Explanation, FlushOutcome, Known, SchedulerStats};
+pub use inspect::{Compacted, Explanation, FlushOutcome, Known, SchedulerStats, RELEASE_ACTIONS};
 
 /// Handle returned by [`Scheduler::hold`].
 pub type HoldId = u64;

@@ -48,6 +48,9 @@ fn stored_event(
             operation_ids: vec![op.intent.id.clone()],
             request_id: request_id.unwrap_or_default(),
             error: None,
+            // A follower reads the operation, not its request: its own canvases (a batch's
+            // request may hold more; `explain` on the leader names them all).
+            held_canvas_ids: op.intent.canvas_ids.clone(),
         }
     } else {
         Report::Blocked {
