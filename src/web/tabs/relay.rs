@@ -336,6 +336,10 @@ impl Tab {
                     state.own_adopted = state.own_adopted.max(writes_before);
                 }
                 for outcome in outcomes {
+                    if let Some((key, reason)) = &outcome.malformed {
+                        // D4: the entry is set aside in `quarantine`; the leader's host hears it.
+                        self.emit_json(&events::quarantined("inbox", key, reason));
+                    }
                     let Some(error) = outcome.refused else {
                         continue;
                     };
