@@ -145,6 +145,7 @@ fn k1_accepted_and_in_progress_answers_back_off_and_count_toward_the_dead_letter
             base_ms: 100,
             max_ms: 10_000,
             max_attempts: 4,
+            dead_letter_after_ms: 0,
         },
         ..SchedulerConfig::default()
     };

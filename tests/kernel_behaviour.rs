@@ -30,6 +30,7 @@ fn few_attempts() -> SchedulerConfig {
             base_ms: 10,
             max_ms: 100,
             max_attempts: 3,
+            dead_letter_after_ms: 0,
         },
         ..SchedulerConfig::default()
     }
@@ -39,14 +40,57 @@ fn unresolved() -> AttemptStatus {
     AttemptStatus::outcome(AttemptOutcome::Unresolved)
 }
 
-/// Fails every attempt of `request` until it is dead-lettered.
+/// Fails every attempt of `request` until it is dead-lettered: the server says "later"
+/// (`accepted`) each time, which always counts (K1), so this is the request's own failure.
 fn exhaust(h: &mut Harness<CountingHost>, request: &str) {
     for _ in 0..10 {
         if h.wire_ids().iter().any(|id| id == request) {
-            h.answer(request, unresolved());
+            h.answer(request, AttemptStatus::outcome(AttemptOutcome::Accepted));
         }
         h.advance(1_000);
     }
+}
+
+/// K1: a dead letter the host can act on: its report and `explain` name the canvases it holds
+/// and how to release them, and `retry` releases them.
+#[test]
+fn k1_a_dead_letter_says_which_canvases_it_holds_and_how_to_release_them() {
+    let mut h = harness_with(few_attempts());
+    h.enqueue(vec![edit("bad", &["x", "y"]), edit("next", &["y"])])
+        .unwrap();
+    let bad = h.wire_ids()[0].clone();
+    exhaust(&mut h, &bad);
+    let held = h.reports.iter().find_map(|r| match r {
+        Report::DeadLettered {
+            held_canvas_ids, ..
+        } => Some(held_canvas_ids.clone()),
+        _ => None,
+    });
+    assert_eq!(held, Some(vec!["x".to_owned(), "y".to_owned()]));
+    let explained = h.scheduler.explain(h.now, "bad").unwrap();
+    assert_eq!(explained.state, "blocked");
+    assert_eq!(explained.reason, "dead_letter");
+    assert_eq!(
+        explained.held_canvas_ids,
+        Some(vec!["x".to_owned(), "y".to_owned()])
+    );
+    assert_eq!(
+        explained.release,
+        Some(vec!["retry".to_owned(), "discard".to_owned()])
+    );
+    let waiting = h.scheduler.explain(h.now, "next").unwrap();
+    assert_eq!(
+        (waiting.reason.as_str(), waiting.canvas_id.as_deref()),
+        ("waiting_canvas", Some("y"))
+    );
+    assert_eq!(
+        waiting.held_canvas_ids, None,
+        "only the blocked request holds"
+    );
+    h.scheduler.retry(h.now, "bad").unwrap();
+    h.drain();
+    h.advance(1);
+    assert_eq!(h.scheduler.explain(h.now, "bad").unwrap().release, None);
 }
 
 #[test]

@@ -324,26 +324,49 @@ fn s9_a_query_that_finds_nothing_resubmits_the_same_request_byte_for_byte() {
 
 #[test]
 fn s10_retry_after_wins_over_backoff_and_the_due_time_is_absolute() {
-    let mut h = harness();
-    h.enqueue(vec![edit("a", &["c"]), edit("b", &["d"])])
-        .unwrap();
-    let (a, b) = (h.wire_ids()[0].clone(), h.wire_ids()[1].clone());
+    let mut h = harness_with(SchedulerConfig {
+        concurrency: 3,
+        ..SchedulerConfig::default()
+    });
+    h.enqueue(vec![
+        edit("a", &["c"]),
+        edit("b", &["d"]),
+        edit("e", &["f"]),
+    ])
+    .unwrap();
+    let (a, b, e) = (
+        h.wire_ids()[0].clone(),
+        h.wire_ids()[1].clone(),
+        h.wire_ids()[2].clone(),
+    );
     let start = h.now;
     h.answer(
         &a,
         AttemptStatus {
-            retry_after_ms: Some(7),
+            retry_after_ms: Some(700),
             ..unresolved()
         },
+    );
+    // K1: a Retry-After shorter than the step's backoff does not lower it.
+    h.answer(
+        &e,
+        AttemptStatus {
+            retry_after_ms: Some(0),
+            ..unresolved()
+        },
+    );
+    assert_eq!(
+        h.scheduler.ledger().request(&e).unwrap().retry_at,
+        Some(start + 500)
     );
     h.answer(&b, unresolved());
     assert_eq!(
         h.scheduler.ledger().request(&a).unwrap().retry_at,
-        Some(start + 7)
+        Some(start + 700)
     );
     assert_eq!(
         h.store.request(&a).unwrap().retry_at,
-        Some(start + 7),
+        Some(start + 700),
         "stored durably"
     );
     assert_eq!(
@@ -351,7 +374,14 @@ fn s10_retry_after_wins_over_backoff_and_the_due_time_is_absolute() {
         Some(start + 500),
         "backoff 500·2^0: the first failure since the endpoint last answered"
     );
-    h.advance(7);
+    h.advance(500);
+    assert_eq!(
+        h.wire_ids(),
+        [e.as_str(), b.as_str()],
+        "due order, then sequence"
+    );
+    h.wire.clear();
+    h.advance(200);
     assert_eq!(h.wire_ids(), [a.as_str()]);
 }
 
@@ -371,9 +401,10 @@ fn s11_due_retries_run_before_new_ready_work() {
         },
     );
     // b became ready meanwhile, but the slot was taken by nothing; hold to queue both.
+    // (K1: the 5 ms Retry-After is raised to the first step's 500 ms.)
     let hold = h.scheduler.hold(h.now).unwrap();
     h.enqueue(vec![edit("b", &["c2"])]).unwrap();
-    h.advance(10);
+    h.advance(510);
     h.scheduler.release(h.now, hold);
     h.drain();
     assert_eq!(h.wire_ids(), [a], "the due retry goes first");

@@ -116,6 +116,7 @@ impl World {
                 base_ms: 50,
                 max_ms: 2_000,
                 max_attempts: 30,
+                dead_letter_after_ms: 0,
             },
             lease_ms: LEASE_MS,
             group_commit: rng.chance(50),

@@ -6,7 +6,9 @@ use wasm_bindgen::{JsCast, JsValue};
 
 use crate::web::json::{exact_text, is_array, object_keys, LoneSurrogate};
 
-use crate::core::config::{BatchLimits, RetryPolicy, SchedulerConfig};
+use crate::core::config::{
+    BatchLimits, RetryPolicy, SchedulerConfig, DEFAULT_DEAD_LETTER_AFTER_MS,
+};
 use crate::core::error::{ErrorCode, SchedulerError};
 use crate::core::retention::RetentionPolicy;
 use crate::web::transport::DEFAULT_MAX_ANSWER_BYTES;
@@ -221,14 +223,21 @@ pub fn decode_options(options: &JsValue) -> Result<OpenOptions, SchedulerError> 
     }
     let attempt_timeout_ms = integer(options, "attemptTimeoutMs", 100, 600_000)?
         .map_or(DEFAULT_ATTEMPT_TIMEOUT_MS, |t| t as u32);
-    if let Some(retry) = nested(options, "retry", &["baseMs", "maxMs", "maxAttempts"])? {
+    if let Some(retry) = nested(
+        options,
+        "retry",
+        &["baseMs", "maxMs", "maxAttempts", "deadLetterAfterMs"],
+    )? {
         let base_ms = integer(&retry, "baseMs", 1, 3_600_000)?.unwrap_or(500);
         let max_ms = integer(&retry, "maxMs", 1, 86_400_000)?.unwrap_or(30_000.max(base_ms));
         let max_attempts = integer(&retry, "maxAttempts", 1, 10_000)?.unwrap_or(20) as u32;
+        let dead_letter_after_ms = integer(&retry, "deadLetterAfterMs", 0, 604_800_000)?
+            .unwrap_or(DEFAULT_DEAD_LETTER_AFTER_MS);
         config.retry = RetryPolicy {
             base_ms,
             max_ms,
             max_attempts,
+            dead_letter_after_ms,
         };
     }
     if let Some(batch) = nested(options, "batch", &["maxOperations", "maxBytes"])? {

@@ -120,7 +120,7 @@ export interface SchedulerOptions {
    * then ends the attempt unresolved with `hook_timeout`).
    */
   attemptTimeoutMs?: number;
-  retry?: { baseMs?: number; maxMs?: number; maxAttempts?: number };
+  retry?: { baseMs?: number; maxMs?: number; maxAttempts?: number; deadLetterAfterMs?: number };
   batch?: { maxOperations?: number; maxBytes?: number };
   /** Largest payload accepted at enqueue, in JSON bytes (default 262144). */
   maxPayloadBytes?: number;
@@ -158,7 +158,9 @@ export interface SchedulerOptions {
 export type SchedulerEvent =
   | { type: "settled"; operationId: string; requestId?: string; outcome: "applied" | "rejected" | "discarded"; error?: SafeError; canonical?: Json }
   | { type: "blocked"; operationId: string; requestId?: string; reason: string }
-  | { type: "dead_lettered"; operationIds: string[]; requestId: string; error?: SafeError }
+  | { type: "dead_lettered"; operationIds: string[]; requestId: string; error?: SafeError;
+      /** K1: the canvases it holds until released. */
+      heldCanvasIds: string[]; release: ReleaseAction[] }
   | { type: "error"; code: ErrorCode; message: string }
   | { type: "leader_changed"; leader: boolean; owner?: string; fence?: number }
   | { type: "quarantined"; store: string; key: string; reason: string };
@@ -201,7 +203,14 @@ export interface Explanation {
   dueAt?: number;
   attempt?: number;
   blockers: string[];
+  /** K1: when its request is blocked (e.g. a dead letter), the canvases that request holds. */
+  heldCanvasIds?: string[];
+  /** How the host releases them: `retry(id)` or `discard(id)` (with the user's consent). */
+  release?: ReleaseAction[];
 }
+
+/** K1: a host action that releases a blocked request's canvases. */
+export type ReleaseAction = "retry" | "discard";
 
 /** `flush(id)` (K7). */
 export interface FlushResult { started: boolean; explanation: Explanation }

@@ -24,7 +24,13 @@ pub struct RetryPolicy {
     pub max_ms: Millis,
     /// Failed attempts before a request is dead-lettered (K1).
     pub max_attempts: u32,
+    /// K1: the shortest time over which `max_attempts` counted failures may dead-letter a
+    /// request (default 10 minutes), timed from its first counted failure.
+    pub dead_letter_after_ms: Millis,
 }
+
+/// K1's default `retry.deadLetterAfterMs`: 10 minutes.
+pub const DEFAULT_DEAD_LETTER_AFTER_MS: Millis = 600_000;
 
 impl Default for RetryPolicy {
     fn default() -> Self {
@@ -32,6 +38,7 @@ impl Default for RetryPolicy {
             base_ms: 500,
             max_ms: 30_000,
             max_attempts: 20,
+            dead_letter_after_ms: DEFAULT_DEAD_LETTER_AFTER_MS,
         }
     }
 }
@@ -49,7 +56,8 @@ impl RetryPolicy {
     }
 
     /// S10: the absolute due time of the next attempt after attempt number `attempt`. The
-    /// server's `Retry-After` wins, then the host's `retryAt`, then backoff; a wait from outside
+    /// server's `Retry-After` wins, then the host's `retryAt`, then backoff; `Retry-After` only
+    /// raises the wait, never below the backoff `attempt` earned (K1); a wait from outside
     /// is clamped to [`RetryPolicy::max_wait`], every sum saturates, and the result is at least
     /// `now + 1` and never past [`MAX_TIME`], so the record that stores it is always storable.
     pub fn due_at(
@@ -60,12 +68,19 @@ impl RetryPolicy {
         retry_at: Option<Millis>,
     ) -> Millis {
         let wait = match (retry_after_ms, retry_at) {
-            (Some(after), _) => after,
+            (Some(after), _) => after.min(self.max_wait()).max(self.delay(attempt)),
             (None, Some(at)) => at.saturating_sub(now),
             (None, None) => self.delay(attempt),
         };
         now.saturating_add(wait.clamp(1, self.max_wait()))
             .min(MAX_TIME)
+    }
+
+    /// The due time of an attempt that may go at once (a resubmit after a query's "never
+    /// received" with no failure behind it), later only if the server asked (clamped).
+    pub fn due_at_once(&self, now: Millis, retry_after_ms: Option<Millis>) -> Millis {
+        let wait = retry_after_ms.unwrap_or(0).min(self.max_wait()).max(1);
+        now.saturating_add(wait).min(MAX_TIME)
     }
 
     /// A due time read back from storage (or anywhere else), no later than a full wait
@@ -209,6 +224,7 @@ mod tests {
             base_ms: 1,
             max_ms: 1,
             max_attempts: 1,
+            dead_letter_after_ms: 0,
         };
         assert_eq!(tiny.delay(0), 1);
     }
@@ -227,9 +243,11 @@ mod tests {
         assert_eq!(policy.due_at(now, 0, Some(7_000), None), now + 7_000);
         assert_eq!(
             policy.due_at(now, 0, Some(0), None),
-            now + 1,
-            "at least 1 ms"
+            now + 500,
+            "K1: Retry-After: 0 never lowers the wait below the step's backoff"
         );
+        assert_eq!(policy.due_at(now, 3, Some(1_000), None), now + 4_000);
+        assert_eq!(policy.due_at(now, 3, Some(9_000), None), now + 9_000);
         assert_eq!(policy.due_at(now, 0, None, Some(u64::MAX)), now + day);
         assert_eq!(policy.due_at(now, 0, None, Some(now - 5)), now + 1);
         assert_eq!(

@@ -263,6 +263,8 @@ pub enum Report {
         request_id: String,
         /// The last error.
         error: Option<SafeError>,
+        /// The canvases it holds until the host calls `retry` or `discard` (K1).
+        held_canvas_ids: Vec<String>,
     },
     /// A failure the host should know about.
     Error(SchedulerError),

@@ -18,6 +18,7 @@ pub mod model;
 pub mod operation_pages;
 pub mod packed;
 pub mod payload;
+pub mod poison;
 pub mod protocol;
 pub mod ready_queue;
 pub mod retention;

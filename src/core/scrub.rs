@@ -2,10 +2,15 @@
 //! "invalid token Bearer abc…", a server that quotes its input). Before an attempt's status is
 //! recorded or reported, every value `headers()` returned for that attempt is cut out of it.
 //!
-//! A value is scrubbed whole and word by word (words split at whitespace, `,` and `;`: the
-//! token of `Bearer <token>`, each cookie of a `cookie` header), longest first, wherever it is
-//! at least [`MIN_SECRET_CHARS`] long. In codes and messages each occurrence becomes
-//! [`REDACTED`]; details (JSON) holding one are replaced whole by `{omitted: "error_details_redacted"}`.
+//! Not only whole values and words: *every substring* of a value at least [`MIN_SECRET_CHARS`]
+//! long is cut out (a server quoting `abc123` out of `cookie: sid=abc123`, or `s3cret` out of
+//! `Token token="s3cret"`). Text is scanned by windows of [`MIN_SECRET_CHARS`] characters:
+//! every character inside a window that also occurs in a header value is covered, and each run
+//! of covered characters (without its edge whitespace) becomes [`REDACTED`]. This may cut a bit
+//! more than the secret (a word the value shares); it never leaves a piece of one. Details
+//! (JSON) holding such a window are replaced whole by `{omitted: "error_details_redacted"}`.
+
+use std::collections::HashSet;
 
 use super::io::AttemptStatus;
 use super::json::JsonText;
@@ -21,6 +26,17 @@ pub const MIN_SECRET_CHARS: usize = 4;
 /// The header values of one attempt, ready to be cut out of server text.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Secrets(Vec<String>);
+
+/// The [`MIN_SECRET_CHARS`]-character windows of `text`, as byte ranges.
+fn windows(text: &str) -> impl Iterator<Item = (usize, usize)> + '_ {
+    let starts: Vec<usize> = text
+        .char_indices()
+        .map(|(i, _)| i)
+        .chain(std::iter::once(text.len()))
+        .collect();
+    (0..starts.len().saturating_sub(MIN_SECRET_CHARS))
+        .map(move |k| (starts[k], starts[k + MIN_SECRET_CHARS]))
+}
 
 impl Secrets {
     /// The values of `headers` (their names are not secret) and their words.
@@ -46,23 +62,54 @@ impl Secrets {
         self.0.is_empty()
     }
 
-    /// `text` with every secret replaced by [`REDACTED`].
+    /// Every [`MIN_SECRET_CHARS`]-character window of a value (and of its JSON-escaped form).
+    fn grams(&self) -> HashSet<&str> {
+        self.0
+            .iter()
+            .flat_map(|value| windows(value).map(move |(a, b)| &value[a..b]))
+            .collect()
+    }
+
+    /// `text` with every substring of a secret replaced by [`REDACTED`] (module docs).
     pub fn scrub_text(&self, text: &str) -> String {
-        let mut out = text.to_owned();
-        for secret in &self.0 {
-            if out.contains(secret.as_str()) {
-                out = out.replace(secret.as_str(), REDACTED);
+        let grams = self.grams();
+        let mut covered = vec![false; text.len()];
+        let mut any = false;
+        for (a, b) in windows(text) {
+            if grams.contains(&text[a..b]) {
+                covered[a..b].iter_mut().for_each(|c| *c = true);
+                any = true;
             }
         }
+        if !any {
+            return text.to_owned();
+        }
+        let mut out = String::with_capacity(text.len());
+        let mut run = String::new();
+        for (i, c) in text.char_indices() {
+            if covered[i] {
+                run.push(c);
+                continue;
+            }
+            flush_run(&mut out, &mut run);
+            out.push(c);
+        }
+        flush_run(&mut out, &mut run);
         out
     }
 
     fn appears_in_json(&self, json: &str) -> bool {
-        self.0.iter().any(|secret| {
-            let escaped = JsonText::string(secret);
-            let inner = &escaped.text()[1..escaped.text().len() - 1];
-            json.contains(secret.as_str()) || json.contains(inner)
-        })
+        let escaped: Vec<String> = self
+            .0
+            .iter()
+            .map(|secret| {
+                let quoted = JsonText::string(secret);
+                quoted.text()[1..quoted.text().len() - 1].to_owned()
+            })
+            .collect();
+        let escaped = Secrets(escaped);
+        let (plain, escaped) = (self.grams(), escaped.grams());
+        windows(json).any(|(a, b)| plain.contains(&json[a..b]) || escaped.contains(&json[a..b]))
     }
 
     /// One error, scrubbed in place (code, message, details).
@@ -99,6 +146,24 @@ impl Secrets {
             }
         }
     }
+}
+
+/// Appends a covered run as [`REDACTED`], keeping the whitespace at its edges.
+fn flush_run(out: &mut String, run: &mut String) {
+    if run.is_empty() {
+        return;
+    }
+    let trimmed = run.trim();
+    if trimmed.is_empty() {
+        out.push_str(run);
+    } else {
+        let start = run.len() - run.trim_start().len();
+        let end = run.trim_end().len();
+        out.push_str(&run[..start]);
+        out.push_str(REDACTED);
+        out.push_str(&run[end..]);
+    }
+    run.clear();
 }
 
 #[cfg(test)]
@@ -150,6 +215,29 @@ mod tests {
             "seen [redacted] here"
         );
         assert!(!format!("{status:?}").contains("tok-123456"));
+    }
+
+    /// K5: a piece of a header value is a secret too, not only its whitespace-separated words.
+    #[test]
+    fn k5_every_substring_of_a_header_value_is_cut_out() {
+        let secrets = Secrets::of_headers(&[
+            ("cookie".into(), "theme=dark; sid=9f8e7d6c5b".into()),
+            ("authorization".into(), "Token token=\"s3cr3t-tok\"".into()),
+        ]);
+        let mut error = SafeError::new(
+            "unauthorized",
+            "session 9f8e7d6c5b expired; bad credential s3cr3t-tok",
+        )
+        .with_details(JsonText::object(|o| o.member("sid", "9f8e7d6c5b")));
+        secrets.scrub_error(&mut error);
+        assert_eq!(
+            error.message,
+            "session [redacted] expired; bad credential [redacted]"
+        );
+        assert_eq!(
+            error.details.unwrap().text(),
+            r#"{"omitted":"error_details_redacted"}"#
+        );
     }
 
     #[test]

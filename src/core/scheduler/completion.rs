@@ -29,27 +29,45 @@ impl<H: Host> Scheduler<H> {
                     return;
                 }
                 let accepted = status.outcome == AttemptOutcome::Accepted;
-                // S9: a query that finds nothing is the endpoint's answer, not a failure: the
-                // server is up and never received the request, which goes again at once (or
-                // when the server says), and every other backoff starts again.
+                // S9: a query that finds nothing means the server never received the request,
+                // which goes again. K1: it is not a proper answer (a server whose write path is
+                // down answers it too), so it resets no backoff: the submit waits the step the
+                // failed submit earned.
                 let not_found = !accepted
                     && action == RetryAction::Query
                     && status.error.as_ref().is_some_and(|e| e.code == NOT_FOUND);
+                let final_failure = !accepted && status.retryable == Some(false);
+                // K1: an `accepted` (or 409 in progress) that never turns into a verdict counts,
+                // so a server that only ever says "later" ends in a dead letter; a failure that
+                // may be the endpoint's counts only once the endpoint answered others since.
+                let counts = if accepted {
+                    self.poison.answered();
+                    true
+                } else if not_found {
+                    false
+                } else {
+                    final_failure || self.poison.outage_class_failure(request_id)
+                };
                 let mut failures = 0;
                 self.ledger.update_request(request_id, |r| {
                     if accepted {
                         r.phase = RequestPhase::Accepted;
                     }
-                    // K1: an `accepted` (or 409 in progress) that never turns into a verdict
-                    // counts too, so a server that only ever says "later" ends in a dead letter.
-                    if !not_found {
+                    if counts {
                         r.failures = r.failures.saturating_add(1);
                     }
                     r.error = status.error.clone();
                     failures = r.failures;
                 });
-                let final_failure = !accepted && status.retryable == Some(false);
-                if final_failure || failures >= self.config.retry.max_attempts {
+                let spread = if counts {
+                    self.poison.counted(request_id, now)
+                } else {
+                    0
+                };
+                let spent = counts
+                    && failures >= self.config.retry.max_attempts
+                    && spread >= self.config.retry.dead_letter_after_ms;
+                if final_failure || spent {
                     return self.dead_letter(now, request_id, status.error);
                 }
                 // S9: a missing receipt is unknown, so the only write a retry may do is this
@@ -61,15 +79,17 @@ impl<H: Host> Scheduler<H> {
                 };
                 // S10, clamped: no wait from outside is longer than max(maxMs, 24 h), and
                 // the stored due time is always a storable number. Backoff counts the
-                // request's failures since the endpoint last answered (`core::backoff`).
+                // request's failures since the endpoint last answered (`core::backoff`);
+                // `Retry-After` only raises it (K1).
                 let retry = self.config.retry.clone();
+                let chosen = status.retry_after_ms.is_some() || status.retry_at.is_some();
                 let due = if not_found {
-                    self.backoff.forget(request_id);
-                    self.endpoint_answered(now);
-                    retry.due_at(now, 0, Some(status.retry_after_ms.unwrap_or(0)), None)
+                    match self.backoff.never_received(request_id, chosen) {
+                        Some(step) => retry.due_at(now, step, status.retry_after_ms, None),
+                        None => retry.due_at_once(now, status.retry_after_ms),
+                    }
                 } else {
-                    let chosen = status.retry_after_ms.is_some() || status.retry_at.is_some();
-                    let step = self.backoff.fail(request_id, chosen);
+                    let step = self.backoff.fail(request_id, chosen, counts);
                     retry.due_at(now, step, status.retry_after_ms, status.retry_at)
                 };
                 self.ledger.schedule_retry(request_id, due, next);
@@ -96,6 +116,8 @@ impl<H: Host> Scheduler<H> {
         };
         self.retries.cancel(request_id);
         self.backoff.forget(request_id);
+        self.poison.forget(request_id);
+        self.poison.answered();
         self.endpoint_answered(now);
         self.ledger.update_request(request_id, |r| {
             r.phase = RequestPhase::Resolved;
@@ -157,6 +179,7 @@ impl<H: Host> Scheduler<H> {
         };
         self.retries.cancel(request_id);
         self.backoff.forget(request_id);
+        self.poison.forget(request_id);
         self.ledger.update_request(request_id, |r| {
             r.blocked = Some("dead_letter".into());
             r.retry_at = None;
@@ -176,6 +199,7 @@ impl<H: Host> Scheduler<H> {
             operation_ids: request.operation_ids.clone(),
             request_id: request_id.to_owned(),
             error,
+            held_canvas_ids: request.canvas_ids.clone(),
         });
     }
 
@@ -212,7 +236,7 @@ impl<H: Host> Scheduler<H> {
 }
 
 impl<H: Host> Scheduler<H> {
-    /// The endpoint gave a proper answer (a verdict, or a query's "never received"): backoff
+    /// The endpoint gave a proper answer (a verdict): backoff
     /// starts again, and retries that waited on backoff alone are due now (`core::backoff`).
     pub(super) fn endpoint_answered(&mut self, now: Millis) {
         let waiting = self.backoff.reset();

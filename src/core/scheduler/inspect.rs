@@ -30,7 +30,16 @@ pub struct Explanation {
     pub attempt: Option<u32>,
     /// Its blockers.
     pub blockers: Vec<String>,
+    /// K1: when its request is blocked (a dead letter, ...), the canvases that request holds:
+    /// nothing else touching them is sent until the host releases them.
+    pub held_canvas_ids: Option<Vec<String>>,
+    /// How the host releases them: `["retry", "discard"]` (`retry(id)` sends the same frozen
+    /// request again; `discard(id)` gives it up, with the user's consent).
+    pub release: Option<Vec<String>>,
 }
+
+/// K1: how the host releases what a blocked request holds.
+pub const RELEASE_ACTIONS: [&str; 2] = ["retry", "discard"];
 
 /// The result of `flush(id)` (K7).
 #[derive(Clone, Debug, PartialEq)]
@@ -96,6 +105,8 @@ crate::json_record!(Explanation write_only {
     due_at: "dueAt" skip,
     attempt: "attempt" skip,
     blockers: "blockers" required,
+    held_canvas_ids: "heldCanvasIds" skip,
+    release: "release" skip,
 });
 
 crate::json_record!(FlushOutcome write_only {
@@ -214,6 +225,8 @@ impl<H: Host> Scheduler<H> {
             due_at: None,
             attempt: None,
             blockers: op.blockers.clone(),
+            held_canvas_ids: None,
+            release: None,
         };
         if op.phase == OperationPhase::Resolved {
             out.state = "resolved";
@@ -229,6 +242,10 @@ impl<H: Host> Scheduler<H> {
             .as_deref()
             .and_then(|r| self.ledger.request(r))
             .filter(|r| r.is_unresolved());
+        if let Some(request) = request.filter(|r| r.blocked.is_some()) {
+            out.held_canvas_ids = Some(request.canvas_ids.clone());
+            out.release = Some(RELEASE_ACTIONS.map(String::from).to_vec());
+        }
         if let Some(first) = op.blockers.first() {
             out.state = "blocked";
             out.reason = first.clone();

@@ -28,10 +28,11 @@ use super::host::Host;
 use super::io::{AttemptId, BatchNo, Effect, Report};
 use super::ledger::{Ledger, LedgerSnapshot};
 use super::model::{EventKind, Millis, RetryAction, UPLOAD_KIND};
+use super::poison::PoisonWatch;
 use super::ready_queue::ReadyQueue;
 use super::retry_queue::{RetryEntry, RetryQueue};
 
-pub use inspect::{Compacted, Explanation, FlushOutcome, Known, SchedulerStats};
+pub use inspect::{Compacted, Explanation, FlushOutcome, Known, SchedulerStats, RELEASE_ACTIONS};
 
 /// Handle returned by [`Scheduler::hold`].
 pub type HoldId = u64;
@@ -125,6 +126,8 @@ pub struct Scheduler<H: Host> {
     retries: RetryQueue,
     /// Backoff steps since the endpoint last answered (S10).
     backoff: Backoff,
+    /// Which failures count toward the dead letter (K1: poison, not outages).
+    poison: PoisonWatch,
     claims: CanvasClaims,
     /// Operation id → the canvases it waits on (reserved in `claims`).
     waiting: StrMap<(u64, Vec<String>)>,
@@ -175,6 +178,7 @@ impl<H: Host> Scheduler<H> {
             ready: ReadyQueue::default(),
             retries: RetryQueue::default(),
             backoff: Backoff::default(),
+            poison: PoisonWatch::default(),
             claims: CanvasClaims::default(),
             waiting: StrMap::new(),
             dependents: StrMap::new(),

@@ -14,6 +14,9 @@ pub struct Adoption {
     pub operation_ids: Vec<String>,
     /// `None` when admitted; the refusal otherwise (the entry is quarantined).
     pub refused: Option<SchedulerError>,
+    /// An entry that could not even be read (no origin, no ids): its inbox key and the reason
+    /// it was quarantined, for the leader's `onEvent` (D4: set aside, and said so).
+    pub malformed: Option<(String, String)>,
 }
 
 /// Refusals that are about the entry itself; anything else (storage, a lost lease, a stopped
@@ -55,6 +58,12 @@ impl Driver {
                 Ok(entry) => entry,
                 Err(reason) => {
                     refused.push((record, reason.clone()));
+                    outcomes.push(Adoption {
+                        origin: String::new(),
+                        operation_ids: Vec::new(),
+                        refused: None,
+                        malformed: Some((record.key.to_string(), reason.clone())),
+                    });
                     continue;
                 }
             };
@@ -83,6 +92,7 @@ impl Driver {
                 origin: entry.origin.clone(),
                 operation_ids: entry.intents.iter().map(|i| i.id.clone()).collect(),
                 refused: refusal,
+                malformed: None,
             });
         }
         if let Some(barrier) = barrier {

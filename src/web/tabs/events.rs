@@ -7,6 +7,7 @@ use wasm_bindgen::JsValue;
 use crate::core::error::SchedulerError;
 use crate::core::io::Report;
 use crate::core::json::{JsonText, ToJson, Writer};
+use crate::core::scheduler::RELEASE_ACTIONS;
 
 /// A member written only when there is a value (absent, not null: the declarations say
 /// `field?: T`).
@@ -51,11 +52,15 @@ pub fn event_json(report: &Report) -> JsonText {
             operation_ids,
             request_id,
             error,
+            held_canvas_ids,
         } => {
             event.member("type", "dead_lettered");
             event.member("operationIds", operation_ids);
             event.member("requestId", request_id);
             optional(event, "error", error.as_ref());
+            // K1: what it holds and how the host lets go (the same shape as `explain`).
+            event.member("heldCanvasIds", held_canvas_ids);
+            event.member("release", &RELEASE_ACTIONS.map(String::from).to_vec());
         }
         Report::Error(error) => {
             event.member("type", "error");

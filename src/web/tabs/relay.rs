@@ -48,6 +48,9 @@ fn stored_event(
             operation_ids: vec![op.intent.id.clone()],
             request_id: request_id.unwrap_or_default(),
             error: None,
+            // A follower reads the operation, not its request: its own canvases (a batch's
+            // request may hold more; `explain` on the leader names them all).
+            held_canvas_ids: op.intent.canvas_ids.clone(),
         }
     } else {
         Report::Blocked {
@@ -333,6 +336,10 @@ impl Tab {
                     state.own_adopted = state.own_adopted.max(writes_before);
                 }
                 for outcome in outcomes {
+                    if let Some((key, reason)) = &outcome.malformed {
+                        // D4: the entry is set aside in `quarantine`; the leader's host hears it.
+                        self.emit_json(&events::quarantined("inbox", key, reason));
+                    }
                     let Some(error) = outcome.refused else {
                         continue;
                     };

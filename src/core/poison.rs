@@ -1,0 +1,116 @@
+//! Dead letters for poison, not outages (K1).
+//!
+//! A failure that says nothing about the request itself — a transport error, 408, 421, 425,
+//! 429 or 5xx — counts toward `maxAttempts` only when the endpoint has given a *proper answer*
+//! (a verdict or `accepted`, to any request) since this request's previous failure: then the
+//! endpoint works and it is this request it keeps failing. While the endpoint fails every
+//! request, no failure counts. A query's "never received" (404) is not a proper answer: a
+//! server whose write path is down answers it too.
+//!
+//! The time of a request's first counted failure is kept too: `maxAttempts` counted failures
+//! dead-letter it only once `deadLetterAfterMs` has passed since then. Both live in memory, so a
+//! reload starts the window again (later, never sooner); the count itself is in the ledger.
+
+use std::collections::HashMap;
+
+use super::model::Millis;
+
+/// What the dead-letter rule knows of each failing request.
+#[derive(Clone, Copy, Debug)]
+struct Watch {
+    /// The endpoint's proper-answer count at this request's previous failure.
+    answers_seen: u64,
+    /// When a failure of this request first counted in this session.
+    first_counted: Option<Millis>,
+}
+
+/// Proper answers of the endpoint and the failing requests that wait for one.
+#[derive(Debug, Default)]
+pub struct PoisonWatch {
+    answers: u64,
+    requests: HashMap<String, Watch>,
+}
+
+impl PoisonWatch {
+    /// The endpoint gave a proper answer (a verdict or `accepted`) to some request.
+    pub fn answered(&mut self) {
+        self.answers = self.answers.wrapping_add(1);
+    }
+
+    /// A failure of `request_id` that may be the endpoint's (transport, 408, 425, 429, 5xx):
+    /// whether it counts toward the dead letter, that is, whether the endpoint answered some
+    /// request properly since this request's previous failure.
+    pub fn outage_class_failure(&mut self, request_id: &str) -> bool {
+        let answers = self.answers;
+        match self.requests.get_mut(request_id) {
+            Some(watch) => {
+                let counts = watch.answers_seen != answers;
+                watch.answers_seen = answers;
+                counts
+            }
+            None => {
+                self.requests.insert(
+                    request_id.to_owned(),
+                    Watch {
+                        answers_seen: answers,
+                        first_counted: None,
+                    },
+                );
+                false
+            }
+        }
+    }
+
+    /// A failure of `request_id` counted at `now`: returns how long ago its first counted
+    /// failure was (0 for this one).
+    pub fn counted(&mut self, request_id: &str, now: Millis) -> Millis {
+        let answers = self.answers;
+        let watch = self.requests.entry(request_id.to_owned()).or_insert(Watch {
+            answers_seen: answers,
+            first_counted: None,
+        });
+        watch.answers_seen = answers;
+        let first = *watch.first_counted.get_or_insert(now);
+        now.saturating_sub(first)
+    }
+
+    /// The first counted failure of `request_id` in this session, if any (for `explain`).
+    pub fn first_counted(&self, request_id: &str) -> Option<Millis> {
+        self.requests.get(request_id).and_then(|w| w.first_counted)
+    }
+
+    /// `request_id` is resolved, dead-lettered or gone.
+    pub fn forget(&mut self, request_id: &str) {
+        self.requests.remove(request_id);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn k1_failures_count_only_when_the_endpoint_answered_since_the_last_one() {
+        let mut watch = PoisonWatch::default();
+        assert!(
+            !watch.outage_class_failure("r1"),
+            "a first failure proves nothing"
+        );
+        assert!(
+            !watch.outage_class_failure("r1"),
+            "nothing answered: an outage"
+        );
+        watch.answered();
+        assert!(
+            watch.outage_class_failure("r1"),
+            "others are answered: poison"
+        );
+        assert!(!watch.outage_class_failure("r1"));
+        assert_eq!(watch.counted("r1", 1_000), 0);
+        assert_eq!(watch.counted("r1", 61_000), 60_000);
+        assert_eq!(watch.first_counted("r1"), Some(1_000));
+        watch.forget("r1");
+        assert_eq!(watch.first_counted("r1"), None);
+        assert!(!watch.outage_class_failure("r1"));
+    }
+}

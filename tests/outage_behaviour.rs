@@ -1,0 +1,267 @@
+//! K1 on the protocol model: the attempt bound is for poison, not for outages. Each test runs
+//! one scheduler with the default retry options against `SimServer` on the virtual clock,
+//! through ten minutes of a fault, and states the bound: nothing dead-letters during an outage,
+//! every operation drains within one backoff step (`maxMs`) of recovery, the submits of each
+//! request keep to the backoff curve, and a request refused while others succeed dead-letters
+//! once `maxAttempts` counted failures are spread over `deadLetterAfterMs`.
+
+mod common;
+
+use std::collections::BTreeMap;
+
+use canvas_scheduler::core::config::{RetryPolicy, SchedulerConfig};
+use canvas_scheduler::core::host::CountingHost;
+use canvas_scheduler::core::intent::IntentInput;
+use canvas_scheduler::core::io::{AttemptOutcome, AttemptStatus, Report};
+use canvas_scheduler::core::model::{FrozenRequest, Millis, RetryAction};
+use canvas_scheduler::core::safe_error::SafeError;
+use canvas_scheduler::testing::{Harness, ServerFaults, SimServer};
+use common::edit;
+
+/// The virtual clock's step; answers arrive within one step of being sent.
+const TICK_MS: Millis = 50;
+/// How long every fault lasts.
+const OUTAGE_MS: Millis = 600_000;
+
+/// What the endpoint does to one attempt at `elapsed` ms into the run.
+#[derive(Clone, Copy, PartialEq)]
+enum Answer {
+    /// As the model server answers.
+    Normal,
+    /// 503 with this `Retry-After` (ms), nothing applied.
+    Unavailable(Option<Millis>),
+}
+
+/// What a run came to.
+struct Run {
+    /// Request id → times of its submits.
+    submits: BTreeMap<String, Vec<Millis>>,
+    /// Operation ids dead-lettered, with the time.
+    dead: Vec<(Vec<String>, Millis)>,
+    /// When nothing was pending any more (after the last edit).
+    drained_at: Option<Millis>,
+    /// The most failures any request had counted toward its dead letter when the fault ended.
+    counted: u32,
+    server: SimServer,
+}
+
+/// Runs `edits` (time → edits enqueued then) against `fault` for `limit_ms`.
+fn run(
+    limit_ms: Millis,
+    edits: &[(Millis, Vec<IntentInput>)],
+    fault: impl Fn(Millis, RetryAction, &FrozenRequest) -> Answer,
+) -> Run {
+    let config = SchedulerConfig {
+        concurrency: 4,
+        ..SchedulerConfig::default()
+    };
+    let mut h = Harness::new(config, CountingHost::new("outage"));
+    let mut server = SimServer::default();
+    h.start();
+    let start = h.now;
+    let mut submits: BTreeMap<String, Vec<Millis>> = BTreeMap::new();
+    let mut dead = Vec::new();
+    let mut drained_at = None;
+    let mut counted = 0;
+    let mut next_edit = 0;
+    let last_edit = edits.last().map_or(0, |(at, _)| *at);
+    while h.now - start < limit_ms {
+        let elapsed = h.now - start;
+        while next_edit < edits.len() && edits[next_edit].0 <= elapsed {
+            h.enqueue(edits[next_edit].1.clone()).expect("enqueue");
+            next_edit += 1;
+        }
+        while let Some(order) = (!h.wire.is_empty()).then(|| h.wire.remove(0)) {
+            if order.action == RetryAction::Submit {
+                submits
+                    .entry(order.request.id.clone())
+                    .or_default()
+                    .push(elapsed);
+            }
+            let answer = match fault(elapsed, order.action, &order.request) {
+                Answer::Normal => {
+                    server.handle(order.action, &order.request, ServerFaults::default())
+                }
+                Answer::Unavailable(retry_after_ms) => AttemptStatus {
+                    error: Some(SafeError::new("http_503", "service unavailable")),
+                    retry_after_ms,
+                    ..AttemptStatus::outcome(AttemptOutcome::Unresolved)
+                },
+            };
+            h.scheduler.on_answer(h.now, order.attempt, answer);
+            h.drain();
+        }
+        for report in h.reports.drain(..) {
+            if let Report::DeadLettered { operation_ids, .. } = report {
+                dead.push((operation_ids, elapsed));
+            }
+        }
+        if drained_at.is_none() && elapsed >= last_edit && h.scheduler.stats().pending == 0 {
+            drained_at = Some(elapsed);
+        }
+        if elapsed + TICK_MS == OUTAGE_MS {
+            counted = submits
+                .keys()
+                .filter_map(|id| h.scheduler.ledger().request(id).map(|r| r.failures))
+                .max()
+                .unwrap_or(0);
+        }
+        h.advance(TICK_MS);
+    }
+    assert!(
+        server.applied.values().all(|&n| n == 1),
+        "exactly once through the fault"
+    );
+    Run {
+        submits,
+        dead,
+        drained_at,
+        counted,
+        server,
+    }
+}
+
+/// Edits on three canvases: one each at the start, then one every 30 s in turn, for the
+/// length of the outage.
+fn editing() -> Vec<(Millis, Vec<IntentInput>)> {
+    let mut edits = vec![(
+        0,
+        vec![edit("a0", &["a"]), edit("b0", &["b"]), edit("c0", &["c"])],
+    )];
+    for i in 1..20u64 {
+        let canvas = ["a", "b", "c"][(i % 3) as usize];
+        edits.push((i * 30_000, vec![edit(&format!("{canvas}{i}"), &[canvas])]));
+    }
+    edits
+}
+
+/// K1/S10: consecutive submits of one request are at least the backoff of the earlier one's
+/// place apart (`delay(n)` after its n-th submit), up to the clock's step. The first
+/// `forgiven` gaps are not checked: until a request is seen to fail on its own, another
+/// request's verdict (the endpoint is up) may bring its retry forward (S10).
+fn assert_within_the_curve(run: &Run, until: Millis, forgiven: usize) {
+    let policy = RetryPolicy::default();
+    for (request, times) in &run.submits {
+        let times: Vec<Millis> = times.iter().copied().filter(|t| *t < until).collect();
+        for (n, pair) in times.windows(2).enumerate().skip(forgiven) {
+            let floor = policy.delay(n as u32).saturating_sub(TICK_MS);
+            assert!(
+                pair[1] - pair[0] >= floor,
+                "{request}: submit {} came {} ms after the one before, under the curve's {floor} ms: {times:?}",
+                n + 1,
+                pair[1] - pair[0]
+            );
+        }
+    }
+}
+
+/// Every operation is applied within one backoff step (`maxMs`) of recovery (and the round
+/// trips of the edits queued behind it on its canvas: 2 s).
+fn assert_drains_within_a_step(run: &Run, recovered_at: Millis, operations: usize) {
+    let step = RetryPolicy::default().max_ms;
+    let drained = run.drained_at.expect("everything drained");
+    assert!(
+        drained <= recovered_at + step + 2_000,
+        "drained {} ms after recovery, more than one backoff step ({step} ms)",
+        drained.saturating_sub(recovered_at)
+    );
+    assert_eq!(run.server.applied.len(), operations, "every edit applied");
+}
+
+#[test]
+fn k1_a_ten_minute_write_outage_with_retry_after_0_dead_letters_nothing() {
+    // The server: every submit 503 `Retry-After: 0`, queries answered (404).
+    let run = run(OUTAGE_MS + 120_000, &editing(), |elapsed, action, _| {
+        if elapsed < OUTAGE_MS && action == RetryAction::Submit {
+            Answer::Unavailable(Some(0))
+        } else {
+            Answer::Normal
+        }
+    });
+    assert!(run.dead.is_empty(), "dead-lettered: {:?}", run.dead);
+    assert_eq!(run.counted, 0, "K1: no failure of an outage counts");
+    assert_within_the_curve(&run, OUTAGE_MS, 0);
+    assert_drains_within_a_step(&run, OUTAGE_MS, 22);
+    let first = run.submits.values().map(Vec::len).max().unwrap_or(0);
+    assert!(
+        first <= 30,
+        "at most 30 submits of one request in 10 min, not hundreds: {first}"
+    );
+}
+
+#[test]
+fn k1_a_ten_minute_full_outage_dead_letters_nothing() {
+    let run = run(OUTAGE_MS + 120_000, &editing(), |elapsed, _, _| {
+        if elapsed < OUTAGE_MS {
+            Answer::Unavailable(None)
+        } else {
+            Answer::Normal
+        }
+    });
+    assert!(run.dead.is_empty(), "dead-lettered: {:?}", run.dead);
+    assert_eq!(run.counted, 0, "K1: no failure of an outage counts");
+    assert_within_the_curve(&run, OUTAGE_MS, 0);
+    assert_drains_within_a_step(&run, OUTAGE_MS, 22);
+}
+
+#[test]
+fn k1_a_flapping_endpoint_dead_letters_nothing() {
+    // Down 20 s, up 5 s, for ten minutes; then up.
+    let down = |elapsed: Millis| elapsed < OUTAGE_MS && elapsed % 25_000 < 20_000;
+    let run = run(OUTAGE_MS + 120_000, &editing(), |elapsed, _, _| {
+        if down(elapsed) {
+            Answer::Unavailable(None)
+        } else {
+            Answer::Normal
+        }
+    });
+    assert!(run.dead.is_empty(), "dead-lettered: {:?}", run.dead);
+    assert_eq!(run.counted, 0, "K1: no failure of an outage counts");
+    assert_within_the_curve(&run, OUTAGE_MS, 0);
+    assert_drains_within_a_step(&run, OUTAGE_MS, 22);
+}
+
+#[test]
+fn k1_one_poisoned_request_among_healthy_ones_dead_letters_on_time() {
+    // `poison` is refused with a 503 every time; edits on two other canvases every 5 s succeed.
+    let mut edits = vec![(0, vec![edit("poison", &["p"])])];
+    for i in 1..=140u64 {
+        let canvas = if i % 2 == 0 { "h1" } else { "h2" };
+        edits.push((i * 5_000, vec![edit(&format!("h{i}"), &[canvas])]));
+    }
+    let run = run(OUTAGE_MS + 120_000, &edits, |_, _, request| {
+        if request.operation_ids.iter().any(|id| id == "poison") {
+            Answer::Unavailable(None)
+        } else {
+            Answer::Normal
+        }
+    });
+    let policy = RetryPolicy::default();
+    assert_eq!(
+        run.dead.len(),
+        1,
+        "only the poisoned request: {:?}",
+        run.dead
+    );
+    let (operations, at) = &run.dead[0];
+    assert_eq!(operations, &["poison".to_owned()]);
+    assert!(
+        *at >= policy.dead_letter_after_ms,
+        "not before deadLetterAfterMs: {at} ms"
+    );
+    assert!(
+        *at <= policy.dead_letter_after_ms + 2 * policy.max_ms,
+        "on time: {at} ms, within two backoff steps of deadLetterAfterMs"
+    );
+    assert_within_the_curve(&run, OUTAGE_MS, 3);
+    let poisoned = run.submits.values().map(Vec::len).max().unwrap_or(0);
+    assert!(
+        poisoned <= 30,
+        "the poisoned request keeps to its curve, not to the healthy edits' pace: {poisoned} submits"
+    );
+    assert!(
+        run.counted >= policy.max_attempts,
+        "the poison's failures count"
+    );
+    assert_eq!(run.server.applied.len(), 140, "every healthy edit applied");
+}
