@@ -401,3 +401,69 @@ async fn tombstones_are_paged_looked_up_by_id_and_trimmed_by_age_and_count() {
     other.close();
     delete_database(&name).await;
 }
+
+/// Issue 38: `known(ids)` answers every tombstone the ledger holds, past the few thousand
+/// kept in memory and across hundreds of pages (it answered 4,096 of 20,000 before).
+#[wasm_bindgen_test]
+async fn known_answers_every_tombstone_of_100000_compacted_operations() {
+    const COUNT: u64 = 100_000;
+    let name = db_name("retention-known-all");
+    let ledger = IdbLedger::open(&name).await.expect("open");
+    let fence = acquire_fence(&ledger, "tab", 1).await;
+    let tombstone = |key: u64| Tombstone {
+        key,
+        id: format!("op-{key}"),
+        principal: None,
+        digest: "fnv1a64:0".into(),
+        sequence: key,
+        settlement: Settlement::Applied,
+        settled_at: key,
+    };
+    // As the slices write them: a page of at most 256 per batch.
+    let mut first = 1;
+    while first <= COUNT {
+        let last = (first + 255).min(COUNT);
+        let mut write = batch(Some(fence));
+        write.tombstones = (first..=last).map(tombstone).collect();
+        let result = ledger.apply(&write).await;
+        assert!(
+            matches!(
+                result,
+                canvas_scheduler::core::io::PersistResult::Done { .. }
+            ),
+            "{result:?}"
+        );
+        first = last + 1;
+    }
+    ledger.close();
+
+    let (driver, _) = Driver::open(
+        options(&name, "tab-b", RetentionPolicy::default()),
+        None,
+        true,
+    )
+    .await
+    .expect("open");
+    let mut ids: Vec<String> = (1..=COUNT).map(|key| format!("op-{key}")).collect();
+    ids.push("never".into());
+    let known = driver.known(ids.clone()).await.expect("known");
+    assert_eq!(known.len(), ids.len(), "one answer per id");
+    let answered = known[..COUNT as usize]
+        .iter()
+        .zip(&ids)
+        .filter(|(k, id)| matches!(k, Some(Known::Tombstone(t)) if &t.id == *id))
+        .count();
+    assert_eq!(answered, COUNT as usize, "every tombstone, in order");
+    assert!(known[COUNT as usize].is_none(), "an id never stored");
+    // A few ids of old pages, asked alone, after the many.
+    let few = driver
+        .known(vec!["op-1".into(), "op-257".into(), "op-99999".into()])
+        .await
+        .expect("known");
+    assert!(
+        few.iter().all(|k| matches!(k, Some(Known::Tombstone(_)))),
+        "{few:?}"
+    );
+    driver.stop();
+    delete_database(&name).await;
+}

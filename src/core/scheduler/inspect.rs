@@ -169,6 +169,18 @@ crate::json_record!(Compacted write_only {
     principal: "principal" skip,
 });
 
+impl From<&crate::core::retention::Tombstone> for Compacted {
+    fn from(t: &crate::core::retention::Tombstone) -> Self {
+        Self {
+            id: t.id.clone(),
+            compacted: true,
+            outcome: t.settlement,
+            settled_at: t.settled_at,
+            principal: t.principal.clone(),
+        }
+    }
+}
+
 impl<H: Host> Scheduler<H> {
     /// The operation `id` whole, or its tombstone when it was compacted and the tombstone is
     /// at hand (compacted in this session, or looked up: see `learn_tombstones`).
@@ -176,15 +188,9 @@ impl<H: Host> Scheduler<H> {
         if let Some(op) = self.ledger.operation(id) {
             return Some(Known::Operation(Box::new(op.clone())));
         }
-        self.ledger.tombstone(id).map(|t| {
-            Known::Tombstone(Compacted {
-                id: t.id.clone(),
-                compacted: true,
-                outcome: t.settlement,
-                settled_at: t.settled_at,
-                principal: t.principal.clone(),
-            })
-        })
+        self.ledger
+            .tombstone(id)
+            .map(|t| Known::Tombstone(Compacted::from(t)))
     }
 
     /// A gate that stops everything, if any (in D2's words).

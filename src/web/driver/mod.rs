@@ -21,6 +21,8 @@ use crate::core::intent::IntentInput;
 use crate::core::io::{AttemptId, AttemptStatus, BatchNo, Effect, Report, SendOrder};
 use crate::core::loader::Quarantined;
 use crate::core::model::{Millis, UPLOAD_KIND};
+use crate::core::retention::MEMORY_LIMIT;
+use crate::core::scheduler::{Compacted, Known};
 use crate::core::scrub::Secrets;
 use crate::core::Scheduler;
 use crate::web::clock::BrowserClock;
@@ -244,10 +246,7 @@ impl Driver {
 
     /// The record of each of `ids` as `operation(id)` answers it, looking tombstones up in
     /// the ledger first (a compacted operation is known by its tombstone), in order.
-    pub async fn known(
-        &self,
-        ids: Vec<String>,
-    ) -> Result<Vec<Option<crate::core::scheduler::Known>>, SchedulerError> {
+    pub async fn known(&self, ids: Vec<String>) -> Result<Vec<Option<Known>>, SchedulerError> {
         let (store, unknown) = {
             let state = self.state.borrow();
             let ledger = state.scheduler.ledger();
@@ -258,10 +257,27 @@ impl Driver {
                 .collect();
             (state.store.clone(), unknown)
         };
-        let found = store.tombstones(&unknown).await.map_err(unavailable)?;
-        let mut state = self.state.borrow_mut();
-        state.scheduler.learn_tombstones(found);
-        Ok(ids.iter().map(|id| state.scheduler.known(id)).collect())
+        let mut found = store.tombstones(&unknown).await.map_err(unavailable)?;
+        // Answered from what was found, not from the tombstones kept at hand: memory keeps
+        // at most `MEMORY_LIMIT` of them, and a look-up may find any number.
+        found.sort_unstable_by(|a, b| a.id.cmp(&b.id));
+        let answers = {
+            let state = self.state.borrow();
+            ids.iter()
+                .map(|id| {
+                    state.scheduler.known(id).or_else(|| {
+                        let at = found.binary_search_by(|t| t.id.as_str().cmp(id)).ok()?;
+                        Some(Known::Tombstone(Compacted::from(&found[at])))
+                    })
+                })
+                .collect()
+        };
+        // The newest stay at hand for `operation(id)`, as many as memory keeps.
+        found.sort_unstable_by_key(|t| t.key);
+        let at_hand = found.len().saturating_sub(MEMORY_LIMIT);
+        found.drain(..at_hand);
+        self.state.borrow_mut().scheduler.learn_tombstones(found);
+        Ok(answers)
     }
 
     /// Opens the transaction of the batch an enqueue is about to make (see

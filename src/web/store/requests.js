@@ -184,9 +184,16 @@ export async function lookUpTombstones(tx, byId, index, ids) {
   const records =
     index.legacy === 0 ? [] : Promise.all(ids.map((id) => settle(source.get(id))));
   await sync(tx.objectStore(HASHES), index);
+  // Whichever side is shorter is walked: a few ids search each page, many ids (known() of
+  // a whole history) are a set each page's hashes are checked against.
+  const set = new Set(wanted);
   const times = [];
   for (const [time, sorted] of index.pages) {
-    if (wanted.some((hash) => holds(sorted, hash))) times.push(time);
+    const any =
+      sorted.length < wanted.length
+        ? sorted.some((hash) => set.has(hash))
+        : wanted.some((hash) => holds(sorted, hash));
+    if (any) times.push(time);
   }
   const pages = await Promise.all(times.map((time) => settle(store.get([time]))));
   const asked = new Set(ids);

@@ -93,7 +93,9 @@ impl IdbLedger {
             .iter()
             .filter_map(|json| decode::<Tombstone>(&json).ok())
             .collect();
-        tombstones.retain(|tombstone| ids.contains(&tombstone.id));
+        let mut asked: Vec<&str> = ids.iter().map(String::as_str).collect();
+        asked.sort_unstable();
+        tombstones.retain(|tombstone| asked.binary_search(&tombstone.id.as_str()).is_ok());
         Ok(tombstones)
     }
 }
