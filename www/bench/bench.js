@@ -252,16 +252,19 @@ async function throughputInstant({ n, chunk, concurrency, canvases, batch, run =
  * Operations come in runs of `run` on the same canvas (of `canvases`), as an editor dragging
  * a shape produces them: consecutive operations on one canvas are what a batch may carry.
  */
-async function endToEnd({ endpoint, n, chunk, canvases, run, batch, deadlineMs, tag }) {
+async function endToEnd({ endpoint, n, chunk, canvases, run, batch, deadlineMs, tag, concurrency = 2 }) {
   const intents = [];
   for (let i = 0; i < n; i++) intents.push(shapeIntent(`${tag}-${i}`, `${tag}-c${Math.floor(i / run) % canvases}`, i));
-  const options = { database: `bench-${tag}-${Date.now()}`, endpoint, concurrency: 2 };
+  const options = { database: `bench-${tag}-${Date.now()}`, endpoint, concurrency };
   if (batch) options.batch = batch;
   return runScheduler(options, intents, chunk, deadlineMs);
 }
 
-/** 4. Baseline: a plain fetch loop at concurrency 2 posting one protocol v1 request each. */
-async function fetchLoop({ endpoint, n, canvases, deadlineMs, tag }) {
+/**
+ * 4. Baseline: a plain fetch loop at `concurrency` (2 unless given) posting one protocol v1
+ * request each.
+ */
+async function fetchLoop({ endpoint, n, canvases, deadlineMs, tag, concurrency = 2 }) {
   const deadline = now() + deadlineMs;
   let next = 0;
   let applied = 0;
@@ -293,7 +296,7 @@ async function fetchLoop({ endpoint, n, canvases, deadlineMs, tag }) {
     }
   };
   const t0 = now();
-  await Promise.all([worker(), worker()]);
+  await Promise.all(Array.from({ length: concurrency }, worker));
   const ms = now() - t0;
   return { applied, failures, ms, opsPerSec: (applied / ms) * 1000, timedOut: applied < n };
 }

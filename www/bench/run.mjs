@@ -18,7 +18,7 @@ const ROOT = resolve(fileURLToPath(new URL("../..", import.meta.url)));
 const SERVED = ["www/bench/", "pkg/web/"];
 const TYPES = { ".html": "text/html; charset=utf-8", ".js": "text/javascript; charset=utf-8", ".wasm": "application/wasm" };
 /** The whole run's budget; past it everything is stopped and the run fails. */
-const WATCHDOG_MS = 12 * 60_000;
+const WATCHDOG_MS = 17 * 60_000;
 /** The gzipped .wasm budget (wasm-pack.toml [size], read through scripts/manifest). */
 const SIZE_BUDGET = Number(execFileSync(join(ROOT, "scripts", "manifest"), ["gzip-budget"], { encoding: "utf8" }).trim());
 
@@ -31,6 +31,10 @@ const PLAN = {
   instant: { n: 5000, chunk: 500, concurrency: 8, canvases: 100, deadlineMs: 60_000 },
   e2e: { n: 1000, chunk: 500, canvases: 4, deadlineMs: 60_000 },
   fetchLoop: { n: 1000, canvases: 4, deadlineMs: 60_000 },
+  // Issue 38: no batching (the scheduler at concurrency 2) on 20 canvases against the loop at
+  // concurrency 2, and on one canvas (S4: one request at a time) against the loop at
+  // concurrency 1; 400 operations each, at every server delay.
+  canvasSpread: { n: 400, chunk: 400, deadlineMs: 60_000 },
   // The empty ledger is measured first and last: the first timed open of a run can pay a
   // warm-up; the baseline is the faster of the two (both printed).
   history: { sizes: [0, 10_000, 100_000, 0], chunk: 2000, deadlineMs: 240_000 },
@@ -77,9 +81,32 @@ function serveStatic() {
   });
 }
 
+/** The reference server's admin token (its faults set the server's delay). */
+const ADMIN_TOKEN = `bench-${process.pid}`;
+
+/**
+ * `BENCH_SERVER_DELAY_MS=0,30` (the default): the server's delay before each protocol request,
+ * in ms; the end-to-end part runs once at each, the fetch loop measured again at each.
+ */
+const SERVER_DELAYS_MS = (process.env.BENCH_SERVER_DELAY_MS ?? "0,30").split(",").map((d) => {
+  const ms = Number(d);
+  if (!Number.isInteger(ms) || ms < 0 || ms > 1000) throw new Error(`BENCH_SERVER_DELAY_MS: ${d} is not a delay in ms (0 to 1000)`);
+  return ms;
+});
+
+/** Sets the reference server's delay before each protocol request (its admin faults). */
+async function setServerDelay(url, latencyMs) {
+  const reply = await fetch(new URL("/admin/faults", url), {
+    method: "POST",
+    headers: { "content-type": "application/json", "x-admin-token": ADMIN_TOKEN },
+    body: JSON.stringify({ latencyMs }),
+  });
+  if (!reply.ok) throw new Error(`server delay ${latencyMs} ms: ${reply.status} ${await reply.text()}`);
+}
+
 /** Starts `node www/server/server.mjs` on 127.0.0.1; resolves to { url, stop }. */
 async function startReferenceServer(dir) {
-  const child = spawn(process.execPath, [join(ROOT, "www/server/server.mjs"), "--port", "0", "--host", "127.0.0.1", "--db", join(dir, "server.sqlite")], {
+  const child = spawn(process.execPath, [join(ROOT, "www/server/server.mjs"), "--port", "0", "--host", "127.0.0.1", "--db", join(dir, "server.sqlite"), "--admin-token", ADMIN_TOKEN], {
     stdio: ["ignore", "pipe", "inherit"],
   });
   const exited = new Promise((done) => child.once("exit", done));
@@ -215,10 +242,26 @@ async function main() {
     }
 
     // 4. End to end against the reference server, concurrency 2.
-    if (want("e2e")) {
-      const loop = await call(page, "fetchLoop", { endpoint: server.url, tag: `loop${Date.now()}`, ...PLAN.fetchLoop });
+    for (const delay of want("e2e") ? SERVER_DELAYS_MS : []) {
+      await setServerDelay(server.url, delay);
+      const at = `, server delay ${delay} ms`;
+      const loop = await call(page, "fetchLoop", { endpoint: server.url, tag: `loop${delay}x${Date.now()}`, ...PLAN.fetchLoop });
       expect(loop.applied > 0 && loop.failures.length === 0, `fetch loop: ${JSON.stringify(loop.failures)}`);
-      figure("plain fetch loop, concurrency 2", fmt(loop.opsPerSec), "ops/s", "-", "", null, `${loop.applied} requests in ${fmt(loop.ms)} ms${loop.timedOut ? ", TIMED OUT" : ""}`);
+      figure(`plain fetch loop, concurrency 2${at}`, fmt(loop.opsPerSec), "ops/s", "-", "", null, `${loop.applied} requests in ${fmt(loop.ms)} ms${loop.timedOut ? ", TIMED OUT" : ""}`);
+      // Issue 38's targets, each against the loop at its concurrency measured just before.
+      const spread = [
+        ["20 canvases, concurrency 2", 20, 2, delay >= 30 ? 0.95 : 0.8],
+        ["one canvas", 1, 1, 0.9],
+      ];
+      for (const [label, canvases, concurrency, target] of spread) {
+        const tag = `s${delay}c${canvases}x${Date.now()}`;
+        const base = await call(page, "fetchLoop", { endpoint: server.url, tag: `l${tag}`, ...PLAN.canvasSpread, canvases, concurrency });
+        expect(base.applied > 0 && base.failures.length === 0, `fetch loop: ${JSON.stringify(base.failures)}`);
+        const e2e = await call(page, "endToEnd", { endpoint: server.url, batch: null, run: 1, tag: `e${tag}`, ...PLAN.canvasSpread, canvases });
+        expect(e2e.applied > 0 && e2e.rejected === 0 && e2e.errors.length === 0, `end to end ${label}: ${JSON.stringify(e2e)}`);
+        figure(`end-to-end ops/s without batching, ${label}${at}`, fmt(e2e.opsPerSec), "ops/s", fmt(base.opsPerSec), `ops/s (plain fetch loop, concurrency ${concurrency})`, e2e.opsPerSec / base.opsPerSec,
+          `issue 38 target >= ${target}; ${e2e.applied}/${e2e.enqueued} applied in ${e2e.sent} requests, enqueue ${fmt(e2e.enqueueMs)} ms${e2e.timedOut || base.timedOut ? ", TIMED OUT" : ""}`);
+      }
       const batch = { maxOperations: 32, maxBytes: 65536 };
       const cases = [
         ["without batching, canvases interleaved", null, 1],
@@ -227,9 +270,9 @@ async function main() {
         ["with batching 32/64 KiB, canvases interleaved", batch, 1],
       ];
       for (const [label, batch, run] of cases) {
-        const e2e = await call(page, "endToEnd", { endpoint: server.url, batch, run, tag: `e2e${batch ? "b" : "n"}${run}x${Date.now()}`, ...PLAN.e2e });
+        const e2e = await call(page, "endToEnd", { endpoint: server.url, batch, run, tag: `e2e${delay}${batch ? "b" : "n"}${run}x${Date.now()}`, ...PLAN.e2e });
         expect(e2e.applied > 0 && e2e.rejected === 0 && e2e.errors.length === 0, `end to end ${label}: ${JSON.stringify(e2e)}`);
-        figure(`end-to-end ops/s ${label}`, fmt(e2e.opsPerSec), "ops/s", fmt(loop.opsPerSec), "ops/s (plain fetch loop)", e2e.opsPerSec / loop.opsPerSec,
+        figure(`end-to-end ops/s ${label}${at}`, fmt(e2e.opsPerSec), "ops/s", fmt(loop.opsPerSec), "ops/s (plain fetch loop)", e2e.opsPerSec / loop.opsPerSec,
           `${e2e.applied}/${e2e.enqueued} applied in ${e2e.sent} requests; enqueue ${fmt(e2e.enqueueMs)} ms, dispatch ${fmt(e2e.dispatchMs)} ms (${fmt(e2e.dispatchOpsPerSec)} ops/s)${e2e.timedOut ? ", TIMED OUT" : ""}`);
       }
     }
