@@ -86,6 +86,23 @@ async fn a_malformed_options_are_refused_with_codes() {
             "{ database: 'd', endpoint: 'http://x', retry: { base: 1 } }",
             "invalid_options",
         ),
+        // K1: `retry.deadLetterAfterMs` is an integer from 0 to 7 days.
+        (
+            "{ database: 'd', endpoint: 'http://x', retry: { deadLetterAfterMs: -1 } }",
+            "invalid_options",
+        ),
+        (
+            "{ database: 'd', endpoint: 'http://x', retry: { deadLetterAfterMs: 1.5 } }",
+            "invalid_options",
+        ),
+        (
+            "{ database: 'd', endpoint: 'http://x', retry: { deadLetterAfterMs: 604800001 } }",
+            "invalid_options",
+        ),
+        (
+            "{ database: 'd', endpoint: 'http://x', retry: { deadLetterAfterMs: '600000' } }",
+            "invalid_options",
+        ),
         (
             "{ database: 'd', endpoint: 'http://x', concurency: 2 }",
             "invalid_options",
