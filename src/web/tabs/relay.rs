@@ -412,7 +412,7 @@ fn own_work(
                 refuse("the dispatching tab's work")
             }
         }
-        HostAction::Settle => Ok(()),
+        HostAction::Settle | HostAction::WhenSaved => Ok(()),
     }
 }
 
@@ -442,6 +442,7 @@ pub(super) async fn serve(
             driver.settle().await;
             Ok(JsValue::NULL)
         }
+        HostAction::WhenSaved => driver.when_saved().await.map(|saved| to_js(&saved)),
         HostAction::Operations => {
             // Records of the given ids (a tab catching up after a change of leader).
             let ids: Vec<String> = js_sys::Array::from(arg)
