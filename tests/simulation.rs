@@ -56,6 +56,8 @@ struct Tab {
     authorizing: Vec<SendOrder>,
     /// Attempts that left (the host reported them sent).
     left: u64,
+    /// Issue 37: `whenSaved()` calls not yet resolved: the ids each covers, settled so far.
+    saved_watches: Vec<(Vec<String>, usize)>,
 }
 
 struct World {
@@ -103,6 +105,8 @@ struct World {
     /// Operations compacted to tombstones, and enqueues of compacted intents again.
     compacted: u64,
     enqueued_again: u64,
+    /// Issue 37: `whenSaved()` watches that resolved.
+    saved_resolved: u64,
 }
 
 impl World {
@@ -174,6 +178,7 @@ impl World {
             intents: Vec::new(),
             compacted: 0,
             enqueued_again: 0,
+            saved_resolved: 0,
         };
         let _ = world.open_tab();
         world
@@ -221,6 +226,7 @@ impl World {
             online: true,
             authorizing: Vec::new(),
             left: 0,
+            saved_watches: Vec::new(),
         });
         self.collect(self.tabs.len() - 1);
         true
@@ -752,6 +758,63 @@ impl World {
             !(tab.scheduler.is_closed() && tab.wire.is_empty() && tab.persists.is_empty())
         });
         self.check_invariants();
+        self.check_saved();
+    }
+
+    /// Issue 37: `whenSaved()` never resolves while an operation it covers may still be sent.
+    /// The leader takes a watch now and then; once the core says saved, every covered op
+    /// still unsettled must be blocked (by a blocker or its request) and on no wire.
+    fn check_saved(&mut self) {
+        if let Some(l) = self.leader() {
+            if self.rng.chance(5) {
+                let mark = self.tabs[l].scheduler.saved_mark();
+                self.tabs[l].saved_watches.push((mark, 0));
+            }
+        }
+        let now = self.now;
+        let mut resolved: Vec<(usize, Vec<String>)> = Vec::new();
+        for (t, tab) in self.tabs.iter_mut().enumerate() {
+            if tab.scheduler.is_closed() {
+                tab.saved_watches.clear(); // stop() rejects them
+                continue;
+            }
+            let scheduler = &tab.scheduler;
+            tab.saved_watches.retain_mut(|(covered, settled)| {
+                match scheduler.saved_state(now, covered, settled) {
+                    Some(saved) => {
+                        resolved.push((t, saved.blocked));
+                        false
+                    }
+                    None => true,
+                }
+            });
+        }
+        for (t, blocked) in resolved {
+            self.saved_resolved += 1;
+            let tab = &self.tabs[t];
+            let ledger = tab.scheduler.ledger();
+            for id in &blocked {
+                let Some(op) = ledger.operation(id) else {
+                    self.fail(&format!("whenSaved: blocked {id} is not in the ledger"));
+                };
+                let request_blocked = op
+                    .request_id
+                    .as_deref()
+                    .and_then(|r| ledger.request(r))
+                    .is_some_and(|r| r.blocked.is_some());
+                if op.blockers.is_empty() && !request_blocked {
+                    self.fail(&format!("whenSaved resolved while {id} may still be sent"));
+                }
+                let on_wire = tab
+                    .wire
+                    .iter()
+                    .chain(tab.authorizing.iter())
+                    .any(|o| o.request.operation_ids.contains(id));
+                if on_wire {
+                    self.fail(&format!("whenSaved resolved while {id} is in flight"));
+                }
+            }
+        }
     }
 
     /// What the editor may do at any time: hold and release, go offline and online, resume,
@@ -1197,6 +1260,7 @@ struct Tally {
     failed_checks: u64,
     compacted: u64,
     enqueued_again: u64,
+    saved_resolved: u64,
 }
 
 impl Tally {
@@ -1215,6 +1279,7 @@ impl Tally {
         self.failed_checks += other.failed_checks;
         self.compacted += other.compacted;
         self.enqueued_again += other.enqueued_again;
+        self.saved_resolved += other.saved_resolved;
     }
 }
 
@@ -1239,6 +1304,7 @@ fn run_seed(seed: u64, steps: u64) -> Tally {
         failed_checks: world.failed_checks,
         compacted: world.compacted,
         enqueued_again: world.enqueued_again,
+        saved_resolved: world.saved_resolved,
     }
 }
 
@@ -1269,7 +1335,7 @@ fn simulation_invariants_hold_across_seeds() {
     // Written to the stderr handle itself (not captured by the test harness), so CI logs show it.
     let _ = writeln!(
         std::io::stderr(),
-        "simulation: {} seeds, {} steps, {} acknowledged operations, {} batched sends, {} superseded, {} folded into pages, {} host actions ({} refused), {} unauthorized answers, {} version conflicts, {} logins as another user, {} denials after a send, {} failed authorization checks, {} compacted, {} compacted intents enqueued again",
+        "simulation: {} seeds, {} steps, {} acknowledged operations, {} batched sends, {} superseded, {} folded into pages, {} host actions ({} refused), {} unauthorized answers, {} version conflicts, {} logins as another user, {} denials after a send, {} failed authorization checks, {} compacted, {} compacted intents enqueued again, {} whenSaved resolved",
         seeds.len(),
         total.steps,
         total.acknowledged,
@@ -1285,6 +1351,7 @@ fn simulation_invariants_hold_across_seeds() {
         total.failed_checks,
         total.compacted,
         total.enqueued_again,
+        total.saved_resolved,
     );
     assert!(total.acknowledged > 0);
     assert!(
@@ -1300,7 +1367,8 @@ fn simulation_invariants_hold_across_seeds() {
                 && total.late_denials > 0
                 && total.failed_checks > 0
                 && total.compacted > 0
-                && total.enqueued_again > 0),
+                && total.enqueued_again > 0
+                && total.saved_resolved > 0),
         "batching, coalescing, folding, host actions (taken and refused) expired logins, version conflicts and a second user must be exercised"
     );
 }

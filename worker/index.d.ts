@@ -1,13 +1,14 @@
 // Worker mode (`canvas-scheduler/worker`): the same Scheduler API, run in a dedicated worker.
 // The types are the package's own (the `web` entry's declarations).
 import type {
-  CompactedOperation, Explanation, FlushResult, LedgerEvent, OperationIntent, OperationRecord, SchedulerOptions,
-  SchedulerStats,
+  CompactedOperation, Explanation, FlushResult, LedgerEvent, OperationIntent, OperationRecord, PendingOperation,
+  SavedState, SchedulerOptions, SchedulerStats,
 } from "../pkg/web/canvas_scheduler.js";
 
 export type {
   Authorization, BlobRef, CanvasSchedulerError, CompactedOperation, CompiledRequest, ErrorCode, ErrorPolicy, Explanation,
-  FlushResult, FrozenRequest, Json, JsonInput, LedgerEvent, OperationIntent, OperationRecord, SafeError, StoredIntent,
+  FlushResult, FrozenRequest, Json, JsonInput, LedgerEvent, OperationIntent, OperationRecord, PendingOperation, SafeError,
+  SavedState, StoredIntent,
   SchedulerEvent, SchedulerOptions, SchedulerStats, TransportAnswer,
 } from "../pkg/web/canvas_scheduler.js";
 
@@ -61,6 +62,10 @@ export class Scheduler {
   retryAllNow(): Promise<void>;
   retry(id: string): Promise<void>;
   settle(): Promise<void>;
+  /** Issue 37: resolves once every operation enqueued before it is settled or blocked. */
+  whenSaved(): Promise<SavedState>;
+  /** Issue 37: the unsettled operations, from the mirror. */
+  pending(): PendingOperation[];
   start(): void;
   /** From the mirror. */
   stats(): SchedulerStats;

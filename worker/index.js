@@ -7,7 +7,7 @@
 // run on the page. README "Worker mode" says what differs.
 import { Mirror } from "./mirror.js";
 /** @import { WorkerSchedulerOptions } from "./index.js" */
-/** @import { OperationIntent, SchedulerEvent } from "../pkg/web/canvas_scheduler.js" */
+/** @import { OperationIntent, PendingOperation, SavedState, SchedulerEvent } from "../pkg/web/canvas_scheduler.js" */
 /** @import { ErrorData, InMessage, OutMessage } from "./mirror.js" */
 
 const ERROR_NAME = "CanvasSchedulerError";
@@ -299,6 +299,22 @@ export class Scheduler {
 
   settle() {
     return this.#call("settle");
+  }
+
+  /**
+   * Issue 37: answered by the worker's scheduler.
+   * @returns {Promise<SavedState>}
+   */
+  whenSaved() {
+    return this.#call("whenSaved");
+  }
+
+  /**
+   * Issue 37: from the mirror (as fresh as its last update).
+   * @returns {PendingOperation[]}
+   */
+  pending() {
+    return structuredClone(this.#mirror.pending);
   }
 
   stop() {

@@ -10,7 +10,7 @@
 // are dropped oldest first (a resolved operation no longer changes, and asking for it again
 // fetches it again).
 /**
- * @import { CompactedOperation, Explanation, OperationRecord, Scheduler, SchedulerEvent, SchedulerOptions, SchedulerStats }
+ * @import { CompactedOperation, Explanation, OperationRecord, PendingOperation, Scheduler, SchedulerEvent, SchedulerOptions, SchedulerStats }
  *   from "../pkg/web/canvas_scheduler.js"
  */
 
@@ -29,7 +29,7 @@
  */
 /**
  * An update of the mirror; each part present only when it changed.
- * @typedef {{ stats?: SchedulerStats, claims?: Record<string, string>, ops?: Record<string, Entry> }} Update
+ * @typedef {{ stats?: SchedulerStats, claims?: Record<string, string>, pending?: PendingOperation[], ops?: Record<string, Entry> }} Update
  */
 /**
  * The messages between the page (./index.js) and the worker (./serve.js), as ./serve.js
@@ -82,6 +82,8 @@ export class Tracker {
     this.stats = null;
     /** @type {string | null} */
     this.claims = null;
+    /** @type {string | null} */
+    this.pending = null;
     this.cursor = 0;
   }
 
@@ -158,6 +160,12 @@ export class Tracker {
       this.claims = claimsJson;
       update.claims = claims;
     }
+    const pending = scheduler.pending();
+    const pendingJson = JSON.stringify(pending);
+    if (pendingJson !== this.pending) {
+      this.pending = pendingJson;
+      update.pending = pending;
+    }
     const ids = named.length > 0 ? named : this.pollIds();
     /** @type {Record<string, Entry>} */
     const ops = {};
@@ -192,6 +200,8 @@ export class Mirror {
     this.stats = null;
     /** @type {Record<string, string>} */
     this.claims = {};
+    /** @type {PendingOperation[]} */
+    this.pending = [];
     /** @type {Map<string, Entry>} */
     this.ops = new Map();
   }
@@ -201,6 +211,7 @@ export class Mirror {
     if (!update) return;
     if (update.stats) this.stats = update.stats;
     if (update.claims) this.claims = update.claims;
+    if (update.pending) this.pending = update.pending;
     for (const [id, entry] of Object.entries(update.ops ?? {})) {
       this.ops.delete(id);
       this.ops.set(id, entry);

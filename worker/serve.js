@@ -29,7 +29,7 @@ import { Tracker } from "./mirror.js";
 const WORKER_HOOKS = ["compile", "participants", "transport", "headers", "authorize", "classifyError", "onEvent"];
 const PAGE_HOOKS = ["headers", "authorize", "classifyError"];
 /** The Scheduler methods a `call` message may name. */
-const CALLS = ["enqueue", "enqueueMany", "resume", "retryAllNow", "settle", "flush", "retry", "discard", "events", "known"];
+const CALLS = ["enqueue", "enqueueMany", "resume", "retryAllNow", "settle", "whenSaved", "flush", "retry", "discard", "events", "known"];
 /** How often the worker compares its state with what the page last got (stats, claims, every unsettled tracked operation). */
 const POLL_MS = 100;
 /** How long an event or a state update may wait to travel with the next message. */

@@ -208,6 +208,21 @@ impl Scheduler {
         })
     }
 
+    /// Issue 37: resolves once every operation enqueued before the call is settled (applied,
+    /// rejected, discarded) or blocked (dead letters included), never while one of them may
+    /// still be sent; `stop()` rejects it with `scheduler_closed`.
+    #[wasm_bindgen(js_name = whenSaved, unchecked_return_type = "Promise<SavedState>")]
+    pub fn when_saved(&self) -> Promise {
+        self.act(HostAction::WhenSaved, JsValue::NULL, false)
+    }
+
+    /// Issue 37: the unsettled operations in sequence order, for a badge: O(unsettled), no
+    /// storage read.
+    #[wasm_bindgen(js_name = pending, unchecked_return_type = "PendingOperation[]")]
+    pub fn pending_js(&self) -> JsValue {
+        self.tab.pending()
+    }
+
     /// Final: aborts in-flight fetches and hands the ledger to another tab; later answers
     /// change nothing.
     pub fn stop(&self) {

@@ -163,7 +163,11 @@ export type SchedulerEvent =
       heldCanvasIds: string[]; release: ReleaseAction[] }
   | { type: "error"; code: ErrorCode; message: string }
   | { type: "leader_changed"; leader: boolean; owner?: string; fence?: number }
-  | { type: "quarantined"; store: string; key: string; reason: string };
+  | { type: "quarantined"; store: string; key: string; reason: string }
+  /** Issue 37: the unsettled count changed (at most once per animation frame). */
+  | { type: "pending"; count: number }
+  /** Issue 37: the unsettled count reached zero. */
+  | { type: "saved" };
 
 /** An intent as stored (and as the `compile` and `participants` hooks get it): its payload
  * is JSON, its sequence assigned, its file a reference to the blob kept beside the ledger. */
@@ -211,6 +215,21 @@ export interface Explanation {
 
 /** K1: a host action that releases a blocked request's canvases. */
 export type ReleaseAction = "retry" | "discard";
+
+/** One unsettled operation, as `pending()` lists it (issue 37). `reason` is
+ * `explain(id).reason`; `canvasIds` are the operation's canvases (what a blocked one holds). */
+export interface PendingOperation {
+  id: string;
+  state: "queued" | "in_flight" | "retrying" | "blocked";
+  reason: string;
+  attempt: number;
+  nextAttemptAt?: number;
+  canvasIds: string[];
+}
+
+/** What `whenSaved()` resolves with: covered operations settled, and those blocked (dead
+ * letters included) in sequence order. */
+export interface SavedState { settled: number; blocked: string[] }
 
 /** `flush(id)` (K7). */
 export interface FlushResult { started: boolean; explanation: Explanation }

@@ -213,6 +213,32 @@ const tests = [
       }
     });
   }],
+  ["issue 37: whenSaved() waits in the worker until applied; pending() comes through the mirror", async () => {
+    await withPage(async (page) => {
+      await open(page);
+      const id = unique("saved");
+      const seen = await page.evaluate(async (intent) => {
+        const s = window.wm.scheduler;
+        const release = s.hold();
+        await s.enqueue(intent);
+        await s.sync([intent.id]);
+        const pending = s.pending();
+        let saved;
+        const waiting = s.whenSaved().then((v) => (saved = v));
+        await new Promise((resolve) => setTimeout(resolve, 300));
+        const early = saved;
+        release();
+        await waiting;
+        await s.sync();
+        return { pending, early, saved, after: s.pending() };
+      }, shape(id, "canvas-w"));
+      assert.deepEqual(seen.pending.map((e) => [e.id, e.state, e.canvasIds.join()]), [[id, "queued", "canvas-w"]], JSON.stringify(seen.pending));
+      assert.equal(seen.early, undefined, "not saved while held");
+      assert.deepEqual(seen.saved, { settled: 1, blocked: [] });
+      await appliedOnce(id);
+      assert.deepEqual(seen.after, []);
+    });
+  }],
   ["flush, discard and retry go through the worker", async () => {
     await withPage(async (page) => {
       await open(page); // retry: at most 3 attempts, 50-200 ms apart

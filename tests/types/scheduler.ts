@@ -7,7 +7,9 @@ import type {
   LedgerEvent,
   OperationIntent,
   OperationRecord,
+  PendingOperation,
   ProbeReport,
+  SavedState,
   Scheduler,
   SchedulerStats,
 } from "canvas-scheduler";
@@ -40,7 +42,9 @@ export const returnTypes: [
   Same<Returns<"explain">, Explanation>,
   Same<Returns<"stats">, SchedulerStats>,
   Same<ReturnType<typeof probeStorage>, Promise<ProbeReport>>,
-] = [true, true, true, true, true, true, true, true, true, true, true, true, true, true, true, true, true, true, true];
+  Same<Returns<"whenSaved">, Promise<SavedState>>,
+  Same<Returns<"pending">, PendingOperation[]>,
+] = [true, true, true, true, true, true, true, true, true, true, true, true, true, true, true, true, true, true, true, true, true];
 
 /** What a caller of each async method gets after `await`. */
 export async function settleAndRead(scheduler: Scheduler): Promise<number> {
@@ -48,6 +52,20 @@ export async function settleAndRead(scheduler: Scheduler): Promise<number> {
   const events: LedgerEvent[] = await scheduler.events({ after: 0 });
   await scheduler.settle();
   return events.length + (flushed.started ? 1 : 0);
+}
+
+/** Issue 37: a badge from `pending()` and the saved events; `whenSaved()` before leaving. */
+export async function badge(scheduler: Scheduler): Promise<string> {
+  const unsaved: PendingOperation[] = scheduler.pending();
+  const blocked = unsaved.filter((entry) => entry.state === "blocked");
+  const saved: SavedState = await scheduler.whenSaved();
+  return `${unsaved.length} (${blocked.map((entry) => entry.canvasIds.join()).join()}) ${saved.settled} ${saved.blocked.length}`;
+}
+
+export function onEvent(event: import("canvas-scheduler").SchedulerEvent): number {
+  if (event.type === "pending") return event.count;
+  if (event.type === "saved") return 0;
+  return -1;
 }
 
 /** Retention: a compacted operation is told apart by `compacted`. */

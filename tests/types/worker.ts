@@ -33,4 +33,6 @@ export const sameReturns: Mirrors<PageMethods & keyof WorkerScheduler> = {
   retry: true,
   discard: true,
   events: true,
+  whenSaved: true,
+  pending: true,
 };

@@ -671,3 +671,93 @@ async fn k6_dispatched_is_logged_only_for_attempts_that_left() {
         "sent counts what left: {dispatched:?}"
     );
 }
+
+/// Issue 37: `pending()` lists what is unsent, `whenSaved()` waits until the server applied it
+/// (never before), `onEvent` gets `pending` counts and `saved`, and `stop()` rejects a waiting
+/// `whenSaved()` with `scheduler_closed`.
+#[wasm_bindgen_test]
+async fn issue37_when_saved_pending_and_saved_events_in_a_page() {
+    let run = unique("saved");
+    let g = format!("__saved_{}", run.replace('-', "_"));
+    js(&format!(
+        "globalThis.{g} = {{ events: [], gate: null, applied: 0,
+           hold: () => new Promise((resolve) => (globalThis.{g}.gate = resolve)) }}"
+    ));
+    let options = js(&format!(
+        "{{ database: 'cs-api-{run}', owner: 'tab-{run}',
+           onEvent: (e) => {{ if (e.type === 'pending' || e.type === 'saved') globalThis.{g}.events.push(e); }},
+           transport: {{
+             submit: async () => {{ await globalThis.{g}.hold(); globalThis.{g}.applied += 1; return {{ outcome: 'applied' }}; }},
+             query: async () => ({{ status: 404 }}),
+           }} }}"
+    ));
+    let scheduler = match Scheduler::open(options).await {
+        Ok(s) => s,
+        Err(error) => panic!("open failed: {}", code_of(&error)),
+    };
+    scheduler.start().expect("start");
+    one_edit(&scheduler, &run).await;
+    sleep(100).await;
+    let pending = js_sys::Array::from(&scheduler.pending_js());
+    assert_eq!(pending.length(), 1);
+    let entry = pending.get(0);
+    let field = |name: &str| Reflect::get(&entry, &name.into()).unwrap_or(JsValue::UNDEFINED);
+    assert_eq!(field("id").as_string(), Some(format!("{run}-0")));
+    assert_eq!(field("state").as_string().as_deref(), Some("in_flight"));
+    assert_eq!(
+        js_sys::Array::from(&field("canvasIds"))
+            .join(",")
+            .as_string()
+            .as_deref(),
+        Some("c")
+    );
+    let _ = Reflect::set(
+        &js("globalThis"),
+        &format!("{g}_p").into(),
+        &scheduler.when_saved(),
+    );
+    js(&format!(
+        "globalThis.{g}_p.then((v) => (globalThis.{g}.saved = v))"
+    ));
+    sleep(200).await;
+    assert!(
+        js(&format!("globalThis.{g}.saved")).is_undefined(),
+        "not saved while the request is on the wire"
+    );
+    js(&format!("globalThis.{g}.gate()"));
+    let promise: js_sys::Promise =
+        wasm_bindgen::JsCast::unchecked_into(js(&format!("globalThis.{g}_p")));
+    let saved = JsFuture::from(promise).await.expect("whenSaved");
+    assert_eq!(
+        js(&format!("globalThis.{g}.applied")).as_f64(),
+        Some(1.0),
+        "applied before it resolved"
+    );
+    assert_eq!(
+        Reflect::get(&saved, &"settled".into())
+            .ok()
+            .and_then(|v| v.as_f64()),
+        Some(1.0)
+    );
+    sleep(100).await;
+    let events = js(&format!("JSON.stringify(globalThis.{g}.events)"))
+        .as_string()
+        .unwrap_or_default();
+    assert_eq!(
+        events,
+        r#"[{"type":"pending","count":1},{"type":"pending","count":0},{"type":"saved"}]"#
+    );
+    assert_eq!(js_sys::Array::from(&scheduler.pending_js()).length(), 0);
+    // A second edit held on the wire: stop() rejects its whenSaved().
+    let intent = js(&format!(
+        "({{ id: '{run}-1', operationType: 'shape.upsert', canvasIds: ['c'], payload: {{}} }})"
+    ));
+    scheduler.enqueue(intent).await.expect("durable");
+    let waiting = scheduler.when_saved();
+    sleep(50).await;
+    scheduler.stop();
+    let error = JsFuture::from(waiting)
+        .await
+        .expect_err("rejected by stop()");
+    assert_eq!(code_of(&error), "scheduler_closed");
+}

@@ -11,6 +11,8 @@ function schedulerOf(records) {
     claims: () => ({}),
     operation: (id) => records[id],
     explain: (id) => ({ operationId: id, state: records[id]?.phase ?? "compacted" }),
+    pending: () => Object.entries(records).filter(([, r]) => r.phase === "pending")
+      .map(([id]) => ({ id, state: "queued", reason: "ready", attempt: 0, canvasIds: [] })),
   };
 }
 
@@ -49,4 +51,17 @@ test("the page's mirror drops settled entries first when it holds too many", () 
   mirror.apply({ ops });
   assert.equal(mirror.ops.size, 10_000);
   assert.equal(mirror.ops.has("p0"), false, "the compacted entry went first");
+});
+
+test("issue 37: pending() reaches the page's mirror when it changes, and only then", () => {
+  const tracker = new Tracker();
+  const mirror = new Mirror();
+  const records = { a: pending };
+  const first = tracker.update(schedulerOf(records), []);
+  assert.deepEqual(first?.pending?.map((entry) => entry.id), ["a"]);
+  mirror.apply(first);
+  assert.deepEqual(mirror.pending.map((entry) => entry.id), ["a"]);
+  assert.equal(tracker.update(schedulerOf(records), [])?.pending, undefined, "unchanged: not sent again");
+  mirror.apply(tracker.update(schedulerOf({ a: resolved }), []));
+  assert.deepEqual(mirror.pending, []);
 });

@@ -14,6 +14,7 @@ mod host_actions;
 mod inspect;
 mod pump;
 mod recovery;
+mod saved;
 
 use crate::core::collections::seq_set::SeqSet;
 use crate::core::collections::str_map::StrMap;
@@ -33,6 +34,7 @@ use super::ready_queue::ReadyQueue;
 use super::retry_queue::{RetryEntry, RetryQueue};
 
 pub use inspect::{Compacted, Explanation, FlushOutcome, Known, SchedulerStats, RELEASE_ACTIONS};
+pub use saved::{PendingEntry, Saved};
 
 /// Handle returned by [`Scheduler::hold`].
 pub type HoldId = u64;

@@ -73,6 +73,8 @@ struct State {
     controllers: SmallMap<AttemptId, AbortController>,
     barrier_waiters: Vec<(BatchNo, Signal)>,
     settle_waiters: Vec<Signal>,
+    /// `whenSaved()` calls: woken after every step to check again.
+    saved_waiters: Vec<Signal>,
     sink: Option<ReportSink>,
     wake: Option<WakeSignals>,
     send_hooks: Rc<SendHooks>,
@@ -153,6 +155,7 @@ impl Driver {
             controllers: SmallMap::new(),
             barrier_waiters: Vec::new(),
             settle_waiters: Vec::new(),
+            saved_waiters: Vec::new(),
             sink,
             wake: None,
             send_hooks: Rc::new(options.send_hooks),
@@ -321,6 +324,36 @@ impl Driver {
         for waiter in waiters {
             waiter.resolve();
         }
+        let waiters = std::mem::take(&mut self.state.borrow_mut().saved_waiters);
+        for waiter in waiters {
+            waiter.resolve();
+        }
+    }
+
+    /// Issue 37: resolves once every operation unsettled now is settled or blocked (the
+    /// decision is the core's [`Scheduler::saved_state`]); `scheduler_closed` on `stop()`.
+    pub async fn when_saved(&self) -> Result<crate::core::scheduler::Saved, SchedulerError> {
+        let mut covered = self.inspect(|s, _| s.saved_mark());
+        let mut settled = 0;
+        loop {
+            let signal = {
+                let mut state = self.state.borrow_mut();
+                if state.scheduler.is_closed() {
+                    return Err(SchedulerError::new(
+                        ErrorCode::SchedulerClosed,
+                        "the scheduler was stopped before everything was saved",
+                    ));
+                }
+                let now = state.clock.now();
+                if let Some(saved) = state.scheduler.saved_state(now, &mut covered, &mut settled) {
+                    return Ok(saved);
+                }
+                let signal = Signal::new();
+                state.saved_waiters.push(signal.clone());
+                signal
+            };
+            signal.wait().await;
+        }
     }
 
     /// S16: resolves once nothing is in flight, including work started while waiting.
@@ -447,6 +480,10 @@ impl Driver {
             signal.resolve();
         }
         for signal in settled {
+            signal.resolve();
+        }
+        let saved = std::mem::take(&mut self.state.borrow_mut().saved_waiters);
+        for signal in saved {
             signal.resolve();
         }
     }

@@ -21,10 +21,12 @@ pub enum HostAction {
     Events,
     /// The records of some ids: a tab catching up after a change of leader.
     Operations,
+    /// `whenSaved()` (issue 37).
+    WhenSaved,
 }
 
 /// Each action and its name on the channel.
-const NAMES: [(HostAction, &str); 8] = [
+const NAMES: [(HostAction, &str); 9] = [
     (HostAction::Flush, "flush"),
     (HostAction::Retry, "retry"),
     (HostAction::Discard, "discard"),
@@ -33,6 +35,7 @@ const NAMES: [(HostAction, &str); 8] = [
     (HostAction::Settle, "settle"),
     (HostAction::Events, "events"),
     (HostAction::Operations, "operations"),
+    (HostAction::WhenSaved, "whenSaved"),
 ];
 
 impl HostAction {

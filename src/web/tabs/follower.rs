@@ -171,7 +171,7 @@ impl Tab {
         if let Some(message) = message {
             self.post(&message);
         }
-        if action != HostAction::Settle {
+        if !matches!(action, HostAction::Settle | HostAction::WhenSaved) {
             let weak = Rc::downgrade(&self.state);
             let state = self.state.borrow();
             state.clock.set_timer(
@@ -335,6 +335,43 @@ impl Tab {
             let _ = Reflect::set(&explanation, &name.into(), &value);
         }
         Ok(explanation.into())
+    }
+
+    /// Issue 37: the unsettled operations in sequence order. While following: this tab's own,
+    /// as the leader last relayed them (`queued` for `not_leader`, or `blocked`).
+    pub fn pending(&self) -> JsValue {
+        if let Some(driver) = self.driver() {
+            return driver.inspect(|s, now| to_js(&s.pending(now)));
+        }
+        let state = self.state.borrow();
+        let mut entries: Vec<crate::core::scheduler::PendingEntry> = Vec::new();
+        for id in state.mine.iter() {
+            let Some(view) = state.views.get(id) else {
+                continue;
+            };
+            let Ok(op) = crate::web::store::codec::decode::<Operation>(&view) else {
+                continue;
+            };
+            if op.phase == OperationPhase::Resolved {
+                continue;
+            }
+            let blocked = op.blockers.first().cloned();
+            entries.push(crate::core::scheduler::PendingEntry {
+                id: id.clone(),
+                state: if blocked.is_some() {
+                    "blocked"
+                } else {
+                    "queued"
+                },
+                reason: blocked.unwrap_or_else(|| "not_leader".into()),
+                attempt: 0,
+                next_attempt_at: None,
+                canvas_ids: op.intent.canvas_ids.clone(),
+                sequence: op.intent.sequence,
+            });
+        }
+        entries.sort_by_key(|e| e.sequence);
+        to_js(&entries)
     }
 
     /// Counters and the idle reason; `leaderOwner` names the dispatching tab when known.

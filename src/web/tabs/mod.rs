@@ -23,6 +23,7 @@ mod follower;
 mod handover;
 mod locks;
 mod relay;
+mod saved_events;
 mod views;
 
 use std::cell::RefCell;
@@ -110,6 +111,9 @@ struct TabState {
     /// Direct enqueues of a newly elected tab waiting for those entries (per-tab order).
     inbox_waiters: Vec<Signal>,
     on_event: Option<EventSink>,
+    /// A `pending` event is due within a frame; the count the last one said.
+    pending_armed: bool,
+    last_pending: Option<usize>,
     /// `visibilitychange` listener (a visible follower asks a hidden leader to hand over).
     visibility: Option<WakeSignals>,
 }
@@ -173,6 +177,8 @@ impl Tab {
             inbox_writes_in_flight: 0,
             inbox_waiters: Vec::new(),
             on_event,
+            pending_armed: false,
+            last_pending: None,
             visibility: None,
         };
         let tab = Tab {
@@ -248,6 +254,12 @@ impl Tab {
         if self.is_closed() {
             return Err(closed());
         }
+        let result = self.enqueue_here_or_inbox(intents).await;
+        self.note_pending();
+        result
+    }
+
+    async fn enqueue_here_or_inbox(&self, intents: Vec<IntentInput>) -> Result<(), SchedulerError> {
         match self.driver() {
             Some(driver) => {
                 self.after_own_inbox().await?;
@@ -382,6 +394,7 @@ impl Tab {
         if let Some(sink) = sink {
             sink(event);
         }
+        self.note_pending();
     }
 
     /// Delivers an event built as JSON.

@@ -419,7 +419,7 @@ fn own_work(
                 refuse("the dispatching tab's work")
             }
         }
-        HostAction::Settle => Ok(()),
+        HostAction::Settle | HostAction::WhenSaved => Ok(()),
     }
 }
 
@@ -449,6 +449,7 @@ pub(super) async fn serve(
             driver.settle().await;
             Ok(JsValue::NULL)
         }
+        HostAction::WhenSaved => driver.when_saved().await.map(|saved| to_js(&saved)),
         HostAction::Operations => {
             // Records of the given ids (a tab catching up after a change of leader).
             let ids: Vec<String> = js_sys::Array::from(arg)
