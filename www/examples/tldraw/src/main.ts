@@ -1,0 +1,96 @@
+//! tldraw with canvas-scheduler: every change of the user's document becomes intents
+//! (src/intents.ts), stored in the ledger and sent to the server; the badge says what is saved
+//! (src/saved.ts); images go up as `asset.upload` with the file as the intent's blob.
+//! Query: ?endpoint=http://127.0.0.1:PORT&mode=page|worker|none&canvas=ID
+//! (`none`: the same app without the scheduler, the baseline of the drag measure).
+import { createElement } from "react";
+import { createRoot } from "react-dom/client";
+import { Tldraw, type Editor, type TLAssetStore } from "tldraw";
+import "tldraw/tldraw.css";
+// tldraw's fonts, icons and translations bundled by Vite, not fetched from tldraw's CDN.
+import { getAssetUrlsByImport } from "@tldraw/assets/imports.vite";
+import { recordIntents } from "./intents";
+import { SavedState, type SavedApi } from "./saved";
+import { exampleOptions, openScheduler, type AppScheduler } from "./scheduler";
+
+const query = new URLSearchParams(location.search);
+const endpoint = query.get("endpoint") ?? "http://127.0.0.1:8080";
+const mode = (query.get("mode") ?? "page") as "page" | "worker" | "none";
+const canvasId = query.get("canvas") ?? "tldraw-1";
+const assetUrls = getAssetUrlsByImport();
+const saved = new SavedState(document.getElementById("badge")!);
+
+let scheduler: AppScheduler | null = null;
+/** The last enqueue call's promise: calls are made in change order and resolve in that order. */
+let lastEnqueue: Promise<unknown> = Promise.resolve();
+const enqueueFailures: string[] = [];
+const enqueuedIds: string[] = [];
+/** How each operation ended, from the `settled` events (read by the e2e test). */
+const outcomes: Record<string, string> = {};
+
+function enqueueMany(intents: Parameters<AppScheduler["enqueueMany"]>[0]) {
+  if (!scheduler || intents.length === 0) return;
+  const ids = intents.map((intent) => intent.id);
+  const call = scheduler.enqueueMany(intents).then(
+    () => (enqueuedIds.push(...ids), saved.enqueued(ids)),
+    (error: Error & { code?: string }) => enqueueFailures.push(`${error.code ?? error.name}: ${error.message}`),
+  );
+  lastEnqueue = call;
+}
+
+/** tldraw's asset store: the file goes in the ledger with its intent and is sent as multipart. */
+const assets: TLAssetStore = {
+  async upload(asset, file) {
+    if (scheduler) {
+      const id = crypto.randomUUID();
+      await scheduler.enqueue({ id, operationType: "asset.upload", canvasIds: [canvasId], payload: { name: file.name }, blob: file });
+      enqueuedIds.push(id);
+      saved.enqueued([id]);
+    }
+    // Shown from memory in this session; a real app would resolve it to its CDN's address.
+    return { src: URL.createObjectURL(file), meta: { assetId: asset.id } };
+  },
+};
+
+function onMount(editor: Editor) {
+  if (mode !== "none") {
+    editor.store.listen((entry) => enqueueMany(recordIntents(entry, canvasId)), { source: "user", scope: "document" });
+  }
+  Object.assign(globalThis, {
+    example: {
+      editor,
+      mode,
+      saved,
+      enqueueFailures,
+      enqueuedIds,
+      outcomes,
+      /** Waits for the enqueue calls made so far, then for `whenSaved()`; answers the ids it
+       * waited for, which the server must have decided once it resolves. */
+      whenSaved: async () => {
+        await lastEnqueue;
+        const ids = [...enqueuedIds];
+        return { result: await saved.whenSaved(), ids };
+      },
+      stop: () => scheduler?.stop(),
+    },
+  });
+  document.body.dataset.status = "ready";
+}
+
+try {
+  if (mode !== "none") {
+    const options = exampleOptions(endpoint, `ledger:${canvasId}`, (event) => {
+      if (event.type === "settled") outcomes[event.operationId] = event.outcome;
+      saved.onEvent(event);
+    });
+    scheduler = await openScheduler(mode, options);
+    saved.attach(scheduler as unknown as SavedApi);
+    scheduler.start();
+    addEventListener("pagehide", () => scheduler?.stop());
+  } else saved.render();
+  createRoot(document.getElementById("app")!).render(createElement(Tldraw, { persistenceKey: canvasId, onMount, assets, assetUrls }));
+} catch (error) {
+  document.body.dataset.status = "error";
+  document.body.dataset.error = String(error);
+  throw error;
+}

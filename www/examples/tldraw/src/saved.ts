@@ -1,0 +1,107 @@
+//! "Is everything saved?": the badge ("Saving… / All changes saved / N not saved (why)"), the
+//! `beforeunload` warning, and `whenSaved()`. This is the only file that depends on the saved
+//! state API of issue 37 (`scheduler.whenSaved()`, `scheduler.pending()`, events `pending` and
+//! `saved`). Until a scheduler has them, it keeps the same answers itself from what every
+//! version has: the ids it enqueued, and the `settled` / `blocked` / `dead_lettered` events.
+import type { SchedulerEvent } from "canvas-scheduler";
+
+export interface PendingOperation {
+  id: string;
+  state: "queued" | "in_flight" | "retrying" | "blocked";
+  reason?: string | null;
+}
+/** The part of the scheduler this file uses (page and worker mode have it alike). */
+export interface SavedApi {
+  whenSaved?: () => Promise<{ settled: number; blocked: string[] }>;
+  pending?: () => PendingOperation[];
+}
+
+export class SavedState {
+  /** Unsettled ids in enqueue order -> the reason it is blocked (null while it may be sent). */
+  private unsettled = new Map<string, string | null>();
+  /** Events can come before `enqueue` resolves (a superseded intent settles `discarded` as its
+   * replacement is stored): ids settled (true) or blocked (reason) before they were known. */
+  private early = new Map<string, true | string>();
+  private waiters: { ids: Set<string>; done: () => void }[] = [];
+  private api: SavedApi | null = null;
+
+  constructor(private badge: HTMLElement) {
+    addEventListener("beforeunload", (event) => {
+      if (this.count() > 0) event.preventDefault();
+    });
+  }
+
+  attach(api: SavedApi) {
+    this.api = api;
+    this.render();
+  }
+
+  /** Call once `enqueue`/`enqueueMany` resolved for these ids. */
+  enqueued(ids: string[]) {
+    for (const id of ids) {
+      const early = this.early.get(id);
+      this.early.delete(id);
+      if (early === true) continue;
+      this.unsettled.set(id, early ?? null);
+    }
+    this.render();
+  }
+
+  onEvent(event: SchedulerEvent | { type: string }) {
+    const e = event as SchedulerEvent;
+    if (e.type === "settled") this.forget([e.operationId]);
+    else if (e.type === "dead_lettered") this.forget(e.operationIds);
+    else if (e.type === "blocked") {
+      if (this.unsettled.has(e.operationId)) this.unsettled.set(e.operationId, e.reason);
+      else this.early.set(e.operationId, e.reason);
+      this.forget([e.operationId], false);
+    }
+    if (event.type === "pending" || event.type === "saved") this.render();
+  }
+
+  /** The unsettled operations, in enqueue order. */
+  pending(): PendingOperation[] {
+    if (this.api?.pending) return this.api.pending();
+    return [...this.unsettled].map(([id, reason]) => ({ id, state: reason ? "blocked" : "queued", reason }));
+  }
+
+  count(): number {
+    return this.pending().length;
+  }
+
+  /** Resolves once everything enqueued before the call is settled or blocked. */
+  whenSaved(): Promise<unknown> {
+    if (this.api?.whenSaved) return this.api.whenSaved();
+    const ids = new Set([...this.unsettled].filter(([, reason]) => reason === null).map(([id]) => id));
+    if (ids.size === 0) return Promise.resolve({ settled: 0 });
+    return new Promise((done) => this.waiters.push({ ids, done: () => done({ settled: ids.size }) }));
+  }
+
+  private forget(ids: string[], remove = true) {
+    for (const id of ids) {
+      if (remove && !this.unsettled.delete(id)) this.early.set(id, true);
+      for (const waiter of this.waiters) waiter.ids.delete(id);
+    }
+    const ready = this.waiters.filter((waiter) => waiter.ids.size === 0);
+    this.waiters = this.waiters.filter((waiter) => waiter.ids.size > 0);
+    for (const waiter of ready) waiter.done();
+    this.scheduleRender();
+  }
+
+  private frame = 0;
+  private scheduleRender() {
+    if (this.frame === 0) this.frame = requestAnimationFrame(() => ((this.frame = 0), this.render()));
+  }
+
+  render() {
+    const pending = this.pending();
+    const blocked = pending.filter((operation) => operation.state === "blocked");
+    let text = "All changes saved";
+    if (blocked.length > 0) {
+      const why = [...new Set(blocked.map((operation) => operation.reason ?? "blocked"))].join(", ");
+      text = `${blocked.length} not saved (${why})`;
+    } else if (pending.length > 0) text = "Saving…";
+    this.badge.textContent = text;
+    this.badge.dataset.pending = String(pending.length);
+  }
+}
