@@ -594,7 +594,7 @@ impl World {
             }
             if intent.canvas_ids.len() == 1 && self.rng.chance(5) {
                 // A version guard, usually stale: the server rejects it with its versions.
-                let mut versions = canvas_scheduler::core::collections::key_index::KeyIndex::new();
+                let mut versions = BTreeMap::new();
                 versions.insert(intent.canvas_ids[0].clone(), self.rng.below(3));
                 intent.expected_versions = Some(versions);
             }

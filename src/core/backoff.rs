@@ -15,18 +15,17 @@
 //! Steps live in memory: a reload starts every request at step 0. The failures counted toward
 //! the dead letter (K1) are the request's own, in the ledger, and are never reset here.
 
-use super::collections::key_index::KeyIndex;
-use super::collections::str_set::StrSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// Backoff steps of requests waiting to be retried.
 #[derive(Debug, Default)]
 pub struct Backoff {
     /// Request id → failed attempts since the endpoint last answered.
-    steps: KeyIndex,
+    steps: BTreeMap<String, u64>,
     /// Requests whose scheduled retry waits on backoff alone.
-    waiting: StrSet,
+    waiting: BTreeSet<String>,
     /// Requests that failed on their own (a failure counted toward the dead letter, K1).
-    own: StrSet,
+    own: BTreeSet<String>,
 }
 
 impl Backoff {
@@ -43,12 +42,12 @@ impl Backoff {
         // Once a request failed on its own it stays so until it is resolved: an outage-class
         // failure in between proves nothing about the request.
         if own {
-            self.own.insert_str(request_id);
+            self.own.insert(request_id.to_owned());
         }
         if chosen_wait || self.own.contains(request_id) {
             self.waiting.remove(request_id);
         } else {
-            self.waiting.insert_str(request_id);
+            self.waiting.insert(request_id.to_owned());
         }
         u32::try_from(step).unwrap_or(u32::MAX)
     }
@@ -61,7 +60,7 @@ impl Backoff {
         if chosen_wait {
             self.waiting.remove(request_id);
         } else {
-            self.waiting.insert_str(request_id);
+            self.waiting.insert(request_id.to_owned());
         }
         Some(u32::try_from(step).unwrap_or(u32::MAX))
     }

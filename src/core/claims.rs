@@ -2,8 +2,8 @@
 //! need a claimed canvas wait on it. A waiting operation also reserves its canvases against
 //! later operations, so operations sharing a canvas leave in `sequence` order.
 
-use super::collections::seq_set::SeqSet;
 use crate::core::collections::str_map::StrMap;
+use crate::core::seq_set::SeqSet;
 
 use super::error::{ErrorCode, SchedulerError};
 

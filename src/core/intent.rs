@@ -3,9 +3,9 @@
 //! ledger: a batch is validated whole before any of it is admitted.
 
 use super::model::ExpectedVersions;
+use std::collections::BTreeSet;
 
 use super::collections::str_map::StrMap;
-use super::collections::str_set::StrSet;
 use super::error::{ErrorCode, SchedulerError};
 use super::json::{JsonError, Reader};
 use super::model::{BlobRef, Intent};
@@ -101,10 +101,10 @@ fn check_ids(list: &[String], field: &str) -> Result<(), SchedulerError> {
             "{field} has more than {MAX_LIST_LEN} entries"
         )));
     }
-    let mut seen = StrSet::new();
+    let mut seen = BTreeSet::new();
     for id in list {
         check_id(id, field)?;
-        if !seen.insert_str(id) {
+        if !seen.insert(id.to_owned()) {
             return Err(invalid(format!("{field} repeats {id}")));
         }
     }
@@ -288,11 +288,11 @@ pub fn check_batch(batch: &[IntentInput], max_payload_bytes: usize) -> Result<()
     if batch.is_empty() {
         return Err(invalid("no intents given"));
     }
-    let mut ids = StrSet::new();
+    let mut ids = BTreeSet::new();
     for (index, input) in batch.iter().enumerate() {
         let at = |error: SchedulerError| error.of_intent(index);
         check_fields(input, max_payload_bytes).map_err(at)?;
-        if !ids.insert_str(&input.id) {
+        if !ids.insert(input.id.clone()) {
             return Err(at(SchedulerError::new(
                 ErrorCode::DuplicateOperation,
                 format!("operation {} appears twice in the batch", input.id),

@@ -3,7 +3,7 @@
 //! changes into one [`PersistBatch`] (group commit). A failed batch is put back.
 
 use crate::core::collections::str_map::StrMap;
-use crate::core::collections::str_set::StrSet;
+use std::collections::BTreeSet;
 use std::collections::VecDeque;
 
 use super::io::{BatchNo, LeaseWrite, PersistBatch};
@@ -61,13 +61,13 @@ pub struct LedgerSnapshot {
     pub last_tombstone_key: u64,
     /// Operations the load changed (blocked because a record they depend on was set aside):
     /// the first batch writes them back, so the next load finds them blocked too.
-    pub amended: StrSet,
+    pub amended: BTreeSet<String>,
 }
 
 #[derive(Debug, Default, Clone)]
 struct Dirty {
-    operations: StrSet,
-    requests: StrSet,
+    operations: BTreeSet<String>,
+    requests: BTreeSet<String>,
     events: Vec<EventRecord>,
     trim_below: Option<u64>,
     /// Page numbers, sorted.
@@ -307,7 +307,7 @@ impl Ledger {
                 .collect(),
             tombstone_count: self.tombstone_count,
             last_tombstone_key: self.last_tombstone_key,
-            amended: StrSet::new(),
+            amended: BTreeSet::new(),
         }
     }
 
@@ -604,7 +604,7 @@ impl Ledger {
             requests: dirty
                 .requests
                 .iter()
-                .filter(|id| !slice.requests.contains(id))
+                .filter(|id| !slice.requests.contains::<str>(id))
                 .filter_map(|id| self.requests.get(id).cloned())
                 .collect(),
             events: dirty.events.clone(),
@@ -754,7 +754,7 @@ impl Ledger {
     }
 
     /// Whether `op` may be compacted now (see [`Ledger::slice`]).
-    fn compactable(&self, op: &Operation, protected: &StrSet, dirty: &Dirty) -> bool {
+    fn compactable(&self, op: &Operation, protected: &BTreeSet<String>, dirty: &Dirty) -> bool {
         let id = op.intent.id.as_str();
         let carrier = op
             .request_id
@@ -778,8 +778,8 @@ impl Ledger {
 
     /// Every operation on the dependency chain of an unsettled operation: a dependent needs
     /// it whole (its outcome, its replacement).
-    fn protected(&self) -> StrSet {
-        let mut protected = StrSet::new();
+    fn protected(&self) -> BTreeSet<String> {
+        let mut protected = BTreeSet::new();
         for slot in self.operations.values() {
             if slot.op.phase == OperationPhase::Resolved {
                 continue;
@@ -787,7 +787,7 @@ impl Ledger {
             for dependency in &slot.op.intent.dependencies {
                 let mut target = dependency.as_str();
                 for _ in 0..=self.operations.len() {
-                    if !protected.insert_str(target) {
+                    if !protected.insert(target.to_owned()) {
                         break;
                     }
                     match self.operations.get(target).and_then(|s| replaced_by(&s.op)) {
@@ -808,7 +808,7 @@ impl Ledger {
         if !self.wants_fold() {
             return Vec::new();
         }
-        let mut picked = StrSet::new();
+        let mut picked = BTreeSet::new();
         let mut used = 0;
         for id in &self.loose {
             if picked.len() == PAGE_LIMIT {
@@ -1029,11 +1029,11 @@ impl Ledger {
 /// What one compaction slice does.
 #[derive(Debug, Default)]
 struct Slice {
-    victims: StrSet,
+    victims: BTreeSet<String>,
     tombstones: Vec<Tombstone>,
     /// Current copies in pages the slice deletes, written again: (id, page).
     survivors: Vec<(String, u64)>,
-    requests: StrSet,
+    requests: BTreeSet<String>,
     trim: Option<TombstoneTrim>,
 }
 

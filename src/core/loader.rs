@@ -7,9 +7,6 @@
 //! intermediate tree, which cost a second pass and a copy per record. A record that is set
 //! aside is reported as its text.
 
-use super::collections::u64_set::U64Set;
-
-use super::collections::str_set::StrSet;
 use super::digest::body_digest;
 use super::error::{ErrorCode, SchedulerError};
 use super::intent::check_id;
@@ -18,6 +15,7 @@ use super::ledger::LedgerSnapshot;
 use super::model::{EventRecord, FrozenRequest, Lease, LedgerMeta, Operation, OperationPhase};
 use super::operation_pages::current_copies;
 use super::packed::decode_page;
+use std::collections::BTreeSet;
 
 /// The object stores of the ledger, as named in storage.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -71,11 +69,11 @@ pub struct LedgerLoader {
     /// Legible operation pages by number; merged with the records in `finish`.
     pages: Vec<(u64, Vec<Operation>)>,
     /// Sequences seen, and the highest.
-    sequences: U64Set,
+    sequences: BTreeSet<u64>,
     top_sequence: u64,
     /// Operations listed by request records that were set aside: one of them may have
     /// carried them (their own records need not point at it, see `Ledger::freeze`).
-    suspect_operations: StrSet,
+    suspect_operations: BTreeSet<String>,
     /// A request record was set aside without a legible `operationIds`.
     illegible_request: bool,
 }
@@ -335,9 +333,9 @@ impl LedgerLoader {
                     .windows(2)
                     .all(|pair| pair[0].intent.id < pair[1].intent.id);
                 if !ascending {
-                    let mut ids = StrSet::new();
+                    let mut ids = BTreeSet::new();
                     for op in &page {
-                        if !ids.insert_str(&op.intent.id) {
+                        if !ids.insert(op.intent.id.clone()) {
                             return Err(format!("operation {} twice in one page", op.intent.id));
                         }
                     }
@@ -397,7 +395,7 @@ impl LedgerLoader {
     /// it. A pending copy whose record was set aside is the operation as it was before that
     /// record: it loads blocked `record_quarantined` (written back), for the host to judge.
     fn merge_pages(&mut self) {
-        let set_aside: StrSet = self
+        let set_aside: BTreeSet<String> = self
             .quarantined
             .iter()
             .filter(|q| q.store == RecordStore::Operations.name())
@@ -464,8 +462,8 @@ impl LedgerLoader {
                 record,
             });
         }
-        let request_ids: StrSet = kept.iter().map(|r| r.id.clone()).collect();
-        let carried: StrSet = kept
+        let request_ids: BTreeSet<String> = kept.iter().map(|r| r.id.clone()).collect();
+        let carried: BTreeSet<String> = kept
             .iter()
             .filter(|r| r.is_unresolved())
             .flat_map(|r| r.operation_ids.iter().cloned())

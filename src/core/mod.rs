@@ -26,5 +26,6 @@ pub mod retry_queue;
 pub mod safe_error;
 pub mod scheduler;
 pub mod scrub;
+pub mod seq_set;
 
 pub use scheduler::{Explanation, FlushOutcome, HoldId, Scheduler, SchedulerStats};

@@ -2,9 +2,8 @@
 //! These are exactly the records the ledger store persists, each with its JSON form
 //! (`json_record!`: field order, names and defaults as stored since the first schema).
 
-use super::collections::key_index::KeyIndex;
-
 use super::json::JsonText;
+use std::collections::BTreeMap;
 
 use super::payload::Payload;
 
@@ -12,7 +11,7 @@ use super::safe_error::SafeError;
 
 /// The versions an intent expects of its canvases (SPEC §3, `expectedVersions`): canvas id →
 /// version, sorted by canvas id (the order the wire body writes them in).
-pub type ExpectedVersions = KeyIndex;
+pub type ExpectedVersions = BTreeMap<String, u64>;
 
 /// Milliseconds since the Unix epoch. Due times are absolute so throttled timers lose nothing.
 pub type Millis = u64;

@@ -299,7 +299,7 @@ mod tests {
             (7, vec![op("b", 2), op("c", 3)]),
             (9, vec![op("d", 4)]),
         ];
-        let records = crate::core::collections::str_set::StrSet::from(["c", "d"]);
+        let records = std::collections::BTreeSet::from(["c".to_owned(), "d".to_owned()]);
         let (current, homes, stale) = current_copies(pages, |id| records.contains(id));
         assert_eq!(
             stale,

@@ -1,6 +1,6 @@
 //! The ready queue: operations that may be examined, taken in `sequence` order (S1).
 
-use super::collections::seq_set::SeqSet;
+use crate::core::seq_set::SeqSet;
 
 /// Ready operations keyed by `(sequence, id)`; inserting twice is harmless.
 #[derive(Debug, Default)]

@@ -1,9 +1,8 @@
 //! The retry queue (S11): due time, then sequence; superseded entries carry stale tokens.
 
 use std::cmp::Reverse;
+use std::collections::BTreeMap;
 use std::collections::BinaryHeap;
-
-use super::collections::key_index::KeyIndex;
 
 use super::model::{Millis, RetryAction};
 
@@ -26,7 +25,7 @@ pub struct RetryEntry {
 #[derive(Debug, Default)]
 pub struct RetryQueue {
     heap: BinaryHeap<Reverse<RetryEntry>>,
-    tokens: KeyIndex,
+    tokens: BTreeMap<String, u64>,
     next_order: u64,
     next_token: u64,
 }

@@ -80,7 +80,7 @@ impl MemoryStore {
             stale_copies,
             tombstone_count: self.tombstones.len() as u64,
             last_tombstone_key: self.tombstones.keys().next_back().copied().unwrap_or(0),
-            amended: crate::core::collections::str_set::StrSet::new(),
+            amended: BTreeSet::new(),
         }
     }
 

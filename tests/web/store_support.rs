@@ -1,8 +1,6 @@
 //! Fixtures for the IndexedDB ledger store tests: records that pass the loader's checks,
 //! batches, per-binary database names, and raw access that bypasses the store.
 
-use canvas_scheduler::core::collections::key_index::KeyIndex;
-
 use canvas_scheduler::core::digest::body_digest;
 use canvas_scheduler::core::io::{PersistBatch, PersistResult};
 use canvas_scheduler::core::model::{
@@ -14,6 +12,7 @@ use indexed_db_futures::database::Database;
 use indexed_db_futures::prelude::*;
 use indexed_db_futures::transaction::TransactionMode;
 use serde_json::json;
+use std::collections::BTreeMap;
 use wasm_bindgen::JsValue;
 
 use super::support::unique_name;
@@ -44,7 +43,7 @@ pub fn request(id: &str, operation_id: &str) -> FrozenRequest {
         run_id: None,
         protocol_version: 1,
         canvas_ids: vec!["c1".into()],
-        expected_versions: KeyIndex::from([("c1".into(), MAX_SAFE)]),
+        expected_versions: BTreeMap::from([("c1".into(), MAX_SAFE)]),
         digest: body_digest(&body),
         body,
         principal: None,

@@ -6,8 +6,6 @@
 //! constructor name and a random part. Faults are global to the server: each test sets all of
 //! them first (tests in a binary run one at a time, the binaries one after the other).
 
-use canvas_scheduler::core::collections::key_index::KeyIndex;
-
 use canvas_scheduler::core::digest::body_digest;
 use canvas_scheduler::core::host::WireBody;
 use canvas_scheduler::core::io::{AttemptOutcome, AttemptStatus, SendOrder};
@@ -15,6 +13,7 @@ use canvas_scheduler::core::model::{FrozenRequest, RequestPhase, RetryAction, Se
 use canvas_scheduler::web::transport::FetchTransport;
 use js_sys::{Function, Promise};
 use serde_json::{json, Value};
+use std::collections::BTreeMap;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 use wasm_bindgen_futures::JsFuture;
@@ -141,7 +140,7 @@ pub(super) struct Draft {
     pub(super) canvas: Option<String>,
     run_id: Option<String>,
     payload: Value,
-    expected: KeyIndex,
+    expected: BTreeMap<String, u64>,
 }
 
 impl Draft {
@@ -152,7 +151,7 @@ impl Draft {
             canvas: Some(unique("canvas")),
             run_id: None,
             payload,
-            expected: KeyIndex::new(),
+            expected: BTreeMap::new(),
         }
     }
 

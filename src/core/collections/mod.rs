@@ -1,10 +1,5 @@
-//! The small containers the core keeps instead of `std`'s, each for the size of the `.wasm`
-//! (ARCHITECTURE.md, "Hand-made pieces that remain", says what each costs against the `std`
-//! container it stands in for). Domain types elsewhere wrap them.
+//! The one container the core keeps instead of `std`'s: [`str_map::StrMap`], a string-keyed
+//! map whose tree code is shared by every value type (ARCHITECTURE.md, "Hand-made pieces that
+//! remain", gives its A/B against `BTreeMap<String, V>`). Everything else is `std`'s.
 
-pub mod key_index;
-pub mod seq_set;
-pub mod small_map;
 pub mod str_map;
-pub mod str_set;
-pub mod u64_set;

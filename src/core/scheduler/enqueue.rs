@@ -2,7 +2,6 @@
 //! whole `enqueueMany` lands in one transaction and bad input changes nothing).
 
 use super::Scheduler;
-use crate::core::collections::str_set::StrSet;
 use crate::core::error::{ErrorCode, SchedulerError};
 use crate::core::host::Host;
 use crate::core::intent::{
@@ -16,6 +15,7 @@ use crate::core::model::{
     EventKind, Millis, Operation, OperationOutcome, OperationPhase, Settlement,
 };
 use crate::core::safe_error::SafeError;
+use std::collections::BTreeSet;
 
 impl<H: Host> Scheduler<H> {
     /// Validates and admits intents; returns the barrier after which they are durable.
@@ -46,8 +46,8 @@ impl<H: Host> Scheduler<H> {
     /// stored tombstones ([`Scheduler::learn_tombstones`]) before it enqueues (retention:
     /// tombstones are read by key, never loaded).
     pub fn unknown_ids(&self, inputs: &[IntentInput]) -> Vec<String> {
-        let own: StrSet = inputs.iter().map(|input| input.id.clone()).collect();
-        let mut unknown = StrSet::new();
+        let own: BTreeSet<String> = inputs.iter().map(|input| input.id.clone()).collect();
+        let mut unknown = BTreeSet::new();
         for input in inputs {
             let named = std::iter::once(&input.id).chain(
                 input
@@ -57,7 +57,7 @@ impl<H: Host> Scheduler<H> {
             );
             for id in named {
                 if self.ledger.operation(id).is_none() && self.ledger.tombstone(id).is_none() {
-                    unknown.insert_str(id);
+                    unknown.insert(id.to_owned());
                 }
             }
         }
@@ -213,7 +213,7 @@ impl<H: Host> Scheduler<H> {
                 "no intents given",
             ));
         }
-        let mut ids = StrSet::new();
+        let mut ids = BTreeSet::new();
         let mut fresh = Vec::new();
         // Each fresh intent's index in the call (errors name it).
         let mut at_index = Vec::new();
@@ -221,7 +221,7 @@ impl<H: Host> Scheduler<H> {
         for (index, input) in inputs.iter().enumerate() {
             let at = |error: SchedulerError| error.of_intent(index);
             check_fields(input, self.config.max_payload_bytes).map_err(at)?;
-            if !ids.insert_str(&input.id) {
+            if !ids.insert(input.id.clone()) {
                 return Err(at(SchedulerError::new(
                     ErrorCode::DuplicateOperation,
                     format!("operation {} appears twice in the batch", input.id),

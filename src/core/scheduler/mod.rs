@@ -16,9 +16,9 @@ mod pump;
 mod recovery;
 mod saved;
 
-use crate::core::collections::seq_set::SeqSet;
 use crate::core::collections::str_map::StrMap;
-use crate::core::collections::str_set::StrSet;
+use crate::core::seq_set::SeqSet;
+use std::collections::BTreeSet;
 use std::collections::VecDeque;
 
 use super::backoff::Backoff;
@@ -133,8 +133,8 @@ pub struct Scheduler<H: Host> {
     claims: CanvasClaims,
     /// Operation id → the canvases it waits on (reserved in `claims`).
     waiting: StrMap<(u64, Vec<String>)>,
-    dependents: StrMap<StrSet>,
-    indexed: StrSet,
+    dependents: StrMap<BTreeSet<String>>,
+    indexed: BTreeSet<String>,
     lane_waiters: SeqSet,
     /// Coalesce key → the latest pending operation carrying it.
     coalescible: StrMap<String>,
@@ -184,7 +184,7 @@ impl<H: Host> Scheduler<H> {
             claims: CanvasClaims::default(),
             waiting: StrMap::new(),
             dependents: StrMap::new(),
-            indexed: StrSet::new(),
+            indexed: BTreeSet::new(),
             lane_waiters: SeqSet::new(),
             coalescible: StrMap::new(),
             deferred: StrMap::new(),

@@ -4,7 +4,6 @@
 
 use super::{Attempt, Scheduler, Stage};
 use crate::core::collections::str_map::StrMap;
-use crate::core::collections::str_set::StrSet;
 use crate::core::digest::body_digest;
 use crate::core::host::{Host, WireBody};
 use crate::core::io::Effect;
@@ -14,6 +13,7 @@ use crate::core::model::{
     PROTOCOL_VERSION, RUN_CANCEL_KIND, UPLOAD_KIND,
 };
 use crate::core::safe_error::SafeError;
+use std::collections::BTreeSet;
 
 fn sorted_unique(mut ids: Vec<String>) -> Vec<String> {
     ids.sort();
@@ -23,10 +23,14 @@ fn sorted_unique(mut ids: Vec<String>) -> Vec<String> {
 
 /// Notes `op` as a dependent of each of its dependencies' targets (index and recovery share
 /// this): resolving the target wakes it, and a target with dependents is never superseded.
-pub(super) fn add_dependents(dependents: &mut StrMap<StrSet>, ledger: &Ledger, op: &Operation) {
+pub(super) fn add_dependents(
+    dependents: &mut StrMap<BTreeSet<String>>,
+    ledger: &Ledger,
+    op: &Operation,
+) {
     for dependency in &op.intent.dependencies {
         dependents
-            .get_or_insert_with(ledger.dependency_target(dependency), StrSet::new)
+            .get_or_insert_with(ledger.dependency_target(dependency), BTreeSet::new)
             .insert(op.intent.id.clone());
     }
 }
@@ -42,7 +46,7 @@ impl<H: Host> Scheduler<H> {
         }
         // One lookup for all of it (the coalesce, dependents and ready checks share it).
         let ready = self.is_ready_op(op).then_some(op.intent.sequence);
-        if self.indexed.insert_str(id) {
+        if self.indexed.insert(id.to_owned()) {
             if let (Some(key), None) = (&op.intent.coalesce_key, &op.request_id) {
                 // Indexed as enqueued (or unblocked): this one is the key's latest.
                 self.coalescible.insert(key.clone(), id.to_owned());

@@ -8,13 +8,13 @@ mod promise;
 mod send_hooks;
 
 use std::cell::RefCell;
+use std::collections::BTreeMap;
 use std::rc::Rc;
 
 use crate::web::task::spawn;
 use web_sys::AbortController;
 
 use crate::core::clock::{Clock, TimerHandle};
-use crate::core::collections::small_map::SmallMap;
 use crate::core::config::SchedulerConfig;
 use crate::core::error::{ErrorCode, SchedulerError};
 use crate::core::intent::IntentInput;
@@ -70,7 +70,7 @@ struct State {
     clock: BrowserClock,
     /// The armed browser timer and when it is due.
     timer: Option<(TimerHandle, Millis)>,
-    controllers: SmallMap<AttemptId, AbortController>,
+    controllers: BTreeMap<AttemptId, AbortController>,
     barrier_waiters: Vec<(BatchNo, Signal)>,
     settle_waiters: Vec<Signal>,
     /// `whenSaved()` calls: woken after every step to check again.
@@ -152,7 +152,7 @@ impl Driver {
             js_transport: options.js_transport.map(Rc::new),
             clock,
             timer: None,
-            controllers: SmallMap::new(),
+            controllers: BTreeMap::new(),
             barrier_waiters: Vec::new(),
             settle_waiters: Vec::new(),
             saved_waiters: Vec::new(),

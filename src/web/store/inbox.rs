@@ -6,6 +6,7 @@
 //! key, so adoption order is append order. An entry the dispatcher refuses is moved to
 //! `quarantine` (key `"inbox/{key}"`), never dropped.
 
+use std::collections::BTreeSet;
 use wasm_bindgen::JsValue;
 
 use super::codec::{decode, page_text};
@@ -13,7 +14,6 @@ use super::errors::{js_error, unavailable};
 use super::requests::{get, index_get_all, PageRead, Tx};
 use super::schema::{BY_OPERATION, INBOX, OPERATIONS, OPERATION_PAGES, QUARANTINE, REQUESTS};
 use super::IdbLedger;
-use crate::core::collections::str_set::StrSet;
 use crate::core::error::{ErrorCode, SchedulerError};
 use crate::core::intent::{same_intent, IntentInput};
 use crate::core::model::{FrozenRequest, Millis, Operation};
@@ -171,7 +171,7 @@ impl IdbLedger {
             .begin(&db, &[OPERATIONS, OPERATION_PAGES, REQUESTS, INBOX], false)
             .map_err(unavailable)?;
         let requests = tx.store(REQUESTS).map_err(js)?;
-        let queued = StrSet::from_iter(
+        let queued = BTreeSet::from_iter(
             read_all(&tx)
                 .await?
                 .into_iter()
@@ -323,9 +323,9 @@ async fn check_and_add(
         }
     }
     // Inserted one by one: collecting would sort first, one more sort in the .wasm.
-    let mut known = StrSet::new();
+    let mut known = BTreeSet::new();
     for input in fresh.iter().chain(queued.iter().map(|(_, q)| q)) {
-        known.insert_str(&input.id);
+        known.insert(input.id.clone());
     }
     for (input, &index) in fresh.iter().zip(&at_index) {
         for dependency in &input.dependencies {

@@ -27,14 +27,13 @@ mod saved_events;
 mod views;
 
 use std::cell::RefCell;
+use std::collections::{BTreeMap, BTreeSet};
 use std::rc::Rc;
 
 use wasm_bindgen::JsValue;
 
 use crate::core::clock::TimerHandle;
-use crate::core::collections::small_map::SmallMap;
 use crate::core::collections::str_map::StrMap;
-use crate::core::collections::str_set::StrSet;
 use crate::core::error::{ErrorCode, SchedulerError};
 use crate::core::intent::IntentInput;
 use crate::core::json::JsonText;
@@ -75,15 +74,15 @@ struct TabState {
     started: bool,
     next_hold: u64,
     /// The host's holds, and the dispatcher's hold for each while this tab leads.
-    holds: SmallMap<u64, Option<HoldId>>,
+    holds: BTreeMap<u64, Option<HoldId>>,
     leader_owner: Option<String>,
     /// Operations this tab enqueued while not dispatching, not yet settled.
-    mine: StrSet,
+    mine: BTreeSet<String>,
     /// The latest record of each of `mine` relayed by the leader.
     views: OperationViews,
     /// Operations of `mine` the leader said something about, to read from the ledger (a
     /// relayed event is a hint, never delivered as it came), and the reads left to try.
-    hinted: StrSet,
+    hinted: BTreeSet<String>,
     hint_reads: u32,
     /// The last block reason delivered for each of `mine` (each is delivered once).
     heard_blocked: StrMap<String>,
@@ -101,7 +100,7 @@ struct TabState {
     timer: Option<TimerHandle>,
     /// The lease as last seen by a follower, and since when it has been unchanged.
     watched: Option<(Option<Lease>, Millis)>,
-    pending: SmallMap<u64, Pending>,
+    pending: BTreeMap<u64, Pending>,
     next_rid: u64,
     /// Inbox entries this tab has written, and how many of those an adoption pass of this
     /// tab (as leader) has certainly seen; inbox writes of this tab still under way.
@@ -154,11 +153,11 @@ impl Tab {
             role: Role::Follower,
             started: false,
             next_hold: 0,
-            holds: SmallMap::new(),
+            holds: BTreeMap::new(),
             leader_owner: None,
-            mine: StrSet::new(),
+            mine: BTreeSet::new(),
             views: OperationViews::new(),
-            hinted: StrSet::new(),
+            hinted: BTreeSet::new(),
             hint_reads: 0,
             heard_blocked: StrMap::new(),
             relay: false,
@@ -170,7 +169,7 @@ impl Tab {
             adopt_again: false,
             timer: None,
             watched: None,
-            pending: SmallMap::new(),
+            pending: BTreeMap::new(),
             next_rid: 0,
             own_writes: 0,
             own_adopted: 0,

@@ -1,0 +1,84 @@
+//! [`SeqSet`]: operations ordered by `(sequence, id)`, as the ready queue, the canvas waiters
+//! and the upload lane take them (S1, S4, S3). A `BTreeSet<(u64, String)>` with the calls
+//! those places make, so each reads as the pair it means.
+
+use std::collections::BTreeSet;
+
+/// A set of `(sequence, id)` pairs, iterated by sequence, then id.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SeqSet(BTreeSet<(u64, String)>);
+
+impl SeqSet {
+    /// An empty set.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The number of pairs.
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// Whether the set is empty.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// Adds a pair; false when it was already there.
+    pub fn insert(&mut self, sequence: u64, id: &str) -> bool {
+        self.0.insert((sequence, id.to_owned()))
+    }
+
+    /// Removes a pair; false when it was not there.
+    pub fn remove(&mut self, sequence: u64, id: &str) -> bool {
+        self.0.remove(&(sequence, id.to_owned()))
+    }
+
+    /// Whether a pair is in the set.
+    pub fn contains(&self, sequence: u64, id: &str) -> bool {
+        self.0.contains(&(sequence, id.to_owned()))
+    }
+
+    /// The lowest pair.
+    pub fn first(&self) -> Option<(u64, &str)> {
+        self.0
+            .first()
+            .map(|(sequence, id)| (*sequence, id.as_str()))
+    }
+
+    /// Takes the lowest pair.
+    pub fn pop_first(&mut self) -> Option<(u64, String)> {
+        self.0.pop_first()
+    }
+
+    /// Removes every pair.
+    pub fn clear(&mut self) {
+        self.0.clear();
+    }
+
+    /// The pairs in order.
+    pub fn iter(&self) -> impl DoubleEndedIterator<Item = (u64, &str)> + '_ {
+        self.0.iter().map(|(sequence, id)| (*sequence, id.as_str()))
+    }
+}
+
+impl FromIterator<(u64, String)> for SeqSet {
+    fn from_iter<I: IntoIterator<Item = (u64, String)>>(pairs: I) -> Self {
+        Self(pairs.into_iter().collect())
+    }
+}
+
+impl Extend<(u64, String)> for SeqSet {
+    fn extend<I: IntoIterator<Item = (u64, String)>>(&mut self, pairs: I) {
+        self.0.extend(pairs);
+    }
+}
+
+impl IntoIterator for SeqSet {
+    type Item = (u64, String);
+    type IntoIter = std::collections::btree_set::IntoIter<(u64, String)>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        self.0.into_iter()
+    }
+}
