@@ -6,7 +6,12 @@ use wasm_bindgen::prelude::*;
 
 #[wasm_bindgen(typescript_custom_section)]
 const API_TYPES_TS: &str = r#"
-/** JSON values, as the server and the ledger see them. */
+/**
+ * JSON values, as the server and the ledger see them. An integer beyond ±(2^53 - 1) in what
+ * the scheduler hands back (a server's `canonical` or error `details`), which a JS number
+ * cannot hold exactly, is a string of its exact decimal digits ("12345678901234567890");
+ * every other value, and the object around it, is as the server sent it.
+ */
 export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
 
 /**

@@ -7,7 +7,7 @@ use wasm_bindgen::prelude::wasm_bindgen;
 use wasm_bindgen::{JsCast, JsValue};
 
 use crate::core::intent::MAX_PAYLOAD_DEPTH;
-use crate::core::json::{exceeds_js_integers, JsonText, ToJson, Writer};
+use crate::core::json::{exceeds_js_integers, quote_js_integers, JsonText, ToJson, Writer};
 
 /// Longest string accepted anywhere in a payload, in UTF-16 units.
 pub const MAX_STRING_UNITS: u32 = 1 << 20;
@@ -348,14 +348,18 @@ pub fn to_string(value: &dyn ToJson) -> Result<String, String> {
 
 /// A JSON value as a JS value with plain objects (not Maps): serialized to JSON text in wasm
 /// and parsed by the engine (`JSON.parse`): one string crosses the boundary instead of one
-/// call per field. `null` when `value` cannot be JSON (see [`to_string`]).
+/// call per field. `null` only if the engine refuses the text.
 ///
-/// JSON kept as text (canonical state, error details) is checked here too: an integer in it
-/// that JS would read as another number makes the value `null`, as a tree's did.
+/// An integer beyond ±(2^53 - 1), which JS would read as another number (in JSON kept as
+/// text, such as a server's canonical state or error details), becomes a string of its exact
+/// decimal digits: only that number is replaced, never the object around it.
 pub fn to_js(value: &dyn ToJson) -> JsValue {
-    to_string(value)
-        .ok()
-        .filter(|text| !exceeds_js_integers(text))
-        .and_then(|text| js_sys::JSON::parse(&text).ok())
-        .unwrap_or(JsValue::NULL)
+    let mut writer = Writer::new();
+    value.write_json(&mut writer);
+    let beyond = writer.beyond_js();
+    let mut text = writer.finish();
+    if beyond || exceeds_js_integers(&text) {
+        text = quote_js_integers(&text);
+    }
+    js_sys::JSON::parse(&text).unwrap_or(JsValue::NULL)
 }

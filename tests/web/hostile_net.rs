@@ -289,3 +289,51 @@ async fn p7_max_answer_bytes_and_the_endpoint_are_checked_at_open() {
     let fine = open(&run, "http://127.0.0.1:1/v1/", "maxAnswerBytes: 4096").await;
     fine.stop();
 }
+
+/// A server's answer holding an integer beyond 2^53 (`canonical.big`): the `settled` event and
+/// `operation(id)` keep the object, with that one number as the string of its exact digits.
+#[wasm_bindgen_test]
+async fn an_integer_beyond_2_53_in_an_answer_is_a_string_and_the_object_is_kept() {
+    let run = unique("huge");
+    let events = format!("__huge_{}", run.replace('-', "_"));
+    js(&format!("globalThis.{events} = []"));
+    let endpoint = format!("{}/huge", hostile());
+    let scheduler = open(
+        &run,
+        &endpoint,
+        &format!(
+            "onEvent: (event) => {{ if (event === null || event.type === 'settled') globalThis.{events}.push(event); }}"
+        ),
+    )
+    .await;
+    scheduler.start().expect("start");
+    JsFuture::from(scheduler.enqueue(intent("huge", "c1")))
+        .await
+        .expect("enqueue");
+    until("the settled event", || {
+        js(&format!("globalThis.{events}.length > 0")).is_truthy()
+    })
+    .await;
+    let event = js(&format!("globalThis.{events}[0]"));
+    assert!(!event.is_null(), "the settled event was null");
+    let canonical = field(&event, "canonical");
+    assert_eq!(
+        field(&canonical, "big").as_string().as_deref(),
+        Some("12345678901234567890"),
+        "the integer as its exact digits"
+    );
+    assert_eq!(
+        field(&canonical, "kept").as_string().as_deref(),
+        Some("yes")
+    );
+    assert_eq!(field(&canonical, "small").as_f64(), Some(7.0));
+    let op = scheduler.operation("huge");
+    assert!(!op.is_null(), "operation(id) was null");
+    let stored = field(&field(&op, "outcome"), "canonical");
+    assert_eq!(
+        field(&stored, "big").as_string().as_deref(),
+        Some("12345678901234567890")
+    );
+    assert_eq!(field(&stored, "small").as_f64(), Some(7.0));
+    scheduler.stop();
+}

@@ -345,3 +345,49 @@ async fn w4_a_newly_elected_tab_keeps_its_enqueue_order_across_the_inbox() {
     );
     b.stop();
 }
+
+/// D4: a malformed `inbox` entry (written here with raw IndexedDB, as a damaged or foreign
+/// record would be) is set aside in `quarantine` under `inbox/{key}`, and the leader's
+/// `onEvent` hears `{type: "quarantined", store: "inbox", key, reason}`.
+#[wasm_bindgen_test]
+async fn d4_a_malformed_inbox_entry_is_quarantined_and_reported_to_the_leader() {
+    let run = unique("badinbox");
+    let database = format!("cs-tabs-{run}");
+    // The ledger's schema, made by a first tab that then leaves.
+    let first = open_tab(&run, "first").await;
+    first.stop();
+    sleep(50).await;
+    super::store_support::raw_put(
+        &database,
+        "inbox",
+        JsValue::from_f64(7.0),
+        JsValue::from_str("{\"oops\":1}"),
+    )
+    .await;
+    let leader = open_tab(&run, "leader").await;
+    let quarantined = || {
+        js_sys::Array::from(&js(&format!("globalThis.{run}_leader ?? []")))
+            .iter()
+            .find(|e| field(e, "type").as_string().as_deref() == Some("quarantined"))
+    };
+    wait_for("the quarantined event", || quarantined().is_some()).await;
+    let event = quarantined().expect("event");
+    assert_eq!(field(&event, "store").as_string().as_deref(), Some("inbox"));
+    assert_eq!(field(&event, "key").as_string().as_deref(), Some("7"));
+    let reason = field(&event, "reason").as_string().unwrap_or_default();
+    assert!(!reason.is_empty(), "a reason is given");
+    leader.stop();
+    sleep(50).await;
+    let kept = super::store_support::raw_keys(&database, "quarantine").await;
+    assert!(
+        kept.iter()
+            .any(|k| k.as_string().as_deref() == Some("inbox/7")),
+        "set aside, not dropped: {kept:?}"
+    );
+    assert!(
+        super::store_support::raw_keys(&database, "inbox")
+            .await
+            .is_empty(),
+        "gone from the inbox"
+    );
+}

@@ -160,7 +160,6 @@ impl PartialEq for JsonText {
 /// Whether the JSON `text` holds an integer beyond ±(2^53 - 1): JS (`JSON.parse`) would read
 /// it as a different number. Floats are not counted: both sides round them the same way.
 pub fn exceeds_js_integers(text: &str) -> bool {
-    const MAX_SAFE: u64 = (1 << 53) - 1;
     let bytes = text.as_bytes();
     let mut at = 0;
     while let Some(&byte) = bytes.get(at) {
@@ -183,10 +182,7 @@ pub fn exceeds_js_integers(text: &str) -> bool {
                 {
                     at += 1;
                 }
-                let token = &text[start..at];
-                let digits = token.trim_start_matches('-');
-                let integer = digits.bytes().all(|b| b.is_ascii_digit());
-                if integer && digits.parse::<u64>().map_or(true, |value| value > MAX_SAFE) {
+                if beyond_js(&text[start..at]) {
                     return true;
                 }
             }
@@ -194,6 +190,58 @@ pub fn exceeds_js_integers(text: &str) -> bool {
         }
     }
     false
+}
+
+/// `text` with every integer beyond ±(2^53 - 1) written as a string of its decimal digits
+/// (`12345678901234567890` becomes `"12345678901234567890"`): the one value JS cannot read
+/// exactly is replaced, and the object around it, and every other number, stays as it is.
+/// Text holding no such integer comes back unchanged.
+pub fn quote_js_integers(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = String::with_capacity(text.len());
+    let mut copied = 0;
+    let mut at = 0;
+    while let Some(&byte) = bytes.get(at) {
+        match byte {
+            b'"' => {
+                at += 1;
+                while let Some(&inner) = bytes.get(at) {
+                    at += if inner == b'\\' { 2 } else { 1 };
+                    if inner == b'"' {
+                        break;
+                    }
+                }
+            }
+            b'-' | b'0'..=b'9' => {
+                let start = at;
+                while bytes
+                    .get(at)
+                    .is_some_and(|b| matches!(b, b'-' | b'+' | b'.' | b'e' | b'E' | b'0'..=b'9'))
+                {
+                    at += 1;
+                }
+                let token = &text[start..at];
+                if beyond_js(token) {
+                    out.push_str(&text[copied..start]);
+                    out.push('"');
+                    out.push_str(token);
+                    out.push('"');
+                    copied = at;
+                }
+            }
+            _ => at += 1,
+        }
+    }
+    out.push_str(text.get(copied..).unwrap_or_default());
+    out
+}
+
+/// Whether a number token is an integer JS would read as another number.
+fn beyond_js(token: &str) -> bool {
+    const MAX_SAFE: u64 = (1 << 53) - 1;
+    let digits = token.trim_start_matches('-');
+    digits.bytes().all(|b| b.is_ascii_digit())
+        && digits.parse::<u64>().map_or(true, |value| value > MAX_SAFE)
 }
 
 /// The items of the array `text` holds, as raw value texts; `None` when it holds no array

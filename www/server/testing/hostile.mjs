@@ -19,6 +19,8 @@
 //                                           streamed without a length or with one
 //   /echo/requests…                         answers 422 rejected, quoting the request's
 //                                           `authorization` and `x-api-key` in its error
+//   /huge/requests…                         answers 200 applied, its `canonical` holding an
+//                                           integer beyond 2^53 (12345678901234567890)
 //
 // Listens on 127.0.0.1 only; every answer allows any origin (it holds nothing worth reading).
 
@@ -106,6 +108,11 @@ async function handle(req, res) {
       error: { code: 'bad_token', message: `token ${auth} refused (key ${key})`, details: { key } },
     };
     send(res, 422, JSON.stringify(answer), { 'content-type': 'application/json' });
+  } else if (/^\/huge\/requests(?:\/[^/]+)?$/.test(path)) {
+    req.resume();
+    // Written as text: a JS number could not hold this integer.
+    const answer = '{"outcome":"applied","canonical":{"big":12345678901234567890,"kept":"yes","small":7}}';
+    send(res, 200, answer, { 'content-type': 'application/json' });
   } else {
     req.resume();
     send(res, 404, 'no such route', { 'content-type': 'text/plain' });

@@ -102,3 +102,33 @@ fn integers_js_would_change_are_found_outside_strings_only() {
         assert!(exceeds_js_integers(&beyond), "{beyond}");
     }
 }
+
+#[test]
+fn only_the_integers_js_would_change_are_quoted() {
+    let max = (1u64 << 53) - 1;
+    for fine in [
+        format!("[{max},-{max},0,-0]"),
+        format!("[\"\\\"{}\"]", u64::MAX),
+        "[1e300,9007199254740993.0,-1.5e-7]".to_owned(),
+    ] {
+        assert_eq!(quote_js_integers(&fine), fine);
+    }
+    let text = format!(
+        "{{\"a\":{},\"b\":[-{},\"{}\",1.5],\"c\":123456789012345678901234567890}}",
+        max + 1,
+        u64::MAX,
+        u64::MAX
+    );
+    let quoted = quote_js_integers(&text);
+    assert_eq!(
+        quoted,
+        format!(
+            "{{\"a\":\"{}\",\"b\":[\"-{}\",\"{}\",1.5],\"c\":\"123456789012345678901234567890\"}}",
+            max + 1,
+            u64::MAX,
+            u64::MAX
+        )
+    );
+    assert!(!exceeds_js_integers(&quoted));
+    assert!(serde_json::from_str::<serde_json::Value>(&quoted).is_ok());
+}
