@@ -18,6 +18,7 @@ fn batching(max_operations: usize, max_bytes: usize) -> Harness<CountingHost> {
         batch: BatchLimits {
             max_operations,
             max_bytes,
+            kinds: None,
         },
         ..SchedulerConfig::default()
     };
@@ -341,4 +342,101 @@ fn batch_edits_that_waited_for_a_busy_canvas_share_the_next_request() {
         "examinations: {}",
         h.scheduler.stats().scanned
     );
+}
+
+fn batching_kinds(kinds: Option<&[&str]>) -> Harness<CountingHost> {
+    let config = SchedulerConfig {
+        concurrency: 1,
+        batch: BatchLimits {
+            max_operations: 8,
+            max_bytes: 65_536,
+            kinds: kinds.map(|k| k.iter().map(|s| s.to_string()).collect()),
+        },
+        ..SchedulerConfig::default()
+    };
+    let mut h = Harness::new(config, CountingHost::new("r"));
+    h.start();
+    h
+}
+
+/// Sends `intents` in one held burst, answers every request `applied`, and lists the requests.
+fn requests_of(h: &mut Harness<CountingHost>, intents: Vec<IntentInput>) -> Vec<Vec<String>> {
+    let hold = h.scheduler.hold(h.now).unwrap();
+    h.enqueue(intents).unwrap();
+    h.scheduler.release(h.now, hold);
+    h.drain();
+    let mut requests = Vec::new();
+    while !h.wire.is_empty() {
+        requests.push(
+            h.wire_operations()
+                .iter()
+                .map(|s| s.to_string())
+                .collect::<Vec<_>>(),
+        );
+        h.answer_first(applied());
+    }
+    requests
+}
+
+#[test]
+fn batch_any_kind_record_kinds_share_one_request_by_default() {
+    let mut h = batching_kinds(None);
+    let requests = requests_of(
+        &mut h,
+        vec![
+            of_kind("p1", "record.put", &["c"]),
+            of_kind("p2", "record.put", &["c"]),
+            of_kind("p3", "record.put", &["c"]),
+            of_kind("r1", "record.remove", &["c"]),
+            of_kind("r2", "record.remove", &["c"]),
+        ],
+    );
+    assert_eq!(
+        requests,
+        vec![vec!["p1", "p2", "p3"], vec!["r1", "r2"]],
+        "every kind batches; another kind ends a batch"
+    );
+    for id in ["p1", "p2", "p3", "r1", "r2"] {
+        assert_eq!(
+            h.scheduler.ledger().operation(id).unwrap().phase,
+            OperationPhase::Resolved
+        );
+    }
+}
+
+#[test]
+fn batch_kinds_narrows_batching_to_the_named_kinds() {
+    let mut h = batching_kinds(Some(&["record.remove"]));
+    let requests = requests_of(
+        &mut h,
+        vec![
+            of_kind("p1", "record.put", &["c"]),
+            of_kind("p2", "record.put", &["c"]),
+            of_kind("r1", "record.remove", &["c"]),
+            of_kind("r2", "record.remove", &["c"]),
+        ],
+    );
+    assert_eq!(requests, vec![vec!["p1"], vec!["p2"], vec!["r1", "r2"]]);
+}
+
+#[test]
+fn batch_never_takes_uploads_or_runs_even_when_named() {
+    let mut h = batching_kinds(Some(&["run.cancel", "record.put"]));
+    let requests = requests_of(
+        &mut h,
+        vec![
+            of_kind("k1", "run.cancel", &["c"]),
+            of_kind("k2", "run.cancel", &["c"]),
+        ],
+    );
+    assert_eq!(requests, vec![vec!["k1"], vec!["k2"]], "named or not");
+    let mut h = batching_kinds(None);
+    let requests = requests_of(
+        &mut h,
+        vec![
+            of_kind("s1", "run.start", &["c"]),
+            of_kind("s2", "run.start", &["c"]),
+        ],
+    );
+    assert_eq!(requests, vec![vec!["s1"], vec!["s2"]]);
 }

@@ -255,6 +255,7 @@ fn p7_a_batchs_shared_canonical_is_stored_once() {
         batch: BatchLimits {
             max_operations: 3,
             max_bytes: 65_536,
+            kinds: None,
         },
         ..SchedulerConfig::default()
     };

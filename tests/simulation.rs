@@ -134,6 +134,7 @@ impl World {
             batch: canvas_scheduler::core::config::BatchLimits {
                 max_operations: 1 + rng.below(4) as usize,
                 max_bytes: 200,
+                kinds: None,
             },
             // Retention in half the seeds: compacted within a few settlements or a few
             // hundred ms of settling; tombstones outlive the run (the horizon).

@@ -121,6 +121,37 @@ fn integer(object: &JsValue, key: &str, min: u64, max: u64) -> Result<Option<u64
     }
 }
 
+/// `batch.kinds`: 1-64 distinct operation types, each as an intent's `operationType` must be.
+/// Read through `Reflect` (length, then each index) so a hostile array's throw is caught.
+fn kinds(object: &JsValue) -> Result<Option<Vec<String>>, SchedulerError> {
+    const KEY: &str = "batch.kinds";
+    const WHAT: &str =
+        "must be an array of 1-64 operation types (1-64 characters of A-Z a-z 0-9 . _ -)";
+    let value = field(object, "kinds")?;
+    if value.is_undefined() {
+        return Ok(None);
+    }
+    if !is_array(&value) {
+        return Err(bad_field(KEY, WHAT));
+    }
+    let length = field(&value, "length")?.as_f64().unwrap_or(0.0);
+    if !(1.0..=64.0).contains(&length) {
+        return Err(bad_field(KEY, WHAT));
+    }
+    let mut kinds = Vec::new();
+    for i in 0..length as u32 {
+        let item = Reflect::get_u32(&value, i).map_err(|_| bad_field(KEY, "is unreadable"))?;
+        let kind = match exact_text(&item) {
+            Some(Ok(kind)) if crate::core::intent::valid_kind(&kind) => kind,
+            _ => return Err(bad_field(KEY, WHAT)),
+        };
+        if !kinds.contains(&kind) {
+            kinds.push(kind);
+        }
+    }
+    Ok(Some(kinds))
+}
+
 fn function(object: &JsValue, key: &str) -> Result<Option<Function>, SchedulerError> {
     let value = field(object, key)?;
     if value.is_undefined() {
@@ -240,10 +271,11 @@ pub fn decode_options(options: &JsValue) -> Result<OpenOptions, SchedulerError> 
             dead_letter_after_ms,
         };
     }
-    if let Some(batch) = nested(options, "batch", &["maxOperations", "maxBytes"])? {
+    if let Some(batch) = nested(options, "batch", &["maxOperations", "maxBytes", "kinds"])? {
         config.batch = BatchLimits {
             max_operations: integer(&batch, "maxOperations", 1, 1_000)?.unwrap_or(32) as usize,
             max_bytes: integer(&batch, "maxBytes", 1, 16 << 20)?.unwrap_or(65_536) as usize,
+            kinds: kinds(&batch)?,
         };
     }
     if let Some(limit) = integer(options, "maxPayloadBytes", 1, 16 << 20)? {

@@ -126,7 +126,14 @@ export interface SchedulerOptions {
    */
   attemptTimeoutMs?: number;
   retry?: { baseMs?: number; maxMs?: number; maxAttempts?: number; deadLetterAfterMs?: number };
-  batch?: { maxOperations?: number; maxBytes?: number };
+  /**
+   * Request batching (off by default): consecutive ready operations of one kind on the same
+   * canvases share one request (SPEC §7's batch body), up to `maxOperations` (1 to 1000,
+   * default 32) and `maxBytes` of payload (default 65536). Every kind batches unless `kinds`
+   * names the ones that may (1 to 64 exact operation types); `asset.upload` (a multipart body
+   * with its own lane), `run.start` and `run.cancel` never do.
+   */
+  batch?: { maxOperations?: number; maxBytes?: number; kinds?: string[] };
   /** Largest payload accepted at enqueue, in JSON bytes (default 262144). */
   maxPayloadBytes?: number;
   /** Largest answer read from the server, in bytes (default 1048576, 1024 to 67108864): a

@@ -99,6 +99,9 @@ pub struct BatchLimits {
     pub max_operations: usize,
     /// Most payload bytes in one request.
     pub max_bytes: usize,
+    /// The operation types that may batch (exact names); `None`: every kind that can
+    /// (see `scheduler::batch`: uploads and runs never do).
+    pub kinds: Option<Vec<String>>,
 }
 
 impl Default for BatchLimits {
@@ -106,6 +109,7 @@ impl Default for BatchLimits {
         Self {
             max_operations: 1,
             max_bytes: 64 * 1024,
+            kinds: None,
         }
     }
 }

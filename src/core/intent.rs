@@ -80,13 +80,17 @@ pub fn check_id(value: &str, field: &str) -> Result<(), SchedulerError> {
     }
 }
 
-fn check_kind(value: &str) -> Result<(), SchedulerError> {
-    let ok = !value.is_empty()
+/// Whether `value` may be an `operationType` (also what `batch.kinds` names).
+pub fn valid_kind(value: &str) -> bool {
+    !value.is_empty()
         && value.len() <= MAX_KIND_CHARS
         && value
             .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'));
-    if ok {
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))
+}
+
+fn check_kind(value: &str) -> Result<(), SchedulerError> {
+    if valid_kind(value) {
         Ok(())
     } else {
         Err(invalid(format!(

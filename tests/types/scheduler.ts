@@ -84,6 +84,15 @@ export const retained: Parameters<typeof Scheduler.open>[0] = {
   retain: { settled: 1000, settledMs: 86_400_000, tombstones: 100_000, tombstoneMs: 2_592_000_000 },
 };
 
+/** Batching every kind, or only the exact operation types named (issue 37 item 2). */
+export const batched: Parameters<typeof Scheduler.open>[0] = {
+  database: "ledger",
+  endpoint: "https://api.example/v1",
+  batch: { maxOperations: 256, maxBytes: 262_144, kinds: ["record.put", "record.remove"] },
+};
+// @ts-expect-error batch.kinds is a list of operation types, not one
+export const oneKind: Parameters<typeof Scheduler.open>[0] = { database: "d", batch: { kinds: "record.put" } };
+
 /** A store's record as an editor declares it: an interface (no index signature) with optional
  * fields and nested objects. It is a payload as it is, with no `as unknown as Json`. */
 interface ShapeRecord {

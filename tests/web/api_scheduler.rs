@@ -107,6 +107,22 @@ async fn a_malformed_options_are_refused_with_codes() {
             "{ database: 'd', endpoint: 'http://x', concurency: 2 }",
             "invalid_options",
         ),
+        (
+            "{ database: 'd', endpoint: 'http://x', batch: { kinds: 'record.put' } }",
+            "invalid_options",
+        ),
+        (
+            "{ database: 'd', endpoint: 'http://x', batch: { kinds: [] } }",
+            "invalid_options",
+        ),
+        (
+            "{ database: 'd', endpoint: 'http://x', batch: { kinds: ['record put'] } }",
+            "invalid_options",
+        ),
+        (
+            "{ database: 'd', endpoint: 'http://x', batch: { kinds: ['record.put', 5] } }",
+            "invalid_options",
+        ),
     ];
     for (source, expected) in cases {
         let error = Scheduler::open(js(&source.replace("'d'", &format!("'cs-opt-{run}'"))))
@@ -760,4 +776,72 @@ async fn issue37_when_saved_pending_and_saved_events_in_a_page() {
         .await
         .expect_err("rejected by stop()");
     assert_eq!(code_of(&error), "scheduler_closed");
+}
+
+/// Issue 37 item 2: `record.*` kinds batch against the reference server, one request per run
+/// of one kind, each applied; `batch.kinds` narrows it.
+#[wasm_bindgen_test]
+async fn issue37_record_kinds_batch_against_the_reference_server() {
+    for (extra, put_requests) in [
+        ("batch: { maxOperations: 8, maxBytes: 65536 }", 1),
+        (
+            "batch: { maxOperations: 8, maxBytes: 65536, kinds: ['record.remove'] }",
+            4,
+        ),
+    ] {
+        let run = unique("records");
+        let scheduler = open(&run, extra).await;
+        let hold = scheduler.hold().expect("hold");
+        let mut ids = Vec::new();
+        for (i, kind) in ["put", "put", "put", "put", "remove", "remove"]
+            .iter()
+            .enumerate()
+        {
+            let id = format!("{run}-{i}");
+            let payload = if *kind == "put" {
+                format!("{{ record: {{ id: 'shape:{i}', typeName: 'shape' }} }}")
+            } else {
+                format!("{{ id: 'shape:{}' }}", i - 4)
+            };
+            scheduler
+                .enqueue(js(&format!(
+                    "{{ id: '{id}', operationType: 'record.{kind}', canvasIds: ['c-{run}'], payload: {payload} }}"
+                )))
+                .await
+                .expect("valid");
+            ids.push(id);
+        }
+        scheduler.start().expect("start");
+        hold.call0(&JsValue::NULL).expect("release");
+        settle_all(&scheduler).await;
+        let mut requests: Vec<String> = Vec::new();
+        for id in &ids {
+            let op = scheduler.operation(id);
+            let outcome = Reflect::get(&op, &"outcome".into()).unwrap_or(JsValue::UNDEFINED);
+            let field = |name: &str| {
+                Reflect::get(&outcome, &name.into())
+                    .ok()
+                    .and_then(|v| v.as_string())
+            };
+            assert_eq!(
+                field("settlement").as_deref(),
+                Some("applied"),
+                "{extra} {id}"
+            );
+            requests.push(field("requestId").expect("a request id"));
+        }
+        let distinct = |list: &[String]| {
+            let mut list = list.to_vec();
+            list.dedup();
+            list.len()
+        };
+        assert_eq!(distinct(&requests[..4]), put_requests, "{extra}: the puts");
+        assert_eq!(
+            distinct(&requests[4..]),
+            1,
+            "{extra}: the removes share one"
+        );
+        assert_ne!(requests[3], requests[4], "another kind ends a batch");
+        scheduler.stop();
+    }
 }

@@ -1,17 +1,28 @@
 //! Request batching: consecutive ready operations of the same kind on the same canvas set may
-//! travel in one frozen request, up to `batch.maxOperations` and `batch.maxBytes`. Claims,
+//! travel in one frozen request, up to `batch.maxOperations` and `batch.maxBytes`. Every kind
+//! batches unless the host narrows it with `batch.kinds`, except the kinds with a lane or a
+//! lifecycle of their own (`NEVER_BATCHED`). Claims,
 //! dependencies and exactly-once are unchanged: the batch claims the shared canvases, every
 //! member is ready on its own, and the server applies the batch atomically under one key.
 
 use super::Scheduler;
+use crate::core::config::BatchLimits;
 use crate::core::host::Host;
 use crate::core::json::{ToJson, Writer};
-use crate::core::model::Intent;
+use crate::core::model::{Intent, UPLOAD_KIND};
 use crate::core::payload::Payload;
 
-/// Protocol v1 batches only shape operations (the reference server refuses others).
-fn batchable_kind(kind: &str) -> bool {
-    kind.starts_with("shape.")
+/// Never in a batch: an upload is a multipart body with its own exclusive lane, and a run's
+/// start or cancel is answered `accepted` and followed on its own (the reference server
+/// refuses them in a batch with `not_batchable`).
+pub const NEVER_BATCHED: [&str; 3] = [UPLOAD_KIND, "run.start", "run.cancel"];
+
+fn batchable_kind(limits: &BatchLimits, kind: &str) -> bool {
+    !NEVER_BATCHED.contains(&kind)
+        && limits
+            .kinds
+            .as_ref()
+            .is_none_or(|kinds| kinds.iter().any(|k| k == kind))
 }
 
 fn payload_bytes(intent: &Intent) -> usize {
@@ -42,10 +53,13 @@ impl ToJson for BatchPayload<'_> {
 impl<H: Host> Scheduler<H> {
     /// Takes from the ready queue the operations that may join `first` in one request.
     pub(super) fn gather_batch(&mut self, first: &Intent, canvases: &[String]) -> Vec<Intent> {
-        let limits = self.config.batch.clone();
-        if limits.max_operations < 2
+        let (max_operations, max_bytes) = (
+            self.config.batch.max_operations,
+            self.config.batch.max_bytes,
+        );
+        if max_operations < 2
             || !self.host.batchable()
-            || !batchable_kind(&first.operation_type)
+            || !batchable_kind(&self.config.batch, &first.operation_type)
             || !first.expected_versions.is_empty()
         {
             return Vec::new();
@@ -55,7 +69,7 @@ impl<H: Host> Scheduler<H> {
         self.unwait(&first.id);
         let mut bytes = payload_bytes(first);
         let mut members: Vec<Intent> = Vec::new();
-        while members.len() + 1 < limits.max_operations {
+        while members.len() + 1 < max_operations {
             let Some((sequence, id)) = self.ready.first().map(|(s, id)| (s, id.to_owned())) else {
                 break;
             };
@@ -73,7 +87,7 @@ impl<H: Host> Scheduler<H> {
                     p
                 }).ok().as_deref() == Some(canvases)
                 && self.claims.occupied(sequence, canvases).is_empty()
-                && bytes.saturating_add(payload_bytes(&candidate)) <= limits.max_bytes;
+                && bytes.saturating_add(payload_bytes(&candidate)) <= max_bytes;
             if !fits {
                 break; // only consecutive operations join
             }
