@@ -389,11 +389,12 @@ async fn a_hooks_are_called_safely_and_outcomes_reach_on_event() {
 async fn a_leader_changed_and_dead_lettered_reach_on_event() {
     let run = unique("dead");
     let events = format!("__events_{}", run.replace('-', "_"));
-    // Port 9 on loopback refuses connections: every attempt is transport_unknown.
+    // A proxy's HTML 400: a 4xx without a protocol body dead-letters at once (K1).
     let options = js(&format!(
-        "{{ database: 'cs-api-{run}', endpoint: 'http://127.0.0.1:9', owner: 'tab-{run}',
+        "{{ database: 'cs-api-{run}', endpoint: '{}', owner: 'tab-{run}',
            retry: {{ baseMs: 1, maxMs: 5, maxAttempts: 2 }},
-           onEvent: (e) => (globalThis.{events} ??= []).push(e) }}"
+           onEvent: (e) => (globalThis.{events} ??= []).push(e) }}",
+        super::support::proxy_400()
     ));
     let scheduler = match Scheduler::open(options).await {
         Ok(s) => s,

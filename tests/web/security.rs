@@ -24,7 +24,7 @@ use serde_json::{json, Value};
 use wasm_bindgen::JsValue;
 use wasm_bindgen_test::wasm_bindgen_test;
 
-use super::support::{code_of, js, sleep};
+use super::support::{code_of, js, proxy_400, sleep};
 use web_sys::AbortController;
 
 use super::transport::{http_at, now, shape, unique, Draft};
@@ -259,10 +259,11 @@ async fn k5_errors_and_events_carry_no_header_or_token_values() {
     online.resume().await.expect("resume");
     wait_reasons(&online, &unauthorized, "unauthorized").await;
 
-    // Dead letters: the same hooks against an unreachable endpoint, two attempts at most.
+    // Dead letters: the same hooks behind a proxy that answers HTML 400, two attempts at most.
     let offline = open(format!(
-        "{{ database: 'cs-sec-dead-{run}', endpoint: '{UNREACHABLE}', owner: 'tab-dead-{run}',
-           leaseMs: 1000, retry: {{ baseMs: 1, maxMs: 5, maxAttempts: 2 }}, {hooks} }}"
+        "{{ database: 'cs-sec-dead-{run}', endpoint: '{}', owner: 'tab-dead-{run}',
+           leaseMs: 1000, retry: {{ baseMs: 1, maxMs: 5, maxAttempts: 2 }}, {hooks} }}",
+        proxy_400()
     ))
     .await;
     offline.start().expect("start");

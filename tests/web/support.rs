@@ -61,3 +61,15 @@ pub fn code_of(error: &wasm_bindgen::JsValue) -> String {
         .and_then(|c| c.as_string())
         .unwrap_or_else(|| format!("no code: {error:?}"))
 }
+
+/// An endpoint behind a proxy that answers HTML 400 (the hostile server `scripts/test` starts):
+/// a 4xx without a protocol body dead-letters a request at once (K1, SPEC §7), where an
+/// unreachable endpoint never does (an outage dead-letters nothing).
+pub fn proxy_400() -> String {
+    match option_env!("CANVAS_SCHEDULER_TEST_HOSTILE") {
+        Some(url) if !url.is_empty() => format!("{url}/status/400/-"),
+        _ => panic!(
+            "CANVAS_SCHEDULER_TEST_HOSTILE is not set: run the browser tests with scripts/test"
+        ),
+    }
+}

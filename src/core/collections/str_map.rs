@@ -132,8 +132,8 @@ impl<V> StrMap<V> {
     pub fn into_values(self) -> impl Iterator<Item = V> {
         let mut slots = self.slots;
         self.index
-            .into_iter()
-            .filter_map(move |(_, at)| slots.get_mut(at as usize)?.take())
+            .into_values()
+            .filter_map(move |at| slots.get_mut(at as usize)?.take())
     }
 }
 

@@ -93,12 +93,18 @@ impl<H: Host> Scheduler<H> {
                     retry.due_at(now, step, status.retry_after_ms, status.retry_at)
                 };
                 self.ledger.schedule_retry(request_id, due, next);
+                // K6: the log says what the retry follows (the error's code, never its text).
+                let after = status
+                    .error
+                    .as_ref()
+                    .map(|error| format!(" after {}", error.code))
+                    .unwrap_or_default();
                 self.event(
                     EventKind::RetryScheduled,
                     now,
                     Some(request_id),
                     None,
-                    Some(format!("{} at {due}", next.as_str())),
+                    Some(format!("{} at {due}{after}", next.as_str())),
                 );
             }
         }
