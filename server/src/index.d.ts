@@ -48,6 +48,11 @@ export interface Store<Tx = unknown> {
     args: { principal: string; key: string; token: number; now: number },
     fn: (tx: Tx) => Promise<{ status: number; answer: unknown }>,
   ): Promise<{ state: 'lost' } | StoredRow>;
+  /** Replaces a stored `accepted` answer with fn's (null: no change), in one locked transaction. */
+  settle(
+    args: { principal: string; key: string; now: number },
+    fn: (tx: Tx, answer: ApplyResult) => Promise<{ status: number; answer: unknown } | null>,
+  ): Promise<{ state: 'settled' | 'unchanged'; row: StoredRow | null }>;
   release(args: { principal: string; key: string; token: number }): Promise<void>;
   get(args: { principal: string; key: string }): Promise<StoredRow | null>;
   purge(args: { before: number; limit: number }): Promise<number>;
@@ -74,6 +79,15 @@ export interface Kit {
   init(): Promise<void>;
   /** Deletes at most `limit` (default 1000) outcomes older than the retention period. */
   purge(options?: { limit?: number }): Promise<number>;
+  /**
+   * Completes an `accepted` outcome once: `fn` runs with the key's row locked, only while the
+   * stored answer is still `accepted`; its writes and the answer it returns (null: no change)
+   * commit together. Resolves true when this call changed the stored outcome.
+   */
+  settle<T = unknown>(
+    key: { principal: string; key: string },
+    fn: (tx: T, answer: ApplyResult) => ApplyResult | null | Promise<ApplyResult | null>,
+  ): Promise<boolean>;
   close(): Promise<void>;
 }
 

@@ -116,6 +116,30 @@ export function createKit(options) {
       await init();
       return store.purge({ before: now() - retentionMs, limit: opts.limit ?? 1000 });
     },
+    settle,
     close: () => store.close(),
   };
+
+  /**
+   * Completes an `accepted` outcome (a job that finishes after its answer, e.g. a run): `fn(tx,
+   * answer)` runs in a transaction with the key's row locked, only while the stored outcome is
+   * still `accepted`, and returns the final answer (or null to leave it accepted). Its writes and
+   * the new stored answer commit together, so two processes racing to complete one key complete
+   * it once. Resolves to true when this call changed the outcome.
+   * @param {{ principal: string, key: string }} args
+   * @param {(tx: any, answer: any) => any} fn
+   */
+  async function settle({ principal, key }, fn) {
+    await init();
+    const result = await store.settle({ principal, key, now: now() }, async (tx, answer) => {
+      const next = await fn(tx, answer);
+      if (next == null) return null;
+      if (!['applied', 'rejected', 'accepted'].includes(next.outcome)) {
+        throw new TypeError('settle must return { outcome: "applied" | "rejected" | "accepted" } or null');
+      }
+      const { status: _s, ...stored } = next;
+      return { status: statusOf(next), answer: stored };
+    });
+    return result.state === 'settled';
+  }
 }

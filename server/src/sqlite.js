@@ -72,6 +72,9 @@ export function sqliteStore({ db }) {
         settle: db.prepare(
           "UPDATE csk_outcomes SET state = 'done', status = ?, answer = ?, settled_at = ? WHERE principal = ? AND key = ? AND token = ? AND state = 'pending'",
         ),
+        resettle: db.prepare(
+          "UPDATE csk_outcomes SET status = ?, answer = ?, settled_at = ? WHERE principal = ? AND key = ? AND state = 'done'",
+        ),
         release: db.prepare(
           "DELETE FROM csk_outcomes WHERE principal = ? AND key = ? AND token = ? AND state = 'pending'",
         ),
@@ -103,6 +106,17 @@ export function sqliteStore({ db }) {
         const { status, answer } = await fn(db);
         q.settle.run(status, JSON.stringify(answer), now, principal, key, token);
         return { state: 'done', digest: current.digest, status, answer };
+      }),
+    settle: ({ principal, key, now }, fn) =>
+      transaction(async () => {
+        const current = row(principal, key);
+        if (!current || current.state !== 'done' || current.answer?.outcome !== 'accepted') {
+          return { state: 'unchanged', row: current };
+        }
+        const next = await fn(db, current.answer);
+        if (!next) return { state: 'unchanged', row: current };
+        q.resettle.run(next.status, JSON.stringify(next.answer), now, principal, key);
+        return { state: 'settled', row: { ...current, status: next.status, answer: next.answer } };
       }),
     release: ({ principal, key, token }) => exclusive(() => void q.release.run(principal, key, token)),
     get: async ({ principal, key }) => {
