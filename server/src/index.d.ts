@@ -20,7 +20,15 @@ export interface SubmitRequest {
   body: Record<string, unknown>;
   blob: { bytes: Uint8Array; type: string; size: number; sha256: string } | null;
   digest: string;
+  /** What the app passed to `kit.decide` as `context` (undefined through `handle`). */
+  context?: unknown;
 }
+
+/** What `kit.decide` and `kit.lookup` give. */
+export type Decision =
+  | { state: 'done'; status: number; answer: ApplyResult; fresh: boolean }
+  | { state: 'busy' }
+  | { state: 'reused' };
 
 export interface Limits {
   /** Bytes of the JSON request (default 1 MiB). */
@@ -76,6 +84,21 @@ export interface KitOptions<Tx = unknown> {
 
 export interface Kit {
   handle(request: Request): Promise<Response>;
+  /**
+   * The submit path without HTTP, for an app that reads and checks the request itself: claims the
+   * key, runs `apply` (with `context`), stores and answers as `handle` does. `fresh` is true when
+   * this call's apply decided the key; `busy` is 409; `reused` is a key sent with another digest.
+   */
+  decide(submitted: {
+    principal: string;
+    key: string;
+    digest: string;
+    body: Record<string, unknown>;
+    blob?: unknown;
+    context?: unknown;
+  }): Promise<Decision>;
+  /** The stored outcome of a key: done, busy (in progress), or null (never received). */
+  lookup(key: { principal: string; key: string }): Promise<Decision | null>;
   init(): Promise<void>;
   /** Deletes at most `limit` (default 1000) outcomes older than the retention period. */
   purge(options?: { limit?: number }): Promise<number>;

@@ -52,37 +52,65 @@ export function createKit(options) {
 
   /** @param {string} principal @param {string} key */
   async function answerQuery(principal, key) {
+    const found = await lookup({ principal, key });
+    if (!found) return errorAnswer(404, 'not_found', 'this server never received that request');
+    return toResponse(found);
+  }
+
+  /** @param {{ principal: string, key: string }} args */
+  async function lookup({ principal, key }) {
+    await init();
     const row = await store.get({ principal, key });
-    if (!row) return errorAnswer(404, 'not_found', 'this server never received that request');
-    if (row.state === 'pending') return new Response(null, { status: 409 });
-    return json(row.status, row.answer);
+    if (!row) return null;
+    if (row.state === 'pending') return { state: 'busy' };
+    return { state: 'done', status: row.status, answer: row.answer, fresh: false };
+  }
+
+  /** @param {any} result */
+  function toResponse(result) {
+    if (result.state === 'busy') return new Response(null, { status: 409 });
+    if (result.state === 'reused') {
+      return rejected(422, 'idempotency_key_reused', 'this idempotency key was already used with a different request body');
+    }
+    return json(result.status, result.answer);
   }
 
   /** @param {string} principal @param {Request} request */
   async function submit(principal, request) {
     const parsed = await parseSubmit(request, limits);
-    const { key, digest } = parsed;
+    return toResponse(await decide({ principal, ...parsed }));
+  }
+
+  /**
+   * The submit path without HTTP, for an app that reads and checks requests itself.
+   * @param {{ principal: string, key: string, digest: string, body: any, blob?: any, context?: any }} submitted
+   */
+  async function decide(submitted) {
+    await init();
+    const { principal, key, digest } = submitted;
     const slot = `${principal}\u0000${key}`;
     const running = inflight.get(slot);
     if (running !== undefined) return settledOrBusy({ state: 'pending', digest: running }, digest);
     inflight.set(slot, digest);
     try {
-      return await claimAndApply(principal, parsed);
+      return await claimAndApply(submitted);
     } finally {
       inflight.delete(slot);
     }
   }
 
-  /** @param {string} principal @param {import('./protocol.js').Submit} parsed */
-  async function claimAndApply(principal, parsed) {
-    const { key, digest } = parsed;
+  /** @param {{ principal: string, key: string, digest: string, body: any, blob?: any, context?: any }} submitted */
+  async function claimAndApply(submitted) {
+    const { principal, key, digest } = submitted;
     const claim = await store.claim({ principal, key, digest, now: now(), leaseMs });
     if (claim.state !== 'claimed') return settledOrBusy(claim, digest);
     let result;
+    let ran = false;
     try {
       result = await store.commit({ principal, key, token: claim.token, now: now() }, async (tx) => {
+        ran = true;
         const answer = await apply(
-          { key, principal, body: parsed.body, blob: parsed.blob, digest },
+          { key, principal, body: submitted.body, blob: submitted.blob ?? null, digest, context: submitted.context },
           tx,
         );
         if (!answer || !['applied', 'rejected', 'accepted'].includes(answer.outcome)) {
@@ -96,21 +124,23 @@ export function createKit(options) {
       await store.release({ principal, key, token: claim.token }).catch(() => {});
       throw error;
     }
-    if (result.state === 'lost') return new Response(null, { status: 409 });
-    return settledOrBusy(result, digest);
+    if (result.state === 'lost') return { state: 'busy' };
+    const out = settledOrBusy(result, digest);
+    // `fresh`: this call's apply decided the key (its writes committed with the outcome).
+    return out.state === 'done' && ran ? { ...out, fresh: true } : out;
   }
 
   /** @param {any} row @param {string} digest */
   function settledOrBusy(row, digest) {
-    if (row.digest !== digest) {
-      return rejected(422, 'idempotency_key_reused', 'this idempotency key was already used with a different request body');
-    }
-    if (row.state === 'pending') return new Response(null, { status: 409 });
-    return json(row.status, row.answer);
+    if (row.digest !== digest) return { state: 'reused' };
+    if (row.state === 'pending') return { state: 'busy' };
+    return { state: 'done', status: row.status, answer: row.answer, fresh: false };
   }
 
   return {
     handle,
+    decide,
+    lookup,
     init,
     purge: async (opts = {}) => {
       await init();

@@ -304,6 +304,24 @@ export function conformance(label, makeEngine) {
     await engine.close();
   });
 
+  test(`${label}: decide and lookup: the submit path without HTTP, with the app's context`, async () => {
+    const seen = [];
+    const { engine, kit, done } = await setup({ hook: async (request) => void seen.push(request.context) });
+    const submitted = { principal: 'u1', key: 'd1', digest: 'digest-1', body: { id: 'd1', payload: 1 }, context: { who: 'alice' } };
+    assert.equal(await kit.lookup({ principal: 'u1', key: 'd1' }), null);
+    const first = await kit.decide(submitted);
+    assert.equal(first.state, 'done');
+    assert.equal(first.fresh, true);
+    assert.equal(first.status, 200);
+    const again = await kit.decide(submitted);
+    assert.deepEqual(again, { ...first, fresh: false });
+    assert.deepEqual(await kit.lookup({ principal: 'u1', key: 'd1' }), { ...first, fresh: false });
+    assert.deepEqual(await kit.decide({ ...submitted, digest: 'digest-2' }), { state: 'reused' });
+    assert.deepEqual(seen, [{ who: 'alice' }]);
+    assert.equal(await engine.count('u1', 'd1'), 1);
+    await done();
+  });
+
   test(`${label}: no credential or request header is stored`, async () => {
     const { engine, kit, done } = await setup();
     await submit(kit, body('h1'), { authorization: 'Bearer secret-token-123', cookie: 'sid=cookie-456' });
