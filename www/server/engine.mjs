@@ -1,8 +1,10 @@
 // The engine: decides the one outcome of each idempotency key and applies it to the canvases.
 //
-// At most once per key: the first complete submit of a key is decided, applied (if it applies)
-// and its answer recorded in the same SQLite transaction; every later submit with the same body
-// gets that stored answer, and a different body under the same key is refused. While the first
+// At most once per key comes from the server kit (server/, `canvas-scheduler-server`): this file is
+// the kit's `apply` (the canvas logic) and completes accepted runs with `kit.settle`. The kit
+// claims the key, runs `decide` in the transaction that stores the outcome, and answers repeats
+// and in-progress keys. Keys are global here (one kit principal): the request's own principal is
+// recorded with the domain row, and another principal's key is answered 403. While the first
 // submit of a key is still being received (a slow upload), the key is "in progress": a second
 // submit or a query is answered 409 without a body.
 //
@@ -10,6 +12,8 @@
 // `run.start` (accepted now, applied `runApplyMs` later) and `run.cancel`.
 
 import { createHash } from 'node:crypto';
+
+import { createKit, sqliteStore } from '../../server/src/index.js';
 
 import {
   DOCUMENT_KINDS,
@@ -81,6 +85,30 @@ function payloadRejection(request, message) {
 export function createEngine({ store, runApplyMs, now = Date.now }) {
   /** Keys whose first submit is being received but not yet decided. */
   const receiving = new Set();
+  // The reference server's keys are global: one kit principal; ownership is the domain row's.
+  const KIT_PRINCIPAL = 'reference';
+  const kit = createKit({
+    store: sqliteStore({ db: store.db }),
+    principal: () => KIT_PRINCIPAL,
+    now,
+    // The domain writes below are synchronous (better-sqlite3), inside the kit's transaction.
+    apply: ({ body: request, blob, digest, context }) => {
+      const { principal, at } = context;
+      const decision = decide(request, blob, principal, at);
+      store.insertRequest({
+        id: request.id,
+        digest,
+        body: request,
+        principal,
+        status: decision.status,
+        httpStatus: decision.httpStatus,
+        answer: decision.answer,
+        receivedAt: at,
+        applyAt: decision.applyAt ?? null,
+      });
+      return { ...decision.answer, status: decision.httpStatus };
+    },
+  });
   let runTimer = null;
   let closed = false;
 
@@ -324,13 +352,9 @@ export function createEngine({ store, runApplyMs, now = Date.now }) {
     const run = store.getRun(runId);
     const previous = run?.status ?? 'unknown';
     const cancelled = previous === 'unknown' || previous === 'pending';
-    if (previous === 'pending') {
-      const start = store.getRequest(run.startRequestId);
-      if (start?.status === 'accepted') {
-        const refused = rejection(start.body, 409, wireError('run_cancelled', `run ${runId} was cancelled`));
-        store.resolveRequest(start.id, 'rejected', refused.httpStatus, refused.answer, at);
-      }
-    }
+    // The start's accepted outcome becomes `run_cancelled` through kit.settle right after this
+    // commits (settleCancelledStarts); a crash in between leaves it to the due-time promotion,
+    // which finds the run no longer pending and refuses it the same way.
     if (cancelled) {
       store.putRun({
         id: runId,
@@ -375,17 +399,18 @@ export function createEngine({ store, runApplyMs, now = Date.now }) {
     }
   }
 
-  /** Applies one accepted run.start whose time has come. Runs inside a transaction. */
-  function applyDueRun(stored, at) {
+  /**
+   * Completes one accepted run.start: applied when its run is still pending, else refused
+   * `run_cancelled`. Runs inside kit.settle's transaction; returns the final answer.
+   */
+  function completeRun(stored, at) {
     const request = stored.body;
     const runId = runIdOf(request);
     const run = runId ? store.getRun(runId) : null;
     if (!run || run.status !== 'pending' || run.startRequestId !== request.id) {
-      // Only a cancel moves a pending run elsewhere, and it resolves this request itself; this
-      // branch keeps a damaged store from leaving the request accepted forever.
-      const refused = rejection(request, 409, wireError('run_cancelled', `run ${runId} is no longer pending`));
+      const refused = rejection(request, 409, wireError('run_cancelled', `run ${runId} was cancelled`));
       store.resolveRequest(request.id, 'rejected', refused.httpStatus, refused.answer, at);
-      return;
+      return { ...refused.answer, status: refused.httpStatus };
     }
     const documents = workingDocuments(request);
     for (const document of documents.values()) document.runs[runId] = 'completed';
@@ -398,26 +423,41 @@ export function createEngine({ store, runApplyMs, now = Date.now }) {
       operations: request.operationIds.map((operationId) => ({ operationId, outcome: 'applied', canonical: { run: runState } })),
     };
     store.resolveRequest(request.id, 'applied', 200, answer, at);
+    return answer;
+  }
+
+  /** Completes the accepted request `id` once (any process may race; the kit settles it once). */
+  async function settleRequest(id, at) {
+    await kit.settle({ principal: KIT_PRINCIPAL, key: id }, () => {
+      const fresh = store.getRequest(id);
+      return fresh?.status === 'accepted' ? completeRun(fresh, at) : null;
+    });
   }
 
   /**
    * Applies every accepted request that is due, then re-arms the timer for the next one.
    * Called before each answer too, so an answer never shows `accepted` past its due time.
    */
-  function promoteDue() {
+  async function promoteDue() {
     if (closed) return;
     const at = now();
     for (let page = 0; page < PROMOTION_MAX_PAGES; page += 1) {
       const due = store.dueRequests(at, PROMOTION_PAGE);
       if (due.length === 0) break;
-      for (const stored of due) {
-        store.transaction(() => {
-          const fresh = store.getRequest(stored.id);
-          if (fresh?.status === 'accepted') applyDueRun(fresh, at);
-        });
-      }
+      for (const stored of due) await settleRequest(stored.id, at);
+      if (closed) return;
     }
     armRunTimer();
+  }
+
+  /** After a run.cancel committed: its run's accepted start is refused now, not at its due time. */
+  async function settleCancelledStarts(request) {
+    const runId = runIdOf(request);
+    const run = runId ? store.getRun(runId) : null;
+    if (run?.status === 'cancelled' && run.startRequestId) {
+      const start = store.getRequest(run.startRequestId);
+      if (start?.status === 'accepted') await settleRequest(start.id, now());
+    }
   }
 
   function armRunTimer() {
@@ -431,13 +471,11 @@ export function createEngine({ store, runApplyMs, now = Date.now }) {
 
   function onRunTimer() {
     runTimer = null;
-    try {
-      promoteDue();
-    } catch (error) {
+    promoteDue().catch((error) => {
       // Not re-armed here (a persistent failure would spin); the next protocol or admin read
       // promotes and re-arms. Each promotion is its own transaction, so nothing is half-done.
       process.stderr.write(`canvas-scheduler server: run promotion failed: ${error?.stack ?? error}\n`);
-    }
+    });
   }
 
   return {
@@ -469,41 +507,38 @@ export function createEngine({ store, runApplyMs, now = Date.now }) {
      * @param {import('./protocol.mjs').WireRequest} submit.request
      * @param {Blob | null} submit.blob
      * @param {string | null} submit.principal
-     * @returns {SubmitResult}
+     * @returns {Promise<SubmitResult>}
      * @throws {ProtocolError} 400 when a blob comes with a kind other than `asset.upload`.
      */
-    submit({ request, blob, principal }) {
+    async submit({ request, blob, principal }) {
       if (closed) throw new Error('engine closed');
       if (blob && request.kind !== 'asset.upload') {
         throw new ProtocolError(400, 'unexpected_blob', 'only asset.upload may carry a blob');
       }
-      promoteDue();
+      await promoteDue();
+      const owner = store.getRequest(request.id);
+      if (owner && !samePrincipal(owner, principal)) return { forbidden: true };
       const digest = requestDigest(request, blob);
-      const at = now();
-      const result = store.transaction(() => {
-        const existing = store.getRequest(request.id);
-        if (existing) {
-          if (!samePrincipal(existing, principal)) return { forbidden: true };
-          if (existing.digest !== digest) return { reply: keyReusedReply(), created: false };
-          store.countSubmit(request.id);
-          return { reply: { status: existing.httpStatus, answer: existing.answer }, created: false };
-        }
-        const decision = decide(request, blob, principal, at);
-        store.insertRequest({
-          id: request.id,
-          digest,
-          body: request,
-          principal,
-          status: decision.status,
-          httpStatus: decision.httpStatus,
-          answer: decision.answer,
-          receivedAt: at,
-          applyAt: decision.applyAt ?? null,
-        });
-        return { reply: { status: decision.httpStatus, answer: decision.answer }, created: true };
+      const result = await kit.decide({
+        principal: KIT_PRINCIPAL,
+        key: request.id,
+        digest,
+        body: request,
+        blob,
+        context: { principal, at: now() },
       });
-      if (result.created) armRunTimer();
-      return result;
+      if (result.state === 'busy') return { inProgress: true };
+      if (result.state === 'reused') return { reply: keyReusedReply(), created: false };
+      if (!result.fresh) {
+        // Decided by an earlier submit (maybe by another principal meanwhile).
+        const stored = store.getRequest(request.id);
+        if (stored && !samePrincipal(stored, principal)) return { forbidden: true };
+        if (stored) store.countSubmit(request.id);
+      } else {
+        armRunTimer();
+        if (request.kind === 'run.cancel') await settleCancelledStarts(request);
+      }
+      return { reply: { status: result.status, answer: result.answer }, created: result.fresh };
     },
 
     /**
@@ -511,18 +546,18 @@ export function createEngine({ store, runApplyMs, now = Date.now }) {
      *
      * @param {string} key
      * @param {string | null} principal
-     * @returns {{reply?: import('./protocol.mjs').Reply, inProgress?: boolean, notFound?: boolean, forbidden?: boolean}}
+     * @returns {Promise<{reply?: import('./protocol.mjs').Reply, inProgress?: boolean, notFound?: boolean, forbidden?: boolean}>}
      */
-    query(key, principal) {
+    async query(key, principal) {
       if (closed) throw new Error('engine closed');
-      promoteDue();
-      return store.transaction(() => {
-        const existing = store.getRequest(key);
-        if (!existing) return receiving.has(key) ? { inProgress: true } : { notFound: true };
-        if (!samePrincipal(existing, principal)) return { forbidden: true };
-        store.countQuery(key);
-        return { reply: { status: existing.httpStatus, answer: existing.answer } };
-      });
+      await promoteDue();
+      const found = await kit.lookup({ principal: KIT_PRINCIPAL, key });
+      if (!found) return receiving.has(key) ? { inProgress: true } : { notFound: true };
+      if (found.state !== 'done') return { inProgress: true };
+      const stored = store.getRequest(key);
+      if (stored && !samePrincipal(stored, principal)) return { forbidden: true };
+      if (stored) store.countQuery(key);
+      return { reply: { status: found.status, answer: found.answer } };
     },
 
     /** Applies due runs now (also used by the admin API before reading state). */
@@ -530,6 +565,12 @@ export function createEngine({ store, runApplyMs, now = Date.now }) {
 
     /** Re-reads the due times from the store (after a reset). */
     rearm: armRunTimer,
+
+    /** Creates the kit's table (before the first request). */
+    init: () => kit.init(),
+
+    /** Closes the kit's connections (its reader, and the shared database). */
+    dispose: () => kit.close(),
 
     /** Stops the run timer; later calls to submit/query throw. */
     close() {

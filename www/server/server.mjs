@@ -55,7 +55,8 @@ export async function startServer(options) {
   let closing = false;
 
   // A run accepted before a restart is still due: apply what is overdue, arm for the rest.
-  engine.promoteDue();
+  await engine.init();
+  await engine.promoteDue();
 
   const destroy = (req) => req.socket.destroy();
 
@@ -96,7 +97,11 @@ export async function startServer(options) {
         throw new ProtocolError(400, 'idempotency_key_mismatch', 'the idempotency-key header must equal the body id');
       }
       if (closing) return destroy(req);
-      const result = engine.submit({ request, blob, principal });
+      const result = await engine.submit({ request, blob, principal });
+      if (result.inProgress) {
+        sendEmpty(res, 409);
+        return;
+      }
       if (result.forbidden) {
         sendJson(res, 403, errorBody('forbidden', 'this key belongs to another principal'));
         return;
@@ -113,14 +118,14 @@ export async function startServer(options) {
     }
   }
 
-  function handleQuery(res, encodedKey, principal) {
+  async function handleQuery(res, encodedKey, principal) {
     let key;
     try {
       key = decodeURIComponent(encodedKey);
     } catch {
       throw new ProtocolError(400, 'invalid_request', 'the request id in the path is not valid URL encoding');
     }
-    const result = engine.query(key, principal);
+    const result = await engine.query(key, principal);
     if (result.reply) sendJson(res, result.reply.status, result.reply.answer);
     else if (result.inProgress) sendEmpty(res, 409);
     else if (result.forbidden) sendJson(res, 403, errorBody('forbidden', 'this key belongs to another principal'));
@@ -168,7 +173,7 @@ export async function startServer(options) {
       return;
     }
     if (isSubmit) await handleSubmit(req, res, auth.principal, fate);
-    else handleQuery(res, queryMatch[1], auth.principal);
+    else await handleQuery(res, queryMatch[1], auth.principal);
   }
 
   function handleAsset(req, res, path) {
@@ -202,8 +207,8 @@ export async function startServer(options) {
     res.end(asset.data);
   }
 
-  function adminState() {
-    engine.promoteDue();
+  async function adminState() {
+    await engine.promoteDue();
     const snapshot = store.snapshot();
     const overKeys = Object.entries(snapshot.requests).filter(([, r]) => r.applications > 1).map(([id]) => id);
     const overOperations = Object.entries(snapshot.operations)
@@ -237,7 +242,7 @@ export async function startServer(options) {
     const route = `${req.method} ${path}`;
     switch (route) {
       case 'GET /admin/state':
-        sendJson(res, 200, adminState());
+        sendJson(res, 200, await adminState());
         return;
       case 'GET /admin/faults':
         sendJson(res, 200, { config: faults.config(), counters: faults.counters() });
@@ -306,6 +311,7 @@ export async function startServer(options) {
     });
   } catch (error) {
     engine.close();
+    await engine.dispose();
     store.close();
     throw error;
   }
@@ -325,6 +331,7 @@ export async function startServer(options) {
           server.close(() => resolve());
           server.closeAllConnections();
         });
+        await engine.dispose();
         store.close();
       })();
       return closed;

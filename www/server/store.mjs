@@ -440,7 +440,8 @@ export class Store {
   /** Deletes every row (the schema stays). */
   reset() {
     this.transaction(() => {
-      for (const table of ['canvases', 'requests', 'operation_log', 'canvas_log', 'assets', 'runs']) {
+      // csk_outcomes: the server kit's stored outcomes (created by its init).
+      for (const table of ['canvases', 'requests', 'operation_log', 'canvas_log', 'assets', 'runs', 'csk_outcomes']) {
         this.db.prepare(`DELETE FROM ${table}`).run();
       }
     });
