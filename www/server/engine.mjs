@@ -70,6 +70,11 @@ function rejection(request, httpStatus, error, { canonical, perOperation } = {})
   return { status: 'rejected', httpStatus, answer };
 }
 
+function runIdOf(request) {
+  const runId = request.runId ?? (isPlainObject(request.payload) ? request.payload.runId : undefined);
+  return typeof runId === 'string' && runId.length > 0 && runId.length <= 256 ? runId : null;
+}
+
 function payloadRejection(request, message) {
   return rejection(request, 422, wireError('invalid_payload', message));
 }
@@ -91,11 +96,12 @@ export function createEngine({ store, runApplyMs, now = Date.now }) {
     store: sqliteStore({ db: store.db }),
     principal: () => KIT_PRINCIPAL,
     now,
-    // The domain writes below are synchronous (better-sqlite3), inside the kit's transaction.
-    apply: ({ body: request, blob, digest, context }) => {
+    // The domain writes run on the kit's transaction (`tx`): they commit with the outcome.
+    apply: async ({ body: request, blob, digest, context }, tx) => {
       const { principal, at } = context;
-      const decision = decide(request, blob, principal, at);
-      store.insertRequest({
+      const on = store.bind(tx);
+      const decision = await domainOn(on).decide(request, blob, principal, at);
+      await on.insertRequest({
         id: request.id,
         digest,
         body: request,
@@ -115,322 +121,330 @@ export function createEngine({ store, runApplyMs, now = Date.now }) {
   const samePrincipal = (stored, principal) =>
     stored.principal == null || principal == null || stored.principal === principal;
 
-  function canonicalCanvases(ids) {
-    const canvases = {};
-    for (const id of ids) {
-      const { version, document } = store.getCanvas(id);
-      canvases[id] = { version, document };
-    }
-    return { canvases };
-  }
-
-  function versionConflict(request) {
-    const stale = [];
-    for (const [canvasId, expected] of Object.entries(request.expectedVersions)) {
-      const actual = store.getCanvas(canvasId).version;
-      if (actual !== expected) stale.push({ canvasId, expected, actual });
-    }
-    if (stale.length === 0) return null;
-    const ids = [...new Set([...request.canvasIds, ...Object.keys(request.expectedVersions)])].sort();
-    return rejection(
-      request,
-      409,
-      wireError('version_conflict', 'a canvas changed since the request was made', { stale }),
-      { canonical: canonicalCanvases(ids) },
-    );
-  }
-
   /**
-   * Bumps every canvas of the request by one version, writes the new documents and logs who
-   * applied what. Returns the new canonical state of those canvases.
+   * The canvas logic over `store` (a view on one transaction's connection): decides a request's
+   * first outcome and completes accepted runs.
+   * @param {any} store
    */
-  function commitApplication(request, principal, at, documents, operationsByCanvas) {
-    const canvases = {};
-    for (const canvasId of request.canvasIds) {
-      const current = store.getCanvas(canvasId);
-      const version = current.version + 1;
-      const document = documents.get(canvasId) ?? current.document;
-      store.putCanvas(canvasId, version, document);
-      store.logCanvas(canvasId, version, request.id, operationsByCanvas(canvasId));
-      canvases[canvasId] = { version, document };
+  const domainOn = (store) => {
+    async function canonicalCanvases(ids) {
+      const canvases = {};
+      for (const id of ids) {
+        const { version, document } = await store.getCanvas(id);
+        canvases[id] = { version, document };
+      }
+      return { canvases };
     }
-    for (const operationId of request.operationIds) {
-      store.logOperation(operationId, request.id, request.kind, principal, at);
+
+    async function versionConflict(request) {
+      const stale = [];
+      for (const [canvasId, expected] of Object.entries(request.expectedVersions)) {
+        const actual = (await store.getCanvas(canvasId)).version;
+        if (actual !== expected) stale.push({ canvasId, expected, actual });
+      }
+      if (stale.length === 0) return null;
+      const ids = [...new Set([...request.canvasIds, ...Object.keys(request.expectedVersions)])].sort();
+      return rejection(
+        request,
+        409,
+        wireError('version_conflict', 'a canvas changed since the request was made', { stale }),
+        { canonical: await canonicalCanvases(ids) },
+      );
     }
-    return canvases;
-  }
 
-  function workingDocuments(request) {
-    return new Map(request.canvasIds.map((id) => [id, structuredClone(store.getCanvas(id).document)]));
-  }
+    /**
+     * Bumps every canvas of the request by one version, writes the new documents and logs who
+     * applied what. Returns the new canonical state of those canvases.
+     */
+    async function commitApplication(request, principal, at, documents, operationsByCanvas) {
+      const canvases = {};
+      for (const canvasId of request.canvasIds) {
+        const current = await store.getCanvas(canvasId);
+        const version = current.version + 1;
+        const document = documents.get(canvasId) ?? current.document;
+        await store.putCanvas(canvasId, version, document);
+        await store.logCanvas(canvasId, version, request.id, operationsByCanvas(canvasId));
+        canvases[canvasId] = { version, document };
+      }
+      for (const operationId of request.operationIds) {
+        await store.logOperation(operationId, request.id, request.kind, principal, at);
+      }
+      return canvases;
+    }
 
-  function documentEntries(request) {
-    if (request.operationIds.length === 1) {
-      const payload = request.payload;
+    async function workingDocuments(request) {
+      const documents = new Map();
+      for (const id of request.canvasIds) documents.set(id, structuredClone((await store.getCanvas(id)).document));
+      return documents;
+    }
+
+    function documentEntries(request) {
+      if (request.operationIds.length === 1) {
+        const payload = request.payload;
+        return {
+          entries: [
+            {
+              operationId: request.operationIds[0],
+              kind: request.kind,
+              payload,
+              canvasId: isPlainObject(payload) ? payload.canvasId : undefined,
+            },
+          ],
+        };
+      }
+      // A batch carries one entry per operation, in the order of operationIds (README).
+      const list = isPlainObject(request.payload) ? request.payload.operations : undefined;
+      if (!Array.isArray(list) || list.length !== request.operationIds.length) {
+        return { error: 'a batch payload needs operations: one entry per operationId' };
+      }
+      const entries = [];
+      for (let i = 0; i < list.length; i += 1) {
+        const entry = list[i];
+        if (!isPlainObject(entry) || entry.operationId !== request.operationIds[i]) {
+          return { error: `batch entry ${i} must be an object for operation ${request.operationIds[i]}` };
+        }
+        entries.push({
+          operationId: entry.operationId,
+          kind: entry.kind ?? request.kind,
+          payload: entry.payload,
+          canvasId: entry.canvasId ?? (isPlainObject(entry.payload) ? entry.payload.canvasId : undefined),
+        });
+      }
+      return { entries };
+    }
+
+    function targetCanvas(request, entry) {
+      if (entry.canvasId !== undefined) return entry.canvasId;
+      if (request.ownerCanvasId !== undefined) return request.ownerCanvasId;
+      return request.canvasIds.length === 1 ? request.canvasIds[0] : null;
+    }
+
+    /** Shape edits, alone or batched: all apply or none does. */
+    async function decideDocument(request, principal, at) {
+      const { entries, error } = documentEntries(request);
+      if (error) return payloadRejection(request, error);
+      const failure = async (index, httpStatus, entryError) => {
+        const perOperation = new Map();
+        entries.forEach((entry, i) => {
+          perOperation.set(
+            entry.operationId,
+            i === index
+              ? entryError
+              : wireError('batch_aborted', `operation ${entries[index].operationId} failed; nothing was applied`),
+          );
+        });
+        const topError = { ...entryError, details: { ...entryError.details, operationId: entries[index].operationId } };
+        return rejection(request, httpStatus, topError, {
+          perOperation,
+          canonical: httpStatus === 409 ? await canonicalCanvases(request.canvasIds) : undefined,
+        });
+      };
+      // Payload checks first: a malformed request is refused for what it is, whatever the state.
+      for (let i = 0; i < entries.length; i += 1) {
+        const entry = entries[i];
+        if (!DOCUMENT_KINDS.includes(entry.kind)) {
+          const code = NON_BATCHABLE_KINDS.has(entry.kind) ? 'not_batchable' : 'unknown_kind';
+          return failure(i, 422, wireError(code, `kind ${entry.kind} cannot be applied in a batch`));
+        }
+        const check = checkDocumentPayload(entry.kind, entry.payload);
+        if (!check.ok) return failure(i, check.status, check.error);
+        const canvasId = targetCanvas(request, entry);
+        if (canvasId === null) {
+          return failure(i, 422, wireError('invalid_payload', 'name the canvas: canvasId, ownerCanvasId or a single canvasIds entry'));
+        }
+        if (!request.canvasIds.includes(canvasId)) {
+          return failure(i, 422, wireError('canvas_not_in_request', `canvas ${canvasId} is not in canvasIds`));
+        }
+        entry.target = canvasId;
+      }
+      const conflict = await versionConflict(request);
+      if (conflict) return conflict;
+      const documents = await workingDocuments(request);
+      const results = [];
+      for (let i = 0; i < entries.length; i += 1) {
+        const entry = entries[i];
+        const applied = applyDocumentOperation(documents.get(entry.target), entry.kind, entry.payload);
+        if (!applied.ok) return failure(i, applied.status, applied.error);
+        results.push(applied.result);
+      }
+      const canvases = await commitApplication(request, principal, at, documents, (canvasId) =>
+        entries.filter((entry) => entry.target === canvasId).map((entry) => entry.operationId),
+      );
       return {
-        entries: [
-          {
-            operationId: request.operationIds[0],
-            kind: request.kind,
-            payload,
-            canvasId: isPlainObject(payload) ? payload.canvasId : undefined,
-          },
-        ],
+        status: 'applied',
+        httpStatus: 200,
+        answer: {
+          outcome: 'applied',
+          canonical: { canvases },
+          operations: entries.map((entry, i) => ({
+            operationId: entry.operationId,
+            outcome: 'applied',
+            canonical: {
+              canvasId: entry.target,
+              version: canvases[entry.target].version,
+              ...results[i],
+            },
+          })),
+        },
       };
     }
-    // A batch carries one entry per operation, in the order of operationIds (README).
-    const list = isPlainObject(request.payload) ? request.payload.operations : undefined;
-    if (!Array.isArray(list) || list.length !== request.operationIds.length) {
-      return { error: 'a batch payload needs operations: one entry per operationId' };
-    }
-    const entries = [];
-    for (let i = 0; i < list.length; i += 1) {
-      const entry = list[i];
-      if (!isPlainObject(entry) || entry.operationId !== request.operationIds[i]) {
-        return { error: `batch entry ${i} must be an object for operation ${request.operationIds[i]}` };
-      }
-      entries.push({
-        operationId: entry.operationId,
-        kind: entry.kind ?? request.kind,
-        payload: entry.payload,
-        canvasId: entry.canvasId ?? (isPlainObject(entry.payload) ? entry.payload.canvasId : undefined),
-      });
-    }
-    return { entries };
-  }
 
-  function targetCanvas(request, entry) {
-    if (entry.canvasId !== undefined) return entry.canvasId;
-    if (request.ownerCanvasId !== undefined) return request.ownerCanvasId;
-    return request.canvasIds.length === 1 ? request.canvasIds[0] : null;
-  }
-
-  /** Shape edits, alone or batched: all apply or none does. */
-  function decideDocument(request, principal, at) {
-    const { entries, error } = documentEntries(request);
-    if (error) return payloadRejection(request, error);
-    const failure = (index, httpStatus, entryError) => {
-      const perOperation = new Map();
-      entries.forEach((entry, i) => {
-        perOperation.set(
-          entry.operationId,
-          i === index
-            ? entryError
-            : wireError('batch_aborted', `operation ${entries[index].operationId} failed; nothing was applied`),
-        );
-      });
-      const topError = { ...entryError, details: { ...entryError.details, operationId: entries[index].operationId } };
-      return rejection(request, httpStatus, topError, {
-        perOperation,
-        canonical: httpStatus === 409 ? canonicalCanvases(request.canvasIds) : undefined,
-      });
-    };
-    // Payload checks first: a malformed request is refused for what it is, whatever the state.
-    for (let i = 0; i < entries.length; i += 1) {
-      const entry = entries[i];
-      if (!DOCUMENT_KINDS.includes(entry.kind)) {
-        const code = NON_BATCHABLE_KINDS.has(entry.kind) ? 'not_batchable' : 'unknown_kind';
-        return failure(i, 422, wireError(code, `kind ${entry.kind} cannot be applied in a batch`));
-      }
-      const check = checkDocumentPayload(entry.kind, entry.payload);
-      if (!check.ok) return failure(i, check.status, check.error);
-      const canvasId = targetCanvas(request, entry);
-      if (canvasId === null) {
-        return failure(i, 422, wireError('invalid_payload', 'name the canvas: canvasId, ownerCanvasId or a single canvasIds entry'));
-      }
-      if (!request.canvasIds.includes(canvasId)) {
-        return failure(i, 422, wireError('canvas_not_in_request', `canvas ${canvasId} is not in canvasIds`));
-      }
-      entry.target = canvasId;
-    }
-    const conflict = versionConflict(request);
-    if (conflict) return conflict;
-    const documents = workingDocuments(request);
-    const results = [];
-    for (let i = 0; i < entries.length; i += 1) {
-      const entry = entries[i];
-      const applied = applyDocumentOperation(documents.get(entry.target), entry.kind, entry.payload);
-      if (!applied.ok) return failure(i, applied.status, applied.error);
-      results.push(applied.result);
-    }
-    const canvases = commitApplication(request, principal, at, documents, (canvasId) =>
-      entries.filter((entry) => entry.target === canvasId).map((entry) => entry.operationId),
-    );
-    return {
-      status: 'applied',
-      httpStatus: 200,
-      answer: {
-        outcome: 'applied',
-        canonical: { canvases },
-        operations: entries.map((entry, i) => ({
-          operationId: entry.operationId,
-          outcome: 'applied',
-          canonical: {
-            canvasId: entry.target,
-            version: canvases[entry.target].version,
-            ...results[i],
-          },
-        })),
-      },
-    };
-  }
-
-  function decideUpload(request, blob, principal, at) {
-    if (!blob) return rejection(request, 422, wireError('missing_blob', 'asset.upload needs a multipart blob part'));
-    const payload = request.payload ?? {};
-    if (!isPlainObject(payload)) return payloadRejection(request, 'asset.upload payload must be an object or null');
-    if (payload.name != null && typeof payload.name !== 'string') return payloadRejection(request, 'name must be a string');
-    const conflict = versionConflict(request);
-    if (conflict) return conflict;
-    // Derived from the key, so the asset id is reproducible and one key yields one asset.
-    const assetId = `asset-${createHash('sha256').update(request.id).digest('hex').slice(0, 24)}`;
-    const name = payload.name ?? blob.filename ?? null;
-    store.insertAsset({
-      id: assetId,
-      requestId: request.id,
-      contentType: blob.contentType,
-      filename: name,
-      size: blob.size,
-      sha256: blob.sha256,
-      data: blob.data,
-      createdAt: at,
-    });
-    const documents = workingDocuments(request);
-    for (const document of documents.values()) {
-      document.assets[assetId] = { size: blob.size, contentType: blob.contentType, name };
-    }
-    const canvases = commitApplication(request, principal, at, documents, () => request.operationIds);
-    const asset = { assetId, size: blob.size, contentType: blob.contentType, sha256: blob.sha256 };
-    return {
-      status: 'applied',
-      httpStatus: 200,
-      answer: {
-        outcome: 'applied',
-        canonical: { ...asset, canvases },
-        operations: request.operationIds.map((operationId) => ({ operationId, outcome: 'applied', canonical: asset })),
-      },
-    };
-  }
-
-  function runIdOf(request) {
-    const runId = request.runId ?? (isPlainObject(request.payload) ? request.payload.runId : undefined);
-    return typeof runId === 'string' && runId.length > 0 && runId.length <= 256 ? runId : null;
-  }
-
-  function decideRunStart(request, at) {
-    const runId = runIdOf(request);
-    if (!runId) return payloadRejection(request, 'run.start needs a runId');
-    const conflict = versionConflict(request);
-    if (conflict) return conflict;
-    const run = store.getRun(runId);
-    if (run?.status === 'cancelled') {
-      // The cancel overtook the start (run.cancel claims no canvas, so it may): honour it.
-      return rejection(request, 409, wireError('run_cancelled', `run ${runId} was cancelled`));
-    }
-    if (run) {
-      return rejection(request, 409, wireError('run_already_started', `run ${runId} was started by another request`, {
-        startRequestId: run.startRequestId,
+    async function decideUpload(request, blob, principal, at) {
+      if (!blob) return rejection(request, 422, wireError('missing_blob', 'asset.upload needs a multipart blob part'));
+      const payload = request.payload ?? {};
+      if (!isPlainObject(payload)) return payloadRejection(request, 'asset.upload payload must be an object or null');
+      if (payload.name != null && typeof payload.name !== 'string') return payloadRejection(request, 'name must be a string');
+      const conflict = await versionConflict(request);
+      if (conflict) return conflict;
+      // Derived from the key, so the asset id is reproducible and one key yields one asset.
+      const assetId = `asset-${createHash('sha256').update(request.id).digest('hex').slice(0, 24)}`;
+      const name = payload.name ?? blob.filename ?? null;
+      (await store.insertAsset({
+        id: assetId,
+        requestId: request.id,
+        contentType: blob.contentType,
+        filename: name,
+        size: blob.size,
+        sha256: blob.sha256,
+        data: blob.data,
+        createdAt: at,
       }));
+      const documents = await workingDocuments(request);
+      for (const document of documents.values()) {
+        document.assets[assetId] = { size: blob.size, contentType: blob.contentType, name };
+      }
+      const canvases = await commitApplication(request, principal, at, documents, () => request.operationIds);
+      const asset = { assetId, size: blob.size, contentType: blob.contentType, sha256: blob.sha256 };
+      return {
+        status: 'applied',
+        httpStatus: 200,
+        answer: {
+          outcome: 'applied',
+          canonical: { ...asset, canvases },
+          operations: request.operationIds.map((operationId) => ({ operationId, outcome: 'applied', canonical: asset })),
+        },
+      };
     }
-    store.putRun({ id: runId, status: 'pending', startRequestId: request.id, cancelRequestId: null, updatedAt: at });
-    return {
-      status: 'accepted',
-      httpStatus: 202,
-      applyAt: at + runApplyMs,
-      answer: {
-        outcome: 'accepted',
-        operations: request.operationIds.map((operationId) => ({ operationId, outcome: 'accepted' })),
-      },
-    };
-  }
 
-  function decideRunCancel(request, principal, at) {
-    const runId = runIdOf(request);
-    if (!runId) return payloadRejection(request, 'run.cancel needs a runId');
-    const conflict = versionConflict(request);
-    if (conflict) return conflict;
-    const run = store.getRun(runId);
-    const previous = run?.status ?? 'unknown';
-    const cancelled = previous === 'unknown' || previous === 'pending';
-    // The start's accepted outcome becomes `run_cancelled` through kit.settle right after this
-    // commits (settleCancelledStarts); a crash in between leaves it to the due-time promotion,
-    // which finds the run no longer pending and refuses it the same way.
-    if (cancelled) {
-      store.putRun({
-        id: runId,
-        status: 'cancelled',
-        startRequestId: run?.startRequestId ?? null,
-        cancelRequestId: request.id,
-        updatedAt: at,
-      });
+
+    async function decideRunStart(request, at) {
+      const runId = runIdOf(request);
+      if (!runId) return payloadRejection(request, 'run.start needs a runId');
+      const conflict = await versionConflict(request);
+      if (conflict) return conflict;
+      const run = await store.getRun(runId);
+      if (run?.status === 'cancelled') {
+        // The cancel overtook the start (run.cancel claims no canvas, so it may): honour it.
+        return rejection(request, 409, wireError('run_cancelled', `run ${runId} was cancelled`));
+      }
+      if (run) {
+        return rejection(request, 409, wireError('run_already_started', `run ${runId} was started by another request`, {
+          startRequestId: run.startRequestId,
+        }));
+      }
+      await store.putRun({ id: runId, status: 'pending', startRequestId: request.id, cancelRequestId: null, updatedAt: at });
+      return {
+        status: 'accepted',
+        httpStatus: 202,
+        applyAt: at + runApplyMs,
+        answer: {
+          outcome: 'accepted',
+          operations: request.operationIds.map((operationId) => ({ operationId, outcome: 'accepted' })),
+        },
+      };
     }
-    const documents = workingDocuments(request);
-    if (cancelled) for (const document of documents.values()) document.runs[runId] = 'cancelled';
-    const canvases = commitApplication(request, principal, at, documents, () => request.operationIds);
-    const runState = { runId, status: cancelled ? 'cancelled' : previous, previous, cancelled };
-    return {
-      status: 'applied',
-      httpStatus: 200,
-      answer: {
+
+    async function decideRunCancel(request, principal, at) {
+      const runId = runIdOf(request);
+      if (!runId) return payloadRejection(request, 'run.cancel needs a runId');
+      const conflict = await versionConflict(request);
+      if (conflict) return conflict;
+      const run = await store.getRun(runId);
+      const previous = run?.status ?? 'unknown';
+      const cancelled = previous === 'unknown' || previous === 'pending';
+      // The start's accepted outcome becomes `run_cancelled` through kit.settle right after this
+      // commits (settleCancelledStarts); a crash in between leaves it to the due-time promotion,
+      // which finds the run no longer pending and refuses it the same way.
+      if (cancelled) {
+        (await store.putRun({
+          id: runId,
+          status: 'cancelled',
+          startRequestId: run?.startRequestId ?? null,
+          cancelRequestId: request.id,
+          updatedAt: at,
+        }));
+      }
+      const documents = await workingDocuments(request);
+      if (cancelled) for (const document of documents.values()) document.runs[runId] = 'cancelled';
+      const canvases = await commitApplication(request, principal, at, documents, () => request.operationIds);
+      const runState = { runId, status: cancelled ? 'cancelled' : previous, previous, cancelled };
+      return {
+        status: 'applied',
+        httpStatus: 200,
+        answer: {
+          outcome: 'applied',
+          canonical: { run: runState, canvases },
+          operations: request.operationIds.map((operationId) => ({ operationId, outcome: 'applied', canonical: { run: runState } })),
+        },
+      };
+    }
+
+    /** Decides the first outcome of a key. Runs inside the submit transaction. */
+    async function decide(request, blob, principal, at) {
+      if (request.protocolVersion !== PROTOCOL_VERSION) {
+        return rejection(request, 422, wireError('unsupported_protocol_version', `this server speaks protocol ${PROTOCOL_VERSION}`));
+      }
+      if (request.operationIds.length > 1 || DOCUMENT_KINDS.includes(request.kind)) {
+        return await decideDocument(request, principal, at);
+      }
+      switch (request.kind) {
+        case 'asset.upload':
+          return await decideUpload(request, blob, principal, at);
+        case 'run.start':
+          return await decideRunStart(request, at);
+        case 'run.cancel':
+          return await decideRunCancel(request, principal, at);
+        default:
+          return rejection(request, 422, wireError('unknown_kind', `unknown kind ${request.kind}`));
+      }
+    }
+
+    /**
+     * Completes one accepted run.start: applied when its run is still pending, else refused
+     * `run_cancelled`. Runs inside kit.settle's transaction; returns the final answer.
+     */
+    async function completeRun(stored, at) {
+      const request = stored.body;
+      const runId = runIdOf(request);
+      const run = runId ? (await store.getRun(runId)) : null;
+      if (!run || run.status !== 'pending' || run.startRequestId !== request.id) {
+        const refused = rejection(request, 409, wireError('run_cancelled', `run ${runId} was cancelled`));
+        await store.resolveRequest(request.id, 'rejected', refused.httpStatus, refused.answer, at);
+        return { ...refused.answer, status: refused.httpStatus };
+      }
+      const documents = await workingDocuments(request);
+      for (const document of documents.values()) document.runs[runId] = 'completed';
+      const canvases = await commitApplication(request, stored.principal, at, documents, () => request.operationIds);
+      await store.putRun({ ...run, status: 'completed', updatedAt: at });
+      const runState = { runId, status: 'completed' };
+      const answer = {
         outcome: 'applied',
         canonical: { run: runState, canvases },
         operations: request.operationIds.map((operationId) => ({ operationId, outcome: 'applied', canonical: { run: runState } })),
-      },
-    };
-  }
+      };
+      await store.resolveRequest(request.id, 'applied', 200, answer, at);
+      return answer;
+    }
 
-  /** Decides the first outcome of a key. Runs inside the submit transaction. */
-  function decide(request, blob, principal, at) {
-    if (request.protocolVersion !== PROTOCOL_VERSION) {
-      return rejection(request, 422, wireError('unsupported_protocol_version', `this server speaks protocol ${PROTOCOL_VERSION}`));
-    }
-    if (request.operationIds.length > 1 || DOCUMENT_KINDS.includes(request.kind)) {
-      return decideDocument(request, principal, at);
-    }
-    switch (request.kind) {
-      case 'asset.upload':
-        return decideUpload(request, blob, principal, at);
-      case 'run.start':
-        return decideRunStart(request, at);
-      case 'run.cancel':
-        return decideRunCancel(request, principal, at);
-      default:
-        return rejection(request, 422, wireError('unknown_kind', `unknown kind ${request.kind}`));
-    }
-  }
-
-  /**
-   * Completes one accepted run.start: applied when its run is still pending, else refused
-   * `run_cancelled`. Runs inside kit.settle's transaction; returns the final answer.
-   */
-  function completeRun(stored, at) {
-    const request = stored.body;
-    const runId = runIdOf(request);
-    const run = runId ? store.getRun(runId) : null;
-    if (!run || run.status !== 'pending' || run.startRequestId !== request.id) {
-      const refused = rejection(request, 409, wireError('run_cancelled', `run ${runId} was cancelled`));
-      store.resolveRequest(request.id, 'rejected', refused.httpStatus, refused.answer, at);
-      return { ...refused.answer, status: refused.httpStatus };
-    }
-    const documents = workingDocuments(request);
-    for (const document of documents.values()) document.runs[runId] = 'completed';
-    const canvases = commitApplication(request, stored.principal, at, documents, () => request.operationIds);
-    store.putRun({ ...run, status: 'completed', updatedAt: at });
-    const runState = { runId, status: 'completed' };
-    const answer = {
-      outcome: 'applied',
-      canonical: { run: runState, canvases },
-      operations: request.operationIds.map((operationId) => ({ operationId, outcome: 'applied', canonical: { run: runState } })),
-    };
-    store.resolveRequest(request.id, 'applied', 200, answer, at);
-    return answer;
-  }
+    return { decide, completeRun };
+  };
 
   /** Completes the accepted request `id` once (any process may race; the kit settles it once). */
   async function settleRequest(id, at) {
-    await kit.settle({ principal: KIT_PRINCIPAL, key: id }, () => {
-      const fresh = store.getRequest(id);
-      return fresh?.status === 'accepted' ? completeRun(fresh, at) : null;
+    await kit.settle({ principal: KIT_PRINCIPAL, key: id }, async (tx) => {
+      const on = store.bind(tx);
+      const fresh = await on.getRequest(id);
+      return fresh?.status === 'accepted' ? domainOn(on).completeRun(fresh, at) : null;
     });
   }
 
@@ -442,30 +456,33 @@ export function createEngine({ store, runApplyMs, now = Date.now }) {
     if (closed) return;
     const at = now();
     for (let page = 0; page < PROMOTION_MAX_PAGES; page += 1) {
-      const due = store.dueRequests(at, PROMOTION_PAGE);
+      const due = await store.dueRequests(at, PROMOTION_PAGE);
       if (due.length === 0) break;
       for (const stored of due) await settleRequest(stored.id, at);
       if (closed) return;
     }
-    armRunTimer();
+    await armRunTimer();
   }
 
   /** After a run.cancel committed: its run's accepted start is refused now, not at its due time. */
   async function settleCancelledStarts(request) {
     const runId = runIdOf(request);
-    const run = runId ? store.getRun(runId) : null;
+    const run = runId ? await store.getRun(runId) : null;
     if (run?.status === 'cancelled' && run.startRequestId) {
-      const start = store.getRequest(run.startRequestId);
+      const start = await store.getRequest(run.startRequestId);
       if (start?.status === 'accepted') await settleRequest(start.id, now());
     }
   }
 
-  function armRunTimer() {
+  /** Arms the timer for the earliest accepted run; the latest call wins (`arming`). */
+  let arming = 0;
+  async function armRunTimer() {
+    const mine = (arming += 1);
+    const dueAt = closed ? null : await store.nextDueAt();
+    if (mine !== arming) return;
     if (runTimer) clearTimeout(runTimer);
     runTimer = null;
-    if (closed) return;
-    const dueAt = store.nextDueAt();
-    if (dueAt === null) return;
+    if (closed || dueAt === null) return;
     runTimer = setTimeout(onRunTimer, Math.min(MAX_TIMER_MS, Math.max(0, dueAt - now())));
   }
 
@@ -494,10 +511,10 @@ export function createEngine({ store, runApplyMs, now = Date.now }) {
 
     /**
      * @param {string} key
-     * @returns {boolean} Whether a stored outcome exists for `key`.
+     * @returns {Promise<boolean>} Whether a stored outcome exists for `key`.
      */
-    isStored(key) {
-      return store.getRequest(key) !== null;
+    async isStored(key) {
+      return (await store.getRequest(key)) !== null;
     },
 
     /**
@@ -516,7 +533,7 @@ export function createEngine({ store, runApplyMs, now = Date.now }) {
         throw new ProtocolError(400, 'unexpected_blob', 'only asset.upload may carry a blob');
       }
       await promoteDue();
-      const owner = store.getRequest(request.id);
+      const owner = await store.getRequest(request.id);
       if (owner && !samePrincipal(owner, principal)) return { forbidden: true };
       const digest = requestDigest(request, blob);
       const result = await kit.decide({
@@ -531,11 +548,11 @@ export function createEngine({ store, runApplyMs, now = Date.now }) {
       if (result.state === 'reused') return { reply: keyReusedReply(), created: false };
       if (!result.fresh) {
         // Decided by an earlier submit (maybe by another principal meanwhile).
-        const stored = store.getRequest(request.id);
+        const stored = await store.getRequest(request.id);
         if (stored && !samePrincipal(stored, principal)) return { forbidden: true };
-        if (stored) store.countSubmit(request.id);
+        if (stored) await store.countSubmit(request.id);
       } else {
-        armRunTimer();
+        await armRunTimer();
         if (request.kind === 'run.cancel') await settleCancelledStarts(request);
       }
       return { reply: { status: result.status, answer: result.answer }, created: result.fresh };
@@ -554,9 +571,9 @@ export function createEngine({ store, runApplyMs, now = Date.now }) {
       const found = await kit.lookup({ principal: KIT_PRINCIPAL, key });
       if (!found) return receiving.has(key) ? { inProgress: true } : { notFound: true };
       if (found.state !== 'done') return { inProgress: true };
-      const stored = store.getRequest(key);
+      const stored = await store.getRequest(key);
       if (stored && !samePrincipal(stored, principal)) return { forbidden: true };
-      if (stored) store.countQuery(key);
+      if (stored) await store.countQuery(key);
       return { reply: { status: found.status, answer: found.answer } };
     },
 

@@ -68,7 +68,7 @@ export async function startServer(options) {
     // Only the first receipt of a key can be "in progress"; a key with a stored outcome is
     // answered from the store once its body is compared.
     let release = null;
-    if (!engine.isStored(key)) {
+    if (!(await engine.isStored(key))) {
       release = engine.beginReceiving(key);
       if (!release) {
         req.resume();
@@ -176,7 +176,7 @@ export async function startServer(options) {
     else await handleQuery(res, queryMatch[1], auth.principal);
   }
 
-  function handleAsset(req, res, path) {
+  async function handleAsset(req, res, path) {
     if (req.method !== 'GET') {
       sendJson(res, 405, errorBody('method_not_allowed', 'GET /assets/{id}'), { allow: 'GET, OPTIONS' });
       return;
@@ -193,7 +193,7 @@ export async function startServer(options) {
     } catch {
       id = null;
     }
-    const asset = id ? store.getAsset(id) : null;
+    const asset = id ? await store.getAsset(id) : null;
     if (!asset) {
       sendJson(res, 404, errorBody('not_found', 'no such asset'));
       return;
@@ -209,7 +209,7 @@ export async function startServer(options) {
 
   async function adminState() {
     await engine.promoteDue();
-    const snapshot = store.snapshot();
+    const snapshot = await store.snapshot();
     const overKeys = Object.entries(snapshot.requests).filter(([, r]) => r.applications > 1).map(([id]) => id);
     const overOperations = Object.entries(snapshot.operations)
       .filter(([, o]) => o.applications > 1)
@@ -259,9 +259,9 @@ export async function startServer(options) {
       }
       case 'POST /admin/reset':
         req.resume();
-        store.reset();
+        await store.reset();
         faults.reset();
-        engine.rearm();
+        await engine.rearm();
         sendJson(res, 200, { reset: true });
         return;
       default:
@@ -276,7 +276,7 @@ export async function startServer(options) {
     else setCorsHeaders(res);
     if (req.method === 'OPTIONS') return answerPreflight(req, res);
     if (path === '/requests' || path.startsWith('/requests/')) return handleProtocol(req, res, path);
-    if (path.startsWith('/assets/')) return handleAsset(req, res, path);
+    if (path.startsWith('/assets/')) return await handleAsset(req, res, path);
     if (path.startsWith('/admin/')) return handleAdmin(req, res, path);
     req.resume();
     sendJson(res, 404, errorBody('not_found', `no route for ${req.method} ${path}`));

@@ -447,6 +447,11 @@ export class Store {
     });
   }
 
+  /** The store as seen inside a transaction on `tx`: SQLite has one connection, so itself. */
+  bind(_tx) {
+    return this;
+  }
+
   /** Closes the database; the store is unusable afterwards. */
   close() {
     if (this.db.open) this.db.close();
