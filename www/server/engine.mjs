@@ -13,7 +13,7 @@
 
 import { createHash } from 'node:crypto';
 
-import { createKit, sqliteStore } from '../../server/src/index.js';
+import { createKit, postgresStore, sqliteStore } from '../../server/src/index.js';
 
 import {
   DOCUMENT_KINDS,
@@ -75,6 +75,16 @@ function runIdOf(request) {
   return typeof runId === 'string' && runId.length > 0 && runId.length <= 256 ? runId : null;
 }
 
+/** What an apply of `request` reads and writes besides its own key: canvases and its run. */
+function lockNames(request) {
+  const runId = runIdOf(request);
+  return [
+    ...(Array.isArray(request.canvasIds) ? request.canvasIds.map((id) => `canvas:${id}`) : []),
+    ...Object.keys(isPlainObject(request.expectedVersions) ? request.expectedVersions : {}).map((id) => `canvas:${id}`),
+    ...(runId ? [`run:${runId}`] : []),
+  ];
+}
+
 function payloadRejection(request, message) {
   return rejection(request, 422, wireError('invalid_payload', message));
 }
@@ -93,13 +103,15 @@ export function createEngine({ store, runApplyMs, now = Date.now }) {
   // The reference server's keys are global: one kit principal; ownership is the domain row's.
   const KIT_PRINCIPAL = 'reference';
   const kit = createKit({
-    store: sqliteStore({ db: store.db }),
+    // Postgres (pg-store.mjs) shares its pool with the kit; SQLite its one connection.
+    store: store.pool ? postgresStore({ pool: store.pool }) : sqliteStore({ db: store.db }),
     principal: () => KIT_PRINCIPAL,
     now,
     // The domain writes run on the kit's transaction (`tx`): they commit with the outcome.
     apply: async ({ body: request, blob, digest, context }, tx) => {
       const { principal, at } = context;
       const on = store.bind(tx);
+      await on.lock(lockNames(request));
       const decision = await domainOn(on).decide(request, blob, principal, at);
       await on.insertRequest({
         id: request.id,
@@ -443,6 +455,8 @@ export function createEngine({ store, runApplyMs, now = Date.now }) {
   async function settleRequest(id, at) {
     await kit.settle({ principal: KIT_PRINCIPAL, key: id }, async (tx) => {
       const on = store.bind(tx);
+      const accepted = await on.getRequest(id);
+      if (accepted) await on.lock(lockNames(accepted.body));
       const fresh = await on.getRequest(id);
       return fresh?.status === 'accepted' ? domainOn(on).completeRun(fresh, at) : null;
     });

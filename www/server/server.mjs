@@ -27,6 +27,7 @@ import {
 } from './http-util.mjs';
 import { readUpload } from './multipart.mjs';
 import { MAX_ID_LENGTH, ProtocolError, errorBody, parseWireRequest } from './protocol.mjs';
+import { openPgStore } from './pg-store.mjs';
 import { openStore } from './store.mjs';
 
 const ADMIN_BODY_LIMIT = 64 * 1024;
@@ -49,7 +50,7 @@ const ADMIN_BODY_LIMIT = 64 * 1024;
  */
 export async function startServer(options) {
   const config = resolveOptions(options);
-  const store = openStore(config.db);
+  const store = /^postgres(ql)?:\/\//.test(config.db) ? await openPgStore(config.db) : openStore(config.db);
   const engine = createEngine({ store, runApplyMs: config.runApplyMs, now: config.now });
   const faults = createFaultInjector(config.faults);
   let closing = false;

@@ -452,6 +452,9 @@ export class Store {
     return this;
   }
 
+  /** Postgres serialises applies on shared canvases here; SQLite's writer is already alone. */
+  lock(_names) {}
+
   /** Closes the database; the store is unusable afterwards. */
   close() {
     if (this.db.open) this.db.close();
