@@ -61,6 +61,11 @@ export interface Store<Tx = unknown> {
     args: { principal: string; key: string; now: number },
     fn: (tx: Tx, answer: ApplyResult) => Promise<{ status: number; answer: unknown } | null>,
   ): Promise<{ state: 'settled' | 'unchanged'; row: StoredRow | null }>;
+  /** Optional: claim, apply and settle in one transaction (SQLite). Used instead of claim + commit. */
+  applyOnce?(
+    args: { principal: string; key: string; digest: string; now: number; leaseMs: number },
+    fn: (tx: Tx) => Promise<{ status: number; answer: unknown }>,
+  ): Promise<StoredRow>;
   release(args: { principal: string; key: string; token: number }): Promise<void>;
   get(args: { principal: string; key: string }): Promise<StoredRow | null>;
   purge(args: { before: number; limit: number }): Promise<number>;

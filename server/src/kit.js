@@ -60,6 +60,8 @@ export function createKit(options) {
   /** @param {{ principal: string, key: string }} args */
   async function lookup({ principal, key }) {
     await init();
+    // Being applied by this process (on SQLite not yet visible to the reader connection).
+    if (inflight.has(`${principal}\u0000${key}`)) return { state: 'busy' };
     const row = await store.get({ principal, key });
     if (!row) return null;
     if (row.state === 'pending') return { state: 'busy' };
@@ -102,6 +104,7 @@ export function createKit(options) {
   /** @param {{ principal: string, key: string, digest: string, body: any, blob?: any, context?: any }} submitted */
   async function claimAndApply(submitted) {
     const { principal, key, digest } = submitted;
+    if (store.applyOnce) return applyOnce(submitted);
     const claim = await store.claim({ principal, key, digest, now: now(), leaseMs });
     if (claim.state !== 'claimed') return settledOrBusy(claim, digest);
     let result;
@@ -128,6 +131,34 @@ export function createKit(options) {
     const out = settledOrBusy(result, digest);
     // `fresh`: this call's apply decided the key (its writes committed with the outcome).
     return out.state === 'done' && ran ? { ...out, fresh: true } : out;
+  }
+
+  /**
+   * One-transaction path (SQLite): claim, apply and settle commit together; if apply throws,
+   * nothing is written and the key stays free.
+   * @param {{ principal: string, key: string, digest: string, body: any, blob?: any, context?: any }} submitted
+   */
+  async function applyOnce(submitted) {
+    const { principal, key, digest } = submitted;
+    let ran = false;
+    const result = await store.applyOnce({ principal, key, digest, now: now(), leaseMs }, async (tx) => {
+      ran = true;
+      return outcomeOf(await apply(
+        { key, principal, body: submitted.body, blob: submitted.blob ?? null, digest, context: submitted.context },
+        tx,
+      ));
+    });
+    const out = settledOrBusy(result, digest);
+    return out.state === 'done' && ran ? { ...out, fresh: true } : out;
+  }
+
+  /** Checks what apply returned and splits off the HTTP status. @param {any} answer */
+  function outcomeOf(answer) {
+    if (!answer || !['applied', 'rejected', 'accepted'].includes(answer.outcome)) {
+      throw new TypeError('apply must return { outcome: "applied" | "rejected" | "accepted" }');
+    }
+    const { status: _s, ...stored } = answer;
+    return { status: statusOf(answer), answer: stored };
   }
 
   /** @param {any} row @param {string} digest */

@@ -72,6 +72,12 @@ export function sqliteStore({ db }) {
         settle: db.prepare(
           "UPDATE csk_outcomes SET state = 'done', status = ?, answer = ?, settled_at = ? WHERE principal = ? AND key = ? AND token = ? AND state = 'pending'",
         ),
+        upsertDone: db.prepare(
+          `INSERT INTO csk_outcomes (principal, key, digest, state, token, lease_until, status, answer, settled_at)
+           VALUES (?, ?, ?, 'done', ?, ?, ?, ?, ?)
+           ON CONFLICT (principal, key) DO UPDATE SET state = 'done', token = excluded.token,
+             status = excluded.status, answer = excluded.answer, settled_at = excluded.settled_at`,
+        ),
         resettle: db.prepare(
           "UPDATE csk_outcomes SET status = ?, answer = ?, settled_at = ? WHERE principal = ? AND key = ? AND state = 'done'",
         ),
@@ -96,6 +102,20 @@ export function sqliteStore({ db }) {
         const taken = q.takeover.get(now + leaseMs, principal, key, now, digest);
         if (taken) return { state: 'claimed', token: taken.token };
         return existing;
+      }),
+    // Claim, apply and settle in ONE transaction (the kit uses it when a store has it): SQLite has
+    // one writer at a time anyway, so a separate claim would only add a commit (an fsync).
+    applyOnce: ({ principal, key, digest, now }, fn) =>
+      transaction(async () => {
+        const existing = row(principal, key);
+        // A live claim (another process on this file, or an older kit) or a settled key: answered.
+        if (existing && (existing.state === 'done' || existing.digest !== digest || existing.lease_until >= now)) {
+          return existing;
+        }
+        const token = existing ? existing.token + 1 : 1;
+        const { status, answer } = await fn(db);
+        q.upsertDone.run(principal, key, digest, token, now, status, JSON.stringify(answer), now);
+        return { state: 'done', digest, status, answer };
       }),
     commit: ({ principal, key, token, now }, fn) =>
       transaction(async () => {
