@@ -107,6 +107,8 @@ export function createEngine({ store, runApplyMs, now = Date.now }) {
     store: store.pool ? postgresStore({ pool: store.pool }) : sqliteStore({ db: store.db }),
     principal: () => KIT_PRINCIPAL,
     now,
+    // An apply here takes milliseconds: a process killed mid-apply holds its keys 5 s, not 30.
+    leaseMs: 5_000,
     // The domain writes run on the kit's transaction (`tx`): they commit with the outcome.
     apply: async ({ body: request, blob, digest, context }, tx) => {
       const { principal, at } = context;
