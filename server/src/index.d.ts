@@ -20,7 +20,15 @@ export interface SubmitRequest {
   body: Record<string, unknown>;
   blob: { bytes: Uint8Array; type: string; size: number; sha256: string } | null;
   digest: string;
+  /** What the app passed to `kit.decide` as `context` (undefined through `handle`). */
+  context?: unknown;
 }
+
+/** What `kit.decide` and `kit.lookup` give. */
+export type Decision =
+  | { state: 'done'; status: number; answer: ApplyResult; fresh: boolean }
+  | { state: 'busy' }
+  | { state: 'reused' };
 
 export interface Limits {
   /** Bytes of the JSON request (default 1 MiB). */
@@ -48,6 +56,16 @@ export interface Store<Tx = unknown> {
     args: { principal: string; key: string; token: number; now: number },
     fn: (tx: Tx) => Promise<{ status: number; answer: unknown }>,
   ): Promise<{ state: 'lost' } | StoredRow>;
+  /** Replaces a stored `accepted` answer with fn's (null: no change), in one locked transaction. */
+  settle(
+    args: { principal: string; key: string; now: number },
+    fn: (tx: Tx, answer: ApplyResult) => Promise<{ status: number; answer: unknown } | null>,
+  ): Promise<{ state: 'settled' | 'unchanged'; row: StoredRow | null }>;
+  /** Optional: claim, apply and settle in one transaction (SQLite). Used instead of claim + commit. */
+  applyOnce?(
+    args: { principal: string; key: string; digest: string; now: number; leaseMs: number },
+    fn: (tx: Tx) => Promise<{ status: number; answer: unknown }>,
+  ): Promise<StoredRow>;
   release(args: { principal: string; key: string; token: number }): Promise<void>;
   get(args: { principal: string; key: string }): Promise<StoredRow | null>;
   purge(args: { before: number; limit: number }): Promise<number>;
@@ -71,9 +89,33 @@ export interface KitOptions<Tx = unknown> {
 
 export interface Kit {
   handle(request: Request): Promise<Response>;
+  /**
+   * The submit path without HTTP, for an app that reads and checks the request itself: claims the
+   * key, runs `apply` (with `context`), stores and answers as `handle` does. `fresh` is true when
+   * this call's apply decided the key; `busy` is 409; `reused` is a key sent with another digest.
+   */
+  decide(submitted: {
+    principal: string;
+    key: string;
+    digest: string;
+    body: Record<string, unknown>;
+    blob?: unknown;
+    context?: unknown;
+  }): Promise<Decision>;
+  /** The stored outcome of a key: done, busy (in progress), or null (never received). */
+  lookup(key: { principal: string; key: string }): Promise<Decision | null>;
   init(): Promise<void>;
   /** Deletes at most `limit` (default 1000) outcomes older than the retention period. */
   purge(options?: { limit?: number }): Promise<number>;
+  /**
+   * Completes an `accepted` outcome once: `fn` runs with the key's row locked, only while the
+   * stored answer is still `accepted`; its writes and the answer it returns (null: no change)
+   * commit together. Resolves true when this call changed the stored outcome.
+   */
+  settle<T = unknown>(
+    key: { principal: string; key: string },
+    fn: (tx: T, answer: ApplyResult) => ApplyResult | null | Promise<ApplyResult | null>,
+  ): Promise<boolean>;
   close(): Promise<void>;
 }
 

@@ -52,37 +52,68 @@ export function createKit(options) {
 
   /** @param {string} principal @param {string} key */
   async function answerQuery(principal, key) {
+    const found = await lookup({ principal, key });
+    if (!found) return errorAnswer(404, 'not_found', 'this server never received that request');
+    return toResponse(found);
+  }
+
+  /** @param {{ principal: string, key: string }} args */
+  async function lookup({ principal, key }) {
+    await init();
+    // Being applied by this process (on SQLite not yet visible to the reader connection).
+    if (inflight.has(`${principal}\u0000${key}`)) return { state: 'busy' };
     const row = await store.get({ principal, key });
-    if (!row) return errorAnswer(404, 'not_found', 'this server never received that request');
-    if (row.state === 'pending') return new Response(null, { status: 409 });
-    return json(row.status, row.answer);
+    if (!row) return null;
+    if (row.state === 'pending') return { state: 'busy' };
+    return { state: 'done', status: row.status, answer: row.answer, fresh: false };
+  }
+
+  /** @param {any} result */
+  function toResponse(result) {
+    if (result.state === 'busy') return new Response(null, { status: 409 });
+    if (result.state === 'reused') {
+      return rejected(422, 'idempotency_key_reused', 'this idempotency key was already used with a different request body');
+    }
+    return json(result.status, result.answer);
   }
 
   /** @param {string} principal @param {Request} request */
   async function submit(principal, request) {
     const parsed = await parseSubmit(request, limits);
-    const { key, digest } = parsed;
+    return toResponse(await decide({ principal, ...parsed }));
+  }
+
+  /**
+   * The submit path without HTTP, for an app that reads and checks requests itself.
+   * @param {{ principal: string, key: string, digest: string, body: any, blob?: any, context?: any }} submitted
+   */
+  async function decide(submitted) {
+    await init();
+    const { principal, key, digest } = submitted;
     const slot = `${principal}\u0000${key}`;
     const running = inflight.get(slot);
     if (running !== undefined) return settledOrBusy({ state: 'pending', digest: running }, digest);
     inflight.set(slot, digest);
     try {
-      return await claimAndApply(principal, parsed);
+      return await claimAndApply(submitted);
     } finally {
       inflight.delete(slot);
     }
   }
 
-  /** @param {string} principal @param {import('./protocol.js').Submit} parsed */
-  async function claimAndApply(principal, parsed) {
-    const { key, digest } = parsed;
+  /** @param {{ principal: string, key: string, digest: string, body: any, blob?: any, context?: any }} submitted */
+  async function claimAndApply(submitted) {
+    const { principal, key, digest } = submitted;
+    if (store.applyOnce) return applyOnce(submitted);
     const claim = await store.claim({ principal, key, digest, now: now(), leaseMs });
     if (claim.state !== 'claimed') return settledOrBusy(claim, digest);
     let result;
+    let ran = false;
     try {
       result = await store.commit({ principal, key, token: claim.token, now: now() }, async (tx) => {
+        ran = true;
         const answer = await apply(
-          { key, principal, body: parsed.body, blob: parsed.blob, digest },
+          { key, principal, body: submitted.body, blob: submitted.blob ?? null, digest, context: submitted.context },
           tx,
         );
         if (!answer || !['applied', 'rejected', 'accepted'].includes(answer.outcome)) {
@@ -96,26 +127,80 @@ export function createKit(options) {
       await store.release({ principal, key, token: claim.token }).catch(() => {});
       throw error;
     }
-    if (result.state === 'lost') return new Response(null, { status: 409 });
-    return settledOrBusy(result, digest);
+    if (result.state === 'lost') return { state: 'busy' };
+    const out = settledOrBusy(result, digest);
+    // `fresh`: this call's apply decided the key (its writes committed with the outcome).
+    return out.state === 'done' && ran ? { ...out, fresh: true } : out;
+  }
+
+  /**
+   * One-transaction path (SQLite): claim, apply and settle commit together; if apply throws,
+   * nothing is written and the key stays free.
+   * @param {{ principal: string, key: string, digest: string, body: any, blob?: any, context?: any }} submitted
+   */
+  async function applyOnce(submitted) {
+    const { principal, key, digest } = submitted;
+    let ran = false;
+    const result = await store.applyOnce({ principal, key, digest, now: now(), leaseMs }, async (tx) => {
+      ran = true;
+      return outcomeOf(await apply(
+        { key, principal, body: submitted.body, blob: submitted.blob ?? null, digest, context: submitted.context },
+        tx,
+      ));
+    });
+    const out = settledOrBusy(result, digest);
+    return out.state === 'done' && ran ? { ...out, fresh: true } : out;
+  }
+
+  /** Checks what apply returned and splits off the HTTP status. @param {any} answer */
+  function outcomeOf(answer) {
+    if (!answer || !['applied', 'rejected', 'accepted'].includes(answer.outcome)) {
+      throw new TypeError('apply must return { outcome: "applied" | "rejected" | "accepted" }');
+    }
+    const { status: _s, ...stored } = answer;
+    return { status: statusOf(answer), answer: stored };
   }
 
   /** @param {any} row @param {string} digest */
   function settledOrBusy(row, digest) {
-    if (row.digest !== digest) {
-      return rejected(422, 'idempotency_key_reused', 'this idempotency key was already used with a different request body');
-    }
-    if (row.state === 'pending') return new Response(null, { status: 409 });
-    return json(row.status, row.answer);
+    if (row.digest !== digest) return { state: 'reused' };
+    if (row.state === 'pending') return { state: 'busy' };
+    return { state: 'done', status: row.status, answer: row.answer, fresh: false };
   }
 
   return {
     handle,
+    decide,
+    lookup,
     init,
     purge: async (opts = {}) => {
       await init();
       return store.purge({ before: now() - retentionMs, limit: opts.limit ?? 1000 });
     },
+    settle,
     close: () => store.close(),
   };
+
+  /**
+   * Completes an `accepted` outcome (a job that finishes after its answer, e.g. a run): `fn(tx,
+   * answer)` runs in a transaction with the key's row locked, only while the stored outcome is
+   * still `accepted`, and returns the final answer (or null to leave it accepted). Its writes and
+   * the new stored answer commit together, so two processes racing to complete one key complete
+   * it once. Resolves to true when this call changed the outcome.
+   * @param {{ principal: string, key: string }} args
+   * @param {(tx: any, answer: any) => any} fn
+   */
+  async function settle({ principal, key }, fn) {
+    await init();
+    const result = await store.settle({ principal, key, now: now() }, async (tx, answer) => {
+      const next = await fn(tx, answer);
+      if (next == null) return null;
+      if (!['applied', 'rejected', 'accepted'].includes(next.outcome)) {
+        throw new TypeError('settle must return { outcome: "applied" | "rejected" | "accepted" } or null');
+      }
+      const { status: _s, ...stored } = next;
+      return { status: statusOf(next), answer: stored };
+    });
+    return result.state === 'settled';
+  }
 }

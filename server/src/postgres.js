@@ -86,6 +86,29 @@ export function postgresStore({ pool, table = 'csk_outcomes' }) {
         client.release();
       }
     },
+    async settle({ principal, key, now }, fn) {
+      const client = await pool.connect();
+      try {
+        await client.query('BEGIN');
+        const current = await get(client, principal, key, 'FOR UPDATE');
+        const next = current?.state === 'done' && current.answer?.outcome === 'accepted' ? await fn(client, current.answer) : null;
+        if (!next) {
+          await client.query('ROLLBACK');
+          return { state: 'unchanged', row: current };
+        }
+        await client.query(
+          `UPDATE ${T} SET status = $1, answer = $2, settled_at = $3 WHERE principal = $4 AND key = $5 AND state = 'done'`,
+          [next.status, JSON.stringify(next.answer), now, principal, key],
+        );
+        await client.query('COMMIT');
+        return { state: 'settled', row: { ...current, status: next.status, answer: next.answer } };
+      } catch (error) {
+        await client.query('ROLLBACK').catch(() => {});
+        throw error;
+      } finally {
+        client.release();
+      }
+    },
     async release({ principal, key, token }) {
       await pool.query(`DELETE FROM ${T} WHERE principal = $1 AND key = $2 AND token = $3 AND state = 'pending'`, [principal, key, token]);
     },

@@ -72,6 +72,15 @@ export function sqliteStore({ db }) {
         settle: db.prepare(
           "UPDATE csk_outcomes SET state = 'done', status = ?, answer = ?, settled_at = ? WHERE principal = ? AND key = ? AND token = ? AND state = 'pending'",
         ),
+        upsertDone: db.prepare(
+          `INSERT INTO csk_outcomes (principal, key, digest, state, token, lease_until, status, answer, settled_at)
+           VALUES (?, ?, ?, 'done', ?, ?, ?, ?, ?)
+           ON CONFLICT (principal, key) DO UPDATE SET state = 'done', token = excluded.token,
+             status = excluded.status, answer = excluded.answer, settled_at = excluded.settled_at`,
+        ),
+        resettle: db.prepare(
+          "UPDATE csk_outcomes SET status = ?, answer = ?, settled_at = ? WHERE principal = ? AND key = ? AND state = 'done'",
+        ),
         release: db.prepare(
           "DELETE FROM csk_outcomes WHERE principal = ? AND key = ? AND token = ? AND state = 'pending'",
         ),
@@ -94,6 +103,20 @@ export function sqliteStore({ db }) {
         if (taken) return { state: 'claimed', token: taken.token };
         return existing;
       }),
+    // Claim, apply and settle in ONE transaction (the kit uses it when a store has it): SQLite has
+    // one writer at a time anyway, so a separate claim would only add a commit (an fsync).
+    applyOnce: ({ principal, key, digest, now }, fn) =>
+      transaction(async () => {
+        const existing = row(principal, key);
+        // A live claim (another process on this file, or an older kit) or a settled key: answered.
+        if (existing && (existing.state === 'done' || existing.digest !== digest || existing.lease_until >= now)) {
+          return existing;
+        }
+        const token = existing ? existing.token + 1 : 1;
+        const { status, answer } = await fn(db);
+        q.upsertDone.run(principal, key, digest, token, now, status, JSON.stringify(answer), now);
+        return { state: 'done', digest, status, answer };
+      }),
     commit: ({ principal, key, token, now }, fn) =>
       transaction(async () => {
         const current = row(principal, key);
@@ -103,6 +126,17 @@ export function sqliteStore({ db }) {
         const { status, answer } = await fn(db);
         q.settle.run(status, JSON.stringify(answer), now, principal, key, token);
         return { state: 'done', digest: current.digest, status, answer };
+      }),
+    settle: ({ principal, key, now }, fn) =>
+      transaction(async () => {
+        const current = row(principal, key);
+        if (!current || current.state !== 'done' || current.answer?.outcome !== 'accepted') {
+          return { state: 'unchanged', row: current };
+        }
+        const next = await fn(db, current.answer);
+        if (!next) return { state: 'unchanged', row: current };
+        q.resettle.run(next.status, JSON.stringify(next.answer), now, principal, key);
+        return { state: 'settled', row: { ...current, status: next.status, answer: next.answer } };
       }),
     release: ({ principal, key, token }) => exclusive(() => void q.release.run(principal, key, token)),
     get: async ({ principal, key }) => {

@@ -251,6 +251,77 @@ export function conformance(label, makeEngine) {
     await done();
   });
 
+  test(`${label}: an accepted outcome is completed once by settle, even by two processes at once`, async () => {
+    const engine = await makeEngine();
+    const accept = async () => ({ outcome: 'accepted', operations: [{ operationId: 'a1-op', outcome: 'accepted' }] });
+    const options = { principal: () => 'u1', apply: accept };
+    const one = createKit({ store: engine.store, ...options });
+    const two = createKit({ store: engine.openStore(), ...options });
+    await Promise.all([one.init(), two.init()]);
+    const first = await submit(one, body('a1'));
+    assert.equal(first.status, 202);
+    assert.equal((await query(two, 'a1')).status, 202);
+    let applied = 0;
+    const complete = async (tx, answer) => {
+      assert.equal(answer.outcome, 'accepted');
+      applied += 1;
+      await engine.write(tx, 'u1', 'a1', 'run done');
+      return { outcome: 'applied', canonical: { done: true } };
+    };
+    const settleBoth = () => [one, two].map((kit) => kit.settle({ principal: 'u1', key: 'a1' }, complete));
+    // SQLite: two connections in one process would block each other's BEGIN IMMEDIATE (a busy
+    // wait inside one event loop), so the second "process" goes after the first there.
+    const results =
+      engine.name === 'sqlite'
+        ? [await one.settle({ principal: 'u1', key: 'a1' }, complete), await two.settle({ principal: 'u1', key: 'a1' }, complete)]
+        : await Promise.all(settleBoth());
+    assert.deepEqual(results.sort(), [false, true]);
+    assert.equal(applied, 1);
+    assert.equal(await engine.count('u1', 'a1'), 1);
+    for (const kit of [one, two]) {
+      const asked = await query(kit, 'a1');
+      assert.equal(asked.status, 200);
+      assert.deepEqual(await asked.json(), { outcome: 'applied', canonical: { done: true } });
+      // A repeat of the submit gets the completed outcome too.
+      assert.equal((await submit(kit, body('a1'))).status, 200);
+    }
+    // Settled outcomes, unknown keys and a fn returning null change nothing.
+    assert.equal(await one.settle({ principal: 'u1', key: 'a1' }, complete), false);
+    assert.equal(await one.settle({ principal: 'u1', key: 'nope' }, complete), false);
+    assert.equal((await submit(one, body('a2'))).status, 202);
+    assert.equal(await one.settle({ principal: 'u1', key: 'a2' }, async () => null), false);
+    assert.equal((await query(one, 'a2')).status, 202);
+    // fn throwing rolls back its writes and keeps the answer accepted.
+    await assert.rejects(one.settle({ principal: 'u1', key: 'a2' }, async (tx) => {
+      await engine.write(tx, 'u1', 'a2', 'half');
+      throw new Error('boom');
+    }));
+    assert.equal(await engine.count('u1', 'a2'), 0);
+    assert.equal((await query(one, 'a2')).status, 202);
+    assert.equal(applied, 1);
+    await one.close();
+    await two.close();
+    await engine.close();
+  });
+
+  test(`${label}: decide and lookup: the submit path without HTTP, with the app's context`, async () => {
+    const seen = [];
+    const { engine, kit, done } = await setup({ hook: async (request) => void seen.push(request.context) });
+    const submitted = { principal: 'u1', key: 'd1', digest: 'digest-1', body: { id: 'd1', payload: 1 }, context: { who: 'alice' } };
+    assert.equal(await kit.lookup({ principal: 'u1', key: 'd1' }), null);
+    const first = await kit.decide(submitted);
+    assert.equal(first.state, 'done');
+    assert.equal(first.fresh, true);
+    assert.equal(first.status, 200);
+    const again = await kit.decide(submitted);
+    assert.deepEqual(again, { ...first, fresh: false });
+    assert.deepEqual(await kit.lookup({ principal: 'u1', key: 'd1' }), { ...first, fresh: false });
+    assert.deepEqual(await kit.decide({ ...submitted, digest: 'digest-2' }), { state: 'reused' });
+    assert.deepEqual(seen, [{ who: 'alice' }]);
+    assert.equal(await engine.count('u1', 'd1'), 1);
+    await done();
+  });
+
   test(`${label}: no credential or request header is stored`, async () => {
     const { engine, kit, done } = await setup();
     await submit(kit, body('h1'), { authorization: 'Bearer secret-token-123', cookie: 'sid=cookie-456' });

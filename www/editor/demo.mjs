@@ -4,6 +4,9 @@
 //
 //   DEMO_PORT=8080 DEMO_SERVER_PORT=8081   fixed ports (default: free ones)
 //   DEMO_RUN_APPLY_MS=4000                 how long a run stays cancellable (default 4000)
+//   DEMO_DB=postgres://user@host:port/db   the reference server on Postgres (default: SQLite in
+//                                          a temporary directory; scripts/demo's DEMO_DB=pg-cluster
+//                                          starts a throw-away cluster and sets this)
 //   DEMO_SMOKE=1                           non-interactive: open the editor in headless chromium,
 //                                          draw a shape, check the server got it, exit 0 or 1
 import { mkdir } from "node:fs/promises";
@@ -22,12 +25,14 @@ const portOf = (name) => {
 const reference = await startReferenceServer({
   port: portOf("DEMO_SERVER_PORT"),
   runApplyMs: Number(env.DEMO_RUN_APPLY_MS ?? (smoke ? 300 : 4000)),
+  db: env.DEMO_DB || undefined,
 });
 const statics = await serve({ port: portOf("DEMO_PORT") });
 const database = smoke ? `demo-smoke-${Date.now()}` : `canvas-editor-${reference.port}`;
 const page = `${statics.url}/www/editor/?server=${encodeURIComponent(reference.url)}&db=${database}&admin=${reference.adminToken}`;
 
-print(`demo: reference server (protocol v1, SQLite in ${reference.dir}): ${reference.url}`);
+const storage = reference.dir ? `SQLite in ${reference.dir}` : `Postgres, ${env.DEMO_DB.replace(/\/\/[^@/]*@/, "//…@")}`;
+print(`demo: reference server (protocol v1 on the server kit, ${storage}): ${reference.url}`);
 print(`demo: admin state: curl -H 'x-admin-token: ${reference.adminToken}' ${reference.url}/admin/state`);
 print(`demo: static server for ${ROOT}/www/editor and pkg/: ${statics.url}`);
 print(`demo: open the editor at ${page}`);

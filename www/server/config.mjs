@@ -12,7 +12,7 @@ export const ALLOWED_HOST = '127.0.0.1';
  * @typedef {object} ServerOptions
  * @property {number} [port] TCP port; 0 picks a free one. Default 0.
  * @property {string} [host] Must be `127.0.0.1` (the default).
- * @property {string} db SQLite file path (`:memory:` for a throw-away store).
+ * @property {string} db SQLite file path (`:memory:` for a throw-away store), or a postgres:// URL.
  * @property {number} [runApplyMs] Delay from accepting a run.start to applying it. Default 300.
  * @property {string | Map<string, string> | Record<string, string> | null} [tokens] Bearer
  *   tokens: `"user-a:tokA,user-b:tokB"`, a Map token → principal, or `{principal: token}`.
@@ -59,7 +59,7 @@ export function resolveOptions(options) {
     throw new Error(`refusing to listen on ${host}: this test server only listens on ${ALLOWED_HOST}`);
   }
   if (typeof options.db !== 'string' || options.db.length === 0) {
-    throw new Error('db is required: a SQLite file path, or :memory:');
+    throw new Error('db is required: a SQLite file path, :memory:, or a postgres:// URL');
   }
   return {
     port: integerIn('port', options.port ?? 0, 0, 65_535),
@@ -83,7 +83,7 @@ function adminTokenOf(token) {
   return token;
 }
 
-export const USAGE = `usage: node server.mjs --db PATH [--port 0] [--host 127.0.0.1] [--run-apply-ms 300]
+export const USAGE = `usage: node server.mjs --db PATH|postgres://… [--port 0] [--host 127.0.0.1] [--run-apply-ms 300]
                       [--tokens user-a:tokA,user-b:tokB] [--seed N]
                       [--max-body-bytes N] [--max-blob-bytes N] [--admin-token TOKEN]
   /admin/* answers only with --admin-token, to requests sending x-admin-token: TOKEN.`;

@@ -27,6 +27,7 @@ import {
 } from './http-util.mjs';
 import { readUpload } from './multipart.mjs';
 import { MAX_ID_LENGTH, ProtocolError, errorBody, parseWireRequest } from './protocol.mjs';
+import { openPgStore } from './pg-store.mjs';
 import { openStore } from './store.mjs';
 
 const ADMIN_BODY_LIMIT = 64 * 1024;
@@ -49,13 +50,14 @@ const ADMIN_BODY_LIMIT = 64 * 1024;
  */
 export async function startServer(options) {
   const config = resolveOptions(options);
-  const store = openStore(config.db);
+  const store = /^postgres(ql)?:\/\//.test(config.db) ? await openPgStore(config.db) : openStore(config.db);
   const engine = createEngine({ store, runApplyMs: config.runApplyMs, now: config.now });
   const faults = createFaultInjector(config.faults);
   let closing = false;
 
   // A run accepted before a restart is still due: apply what is overdue, arm for the rest.
-  engine.promoteDue();
+  await engine.init();
+  await engine.promoteDue();
 
   const destroy = (req) => req.socket.destroy();
 
@@ -67,7 +69,7 @@ export async function startServer(options) {
     // Only the first receipt of a key can be "in progress"; a key with a stored outcome is
     // answered from the store once its body is compared.
     let release = null;
-    if (!engine.isStored(key)) {
+    if (!(await engine.isStored(key))) {
       release = engine.beginReceiving(key);
       if (!release) {
         req.resume();
@@ -96,7 +98,11 @@ export async function startServer(options) {
         throw new ProtocolError(400, 'idempotency_key_mismatch', 'the idempotency-key header must equal the body id');
       }
       if (closing) return destroy(req);
-      const result = engine.submit({ request, blob, principal });
+      const result = await engine.submit({ request, blob, principal });
+      if (result.inProgress) {
+        sendEmpty(res, 409);
+        return;
+      }
       if (result.forbidden) {
         sendJson(res, 403, errorBody('forbidden', 'this key belongs to another principal'));
         return;
@@ -113,14 +119,14 @@ export async function startServer(options) {
     }
   }
 
-  function handleQuery(res, encodedKey, principal) {
+  async function handleQuery(res, encodedKey, principal) {
     let key;
     try {
       key = decodeURIComponent(encodedKey);
     } catch {
       throw new ProtocolError(400, 'invalid_request', 'the request id in the path is not valid URL encoding');
     }
-    const result = engine.query(key, principal);
+    const result = await engine.query(key, principal);
     if (result.reply) sendJson(res, result.reply.status, result.reply.answer);
     else if (result.inProgress) sendEmpty(res, 409);
     else if (result.forbidden) sendJson(res, 403, errorBody('forbidden', 'this key belongs to another principal'));
@@ -168,10 +174,10 @@ export async function startServer(options) {
       return;
     }
     if (isSubmit) await handleSubmit(req, res, auth.principal, fate);
-    else handleQuery(res, queryMatch[1], auth.principal);
+    else await handleQuery(res, queryMatch[1], auth.principal);
   }
 
-  function handleAsset(req, res, path) {
+  async function handleAsset(req, res, path) {
     if (req.method !== 'GET') {
       sendJson(res, 405, errorBody('method_not_allowed', 'GET /assets/{id}'), { allow: 'GET, OPTIONS' });
       return;
@@ -188,7 +194,7 @@ export async function startServer(options) {
     } catch {
       id = null;
     }
-    const asset = id ? store.getAsset(id) : null;
+    const asset = id ? await store.getAsset(id) : null;
     if (!asset) {
       sendJson(res, 404, errorBody('not_found', 'no such asset'));
       return;
@@ -202,9 +208,9 @@ export async function startServer(options) {
     res.end(asset.data);
   }
 
-  function adminState() {
-    engine.promoteDue();
-    const snapshot = store.snapshot();
+  async function adminState() {
+    await engine.promoteDue();
+    const snapshot = await store.snapshot();
     const overKeys = Object.entries(snapshot.requests).filter(([, r]) => r.applications > 1).map(([id]) => id);
     const overOperations = Object.entries(snapshot.operations)
       .filter(([, o]) => o.applications > 1)
@@ -237,7 +243,7 @@ export async function startServer(options) {
     const route = `${req.method} ${path}`;
     switch (route) {
       case 'GET /admin/state':
-        sendJson(res, 200, adminState());
+        sendJson(res, 200, await adminState());
         return;
       case 'GET /admin/faults':
         sendJson(res, 200, { config: faults.config(), counters: faults.counters() });
@@ -254,9 +260,9 @@ export async function startServer(options) {
       }
       case 'POST /admin/reset':
         req.resume();
-        store.reset();
+        await store.reset();
         faults.reset();
-        engine.rearm();
+        await engine.rearm();
         sendJson(res, 200, { reset: true });
         return;
       default:
@@ -271,7 +277,7 @@ export async function startServer(options) {
     else setCorsHeaders(res);
     if (req.method === 'OPTIONS') return answerPreflight(req, res);
     if (path === '/requests' || path.startsWith('/requests/')) return handleProtocol(req, res, path);
-    if (path.startsWith('/assets/')) return handleAsset(req, res, path);
+    if (path.startsWith('/assets/')) return await handleAsset(req, res, path);
     if (path.startsWith('/admin/')) return handleAdmin(req, res, path);
     req.resume();
     sendJson(res, 404, errorBody('not_found', `no route for ${req.method} ${path}`));
@@ -306,6 +312,7 @@ export async function startServer(options) {
     });
   } catch (error) {
     engine.close();
+    await engine.dispose();
     store.close();
     throw error;
   }
@@ -325,6 +332,7 @@ export async function startServer(options) {
           server.close(() => resolve());
           server.closeAllConnections();
         });
+        await engine.dispose();
         store.close();
       })();
       return closed;

@@ -440,11 +440,20 @@ export class Store {
   /** Deletes every row (the schema stays). */
   reset() {
     this.transaction(() => {
-      for (const table of ['canvases', 'requests', 'operation_log', 'canvas_log', 'assets', 'runs']) {
+      // csk_outcomes: the server kit's stored outcomes (created by its init).
+      for (const table of ['canvases', 'requests', 'operation_log', 'canvas_log', 'assets', 'runs', 'csk_outcomes']) {
         this.db.prepare(`DELETE FROM ${table}`).run();
       }
     });
   }
+
+  /** The store as seen inside a transaction on `tx`: SQLite has one connection, so itself. */
+  bind(_tx) {
+    return this;
+  }
+
+  /** Postgres serialises applies on shared canvases here; SQLite's writer is already alone. */
+  lock(_names) {}
 
   /** Closes the database; the store is unusable afterwards. */
   close() {

@@ -3,12 +3,11 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { join } from 'node:path';
 import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 
 import { startServer } from '../server.mjs';
-import { query, submit, tempDir, upsert } from '../testing/helpers.mjs';
+import { query, submit, testDb, upsert } from '../testing/helpers.mjs';
 
 const SERVER = fileURLToPath(new URL('../server.mjs', import.meta.url));
 
@@ -25,7 +24,7 @@ function spawnServer(args) {
 }
 
 test('prints {"listening": url} once ready, serves, and exits 0 on SIGTERM', async (t) => {
-  const db = join(tempDir(t), 'cli.sqlite');
+  const db = await testDb(t, 'cli.sqlite');
   const server = spawnServer(['--port', '0', '--host', '127.0.0.1', '--db', db, '--run-apply-ms', '100']);
   t.after(() => server.child.kill('SIGKILL'));
   const [firstLine] = await Promise.race([
@@ -47,7 +46,7 @@ test('prints {"listening": url} once ready, serves, and exits 0 on SIGTERM', asy
 });
 
 test('refuses to listen anywhere but 127.0.0.1', async (t) => {
-  const db = join(tempDir(t), 'cli.sqlite');
+  const db = await testDb(t, 'cli.sqlite');
   const server = spawnServer(['--port', '0', '--host', '0.0.0.0', '--db', db]);
   const [code] = await server.exited;
   assert.notEqual(code, 0);

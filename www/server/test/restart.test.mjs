@@ -1,14 +1,13 @@
 // State lives in the SQLite file: a restart on the same file loses nothing.
 
 import assert from 'node:assert/strict';
-import { join } from 'node:path';
 import { test } from 'node:test';
 
 import { startServer } from '../server.mjs';
-import { TEST_ADMIN_TOKEN, adminState, frozen, query, submit, submitUpload, tempDir, upsert, waitFor } from '../testing/helpers.mjs';
+import { TEST_ADMIN_TOKEN, adminState, frozen, query, submit, submitUpload, testDb, upsert, waitFor } from '../testing/helpers.mjs';
 
 test('outcomes, canvases, assets and pending runs survive a restart on the same db file', async (t) => {
-  const db = join(tempDir(t), 'restart.sqlite');
+  const db = await testDb(t, 'restart.sqlite');
   const first = await startServer({ port: 0, db, runApplyMs: 400, adminToken: TEST_ADMIN_TOKEN });
   let second = null;
   t.after(async () => {
@@ -41,7 +40,7 @@ test('outcomes, canvases, assets and pending runs survive a restart on the same 
   const asset = await fetch(`${second.url}/assets/${uploaded.body.canonical.assetId}`);
   assert.equal(await asset.text(), 'bytes that must survive');
   // The run accepted before the restart is applied after it, by the new process's timer.
-  await waitFor(async () => second.store.getRequest('run1').status === 'applied', { what: 'the run after restart' });
+  await waitFor(async () => (await second.store.getRequest('run1')).status === 'applied', { what: 'the run after restart' });
   const after = await adminState(second.url);
   assert.deepEqual(after.canvases.c1, before.canvases.c1);
   assert.equal(after.requests.r1.applications, 1);

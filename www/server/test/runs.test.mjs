@@ -49,9 +49,9 @@ test('the run timer applies a run without anyone asking', async (t) => {
   const { url, store } = await startTestServer(t, { runApplyMs: 50 });
   const startedAt = Date.now();
   await submit(url, runStart('r1', 'run-1'));
-  assert.equal(store.getRequest('r1').status, 'accepted');
+  assert.equal((await store.getRequest('r1')).status, 'accepted');
   // Read the store directly: a protocol or admin read would itself promote due runs.
-  await waitFor(async () => store.getRequest('r1').status === 'applied', { what: 'the run timer' });
+  await waitFor(async () => (await store.getRequest('r1')).status === 'applied', { what: 'the run timer' });
   assert.ok(Date.now() - startedAt >= 50, 'not applied before runApplyMs');
 });
 

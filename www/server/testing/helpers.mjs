@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 
 import { startServer } from '../server.mjs';
+import { freshDatabase, testPostgres } from './test-db.mjs';
 
 /** The admin token of every test server (`adminToken`); {@link admin} sends it. */
 export const TEST_ADMIN_TOKEN = 'test-admin-token';
@@ -24,14 +25,26 @@ export function tempDir(t) {
 }
 
 /**
- * Starts a server on port 0 with a database in a fresh temporary directory; closed (and the
- * directory removed) when the test ends.
+ * A fresh database for one server: a SQLite file named `name` in a temporary directory, or a new
+ * Postgres database when CANVAS_SCHEDULER_TEST_DB names a cluster (testing/test-db.mjs).
+ *
+ * @param {import('node:test').TestContext} t
+ * @param {string} [name]
+ */
+export async function testDb(t, name = 'server.sqlite') {
+  const cluster = testPostgres();
+  return cluster ? freshDatabase(cluster) : join(tempDir(t), name);
+}
+
+/**
+ * Starts a server on port 0 with a fresh database (testDb); closed (and the directory removed)
+ * when the test ends.
  *
  * @param {import('node:test').TestContext} t
  * @param {Partial<import('../config.mjs').ServerOptions>} [options]
  */
 export async function startTestServer(t, options = {}) {
-  const db = options.db ?? join(tempDir(t), 'server.sqlite');
+  const db = options.db ?? (await testDb(t));
   const server = await startServer({ port: 0, host: '127.0.0.1', adminToken: TEST_ADMIN_TOKEN, ...options, db });
   t.after(() => server.close());
   return server;
