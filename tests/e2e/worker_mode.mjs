@@ -260,12 +260,14 @@ const tests = [
       assert.equal((await settledEvent(page, dropped)).outcome, "discarded");
       assert.equal((await settledEvent(page, kept)).outcome, "applied");
 
-      await admin(server, "/admin/faults", { serverErrorRate: 1, retryAfterSeconds: 0 });
+      // A proxy's HTML 400 dead-letters the request at once (K1: poison, where a 503 outage
+      // never dead-letters).
+      await admin(server, "/admin/faults", { proxyRefusal: true });
       try {
         await page.evaluate((intent) => window.wm.scheduler.enqueue(intent), shape(dead, "canvas-d"));
         await until("dead_lettered", () => page.evaluate((id) => window.wm.events.some((e) => e.type === "dead_lettered" && e.operationIds.includes(id)), dead));
       } finally {
-        await admin(server, "/admin/faults", { serverErrorRate: 0 });
+        await admin(server, "/admin/faults", { proxyRefusal: false });
       }
       const reason = await page.evaluate((id) => window.wm.scheduler.explain(id).reason, dead);
       assert.equal(reason, "dead_letter");

@@ -13,6 +13,9 @@
  * @property {number} tooManyRate Chance of answering 429 (with Retry-After) without handling it.
  * @property {number} retryAfterSeconds Retry-After sent with 429 and 503.
  * @property {boolean} offline Destroy every protocol socket at once.
+ * @property {boolean} proxyRefusal Answer every protocol request 400 with an HTML body, as a
+ *   misconfigured proxy in front of the endpoint would: no v1 body, so the client dead-letters
+ *   the request at once (K1, SPEC §7) instead of retrying it as an outage.
  * @property {number} seed PRNG seed (unsigned 32-bit).
  */
 
@@ -24,6 +27,7 @@ export const DEFAULT_FAULTS = Object.freeze({
   tooManyRate: 0,
   retryAfterSeconds: 1,
   offline: false,
+  proxyRefusal: false,
   seed: 1,
 });
 
@@ -64,8 +68,8 @@ export function validateFaults(partial) {
       if (!Number.isSafeInteger(value) || value < 0 || value > MAX_RETRY_AFTER_SECONDS) {
         throw new FaultConfigError(`retryAfterSeconds must be an integer in [0, ${MAX_RETRY_AFTER_SECONDS}]`);
       }
-    } else if (key === 'offline') {
-      if (typeof value !== 'boolean') throw new FaultConfigError('offline must be a boolean');
+    } else if (key === 'offline' || key === 'proxyRefusal') {
+      if (typeof value !== 'boolean') throw new FaultConfigError(`${key} must be a boolean`);
     } else if (key === 'seed') {
       if (!Number.isSafeInteger(value) || value < 0 || value > 0xffffffff) {
         throw new FaultConfigError('seed must be an integer in [0, 2^32 - 1]');

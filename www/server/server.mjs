@@ -163,6 +163,13 @@ export async function startServer(options) {
       });
       return;
     }
+    if (faults.config().proxyRefusal) {
+      req.resume();
+      const page = '<html><body><h1>400 Bad Request</h1></body></html>';
+      res.writeHead(400, { 'content-type': 'text/html', 'content-length': Buffer.byteLength(page) });
+      res.end(page);
+      return;
+    }
     const fate = faults.draw();
     if (fate.serverError || fate.tooMany) {
       req.resume();

@@ -31,6 +31,22 @@ test('drop after apply: committed, socket destroyed, a query then says applied',
   assert.equal(state.faults.counters.dropped, 1);
 });
 
+test('proxyRefusal answers a proxy\'s HTML 400 (no v1 body) to submits and queries, applying nothing', async (t) => {
+  const { url } = await startTestServer(t);
+  await setFaults(url, { proxyRefusal: true });
+  const refused = await submit(url, upsert('r1', 'c1', 's1', { x: 1 }));
+  assert.equal(refused.status, 400);
+  assert.match(refused.headers.get('content-type'), /text\/html/);
+  assert.equal((await query(url, 'r1')).status, 400);
+  let state = await adminState(url);
+  assert.equal(state.requests.r1, undefined);
+  await setFaults(url, { proxyRefusal: false });
+  assert.equal((await submit(url, upsert('r1', 'c1', 's1', { x: 1 }))).status, 200);
+  state = await adminState(url);
+  assert.equal(state.requests.r1.applications, 1);
+  await assert.rejects(setFaults(url, { proxyRefusal: 'yes' }));
+});
+
 test('503 and 429 apply nothing and carry Retry-After', async (t) => {
   const { url } = await startTestServer(t);
   await setFaults(url, { serverErrorRate: 1, retryAfterSeconds: 7 });
