@@ -3,6 +3,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 
+import { validateFaults } from '../faults.mjs';
 import { admin, adminState, query, rawRequest, setFaults, startTestServer, submit, upsert } from '../testing/helpers.mjs';
 
 const postRaw = (url, body) =>
@@ -34,17 +35,19 @@ test('drop after apply: committed, socket destroyed, a query then says applied',
 test('proxyRefusal answers a proxy\'s HTML 400 (no v1 body) to submits and queries, applying nothing', async (t) => {
   const { url } = await startTestServer(t);
   await setFaults(url, { proxyRefusal: true });
-  const refused = await submit(url, upsert('r1', 'c1', 's1', { x: 1 }));
+  const refused = await postRaw(url, upsert('r1', 'c1', 's1', { x: 1 }));
   assert.equal(refused.status, 400);
-  assert.match(refused.headers.get('content-type'), /text\/html/);
-  assert.equal((await query(url, 'r1')).status, 400);
+  assert.match(refused.headers['content-type'], /text\/html/);
+  assert.match(refused.text, /400 Bad Request/);
+  const queried = await rawRequest(url, { path: '/requests/r1' });
+  assert.equal(queried.status, 400);
   let state = await adminState(url);
   assert.equal(state.requests.r1, undefined);
   await setFaults(url, { proxyRefusal: false });
   assert.equal((await submit(url, upsert('r1', 'c1', 's1', { x: 1 }))).status, 200);
   state = await adminState(url);
   assert.equal(state.requests.r1.applications, 1);
-  await assert.rejects(setFaults(url, { proxyRefusal: 'yes' }));
+  assert.throws(() => validateFaults({ proxyRefusal: 'yes' }), /proxyRefusal must be a boolean/);
 });
 
 test('503 and 429 apply nothing and carry Retry-After', async (t) => {
