@@ -15,7 +15,7 @@ import { chromium } from "playwright-core";
 export const ROOT = resolve(fileURLToPath(new URL("..", import.meta.url)));
 
 /** Only these directories (relative to ROOT, URL = path) are served. */
-const SERVED = ["www/probe/", "www/editor/", "www/chaos/", "www/tabs/", "www/hostile/", "www/shared/", "www/worker/", "www/bench/drag/", "pkg/", "worker/"];
+const SERVED = ["www/probe/", "www/editor/", "www/chaos/", "www/outage/", "www/tabs/", "www/hostile/", "www/shared/", "www/worker/", "www/bench/drag/", "pkg/", "worker/"];
 
 const CONTENT_TYPES = {
   ".html": "text/html; charset=utf-8",

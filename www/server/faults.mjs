@@ -16,6 +16,16 @@
  * @property {boolean} proxyRefusal Answer every protocol request 400 with an HTML body, as a
  *   misconfigured proxy in front of the endpoint would: no v1 body, so the client dead-letters
  *   the request at once (K1, SPEC §7) instead of retrying it as an outage.
+ * @property {boolean} writeOutage The write path is down while reads work: every submit is
+ *   answered 503 with `Retry-After: retryAfterSeconds` (0 is a load shedder's usual answer),
+ *   every query as usual (404 for a key never received).
+ * @property {boolean} fullOutage Every protocol request answered 503 without Retry-After.
+ * @property {number} flapDownMs With `flapUpMs`, a flapping endpoint: a full outage for this
+ *   long, then up for `flapUpMs`, over and over, from the moment either was last set (0: off).
+ * @property {number} flapUpMs See `flapDownMs`.
+ * @property {string[]} poisonOperations A submit whose body holds one of these operation ids is
+ *   answered 503 (no Retry-After, nothing applied) every time, while the others succeed: a
+ *   request the server refuses on its own (K1 poison).
  * @property {number} seed PRNG seed (unsigned 32-bit).
  */
 
@@ -28,12 +38,22 @@ export const DEFAULT_FAULTS = Object.freeze({
   retryAfterSeconds: 1,
   offline: false,
   proxyRefusal: false,
+  writeOutage: false,
+  fullOutage: false,
+  flapDownMs: 0,
+  flapUpMs: 0,
+  poisonOperations: Object.freeze([]),
   seed: 1,
 });
 
 const RATE_FIELDS = ['dropAfterApplyRate', 'serverErrorRate', 'tooManyRate'];
 const MAX_LATENCY_MS = 60_000;
 const MAX_RETRY_AFTER_SECONDS = 3_600;
+const MAX_FLAP_MS = 3_600_000;
+const MAX_POISONED = 1_000;
+/** The most submit arrivals kept, over all keys (the oldest keys are forgotten first). */
+const MAX_ARRIVAL_KEYS = 10_000;
+const MAX_ARRIVALS_PER_KEY = 1_000;
 
 /** A validation failure of a fault configuration (answered 400 by the admin API). */
 export class FaultConfigError extends Error {
@@ -68,7 +88,19 @@ export function validateFaults(partial) {
       if (!Number.isSafeInteger(value) || value < 0 || value > MAX_RETRY_AFTER_SECONDS) {
         throw new FaultConfigError(`retryAfterSeconds must be an integer in [0, ${MAX_RETRY_AFTER_SECONDS}]`);
       }
-    } else if (key === 'offline' || key === 'proxyRefusal') {
+    } else if (key === 'flapDownMs' || key === 'flapUpMs') {
+      if (!Number.isSafeInteger(value) || value < 0 || value > MAX_FLAP_MS) {
+        throw new FaultConfigError(`${key} must be an integer in [0, ${MAX_FLAP_MS}]`);
+      }
+    } else if (key === 'poisonOperations') {
+      if (
+        !Array.isArray(value) ||
+        value.length > MAX_POISONED ||
+        !value.every((id) => typeof id === 'string' && id.length > 0 && id.length <= 256)
+      ) {
+        throw new FaultConfigError(`poisonOperations must be an array of at most ${MAX_POISONED} ids`);
+      }
+    } else if (key === 'offline' || key === 'proxyRefusal' || key === 'writeOutage' || key === 'fullOutage') {
       if (typeof value !== 'boolean') throw new FaultConfigError(`${key} must be a boolean`);
     } else if (key === 'seed') {
       if (!Number.isSafeInteger(value) || value < 0 || value > 0xffffffff) {
@@ -77,7 +109,7 @@ export function validateFaults(partial) {
     } else {
       throw new FaultConfigError(`unknown fault setting ${key}`);
     }
-    out[key] = value;
+    out[key] = key === 'poisonOperations' ? Object.freeze([...value]) : value;
   }
   return out;
 }
@@ -111,14 +143,24 @@ export function mulberry32(seed) {
  *
  * @param {Partial<FaultConfig>} [initial]
  */
-export function createFaultInjector(initial = {}) {
+export function createFaultInjector(initial = {}, now = () => Date.now()) {
   /** @type {FaultConfig} */
   let config = { ...DEFAULT_FAULTS, ...validateFaults(initial) };
   let random = mulberry32(config.seed);
   let counters = freshCounters();
+  let flapSince = now();
+  /** Idempotency key → arrival times (ms, this server's clock) of its submits, in order. */
+  let arrivals = new Map();
 
   function freshCounters() {
-    return { draws: 0, serverErrors: 0, tooMany: 0, dropped: 0, offlineDestroyed: 0 };
+    return { draws: 0, serverErrors: 0, tooMany: 0, dropped: 0, offlineDestroyed: 0, outage: 0, poisoned: 0 };
+  }
+
+  /** True while a flapping endpoint is in its down phase. */
+  function flappingDown() {
+    const { flapDownMs: down, flapUpMs: up } = config;
+    if (down === 0 || up === 0) return false;
+    return (now() - flapSince) % (down + up) < down;
   }
 
   return {
@@ -139,6 +181,7 @@ export function createFaultInjector(initial = {}) {
       const valid = validateFaults(partial);
       config = { ...config, ...valid };
       if ('seed' in valid) random = mulberry32(config.seed);
+      if ('flapDownMs' in valid || 'flapUpMs' in valid) flapSince = now();
       return { ...config };
     },
 
@@ -147,7 +190,54 @@ export function createFaultInjector(initial = {}) {
       config = { ...DEFAULT_FAULTS, ...validateFaults(initial) };
       random = mulberry32(config.seed);
       counters = freshCounters();
+      flapSince = now();
+      arrivals = new Map();
     },
+
+    /**
+     * The outage a protocol request meets now, if any: `{retryAfter}` (seconds, or null for no
+     * Retry-After header) for a 503, or null when the endpoint is up for it.
+     *
+     * @param {boolean} isSubmit
+     * @returns {{retryAfter: number | null} | null}
+     */
+    outage(isSubmit) {
+      let answer = null;
+      if (config.fullOutage || flappingDown()) answer = { retryAfter: null };
+      else if (config.writeOutage && isSubmit) answer = { retryAfter: config.retryAfterSeconds };
+      if (answer) counters.outage += 1;
+      return answer;
+    },
+
+    /**
+     * Whether a submit of these operations is refused as poison (counted when it is).
+     *
+     * @param {readonly string[]} operationIds
+     */
+    poisoned(operationIds) {
+      if (config.poisonOperations.length === 0) return false;
+      const hit = operationIds.some((id) => config.poisonOperations.includes(id));
+      if (hit) counters.poisoned += 1;
+      return hit;
+    },
+
+    /**
+     * Notes a submit's arrival (before any fault), bounded in keys and times a key.
+     *
+     * @param {string} key
+     */
+    noteSubmit(key) {
+      let times = arrivals.get(key);
+      if (!times) {
+        if (arrivals.size >= MAX_ARRIVAL_KEYS) arrivals.delete(arrivals.keys().next().value);
+        times = [];
+        arrivals.set(key, times);
+      }
+      if (times.length < MAX_ARRIVALS_PER_KEY) times.push(now());
+    },
+
+    /** @returns {Record<string, number[]>} Submit arrival times by idempotency key. */
+    arrivals: () => Object.fromEntries([...arrivals].map(([key, times]) => [key, [...times]])),
 
     /**
      * Rolls the dice for one protocol request (always three draws).

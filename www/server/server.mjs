@@ -97,6 +97,10 @@ export async function startServer(options) {
       if (request.id !== key) {
         throw new ProtocolError(400, 'idempotency_key_mismatch', 'the idempotency-key header must equal the body id');
       }
+      if (faults.poisoned(request.operationIds)) {
+        sendJson(res, 503, errorBody('service_unavailable', 'injected poison: this request is refused'));
+        return;
+      }
       if (closing) return destroy(req);
       const result = await engine.submit({ request, blob, principal });
       if (result.inProgress) {
@@ -163,11 +167,22 @@ export async function startServer(options) {
       });
       return;
     }
+    if (isSubmit) {
+      const key = req.headers['idempotency-key'];
+      if (typeof key === 'string' && key.length > 0 && key.length <= MAX_ID_LENGTH) faults.noteSubmit(key);
+    }
     if (faults.config().proxyRefusal) {
       req.resume();
       const page = '<html><body><h1>400 Bad Request</h1></body></html>';
       res.writeHead(400, { 'content-type': 'text/html', 'content-length': Buffer.byteLength(page) });
       res.end(page);
+      return;
+    }
+    const outage = faults.outage(isSubmit);
+    if (outage) {
+      req.resume();
+      const headers = outage.retryAfter === null ? {} : { 'retry-after': String(outage.retryAfter) };
+      sendJson(res, 503, errorBody('service_unavailable', 'injected outage: nothing was applied'), headers);
       return;
     }
     const fate = faults.draw();
@@ -255,6 +270,9 @@ export async function startServer(options) {
       case 'GET /admin/faults':
         sendJson(res, 200, { config: faults.config(), counters: faults.counters() });
         return;
+      case 'GET /admin/submits':
+        sendJson(res, 200, { arrivals: faults.arrivals() });
+        return;
       case 'POST /admin/faults': {
         const body = parseJson((await readBody(req, ADMIN_BODY_LIMIT)).toString('utf8'));
         try {
@@ -273,7 +291,7 @@ export async function startServer(options) {
         sendJson(res, 200, { reset: true });
         return;
       default:
-        sendJson(res, 404, errorBody('not_found', 'admin routes: GET /admin/state, GET|POST /admin/faults, POST /admin/reset'));
+        sendJson(res, 404, errorBody('not_found', 'admin routes: GET /admin/state, GET|POST /admin/faults, GET /admin/submits, POST /admin/reset'));
     }
   }
 

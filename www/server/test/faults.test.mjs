@@ -142,3 +142,62 @@ test('reset clears canvases, outcomes and faults', async (t) => {
   assert.equal(state.faults.config.latencyMs, 0);
   assert.equal((await query(url, 'r1')).status, 404);
 });
+
+test('writeOutage: every submit 503 with Retry-After (0 allowed), queries answered as usual', async (t) => {
+  const { url } = await startTestServer(t);
+  await setFaults(url, { writeOutage: true, retryAfterSeconds: 0 });
+  const refused = await submit(url, upsert('r1', 'c1', 's1', { x: 1 }));
+  assert.equal(refused.status, 503);
+  assert.equal(refused.headers.get('retry-after'), '0');
+  assert.equal(refused.body.error.code, 'service_unavailable');
+  const never = await query(url, 'r1');
+  assert.equal(never.status, 404, 'the read path works: a key never received is 404');
+  await setFaults(url, { writeOutage: false });
+  assert.equal((await submit(url, upsert('r1', 'c1', 's1', { x: 1 }))).status, 200);
+  assert.equal((await query(url, 'r1')).status, 200);
+  const state = await adminState(url);
+  assert.equal(state.requests.r1.applications, 1);
+  assert.equal(state.faults.counters.outage, 1);
+  const { arrivals } = (await admin(url, '/admin/submits')).body;
+  assert.equal(arrivals.r1.length, 2, 'both submits of r1 arrived, the refused one too');
+});
+
+test('fullOutage: submits and queries 503 without Retry-After, nothing applied', async (t) => {
+  const { url } = await startTestServer(t);
+  await setFaults(url, { fullOutage: true });
+  const refused = await submit(url, upsert('r1', 'c1', 's1', { x: 1 }));
+  assert.equal(refused.status, 503);
+  assert.equal(refused.headers.get('retry-after'), null);
+  const queried = await query(url, 'r1');
+  assert.equal(queried.status, 503);
+  assert.equal((await adminState(url)).requests.r1, undefined);
+});
+
+test('flapDownMs/flapUpMs: down, then up, over and over from when they were set', async (t) => {
+  const { url } = await startTestServer(t);
+  await setFaults(url, { flapDownMs: 300, flapUpMs: 300 });
+  assert.equal((await query(url, 'nothing')).status, 503, 'down first');
+  await new Promise((resolve) => setTimeout(resolve, 400));
+  assert.equal((await query(url, 'nothing')).status, 404, 'then up');
+  await new Promise((resolve) => setTimeout(resolve, 300));
+  assert.equal((await query(url, 'nothing')).status, 503, 'then down again');
+  await setFaults(url, { flapDownMs: 0 });
+  assert.equal((await query(url, 'nothing')).status, 404, 'off when either is 0');
+});
+
+test('poisonOperations: a submit holding one is refused 503 every time while others apply', async (t) => {
+  const { url } = await startTestServer(t);
+  await setFaults(url, { poisonOperations: ['bad'] });
+  const poisoned = upsert('r1', 'c1', 's1', { x: 1 });
+  poisoned.operationIds = ['bad'];
+  for (let i = 0; i < 2; i += 1) assert.equal((await submit(url, poisoned)).status, 503);
+  assert.equal((await submit(url, upsert('r2', 'c2', 's2', { x: 1 }))).status, 200);
+  const state = await adminState(url);
+  assert.equal(state.requests.r1, undefined, 'nothing of the poisoned request was stored');
+  assert.equal(state.requests.r2.applications, 1);
+  assert.equal(state.faults.counters.poisoned, 2);
+  assert.throws(() => validateFaults({ poisonOperations: 'bad' }), /poisonOperations must be an array/);
+  assert.throws(() => validateFaults({ poisonOperations: [''] }), /poisonOperations must be an array/);
+  assert.throws(() => validateFaults({ flapDownMs: -1 }), /flapDownMs must be an integer/);
+  assert.throws(() => validateFaults({ writeOutage: 1 }), /writeOutage must be a boolean/);
+});

@@ -1,0 +1,44 @@
+// The page behind tests/e2e/outages.mjs (issue #36, K1): one scheduler on the reference server,
+// with the retry options the test gives, and window.outage:
+//   enqueue(id, canvasId)  enqueues one shape edit; resolves once durable;
+//   whenSaved()            the scheduler's whenSaved();
+//   pending(), explain(id), retry(id) as the scheduler answers them;
+//   events()               every event but `pending`, each with `at` (Date.now() when it came);
+//   stop()                 stops the scheduler.
+// Page parameters: ?server=<endpoint>&db=<IndexedDB name>&retry=<JSON of the retry option>.
+import init, { Scheduler } from "/pkg/web/canvas_scheduler.js";
+
+const params = new URLSearchParams(location.search);
+const events = [];
+
+try {
+  await init();
+  const scheduler = await Scheduler.open({
+    database: params.get("db") ?? "outage",
+    endpoint: (params.get("server") ?? "").replace(/\/+$/, ""),
+    retry: JSON.parse(params.get("retry") ?? "{}"),
+    onEvent: (event) => {
+      if (event.type !== "pending" && events.length < 10_000) events.push({ ...event, at: Date.now() });
+    },
+  });
+  scheduler.start();
+  addEventListener("pagehide", () => scheduler.stop());
+  window.outage = {
+    async enqueue(id, canvasId) {
+      const payload = { shapeId: `shape-${id}`, shape: { kind: "rect", x: 1, y: 2, w: 10, h: 10, by: id } };
+      await scheduler.enqueue({ id, operationType: "shape.upsert", canvasIds: [canvasId], payload });
+      return Date.now();
+    },
+    whenSaved: () => scheduler.whenSaved(),
+    pending: () => scheduler.pending(),
+    explain: (id) => scheduler.explain(id),
+    retry: (id) => scheduler.retry(id),
+    events: () => events,
+    stop: () => scheduler.stop(),
+  };
+  document.body.dataset.status = "ready";
+} catch (error) {
+  console.error(`outage page: ${error?.code ?? ""} ${error?.message ?? error}`);
+  document.body.dataset.status = "error";
+  document.body.dataset.error = `${error?.code ?? ""} ${error?.message ?? error}`;
+}
