@@ -265,3 +265,54 @@ fn k1_one_poisoned_request_among_healthy_ones_dead_letters_on_time() {
     );
     assert_eq!(run.server.applied.len(), 140, "every healthy edit applied");
 }
+
+/// #36: a wall clock set back by an hour while a retry waits. The driver's timers count real
+/// time (`setTimeout`), as modelled here: the armed timer keeps what was left of its delay.
+/// The retry must not wait the hour: every wait stays on the retry curve, whatever `now` does.
+#[test]
+fn k1_a_wall_clock_set_back_an_hour_stalls_no_retry() {
+    const BACK_MS: Millis = 3_600_000;
+    const RECOVER_MS: Millis = 10_000;
+    let mut h = Harness::new(SchedulerConfig::default(), CountingHost::new("clock"));
+    h.now += 10 * BACK_MS; // a clock that can go back an hour
+    let mut server = SimServer::default();
+    h.start();
+    h.enqueue(vec![edit("a0", &["a"])]).expect("enqueue");
+    let mut real: Millis = 0;
+    let mut set_back = false;
+    let mut submits = Vec::new();
+    while real < 120_000 && server.applied.is_empty() {
+        while let Some(order) = (!h.wire.is_empty()).then(|| h.wire.remove(0)) {
+            if order.action == RetryAction::Submit {
+                submits.push(real);
+            }
+            let answer = if real < RECOVER_MS {
+                AttemptStatus {
+                    error: Some(SafeError::new("http_503", "service unavailable")),
+                    ..AttemptStatus::outcome(AttemptOutcome::Unresolved)
+                }
+            } else {
+                server.handle(order.action, &order.request, ServerFaults::default())
+            };
+            h.scheduler.on_answer(h.now, order.attempt, answer);
+            h.drain();
+        }
+        if !set_back && real >= 5_000 {
+            // The clock goes back; the armed timer still fires after what was left of it.
+            set_back = true;
+            h.now -= BACK_MS;
+            h.timer = h.timer.map(|at| at - BACK_MS);
+        }
+        h.advance(TICK_MS);
+        real += TICK_MS;
+    }
+    let applied_at = real;
+    assert!(set_back, "the clock was set back mid-outage");
+    assert_eq!(server.applied.len(), 1, "applied once: {submits:?}");
+    let step = RetryPolicy::default().max_ms;
+    assert!(
+        applied_at <= RECOVER_MS + step + 1_000,
+        "applied {applied_at} ms into the run: more than one backoff step after recovery ({submits:?})"
+    );
+    assert!(submits.len() <= 12, "no storm either: {submits:?}");
+}

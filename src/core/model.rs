@@ -285,6 +285,29 @@ pub struct Lease {
     pub expires_at: Millis,
 }
 
+/// The largest fence a lease record holds: JS stores it as a number, exact up to 2^53 − 1.
+pub const MAX_FENCE: u64 = (1 << 53) - 1;
+
+impl Lease {
+    /// K2: whether a stored fence is one a take-over can raise. One that is not (2^53 − 1
+    /// take-overs do not happen: the record was written by something else) is set aside (D4).
+    pub fn fence_can_rise(fence: u64) -> bool {
+        fence < MAX_FENCE
+    }
+
+    /// K2: the fence a take-over stores after `previous` (the stored fence, or 0 for none or
+    /// one that could not be read). Writes are checked for *equality* with the stored fence
+    /// (`apply`, `renew`), so what shuts the old holder out is only that the new fence differs
+    /// from its own: one that cannot rise starts again from 1.
+    pub fn next_fence(previous: u64) -> u64 {
+        if Self::fence_can_rise(previous) {
+            previous + 1
+        } else {
+            1
+        }
+    }
+}
+
 /// Kinds of entries in the event log (K6).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum EventKind {
@@ -458,3 +481,19 @@ crate::json_record!(LedgerMeta {
     last_sequence: "lastSequence" required,
     last_event_seq: "lastEventSeq" required,
 });
+
+#[cfg(test)]
+mod tests {
+    use super::{Lease, MAX_FENCE};
+
+    #[test]
+    fn k2_a_fence_rises_by_one_and_one_that_cannot_starts_again_from_1() {
+        assert_eq!(Lease::next_fence(0), 1);
+        assert_eq!(Lease::next_fence(41), 42);
+        assert_eq!(Lease::next_fence(MAX_FENCE - 1), MAX_FENCE);
+        // Saturated (or beyond): differs from the stored fence, and stays storable.
+        assert_eq!(Lease::next_fence(MAX_FENCE), 1);
+        assert_eq!(Lease::next_fence(u64::MAX), 1);
+        assert!(!Lease::fence_can_rise(MAX_FENCE));
+    }
+}

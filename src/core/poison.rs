@@ -74,6 +74,13 @@ impl PoisonWatch {
         now.saturating_sub(first)
     }
 
+    /// Moves every first-counted time `by` ms earlier (the wall clock went back by that much).
+    pub fn shift_earlier(&mut self, by: Millis) {
+        for watch in self.requests.values_mut() {
+            watch.first_counted = watch.first_counted.map(|at| at.saturating_sub(by));
+        }
+    }
+
     /// The first counted failure of `request_id` in this session, if any (for `explain`).
     pub fn first_counted(&self, request_id: &str) -> Option<Millis> {
         self.requests.get(request_id).and_then(|w| w.first_counted)

@@ -112,6 +112,18 @@ impl RetryQueue {
             .map(|Reverse(entry)| entry.due_at)
     }
 
+    /// Moves every due time `by` ms earlier (the wall clock went back by that much).
+    pub fn shift_earlier(&mut self, by: Millis) {
+        let heap = std::mem::take(&mut self.heap);
+        self.heap = heap
+            .into_iter()
+            .map(|Reverse(mut entry)| {
+                entry.due_at = entry.due_at.saturating_sub(by);
+                Reverse(entry)
+            })
+            .collect();
+    }
+
     /// Drops everything.
     pub fn clear(&mut self) {
         self.heap.clear();

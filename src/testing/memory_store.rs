@@ -218,7 +218,7 @@ impl MemoryStore {
         }
         let lease = Lease {
             owner: owner.to_owned(),
-            fence: self.lease.as_ref().map_or(1, |l| l.fence + 1),
+            fence: Lease::next_fence(self.lease.as_ref().map_or(0, |l| l.fence)),
             expires_at: now + lease_ms,
         };
         self.lease = Some(lease.clone());

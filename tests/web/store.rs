@@ -302,6 +302,65 @@ async fn k2_a_stale_or_missing_fence_is_refused_and_writes_nothing() {
     delete_database(&name).await;
 }
 
+/// #36: a lease record whose fence a take-over cannot raise (saturated at 2^53 - 1, a float
+/// beyond it, negative, a string) made every open fail `storage_unavailable` (the next fence
+/// was not storable). It is set aside (D4), the fence starts again from 1 (writes are checked
+/// for equality, so 1 still shuts the record's holder out), and the ledger opens and writes.
+#[wasm_bindgen_test]
+async fn k2_d4_a_lease_whose_fence_cannot_rise_is_set_aside_and_the_ledger_opens() {
+    let cases = [
+        ("saturated", "9007199254740991"),
+        ("huge", "1e300"),
+        ("negative", "-1"),
+        ("text", "\"7\""),
+    ];
+    for (tag, fence) in cases {
+        let name = db_name(&format!("lease-fence-{tag}"));
+        let ledger = IdbLedger::open(&name).await.expect("open");
+        let first = acquire_fence(&ledger, "tab-a", 1_000).await;
+        let stored = ledger.apply(&operations_batch(first, 1, 1)).await;
+        assert!(matches!(stored, PersistResult::Done { .. }), "{stored:?}");
+        let lease_key = JsValue::from_str(schema::LEASE_KEY);
+        let record = format!(r#"{{"owner":"tab-z","fence":{fence},"expiresAt":0}}"#);
+        raw_put(
+            &name,
+            schema::LEASE,
+            lease_key.clone(),
+            JsValue::from_str(&record),
+        )
+        .await;
+
+        let loaded = acquire(&ledger, "tab-b", 2_000).await;
+        assert_eq!(
+            loaded.quarantined.len(),
+            1,
+            "{tag}: {:?}",
+            loaded.quarantined
+        );
+        assert_eq!(loaded.quarantined[0].store, schema::LEASE, "{tag}");
+        assert_eq!(
+            loaded.snapshot.operations.len(),
+            1,
+            "{tag}: the ledger opened"
+        );
+        let lease = loaded.snapshot.lease.expect("a lease was taken");
+        assert_eq!((lease.owner.as_str(), lease.fence), ("tab-b", 1), "{tag}");
+        let quarantined = raw_keys(&name, schema::QUARANTINE).await;
+        assert_eq!(
+            quarantined.len(),
+            1,
+            "{tag}: the record was moved to quarantine"
+        );
+        let written = ledger.apply(&operations_batch(1, 2, 1)).await;
+        assert!(
+            matches!(written, PersistResult::Done { .. }),
+            "{tag}: {written:?}"
+        );
+        ledger.close();
+        delete_database(&name).await;
+    }
+}
+
 #[wasm_bindgen_test]
 async fn k2_an_unreadable_or_deleted_lease_record_refuses_the_whole_batch() {
     let name = db_name("lease-gone");

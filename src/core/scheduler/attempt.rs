@@ -19,6 +19,7 @@ impl<H: Host> Scheduler<H> {
         if self.is_closed() || self.persist.in_flight != Some(no) {
             return; // S15: nothing changes after stop; stale answers are ignored.
         }
+        self.follow_clock(now);
         self.persist.in_flight = None;
         match result {
             PersistResult::Done { lease } => {
@@ -342,6 +343,7 @@ impl<H: Host> Scheduler<H> {
         let Some((request_id, action, denied)) = self.sending(attempt) else {
             return;
         };
+        self.follow_clock(now);
         let status = match denied {
             Some(reason) => Self::after_denial(status, &reason),
             None => status,

@@ -23,6 +23,7 @@ impl<H: Host> Scheduler<H> {
         if !self.is_running() || self.lease.fenced {
             return;
         }
+        self.follow_clock(now);
         let Some((request_id, action)) = self
             .active
             .iter()

@@ -15,6 +15,7 @@ mod inspect;
 mod pump;
 mod recovery;
 mod saved;
+mod wall_clock;
 
 use crate::core::collections::str_map::StrMap;
 use crate::core::seq_set::SeqSet;
@@ -150,6 +151,8 @@ pub struct Scheduler<H: Host> {
     effects: VecDeque<Effect>,
     yielded: bool,
     timer: Option<Millis>,
+    /// The latest `now` the host gave (`wall_clock`: a smaller one means the clock went back).
+    clock_high: Millis,
     counters: Counters,
 }
 
@@ -204,6 +207,7 @@ impl<H: Host> Scheduler<H> {
             effects: VecDeque::new(),
             yielded: false,
             timer: None,
+            clock_high: 0,
             counters: Counters::default(),
         })
     }
@@ -365,6 +369,7 @@ impl<H: Host> Scheduler<H> {
     /// Arms the single wake-up the driver keeps: a yielded pump pass, the earliest due retry,
     /// or the next lease renewal. Cleared while held, stopped, offline or failed (S14, S15).
     fn sync_timer(&mut self, now: Millis) {
+        self.follow_clock(now);
         let desired = if self.may_dispatch() {
             let mut due: Option<Millis> = None;
             let mut consider = |at: Millis| due = Some(due.map_or(at, |d| d.min(at)));
@@ -425,6 +430,7 @@ impl<H: Host> Scheduler<H> {
             return;
         }
         self.timer = None;
+        self.follow_clock(now);
         self.yielded = false;
         if self.keeps_lease_alive() && now >= self.lease.renewed_at + self.config.renew_interval() {
             self.lease.renew_wanted = true;

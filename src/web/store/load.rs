@@ -18,7 +18,7 @@ use super::schema::{
 use super::IdbLedger;
 use crate::core::ledger::LedgerSnapshot;
 use crate::core::loader::{LedgerLoader, Quarantined, RecordStore};
-use crate::core::model::{Lease, Millis};
+use crate::core::model::{Lease, Millis, MAX_FENCE};
 use crate::core::safe_error::SafeError;
 
 /// What a successful acquire read: the ledger (with the freshly taken lease) and what was
@@ -179,7 +179,13 @@ async fn take_lease(
             Ok(lease) if lease.expires_at > now && lease.owner != owner && !takeover => {
                 return Err(AcquireError::Held(Some(lease)));
             }
-            Ok(lease) => lease.fence,
+            Ok(lease) if Lease::fence_can_rise(lease.fence) => lease.fence,
+            Ok(lease) => {
+                let reason = format!("lease fence {} cannot rise", lease.fence);
+                let record = to_json(&value).unwrap_or_default();
+                aside.push(set_aside(LEASE, LEASE_KEY, reason, record, Some(value)));
+                lease.fence
+            }
             Err(reason) => {
                 let record = to_json(&value).unwrap_or_default();
                 // A number member read by JS (no float parser in the module for this).
@@ -189,7 +195,8 @@ async fn take_lease(
                         .ok()
                         .and_then(|f| f.as_f64()),
                 }
-                .filter(|f| f.is_finite() && *f >= 0.0)
+                // Only a fence a take-over can raise counts (1e300 or -1 count as none).
+                .filter(|f| f.fract() == 0.0 && *f >= 0.0 && *f < MAX_FENCE as f64)
                 .map_or(0, |f| f as u64);
                 aside.push(set_aside(LEASE, LEASE_KEY, reason, record, Some(value)));
                 fence
@@ -198,7 +205,7 @@ async fn take_lease(
     };
     let lease = Lease {
         owner: owner.to_owned(),
-        fence: previous_fence.saturating_add(1),
+        fence: Lease::next_fence(previous_fence),
         expires_at: now.saturating_add(lease_ms),
     };
     let value = to_js(&lease).map_err(AcquireError::Storage)?;
