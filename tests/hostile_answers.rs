@@ -210,6 +210,20 @@ fn k1_a_proxys_html_400_dead_letters_with_its_status_and_retry_sends_it_again() 
         r,
         Report::DeadLettered { error: Some(e), .. } if e.code == "http_400"
     )));
+    // #36: `pending()` says what it holds and how to release it, as the event does.
+    let pending = h.scheduler.pending(h.now);
+    assert_eq!(
+        (pending[0].state, pending[0].reason.as_str()),
+        ("blocked", "dead_letter")
+    );
+    assert_eq!(
+        pending[0].held_canvas_ids.as_deref(),
+        Some(&["c".to_owned()][..])
+    );
+    assert_eq!(
+        pending[0].release.as_deref(),
+        Some(&["retry".to_owned(), "discard".to_owned()][..])
+    );
     // The path is fixed: the host retries, the same frozen request is asked about first.
     h.scheduler.retry(h.now, "a").unwrap();
     h.drain();

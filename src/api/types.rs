@@ -229,7 +229,9 @@ export interface Explanation {
 export type ReleaseAction = "retry" | "discard";
 
 /** One unsettled operation, as `pending()` lists it (issue 37). `reason` is
- * `explain(id).reason`; `canvasIds` are the operation's canvases (what a blocked one holds). */
+ * `explain(id).reason`; `canvasIds` are the operation's canvases. A blocked one whose request
+ * holds canvases (a dead letter) also names them (`heldCanvasIds`) and how the host releases
+ * them (`release`), as `explain(id)` does. */
 export interface PendingOperation {
   id: string;
   state: "queued" | "in_flight" | "retrying" | "blocked";
@@ -237,6 +239,8 @@ export interface PendingOperation {
   attempt: number;
   nextAttemptAt?: number;
   canvasIds: string[];
+  heldCanvasIds?: string[];
+  release?: ReleaseAction[];
 }
 
 /** What `whenSaved()` resolves with: covered operations settled, and those blocked (dead

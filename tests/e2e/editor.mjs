@@ -365,6 +365,56 @@ async function unsavedEditQueuedAfterReload({ page, server, say }) {
   say(`after the reload both shapes are on the server, once each; ${await screenshot(page, "e-2-unsaved-requeued")}`);
 }
 
+/** Whether leaving the page now would ask first (a cancelable `beforeunload` is prevented). */
+const leavingAsks = (page) =>
+  page.evaluate(() => {
+    const event = new Event("beforeunload", { cancelable: true });
+    dispatchEvent(event);
+    return event.defaultPrevented;
+  });
+
+async function savedBadge({ page, server, say }) {
+  const badge = async () => (await snapshot(page)).saved;
+  assert.equal((await badge()).state, "saved", "a fresh editor has nothing unsaved");
+  assert.equal(await leavingAsks(page), false, "leaving asks nothing while everything is saved");
+
+  // Offline: the edit waits, the badge says it is being saved, and leaving asks first.
+  await setOffline(page, true);
+  await tab(page, "canvas-a");
+  await tool(page, "rect");
+  await drag(page, 100, 100, 200, 180);
+  const saving = await waitFor("the badge to say Saving…", async () => ((await badge()).state === "saving" ? badge() : null));
+  assert.match(saving.text, /^Saving… 1/);
+  assert.equal(await leavingAsks(page), true, "leaving asks while an edit is unsaved");
+  say(`offline: "${saving.text}"; ${await screenshot(page, "f-1-saving")}`);
+  await setOffline(page, false);
+  await waitFor("All changes saved", async () => ((await badge()).state === "saved" ? true : null));
+  assert.equal(await leavingAsks(page), false);
+
+  // A proxy refuses the next edit (an HTML 400): a dead letter. The badge names the canvas it
+  // holds and offers retry and discard; retry, once the proxy is fixed, saves it.
+  await admin(server, "/admin/faults", { proxyRefusal: true });
+  await drag(page, 300, 100, 400, 180);
+  const stuck = await waitFor("the badge to say 1 not saved", async () => ((await badge()).state === "not_saved" ? badge() : null));
+  assert.equal(stuck.text, "1 not saved (dead_letter)");
+  assert.equal(stuck.held.length, 1, JSON.stringify(stuck));
+  assert.deepEqual(stuck.held[0].canvasIds, ["canvas-a"], "it names the canvas it holds");
+  assert.deepEqual([...stuck.held[0].release].sort(), ["discard", "retry"], "and how to release it");
+  assert.equal(await leavingAsks(page), true);
+  say(`a dead letter: "${stuck.text}", holds ${stuck.held[0].canvasIds}; ${await screenshot(page, "f-2-dead-letter")}`);
+  await admin(server, "/admin/faults", { proxyRefusal: false });
+  await page.click("#saved button[data-action=retry]");
+  const editor = await waitFor("All changes saved after retry", async () => {
+    const s = await snapshot(page);
+    return s.saved.state === "saved" && s.pending === 0 ? s : null;
+  });
+  const state = await adminState(server);
+  assert.equal(Object.keys(state.canvases["canvas-a"].document.shapes).length, 2, "both shapes on the server");
+  assertSameState(editor, state, ["canvas-a"]);
+  assertExactlyOnce(state);
+  say(`retried: "${editor.saved.text}"; ${await screenshot(page, "f-3-saved")}`);
+}
+
 // [name, test, prepare, what the engine's driver must be able to do]
 const TESTS = [
   ["draw offline, reload, go online: server state equals editor state", drawOfflineReloadOnline],
@@ -372,6 +422,7 @@ const TESTS = [
   ["an upload survives a reload", uploadSurvivesReload],
   ["a full disk: an edit it refused is kept and saved by Retry saving", storageFullKeepsEdits, smallQuota, "quota"],
   ["an edit kept on the page but never enqueued is queued again after a reload", unsavedEditQueuedAfterReload],
+  ["the saved badge: Saving… offline, a dead letter names its canvas and retry saves it, beforeunload asks while unsaved", savedBadge],
 ];
 const NEEDS = { quota: "an origin quota set through CDP (Storage.overrideQuotaForOrigin)" };
 

@@ -181,6 +181,8 @@ const SCENARIOS = {
       const entry = pending.find((operation) => operation.id === poisoned);
       assert.equal(entry?.state, "blocked", `pending() lists it blocked: ${JSON.stringify(pending)}`);
       assert.equal(entry?.reason, "dead_letter");
+      assert.deepEqual(entry?.heldCanvasIds, ["p"], "pending() names the canvas it holds");
+      assert.deepEqual([...(entry?.release ?? [])].sort(), ["discard", "retry"], "and how to release it");
       const saved = await whenSaved(page, 20_000);
       assert.deepEqual(saved.answer.blocked, [poisoned], "whenSaved() names the dead letter");
       await assertAppliedInOrder(server, byCanvas);

@@ -22,6 +22,11 @@ pub struct PendingEntry {
     pub next_attempt_at: Option<Millis>,
     /// The canvases it holds or waits for.
     pub canvas_ids: Vec<String>,
+    /// For a blocked one whose request holds canvases (a dead letter, say): those canvases
+    /// (`explain(id).heldCanvasIds`), which nothing else touching them passes until released.
+    pub held_canvas_ids: Option<Vec<String>>,
+    /// And how the host releases them: `["retry", "discard"]` (`explain(id).release`).
+    pub release: Option<Vec<String>>,
     /// Its sequence (the order of the list; not written to JS).
     pub sequence: u64,
 }
@@ -33,6 +38,8 @@ crate::json_record!(PendingEntry write_only {
     attempt: "attempt" required,
     next_attempt_at: "nextAttemptAt" skip,
     canvas_ids: "canvasIds" required,
+    held_canvas_ids: "heldCanvasIds" skip,
+    release: "release" skip,
 });
 
 /// What `whenSaved()` resolves with.
@@ -85,6 +92,8 @@ impl<H: Host> Scheduler<H> {
             attempt: why.attempt.unwrap_or(0),
             next_attempt_at: why.due_at,
             canvas_ids: op.intent.canvas_ids.clone(),
+            held_canvas_ids: why.held_canvas_ids,
+            release: why.release,
             sequence: op.intent.sequence,
         })
     }

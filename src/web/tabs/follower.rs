@@ -16,7 +16,7 @@ use crate::core::error::{ErrorCode, SchedulerError};
 use crate::core::intent::{check_batch, into_intent, IntentInput};
 use crate::core::io::Report;
 use crate::core::model::{Operation, OperationPhase};
-use crate::core::scheduler::{Compacted, Known};
+use crate::core::scheduler::{Compacted, Known, RELEASE_ACTIONS};
 use crate::core::SchedulerStats;
 use crate::web::driver::Signal;
 use crate::web::json::to_js;
@@ -356,6 +356,8 @@ impl Tab {
                 continue;
             }
             let blocked = op.blockers.first().cloned();
+            // A request blocked with canvases claimed (frozen: it has a request id) holds them.
+            let holds = blocked.is_some() && op.request_id.is_some();
             entries.push(crate::core::scheduler::PendingEntry {
                 id: id.clone(),
                 state: if blocked.is_some() {
@@ -367,6 +369,8 @@ impl Tab {
                 attempt: 0,
                 next_attempt_at: None,
                 canvas_ids: op.intent.canvas_ids.clone(),
+                held_canvas_ids: holds.then(|| op.intent.canvas_ids.clone()),
+                release: holds.then(|| RELEASE_ACTIONS.map(String::from).to_vec()),
                 sequence: op.intent.sequence,
             });
         }

@@ -12,6 +12,7 @@ import { ServerAdmin } from "./admin.js";
 import { CanvasView, type Tool } from "./canvas-view.js";
 import { compileAgainst } from "./compile.js";
 import { LedgerPanel } from "./ledger-panel.js";
+import { SavedBadge, type SavedView } from "./saved-badge.js";
 import {
   addNotice,
   adoptCanonical,
@@ -69,6 +70,7 @@ const canvasView = new CanvasView($<HTMLElement>("canvas") as unknown as SVGSVGE
   move: (shapeId, x, y) => void submit({ kind: "shape.move", canvasId: current, payload: { shapeId, x, y } }),
   select: () => render(),
 });
+const badge = new SavedBadge($("saved"));
 const panel = new LedgerPanel({
   stats: $("stats"),
   claims: $("claims"),
@@ -293,7 +295,7 @@ function onEvent(event: SchedulerEvent): void {
       addNotice(
         state,
         "error",
-        `Dead-lettered after too many attempts (${event.error?.code ?? "unknown"}): ${event.operationIds.length} operation(s). Retry or discard them in the ledger panel.`,
+        `Dead-lettered (${event.error?.code ?? "unknown"}): ${event.operationIds.length} operation(s), holding ${event.heldCanvasIds.join(", ")}. Retry or discard them (the saved badge or the ledger panel).`,
       );
       break;
     case "error":
@@ -333,8 +335,9 @@ async function openScheduler(): Promise<Scheduler> {
         concurrency: 2,
         leaseMs: LEASE_MS,
         attemptTimeoutMs: 10_000,
-        // Short delays so a demo recovers quickly once back online; 100 failed attempts
-        // (a few minutes offline or failing) dead-letter an operation.
+        // Short delays so a demo recovers quickly once back online. An outage never
+        // dead-letters (K1); an operation the server keeps refusing while others succeed does
+        // after 100 such failures over at least the default 10 minutes.
         retry: { baseMs: 250, maxMs: 2_000, maxAttempts: 100 },
         onEvent,
       };
@@ -581,7 +584,8 @@ $("tabs").addEventListener("click", (event) => {
   render();
 });
 
-$("ops").addEventListener("click", (event) => {
+/** The ledger panel's and the saved badge's buttons: flush, retry or discard an operation. */
+function onOperationButton(event: Event): void {
   const button = (event.target as HTMLElement).closest("button[data-action]");
   const id = button?.getAttribute("data-op");
   const action = button?.getAttribute("data-action");
@@ -606,7 +610,9 @@ $("ops").addEventListener("click", (event) => {
     render();
   };
   void run();
-});
+}
+$("ops").addEventListener("click", onOperationButton);
+$("saved").addEventListener("click", onOperationButton);
 
 // ---- rendering ----------------------------------------------------------------------------
 
@@ -655,6 +661,8 @@ function render(): void {
   ($("recolour") as HTMLButtonElement).disabled = canvasView.selected === null;
   ($("delete") as HTMLButtonElement).disabled = canvasView.selected === null;
   panel.refresh(scheduler, state.pending);
+  const outside = state.pending.filter((op) => !op.enqueued).length;
+  badge.update(scheduler ? scheduler.pending() : [], outside, storageFailed ? STORAGE_TROUBLE : null);
 }
 
 setInterval(() => {
@@ -679,6 +687,8 @@ declare global {
         storagePersisted: boolean | null;
         categories: Record<string, number>;
         notices: string[];
+        /** The saved badge: "All changes saved", "Saving… N" or "N not saved (why)". */
+        saved: SavedView;
       };
     };
   }
@@ -694,6 +704,7 @@ window.canvasEditor = {
     storagePersisted,
     categories: { ...panel.counts },
     notices: state.notices.map((n) => n.text),
+    saved: badge.view,
   }),
 };
 
