@@ -3,10 +3,10 @@
 mod common;
 
 use canvas_scheduler::core::config::{BatchLimits, SchedulerConfig};
-use canvas_scheduler::core::host::CountingHost;
+use canvas_scheduler::core::host::{default_compile, CompiledRequest, CountingHost, Host};
 use canvas_scheduler::core::intent::IntentInput;
 use canvas_scheduler::core::io::{AttemptOutcome, AttemptStatus, OperationVerdict, Report};
-use canvas_scheduler::core::model::{OperationPhase, Settlement};
+use canvas_scheduler::core::model::{Intent, OperationPhase, Settlement};
 use canvas_scheduler::core::safe_error::SafeError;
 use canvas_scheduler::testing::Harness;
 use common::{edit, edit_after, of_kind};
@@ -439,4 +439,124 @@ fn batch_never_takes_uploads_or_runs_even_when_named() {
         ],
     );
     assert_eq!(requests, vec![vec!["s1"], vec!["s2"]]);
+}
+
+#[test]
+fn batch_a_burst_that_alternates_canvases_still_batches_per_canvas() {
+    let mut h = batching_kinds(None);
+    let mut intents = Vec::new();
+    for i in 1..=4 {
+        intents.push(of_kind(&format!("a{i}"), "record.put", &["a"]));
+        intents.push(of_kind(&format!("b{i}"), "record.put", &["b"]));
+    }
+    let requests = requests_of(&mut h, intents);
+    assert_eq!(
+        requests,
+        vec![vec!["a1", "a2", "a3", "a4"], vec!["b1", "b2", "b3", "b4"]],
+        "each canvas's edits in one request, in order"
+    );
+}
+
+#[test]
+fn batch_never_passes_an_earlier_operation_on_its_canvases() {
+    let mut h = batching_kinds(None);
+    let requests = requests_of(
+        &mut h,
+        vec![
+            of_kind("a1", "record.put", &["a"]),
+            of_kind("b1", "record.put", &["b"]),
+            of_kind("ab", "record.put", &["a", "b"]),
+            of_kind("a2", "record.put", &["a"]),
+            of_kind("a3", "record.remove", &["a"]),
+            of_kind("a4", "record.put", &["a"]),
+        ],
+    );
+    assert_eq!(
+        requests,
+        vec![
+            vec!["a1"],
+            vec!["b1"],
+            vec!["ab"],
+            vec!["a2"],
+            vec!["a3"],
+            vec!["a4"]
+        ],
+        "a1 cannot take a2 past `ab` (it touches a), nor a4 past a3"
+    );
+}
+
+/// Compiles every intent into kind `v1.<type>` with the payload wrapped, and refuses `bad`.
+struct Compiling(CountingHost);
+
+impl Host for Compiling {
+    fn compile(&mut self, intent: &Intent, _id: &str) -> Result<CompiledRequest, SafeError> {
+        if intent.id == "bad" {
+            return Err(SafeError::new("compile_failed", "no such record"));
+        }
+        let mut compiled = default_compile(intent);
+        compiled.kind = Some(format!("v1.{}", intent.operation_type));
+        compiled.payload = json!({ "wrapped": intent.id }).into();
+        compiled.canvas_ids = self.participants(intent)?;
+        Ok(compiled)
+    }
+    fn participants(&mut self, intent: &Intent) -> Result<Vec<String>, SafeError> {
+        // The canvases plus the document they belong to.
+        let mut canvases = intent.canvas_ids.clone();
+        canvases.push("doc".into());
+        Ok(canvases)
+    }
+    fn create_request_id(&mut self) -> String {
+        self.0.create_request_id()
+    }
+}
+
+#[test]
+fn batch_works_with_compile_and_participants_set() {
+    let config = SchedulerConfig {
+        concurrency: 1,
+        batch: BatchLimits {
+            max_operations: 8,
+            max_bytes: 65_536,
+            kinds: None,
+        },
+        ..SchedulerConfig::default()
+    };
+    let mut h = Harness::new(config, Compiling(CountingHost::new("r")));
+    h.start();
+    let hold = h.scheduler.hold(h.now).unwrap();
+    h.enqueue(vec![
+        of_kind("p1", "record.put", &["c"]),
+        of_kind("p2", "record.put", &["c"]),
+        of_kind("bad", "record.put", &["c"]),
+        of_kind("p3", "record.put", &["c"]),
+    ])
+    .unwrap();
+    h.scheduler.release(h.now, hold);
+    h.drain();
+    assert_eq!(
+        h.wire_operations(),
+        ["p1", "p2"],
+        "a member that fails to compile ends it"
+    );
+    let body: serde_json::Value = serde_json::from_str(&h.wire[0].request.body).unwrap();
+    assert_eq!(body["kind"], json!("v1.record.put"));
+    assert_eq!(body["canvasIds"], json!(["c", "doc"]), "the participants");
+    assert_eq!(
+        body["payload"]["operations"],
+        json!([
+            {"kind": "record.put", "operationId": "p1", "payload": {"wrapped": "p1"}},
+            {"kind": "record.put", "operationId": "p2", "payload": {"wrapped": "p2"}},
+        ]),
+        "each member's compiled payload"
+    );
+    h.answer_first(applied());
+    let blocked = h.scheduler.ledger().operation("bad").unwrap();
+    assert_eq!(blocked.blockers, ["no such record"]);
+    assert!(
+        h.wire.is_empty(),
+        "p3 waits behind the blocked one on its canvas (S4)"
+    );
+    h.scheduler.discard(h.now, "bad").unwrap();
+    h.drain();
+    assert_eq!(h.wire_operations(), ["p3"]);
 }

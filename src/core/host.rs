@@ -43,12 +43,6 @@ pub trait Host {
 
     /// A fresh, never reused request id (the idempotency key).
     fn create_request_id(&mut self) -> String;
-
-    /// Whether several operations may share one request body (the default compile can say how;
-    /// a custom `compile` speaks for one intent only).
-    fn batchable(&self) -> bool {
-        true
-    }
 }
 
 /// The verdict of the K3 authorization step, the answer to an

@@ -30,6 +30,14 @@ impl ReadyQueue {
         self.entries.first()
     }
 
+    /// The operation after `(sequence, id)` in sequence order (`None` for `id`: the first).
+    pub fn after(&self, cursor: Option<(u64, &str)>) -> Option<(u64, &str)> {
+        match cursor {
+            None => self.entries.first(),
+            Some((sequence, id)) => self.entries.after(sequence, id),
+        }
+    }
+
     /// Queued operations in sequence order.
     pub fn iter(&self) -> impl Iterator<Item = (u64, &str)> + '_ {
         self.entries.iter()

@@ -46,6 +46,15 @@ impl SeqSet {
             .map(|(sequence, id)| (*sequence, id.as_str()))
     }
 
+    /// The lowest pair above `(sequence, id)`.
+    pub fn after(&self, sequence: u64, id: &str) -> Option<(u64, &str)> {
+        use std::ops::Bound::{Excluded, Unbounded};
+        self.0
+            .range((Excluded((sequence, id.to_owned())), Unbounded))
+            .next()
+            .map(|(sequence, id)| (*sequence, id.as_str()))
+    }
+
     /// Takes the lowest pair.
     pub fn pop_first(&mut self) -> Option<(u64, String)> {
         self.0.pop_first()

@@ -876,3 +876,64 @@ async fn issue37_record_kinds_batch_against_the_reference_server() {
         scheduler.stop();
     }
 }
+
+/// Issue 37 item 2: a burst that alternates canvases batches per canvas, with `compile` and
+/// `participants` set (each member compiled under the batch's request id), against the
+/// reference server.
+#[wasm_bindgen_test]
+async fn issue37_an_interleaved_burst_batches_with_compile_and_participants_set() {
+    let run = unique("interleaved");
+    let calls = format!("__compiled_{}", run.replace('-', "_"));
+    let hooks = format!(
+        "batch: {{ maxOperations: 8, maxBytes: 65536 }},
+         participants: (intent) => intent.canvasIds,
+         compile: (intent, requestId) => {{
+           (globalThis.{calls} ??= []).push(requestId);
+           return {{ kind: intent.operationType, payload: intent.payload, canvasIds: intent.canvasIds }};
+         }},"
+    );
+    let scheduler = open(&run, &hooks).await;
+    let hold = scheduler.hold().expect("hold");
+    let mut ids = Vec::new();
+    for i in 0..8 {
+        let canvas = if i % 2 == 0 { "a" } else { "b" };
+        let id = format!("{run}-{i}");
+        scheduler
+            .enqueue(js(&format!(
+                "{{ id: '{id}', operationType: 'record.put', canvasIds: ['{run}-{canvas}'],
+                    payload: {{ record: {{ id: 'shape:{i}', typeName: 'shape' }} }} }}"
+            )))
+            .await
+            .expect("valid");
+        ids.push(id);
+    }
+    scheduler.start().expect("start");
+    hold.call0(&JsValue::NULL).expect("release");
+    settle_all(&scheduler).await;
+    let mut requests = Vec::new();
+    for id in &ids {
+        let outcome =
+            Reflect::get(&scheduler.operation(id), &"outcome".into()).unwrap_or(JsValue::UNDEFINED);
+        let field = |name: &str| {
+            Reflect::get(&outcome, &name.into())
+                .ok()
+                .and_then(|v| v.as_string())
+        };
+        assert_eq!(field("settlement").as_deref(), Some("applied"), "{id}");
+        requests.push(field("requestId").expect("a request id"));
+    }
+    scheduler.stop();
+    let a: Vec<&String> = requests.iter().step_by(2).collect();
+    let b: Vec<&String> = requests.iter().skip(1).step_by(2).collect();
+    assert!(
+        a.iter().all(|r| *r == a[0]),
+        "canvas a in one request: {requests:?}"
+    );
+    assert!(
+        b.iter().all(|r| *r == b[0]),
+        "canvas b in one request: {requests:?}"
+    );
+    assert_ne!(a[0], b[0]);
+    let compiled = js(&format!("globalThis.{calls}.length"));
+    assert_eq!(compiled.as_f64(), Some(8.0), "each operation compiled once");
+}

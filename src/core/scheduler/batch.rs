@@ -1,13 +1,20 @@
-//! Request batching: consecutive ready operations of the same kind on the same canvas set may
-//! travel in one frozen request, up to `batch.maxOperations` and `batch.maxBytes`. Every kind
-//! batches unless the host narrows it with `batch.kinds`, except the kinds with a lane or a
-//! lifecycle of their own (`NEVER_BATCHED`). Claims,
-//! dependencies and exactly-once are unchanged: the batch claims the shared canvases, every
-//! member is ready on its own, and the server applies the batch atomically under one key.
+//! Request batching: ready operations of the same kind on the same canvas set may travel in
+//! one frozen request, up to `batch.maxOperations` and `batch.maxBytes`. Every kind batches
+//! unless the host narrows it with `batch.kinds`, except the kinds with a lane or a lifecycle
+//! of their own (`NEVER_BATCHED`). Claims, dependencies and exactly-once are unchanged: the
+//! batch claims the shared canvases, every member is ready on its own, and the server applies
+//! the batch atomically under one key.
+//!
+//! A burst that alternates canvases still batches: the gathering looks past ready operations
+//! that cannot join, as long as none of them touches the batch's canvases (per-canvas order,
+//! S4, is never changed: a member never overtakes an earlier operation on its canvases), and
+//! looks at most [`SCAN_PER_MEMBER`] × `maxOperations` of them.
+//! With a `compile` hook each member is compiled under the batch's request id, and joins only
+//! if its compiled kind, owner, run and canvases are the first's and it guards no version.
 
 use super::Scheduler;
 use crate::core::config::BatchLimits;
-use crate::core::host::Host;
+use crate::core::host::{CompiledRequest, Host};
 use crate::core::json::{ToJson, Writer};
 use crate::core::model::{Intent, UPLOAD_KIND};
 use crate::core::payload::Payload;
@@ -17,6 +24,9 @@ use crate::core::payload::Payload;
 /// refuses them in a batch with `not_batchable`).
 pub const NEVER_BATCHED: [&str; 3] = [UPLOAD_KIND, "run.start", "run.cancel"];
 
+/// How many ready operations the gathering may look at for each place in the batch.
+pub const SCAN_PER_MEMBER: usize = 4;
+
 fn batchable_kind(limits: &BatchLimits, kind: &str) -> bool {
     !NEVER_BATCHED.contains(&kind)
         && limits
@@ -25,24 +35,29 @@ fn batchable_kind(limits: &BatchLimits, kind: &str) -> bool {
             .is_none_or(|kinds| kinds.iter().any(|k| k == kind))
 }
 
-fn payload_bytes(intent: &Intent) -> usize {
-    intent.payload.text().len()
+/// One operation of a batch beside the first: its intent, and the kind and payload its body
+/// entry carries (compiled, when the host compiles).
+#[derive(Clone, Debug)]
+pub(super) struct Member {
+    pub intent: Intent,
+    pub kind: String,
+    pub payload: Payload,
 }
 
 /// The batch body's payload, `{"operations":[{"kind","operationId","payload"}, ...]}`.
 /// Members in key order: the body reads as it did when built from a sorted JSON map.
-struct BatchPayload<'a>(Vec<&'a Intent>);
+struct BatchPayload<'a>(Vec<(&'a str, &'a str, &'a Payload)>);
 
 impl ToJson for BatchPayload<'_> {
     fn write_json(&self, writer: &mut Writer) {
         writer.object();
         writer.key("operations");
         writer.array();
-        for intent in &self.0 {
+        for (kind, id, payload) in &self.0 {
             writer.object();
-            writer.member("kind", &intent.operation_type);
-            writer.member("operationId", &intent.id);
-            writer.member("payload", &intent.payload);
+            writer.member("kind", *kind);
+            writer.member("operationId", *id);
+            writer.member("payload", *payload);
             writer.end_object();
         }
         writer.end_array();
@@ -50,59 +65,110 @@ impl ToJson for BatchPayload<'_> {
     }
 }
 
+fn sorted(mut ids: Vec<String>) -> Vec<String> {
+    ids.sort();
+    ids.dedup();
+    ids
+}
+
 impl<H: Host> Scheduler<H> {
-    /// Takes from the ready queue the operations that may join `first` in one request.
-    pub(super) fn gather_batch(&mut self, first: &Intent, canvases: &[String]) -> Vec<Intent> {
+    /// Takes from the ready queue the operations that may join `first` (compiled as
+    /// `compiled` under `request_id`) in one request.
+    pub(super) fn gather_batch(
+        &mut self,
+        first: &Intent,
+        compiled: &CompiledRequest,
+        canvases: &[String],
+        request_id: &str,
+    ) -> Vec<Member> {
         let (max_operations, max_bytes) = (
             self.config.batch.max_operations,
             self.config.batch.max_bytes,
         );
+        let kind = compiled
+            .kind
+            .as_deref()
+            .unwrap_or(&first.operation_type)
+            .to_owned();
         if max_operations < 2
-            || !self.host.batchable()
             || !batchable_kind(&self.config.batch, &first.operation_type)
-            || !first.expected_versions.is_empty()
+            || !compiled.expected_versions.is_empty()
         {
             return Vec::new();
         }
         // The first leaves waiting now: its canvases' next waiter is offered and may join
         // (a released canvas wakes only its earliest waiter), and so on down the run.
         self.unwait(&first.id);
-        let mut bytes = payload_bytes(first);
-        let mut members: Vec<Intent> = Vec::new();
-        while members.len() + 1 < max_operations {
-            let Some((sequence, id)) = self.ready.first().map(|(s, id)| (s, id.to_owned())) else {
+        let mut bytes = compiled.payload.text().len();
+        let mut members: Vec<Member> = Vec::new();
+        // Read afresh at each step: a member leaving its canvases' waiters offers the next
+        // waiter to the ready queue, which may join in turn.
+        let mut cursor: Option<(u64, String)> = None;
+        let mut scan = max_operations.saturating_mul(SCAN_PER_MEMBER);
+        while members.len() + 1 < max_operations && scan > 0 {
+            scan -= 1;
+            let next = self
+                .ready
+                .after(cursor.as_ref().map(|(s, id)| (*s, id.as_str())))
+                .map(|(s, id)| (s, id.to_owned()));
+            let Some((sequence, id)) = next else {
                 break;
             };
+            cursor = Some((sequence, id.clone()));
             let Some(candidate) = self.ledger.operation(&id).map(|o| o.intent.clone()) else {
                 break;
             };
+            let Ok(participants) = self.host.participants(&candidate).map(sorted) else {
+                break; // its own examination reports the failure
+            };
+            if participants.as_slice() != canvases {
+                if participants.iter().any(|c| canvases.contains(c)) {
+                    break; // an earlier operation on these canvases: nothing later may pass it
+                }
+                continue; // another canvas set: look past it
+            }
             let fits = candidate.operation_type == first.operation_type
                 && candidate.principal == first.principal
-                // Each version guard expects its own version; a shared body cannot carry them.
-                && candidate.expected_versions.is_empty()
                 && self.is_ready(&id)
-                && self.host.participants(&candidate).map(|mut p| {
-                    p.sort();
-                    p.dedup();
-                    p
-                }).ok().as_deref() == Some(canvases)
-                && self.claims.occupied(sequence, canvases).is_empty()
-                && bytes.saturating_add(payload_bytes(&candidate)) <= max_bytes;
+                && self.claims.occupied(sequence, canvases).is_empty();
             if !fits {
-                break; // only consecutive operations join
+                break; // same canvases, cannot join: it goes first, and so must what follows
             }
-            bytes += payload_bytes(&candidate);
+            let Ok(own) = self.host.compile(&candidate, request_id) else {
+                break;
+            };
+            let joins = own.kind.as_deref().unwrap_or(&candidate.operation_type) == kind
+                && own.owner_canvas_id == compiled.owner_canvas_id
+                && own.run_id == compiled.run_id
+                && own.protocol_version == compiled.protocol_version
+                // Each version guard expects its own version; a shared body cannot carry them.
+                && own.expected_versions.is_empty()
+                && sorted(own.canvas_ids.clone()).as_slice() == canvases
+                && bytes.saturating_add(own.payload.text().len()) <= max_bytes;
+            if !joins {
+                break;
+            }
+            bytes += own.payload.text().len();
             self.ready.remove(sequence, &id);
             self.unwait(&id);
-            members.push(candidate);
+            members.push(Member {
+                kind: candidate.operation_type.clone(),
+                intent: candidate,
+                payload: own.payload,
+            });
         }
         members
     }
 
     /// The body payload of a batch: one entry per operation, in order (SPEC §1, protocol v1).
-    pub(super) fn batch_payload(first: &Intent, members: &[Intent]) -> Payload {
-        Payload::from_json(&BatchPayload(
-            std::iter::once(first).chain(members).collect(),
-        ))
+    pub(super) fn batch_payload(first: &Intent, payload: &Payload, members: &[Member]) -> Payload {
+        let entries = std::iter::once((first.operation_type.as_str(), first.id.as_str(), payload))
+            .chain(
+                members
+                    .iter()
+                    .map(|m| (m.kind.as_str(), m.intent.id.as_str(), &m.payload)),
+            )
+            .collect();
+        Payload::from_json(&BatchPayload(entries))
     }
 }

@@ -214,16 +214,16 @@ impl<H: Host> Scheduler<H> {
         if sorted_unique(compiled.canvas_ids.clone()) != canvases {
             return self.block_operation(now, id, "participant_mismatch");
         }
+        let members = self.gather_batch(&intent, &compiled, &canvases, &request_id);
         let kind = compiled.kind.unwrap_or(kind);
-        let members = self.gather_batch(&intent, &canvases);
         let mut operation_ids = vec![id.to_owned()];
-        operation_ids.extend(members.iter().map(|m| m.id.clone()));
+        operation_ids.extend(members.iter().map(|m| m.intent.id.clone()));
         let mut revisions = vec![intent.revision];
-        revisions.extend(members.iter().map(|m| m.revision));
+        revisions.extend(members.iter().map(|m| m.intent.revision));
         let payload = if members.is_empty() {
             compiled.payload.clone()
         } else {
-            Self::batch_payload(&intent, &members)
+            Self::batch_payload(&intent, &compiled.payload, &members)
         };
         let body = WireBody {
             id: &request_id,
@@ -271,13 +271,13 @@ impl<H: Host> Scheduler<H> {
         self.counters.claimed += 1;
         self.event(EventKind::Claimed, now, Some(&request_id), Some(id), None);
         for member in &members {
-            self.unwait(&member.id);
+            self.unwait(&member.intent.id);
             self.counters.claimed += 1;
             self.event(
                 EventKind::Claimed,
                 now,
                 Some(&request_id),
-                Some(&member.id),
+                Some(&member.intent.id),
                 None,
             );
         }

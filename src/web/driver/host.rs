@@ -194,8 +194,4 @@ impl Host for WebHost {
         // `crypto.randomUUID` is the host's global: it may have replaced it.
         host_code::run(Self::fresh_id)
     }
-
-    fn batchable(&self) -> bool {
-        self.compile.is_none() && self.participants.is_none()
-    }
 }
