@@ -560,3 +560,99 @@ fn batch_works_with_compile_and_participants_set() {
     h.drain();
     assert_eq!(h.wire_operations(), ["p3"]);
 }
+
+fn holding(coalesce_ms: u64) -> Harness<CountingHost> {
+    let config = SchedulerConfig {
+        concurrency: 2,
+        coalesce_ms,
+        ..SchedulerConfig::default()
+    };
+    let mut h = Harness::new(config, CountingHost::new("r"));
+    h.start();
+    h
+}
+
+/// Issue 37, `coalesceMs`: a drag's updates arrive every 16 ms; each is held 32 ms, so each
+/// is replaced before it could be frozen, and only the last position is sent, 32 ms after it.
+/// An edit on another canvas goes at once; a later edit on the drag's canvas never passes a
+/// held update (S4).
+#[test]
+fn coalesce_ms_holds_a_drag_back_so_only_its_last_position_is_sent() {
+    let mut h = holding(32);
+    let started = h.now;
+    let mut sent = Vec::new();
+    for x in 1..=10 {
+        h.enqueue(vec![coalescing(&format!("m{x}"), "drag:s", x)])
+            .unwrap();
+        if x == 3 {
+            h.enqueue(vec![edit("elsewhere", &["other"])]).unwrap();
+            assert_eq!(
+                h.wire_operations(),
+                ["elsewhere"],
+                "another canvas: at once"
+            );
+            let why = h.scheduler.explain(h.now, "m3").unwrap();
+            assert_eq!(why.reason, "coalescing");
+            assert_eq!(why.due_at, Some(h.now + 32));
+            sent.extend(h.wire_operations());
+            h.answer_first(applied());
+        }
+        h.advance(16);
+        assert!(
+            h.wire.is_empty(),
+            "nothing of the drag sent while it goes on (x = {x})"
+        );
+    }
+    h.advance(16);
+    assert_eq!(
+        h.wire_operations(),
+        ["m10"],
+        "the last position, once its hold ended"
+    );
+    assert!(h.now - started >= 10 * 16 + 16);
+    sent.extend(h.wire_operations());
+    h.answer_first(applied());
+    assert_eq!(sent, ["elsewhere", "m10"]);
+    for x in 1..10 {
+        let op = h.scheduler.ledger().operation(&format!("m{x}")).unwrap();
+        assert_eq!(
+            op.outcome.as_ref().unwrap().settlement,
+            Settlement::Discarded
+        );
+    }
+}
+
+#[test]
+fn coalesce_ms_a_held_update_keeps_its_place_before_later_edits_on_its_canvas() {
+    let mut h = holding(50);
+    h.enqueue(vec![coalescing("m1", "drag:s", 1)]).unwrap();
+    h.enqueue(vec![edit("after", &["c"])]).unwrap();
+    assert!(
+        h.wire.is_empty(),
+        "the later edit waits behind the held update"
+    );
+    assert_eq!(
+        h.scheduler.explain(h.now, "after").unwrap().reason,
+        "waiting_canvas"
+    );
+    h.advance(50);
+    assert_eq!(h.wire_operations(), ["m1"]);
+    h.answer_first(applied());
+    assert_eq!(h.wire_operations(), ["after"]);
+}
+
+#[test]
+fn coalesce_ms_flush_sends_a_held_update_now_and_the_option_is_bounded() {
+    let mut h = holding(500);
+    h.enqueue(vec![coalescing("m1", "drag:s", 1)]).unwrap();
+    assert!(h.wire.is_empty());
+    let outcome = h.scheduler.flush(h.now, "m1").unwrap();
+    h.drain();
+    assert!(outcome.started, "{outcome:?}");
+    assert_eq!(h.wire_operations(), ["m1"]);
+    let too_long = SchedulerConfig {
+        coalesce_ms: 1_001,
+        ..SchedulerConfig::default()
+    };
+    assert_eq!(too_long.validate().unwrap_err().code(), "invalid_options");
+}

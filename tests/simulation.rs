@@ -138,6 +138,8 @@ impl World {
             },
             // Retention in half the seeds: compacted within a few settlements or a few
             // hundred ms of settling; tombstones outlive the run (the horizon).
+            // Half the worlds hold coalescable intents back (`coalesceMs`, issue 37).
+            coalesce_ms: [0, 0, 20, 150][rng.below(4) as usize],
             retain: if rng.chance(50) {
                 RetentionPolicy {
                     settled: rng.below(4) as usize,

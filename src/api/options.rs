@@ -7,7 +7,7 @@ use wasm_bindgen::{JsCast, JsValue};
 use crate::web::json::{exact_text, is_array, object_keys, LoneSurrogate};
 
 use crate::core::config::{
-    BatchLimits, RetryPolicy, SchedulerConfig, DEFAULT_DEAD_LETTER_AFTER_MS,
+    BatchLimits, RetryPolicy, SchedulerConfig, DEFAULT_DEAD_LETTER_AFTER_MS, MAX_COALESCE_MS,
 };
 use crate::core::error::{ErrorCode, SchedulerError};
 use crate::core::retention::RetentionPolicy;
@@ -16,7 +16,7 @@ use crate::web::transport::DEFAULT_MAX_ANSWER_BYTES;
 /// Default per-attempt timeout.
 pub const DEFAULT_ATTEMPT_TIMEOUT_MS: u32 = 30_000;
 
-const KEYS: [&str; 20] = [
+const KEYS: [&str; 21] = [
     "transport",
     "database",
     "endpoint",
@@ -29,6 +29,7 @@ const KEYS: [&str; 20] = [
     "maxPayloadBytes",
     "maxAnswerBytes",
     "eventLogLimit",
+    "coalesceMs",
     "retain",
     "headers",
     "compile",
@@ -285,6 +286,9 @@ pub fn decode_options(options: &JsValue) -> Result<OpenOptions, SchedulerError> 
         .map_or(DEFAULT_MAX_ANSWER_BYTES, |limit| limit as usize);
     if let Some(limit) = integer(options, "eventLogLimit", 1, 100_000)? {
         config.event_log_limit = limit as usize;
+    }
+    if let Some(ms) = integer(options, "coalesceMs", 0, MAX_COALESCE_MS)? {
+        config.coalesce_ms = ms;
     }
     if let Some(retain) = nested(
         options,

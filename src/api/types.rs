@@ -127,8 +127,17 @@ export interface SchedulerOptions {
   attemptTimeoutMs?: number;
   retry?: { baseMs?: number; maxMs?: number; maxAttempts?: number; deadLetterAfterMs?: number };
   /**
-   * Request batching (off by default): consecutive ready operations of one kind on the same
-   * canvases share one request (SPEC §7's batch body), up to `maxOperations` (1 to 1000,
+   * Holds an intent with a `coalesceKey` back this long (0 to 1000 ms, default 0) before it
+   * may be sent, so that a newer one with its key replaces it first: a drag sends its last
+   * position, not every one. A held operation keeps its place (later ones on its canvases
+   * wait behind it); `explain(id).reason` is `"coalescing"` meanwhile, and `flush(id)` ends the
+   * hold. Its enqueue is durable as usual.
+   */
+  coalesceMs?: number;
+  /**
+   * Request batching (off by default): ready operations of one kind on the same
+   * canvases share one request (SPEC §7's batch body), also in a burst that alternates
+   * canvases and with `compile` / `participants` set, up to `maxOperations` (1 to 1000,
    * default 32) and `maxBytes` of payload (default 65536). Every kind batches unless `kinds`
    * names the ones that may (1 to 64 exact operation types); `asset.upload` (a multipart body
    * with its own lane), `run.start` and `run.cancel` never do.

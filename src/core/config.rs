@@ -152,7 +152,13 @@ pub struct SchedulerConfig {
     /// How long settled operations stay whole, and how many tombstones stay (the `retain`
     /// option, SPEC §7 Retention).
     pub retain: RetentionPolicy,
+    /// `coalesceMs` (issue 37): how long an operation with a `coalesceKey` is held back before
+    /// it may be frozen, so a newer one with its key replaces it first (0: not held).
+    pub coalesce_ms: Millis,
 }
+
+/// The longest `coalesceMs`: a hold is for a frame or two, not a debounce of seconds.
+pub const MAX_COALESCE_MS: Millis = 1_000;
 
 impl Default for SchedulerConfig {
     fn default() -> Self {
@@ -171,6 +177,7 @@ impl Default for SchedulerConfig {
             keep_lease: false,
             fold_records_at: crate::core::operation_pages::PAGE_LIMIT,
             retain: RetentionPolicy::default(),
+            coalesce_ms: 0,
         }
     }
 }
@@ -202,6 +209,9 @@ impl SchedulerConfig {
         }
         if self.owner.is_empty() {
             return bad("owner must be non-empty");
+        }
+        if self.coalesce_ms > MAX_COALESCE_MS {
+            return bad("coalesceMs must be an integer from 0 to 1000");
         }
         Ok(())
     }

@@ -142,10 +142,16 @@ async function mainThreadMs(context, page, body) {
  */
 async function whenSavedChecked(page, server, what) {
   const since = performance.now();
-  const { ids } = await page.evaluate((ms) => Promise.race([
-    globalThis.example.whenSaved(),
-    new Promise((_, fail) => setTimeout(() => fail(new Error(`whenSaved() did not resolve in ${ms} ms`)), ms)),
-  ]), SAVE_TIMEOUT_MS);
+  const { ids } = await page
+    .evaluate((ms) => Promise.race([
+      globalThis.example.whenSaved(),
+      new Promise((_, fail) => setTimeout(() => fail(new Error(`whenSaved() did not resolve in ${ms} ms`)), ms)),
+    ]), SAVE_TIMEOUT_MS)
+    .catch(async (error) => {
+      const state = await page.evaluate(() => globalThis.example.diagnose()).catch((e) => `diagnose failed: ${e}`);
+      say(`${what}: the scheduler then: ${JSON.stringify(state)}`);
+      throw error;
+    });
   const took = performance.now() - since;
   const state = await admin(server, "/admin/state");
   const outcomes = await page.evaluate(() => globalThis.example.outcomes);

@@ -937,3 +937,58 @@ async fn issue37_an_interleaved_burst_batches_with_compile_and_participants_set(
     let compiled = js(&format!("globalThis.{calls}.length"));
     assert_eq!(compiled.as_f64(), Some(8.0), "each operation compiled once");
 }
+
+/// Issue 37 item 3: `coalesceMs` holds a drag's updates back so only the last is sent (the
+/// earlier ones are replaced while held); out of range it is `invalid_options`.
+#[wasm_bindgen_test]
+async fn issue37_coalesce_ms_sends_a_drags_last_position_only() {
+    let run = unique("coalesce-ms");
+    let scheduler = open(&run, "coalesceMs: 150,").await;
+    scheduler.start().expect("start");
+    let mut ids = Vec::new();
+    for x in 0..5 {
+        let id = format!("{run}-{x}");
+        scheduler
+            .enqueue(js(&format!(
+                "{{ id: '{id}', operationType: 'shape.upsert', canvasIds: ['c-{run}'],
+                    coalesceKey: 'drag:s', payload: {{ shapeId: 's', shape: {{ x: {x} }} }} }}"
+            )))
+            .await
+            .expect("valid");
+        ids.push(id);
+        sleep(20).await;
+    }
+    let why = scheduler.explain(&ids[4]).expect("explain");
+    let reason = Reflect::get(&why, &"reason".into())
+        .ok()
+        .and_then(|r| r.as_string());
+    assert_eq!(reason.as_deref(), Some("coalescing"), "held back");
+    settle_all(&scheduler).await;
+    let settlement = |id: &String| {
+        let outcome =
+            Reflect::get(&scheduler.operation(id), &"outcome".into()).unwrap_or(JsValue::UNDEFINED);
+        Reflect::get(&outcome, &"settlement".into())
+            .ok()
+            .and_then(|v| v.as_string())
+    };
+    for id in &ids[..4] {
+        assert_eq!(
+            settlement(id).as_deref(),
+            Some("discarded"),
+            "{id} replaced"
+        );
+    }
+    assert_eq!(
+        settlement(&ids[4]).as_deref(),
+        Some("applied"),
+        "the last sent"
+    );
+    scheduler.stop();
+    let refused = Scheduler::open(js(
+        "{ database: 'd-coalesce', endpoint: 'http://x', coalesceMs: 1001 }",
+    ))
+    .await
+    .err()
+    .expect("refused");
+    assert_eq!(code_of(&refused), "invalid_options");
+}

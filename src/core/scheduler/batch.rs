@@ -16,7 +16,7 @@ use super::Scheduler;
 use crate::core::config::BatchLimits;
 use crate::core::host::{CompiledRequest, Host};
 use crate::core::json::{ToJson, Writer};
-use crate::core::model::{Intent, UPLOAD_KIND};
+use crate::core::model::{Intent, Millis, UPLOAD_KIND};
 use crate::core::payload::Payload;
 
 /// Never in a batch: an upload is a multipart body with its own exclusive lane, and a run's
@@ -76,6 +76,7 @@ impl<H: Host> Scheduler<H> {
     /// `compiled` under `request_id`) in one request.
     pub(super) fn gather_batch(
         &mut self,
+        now: Millis,
         first: &Intent,
         compiled: &CompiledRequest,
         canvases: &[String],
@@ -129,6 +130,7 @@ impl<H: Host> Scheduler<H> {
             }
             let fits = candidate.operation_type == first.operation_type
                 && candidate.principal == first.principal
+                && !self.held_for_coalescing(now, &id)
                 && self.is_ready(&id)
                 && self.claims.occupied(sequence, canvases).is_empty();
             if !fits {

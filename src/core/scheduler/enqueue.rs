@@ -106,6 +106,7 @@ impl<H: Host> Scheduler<H> {
                 self.block_operation(now, id, "dependency_discarded");
             } else {
                 self.supersede(now, id);
+                self.hold_for_coalescing(now, id);
             }
             self.index(id);
         }
@@ -180,6 +181,7 @@ impl<H: Host> Scheduler<H> {
             },
         );
         self.indexed.remove(&old_id);
+        self.coalescing.forget(&old_id);
         self.ready.remove(old.intent.sequence, &old_id);
         self.lane_waiters.remove(old.intent.sequence, &old_id);
         self.unwait(&old_id);

@@ -120,6 +120,7 @@ impl<H: Host> Scheduler<H> {
         }
         self.retries.clear();
         self.ready.clear();
+        self.coalescing.clear();
         if self.timer.take().is_some() {
             self.effects.push_back(Effect::SetTimer(None));
         }
@@ -168,6 +169,8 @@ impl<H: Host> Scheduler<H> {
                     }
                 }
                 _ => {
+                    // The host asks for it now: a `coalesceMs` hold ends here.
+                    self.coalescing.forget(operation_id);
                     let first_in_line = self.examine_earlier_in_line(now, &op);
                     if first_in_line
                         && self.occupied() < self.config.concurrency

@@ -311,6 +311,16 @@ impl<H: Host> Scheduler<H> {
             out.reason = "waiting_lane".into();
             return Ok(out);
         }
+        if let Some(end) = self
+            .coalescing
+            .end_of(operation_id)
+            .filter(|end| *end > now)
+        {
+            // `coalesceMs`: held back so a newer intent with its key can replace it.
+            out.reason = "coalescing".into();
+            out.due_at = Some(end);
+            return Ok(out);
+        }
         if let Some((_, canvases)) = self.waiting.get(operation_id) {
             out.reason = "waiting_canvas".into();
             for canvas in canvases {
@@ -337,7 +347,6 @@ impl<H: Host> Scheduler<H> {
             "ready"
         }
         .into();
-        let _ = now;
         Ok(out)
     }
 

@@ -8,6 +8,7 @@
 mod attempt;
 mod authorization;
 mod batch;
+mod coalesce_hold;
 mod completion;
 mod enqueue;
 mod host_actions;
@@ -153,6 +154,8 @@ pub struct Scheduler<H: Host> {
     timer: Option<Millis>,
     /// The latest `now` the host gave (`wall_clock`: a smaller one means the clock went back).
     clock_high: Millis,
+    /// Operations held back by `coalesceMs` (`coalesce_hold`).
+    coalescing: coalesce_hold::CoalesceHolds,
     counters: Counters,
 }
 
@@ -208,6 +211,7 @@ impl<H: Host> Scheduler<H> {
             yielded: false,
             timer: None,
             clock_high: 0,
+            coalescing: coalesce_hold::CoalesceHolds::default(),
             counters: Counters::default(),
         })
     }
@@ -381,6 +385,9 @@ impl<H: Host> Scheduler<H> {
                     consider(entry.due_at);
                 }
             }
+            if let Some(end) = self.coalescing.next_end() {
+                consider(end);
+            }
             due
         } else {
             None
@@ -436,6 +443,7 @@ impl<H: Host> Scheduler<H> {
             self.lease.renew_wanted = true;
         }
         self.maybe_flush(now);
+        self.release_ended_holds(now);
         self.pump(now);
         self.sync_timer(now);
     }

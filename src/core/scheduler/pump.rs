@@ -199,8 +199,9 @@ impl<H: Host> Scheduler<H> {
             return self.block_operation(now, id, "missing_participants");
         }
         let occupied = self.claims.occupied(intent.sequence, &canvases);
-        if !occupied.is_empty() {
-            // S4: wait on the claimed canvases and reserve the rest against later operations.
+        if !occupied.is_empty() || self.held_for_coalescing(now, id) {
+            // S4: wait on the claimed canvases and reserve the rest against later operations
+            // (held back for `coalesceMs`: wait on its own canvases, reserving them all).
             self.claims.wait(intent.sequence, id, &canvases);
             self.waiting
                 .insert(id.to_owned(), (intent.sequence, canvases));
@@ -214,7 +215,7 @@ impl<H: Host> Scheduler<H> {
         if sorted_unique(compiled.canvas_ids.clone()) != canvases {
             return self.block_operation(now, id, "participant_mismatch");
         }
-        let members = self.gather_batch(&intent, &compiled, &canvases, &request_id);
+        let members = self.gather_batch(now, &intent, &compiled, &canvases, &request_id);
         let kind = compiled.kind.unwrap_or(kind);
         let mut operation_ids = vec![id.to_owned()];
         operation_ids.extend(members.iter().map(|m| m.intent.id.clone()));

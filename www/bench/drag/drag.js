@@ -18,6 +18,8 @@ async function open(mode, counts) {
   const scheduler = await Scheduler.open({
     database: query.get("db"),
     endpoint: query.get("server"),
+    // "page-coalesce": each update held back two frames, so the next replaces it unsent.
+    ...(mode === "page-coalesce" ? { coalesceMs: 32 } : {}),
     onEvent: (event) => {
       if (event.type === "settled") counts[event.outcome] = (counts[event.outcome] ?? 0) + 1;
     },

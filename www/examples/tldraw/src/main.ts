@@ -72,6 +72,15 @@ function onMount(editor: Editor) {
         return { result: await saved.whenSaved(), ids };
       },
       stop: () => scheduler?.stop(),
+      /** What the scheduler says now, for a test that timed out (or a curious user). */
+      diagnose: () =>
+        scheduler && {
+          stats: scheduler.stats(),
+          pending: scheduler.pending().length,
+          first: scheduler.pending().slice(0, 3),
+          claims: scheduler.claims(),
+          enqueueFailures,
+        },
     },
   });
   document.body.dataset.status = "ready";

@@ -9,6 +9,9 @@ export interface AppScheduler {
   enqueue(intent: OperationIntent): Promise<void>;
   start(): void;
   stop(): void;
+  stats(): unknown;
+  pending(): unknown[];
+  claims(): Record<string, string>;
 }
 
 export type ExampleOptions = Omit<SchedulerOptions, "compile" | "participants" | "transport">;
