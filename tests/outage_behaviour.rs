@@ -316,3 +316,48 @@ fn k1_a_wall_clock_set_back_an_hour_stalls_no_retry() {
     );
     assert!(submits.len() <= 12, "no storm either: {submits:?}");
 }
+
+/// A server whose answers outgrow `maxAnswerBytes` (a reference server that sent whole tldraw
+/// documents): every answer is `answer_too_large`, and nothing else can be answered behind it
+/// on its canvas. The endpoint works, the answer is the fault: each counts (K1), and the
+/// request dead-letters on time instead of being retried for ever (the example's hang).
+#[test]
+fn k1_answers_too_large_to_read_count_and_dead_letter_on_time() {
+    let config = SchedulerConfig {
+        retry: RetryPolicy {
+            base_ms: 100,
+            max_ms: 1_000,
+            max_attempts: 5,
+            dead_letter_after_ms: 10_000,
+        },
+        ..SchedulerConfig::default()
+    };
+    let mut h = Harness::new(config, CountingHost::new("big"));
+    h.start();
+    h.enqueue(vec![edit("a", &["c"]), edit("b", &["c"])])
+        .expect("enqueue");
+    let start = h.now;
+    let mut dead_at = None;
+    let mut attempts = 0;
+    while h.now - start < 60_000 && dead_at.is_none() {
+        while let Some(order) = (!h.wire.is_empty()).then(|| h.wire.remove(0)) {
+            attempts += 1;
+            h.scheduler.on_answer(
+                h.now,
+                order.attempt,
+                AttemptStatus::answer_too_large(1 << 20),
+            );
+            h.drain();
+        }
+        if h.reports
+            .iter()
+            .any(|r| matches!(r, Report::DeadLettered { .. }))
+        {
+            dead_at = Some(h.now - start);
+        }
+        h.advance(TICK_MS);
+    }
+    let at = dead_at.expect("dead-lettered, not retried for ever");
+    assert!((10_000..=13_000).contains(&at), "on time: {at} ms");
+    assert!(attempts <= 20, "on the curve: {attempts} attempts");
+}

@@ -158,6 +158,9 @@ pub struct AttemptStatus {
     pub operations: Vec<OperationVerdict>,
 }
 
+/// The error code of an answer longer than `maxAnswerBytes` ([`AttemptStatus::answer_too_large`]).
+pub const ANSWER_TOO_LARGE: &str = "answer_too_large";
+
 impl AttemptStatus {
     /// A bare status with only an outcome.
     pub fn outcome(outcome: AttemptOutcome) -> Self {
@@ -210,11 +213,12 @@ impl AttemptStatus {
     }
 
     /// An answer longer than the transport's byte limit (`maxAnswerBytes`): not read, and
-    /// unknown like a lost one (the server may have applied the request), so it is retried.
+    /// unknown like a lost one (the server may have applied the request), so it is retried;
+    /// each counts toward the dead letter (K1: the endpoint answered, the answer is the fault).
     pub fn answer_too_large(limit: usize) -> Self {
         Self {
             error: Some(SafeError::new(
-                "answer_too_large",
+                ANSWER_TOO_LARGE,
                 &format!("the answer is longer than {limit} bytes: not read"),
             )),
             ..Self::outcome(AttemptOutcome::Unresolved)

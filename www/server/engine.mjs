@@ -56,6 +56,23 @@ const MAX_TIMER_MS = 2 ** 31 - 1;
 const isPlainObject = (value) =>
   typeof value === 'object' && value !== null && !Array.isArray(value);
 
+/**
+ * The most bytes of a canvas document an answer carries as its `canonical`: a bigger document
+ * (a canvas of thousands of records) is left out (`{version, documentOmitted: "too_large"}`),
+ * so that every answer stays far below a client's answer limit (the scheduler's
+ * `maxAnswerBytes`, 1 MiB by default) however big the canvas grows; the client then keeps its
+ * own copy (the per-operation canonical still says what each operation did).
+ */
+export const MAX_CANONICAL_DOCUMENT_BYTES = 64 * 1024;
+
+/** A canvas as an answer's `canonical` gives it. */
+function canonicalCanvas(version, document) {
+  if (JSON.stringify(document).length > MAX_CANONICAL_DOCUMENT_BYTES) {
+    return { version, documentOmitted: 'too_large' };
+  }
+  return { version, document };
+}
+
 function rejection(request, httpStatus, error, { canonical, perOperation } = {}) {
   const answer = {
     outcome: 'rejected',
@@ -145,7 +162,7 @@ export function createEngine({ store, runApplyMs, now = Date.now }) {
       const canvases = {};
       for (const id of ids) {
         const { version, document } = await store.getCanvas(id);
-        canvases[id] = { version, document };
+        canvases[id] = canonicalCanvas(version, document);
       }
       return { canvases };
     }
@@ -178,7 +195,7 @@ export function createEngine({ store, runApplyMs, now = Date.now }) {
         const document = documents.get(canvasId) ?? current.document;
         await store.putCanvas(canvasId, version, document);
         await store.logCanvas(canvasId, version, request.id, operationsByCanvas(canvasId));
-        canvases[canvasId] = { version, document };
+        canvases[canvasId] = canonicalCanvas(version, document);
       }
       for (const operationId of request.operationIds) {
         await store.logOperation(operationId, request.id, request.kind, principal, at);

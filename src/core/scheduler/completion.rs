@@ -3,7 +3,7 @@
 
 use super::Scheduler;
 use crate::core::host::Host;
-use crate::core::io::{AttemptOutcome, AttemptStatus, Report};
+use crate::core::io::{AttemptOutcome, AttemptStatus, Report, ANSWER_TOO_LARGE};
 use crate::core::model::{
     EventKind, Millis, OperationOutcome, RequestPhase, RetryAction, Settlement,
 };
@@ -40,11 +40,22 @@ impl<H: Host> Scheduler<H> {
                 // K1: an `accepted` (or 409 in progress) that never turns into a verdict counts,
                 // so a server that only ever says "later" ends in a dead letter; a failure that
                 // may be the endpoint's counts only once the endpoint answered others since.
+                // An answer too long to read came from an endpoint that works: the failure is
+                // this request's own (its answer), and it counts like one (K1), where it was
+                // retried for ever while nothing else could be answered.
+                let unreadable = status
+                    .error
+                    .as_ref()
+                    .is_some_and(|e| e.code == ANSWER_TOO_LARGE);
                 let counts = if accepted {
                     self.poison.answered();
                     true
                 } else if not_found {
                     false
+                } else if unreadable {
+                    self.poison.answered();
+                    self.poison.outage_class_failure(request_id);
+                    true
                 } else {
                     final_failure || self.poison.outage_class_failure(request_id)
                 };

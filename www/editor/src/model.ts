@@ -141,9 +141,10 @@ export function view(state: EditorState, canvasId: string): CanvasState {
   return { version: base.version, document };
 }
 
-/** Takes a canvas state from the server if it is at least as new as what the editor knows. */
+/** Takes a canvas state from the server if it is at least as new as what the editor knows
+ * (not when the server left a big document out: `documentOmitted`). */
 export function adoptCanvas(state: EditorState, canvasId: string, value: unknown): boolean {
-  if (!isObject(value) || typeof value.version !== "number") return false;
+  if (!isObject(value) || typeof value.version !== "number" || !isObject(value.document)) return false;
   const known = state.base[canvasId];
   if (known && known.version > value.version) return false;
   if (!state.canvasIds.includes(canvasId)) state.canvasIds.push(canvasId);

@@ -68,3 +68,19 @@ test('record payloads are checked: an object record with an id, an id to remove'
     assert.equal(reply.body.error.code, 'invalid_payload');
   }
 });
+
+test('a canvas document over 64 KiB is left out of the canonical, so answers stay small', async (t) => {
+  const { url } = await startTestServer(t);
+  const big = 'x'.repeat(1_000);
+  let last;
+  for (let i = 0; i < 80; i += 1) {
+    last = await submit(url, frozen({ id: `r${i}`, kind: 'record.put', canvasIds: ['c'], payload: { record: { id: `shape:${i}`, typeName: 'shape', big } } }));
+    assert.equal(last.status, 200, JSON.stringify(last.body));
+  }
+  assert.ok(last.text.length < 16_384, `the answer is ${last.text.length} bytes`);
+  assert.deepEqual(Object.keys(last.body.canonical.canvases.c).sort(), ['documentOmitted', 'version']);
+  assert.equal(last.body.canonical.canvases.c.version, 80);
+  assert.equal(last.body.operations[0].canonical.record.id, 'shape:79', 'the per-operation canonical stays');
+  const small = await submit(url, frozen({ id: 'small', kind: 'record.put', canvasIds: ['d'], payload: { record: { id: 'shape:1', typeName: 'shape' } } }));
+  assert.ok(small.body.canonical.canvases.d.document, 'a small document is carried');
+});
