@@ -11,7 +11,6 @@ use canvas_scheduler::core::intent::IntentInput;
 use canvas_scheduler::core::partial::Verdict;
 use canvas_scheduler::testing::Harness;
 use common::{edit, edit_after};
-use proptest::prelude::*;
 use serde_json::json;
 
 const LIMIT: usize = 1_024;
@@ -256,69 +255,76 @@ fn i37_4_the_atomic_enqueue_is_unchanged() {
     assert!(h.scheduler.ledger().operation("a").is_none());
 }
 
-/// One intent of a random call: an id from a small pool (duplicates and stored ids happen),
-/// a dependency or none, sometimes too large, sometimes an explicit sequence.
-fn arbitrary_intent() -> impl Strategy<Value = IntentInput> {
-    (
-        0..6u8,
-        proptest::option::of(0..8u8),
-        any::<bool>(),
-        proptest::option::of(1..12u64),
-    )
-        .prop_map(|(id, dependency, big, sequence)| {
-            let id = format!("op{id}");
-            let mut input = match dependency {
-                Some(d) => edit_after(&id, &["c1"], &[&format!("op{d}")]),
-                None => edit(&id, &["c1"]),
-            };
-            if big {
-                input.payload = json!({ "image": "x".repeat(LIMIT) }).into();
-            }
-            input.sequence = sequence;
-            input
-        })
-}
+/// Random calls (proptest, where it builds: natively and under WASI).
+#[cfg(any(not(target_arch = "wasm32"), target_os = "wasi"))]
+mod property {
+    use super::*;
+    use proptest::prelude::*;
 
-proptest! {
-    /// What a partial enqueue accepts is what an atomic enqueue of exactly those intents
-    /// admits, with the same ledger after; each refused intent is absent from the ledger.
-    #[test]
-    fn i37_4_the_accepted_intents_are_an_atomic_enqueue_of_them(
-        stored in proptest::collection::vec(arbitrary_intent(), 0..4),
-        call in proptest::collection::vec(arbitrary_intent(), 0..10),
-    ) {
-        let mut partial = idle();
-        partial.auto_persist = true;
-        let _ = partial.enqueue(stored.clone());
-        let mut atomic = idle();
-        atomic.auto_persist = true;
-        let _ = atomic.enqueue(stored);
-        let before = partial.scheduler.ledger().meta().last_sequence;
-        let (verdicts, _) = partial.enqueue_partial(slots(call.clone())).unwrap();
-        prop_assert_eq!(verdicts.len(), call.len());
-        let accepted: Vec<IntentInput> = call
-            .iter()
-            .zip(&verdicts)
-            .filter(|(_, v)| v.is_ok())
-            .map(|(i, _)| i.clone())
-            .collect();
-        if !accepted.is_empty() {
-            prop_assert!(atomic.enqueue(accepted.clone()).is_ok(), "{:?}", verdicts);
-        }
-        let ledger = |h: &Harness<CountingHost>| {
-            let mut ops: Vec<(String, u64)> = h
-                .store
-                .snapshot()
-                .operations
+    /// One intent of a random call: an id from a small pool (duplicates and stored ids happen),
+    /// a dependency or none, sometimes too large, sometimes an explicit sequence.
+    fn arbitrary_intent() -> impl Strategy<Value = IntentInput> {
+        (
+            0..6u8,
+            proptest::option::of(0..8u8),
+            any::<bool>(),
+            proptest::option::of(1..12u64),
+        )
+            .prop_map(|(id, dependency, big, sequence)| {
+                let id = format!("op{id}");
+                let mut input = match dependency {
+                    Some(d) => edit_after(&id, &["c1"], &[&format!("op{d}")]),
+                    None => edit(&id, &["c1"]),
+                };
+                if big {
+                    input.payload = json!({ "image": "x".repeat(LIMIT) }).into();
+                }
+                input.sequence = sequence;
+                input
+            })
+    }
+
+    proptest! {
+        /// What a partial enqueue accepts is what an atomic enqueue of exactly those intents
+        /// admits, with the same ledger after; each refused intent is absent from the ledger.
+        #[test]
+        fn i37_4_the_accepted_intents_are_an_atomic_enqueue_of_them(
+            stored in proptest::collection::vec(arbitrary_intent(), 0..4),
+            call in proptest::collection::vec(arbitrary_intent(), 0..10),
+        ) {
+            let mut partial = idle();
+            partial.auto_persist = true;
+            let _ = partial.enqueue(stored.clone());
+            let mut atomic = idle();
+            atomic.auto_persist = true;
+            let _ = atomic.enqueue(stored);
+            let before = partial.scheduler.ledger().meta().last_sequence;
+            let (verdicts, _) = partial.enqueue_partial(slots(call.clone())).unwrap();
+            prop_assert_eq!(verdicts.len(), call.len());
+            let accepted: Vec<IntentInput> = call
                 .iter()
-                .map(|op| (op.intent.id.clone(), op.intent.sequence))
+                .zip(&verdicts)
+                .filter(|(_, v)| v.is_ok())
+                .map(|(i, _)| i.clone())
                 .collect();
-            ops.sort();
-            ops
-        };
-        prop_assert_eq!(ledger(&partial), ledger(&atomic));
-        if accepted.is_empty() {
-            prop_assert_eq!(partial.scheduler.ledger().meta().last_sequence, before);
+            if !accepted.is_empty() {
+                prop_assert!(atomic.enqueue(accepted.clone()).is_ok(), "{:?}", verdicts);
+            }
+            let ledger = |h: &Harness<CountingHost>| {
+                let mut ops: Vec<(String, u64)> = h
+                    .store
+                    .snapshot()
+                    .operations
+                    .iter()
+                    .map(|op| (op.intent.id.clone(), op.intent.sequence))
+                    .collect();
+                ops.sort();
+                ops
+            };
+            prop_assert_eq!(ledger(&partial), ledger(&atomic));
+            if accepted.is_empty() {
+                prop_assert_eq!(partial.scheduler.ledger().meta().last_sequence, before);
+            }
         }
     }
 }

@@ -49,7 +49,7 @@ pub struct InboxRecord {
 }
 
 /// A request or transaction error thrown by the browser.
-fn js(error: JsValue) -> SchedulerError {
+pub(super) fn js(error: JsValue) -> SchedulerError {
     unavailable(js_error(&error))
 }
 
@@ -70,7 +70,7 @@ fn decode_entry(value: &JsValue) -> Result<InboxEntry, String> {
 }
 
 /// Reads every inbox record in key order.
-async fn read_all(tx: &Tx) -> Result<Vec<InboxRecord>, SchedulerError> {
+pub(super) async fn read_all(tx: &Tx) -> Result<Vec<InboxRecord>, SchedulerError> {
     let store = tx.store(INBOX).map_err(js)?;
     let (keys, values) = PageRead::issue(&store, None, 0)
         .keys_and_values()
@@ -89,7 +89,10 @@ async fn read_all(tx: &Tx) -> Result<Vec<InboxRecord>, SchedulerError> {
 
 /// Whether operation `id` is stored: `None` when absent, `Some(None)` when stored but
 /// unreadable (the dispatcher's loader quarantines it; the id is still taken).
-async fn stored_operation(tx: &Tx, id: &str) -> Result<Option<Option<Operation>>, SchedulerError> {
+pub(super) async fn stored_operation(
+    tx: &Tx,
+    id: &str,
+) -> Result<Option<Option<Operation>>, SchedulerError> {
     let store = tx.store(OPERATIONS).map_err(js)?;
     let value = get(&store, &JsValue::from_str(id)).await.map_err(js)?;
     if let Some(value) = value {
