@@ -14,6 +14,9 @@ use crate::web::json::{is_array, object_keys};
 /// The only key `enqueueMany`'s options take.
 const ATOMIC: &str = "atomic";
 
+/// The most intents one partial `enqueueMany` takes.
+pub const MAX_PARTIAL_INTENTS: u32 = 100_000;
+
 /// How `enqueueMany` stores its intents.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Mode {
@@ -78,6 +81,15 @@ pub fn decode_slots(
         .ok()
         .and_then(|n| n.as_f64())
         .ok_or_else(not_array)?;
+    // Each item gets a result, holes and all: a sparse array of 2^32 - 1 would hang here.
+    if length > MAX_PARTIAL_INTENTS as f64 {
+        return Err(SchedulerError::new(
+            ErrorCode::InvalidIntent,
+            format!(
+                "enqueueMany with {{ atomic: false }} takes at most {MAX_PARTIAL_INTENTS} intents"
+            ),
+        ));
+    }
     Ok((0..length.max(0.0) as u32)
         .map(|at| {
             let intent = Reflect::get_u32(intents, at).map_err(|_| {

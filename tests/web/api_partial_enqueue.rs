@@ -180,12 +180,32 @@ async fn i37_4_bad_options_are_refused_with_a_code_and_store_nothing() {
     }
     assert!(scheduler.operation(&format!("{run}-a")).is_undefined());
     assert_eq!(pending(&scheduler), Some(0.0), "nothing stored");
-    // What refuses the call itself still rejects: not an array, a stopped scheduler.
-    let error = scheduler
-        .enqueue_many_js(js("'not an array'"), js("{ atomic: false }"))
-        .await
-        .expect_err("not an array");
-    assert_eq!(code_of(&error), "invalid_intent");
+    // What refuses the call itself still rejects: not an array (or an unreadable one), more
+    // intents than one call takes (a hole each), a stopped scheduler.
+    for intents in [
+        "'not an array'",
+        "new Proxy([], { get() { throw new Error('no'); } })",
+        "new Array(2 ** 32 - 1)",
+    ] {
+        let error = scheduler
+            .enqueue_many_js(js(intents), js("{ atomic: false }"))
+            .await
+            .expect_err(intents);
+        assert_eq!(code_of(&error), "invalid_intent", "{intents}");
+    }
+    // A hostile intent is a refusal of that intent only.
+    let hostile = js(&format!(
+        "[null,
+          new Proxy({{}}, {{ ownKeys() {{ throw new Error('no'); }} }}),
+          {{ id: '{run}-fine', operationType: 'x' }}]"
+    ));
+    assert_eq!(
+        partial(&scheduler, hostile).await,
+        ["invalid_intent", "invalid_intent", "ok"]
+    );
+    let holes = js("Object.defineProperty([1], 0, { get() { throw new Error('no'); } })");
+    assert_eq!(partial(&scheduler, holes).await, ["invalid_intent"]);
+    assert_eq!(pending(&scheduler), Some(1.0), "only the fine one stored");
     scheduler.stop();
     let error = scheduler
         .enqueue_many_js(mix(&run), js("{ atomic: false }"))
