@@ -201,6 +201,37 @@ fn i37_4_a_refused_intent_refuses_its_dependents_and_cycles_are_refused() {
 }
 
 #[test]
+fn i37_4_refusals_cascade_down_a_long_chain_in_linear_time() {
+    // 50 000 intents, each depending on the one before; the first is too large. Quadratic
+    // checks would take minutes here.
+    let mut h = idle();
+    let mut call = vec![oversized("n0")];
+    for i in 1..50_000 {
+        call.push(edit_after(
+            &format!("n{i}"),
+            &["c1"],
+            &[&format!("n{}", i - 1)],
+        ));
+    }
+    // And a long cycle beside it, with a tail hanging off it.
+    for i in 0..1_000 {
+        let next = format!("r{}", (i + 1) % 1_000);
+        call.push(edit_after(&format!("r{i}"), &["c2"], &[&next]));
+    }
+    call.push(edit_after("tail", &["c3"], &["r500"]));
+    call.push(edit("free", &["c4"]));
+    let (verdicts, _) = h.enqueue_partial(slots(call)).unwrap();
+    let codes = codes(&verdicts);
+    assert_eq!(codes[0], "payload_too_large");
+    assert!(codes[1..50_000].iter().all(|c| *c == "unknown_dependency"));
+    assert!(codes[50_000..51_000]
+        .iter()
+        .all(|c| *c == "dependency_cycle"));
+    assert_eq!(codes[51_000..], ["unknown_dependency", "ok"]);
+    assert_eq!(sequence(&h, "free"), Some(1));
+}
+
+#[test]
 fn i37_4_explicit_sequences_are_checked_against_the_accepted_ones() {
     let mut h = idle();
     let at = |id: &str, sequence: u64| IntentInput {
@@ -261,21 +292,22 @@ mod property {
     use super::*;
     use proptest::prelude::*;
 
-    /// One intent of a random call: an id from a small pool (duplicates and stored ids happen),
-    /// a dependency or none, sometimes too large, sometimes an explicit sequence.
+    /// One intent of a random call: an id from a small pool (duplicates and stored ids
+    /// happen), up to two dependencies (cycles happen), sometimes too large, sometimes an
+    /// explicit sequence.
     fn arbitrary_intent() -> impl Strategy<Value = IntentInput> {
         (
             0..6u8,
-            proptest::option::of(0..8u8),
+            proptest::collection::vec(0..8u8, 0..3),
             any::<bool>(),
             proptest::option::of(1..12u64),
         )
-            .prop_map(|(id, dependency, big, sequence)| {
+            .prop_map(|(id, dependencies, big, sequence)| {
                 let id = format!("op{id}");
-                let mut input = match dependency {
-                    Some(d) => edit_after(&id, &["c1"], &[&format!("op{d}")]),
-                    None => edit(&id, &["c1"]),
-                };
+                let dependencies: Vec<String> =
+                    dependencies.iter().map(|d| format!("op{d}")).collect();
+                let dependencies: Vec<&str> = dependencies.iter().map(String::as_str).collect();
+                let mut input = edit_after(&id, &["c1"], &dependencies);
                 if big {
                     input.payload = json!({ "image": "x".repeat(LIMIT) }).into();
                 }

@@ -90,17 +90,17 @@ pub fn decode_slots(
             ),
         ));
     }
-    Ok((0..length.max(0.0) as u32)
-        .map(|at| {
-            let intent = Reflect::get_u32(intents, at).map_err(|_| {
-                SchedulerError::new(
-                    ErrorCode::InvalidIntent,
-                    format!("intent {at} is unreadable"),
-                )
-            })?;
-            decode_intent(&intent, max_payload_bytes)
-        })
-        .collect())
+    let mut slots = Vec::with_capacity(length as usize);
+    for at in 0..length.max(0.0) as u32 {
+        slots.push(match Reflect::get_u32(intents, at) {
+            Ok(intent) => decode_intent(&intent, max_payload_bytes),
+            Err(_) => Err(SchedulerError::new(
+                ErrorCode::InvalidIntent,
+                format!("intent {at} is unreadable"),
+            )),
+        });
+    }
+    Ok(slots)
 }
 
 /// The results of a partial `enqueueMany`, in call order: `{ ok: true }`, or

@@ -153,23 +153,11 @@ impl Scheduler {
     #[wasm_bindgen(js_name = enqueueMany, skip_typescript)]
     pub fn enqueue_many_js(&self, intents: JsValue, options: JsValue) -> Promise {
         self.open_ahead();
-        let this = self.clone();
-        promise(async move {
-            match enqueue_many::mode(&options).map_err(to_js_error)? {
-                Mode::Atomic => {
-                    let admitted = match this.decode_many(&intents) {
-                        Ok(decoded) => this.admit(decoded).await,
-                        Err(error) => Err(to_js_error(error)),
-                    };
-                    admitted.map_err(|error| name_intent(error, &intents, true))
-                }
-                Mode::Partial => {
-                    let decoded = enqueue_many::decode_slots(&intents, this.max_payload_bytes)
-                        .map_err(to_js_error)?;
-                    this.admit_partial(decoded).await
-                }
-            }
-        })
+        match enqueue_many::mode(&options) {
+            Ok(Mode::Atomic) => self.enqueue_all(intents),
+            Ok(Mode::Partial) => self.enqueue_valid(intents),
+            Err(error) => Promise::reject(&to_js_error(error)),
+        }
     }
 
     /// Starts dispatching (recovering interrupted work first) — now if this tab is the
@@ -477,6 +465,28 @@ impl Scheduler {
     /// `enqueueMany(intents)` for Rust callers: all or none.
     pub fn enqueue_many(&self, intents: JsValue) -> Promise {
         self.enqueue_many_js(intents, JsValue::UNDEFINED)
+    }
+
+    /// `enqueueMany(intents)`: all or none.
+    fn enqueue_all(&self, intents: JsValue) -> Promise {
+        let this = self.clone();
+        promise(async move {
+            let admitted = match this.decode_many(&intents) {
+                Ok(decoded) => this.admit(decoded).await,
+                Err(error) => Err(to_js_error(error)),
+            };
+            admitted.map_err(|error| name_intent(error, &intents, true))
+        })
+    }
+
+    /// `enqueueMany(intents, { atomic: false })`: every valid intent, a result each.
+    fn enqueue_valid(&self, intents: JsValue) -> Promise {
+        let this = self.clone();
+        promise(async move {
+            let decoded = enqueue_many::decode_slots(&intents, this.max_payload_bytes)
+                .map_err(to_js_error)?;
+            this.admit_partial(decoded).await
+        })
     }
 
     /// `flush(id)` for Rust callers.

@@ -232,7 +232,10 @@ impl Driver {
         &self,
         slots: Vec<Result<IntentInput, SchedulerError>>,
     ) -> Result<Vec<Verdict>, SchedulerError> {
-        let decoded: Vec<IntentInput> = slots.iter().flatten().cloned().collect();
+        let mut decoded = Vec::with_capacity(slots.len());
+        for input in slots.iter().flatten() {
+            decoded.push(input.clone());
+        }
         self.learn_tombstones(&decoded).await?;
         let (verdicts, barrier) = self.with(|s, now| s.enqueue_partial(now, slots))?;
         if let Some(barrier) = barrier {

@@ -275,13 +275,11 @@ impl IdbLedger {
     }
 }
 
-async fn check_and_add(
+/// Every intent in the inbox, with the principal each was enqueued under.
+pub(super) async fn read_queued(
     tx: &Tx,
-    entry: &mut InboxEntry,
-) -> Result<(bool, Vec<Operation>), SchedulerError> {
-    // With the principal each was enqueued under: the same id under another principal is
-    // another operation (K3), never the same intent again.
-    let queued: Vec<(Option<String>, IntentInput)> = read_all(tx)
+) -> Result<Vec<(Option<String>, IntentInput)>, SchedulerError> {
+    Ok(read_all(tx)
         .await?
         .into_iter()
         .filter_map(|r| r.entry.ok())
@@ -289,7 +287,16 @@ async fn check_and_add(
             let principal = e.principal;
             e.intents.into_iter().map(move |i| (principal.clone(), i))
         })
-        .collect();
+        .collect())
+}
+
+async fn check_and_add(
+    tx: &Tx,
+    entry: &mut InboxEntry,
+) -> Result<(bool, Vec<Operation>), SchedulerError> {
+    // With the principal each was enqueued under: the same id under another principal is
+    // another operation (K3), never the same intent again.
+    let queued = read_queued(tx).await?;
     let mut fresh = Vec::with_capacity(entry.intents.len());
     // Each fresh intent's index in the call (errors name it).
     let mut at_index = Vec::with_capacity(entry.intents.len());

@@ -3,13 +3,14 @@
 //! reads of the durable ledger and the inbox, and the accepted new ones are appended as one
 //! entry in that same transaction. A refused intent writes nothing.
 
-use std::collections::BTreeMap;
+use std::collections::BTreeSet;
 
 use wasm_bindgen::JsValue;
 
-use super::inbox::{js, read_all, stored_operation};
+use super::inbox::{js, read_queued, stored_operation};
 use super::schema::{INBOX, OPERATIONS, OPERATION_PAGES};
 use super::{unavailable, IdbLedger, InboxEntry};
+use crate::core::collections::str_map::StrMap;
 use crate::core::error::{ErrorCode, SchedulerError};
 use crate::core::intent::{same_intent, IntentInput};
 use crate::core::model::Operation;
@@ -31,15 +32,20 @@ pub struct PartialAppend {
 /// The durable ledger and the inbox, as the transaction read them for the call's ids.
 struct InboxHoldings {
     principal: Option<String>,
-    /// Each id looked up: its stored operation (`None`: stored but unreadable), if stored.
-    stored: BTreeMap<String, Option<Operation>>,
+    /// Each id looked up that is stored, with its operation (`None`: unreadable).
+    stored: StrMap<Option<Operation>>,
     /// Every queued intent with the principal it was enqueued under.
     queued: Vec<(Option<String>, IntentInput)>,
+    /// A queued intent's id → (its place in `queued`, 0): the map `find_cycle` uses.
+    queued_at: StrMap<(usize, usize)>,
 }
 
 impl Holdings for InboxHoldings {
     fn holds(&self, input: &IntentInput) -> Option<Verdict> {
-        let same = match (self.stored.get(&input.id), self.queued_intent(&input.id)) {
+        let same = match (
+            self.stored_operation(&input.id),
+            self.queued_intent(&input.id),
+        ) {
             (Some(Some(operation)), _) => {
                 same_intent(&operation.intent, input)
                     && operation.intent.principal == self.principal
@@ -61,7 +67,7 @@ impl Holdings for InboxHoldings {
     }
 
     fn knows(&self, id: &str) -> bool {
-        self.stored.contains_key(id) || self.queued_intent(id).is_some()
+        self.stored_operation(id).is_some() || self.queued_intent(id).is_some()
     }
 
     /// The dispatcher assigns sequences when it adopts the entry.
@@ -71,8 +77,13 @@ impl Holdings for InboxHoldings {
 }
 
 impl InboxHoldings {
+    fn stored_operation(&self, id: &str) -> Option<&Option<Operation>> {
+        self.stored.get(id)
+    }
+
     fn queued_intent(&self, id: &str) -> Option<&(Option<String>, IntentInput)> {
-        self.queued.iter().find(|(_, q)| q.id == id)
+        let &(at, _) = self.queued_at.get(id)?;
+        self.queued.get(at)
     }
 
     /// Reads what the checks of `slots` need: every queued intent, and the stored operation
@@ -82,22 +93,22 @@ impl InboxHoldings {
         principal: Option<String>,
         slots: &[Result<IntentInput, SchedulerError>],
     ) -> Result<Self, SchedulerError> {
-        let queued = read_all(tx)
-            .await?
-            .into_iter()
-            .filter_map(|r| r.entry.ok())
-            .flat_map(|e| {
-                let principal = e.principal;
-                e.intents.into_iter().map(move |i| (principal.clone(), i))
-            })
-            .collect();
-        let mut stored = BTreeMap::new();
+        let queued = read_queued(tx).await?;
+        let mut queued_at = StrMap::new();
+        for (at, (_, intent)) in queued.iter().enumerate() {
+            // The first entry with an id is the one the leader adopts.
+            if !queued_at.contains_key(&intent.id) {
+                queued_at.insert(intent.id.clone(), (at, 0));
+            }
+        }
+        let mut stored = StrMap::new();
         let named = slots
             .iter()
             .flatten()
             .flat_map(|input| std::iter::once(&input.id).chain(&input.dependencies));
+        let mut looked_up = BTreeSet::new();
         for id in named {
-            if stored.contains_key(id) {
+            if !looked_up.insert(id.clone()) {
                 continue;
             }
             if let Some(operation) = stored_operation(tx, id).await? {
@@ -108,6 +119,7 @@ impl InboxHoldings {
             principal,
             stored,
             queued,
+            queued_at,
         })
     }
 }
@@ -137,7 +149,7 @@ impl IdbLedger {
             let mut present = Vec::new();
             let mut fresh = Vec::new();
             for input in &decided.accepted {
-                match holdings.stored.get(&input.id) {
+                match holdings.stored_operation(&input.id) {
                     Some(operation) => present.extend(operation.clone()),
                     None if holdings.queued_intent(&input.id).is_some() => {}
                     None => fresh.push(input.clone()),

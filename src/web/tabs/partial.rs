@@ -32,29 +32,32 @@ impl Tab {
                 self.after_own_inbox().await?;
                 // Kept until settled, so this tab still hears them if it stops leading; a
                 // refused one, or every one of a failed call, is forgotten again.
-                let ids: Vec<Option<String>> = slots
-                    .iter()
-                    .map(|slot| slot.as_ref().ok().map(|input| input.id.clone()))
-                    .collect();
-                let fresh: Vec<String> = {
+                let mut ids = Vec::with_capacity(slots.len());
+                let mut fresh = Vec::new();
+                {
                     let mut state = self.state.borrow_mut();
-                    ids.iter()
-                        .flatten()
-                        .filter(|id| state.mine.insert((*id).clone()))
-                        .cloned()
-                        .collect()
-                };
+                    for slot in &slots {
+                        let id = slot.as_ref().ok().map(|input| input.id.clone());
+                        if let Some(id) = &id {
+                            if state.mine.insert(id.clone()) {
+                                fresh.push(id.clone());
+                            }
+                        }
+                        ids.push(id);
+                    }
+                }
                 let result = driver.enqueue_partial(slots).await;
-                let accepted: BTreeSet<&String> = match &result {
-                    Ok(verdicts) => ids
-                        .iter()
-                        .zip(verdicts)
-                        .filter_map(|(id, verdict)| id.as_ref().filter(|_| verdict.is_ok()))
-                        .collect(),
-                    Err(_) => BTreeSet::new(),
-                };
+                // An id refused in one place may be accepted in another (a duplicate).
+                let mut accepted = BTreeSet::new();
+                if let Ok(verdicts) = &result {
+                    for (id, verdict) in ids.into_iter().zip(verdicts) {
+                        if let (Some(id), Ok(())) = (id, verdict) {
+                            accepted.insert(id);
+                        }
+                    }
+                }
                 let mut state = self.state.borrow_mut();
-                for id in fresh.iter().filter(|id| !accepted.contains(id)) {
+                for id in fresh.iter().filter(|id| !accepted.contains(*id)) {
                     state.mine.remove(id);
                 }
                 drop(state);
