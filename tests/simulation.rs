@@ -11,6 +11,8 @@
 //! nothing unsettled is ever compacted, a compacted operation enqueued again within the
 //! tombstone horizon is never sent, and a blob is never deleted while its upload can still
 //! be sent.
+//! One enqueue in five is partial (issue 37 item 4), with an invalid intent among the others:
+//! that one is refused alone and never stored, and the rest are acknowledged as any enqueue.
 //! Invariants are checked after every step. A failing seed is printed; replay it with
 //! `SIM_SEED=<seed> cargo test --test simulation`. `SIM_SEEDS=<n>` runs more seeds (from
 //! `SIM_FIRST_SEED`, 1 unless set), `SIM_STEPS=<n>` more steps per seed.
@@ -105,6 +107,8 @@ struct World {
     /// Operations compacted to tombstones, and enqueues of compacted intents again.
     compacted: u64,
     enqueued_again: u64,
+    /// Partial enqueues that admitted something (each also refused its invalid intent).
+    partial_enqueues: u64,
     /// Issue 37: `whenSaved()` watches that resolved.
     saved_resolved: u64,
 }
@@ -181,6 +185,7 @@ impl World {
             intents: Vec::new(),
             compacted: 0,
             enqueued_again: 0,
+            partial_enqueues: 0,
             saved_resolved: 0,
         };
         let _ = world.open_tab();
@@ -444,6 +449,57 @@ impl World {
             .map_err(|_| ())
     }
 
+    /// A partial enqueue (issue 37 item 4) of `intents` and one invalid intent at a random
+    /// place: that one is refused, alone, and never reaches the ledger; the barrier and the
+    /// intents admitted (`Err` when none was, or the call was refused whole).
+    fn enqueue_partial(
+        &mut self,
+        l: usize,
+        intents: Vec<IntentInput>,
+    ) -> Result<(u64, Vec<IntentInput>), ()> {
+        let unknown = self.tabs[l].scheduler.unknown_ids(&intents);
+        let found = self.store.tombstones_of(unknown.iter().map(String::as_str));
+        self.tabs[l].scheduler.learn_tombstones(found);
+        let bad_at = self.rng.below(intents.len() as u64 + 1) as usize;
+        let mut slots: Vec<Result<IntentInput, _>> = intents.iter().cloned().map(Ok).collect();
+        let Some(first) = intents.first() else {
+            return Err(());
+        };
+        let bad = IntentInput {
+            id: "not an id!".into(),
+            ..first.clone()
+        };
+        slots.insert(bad_at, Ok(bad));
+        let (mut verdicts, barrier) = self.tabs[l]
+            .scheduler
+            .enqueue_partial(self.now, slots)
+            .map_err(|_| ())?;
+        assert_eq!(
+            verdicts[bad_at].as_ref().map_err(|e| e.code()),
+            Err("invalid_intent"),
+            "the invalid intent is refused"
+        );
+        assert!(self.tabs[l]
+            .scheduler
+            .ledger()
+            .operation("not an id!")
+            .is_none());
+        let _ = verdicts.remove(bad_at);
+        let admitted: Vec<IntentInput> = intents
+            .into_iter()
+            .zip(&verdicts)
+            .filter(|(_, verdict)| verdict.is_ok())
+            .map(|(intent, _)| intent)
+            .collect();
+        match barrier {
+            Some(barrier) if !admitted.is_empty() => {
+                self.partial_enqueues += 1;
+                Ok((barrier, admitted))
+            }
+            _ => Err(()),
+        }
+    }
+
     /// The durable operation a dependency on `id` waits for: itself, or the intent that
     /// superseded it (its outcome's `replacedBy`), to the end of the chain.
     fn dependency_target(&self, id: &str) -> Option<&Operation> {
@@ -648,7 +704,14 @@ impl World {
                             }
                         }
                     }
-                    if let Ok(barrier) = self.enqueue(l, intents.clone()) {
+                    // Now and then a partial enqueue, with an intent it must refuse among them.
+                    let admitted = if !again && self.rng.chance(20) {
+                        self.enqueue_partial(l, intents)
+                    } else {
+                        self.enqueue(l, intents.clone())
+                            .map(|barrier| (barrier, intents))
+                    };
+                    if let Ok((barrier, intents)) = admitted {
                         if !again {
                             self.intents.extend(intents.iter().cloned());
                         }
@@ -1263,6 +1326,7 @@ struct Tally {
     failed_checks: u64,
     compacted: u64,
     enqueued_again: u64,
+    partial_enqueues: u64,
     saved_resolved: u64,
 }
 
@@ -1282,6 +1346,7 @@ impl Tally {
         self.failed_checks += other.failed_checks;
         self.compacted += other.compacted;
         self.enqueued_again += other.enqueued_again;
+        self.partial_enqueues += other.partial_enqueues;
         self.saved_resolved += other.saved_resolved;
     }
 }
@@ -1307,6 +1372,7 @@ fn run_seed(seed: u64, steps: u64) -> Tally {
         failed_checks: world.failed_checks,
         compacted: world.compacted,
         enqueued_again: world.enqueued_again,
+        partial_enqueues: world.partial_enqueues,
         saved_resolved: world.saved_resolved,
     }
 }
@@ -1338,7 +1404,7 @@ fn simulation_invariants_hold_across_seeds() {
     // Written to the stderr handle itself (not captured by the test harness), so CI logs show it.
     let _ = writeln!(
         std::io::stderr(),
-        "simulation: {} seeds, {} steps, {} acknowledged operations, {} batched sends, {} superseded, {} folded into pages, {} host actions ({} refused), {} unauthorized answers, {} version conflicts, {} logins as another user, {} denials after a send, {} failed authorization checks, {} compacted, {} compacted intents enqueued again, {} whenSaved resolved",
+        "simulation: {} seeds, {} steps, {} acknowledged operations, {} batched sends, {} superseded, {} folded into pages, {} host actions ({} refused), {} unauthorized answers, {} version conflicts, {} logins as another user, {} denials after a send, {} failed authorization checks, {} compacted, {} compacted intents enqueued again, {} partial enqueues, {} whenSaved resolved",
         seeds.len(),
         total.steps,
         total.acknowledged,
@@ -1354,6 +1420,7 @@ fn simulation_invariants_hold_across_seeds() {
         total.failed_checks,
         total.compacted,
         total.enqueued_again,
+        total.partial_enqueues,
         total.saved_resolved,
     );
     assert!(total.acknowledged > 0);
@@ -1371,6 +1438,7 @@ fn simulation_invariants_hold_across_seeds() {
                 && total.failed_checks > 0
                 && total.compacted > 0
                 && total.enqueued_again > 0
+                && total.partial_enqueues > 0
                 && total.saved_resolved > 0),
         "batching, coalescing, folding, host actions (taken and refused) expired logins, version conflicts and a second user must be exercised"
     );

@@ -1,12 +1,13 @@
 // Worker mode (`canvas-scheduler/worker`): the same Scheduler API, run in a dedicated worker.
 // The types are the package's own (the `web` entry's declarations).
 import type {
-  CompactedOperation, Explanation, FlushResult, LedgerEvent, OperationIntent, OperationRecord, PendingOperation,
-  SavedState, SchedulerOptions, SchedulerStats,
+  CompactedOperation, EnqueueManyOptions, EnqueueResult, Explanation, FlushResult, LedgerEvent, OperationIntent,
+  OperationRecord, PendingOperation, SavedState, SchedulerOptions, SchedulerStats,
 } from "../pkg/web/canvas_scheduler.js";
 
 export type {
-  Authorization, BlobRef, CanvasSchedulerError, CompactedOperation, CompiledRequest, ErrorCode, ErrorPolicy, Explanation,
+  Authorization, BlobRef, CanvasSchedulerError, CompactedOperation, CompiledRequest, EnqueueManyOptions, EnqueueResult,
+  ErrorCode, ErrorPolicy, Explanation,
   FlushResult, FrozenRequest, Json, JsonInput, LedgerEvent, OperationIntent, OperationRecord, PendingOperation, SafeError,
   SavedState, StoredIntent,
   SchedulerEvent, SchedulerOptions, SchedulerStats, TransportAnswer,
@@ -42,7 +43,10 @@ export class Scheduler {
   static open(options: WorkerSchedulerOptions): Promise<Scheduler>;
   claims(): Record<string, string>;
   discard(id: string): Promise<void>;
-  enqueueMany(intents: OperationIntent[]): Promise<void>;
+  /** Partial enqueue, as the page's: every valid intent stored, one result per intent. */
+  enqueueMany(intents: OperationIntent[], options: EnqueueManyOptions & { atomic: false }): Promise<EnqueueResult[]>;
+  /** All or none, as the page's. */
+  enqueueMany(intents: OperationIntent[], options?: EnqueueManyOptions & { atomic?: true }): Promise<void>;
   /** Resolves once the intent is durable in the worker's ledger. */
   enqueue(intent: OperationIntent): Promise<void>;
   events(options: { after?: number; limit?: number } | undefined): Promise<LedgerEvent[]>;

@@ -7,7 +7,7 @@
 // run on the page. README "Worker mode" says what differs.
 import { Mirror } from "./mirror.js";
 /** @import { WorkerSchedulerOptions } from "./index.js" */
-/** @import { OperationIntent, PendingOperation, SavedState, SchedulerEvent } from "../pkg/web/canvas_scheduler.js" */
+/** @import { EnqueueManyOptions, OperationIntent, PendingOperation, SavedState, SchedulerEvent } from "../pkg/web/canvas_scheduler.js" */
 /** @import { ErrorData, InMessage, OutMessage } from "./mirror.js" */
 
 const ERROR_NAME = "CanvasSchedulerError";
@@ -266,9 +266,22 @@ export class Scheduler {
     return this.#call("enqueue", intent);
   }
 
-  /** @param {OperationIntent[]} intents */
-  enqueueMany(intents) {
-    return this.#call("enqueueMany", intents);
+  /**
+   * The worker's scheduler checks the options as the page's does; what cannot be sent to it
+   * (a function, a Proxy) is refused here with the same code.
+   * @param {OperationIntent[]} intents
+   * @param {EnqueueManyOptions} [options]
+   * @returns {Promise<any>}
+   */
+  enqueueMany(intents, options) {
+    if (options === undefined) return this.#call("enqueueMany", intents);
+    let sent;
+    try {
+      sent = structuredClone(options);
+    } catch (/** @type {any} */ error) {
+      return Promise.reject(codedError("invalid_options", `enqueueMany: the options cannot be sent to the scheduler's worker: ${error?.message}`));
+    }
+    return this.#call("enqueueMany", intents, sent);
   }
 
   start() {

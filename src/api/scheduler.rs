@@ -6,12 +6,14 @@ use std::rc::Rc;
 use js_sys::{Function, Promise};
 use wasm_bindgen::prelude::*;
 
+use super::enqueue_many::{self, Mode};
 use super::error::js_error;
 use super::events;
 use super::intent::{decode_intent, DecodedIntent};
 use super::options::decode_options;
 use super::promise::promise;
 use crate::core::error::{ErrorCode, SchedulerError};
+use crate::core::intent::IntentInput;
 use crate::core::model::BlobRef;
 use crate::web::driver::{DriverOptions, SendHooks, WebHost};
 use crate::web::host_code;
@@ -75,30 +77,53 @@ impl Scheduler {
         promise(async move { Self::open(options).await.map(JsValue::from) })
     }
 
+    /// Stores a decoded intent's blob, if it carries one, and returns the intent pointing at
+    /// it: an intent never points at a blob that is not stored.
+    async fn with_blob(&self, decoded: DecodedIntent) -> Result<IntentInput, JsValue> {
+        let DecodedIntent { mut input, blob } = decoded;
+        if let Some(blob) = blob {
+            let id = format!("blob-{}", WebHost::fresh_id());
+            self.tab
+                .store()
+                .put_blob(&id, &blob.blob, &blob.media_type)
+                .await
+                .map_err(|e| to_js_error(unavailable(e)))?;
+            input.blob = Some(BlobRef {
+                id,
+                size: blob.size,
+                media_type: blob.media_type,
+                name: blob.name,
+            });
+        }
+        Ok(input)
+    }
+
     /// Stores the decoded intents' blobs, then enqueues them. Everything is decoded first:
     /// one bad intent rejects the whole call and changes nothing.
     async fn admit(&self, decoded: Vec<DecodedIntent>) -> Result<JsValue, JsValue> {
-        let store = self.tab.store();
         let mut inputs = Vec::with_capacity(decoded.len());
-        for DecodedIntent { mut input, blob } in decoded {
-            if let Some(blob) = blob {
-                // The blob goes in first; an intent never points at a blob that is not stored.
-                let id = format!("blob-{}", WebHost::fresh_id());
-                store
-                    .put_blob(&id, &blob.blob, &blob.media_type)
-                    .await
-                    .map_err(|e| to_js_error(unavailable(e)))?;
-                input.blob = Some(BlobRef {
-                    id,
-                    size: blob.size,
-                    media_type: blob.media_type,
-                    name: blob.name,
-                });
-            }
-            inputs.push(input);
+        for decoded in decoded {
+            inputs.push(self.with_blob(decoded).await?);
         }
         self.tab.enqueue(inputs).await.map_err(to_js_error)?;
         Ok(JsValue::UNDEFINED)
+    }
+
+    /// Partial `enqueueMany`: stores the blobs of the decoded intents, then enqueues what the
+    /// core accepts; resolves to a result per intent.
+    async fn admit_partial(
+        &self,
+        decoded: Vec<Result<DecodedIntent, SchedulerError>>,
+    ) -> Result<JsValue, JsValue> {
+        let mut slots = Vec::with_capacity(decoded.len());
+        for slot in decoded {
+            slots.push(match slot {
+                Ok(decoded) => Ok(self.with_blob(decoded).await?),
+                Err(error) => Err(error),
+            });
+        }
+        let verdicts = self.tab.enqueue_partial(slots).await.map_err(to_js_error)?;
+        Ok(enqueue_many::results(&verdicts))
     }
 
     /// Adds one intent; resolves once it is durable. When the write fails (a full disk or
@@ -120,23 +145,19 @@ impl Scheduler {
         })
     }
 
-    /// Adds several intents in one transaction; all or none. An intent refused is named by the
-    /// error's `index` and `operationId`. A failed write rejects as in
-    /// `enqueue`.
-    #[wasm_bindgen(js_name = enqueueMany, unchecked_return_type = "Promise<void>")]
-    pub fn enqueue_many(
-        &self,
-        #[wasm_bindgen(unchecked_param_type = "OperationIntent[]")] intents: JsValue,
-    ) -> Promise {
+    /// Adds several intents in one transaction. By default all or none: an intent refused is
+    /// named by the error's `index` and `operationId`. With `{ atomic: false }`, every valid
+    /// intent is stored (in one transaction) and the promise resolves to one result per
+    /// intent (issue 37 item 4). Bad options reject with `invalid_options`; a failed write
+    /// rejects as in `enqueue`. Declared by hand, as two overloads (types.rs).
+    #[wasm_bindgen(js_name = enqueueMany, skip_typescript)]
+    pub fn enqueue_many_js(&self, intents: JsValue, options: JsValue) -> Promise {
         self.open_ahead();
-        let this = self.clone();
-        promise(async move {
-            let admitted = match this.decode_many(&intents) {
-                Ok(decoded) => this.admit(decoded).await,
-                Err(error) => Err(to_js_error(error)),
-            };
-            admitted.map_err(|error| name_intent(error, &intents, true))
-        })
+        match enqueue_many::mode(&options) {
+            Ok(Mode::Atomic) => self.enqueue_all(intents),
+            Ok(Mode::Partial) => self.enqueue_valid(intents),
+            Err(error) => Promise::reject(&to_js_error(error)),
+        }
     }
 
     /// Starts dispatching (recovering interrupted work first) — now if this tab is the
@@ -439,6 +460,33 @@ impl Scheduler {
     /// Counters, the idle reason, and who dispatches.
     pub fn stats(&self) -> JsValue {
         self.tab.stats()
+    }
+
+    /// `enqueueMany(intents)` for Rust callers: all or none.
+    pub fn enqueue_many(&self, intents: JsValue) -> Promise {
+        self.enqueue_many_js(intents, JsValue::UNDEFINED)
+    }
+
+    /// `enqueueMany(intents)`: all or none.
+    fn enqueue_all(&self, intents: JsValue) -> Promise {
+        let this = self.clone();
+        promise(async move {
+            let admitted = match this.decode_many(&intents) {
+                Ok(decoded) => this.admit(decoded).await,
+                Err(error) => Err(to_js_error(error)),
+            };
+            admitted.map_err(|error| name_intent(error, &intents, true))
+        })
+    }
+
+    /// `enqueueMany(intents, { atomic: false })`: every valid intent, a result each.
+    fn enqueue_valid(&self, intents: JsValue) -> Promise {
+        let this = self.clone();
+        promise(async move {
+            let decoded = enqueue_many::decode_slots(&intents, this.max_payload_bytes)
+                .map_err(to_js_error)?;
+            this.admit_partial(decoded).await
+        })
     }
 
     /// `flush(id)` for Rust callers.

@@ -283,4 +283,37 @@ export interface LedgerEvent {
     | "dead_lettered" | "lease_acquired" | "lease_lost";
   requestId?: string; operationId?: string; attempt?: number; fence?: number; detail?: string;
 }
+
+/** Options of `enqueueMany`. */
+export interface EnqueueManyOptions {
+  /**
+   * `true` (the default): all or none; one refused intent rejects the call and nothing is
+   * stored. `false`: every valid intent is stored, in one transaction and in call order, and
+   * the call resolves to one {@link EnqueueResult} per intent.
+   */
+  atomic?: boolean;
+}
+
+/**
+ * What became of one intent of `enqueueMany(intents, { atomic: false })`: stored (or already
+ * there as the same intent), or refused with the `code` a lone `enqueue` of it would get
+ * (a refused intent changes nothing).
+ */
+export type EnqueueResult = { ok: true } | { ok: false; code: ErrorCode; message: string };
+
+export interface Scheduler {
+  /**
+   * Partial enqueue: stores every valid intent in one transaction, in the order given, and
+   * resolves to one result per intent, in that order. An intent that depends on a refused one
+   * is refused too (`unknown_dependency`). Rejects only when the whole call cannot be
+   * stored (`scheduler_closed`, `storage_unavailable`), its options are bad
+   * (`invalid_options`), or `intents` is not an array (`invalid_intent`).
+   */
+  enqueueMany(intents: OperationIntent[], options: EnqueueManyOptions & { atomic: false }): Promise<EnqueueResult[]>;
+  /**
+   * Adds several intents in one transaction; all or none. An intent refused is named by the
+   * error's `index` and `operationId`. A failed write rejects as in `enqueue`.
+   */
+  enqueueMany(intents: OperationIntent[], options?: EnqueueManyOptions & { atomic?: true }): Promise<void>;
+}
 "#;

@@ -17,6 +17,7 @@ pub mod loader;
 pub mod model;
 pub mod operation_pages;
 pub mod packed;
+pub mod partial;
 pub mod payload;
 pub mod poison;
 pub mod protocol;

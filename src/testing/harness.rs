@@ -46,6 +46,13 @@ pub struct Harness<H: Host> {
     pub fail_before_sending: u32,
 }
 
+/// What [`Harness::enqueue_partial`] returns: a verdict per intent, and the barrier of the
+/// accepted ones (`None` when none was).
+pub type PartialEnqueue = (
+    Vec<crate::core::partial::Verdict>,
+    Option<crate::core::io::BatchNo>,
+);
+
 /// A host's authorization step, for [`Harness::authorizer`].
 pub type Authorizer = Box<dyn FnMut(&SendOrder) -> Authorization>;
 
@@ -166,6 +173,21 @@ impl<H: Host> Harness<H> {
         let found = self.store.tombstones_of(unknown.iter().map(String::as_str));
         self.scheduler.learn_tombstones(found);
         let result = self.scheduler.enqueue(self.now, inputs);
+        self.drain();
+        result
+    }
+
+    /// A partial enqueue (`enqueueMany(intents, { atomic: false })`), then drains. `slots`
+    /// may hold decoding errors in place, as the JS boundary hands them in.
+    pub fn enqueue_partial(
+        &mut self,
+        slots: Vec<Result<IntentInput, crate::core::error::SchedulerError>>,
+    ) -> Result<PartialEnqueue, crate::core::error::SchedulerError> {
+        let decoded: Vec<IntentInput> = slots.iter().flatten().cloned().collect();
+        let unknown = self.scheduler.unknown_ids(&decoded);
+        let found = self.store.tombstones_of(unknown.iter().map(String::as_str));
+        self.scheduler.learn_tombstones(found);
+        let result = self.scheduler.enqueue_partial(self.now, slots);
         self.drain();
         result
     }

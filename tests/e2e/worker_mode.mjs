@@ -4,7 +4,7 @@
 //   durable enqueue (reload right after it resolves, reopen: applied exactly once), onEvent,
 //   error codes and names, blob upload (same bytes), hold/release, settle, stop, flush, retry,
 //   discard, explain/stats/claims from the mirror, a custom worker with a compile hook and the
-//   page's headers hook, refused options, and a terminated worker.
+//   page's headers hook, refused options, a partial enqueueMany, and a terminated worker.
 // WORKER_MODE_ONLY=<text> runs the tests whose name contains it. Every wait is bounded, the
 // whole run too; prints "N passed, N failed"; exits 1 on a failure.
 import assert from "node:assert/strict";
@@ -161,6 +161,42 @@ const tests = [
         assert.match(got[what].message, /./);
       }
       assert.equal(got.again, "ok", "the same intent again resolves (not added twice)");
+    });
+  }],
+  ["enqueueMany with { atomic: false }: the valid intents stored, a result each; the default all or none; bad options refused", async () => {
+    await withPage(async (page) => {
+      await open(page, { start: false, extra: { maxPayloadBytes: 1024 } });
+      const [a, big, b] = [unique("pa"), unique("pbig"), unique("pb")];
+      const got = await page.evaluate(async (intents) => {
+        const { wm } = window;
+        const s = wm.scheduler;
+        const atomic = await wm.outcome(s.enqueueMany(intents));
+        const afterAtomic = await s.known(intents.map((intent) => intent.id));
+        const badOptions = await Promise.all([{ atomic: "yes" }, { atomic: false, extra: 1 }, { atomic: () => false }]
+          .map((options) => wm.outcome(s.enqueueMany(intents, options))));
+        const afterBad = await s.known(intents.map((intent) => intent.id));
+        const results = await s.enqueueMany(intents, { atomic: false });
+        await s.sync(intents.map((intent) => intent.id));
+        const stored = intents.map((intent) => s.operation(intent.id)?.intent.sequence ?? null);
+        return { atomic, afterAtomic, badOptions, afterBad, results, stored, pending: s.stats().pending };
+      }, [
+        shape(a),
+        { ...shape(big), payload: { image: "x".repeat(2048) } },
+        { id: "bad id!", operationType: "shape.upsert" },
+        { ...shape(b, "canvas-2"), dependencies: [a] },
+      ]);
+      assert.equal(got.atomic.code, "payload_too_large", JSON.stringify(got.atomic));
+      assert.equal(got.atomic.index, 1);
+      assert.ok(got.afterAtomic.every((known) => known == null), `the default stored nothing: ${JSON.stringify(got.afterAtomic)}`);
+      for (const refused of got.badOptions) {
+        assert.equal(refused.code, "invalid_options", JSON.stringify(refused));
+        assert.equal(refused.name, "CanvasSchedulerError");
+      }
+      assert.ok(got.afterBad.every((known) => known == null), `bad options stored nothing: ${JSON.stringify(got.afterBad)}`);
+      assert.deepEqual(got.results.map((result) => (result.ok ? "ok" : result.code)), ["ok", "payload_too_large", "invalid_intent", "ok"]);
+      for (const result of got.results.filter((result) => !result.ok)) assert.match(result.message, /./);
+      assert.deepEqual(got.stored, [1, null, null, 2], "stored in order, sequences as if the refused were absent");
+      assert.equal(got.pending, 2);
     });
   }],
   ["an asset.upload's Blob crosses to the worker and arrives with the same bytes", async () => {

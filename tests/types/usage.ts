@@ -52,3 +52,22 @@ export const badArgument = () => probeStorage(42);
 export const badResult = async (): Promise<string> => probeStorage("db");
 // @ts-expect-error ProbeReport has no such field
 export const badField = (report: ProbeReport) => report.missing;
+
+/** Issue 37 item 4, partial enqueue: `{ atomic: false }` resolves to a result per intent;
+ * without it (or with `{ atomic: true }`) `enqueueMany` stays all-or-none, `Promise<void>`. */
+export async function enqueueWhatFits(
+  scheduler: import("canvas-scheduler").Scheduler,
+  intents: import("canvas-scheduler").OperationIntent[],
+): Promise<string[]> {
+  const results: import("canvas-scheduler").EnqueueResult[] = await scheduler.enqueueMany(intents, { atomic: false });
+  const atomic: void = await scheduler.enqueueMany(intents);
+  const alsoAtomic: void = await scheduler.enqueueMany(intents, { atomic: true });
+  void [atomic, alsoAtomic];
+  return results.map((result, at) => (result.ok ? `${at} stored` : `${at} refused: ${result.code} (${result.message})`));
+}
+// @ts-expect-error the all-or-none form resolves to nothing, not to results
+export const noResults = async (scheduler: import("canvas-scheduler").Scheduler): Promise<unknown[]> => scheduler.enqueueMany([]);
+// @ts-expect-error atomic is a boolean
+export const badAtomic = (scheduler: import("canvas-scheduler").Scheduler) => scheduler.enqueueMany([], { atomic: "no" });
+// @ts-expect-error enqueueMany takes no other option
+export const badOption = (scheduler: import("canvas-scheduler").Scheduler) => scheduler.enqueueMany([], { partial: true });

@@ -1,6 +1,7 @@
 //! Shared browser tests, compiled into each `tests/web_*.rs` binary (page, dedicated worker).
 //! Each binary names the global scope it expects in `crate::EXPECTED_GLOBAL`.
 
+mod api_partial_enqueue;
 mod api_probe;
 mod api_retention;
 mod api_scheduler;

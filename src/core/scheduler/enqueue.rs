@@ -10,10 +10,11 @@ use crate::core::intent::{
 use crate::core::io::BatchNo;
 use crate::core::io::Report;
 use crate::core::json::JsonText;
-use crate::core::ledger::{REPLACED_BY, SUPERSEDED};
+use crate::core::ledger::{Ledger, REPLACED_BY, SUPERSEDED};
 use crate::core::model::{
     EventKind, Millis, Operation, OperationOutcome, OperationPhase, Settlement,
 };
+use crate::core::partial::{partition, Holdings, Partition, Verdict};
 use crate::core::safe_error::SafeError;
 use std::collections::BTreeSet;
 
@@ -74,12 +75,40 @@ impl<H: Host> Scheduler<H> {
         self.ledger.learn_tombstones(found);
     }
 
-    fn admit(
+    /// Issue 37 item 4, `enqueueMany(intents, { atomic: false })`: admits the intents of
+    /// `slots` that are valid, in one batch and in call order, and refuses each other one
+    /// with the error a lone [`Scheduler::enqueue`] of it would get ([`partition`]); a
+    /// refused intent changes nothing. `slots` holds the caller's decoding errors in place.
+    /// Returns a verdict per intent and the barrier after which the accepted ones are
+    /// durable (`None`: none was accepted, nothing to wait for).
+    ///
+    /// # Errors
+    ///
+    /// What refuses the whole call: `scheduler_closed`, `storage_unavailable` after a failed
+    /// write, `lease_lost`.
+    pub fn enqueue_partial(
         &mut self,
         now: Millis,
-        inputs: Vec<IntentInput>,
-        principal: Option<String>,
-    ) -> Result<BatchNo, SchedulerError> {
+        slots: Vec<Result<IntentInput, SchedulerError>>,
+    ) -> Result<(Vec<Verdict>, Option<BatchNo>), SchedulerError> {
+        self.check_admitting()?;
+        let principal = self.config.principal.clone();
+        let holdings = LedgerHoldings {
+            ledger: &self.ledger,
+            principal: &principal,
+        };
+        let Partition { verdicts, accepted } =
+            partition(slots, self.config.max_payload_bytes, &holdings);
+        if accepted.is_empty() {
+            return Ok((verdicts, None));
+        }
+        let barrier = self.admit(now, accepted, principal)?;
+        Ok((verdicts, Some(barrier)))
+    }
+
+    /// What refuses any enqueue, whatever its intents: a stopped scheduler, a failed write
+    /// not yet resumed, a lost lease.
+    fn check_admitting(&self) -> Result<(), SchedulerError> {
         self.check_writable()?;
         if self.lease.fenced {
             return Err(SchedulerError::new(
@@ -87,6 +116,16 @@ impl<H: Host> Scheduler<H> {
                 "another dispatcher owns this ledger",
             ));
         }
+        Ok(())
+    }
+
+    fn admit(
+        &mut self,
+        now: Millis,
+        inputs: Vec<IntentInput>,
+        principal: Option<String>,
+    ) -> Result<BatchNo, SchedulerError> {
+        self.check_admitting()?;
         let fresh = self.validate_batch(&inputs, &principal)?;
         if fresh.is_empty() {
             // Everything is already in the ledger: wait for whatever write still carries it.
@@ -201,9 +240,8 @@ impl<H: Host> Scheduler<H> {
         });
     }
 
-    /// Checks a batch against itself and the ledger; returns the intents not yet admitted.
-    /// An id already stored is the same intent again only under the same principal (K3):
-    /// another principal's operation with that id is `duplicate_operation`.
+    /// Checks a batch against itself and the ledger; returns the intents not yet admitted
+    /// (an id already held is the same intent again only as [`held`] says).
     fn validate_batch(
         &self,
         inputs: &[IntentInput],
@@ -229,31 +267,10 @@ impl<H: Host> Scheduler<H> {
                     format!("operation {} appears twice in the batch", input.id),
                 )));
             }
-            if let Some(stored) = self.ledger.operation(&input.id) {
-                if same_intent(&stored.intent, input) && stored.intent.principal == *principal {
-                    continue;
-                }
-                return Err(at(SchedulerError::new(
-                    ErrorCode::DuplicateOperation,
-                    format!(
-                        "operation {} is already in the ledger with another intent",
-                        input.id
-                    ),
-                )));
-            }
-            if let Some(tombstone) = self.ledger.tombstone(&input.id) {
-                // Settled and compacted: the same intent again resolves as if it were whole,
-                // and is never sent again.
-                if tombstone.matches(input) && tombstone.principal == *principal {
-                    continue;
-                }
-                return Err(at(SchedulerError::new(
-                    ErrorCode::DuplicateOperation,
-                    format!(
-                        "operation {} was settled (compacted) with another intent",
-                        input.id
-                    ),
-                )));
+            match held(&self.ledger, input, principal) {
+                Some(Ok(())) => continue,
+                Some(Err(error)) => return Err(at(error)),
+                None => {}
             }
             match input.sequence {
                 Some(sequence) if sequence <= last_sequence => {
@@ -296,5 +313,56 @@ impl<H: Host> Scheduler<H> {
             ));
         }
         Ok(fresh)
+    }
+}
+
+/// Whether the ledger holds `input`'s id (see [`Holdings::holds`]). An id already stored is
+/// the same intent again only under the same principal (K3): another principal's operation
+/// with that id is `duplicate_operation`.
+fn held(ledger: &Ledger, input: &IntentInput, principal: &Option<String>) -> Option<Verdict> {
+    if let Some(stored) = ledger.operation(&input.id) {
+        if same_intent(&stored.intent, input) && stored.intent.principal == *principal {
+            return Some(Ok(()));
+        }
+        return Some(Err(SchedulerError::new(
+            ErrorCode::DuplicateOperation,
+            format!(
+                "operation {} is already in the ledger with another intent",
+                input.id
+            ),
+        )));
+    }
+    let tombstone = ledger.tombstone(&input.id)?;
+    // Settled and compacted: the same intent again resolves as if it were whole, and is
+    // never sent again.
+    if tombstone.matches(input) && tombstone.principal == *principal {
+        return Some(Ok(()));
+    }
+    Some(Err(SchedulerError::new(
+        ErrorCode::DuplicateOperation,
+        format!(
+            "operation {} was settled (compacted) with another intent",
+            input.id
+        ),
+    )))
+}
+
+/// The scheduler's ledger as a partial enqueue's checks see it.
+struct LedgerHoldings<'a> {
+    ledger: &'a Ledger,
+    principal: &'a Option<String>,
+}
+
+impl Holdings for LedgerHoldings<'_> {
+    fn holds(&self, input: &IntentInput) -> Option<Verdict> {
+        held(self.ledger, input, self.principal)
+    }
+
+    fn knows(&self, id: &str) -> bool {
+        self.ledger.operation(id).is_some() || self.ledger.tombstone(id).is_some()
+    }
+
+    fn last_sequence(&self) -> Option<u64> {
+        Some(self.ledger.meta().last_sequence)
     }
 }

@@ -21,6 +21,7 @@ use crate::core::intent::IntentInput;
 use crate::core::io::{AttemptId, AttemptStatus, BatchNo, Effect, Report, SendOrder};
 use crate::core::loader::Quarantined;
 use crate::core::model::{Millis, UPLOAD_KIND};
+use crate::core::partial::Verdict;
 use crate::core::retention::MEMORY_LIMIT;
 use crate::core::scheduler::{Compacted, Known};
 use crate::core::scrub::Secrets;
@@ -222,6 +223,25 @@ impl Driver {
         self.learn_tombstones(&intents).await?;
         let barrier = self.with(|s, now| s.enqueue(now, intents))?;
         self.wait_barrier(barrier).await
+    }
+
+    /// Partial enqueue (`enqueueMany(intents, { atomic: false })`): the core decides what is
+    /// stored ([`Scheduler::enqueue_partial`]); resolves once the accepted intents are in
+    /// IndexedDB, with a verdict per intent.
+    pub async fn enqueue_partial(
+        &self,
+        slots: Vec<Result<IntentInput, SchedulerError>>,
+    ) -> Result<Vec<Verdict>, SchedulerError> {
+        let mut decoded = Vec::with_capacity(slots.len());
+        for input in slots.iter().flatten() {
+            decoded.push(input.clone());
+        }
+        self.learn_tombstones(&decoded).await?;
+        let (verdicts, barrier) = self.with(|s, now| s.enqueue_partial(now, slots))?;
+        if let Some(barrier) = barrier {
+            self.wait_barrier(barrier).await?;
+        }
+        Ok(verdicts)
     }
 
     /// Retention: looks up, by id, the stored tombstones of the ids `intents` name that the

@@ -49,7 +49,7 @@ pub struct InboxRecord {
 }
 
 /// A request or transaction error thrown by the browser.
-fn js(error: JsValue) -> SchedulerError {
+pub(super) fn js(error: JsValue) -> SchedulerError {
     unavailable(js_error(&error))
 }
 
@@ -70,7 +70,7 @@ fn decode_entry(value: &JsValue) -> Result<InboxEntry, String> {
 }
 
 /// Reads every inbox record in key order.
-async fn read_all(tx: &Tx) -> Result<Vec<InboxRecord>, SchedulerError> {
+pub(super) async fn read_all(tx: &Tx) -> Result<Vec<InboxRecord>, SchedulerError> {
     let store = tx.store(INBOX).map_err(js)?;
     let (keys, values) = PageRead::issue(&store, None, 0)
         .keys_and_values()
@@ -89,7 +89,10 @@ async fn read_all(tx: &Tx) -> Result<Vec<InboxRecord>, SchedulerError> {
 
 /// Whether operation `id` is stored: `None` when absent, `Some(None)` when stored but
 /// unreadable (the dispatcher's loader quarantines it; the id is still taken).
-async fn stored_operation(tx: &Tx, id: &str) -> Result<Option<Option<Operation>>, SchedulerError> {
+pub(super) async fn stored_operation(
+    tx: &Tx,
+    id: &str,
+) -> Result<Option<Option<Operation>>, SchedulerError> {
     let store = tx.store(OPERATIONS).map_err(js)?;
     let value = get(&store, &JsValue::from_str(id)).await.map_err(js)?;
     if let Some(value) = value {
@@ -272,13 +275,11 @@ impl IdbLedger {
     }
 }
 
-async fn check_and_add(
+/// Every intent in the inbox, with the principal each was enqueued under.
+pub(super) async fn read_queued(
     tx: &Tx,
-    entry: &mut InboxEntry,
-) -> Result<(bool, Vec<Operation>), SchedulerError> {
-    // With the principal each was enqueued under: the same id under another principal is
-    // another operation (K3), never the same intent again.
-    let queued: Vec<(Option<String>, IntentInput)> = read_all(tx)
+) -> Result<Vec<(Option<String>, IntentInput)>, SchedulerError> {
+    Ok(read_all(tx)
         .await?
         .into_iter()
         .filter_map(|r| r.entry.ok())
@@ -286,7 +287,16 @@ async fn check_and_add(
             let principal = e.principal;
             e.intents.into_iter().map(move |i| (principal.clone(), i))
         })
-        .collect();
+        .collect())
+}
+
+async fn check_and_add(
+    tx: &Tx,
+    entry: &mut InboxEntry,
+) -> Result<(bool, Vec<Operation>), SchedulerError> {
+    // With the principal each was enqueued under: the same id under another principal is
+    // another operation (K3), never the same intent again.
+    let queued = read_queued(tx).await?;
     let mut fresh = Vec::with_capacity(entry.intents.len());
     // Each fresh intent's index in the call (errors name it).
     let mut at_index = Vec::with_capacity(entry.intents.len());

@@ -19,6 +19,7 @@ mod connection;
 pub(crate) mod errors;
 mod faults;
 mod inbox;
+mod inbox_partial;
 mod lease;
 mod load;
 pub mod requests;
@@ -38,6 +39,7 @@ use requests::Tx;
 pub use errors::{unavailable, AcquireError};
 pub use faults::StoreFault;
 pub use inbox::{InboxEntry, InboxRecord, StoredOperation};
+pub use inbox_partial::PartialAppend;
 pub use load::LoadedLedger;
 
 use crate::core::safe_error::SafeError;

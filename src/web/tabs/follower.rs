@@ -69,6 +69,21 @@ fn from_error_value(value: &JsValue) -> SchedulerError {
     SchedulerError::new(code, message)
 }
 
+/// What `operation(id)` answers for each of `intents` until the leader relays its record:
+/// the operation as enqueued (sequence 0).
+pub(super) fn views_of(
+    intents: &[IntentInput],
+    principal: &Option<String>,
+) -> Vec<(String, JsValue)> {
+    intents
+        .iter()
+        .map(|input| {
+            let op = Operation::new(into_intent(input.clone(), 0, principal.clone()));
+            (input.id.clone(), to_js(&op))
+        })
+        .collect()
+}
+
 impl Tab {
     /// Validates `intents` as far as possible without the ledger, writes them to the
     /// inbox (checked against the ledger in that transaction) and wakes the leader.
@@ -87,13 +102,7 @@ impl Tab {
             )
         };
         check_batch(&intents, max_payload)?;
-        let views: Vec<(String, JsValue)> = intents
-            .iter()
-            .map(|input| {
-                let op = Operation::new(into_intent(input.clone(), 0, principal.clone()));
-                (input.id.clone(), to_js(&op))
-            })
-            .collect();
+        let views = views_of(&intents, &principal);
         let entry = InboxEntry {
             origin: origin.clone(),
             principal,
@@ -104,6 +113,21 @@ impl Tab {
         let appended = self.store().append_inbox(entry).await;
         self.state.borrow_mut().inbox_writes_in_flight -= 1;
         let (written, present) = appended?;
+        self.after_inbox_write(&origin, written, views, present)
+            .await;
+        Ok(())
+    }
+
+    /// After an entry of this tab's intents was written to the inbox (`written`: not when
+    /// every one was already there): this tab hears about each of them (`views`: as stored
+    /// when enqueued; `present`: the ones already in the ledger), and the leader is woken.
+    pub(super) async fn after_inbox_write(
+        &self,
+        origin: &str,
+        written: bool,
+        views: Vec<(String, JsValue)>,
+        present: Vec<Operation>,
+    ) {
         {
             let mut state = self.state.borrow_mut();
             if written {
@@ -123,12 +147,13 @@ impl Tab {
                 state.views.set(&id, &to_js(&operation));
             }
         }
-        self.post(&TabMessage::Wake { from: origin });
+        self.post(&TabMessage::Wake {
+            from: origin.to_owned(),
+        });
         if self.driver().is_some() {
             // Elected while writing: adopt it ourselves.
             self.adopt().await;
         }
-        Ok(())
     }
 
     /// Runs a host action: here while leading, by the leader otherwise.

@@ -22,6 +22,7 @@ pub mod events;
 mod follower;
 mod handover;
 mod locks;
+mod partial;
 mod relay;
 mod saved_events;
 mod views;

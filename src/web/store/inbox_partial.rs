@@ -1,0 +1,185 @@
+//! A partial enqueue of a tab that does not dispatch (W4, issue 37 item 4): the core decides
+//! which intents of the call go to the inbox ([`partition`]) from what the inbox transaction
+//! reads of the durable ledger and the inbox, and the accepted new ones are appended as one
+//! entry in that same transaction. A refused intent writes nothing.
+
+use std::collections::BTreeSet;
+
+use wasm_bindgen::JsValue;
+
+use super::inbox::{js, read_queued, stored_operation};
+use super::schema::{INBOX, OPERATIONS, OPERATION_PAGES};
+use super::{unavailable, IdbLedger, InboxEntry};
+use crate::core::collections::str_map::StrMap;
+use crate::core::error::{ErrorCode, SchedulerError};
+use crate::core::intent::{same_intent, IntentInput};
+use crate::core::model::Operation;
+use crate::core::partial::{partition, Holdings, Verdict};
+use crate::web::store::requests::Tx;
+
+/// What [`IdbLedger::append_inbox_partial`] did.
+pub struct PartialAppend {
+    /// One verdict per intent of the call, in order.
+    pub verdicts: Vec<Verdict>,
+    /// The accepted intents, in call order (appended, or already there as the same intent).
+    pub accepted: Vec<IntentInput>,
+    /// Whether an entry was appended (not when every accepted intent was already there).
+    pub written: bool,
+    /// The operations already in the ledger with the same intent as one accepted.
+    pub present: Vec<Operation>,
+}
+
+/// The durable ledger and the inbox, as the transaction read them for the call's ids.
+struct InboxHoldings {
+    principal: Option<String>,
+    /// Each id looked up that is stored, with its operation (`None`: unreadable).
+    stored: StrMap<Option<Operation>>,
+    /// Every queued intent with the principal it was enqueued under.
+    queued: Vec<(Option<String>, IntentInput)>,
+    /// A queued intent's id → (its place in `queued`, 0): the map `find_cycle` uses.
+    queued_at: StrMap<(usize, usize)>,
+}
+
+impl Holdings for InboxHoldings {
+    fn holds(&self, input: &IntentInput) -> Option<Verdict> {
+        let same = match (
+            self.stored_operation(&input.id),
+            self.queued_intent(&input.id),
+        ) {
+            (Some(Some(operation)), _) => {
+                same_intent(&operation.intent, input)
+                    && operation.intent.principal == self.principal
+            }
+            (Some(None), _) => false,
+            (None, Some((principal, queued))) => queued == input && *principal == self.principal,
+            (None, None) => return None,
+        };
+        Some(match same {
+            true => Ok(()),
+            false => Err(SchedulerError::new(
+                ErrorCode::DuplicateOperation,
+                format!(
+                    "operation {} is already in the ledger with another intent",
+                    input.id
+                ),
+            )),
+        })
+    }
+
+    fn knows(&self, id: &str) -> bool {
+        self.stored_operation(id).is_some() || self.queued_intent(id).is_some()
+    }
+
+    /// The dispatcher assigns sequences when it adopts the entry.
+    fn last_sequence(&self) -> Option<u64> {
+        None
+    }
+}
+
+impl InboxHoldings {
+    fn stored_operation(&self, id: &str) -> Option<&Option<Operation>> {
+        self.stored.get(id)
+    }
+
+    fn queued_intent(&self, id: &str) -> Option<&(Option<String>, IntentInput)> {
+        let &(at, _) = self.queued_at.get(id)?;
+        self.queued.get(at)
+    }
+
+    /// Reads what the checks of `slots` need: every queued intent, and the stored operation
+    /// of each id the call names (its own and its dependencies).
+    async fn read(
+        tx: &Tx,
+        principal: Option<String>,
+        slots: &[Result<IntentInput, SchedulerError>],
+    ) -> Result<Self, SchedulerError> {
+        let queued = read_queued(tx).await?;
+        let mut queued_at = StrMap::new();
+        for (at, (_, intent)) in queued.iter().enumerate() {
+            // The first entry with an id is the one the leader adopts.
+            if !queued_at.contains_key(&intent.id) {
+                queued_at.insert(intent.id.clone(), (at, 0));
+            }
+        }
+        let mut stored = StrMap::new();
+        let named = slots
+            .iter()
+            .flatten()
+            .flat_map(|input| std::iter::once(&input.id).chain(&input.dependencies));
+        let mut looked_up = BTreeSet::new();
+        for id in named {
+            if !looked_up.insert(id.clone()) {
+                continue;
+            }
+            if let Some(operation) = stored_operation(tx, id).await? {
+                stored.insert(id.clone(), operation);
+            }
+        }
+        Ok(Self {
+            principal,
+            stored,
+            queued,
+            queued_at,
+        })
+    }
+}
+
+impl IdbLedger {
+    /// W4, partial: appends the intents of `slots` the checks accept to the inbox as `entry`
+    /// (its `intents` are replaced), in one strict readwrite transaction that also reads what
+    /// the checks need; refuses each other one with its own error. Nothing is written when
+    /// none is new.
+    ///
+    /// # Errors
+    ///
+    /// `storage_unavailable`: nothing written.
+    pub async fn append_inbox_partial(
+        &self,
+        mut entry: InboxEntry,
+        slots: Vec<Result<IntentInput, SchedulerError>>,
+        max_payload_bytes: usize,
+    ) -> Result<PartialAppend, SchedulerError> {
+        let db = self.db().map_err(unavailable)?;
+        let tx = self
+            .begin(&db, &[OPERATIONS, OPERATION_PAGES, INBOX], true)
+            .map_err(unavailable)?;
+        let appended = async {
+            let holdings = InboxHoldings::read(&tx, entry.principal.clone(), &slots).await?;
+            let decided = partition(slots, max_payload_bytes, &holdings);
+            let mut present = Vec::new();
+            let mut fresh = Vec::new();
+            for input in &decided.accepted {
+                match holdings.stored_operation(&input.id) {
+                    Some(operation) => present.extend(operation.clone()),
+                    None if holdings.queued_intent(&input.id).is_some() => {}
+                    None => fresh.push(input.clone()),
+                }
+            }
+            let written = !fresh.is_empty();
+            if written {
+                entry.intents = fresh;
+                let text = crate::core::json::to_string(&entry);
+                let store = tx.store(INBOX).map_err(js)?;
+                store.add(&JsValue::from_str(&text)).map_err(js)?;
+            }
+            Ok::<_, SchedulerError>(PartialAppend {
+                verdicts: decided.verdicts,
+                accepted: decided.accepted,
+                written,
+                present,
+            })
+        }
+        .await;
+        match appended {
+            Ok(appended) => self
+                .finish(tx)
+                .await
+                .map_err(unavailable)
+                .map(|()| appended),
+            Err(error) => {
+                tx.abort().await;
+                Err(error)
+            }
+        }
+    }
+}

@@ -1,0 +1,108 @@
+//! Partial enqueue (`enqueueMany(intents, { atomic: false })`, issue 37 item 4) in either
+//! role: while this tab dispatches the core decides in its scheduler; otherwise in the inbox
+//! transaction, from the durable ledger and the inbox (W4). Either way the accepted intents
+//! are written in one transaction and each refused one changes nothing.
+
+use std::collections::BTreeSet;
+
+use super::follower::views_of;
+use super::{closed, Tab};
+use crate::core::clock::Clock;
+use crate::core::error::SchedulerError;
+use crate::core::intent::IntentInput;
+use crate::core::partial::Verdict;
+use crate::web::store::{InboxEntry, PartialAppend};
+
+/// A partial enqueue's intents, each decoded or refused by the decoding.
+pub type Slots = Vec<Result<IntentInput, SchedulerError>>;
+
+impl Tab {
+    /// Durable partial enqueue: resolves once the accepted intents are stored, with a verdict
+    /// per intent.
+    ///
+    /// # Errors
+    ///
+    /// What refuses the whole call: `scheduler_closed`, `storage_unavailable`, `lease_lost`.
+    pub async fn enqueue_partial(&self, slots: Slots) -> Result<Vec<Verdict>, SchedulerError> {
+        if matches!(self.state.borrow().role, super::Role::Closed) {
+            return Err(closed());
+        }
+        let result = match self.driver() {
+            Some(driver) => {
+                self.after_own_inbox().await?;
+                // Kept until settled, so this tab still hears them if it stops leading; a
+                // refused one, or every one of a failed call, is forgotten again.
+                let mut ids = Vec::with_capacity(slots.len());
+                let mut fresh = Vec::new();
+                {
+                    let mut state = self.state.borrow_mut();
+                    for slot in &slots {
+                        let id = slot.as_ref().ok().map(|input| input.id.clone());
+                        if let Some(id) = &id {
+                            if state.mine.insert(id.clone()) {
+                                fresh.push(id.clone());
+                            }
+                        }
+                        ids.push(id);
+                    }
+                }
+                let result = driver.enqueue_partial(slots).await;
+                // An id refused in one place may be accepted in another (a duplicate).
+                let mut accepted = BTreeSet::new();
+                if let Ok(verdicts) = &result {
+                    for (id, verdict) in ids.into_iter().zip(verdicts) {
+                        if let (Some(id), Ok(())) = (id, verdict) {
+                            accepted.insert(id);
+                        }
+                    }
+                }
+                let mut state = self.state.borrow_mut();
+                for id in fresh.iter().filter(|id| !accepted.contains(*id)) {
+                    state.mine.remove(id);
+                }
+                drop(state);
+                result
+            }
+            None => self.enqueue_partial_to_inbox(slots).await,
+        };
+        self.note_pending();
+        result
+    }
+
+    /// A tab that does not dispatch: the inbox transaction decides and writes; then as
+    /// [`Tab::after_inbox_write`].
+    async fn enqueue_partial_to_inbox(&self, slots: Slots) -> Result<Vec<Verdict>, SchedulerError> {
+        let (max_payload, principal, origin, now) = {
+            let state = self.state.borrow();
+            let config = &state.options.config;
+            (
+                config.max_payload_bytes,
+                config.principal.clone(),
+                config.owner.clone(),
+                state.clock.now(),
+            )
+        };
+        let entry = InboxEntry {
+            origin: origin.clone(),
+            principal: principal.clone(),
+            at: now,
+            intents: Vec::new(),
+        };
+        self.state.borrow_mut().inbox_writes_in_flight += 1;
+        let appended = self
+            .store()
+            .append_inbox_partial(entry, slots, max_payload)
+            .await;
+        self.state.borrow_mut().inbox_writes_in_flight -= 1;
+        let PartialAppend {
+            verdicts,
+            accepted,
+            written,
+            present,
+        } = appended?;
+        let views = views_of(&accepted, &principal);
+        self.after_inbox_write(&origin, written, views, present)
+            .await;
+        Ok(verdicts)
+    }
+}
