@@ -57,6 +57,8 @@
 const LIMIT = 10_000;
 /** Unsettled operations a poll refreshes at most (in turn, when there are more). */
 const POLL_BATCH = 500;
+/** How stale the page's `pending()` may get while events stream in (polls refresh it too). */
+const PENDING_MS = 100;
 
 /**
  * The strings among `values` (none when it is not an array: it came from the page).
@@ -84,6 +86,8 @@ export class Tracker {
     this.claims = null;
     /** @type {string | null} */
     this.pending = null;
+    /** When `pending()` was last taken (Date.now()). */
+    this.pendingAt = 0;
     this.cursor = 0;
   }
 
@@ -141,11 +145,15 @@ export class Tracker {
   /**
    * The update for the page: stats and claims, the operations in `named`, and, when `named` is
    * empty (a poll), the tracked ones not yet resolved (`pollIds`). Undefined when nothing changed.
+   * `pending()` costs a walk of every unsettled operation, so an update for an event (a burst of
+   * 2,000 `settled` events, say) takes it again only once `PENDING_MS` passed since the last:
+   * calls and polls always take it.
    * @param {Scheduler} scheduler
    * @param {string[]} named
+   * @param {boolean} [forEvent]
    * @returns {Update | undefined}
    */
-  update(scheduler, named) {
+  update(scheduler, named, forEvent = false) {
     /** @type {Update} */
     const update = {};
     const stats = scheduler.stats();
@@ -160,11 +168,15 @@ export class Tracker {
       this.claims = claimsJson;
       update.claims = claims;
     }
-    const pending = scheduler.pending();
-    const pendingJson = JSON.stringify(pending);
-    if (pendingJson !== this.pending) {
-      this.pending = pendingJson;
-      update.pending = pending;
+    const now = Date.now();
+    if (!forEvent || Math.abs(now - this.pendingAt) >= PENDING_MS) {
+      this.pendingAt = now;
+      const pending = scheduler.pending();
+      const pendingJson = JSON.stringify(pending);
+      if (pendingJson !== this.pending) {
+        this.pending = pendingJson;
+        update.pending = pending;
+      }
     }
     const ids = named.length > 0 ? named : this.pollIds();
     /** @type {Record<string, Entry>} */

@@ -116,7 +116,7 @@ export function serve(hooks = {}) {
     }
   };
 
-  const state = (/** @type {string[]} */ ids) => (scheduler ? tracker.update(scheduler, ids) : undefined);
+  const state = (/** @type {string[]} */ ids, forEvent = false) => (scheduler ? tracker.update(scheduler, ids, forEvent) : undefined);
   const poll = () => {
     const update = state([]);
     if (update) post({ t: "state", state: update });
@@ -161,7 +161,7 @@ export function serve(hooks = {}) {
       } catch {
         // What onEvent throws is ignored (S17).
       }
-      post({ t: "event", event, state: state(tracker.idsOf(event)) });
+      post({ t: "event", event, state: state(tracker.idsOf(event), true) });
     };
     await init();
     scheduler = await Scheduler.open(full);
