@@ -219,8 +219,8 @@ impl Scheduler {
     /// Issue 37: the unsettled operations in sequence order, for a badge: O(unsettled), no
     /// storage read.
     #[wasm_bindgen(js_name = pending, unchecked_return_type = "PendingOperation[]")]
-    pub fn pending_js(&self) -> JsValue {
-        self.tab.pending()
+    pub fn pending_js(&self) -> Result<JsValue, JsValue> {
+        self.tab.pending().map_err(to_js_error)
     }
 
     /// Final: aborts in-flight fetches and hands the ledger to another tab; later answers
@@ -237,8 +237,7 @@ impl Scheduler {
     /// Canvas id → the request holding it (empty in a tab that does not dispatch).
     #[wasm_bindgen(js_name = claims, unchecked_return_type = "Record<string, string>")]
     pub fn claims_js(&self) -> Result<JsValue, JsValue> {
-        refuse_inside_host_code("claims")?;
-        Ok(self.claims())
+        self.tab.claims().map_err(to_js_error)
     }
 
     /// The operation record, the tombstone of a compacted operation when the scheduler has it
@@ -249,11 +248,14 @@ impl Scheduler {
         &self,
         #[wasm_bindgen(unchecked_param_type = "string")] id: JsValue,
     ) -> Result<JsValue, JsValue> {
-        refuse_inside_host_code("operation")?;
-        Ok(match exact_text(&id) {
-            Some(Ok(id)) => self.operation(&id),
-            _ => JsValue::UNDEFINED, // no operation has that id
-        })
+        match exact_text(&id) {
+            Some(Ok(id)) => Ok(self
+                .tab
+                .operation(&id)
+                .map_err(to_js_error)?
+                .unwrap_or(JsValue::UNDEFINED)),
+            _ => Ok(JsValue::UNDEFINED), // no operation has that id
+        }
     }
 
     /// Retention: what the ledger knows of each id, tombstones included (looked up in the
@@ -287,15 +289,13 @@ impl Scheduler {
         &self,
         #[wasm_bindgen(unchecked_param_type = "string")] id: JsValue,
     ) -> Result<JsValue, JsValue> {
-        refuse_inside_host_code("explain")?;
         self.explain(&operation_id(&id)?)
     }
 
     /// Counters, the idle reason, and who dispatches (`leader`, `leaderOwner`).
     #[wasm_bindgen(js_name = stats, unchecked_return_type = "SchedulerStats")]
     pub fn stats_js(&self) -> Result<JsValue, JsValue> {
-        refuse_inside_host_code("stats")?;
-        Ok(self.stats())
+        self.tab.stats().map_err(to_js_error)
     }
 
     /// Runs that operation now if claimable, otherwise says why (K7).
@@ -417,14 +417,19 @@ impl Scheduler {
         }
     }
 
-    /// Canvas id → the request holding it (empty in a tab that does not dispatch).
+    /// Canvas id → the request holding it (empty in a tab that does not dispatch), for Rust
+    /// callers: the `Error` [`claims`](Scheduler::claims_js) would throw in its place.
     pub fn claims(&self) -> JsValue {
-        self.tab.claims()
+        self.tab.claims().unwrap_or_else(to_js_error)
     }
 
-    /// The operation record, or `undefined`.
+    /// The operation record, or `undefined`, for Rust callers: the `Error`
+    /// [`operation`](Scheduler::operation_js) would throw in its place.
     pub fn operation(&self, id: &str) -> JsValue {
-        self.tab.operation(id).unwrap_or(JsValue::UNDEFINED)
+        match self.tab.operation(id) {
+            Ok(found) => found.unwrap_or(JsValue::UNDEFINED),
+            Err(error) => to_js_error(error),
+        }
     }
 
     /// Why the operation is where it is; an unknown id is `unknown_operation`.
@@ -436,9 +441,10 @@ impl Scheduler {
         self.tab.explain(id).map_err(to_js_error)
     }
 
-    /// Counters, the idle reason, and who dispatches.
+    /// Counters, the idle reason, and who dispatches, for Rust callers: the `Error`
+    /// [`stats`](Scheduler::stats_js) would throw in its place.
     pub fn stats(&self) -> JsValue {
-        self.tab.stats()
+        self.tab.stats().unwrap_or_else(to_js_error)
     }
 
     /// `flush(id)` for Rust callers.
@@ -517,6 +523,7 @@ impl Scheduler {
             host: WebHost {
                 compile: options.hooks.compile,
                 participants: options.hooks.participants,
+                key: 0, // set by the driver
             },
             config: options.config,
         };
