@@ -8,6 +8,7 @@ use canvas_scheduler::core::intent::IntentInput;
 use canvas_scheduler::core::io::{AttemptOutcome, AttemptStatus, OperationVerdict, Report};
 use canvas_scheduler::core::model::{Intent, OperationPhase, Settlement};
 use canvas_scheduler::core::safe_error::SafeError;
+use canvas_scheduler::core::Scheduler;
 use canvas_scheduler::testing::Harness;
 use common::{edit, edit_after, of_kind};
 use serde_json::json;
@@ -489,17 +490,26 @@ fn batch_never_passes_an_earlier_operation_on_its_canvases() {
 struct Compiling(CountingHost);
 
 impl Host for Compiling {
-    fn compile(&mut self, intent: &Intent, _id: &str) -> Result<CompiledRequest, SafeError> {
+    fn compile(
+        &self,
+        intent: &Intent,
+        _id: &str,
+        reads: &Scheduler<Self>,
+    ) -> Result<CompiledRequest, SafeError> {
         if intent.id == "bad" {
             return Err(SafeError::new("compile_failed", "no such record"));
         }
         let mut compiled = default_compile(intent);
         compiled.kind = Some(format!("v1.{}", intent.operation_type));
         compiled.payload = json!({ "wrapped": intent.id }).into();
-        compiled.canvas_ids = self.participants(intent)?;
+        compiled.canvas_ids = self.participants(intent, reads)?;
         Ok(compiled)
     }
-    fn participants(&mut self, intent: &Intent) -> Result<Vec<String>, SafeError> {
+    fn participants(
+        &self,
+        intent: &Intent,
+        _reads: &Scheduler<Self>,
+    ) -> Result<Vec<String>, SafeError> {
         // The canvases plus the document they belong to.
         let mut canvases = intent.canvas_ids.clone();
         canvases.push("doc".into());

@@ -7,6 +7,7 @@ use canvas_scheduler::core::host::{CompiledRequest, CountingHost, Host};
 use canvas_scheduler::core::io::{AttemptOutcome, AttemptStatus};
 use canvas_scheduler::core::model::Intent;
 use canvas_scheduler::core::safe_error::SafeError;
+use canvas_scheduler::core::Scheduler;
 use canvas_scheduler::testing::Harness;
 use common::edit;
 
@@ -14,7 +15,12 @@ use common::edit;
 struct FaultyHost(CountingHost);
 
 impl Host for FaultyHost {
-    fn compile(&mut self, intent: &Intent, _id: &str) -> Result<CompiledRequest, SafeError> {
+    fn compile(
+        &self,
+        intent: &Intent,
+        _id: &str,
+        _reads: &Scheduler<Self>,
+    ) -> Result<CompiledRequest, SafeError> {
         if intent.id == "bad" {
             return Err(SafeError::new("compile_failed", "no such shape"));
         }

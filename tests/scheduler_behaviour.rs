@@ -11,6 +11,7 @@ use canvas_scheduler::core::model::{
     Intent, OperationPhase, RequestPhase, RetryAction, Settlement,
 };
 use canvas_scheduler::core::safe_error::SafeError;
+use canvas_scheduler::core::Scheduler;
 use canvas_scheduler::testing::{Harness, MemoryStore};
 use common::{edit, edit_after, of_kind, upload};
 
@@ -211,7 +212,12 @@ fn s5_missing_participants_block_except_uploads_and_cancels() {
 struct FaultyHost(CountingHost);
 
 impl Host for FaultyHost {
-    fn compile(&mut self, intent: &Intent, _id: &str) -> Result<CompiledRequest, SafeError> {
+    fn compile(
+        &self,
+        intent: &Intent,
+        _id: &str,
+        _reads: &Scheduler<Self>,
+    ) -> Result<CompiledRequest, SafeError> {
         let mut compiled = canvas_scheduler::core::host::default_compile(intent);
         match intent.id.as_str() {
             "bad-compile" => return Err(SafeError::new("compile_failed", "no such shape")),

@@ -55,7 +55,12 @@ export class Scheduler {
   flush(id: string): Promise<FlushResult>;
   /** Posts the hold; it takes effect in the worker before any later call of this proxy. */
   hold(): () => void;
-  /** From the mirror, or `undefined` (an id it does not hold yet is fetched; see `sync`). */
+  /**
+   * From the mirror, or `undefined` (an id it does not hold yet is fetched; see `sync`). A
+   * compacted operation is answered with its tombstone only when the worker's scheduler has
+   * it at hand, as on the page: tombstones live in IndexedDB, which a synchronous call cannot
+   * read. For a certain answer, `await known([id])`.
+   */
   operation(id: string): OperationRecord | CompactedOperation | undefined;
   /**
    * What the worker's ledger knows of each id, tombstones included, in order (as the page's

@@ -1,8 +1,18 @@
 // Worker mode, inside the worker (`canvas-scheduler/worker/serve`).
-import type { Scheduler, SchedulerEvent, SchedulerOptions } from "../pkg/web/canvas_scheduler.js";
+import type { CompiledRequest, Scheduler, SchedulerEvent, SchedulerOptions, StoredIntent } from "../pkg/web/canvas_scheduler.js";
 
 /** The hooks that run in the worker: the synchronous ones, a custom transport, and any async one. */
-export type WorkerHooks = Pick<SchedulerOptions, "compile" | "participants" | "transport" | "headers" | "authorize" | "classifyError"> & {
+export type WorkerHooks = Pick<SchedulerOptions, "transport" | "headers" | "authorize" | "classifyError"> & {
+  /**
+   * Synchronous: turns an intent into the request body. `scheduler` is the worker's own: its
+   * synchronous reads (`stats`, `operation`, `explain`, `claims`, `pending`) answer from the
+   * step the hook runs in; `hold` and `start` throw `invalid_state` there, and the methods
+   * that return promises run once the step is over.
+   */
+  compile?: (intent: StoredIntent, requestId: string, scheduler: Scheduler) => CompiledRequest;
+  /** Synchronous: the canvases an intent touches (default: its canvasIds). `scheduler` as for
+   * `compile`. */
+  participants?: (intent: StoredIntent, scheduler: Scheduler) => string[];
   /**
    * Hears each event in the worker, before the page's `onEvent` and before the worker runs
    * anything else: state that `compile` reads, kept here, is current for the next request.

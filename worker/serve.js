@@ -1,8 +1,9 @@
 // @ts-check
 // Worker mode, the worker's side: runs the real Scheduler (the `web` target) in a dedicated
 // worker for the proxy in ./index.js. `serve(hooks)` answers the proxy's messages; `hooks` are
-// the functions that cannot cross from the page: the synchronous `compile` and `participants`,
-// a custom `transport`, and optionally `headers`, `authorize`, `classifyError` (else those are
+// the functions that cannot cross from the page: the synchronous `compile(intent, requestId,
+// scheduler)` and `participants(intent, scheduler)` (handed the worker's scheduler to read), a
+// custom `transport`, and optionally `headers`, `authorize`, `classifyError` (else those are
 // asked of the page, one message each way per call) and an `onEvent(event, scheduler)` of the
 // worker's own (the page's `onEvent` hears every event too, after it).
 //
@@ -146,6 +147,12 @@ export function serve(hooks = {}) {
     /** @type {SchedulerOptions & Record<string, unknown>} */
     const full = { ...options };
     for (const name of WORKER_HOOKS) if (hooks[name] !== undefined) full[name] = hooks[name];
+    // `compile` and `participants` are handed the worker's scheduler last: its synchronous
+    // reads answer there, from the step the hook runs in (a hook here cannot reach it else).
+    const { compile, participants } = hooks;
+    const ours = () => /** @type {Scheduler} */ (scheduler);
+    if (typeof compile === "function") full.compile = (intent, requestId) => compile(intent, requestId, ours());
+    if (typeof participants === "function") full.participants = (intent) => participants(intent, ours());
     for (const name of pageHooks) if (PAGE_HOOKS.includes(name)) full[name] = askPage(name);
     /** @type {SchedulerEvent[]} */
     const pending = [];

@@ -161,14 +161,16 @@ impl Scheduler {
     }
 
     /// Starts dispatching (recovering interrupted work first) — now if this tab is the
-    /// dispatching one, else as soon as it is elected.
+    /// dispatching one, else as soon as it is elected. Inside `compile` or `participants` it
+    /// throws `invalid_state` (it would change the ledger mid-step).
     pub fn start(&self) -> Result<(), JsValue> {
         refuse_inside_host_code("start")?;
         self.tab.start().map_err(to_js_error)
     }
 
     /// Holds new work while this tab dispatches; returns the release function (calling it
-    /// twice is harmless).
+    /// twice is harmless). Inside `compile` or `participants` it throws `invalid_state` (it
+    /// would change the ledger mid-step); a release called there takes effect after the step.
     #[wasm_bindgen(unchecked_return_type = "() => void")]
     pub fn hold(&self) -> Result<Function, JsValue> {
         refuse_inside_host_code("hold")?;
@@ -238,10 +240,10 @@ impl Scheduler {
     }
 
     /// Issue 37: the unsettled operations in sequence order, for a badge: O(unsettled), no
-    /// storage read.
+    /// storage read. Answers inside `compile` and `participants` too.
     #[wasm_bindgen(js_name = pending, unchecked_return_type = "PendingOperation[]")]
-    pub fn pending_js(&self) -> JsValue {
-        self.tab.pending()
+    pub fn pending_js(&self) -> Result<JsValue, JsValue> {
+        self.tab.pending().map_err(to_js_error)
     }
 
     /// Final: aborts in-flight fetches and hands the ledger to another tab; later answers
@@ -255,26 +257,34 @@ impl Scheduler {
         }
     }
 
-    /// Canvas id → the request holding it (empty in a tab that does not dispatch).
+    /// Canvas id → the request holding it (empty in a tab that does not dispatch). Answers
+    /// inside `compile` and `participants` too.
     #[wasm_bindgen(js_name = claims, unchecked_return_type = "Record<string, string>")]
     pub fn claims_js(&self) -> Result<JsValue, JsValue> {
-        refuse_inside_host_code("claims")?;
-        Ok(self.claims())
+        self.tab.claims().map_err(to_js_error)
     }
 
-    /// The operation record, the tombstone of a compacted operation when the scheduler has it
-    /// at hand (compacted in this session, or looked up by `known` or an enqueue), or
-    /// `undefined`.
+    /// The operation record, or `undefined`. Answers inside `compile` and `participants` too.
+    ///
+    /// A compacted operation (settled, then compacted by `retain`) is answered with its
+    /// tombstone, the `CompactedOperation` that `known(ids)` gives, only while the scheduler
+    /// has it at hand: compacted in this session, or looked up by `known(ids)` or by an
+    /// enqueue of its id. Otherwise this answers `undefined`, though the ledger may know the
+    /// id: tombstones live in IndexedDB, which this synchronous call cannot read, and opening
+    /// a ledger reads none of them (SPEC §7). For a certain answer, `await known([id])`.
     #[wasm_bindgen(js_name = operation, unchecked_return_type = "OperationRecord | CompactedOperation | undefined")]
     pub fn operation_js(
         &self,
         #[wasm_bindgen(unchecked_param_type = "string")] id: JsValue,
     ) -> Result<JsValue, JsValue> {
-        refuse_inside_host_code("operation")?;
-        Ok(match exact_text(&id) {
-            Some(Ok(id)) => self.operation(&id),
-            _ => JsValue::UNDEFINED, // no operation has that id
-        })
+        match exact_text(&id) {
+            Some(Ok(id)) => Ok(self
+                .tab
+                .operation(&id)
+                .map_err(to_js_error)?
+                .unwrap_or(JsValue::UNDEFINED)),
+            _ => Ok(JsValue::UNDEFINED), // no operation has that id
+        }
     }
 
     /// Retention: what the ledger knows of each id, tombstones included (looked up in the
@@ -302,21 +312,21 @@ impl Scheduler {
         })
     }
 
-    /// Why the operation is where it is; an unknown id throws `unknown_operation`.
+    /// Why the operation is where it is; an unknown id throws `unknown_operation`. Answers
+    /// inside `compile` and `participants` too.
     #[wasm_bindgen(js_name = explain, unchecked_return_type = "Explanation")]
     pub fn explain_js(
         &self,
         #[wasm_bindgen(unchecked_param_type = "string")] id: JsValue,
     ) -> Result<JsValue, JsValue> {
-        refuse_inside_host_code("explain")?;
         self.explain(&operation_id(&id)?)
     }
 
-    /// Counters, the idle reason, and who dispatches (`leader`, `leaderOwner`).
+    /// Counters, the idle reason, and who dispatches (`leader`, `leaderOwner`). Answers inside
+    /// `compile` and `participants` too (`idleReason` none: the scheduler is busy there).
     #[wasm_bindgen(js_name = stats, unchecked_return_type = "SchedulerStats")]
     pub fn stats_js(&self) -> Result<JsValue, JsValue> {
-        refuse_inside_host_code("stats")?;
-        Ok(self.stats())
+        self.tab.stats().map_err(to_js_error)
     }
 
     /// Runs that operation now if claimable, otherwise says why (K7).
@@ -362,8 +372,8 @@ impl Scheduler {
     }
 }
 
-/// Refuses a synchronous method called from inside `compile` or `participants` (see
-/// [`host_code`]).
+/// Refuses a synchronous method that would change the ledger (`start`, `hold`) called from
+/// inside `compile` or `participants` (see [`host_code`]); the reads answer there.
 fn refuse_inside_host_code(method: &str) -> Result<(), JsValue> {
     if host_code::running() {
         return Err(to_js_error(SchedulerError::new(
@@ -438,14 +448,19 @@ impl Scheduler {
         }
     }
 
-    /// Canvas id → the request holding it (empty in a tab that does not dispatch).
+    /// Canvas id → the request holding it (empty in a tab that does not dispatch), for Rust
+    /// callers: the `Error` [`claims`](Scheduler::claims_js) would throw in its place.
     pub fn claims(&self) -> JsValue {
-        self.tab.claims()
+        self.tab.claims().unwrap_or_else(to_js_error)
     }
 
-    /// The operation record, or `undefined`.
+    /// The operation record, or `undefined`, for Rust callers: the `Error`
+    /// [`operation`](Scheduler::operation_js) would throw in its place.
     pub fn operation(&self, id: &str) -> JsValue {
-        self.tab.operation(id).unwrap_or(JsValue::UNDEFINED)
+        match self.tab.operation(id) {
+            Ok(found) => found.unwrap_or(JsValue::UNDEFINED),
+            Err(error) => to_js_error(error),
+        }
     }
 
     /// Why the operation is where it is; an unknown id is `unknown_operation`.
@@ -457,9 +472,10 @@ impl Scheduler {
         self.tab.explain(id).map_err(to_js_error)
     }
 
-    /// Counters, the idle reason, and who dispatches.
+    /// Counters, the idle reason, and who dispatches, for Rust callers: the `Error`
+    /// [`stats`](Scheduler::stats_js) would throw in its place.
     pub fn stats(&self) -> JsValue {
-        self.tab.stats()
+        self.tab.stats().unwrap_or_else(to_js_error)
     }
 
     /// `enqueueMany(intents)` for Rust callers: all or none.
@@ -565,6 +581,7 @@ impl Scheduler {
             host: WebHost {
                 compile: options.hooks.compile,
                 participants: options.hooks.participants,
+                key: 0, // set by the driver
             },
             config: options.config,
         };

@@ -161,9 +161,14 @@ export interface SchedulerOptions {
   retain?: { settled?: number; settledMs?: number; tombstones?: number; tombstoneMs?: number };
   /** Asked before every send; may be async. */
   headers?: () => Record<string, string> | Promise<Record<string, string>>;
-  /** Synchronous: turns an intent into the request body. */
+  /** Synchronous: turns an intent into the request body. It may read the scheduler: `stats`,
+   * `operation`, `explain`, `claims` and `pending` answer from the step it runs in (the
+   * operations before this one frozen or waiting, this one `ready`, `idleReason` none);
+   * `hold` and `start`, which would change the ledger mid-step, throw `invalid_state`; the
+   * methods that return promises run once the step is over. */
   compile?: (intent: StoredIntent, requestId: string) => CompiledRequest;
-  /** Synchronous: the canvases an intent touches (default: its canvasIds). */
+  /** Synchronous: the canvases an intent touches (default: its canvasIds). May read the
+   * scheduler, as `compile` may. */
   participants?: (intent: StoredIntent) => string[];
   /** K3: runs before every send; may be async. Only `{allowed: boolean}` decides; any other
    * answer is a failed check (retried). A denial of a request the server may have is checked

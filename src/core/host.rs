@@ -1,10 +1,13 @@
 //! The host's pure hooks: participants, compile and request ids. They are functions of the
 //! intent, called synchronously by the core; a hook's error blocks only that operation (S6).
+//! `participants` and `compile` are handed the scheduler as it stands (read-only): the host's
+//! synchronous reads made while a hook runs answer from it.
 
 use super::json::{ToJson, Writer};
 use super::model::{ExpectedVersions, Intent, PROTOCOL_VERSION};
 use super::payload::Payload;
 use super::safe_error::SafeError;
+use super::scheduler::Scheduler;
 
 /// What `compile` turns an intent into (the body of the request, before freezing).
 #[derive(Clone, Debug, PartialEq)]
@@ -26,17 +29,27 @@ pub struct CompiledRequest {
 }
 
 /// The hooks the core calls while pumping.
-pub trait Host {
+///
+/// `reads` is the scheduler in the middle of its step, between two operations: everything
+/// before this one is frozen (or waits), this one is not yet. Its read methods (`stats`,
+/// `explain`, `claims`, `pending`, `known`) answer from it; `stats().idleReason` is none (the
+/// scheduler is busy freezing), and this operation is explained as `ready`.
+pub trait Host: Sized {
     /// The canvases an intent touches (S5). Default: its `canvasIds`.
-    fn participants(&mut self, intent: &Intent) -> Result<Vec<String>, SafeError> {
+    fn participants(
+        &self,
+        intent: &Intent,
+        _reads: &Scheduler<Self>,
+    ) -> Result<Vec<String>, SafeError> {
         Ok(intent.canvas_ids.clone())
     }
 
     /// Turns an intent into a request body (S6). Default: [`default_compile`].
     fn compile(
-        &mut self,
+        &self,
         intent: &Intent,
         _request_id: &str,
+        _reads: &Scheduler<Self>,
     ) -> Result<CompiledRequest, SafeError> {
         Ok(default_compile(intent))
     }

@@ -334,7 +334,7 @@ const tests = [
       await open(page);
     });
   }],
-  ["a custom worker: compile runs in the worker, headers and authorize are asked of the page", async () => {
+  ["a custom worker: compile and participants run in the worker and read its scheduler, headers and authorize are asked of the page", async () => {
     await withPage(async (page) => {
       await open(page, { custom: "hooks" });
       const id = unique("compiled");
@@ -342,6 +342,11 @@ const tests = [
       assert.equal((await settledEvent(page, id)).outcome, "applied");
       const state = await appliedOnce(id);
       assert.equal(state.canvases["canvas-c"].document.shapes[`s-${id}`].compiledBy, "worker");
+      // Issue 37: the hooks read the worker's scheduler mid-step; hold is refused there.
+      const sent = state.canvases["canvas-c"].document.shapes[`s-${id}`];
+      for (const hook of ["readInCompile", "readInParticipants"]) {
+        assert.deepEqual(sent[hook], { reason: "ready", pending: true, record: true, leader: true, claims: true, hold: "threw invalid_state" }, hook);
+      }
       assert.ok((await page.evaluate(() => window.wm.headerCalls.count)) >= 1, "the page's headers hook was asked");
       const authorized = await page.evaluate(() => window.wm.authorizeCalls);
       assert.ok(authorized.some((ids) => ids.includes(id)), `the page's authorize hook saw the request: ${JSON.stringify(authorized)}`);

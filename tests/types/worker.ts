@@ -2,6 +2,7 @@
 // the page's Scheduler, each returning the same type, so an app switches modes by its import.
 import type { Scheduler as PageScheduler } from "canvas-scheduler";
 import type { Scheduler as WorkerScheduler } from "canvas-scheduler/worker";
+import type { WorkerHooks } from "canvas-scheduler/worker/serve";
 
 type Same<A, B> =
   (<T>() => T extends A ? 1 : 2) extends <T>() => T extends B ? 1 : 2 ? true : false;
@@ -35,4 +36,19 @@ export const sameReturns: Mirrors<PageMethods & keyof WorkerScheduler> = {
   events: true,
   whenSaved: true,
   pending: true,
+};
+
+/** Issue 37: serve()'s `compile` and `participants` are handed the worker's scheduler, whose
+ * synchronous reads answer inside them. */
+export const hooksRead: WorkerHooks = {
+  participants: (intent, scheduler) => (scheduler.explain(intent.id).reason === "ready" ? intent.canvasIds : []),
+  compile: (intent, requestId, scheduler) => ({
+    payload: {
+      requestId,
+      pending: scheduler.pending().length,
+      inFlight: scheduler.stats().inFlight,
+      claimed: Object.keys(scheduler.claims()).length,
+    },
+    canvasIds: intent.canvasIds,
+  }),
 };

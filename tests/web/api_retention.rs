@@ -100,3 +100,72 @@ async fn a_compacted_operation_answers_its_tombstone_and_stats_count_it() {
     assert_eq!(code_of(&error), "invalid_intent");
     scheduler.stop();
 }
+
+/// Issue 37 item 5: `operation(id)` is synchronous and tombstones live in IndexedDB, so after
+/// a reload a compacted operation answers `undefined` until `known(ids)` looks it up (as the
+/// `.d.ts` says); from then on `operation(id)` answers the same tombstone `known` gave.
+#[wasm_bindgen_test]
+async fn a_compacted_operation_after_a_reload_answers_operation_once_known_looked_it_up() {
+    let run = format!(
+        "ret-reload-{}-{}",
+        crate::EXPECTED_GLOBAL,
+        js_sys::Date::now() as u64
+    );
+    let options = || {
+        js(&format!(
+            "{{ database: 'cs-{run}', owner: 'tab-{run}', retain: {{ settled: 1 }},
+               transport: {{
+                 submit: async () => ({{ outcome: 'applied' }}),
+                 query: async () => ({{ outcome: 'applied' }}),
+               }} }}"
+        ))
+    };
+    let open = || async {
+        match Scheduler::open(options()).await {
+            Ok(s) => s,
+            Err(error) => panic!("open failed: {}", code_of(&error)),
+        }
+    };
+    let first = open().await;
+    first.start().expect("start");
+    // `b` settles after `a`: one settled operation is kept whole, so `a` is compacted.
+    for id in ["a", "b"] {
+        let intent = js(&format!(
+            "({{ id: '{run}-{id}', operationType: 'shape.upsert', canvasIds: ['c'], payload: {{}} }})"
+        ));
+        JsFuture::from(first.enqueue(intent))
+            .await
+            .expect("durable");
+        let _ = first.settle().await;
+    }
+    let a = format!("{run}-a");
+    for _ in 0..100 {
+        if field(&first.operation(&a), "compacted").is_truthy() {
+            break;
+        }
+        sleep(20).await;
+    }
+    assert_eq!(
+        field(&first.operation(&a), "compacted").as_bool(),
+        Some(true)
+    );
+    first.stop();
+    sleep(50).await;
+    let second = open().await;
+    second.start().expect("start");
+    // Opening read no tombstone: the synchronous call cannot know the id yet.
+    assert!(second.operation(&a).is_undefined());
+    let known = JsFuture::from(second.known(js(&format!("['{a}']"))))
+        .await
+        .expect("known");
+    let tombstone = js_sys::Array::from(&known).get(0);
+    assert_eq!(field(&tombstone, "compacted").as_bool(), Some(true));
+    assert_eq!(
+        field(&tombstone, "outcome").as_string().as_deref(),
+        Some("applied")
+    );
+    // Looked up, it is at hand: `operation(id)` answers what `known` gave.
+    let stringify = |v: &JsValue| js_sys::JSON::stringify(v).ok().and_then(|s| s.as_string());
+    assert_eq!(stringify(&second.operation(&a)), stringify(&tombstone));
+    second.stop();
+}

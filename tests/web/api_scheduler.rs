@@ -745,7 +745,7 @@ async fn issue37_when_saved_pending_and_saved_events_in_a_page() {
     scheduler.start().expect("start");
     one_edit(&scheduler, &run).await;
     sleep(100).await;
-    let pending = js_sys::Array::from(&scheduler.pending_js());
+    let pending = js_sys::Array::from(&scheduler.pending_js().expect("pending"));
     assert_eq!(pending.length(), 1);
     let entry = pending.get(0);
     let field = |name: &str| Reflect::get(&entry, &name.into()).unwrap_or(JsValue::UNDEFINED);
@@ -794,7 +794,10 @@ async fn issue37_when_saved_pending_and_saved_events_in_a_page() {
         events,
         r#"[{"type":"pending","count":1},{"type":"pending","count":0},{"type":"saved"}]"#
     );
-    assert_eq!(js_sys::Array::from(&scheduler.pending_js()).length(), 0);
+    assert_eq!(
+        js_sys::Array::from(&scheduler.pending_js().expect("pending")).length(),
+        0
+    );
     // A second edit held on the wire: stop() rejects its whenSaved().
     let intent = js(&format!(
         "({{ id: '{run}-1', operationType: 'shape.upsert', canvasIds: ['c'], payload: {{}} }})"

@@ -8,8 +8,9 @@
 //!   dead letter) and then frees its canvas (a later operation on it is delivered); the hook's
 //!   late answer changes nothing;
 //! - `compile`, `participants` and `onEvent` may call any scheduler method: it works, or
-//!   throws a coded error (`invalid_state` inside `compile`/`participants`, whose step holds
-//!   the scheduler's state), and never traps the module.
+//!   throws a coded error (`invalid_state` for `hold` and `start` inside
+//!   `compile`/`participants`, whose step holds the scheduler's state; the reads answer there,
+//!   see `hook_reads.rs`), and never traps the module.
 //!
 //! Each test's state lives on `globalThis` under a name made from its run id, so the page and
 //! worker binaries, and reruns, never share it.
@@ -21,13 +22,13 @@ use wasm_bindgen_test::wasm_bindgen_test;
 
 use super::support::{code_of, js, sleep};
 
-fn unique(prefix: &str) -> String {
+pub(super) fn unique(prefix: &str) -> String {
     let random = (js_sys::Math::random() * 1e12) as u64;
     format!("{prefix}-{}-{random}", crate::EXPECTED_GLOBAL)
 }
 
 /// The run's JS state object, `globalThis[name]`.
-fn state_name(run: &str) -> String {
+pub(super) fn state_name(run: &str) -> String {
     format!("__hostile_{}", run.replace('-', "_"))
 }
 
@@ -55,7 +56,7 @@ async fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
     panic!("timed out waiting for {what}");
 }
 
-async fn wait_reason(scheduler: &Scheduler, id: &str, expected: &str) {
+pub(super) async fn wait_reason(scheduler: &Scheduler, id: &str, expected: &str) {
     wait_until(&format!("{id} to be {expected}"), || {
         reason(scheduler, id) == expected
     })
@@ -63,13 +64,13 @@ async fn wait_reason(scheduler: &Scheduler, id: &str, expected: &str) {
     assert_eq!(reason(scheduler, id), expected);
 }
 
-fn intent(id: &str, canvas: &str) -> JsValue {
+pub(super) fn intent(id: &str, canvas: &str) -> JsValue {
     js(&format!(
         "{{ id: '{id}', operationType: 'shape.upsert', canvasIds: ['{canvas}'], payload: {{ shapeId: 's-{id}' }} }}"
     ))
 }
 
-async fn open(options: &str) -> Scheduler {
+pub(super) async fn open(options: &str) -> Scheduler {
     match Scheduler::open(js(options)).await {
         Ok(scheduler) => scheduler,
         Err(error) => panic!(
@@ -130,7 +131,7 @@ fn install_state(run: &str, hang: &str) {
     ));
 }
 
-fn state(run: &str, expression: &str) -> JsValue {
+pub(super) fn state(run: &str, expression: &str) -> JsValue {
     js(&format!("globalThis.{}.{expression}", state_name(run)))
 }
 
@@ -252,7 +253,7 @@ async fn h5_a_transport_query_that_never_settles_ends_the_attempt_hook_timeout()
 }
 
 /// Sets `globalThis[name]` to the scheduler as JS sees it (the exported class).
-fn expose(run: &str, scheduler: &Scheduler) {
+pub(super) fn expose(run: &str, scheduler: &Scheduler) {
     let _ = Reflect::set(
         &js_sys::global(),
         &format!("{}_scheduler", state_name(run)).into(),
@@ -284,6 +285,7 @@ fn call_everything(record: &str, s: &str, id: &str, extra_id: &str, canvas: &str
            note('claims', () => {s}.claims());
            note('operation', () => {s}.operation('{id}'));
            note('explain', () => {s}.explain('{id}'));
+           note('pending', () => {s}.pending());
            note('hold', () => {s}.hold()());
            note('events', () => {s}.events({{ limit: 5 }}));
            note('flush', () => {s}.flush('{id}'));
@@ -348,11 +350,13 @@ async fn h6_compile_and_participants_may_call_the_scheduler_and_the_operation_is
     sleep(50).await;
     for hook in ["compile", "participants"] {
         let seen = record(&run, hook);
-        assert_eq!(seen.len(), 8, "{hook}: {seen:?}");
+        assert_eq!(seen.len(), 9, "{hook}: {seen:?}");
         for (method, result) in &seen {
             let allowed: &[&str] = match method.as_str() {
-                // Synchronous reads and hold: refused, coded, inside the step.
-                "stats" | "claims" | "operation" | "explain" | "hold" => &["invalid_state"],
+                // Issue 37: the synchronous reads answer, from the step as it stands.
+                "stats" | "claims" | "operation" | "explain" | "pending" => &["ok"],
+                // A hold would change the ledger mid-step: refused, coded.
+                "hold" => &["invalid_state"],
                 // Once the step is over; `a` may be in flight by then (a coded refusal).
                 "flush" => &["ok", "invalid_state"],
                 // Asynchronous: they run once the step is over (the same intent enqueued
@@ -458,7 +462,7 @@ async fn h6_on_event_may_call_every_scheduler_method_stop_included() {
     sleep(50).await;
     assert_eq!(state(&run, "stopped").as_string().as_deref(), Some("ok"));
     let seen = record(&run, "first");
-    assert_eq!(seen.len(), 8, "{seen:?}");
+    assert_eq!(seen.len(), 9, "{seen:?}");
     for (method, result) in &seen {
         // `flush(a)` of a settled operation may be refused with its code; nothing traps.
         let allowed: &[&str] = if method == "flush" {

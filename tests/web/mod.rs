@@ -7,6 +7,7 @@ mod api_retention;
 mod api_scheduler;
 mod clock;
 mod driver;
+mod hook_reads;
 mod hostile_hooks;
 mod hostile_inputs;
 mod hostile_net;

@@ -1,11 +1,46 @@
 // An app's own worker module for worker mode (tests/e2e/worker_mode.mjs): serves the scheduler
 // with a synchronous `compile` hook, which cannot cross from the page. It marks each shape it
-// compiles so the test can see on the server that the hook ran in the worker.
+// compiles so the test can see on the server that the hook ran in the worker, and what the
+// worker's scheduler answered the hooks' reads (issue 37: reads work inside hooks).
 import { serve } from "/worker/serve.js";
 
+/** What `participants` read, by operation id, for `compile` to send along. */
+const seen = new Map();
+
+/** Reads the scheduler the hook was handed: each read's answer, or the code it threw. */
+function read(scheduler, intent) {
+  const code = (f) => {
+    try {
+      return f();
+    } catch (error) {
+      return `threw ${error?.code ?? error}`;
+    }
+  };
+  return {
+    reason: code(() => scheduler.explain(intent.id).reason),
+    pending: code(() => scheduler.pending().some((entry) => entry.id === intent.id)),
+    record: code(() => scheduler.operation(intent.id)?.intent.id === intent.id),
+    leader: code(() => scheduler.stats().leader),
+    claims: code(() => typeof scheduler.claims() === "object"),
+    hold: code(() => scheduler.hold() && "held"),
+  };
+}
+
 serve({
-  compile: (intent) => ({
-    payload: { ...intent.payload, shape: { ...intent.payload.shape, compiledBy: "worker" } },
+  participants: (intent, scheduler) => {
+    seen.set(intent.id, read(scheduler, intent));
+    return intent.canvasIds;
+  },
+  compile: (intent, requestId, scheduler) => ({
+    payload: {
+      ...intent.payload,
+      shape: {
+        ...intent.payload.shape,
+        compiledBy: "worker",
+        readInCompile: read(scheduler, intent),
+        readInParticipants: seen.get(intent.id) ?? null,
+      },
+    },
     canvasIds: intent.canvasIds,
   }),
 });

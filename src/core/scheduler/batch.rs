@@ -119,7 +119,8 @@ impl<H: Host> Scheduler<H> {
             let Some(candidate) = self.ledger.operation(&id).map(|o| o.intent.clone()) else {
                 break;
             };
-            let Ok(participants) = self.host.participants(&candidate).map(sorted) else {
+            let participants = self.ask_host(|host, reads| host.participants(&candidate, reads));
+            let Ok(participants) = participants.map(sorted) else {
                 break; // its own examination reports the failure
             };
             if participants.as_slice() != canvases {
@@ -136,7 +137,8 @@ impl<H: Host> Scheduler<H> {
             if !fits {
                 break; // same canvases, cannot join: it goes first, and so must what follows
             }
-            let Ok(own) = self.host.compile(&candidate, request_id) else {
+            let own = self.ask_host(|host, reads| host.compile(&candidate, request_id, reads));
+            let Ok(own) = own else {
                 break;
             };
             let joins = own.kind.as_deref().unwrap_or(&candidate.operation_type) == kind

@@ -377,7 +377,7 @@ impl<H: Host> Scheduler<H> {
     }
 
     fn idle_reason(&self) -> Option<&'static str> {
-        if !self.active.is_empty() {
+        if !self.active.is_empty() || self.in_hook {
             return None;
         }
         if let Some(gate) = self.gate() {

@@ -157,6 +157,8 @@ pub struct Scheduler<H: Host> {
     /// Operations held back by `coalesceMs` (`coalesce_hold`).
     coalescing: coalesce_hold::CoalesceHolds,
     counters: Counters,
+    /// A `participants` or `compile` hook is running (the host may read meanwhile).
+    in_hook: bool,
 }
 
 impl<H: Host> Scheduler<H> {
@@ -213,6 +215,7 @@ impl<H: Host> Scheduler<H> {
             clock_high: 0,
             coalescing: coalesce_hold::CoalesceHolds::default(),
             counters: Counters::default(),
+            in_hook: false,
         })
     }
 
@@ -224,6 +227,11 @@ impl<H: Host> Scheduler<H> {
     /// The ledger as this scheduler knows it.
     pub fn ledger(&self) -> &Ledger {
         &self.ledger
+    }
+
+    /// The host this scheduler calls.
+    pub fn host(&self) -> &H {
+        &self.host
     }
 
     /// The options in force.

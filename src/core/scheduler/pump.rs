@@ -191,7 +191,7 @@ impl<H: Host> Scheduler<H> {
             self.lane_waiters.insert(intent.sequence, id);
             return;
         }
-        let canvases = match self.host.participants(&intent) {
+        let canvases = match self.ask_host(|host, reads| host.participants(&intent, reads)) {
             Ok(list) => sorted_unique(list),
             Err(error) => return self.compile_failed(now, id, error),
         };
@@ -208,7 +208,8 @@ impl<H: Host> Scheduler<H> {
             return;
         }
         let request_id = self.host.create_request_id();
-        let compiled = match self.host.compile(&intent, &request_id) {
+        let compiled = match self.ask_host(|host, reads| host.compile(&intent, &request_id, reads))
+        {
             Ok(compiled) => compiled,
             Err(error) => return self.compile_failed(now, id, error),
         };
@@ -283,6 +284,15 @@ impl<H: Host> Scheduler<H> {
             );
         }
         self.launch(now, &request_id, RetryAction::Submit);
+    }
+
+    /// Calls a host hook with the scheduler as it stands, for the host's reads (see
+    /// [`Host`]); while it runs the scheduler is busy, not idle.
+    pub(super) fn ask_host<T>(&mut self, hook: impl FnOnce(&H, &Self) -> T) -> T {
+        self.in_hook = true;
+        let out = hook(&self.host, self);
+        self.in_hook = false;
+        out
     }
 
     fn compile_failed(&mut self, now: Millis, id: &str, error: SafeError) {

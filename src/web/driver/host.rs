@@ -16,6 +16,7 @@ use crate::core::host::{default_compile, CompiledRequest, Host};
 use crate::core::json::{self, JsonText};
 use crate::core::model::Intent;
 use crate::core::safe_error::SafeError;
+use crate::core::Scheduler;
 
 /// Request ids that are unique across tabs, reloads and restarts, and the JS hooks.
 #[derive(Debug, Default, Clone)]
@@ -24,6 +25,9 @@ pub struct WebHost {
     pub compile: Option<Function>,
     /// `participants(intent)`, synchronous.
     pub participants: Option<Function>,
+    /// Names this scheduler for the reads its hooks make (`host_code::read`); the driver
+    /// sets it.
+    pub key: u64,
 }
 
 fn random_uuid() -> Option<String> {
@@ -156,13 +160,17 @@ fn decode_compiled(value: &JsValue) -> Result<CompiledRequest, SafeError> {
 }
 
 impl Host for WebHost {
-    fn participants(&mut self, intent: &Intent) -> Result<Vec<String>, SafeError> {
+    fn participants(
+        &self,
+        intent: &Intent,
+        reads: &Scheduler<Self>,
+    ) -> Result<Vec<String>, SafeError> {
         let Some(hook) = &self.participants else {
             return Ok(intent.canvas_ids.clone());
         };
         // Host code (the hook, and any getter or trap of what it returns) inside the core's
-        // step: see `host_code`.
-        host_code::run(|| {
+        // step, its synchronous reads answered from `reads`: see `host_code`.
+        host_code::run(Some(reads), || {
             let value = hook
                 .call1(&JsValue::NULL, &intent_js(intent))
                 .map_err(|e| hook_error("participants", &e))?;
@@ -171,13 +179,18 @@ impl Host for WebHost {
         })
     }
 
-    fn compile(&mut self, intent: &Intent, request_id: &str) -> Result<CompiledRequest, SafeError> {
+    fn compile(
+        &self,
+        intent: &Intent,
+        request_id: &str,
+        reads: &Scheduler<Self>,
+    ) -> Result<CompiledRequest, SafeError> {
         let Some(hook) = &self.compile else {
             return Ok(default_compile(intent));
         };
         // Host code (the hook, and any getter or trap of what it returns) inside the core's
-        // step: see `host_code`.
-        host_code::run(|| {
+        // step, its synchronous reads answered from `reads`: see `host_code`.
+        host_code::run(Some(reads), || {
             let value = hook
                 .call2(
                     &JsValue::NULL,
@@ -192,6 +205,6 @@ impl Host for WebHost {
 
     fn create_request_id(&mut self) -> String {
         // `crypto.randomUUID` is the host's global: it may have replaced it.
-        host_code::run(Self::fresh_id)
+        host_code::run(None, Self::fresh_id)
     }
 }

@@ -85,6 +85,9 @@ struct State {
 #[derive(Clone)]
 pub struct Driver {
     state: Rc<RefCell<State>>,
+    /// Its host's key: inside its own `compile` or `participants`, reads find the scheduler
+    /// the hook was handed (see [`Driver::read`]).
+    key: u64,
 }
 
 fn not_leader(error: AcquireError) -> SchedulerError {
@@ -143,7 +146,12 @@ impl Driver {
             )
             .await
             .map_err(not_leader)?;
-        let scheduler = Scheduler::new(config, options.host, loaded.snapshot)?;
+        let key = crate::web::host_code::new_key();
+        let host = WebHost {
+            key,
+            ..options.host
+        };
+        let scheduler = Scheduler::new(config, host, loaded.snapshot)?;
         let transport = FetchTransport::new(&options.endpoint, options.attempt_timeout_ms)
             .with_max_answer_bytes(options.max_answer_bytes);
         let state = State {
@@ -163,6 +171,7 @@ impl Driver {
         };
         let driver = Driver {
             state: Rc::new(RefCell::new(state)),
+            key,
         };
         // Retention: counted after the load, in a transaction begun now (it sees what the
         // load saw), so open + start never wait for IndexedDB to walk the tombstones.
@@ -180,10 +189,10 @@ impl Driver {
     /// W2: due times are absolute; a throttled background timer may fire late, so work is
     /// re-checked when the page becomes visible and when the network comes back.
     fn watch_wake_signals(&self) {
-        let weak = Rc::downgrade(&self.state);
+        let (weak, key) = (Rc::downgrade(&self.state), self.key);
         let signals = WakeSignals::new(move |reason| {
             let Some(state) = weak.upgrade() else { return };
-            let driver = Driver { state };
+            let driver = Driver { state, key };
             match reason {
                 WakeReason::Visible => driver.wake(),
                 WakeReason::Online => driver.set_online(true),
@@ -408,6 +417,32 @@ impl Driver {
         let state = self.state.borrow();
         let now = state.clock.now();
         f(&state.scheduler, now)
+    }
+
+    /// Reads the scheduler for the host's synchronous reads (`stats`, `operation`, `explain`,
+    /// `claims`, `pending`). Inside this scheduler's own `compile` or `participants` the state
+    /// is borrowed by the step: the read answers from the scheduler the hook was handed, as
+    /// it stands between two operations.
+    ///
+    /// # Errors
+    ///
+    /// `invalid_state` when the state is borrowed by anything else (host code that the step
+    /// runs without handing it the scheduler, such as a replaced `crypto.randomUUID`).
+    pub fn read<T>(
+        &self,
+        reader: impl FnOnce(&Scheduler<WebHost>, Millis) -> T,
+    ) -> Result<T, SchedulerError> {
+        if let Ok(state) = self.state.try_borrow() {
+            let now = state.clock.now();
+            return Ok(reader(&state.scheduler, now));
+        }
+        let now = BrowserClock::new().now();
+        crate::web::host_code::read(self.key, |scheduler| reader(scheduler, now)).ok_or_else(|| {
+            SchedulerError::new(
+                ErrorCode::InvalidState,
+                "the scheduler is in the middle of a step: read it from compile, participants or afterwards",
+            )
+        })
     }
 
     /// Runs a host action (flush, retry, discard, revise) and carries out its effects.

@@ -266,19 +266,27 @@ impl Tab {
     }
 
     /// Canvas id → request id (the dispatcher's claims; none while following).
-    pub fn claims(&self) -> JsValue {
+    ///
+    /// # Errors
+    ///
+    /// `invalid_state` (see [`Driver::read`](crate::web::driver::Driver::read)).
+    pub fn claims(&self) -> Result<JsValue, SchedulerError> {
         match self.driver() {
-            Some(driver) => driver.inspect(|s, _| to_js(&s.claims())),
-            None => js_sys::Object::new().into(),
+            Some(driver) => driver.read(|s, _| to_js(&s.claims())),
+            None => Ok(js_sys::Object::new().into()),
         }
     }
 
     /// The operation record: the ledger's while leading; while following, the latest the
     /// leader relayed for an operation this tab enqueued (sequence 0 until it is relayed).
-    pub fn operation(&self, id: &str) -> Option<JsValue> {
+    ///
+    /// # Errors
+    ///
+    /// `invalid_state` (see [`Driver::read`](crate::web::driver::Driver::read)).
+    pub fn operation(&self, id: &str) -> Result<Option<JsValue>, SchedulerError> {
         match self.driver() {
-            Some(driver) => driver.inspect(|s, _| s.known(id).map(|known| known_js(&known))),
-            None => self.state.borrow().views.get(id),
+            Some(driver) => driver.read(|s, _| s.known(id).map(|known| known_js(&known))),
+            None => Ok(self.state.borrow().views.get(id)),
         }
     }
 
@@ -331,11 +339,9 @@ impl Tab {
     /// `unknown_operation`.
     pub fn explain(&self, id: &str) -> Result<JsValue, SchedulerError> {
         if let Some(driver) = self.driver() {
-            return driver
-                .inspect(|s, now| s.explain(now, id))
-                .map(|e| to_js(&e));
+            return driver.read(|s, now| s.explain(now, id))?.map(|e| to_js(&e));
         }
-        let view = self.operation(id).ok_or_else(|| {
+        let view = self.operation(id)?.ok_or_else(|| {
             SchedulerError::new(
                 ErrorCode::UnknownOperation,
                 format!("operation {id} is not known to this tab (another tab dispatches)"),
@@ -364,9 +370,13 @@ impl Tab {
 
     /// Issue 37: the unsettled operations in sequence order. While following: this tab's own,
     /// as the leader last relayed them (`queued` for `not_leader`, or `blocked`).
-    pub fn pending(&self) -> JsValue {
+    ///
+    /// # Errors
+    ///
+    /// `invalid_state` (see [`Driver::read`](crate::web::driver::Driver::read)).
+    pub fn pending(&self) -> Result<JsValue, SchedulerError> {
         if let Some(driver) = self.driver() {
-            return driver.inspect(|s, now| to_js(&s.pending(now)));
+            return driver.read(|s, now| to_js(&s.pending(now)));
         }
         let state = self.state.borrow();
         let mut entries: Vec<crate::core::scheduler::PendingEntry> = Vec::new();
@@ -400,13 +410,17 @@ impl Tab {
             });
         }
         entries.sort_by_key(|e| e.sequence);
-        to_js(&entries)
+        Ok(to_js(&entries))
     }
 
     /// Counters and the idle reason; `leaderOwner` names the dispatching tab when known.
-    pub fn stats(&self) -> JsValue {
+    ///
+    /// # Errors
+    ///
+    /// `invalid_state` (see [`Driver::read`](crate::web::driver::Driver::read)).
+    pub fn stats(&self) -> Result<JsValue, SchedulerError> {
         if let Some(driver) = self.driver() {
-            return driver.inspect(|s, _| to_js(&s.stats()));
+            return driver.read(|s, _| to_js(&s.stats()));
         }
         let state = self.state.borrow();
         let idle = match state.role {
@@ -414,7 +428,7 @@ impl Tab {
             _ if !state.started => "not_started",
             _ => "not_leader",
         };
-        to_js(&SchedulerStats {
+        Ok(to_js(&SchedulerStats {
             scanned: 0,
             claimed: 0,
             raced: 0,
@@ -434,7 +448,7 @@ impl Tab {
             tombstones: 0,
             fence: None,
             leader_owner: state.leader_owner.clone(),
-        })
+        }))
     }
 
     /// After a change of leader: outcomes of this tab's operations that a relay message may
