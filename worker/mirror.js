@@ -56,7 +56,7 @@
 
 const LIMIT = 10_000;
 /** Unsettled operations a poll refreshes at most (in turn, when there are more). */
-const POLL_BATCH = 500;
+const POLL_BATCH = 100;
 /** How stale the page's `pending()` may get while events stream in (polls refresh it too). */
 const PENDING_MS = 100;
 
