@@ -235,6 +235,12 @@ class PuppeteerPage extends BasePage {
   constructor(page) {
     super();
     this.raw = page;
+    // A page with unsaved work asks before it is left (the demo editor's `beforeunload`):
+    // a test's reload or close leaves anyway, as a user who answers "Leave" does. Firefox
+    // otherwise holds the reload on the prompt (Chromium's and WebKit's drivers go on).
+    page.on("dialog", (dialog) => {
+      if (dialog.type() === "beforeunload") dialog.accept().catch(() => {});
+    });
     /** Directories of files chosen through file inputs, removed when the page closes. */
     this.files = [];
   }
