@@ -661,8 +661,12 @@ function render(): void {
   ($("recolour") as HTMLButtonElement).disabled = canvasView.selected === null;
   ($("delete") as HTMLButtonElement).disabled = canvasView.selected === null;
   panel.refresh(scheduler, state.pending);
-  const outside = state.pending.filter((op) => !op.enqueued).length;
-  badge.update(scheduler ? scheduler.pending() : [], outside, storageFailed ? STORAGE_TROUBLE : null);
+  // Edits the ledger does not list yet (storage refused them, or their enqueue is on its
+  // way): in worker mode the mirror may list one before its enqueue resolves here.
+  const listed = scheduler ? scheduler.pending() : [];
+  const inLedger = new Set(listed.map((op) => op.id));
+  const outside = state.pending.filter((op) => !op.enqueued && !inLedger.has(op.id)).length;
+  badge.update(listed, outside, storageFailed ? STORAGE_TROUBLE : null);
 }
 
 setInterval(() => {
