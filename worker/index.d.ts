@@ -14,16 +14,17 @@ export type {
 } from "../pkg/web/canvas_scheduler.js";
 
 /**
- * Options of worker mode's `Scheduler.open`: the page's options but the three functions that
- * cannot cross to a worker (`compile`, `participants`, `transport`: give them to `serve()` in
+ * Options of worker mode's `Scheduler.open`: the page's options but the four functions that
+ * cannot cross to a worker (`compile`, `participants`, `coalesce`, `transport`: give them to `serve()` in
  * your own worker module and pass that worker as `worker`). `onEvent` runs on the page;
  * `headers`, `authorize` and `classifyError` are asked of the page by the worker.
  */
-export type WorkerSchedulerOptions = Omit<SchedulerOptions, "compile" | "participants" | "transport"> & {
+export type WorkerSchedulerOptions = Omit<SchedulerOptions, "compile" | "participants" | "coalesce" | "transport"> & {
   /** A dedicated module worker that calls `serve()` (default: the package's own, no hooks). */
   worker?: Worker;
   compile?: never;
   participants?: never;
+  coalesce?: never;
   transport?: never;
 };
 

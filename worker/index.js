@@ -13,8 +13,8 @@ import { Mirror } from "./mirror.js";
 const ERROR_NAME = "CanvasSchedulerError";
 /** @type {("headers" | "authorize" | "classifyError")[]} */
 const PAGE_HOOKS = ["headers", "authorize", "classifyError"];
-/** @type {("compile" | "participants" | "transport")[]} */
-const WORKER_ONLY = ["compile", "participants", "transport"];
+/** @type {("compile" | "participants" | "coalesce" | "transport")[]} */
+const WORKER_ONLY = ["compile", "participants", "coalesce", "transport"];
 
 /**
  * @param {string} code

@@ -1,5 +1,5 @@
 // Worker mode, inside the worker (`canvas-scheduler/worker/serve`).
-import type { CompiledRequest, Scheduler, SchedulerEvent, SchedulerOptions, StoredIntent } from "../pkg/web/canvas_scheduler.js";
+import type { CompiledRequest, Json, Scheduler, SchedulerEvent, SchedulerOptions, StoredIntent } from "../pkg/web/canvas_scheduler.js";
 
 /** The hooks that run in the worker: the synchronous ones, a custom transport, and any async one. */
 export type WorkerHooks = Pick<SchedulerOptions, "transport" | "headers" | "authorize" | "classifyError"> & {
@@ -13,6 +13,9 @@ export type WorkerHooks = Pick<SchedulerOptions, "transport" | "headers" | "auth
   /** Synchronous: the canvases an intent touches (default: its canvasIds). `scheduler` as for
    * `compile`. */
   participants?: (intent: StoredIntent, scheduler: Scheduler) => string[];
+  /** Synchronous: the payload a replacement carries when it replaces an older intent with its
+   * `coalesceKey` (see the page's `coalesce` option). `scheduler` as for `compile`. */
+  coalesce?: (older: StoredIntent, newer: StoredIntent, scheduler: Scheduler) => Json;
   /**
    * Hears each event in the worker, before the page's `onEvent` and before the worker runs
    * anything else: state that `compile` reads, kept here, is current for the next request.

@@ -27,7 +27,7 @@ import { Tracker } from "./mirror.js";
  * @typedef {{ postMessage(message: OutMessage): void, onmessage: ((event: MessageEvent<InMessage>) => unknown) | null, close(): void }} WorkerScope
  */
 
-const WORKER_HOOKS = ["compile", "participants", "transport", "headers", "authorize", "classifyError", "onEvent"];
+const WORKER_HOOKS = ["compile", "participants", "coalesce", "transport", "headers", "authorize", "classifyError", "onEvent"];
 const PAGE_HOOKS = ["headers", "authorize", "classifyError"];
 /** The Scheduler methods a `call` message may name. */
 const CALLS = ["enqueue", "enqueueMany", "resume", "retryAllNow", "settle", "whenSaved", "flush", "retry", "discard", "events", "known"];
@@ -147,12 +147,13 @@ export function serve(hooks = {}) {
     /** @type {SchedulerOptions & Record<string, unknown>} */
     const full = { ...options };
     for (const name of WORKER_HOOKS) if (hooks[name] !== undefined) full[name] = hooks[name];
-    // `compile` and `participants` are handed the worker's scheduler last: its synchronous
+    // `compile`, `participants` and `coalesce` are handed the worker's scheduler last: its synchronous
     // reads answer there, from the step the hook runs in (a hook here cannot reach it else).
-    const { compile, participants } = hooks;
+    const { compile, participants, coalesce } = hooks;
     const ours = () => /** @type {Scheduler} */ (scheduler);
     if (typeof compile === "function") full.compile = (intent, requestId) => compile(intent, requestId, ours());
     if (typeof participants === "function") full.participants = (intent) => participants(intent, ours());
+    if (typeof coalesce === "function") full.coalesce = (older, newer) => coalesce(older, newer, ours());
     for (const name of pageHooks) if (PAGE_HOOKS.includes(name)) full[name] = askPage(name);
     /** @type {SchedulerEvent[]} */
     const pending = [];

@@ -33,6 +33,7 @@ export type ErrorCode =
   | "not_leader"
   | "other_principal"
   | "owner_in_use"
+  | "coalesce_failed"
   | "invalid_database_name"
   | "storage_unavailable"
   | "storage_write_failed"

@@ -16,7 +16,7 @@ use crate::web::transport::DEFAULT_MAX_ANSWER_BYTES;
 /// Default per-attempt timeout.
 pub const DEFAULT_ATTEMPT_TIMEOUT_MS: u32 = 30_000;
 
-const KEYS: [&str; 21] = [
+const KEYS: [&str; 22] = [
     "transport",
     "database",
     "endpoint",
@@ -34,6 +34,7 @@ const KEYS: [&str; 21] = [
     "headers",
     "compile",
     "participants",
+    "coalesce",
     "authorize",
     "classifyError",
     "onEvent",
@@ -49,6 +50,8 @@ pub struct Hooks {
     pub compile: Option<Function>,
     /// `participants(intent)`.
     pub participants: Option<Function>,
+    /// `coalesce(older, newer)`.
+    pub coalesce: Option<Function>,
     /// `authorize({request, principal})`.
     pub authorize: Option<Function>,
     /// `classifyError(error)`.
@@ -318,6 +321,7 @@ pub fn decode_options(options: &JsValue) -> Result<OpenOptions, SchedulerError> 
         headers: function(options, "headers")?,
         compile: function(options, "compile")?,
         participants: function(options, "participants")?,
+        coalesce: function(options, "coalesce")?,
         authorize: function(options, "authorize")?,
         classify_error: function(options, "classifyError")?,
         on_event: function(options, "onEvent")?,

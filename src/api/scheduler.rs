@@ -581,6 +581,7 @@ impl Scheduler {
             host: WebHost {
                 compile: options.hooks.compile,
                 participants: options.hooks.participants,
+                coalesce: options.hooks.coalesce,
                 key: 0, // set by the driver
             },
             config: options.config,

@@ -39,6 +39,9 @@ export interface OperationIntent {
    * Replaces the pending, not yet frozen intent with the same key (same kind, canvases and
    * principal) that nothing depends on; the replaced one settles `discarded`, error
    * `superseded` with `details.replacedBy`. A dependency on it waits for the replacement.
+   * The replaced one is written without its payload (`payload: null`) in the transaction
+   * that stores its replacement; enqueued again as it was, it is still the same intent. See
+   * the `coalesce` option to merge diffs and `coalesceMs` to hold a drag back.
    */
   coalesceKey?: string;
   sequence?: number;
@@ -170,6 +173,14 @@ export interface SchedulerOptions {
   /** Synchronous: the canvases an intent touches (default: its canvasIds). May read the
    * scheduler, as `compile` may. */
   participants?: (intent: StoredIntent) => string[];
+  /** Synchronous: merges two intents with one `coalesceKey` when the newer replaces the
+   * older (pending, not yet frozen): returns the payload the newer one carries, e.g. two
+   * diffs added up. Without it the newer payload replaces the older as it is (absolute
+   * updates). What it throws, or a payload over `maxPayloadBytes`, replaces nothing: both
+   * are sent in order, and an `error` event with code `coalesce_failed` says why. The
+   * replacement is still known by the intent as given (enqueued again, it is the same). May
+   * read the scheduler, as `compile` may. */
+  coalesce?: (older: StoredIntent, newer: StoredIntent) => Json;
   /** K3: runs before every send; may be async. Only `{allowed: boolean}` decides; any other
    * answer is a failed check (retried). A denial of a request the server may have is checked
    * with a query first. */

@@ -42,11 +42,14 @@ pub enum ErrorCode {
     OtherPrincipal,
     /// W4: another live tab of this ledger was opened with the same `owner`.
     OwnerInUse,
+    /// The host's `coalesce` hook threw or returned what cannot be a payload: the two
+    /// intents are both sent, unmerged (an `error` event, never an enqueue's error).
+    CoalesceFailed,
 }
 
 impl ErrorCode {
     /// Every code, for checks that each one is declared and documented.
-    pub const ALL: [ErrorCode; 18] = [
+    pub const ALL: [ErrorCode; 19] = [
         ErrorCode::InvalidIntent,
         ErrorCode::DuplicateOperation,
         ErrorCode::UnknownDependency,
@@ -65,6 +68,7 @@ impl ErrorCode {
         ErrorCode::NotLeader,
         ErrorCode::OtherPrincipal,
         ErrorCode::OwnerInUse,
+        ErrorCode::CoalesceFailed,
     ];
 
     /// The stable code string that reaches JS as `error.code`.
@@ -88,6 +92,7 @@ impl ErrorCode {
             ErrorCode::NotLeader => "not_leader",
             ErrorCode::OtherPrincipal => "other_principal",
             ErrorCode::OwnerInUse => "owner_in_use",
+            ErrorCode::CoalesceFailed => "coalesce_failed",
         }
     }
 }

@@ -54,6 +54,18 @@ pub trait Host: Sized {
         Ok(default_compile(intent))
     }
 
+    /// Issue 37: merges a pending, unfrozen intent and the newer one with its `coalesceKey`
+    /// that replaces it: the payload the replacement carries (diffs merged). `Ok(None)`, the
+    /// default: the newer payload as it is (absolute updates). An error replaces nothing.
+    fn coalesce(
+        &self,
+        _older: &Intent,
+        _newer: &Intent,
+        _reads: &Scheduler<Self>,
+    ) -> Result<Option<Payload>, SafeError> {
+        Ok(None)
+    }
+
     /// A fresh, never reused request id (the idempotency key).
     fn create_request_id(&mut self) -> String;
 }

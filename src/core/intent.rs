@@ -118,7 +118,7 @@ fn check_ids(list: &[String], field: &str) -> Result<(), SchedulerError> {
 /// Payload depth, `__proto__` keys (prototype pollution once handed back to JS) and size,
 /// read from the payload's text in one pass (the text is what is stored and sent: no tree is
 /// built and nothing is serialized again to count its bytes).
-fn check_payload(payload: &Payload, max_bytes: usize) -> Result<(), SchedulerError> {
+pub fn check_payload(payload: &Payload, max_bytes: usize) -> Result<(), SchedulerError> {
     check_shape(&mut Reader::new(payload.text()), 1)?;
     let size = payload.text().len();
     if size > max_bytes {

@@ -150,6 +150,11 @@ pub struct Operation {
     /// How it ended, once resolved (boxed: a pending operation, the many a load moves
     /// around, has none).
     pub outcome: Option<Box<OperationOutcome>>,
+    /// [`intent_digest`](crate::core::retention::intent_digest) of the intent as the host
+    /// gave it, once the stored one differs: a `coalesce` hook merged an older payload into
+    /// it, or a newer intent superseded it and its payload was dropped. The same intent
+    /// enqueued again is recognised by it.
+    pub given_digest: Option<String>,
 }
 
 impl Operation {
@@ -161,6 +166,7 @@ impl Operation {
             blockers: Vec::new(),
             request_id: None,
             outcome: None,
+            given_digest: None,
         }
     }
 
@@ -409,6 +415,7 @@ crate::json_record!(Operation {
     blockers: "blockers" default,
     request_id: "requestId" skip,
     outcome: "outcome" skip,
+    given_digest: "givenDigest" skip,
 });
 
 crate::json_enum!(RequestPhase {

@@ -1,7 +1,7 @@
 //! The packed form of an operation page: each operation one JSON array, its fields by
 //! position, trailing defaults left out —
 //! `[id, sequence, operationType, phase, canvasIds, dependencies, payload, blockers, revision,
-//! requestId, outcome, expectedVersions, runId, coalesceKey, blob, principal]`.
+//! requestId, outcome, expectedVersions, runId, coalesceKey, blob, principal, givenDigest]`.
 //!
 //! A load of 100 000 pending operations reads and parses every page; as objects, the field
 //! names were about 45% of the bytes, and matching them a good part of the parse. Packed, a
@@ -44,6 +44,7 @@ fn write_packed(op: &Operation, writer: &mut Writer) {
         intent.coalesce_key.is_some(),
         intent.blob.is_some(),
         intent.principal.is_some(),
+        op.given_digest.is_some(),
     ];
     let len = ALWAYS + present.iter().rposition(|p| *p).map_or(0, |at| at + 1);
     writer.array();
@@ -73,7 +74,8 @@ fn write_packed(op: &Operation, writer: &mut Writer) {
         intent.run_id,
         intent.coalesce_key,
         intent.blob,
-        intent.principal
+        intent.principal,
+        op.given_digest
     );
     debug_assert_eq!(at, ALWAYS + present.len());
     writer.end_array();
@@ -116,10 +118,11 @@ fn read_packed(reader: &mut Reader<'_>) -> Result<Operation, JsonError> {
         op.intent.run_id,
         op.intent.coalesce_key,
         op.intent.blob,
-        op.intent.principal
+        op.intent.principal,
+        op.given_digest
     );
     if reader.item()? {
-        return Err(reader.error("a packed operation has more than 16 fields"));
+        return Err(reader.error("a packed operation has more than 17 fields"));
     }
     Ok(op)
 }
@@ -187,6 +190,7 @@ mod tests {
             canonical: Some(json!({"v": 2}).into()),
             at: 5,
         }));
+        op.given_digest = Some("digest-of-the-intent-as-given".into());
         op
     }
 
@@ -224,7 +228,7 @@ mod tests {
     fn a_malformed_packed_operation_is_an_error() {
         for text in [
             r#"[["op-1",1,"shape.upsert"]]"#,
-            r#"[["op-1",1,"shape.upsert","pending",[],[],null,[],0,null,null,{},null,null,null,null,"extra"]]"#,
+            r#"[["op-1",1,"shape.upsert","pending",[],[],null,[],0,null,null,{},null,null,null,null,null,"extra"]]"#,
             r#"[["op-1","1","shape.upsert","pending"]]"#,
             r#"[["op-1",1,"shape.upsert","gone"]]"#,
             r#"[["op-1",1,"shape.upsert","pending"],{"intent":{}}]"#,

@@ -103,7 +103,10 @@ impl Tombstone {
             key,
             id: op.intent.id.clone(),
             principal: op.intent.principal.clone(),
-            digest: intent_digest(&op.intent),
+            digest: op
+                .given_digest
+                .clone()
+                .unwrap_or_else(|| intent_digest(&op.intent)),
             sequence: op.intent.sequence,
             settlement: outcome.settlement,
             settled_at: outcome.at,

@@ -350,6 +350,16 @@ const tests = [
       assert.ok((await page.evaluate(() => window.wm.headerCalls.count)) >= 1, "the page's headers hook was asked");
       const authorized = await page.evaluate(() => window.wm.authorizeCalls);
       assert.ok(authorized.some((ids) => ids.includes(id)), `the page's authorize hook saw the request: ${JSON.stringify(authorized)}`);
+      // Issue 37 item 3: the worker's coalesce hook merges three intents of one key into the
+      // last, in one enqueueMany; the replaced ones keep no payload.
+      const drags = [1, 2, 3].map((x) => ({ ...shape(unique("drag"), "canvas-d", { x }), coalesceKey: "drag:d" }));
+      for (const drag of drags) drag.payload.shapeId = "s-dragged";
+      await page.evaluate((intents) => window.wm.scheduler.enqueueMany(intents), drags);
+      assert.equal((await settledEvent(page, drags[2].id)).outcome, "applied");
+      const dragged = (await appliedOnce(drags[2].id)).canvases["canvas-d"].document.shapes["s-dragged"];
+      assert.deepEqual([dragged.x, dragged.merges, dragged.coalescedIn, dragged.olderWasPending], [3, 2, "worker", true]);
+      const replaced = await page.evaluate((id) => window.wm.scheduler.operation(id), drags[0].id);
+      assert.equal(replaced?.intent.payload, null, JSON.stringify(replaced));
     });
   }],
   ["what cannot cross to a worker is refused with invalid_options", async () => {
@@ -357,6 +367,7 @@ const tests = [
       const got = await page.evaluate(async () => ({
         compile: await window.wm.openFails({ compile: () => ({ payload: null, canvasIds: [] }) }),
         participants: await window.wm.openFails({ participants: () => [] }),
+        coalesce: await window.wm.openFails({ coalesce: () => null }),
         transport: await window.wm.openFails({ transport: { submit() {}, query() {} } }),
         clone: await window.wm.openFails({ retry: { baseMs: () => 1 } }),
         twice: await window.wm.openFails({ headers: async () => ({}) }, "./headers.worker.js"),

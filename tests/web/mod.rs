@@ -6,6 +6,7 @@ mod api_probe;
 mod api_retention;
 mod api_scheduler;
 mod clock;
+mod coalesce;
 mod driver;
 mod hook_reads;
 mod hostile_hooks;

@@ -391,3 +391,41 @@ async fn d4_a_malformed_inbox_entry_is_quarantined_and_reported_to_the_leader() 
         "gone from the inbox"
     );
 }
+
+/// Issue 37: a follower's `whenSaved()` covers what it enqueued before the call, though its
+/// intents sit in the shared inbox until the leader adopts them: it resolves only once the
+/// server applied them, whether the enqueue was awaited or not.
+#[wasm_bindgen_test]
+async fn issue37_a_followers_when_saved_covers_its_intents_still_in_the_inbox() {
+    let run = unique("saved");
+    let a = open_tab(&run, "a").await;
+    let b = open_tab(&run, "b").await;
+    for tab in [&a, &b] {
+        tab.start().expect("start");
+    }
+    wait_for("b to learn the leader", || {
+        stats_of(&b).1.as_deref() == Some("a")
+    })
+    .await;
+    let ours = |prefix: &str| {
+        applied(&run)
+            .iter()
+            .filter(|(id, n)| id.contains(prefix) && *n == 1.0)
+            .count()
+    };
+    // Awaited, then asked at once.
+    b.enqueue_many(intents(&run, "awaited", 5))
+        .await
+        .expect("b enqueues");
+    let saved = b.when_saved().await.expect("whenSaved through the leader");
+    assert_eq!(ours("-awaited-"), 5, "resolved only once all five were applied");
+    assert_eq!(js_sys::Array::from(&field(&saved, "blocked")).length(), 0);
+    // Not awaited: the call still came before whenSaved.
+    let enqueued = b.enqueue_many(intents(&run, "unawaited", 5));
+    b.when_saved().await.expect("whenSaved");
+    assert_eq!(ours("-unawaited-"), 5, "covers an enqueue not yet durable");
+    enqueued.await.expect("durable");
+    for tab in [&a, &b] {
+        tab.stop();
+    }
+}

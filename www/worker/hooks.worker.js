@@ -1,5 +1,5 @@
 // An app's own worker module for worker mode (tests/e2e/worker_mode.mjs): serves the scheduler
-// with a synchronous `compile` hook, which cannot cross from the page. It marks each shape it
+// with synchronous `compile` and `coalesce` hooks, which cannot cross from the page. It marks each shape it
 // compiles so the test can see on the server that the hook ran in the worker, and what the
 // worker's scheduler answered the hooks' reads (issue 37: reads work inside hooks).
 import { serve } from "/worker/serve.js";
@@ -27,6 +27,17 @@ function read(scheduler, intent) {
 }
 
 serve({
+  // Merges a replaced intent into its replacement (issue 37 item 3): counts the merges and
+  // says where they ran, for the test to see on the server.
+  coalesce: (older, newer, scheduler) => ({
+    ...newer.payload,
+    shape: {
+      ...newer.payload.shape,
+      coalescedIn: "worker",
+      merges: (older.payload.shape.merges ?? 0) + 1,
+      olderWasPending: scheduler.explain(older.id).state === "pending",
+    },
+  }),
   participants: (intent, scheduler) => {
     seen.set(intent.id, read(scheduler, intent));
     return intent.canvasIds;

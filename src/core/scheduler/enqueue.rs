@@ -5,8 +5,10 @@ use super::Scheduler;
 use crate::core::error::{ErrorCode, SchedulerError};
 use crate::core::host::Host;
 use crate::core::intent::{
-    check_fields, find_cycle, into_intent, same_intent, IntentInput, MAX_SAFE_INTEGER,
+    check_fields, check_payload, find_cycle, into_intent, same_intent, IntentInput,
+    MAX_SAFE_INTEGER,
 };
+use crate::core::payload::Payload;
 use crate::core::io::BatchNo;
 use crate::core::io::Report;
 use crate::core::json::JsonText;
@@ -15,6 +17,7 @@ use crate::core::model::{
     EventKind, Millis, Operation, OperationOutcome, OperationPhase, Settlement,
 };
 use crate::core::partial::{partition, Holdings, Partition, Verdict};
+use crate::core::retention::{input_digest, intent_digest};
 use crate::core::safe_error::SafeError;
 use std::collections::BTreeSet;
 
@@ -170,7 +173,10 @@ impl<H: Host> Scheduler<H> {
 
     /// Coalescing: a new intent with a `coalesceKey` replaces the pending, not yet frozen
     /// operation with the same key, kind, canvases and principal (a later absolute update
-    /// supersedes an earlier one). Never once frozen, never one that others depend on.
+    /// supersedes an earlier one). Never once frozen, never one that others depend on. With a
+    /// `coalesce` hook the new payload is the hook's merge of both (diffs); a merge that fails
+    /// or outgrows `maxPayloadBytes` replaces nothing, and both are sent in order. The
+    /// replaced operation keeps no payload: it is written without one in this same batch.
     fn supersede(&mut self, now: Millis, new_id: &str) {
         let Some(new) = self.ledger.operation(new_id).map(|o| o.intent.clone()) else {
             return;
@@ -205,6 +211,25 @@ impl<H: Host> Scheduler<H> {
         if !replaceable {
             return;
         }
+        let merged = match self.host.coalesce(&old.intent, &new, self) {
+            Ok(merged) => merged,
+            Err(error) => {
+                self.coalesce_failed(&old_id, new_id, error);
+                return;
+            }
+        };
+        if let Some(payload) = merged {
+            if let Err(error) = check_payload(&payload, self.config.max_payload_bytes) {
+                let error = SafeError::new("coalesce_failed", &error.message);
+                self.coalesce_failed(&old_id, new_id, error);
+                return;
+            }
+            self.ledger.update_operation(new_id, |op| {
+                op.given_digest
+                    .get_or_insert_with(|| intent_digest(&op.intent));
+                op.intent.payload = payload;
+            });
+        }
         // The replacement is named in the details too: dependencies on the old one wait for
         // it (Ledger::dependency_target), across reloads.
         let error = SafeError::new(SUPERSEDED, &format!("replaced by {new_id}"))
@@ -219,6 +244,11 @@ impl<H: Host> Scheduler<H> {
                 at: now,
             },
         );
+        self.ledger.update_operation(&old_id, |op| {
+            op.given_digest
+                .get_or_insert_with(|| intent_digest(&op.intent));
+            op.intent.payload = Payload::default();
+        });
         self.indexed.remove(&old_id);
         self.coalescing.forget(&old_id);
         self.ready.remove(old.intent.sequence, &old_id);
@@ -238,6 +268,19 @@ impl<H: Host> Scheduler<H> {
             error: Some(error),
             canonical: None,
         });
+    }
+
+    /// The host's `coalesce` hook failed: nothing is replaced (both are sent, in order), and
+    /// the host hears why, as an `error` event.
+    fn coalesce_failed(&mut self, old_id: &str, new_id: &str, error: SafeError) {
+        let message = format!(
+            "coalesce({old_id}, {new_id}) failed, both are sent: {}",
+            error.message
+        );
+        self.report(Report::Error(SchedulerError::new(
+            ErrorCode::CoalesceFailed,
+            message,
+        )));
     }
 
     /// Checks a batch against itself and the ledger; returns the intents not yet admitted
@@ -321,7 +364,15 @@ impl<H: Host> Scheduler<H> {
 /// with that id is `duplicate_operation`.
 fn held(ledger: &Ledger, input: &IntentInput, principal: &Option<String>) -> Option<Verdict> {
     if let Some(stored) = ledger.operation(&input.id) {
-        if same_intent(&stored.intent, input) && stored.intent.principal == *principal {
+        // A merged or dropped payload: the intent as given is known by its digest.
+        let same = match &stored.given_digest {
+            Some(digest) => {
+                input_digest(input) == *digest
+                    && input.sequence.is_none_or(|s| s == stored.intent.sequence)
+            }
+            None => same_intent(&stored.intent, input),
+        };
+        if same && stored.intent.principal == *principal {
             return Some(Ok(()));
         }
         return Some(Err(SchedulerError::new(

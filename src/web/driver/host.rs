@@ -15,6 +15,7 @@ use crate::web::thrown::Thrown;
 use crate::core::host::{default_compile, CompiledRequest, Host};
 use crate::core::json::{self, JsonText};
 use crate::core::model::Intent;
+use crate::core::payload::Payload;
 use crate::core::safe_error::SafeError;
 use crate::core::Scheduler;
 
@@ -25,6 +26,8 @@ pub struct WebHost {
     pub compile: Option<Function>,
     /// `participants(intent)`, synchronous.
     pub participants: Option<Function>,
+    /// `coalesce(older, newer)`, synchronous: the replacement's payload.
+    pub coalesce: Option<Function>,
     /// Names this scheduler for the reads its hooks make (`host_code::read`); the driver
     /// sets it.
     pub key: u64,
@@ -200,6 +203,26 @@ impl Host for WebHost {
                 .map_err(|e| hook_error("compile", &e))?;
             reject_promise("compile", &value)?;
             decode_compiled(&value)
+        })
+    }
+
+    fn coalesce(
+        &self,
+        older: &Intent,
+        newer: &Intent,
+        reads: &Scheduler<Self>,
+    ) -> Result<Option<Payload>, SafeError> {
+        let Some(hook) = &self.coalesce else {
+            return Ok(None);
+        };
+        host_code::run(Some(reads), || {
+            let value = hook
+                .call2(&JsValue::NULL, &intent_js(older), &intent_js(newer))
+                .map_err(|e| hook_error("coalesce", &e))?;
+            reject_promise("coalesce", &value)?;
+            crate::web::json::to_json(&value, "coalesced payload")
+                .map(Some)
+                .map_err(|m| SafeError::new("coalesce_failed", &m))
         })
     }
 

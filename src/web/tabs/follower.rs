@@ -111,11 +111,40 @@ impl Tab {
         };
         self.state.borrow_mut().inbox_writes_in_flight += 1;
         let appended = self.store().append_inbox(entry).await;
-        self.state.borrow_mut().inbox_writes_in_flight -= 1;
+        self.inbox_write_done();
         let (written, present) = appended?;
         self.after_inbox_write(&origin, written, views, present)
             .await;
         Ok(())
+    }
+
+    /// One of this tab's inbox writes is over (written or failed).
+    pub(super) fn inbox_write_done(&self) {
+        let idle = {
+            let mut state = self.state.borrow_mut();
+            state.inbox_writes_in_flight -= 1;
+            if state.inbox_writes_in_flight > 0 {
+                return;
+            }
+            std::mem::take(&mut state.inbox_idle)
+        };
+        for signal in idle {
+            signal.resolve();
+        }
+    }
+
+    /// Once no inbox write of this tab is under way.
+    async fn inbox_writes_done(&self) {
+        let signal = {
+            let mut state = self.state.borrow_mut();
+            if state.inbox_writes_in_flight == 0 {
+                return;
+            }
+            let signal = Signal::new();
+            state.inbox_idle.push(signal.clone());
+            signal
+        };
+        signal.wait().await;
     }
 
     /// After an entry of this tab's intents was written to the inbox (`written`: not when
@@ -166,6 +195,14 @@ impl Tab {
         }
         if let Some(driver) = self.driver() {
             return serve(&driver, action, &arg).await;
+        }
+        if matches!(action, HostAction::WhenSaved) {
+            // What this tab enqueued before the call: its inbox writes are done before the
+            // leader is asked (which adopts the inbox before it answers).
+            self.inbox_writes_done().await;
+            if let Some(driver) = self.driver() {
+                return serve(&driver, action, &arg).await;
+            }
         }
         let (rid, pending) = {
             let mut state = self.state.borrow_mut();

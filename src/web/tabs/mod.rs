@@ -110,6 +110,8 @@ struct TabState {
     inbox_writes_in_flight: usize,
     /// Direct enqueues of a newly elected tab waiting for those entries (per-tab order).
     inbox_waiters: Vec<Signal>,
+    /// Woken when this tab's inbox writes under way are all done.
+    inbox_idle: Vec<Signal>,
     on_event: Option<EventSink>,
     /// A `pending` event is due within a frame; the count the last one said.
     pending_armed: bool,
@@ -176,6 +178,7 @@ impl Tab {
             own_adopted: 0,
             inbox_writes_in_flight: 0,
             inbox_waiters: Vec::new(),
+            inbox_idle: Vec::new(),
             on_event,
             pending_armed: false,
             last_pending: None,

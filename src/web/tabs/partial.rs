@@ -93,7 +93,7 @@ impl Tab {
             .store()
             .append_inbox_partial(entry, slots, max_payload)
             .await;
-        self.state.borrow_mut().inbox_writes_in_flight -= 1;
+        self.inbox_write_done();
         let PartialAppend {
             verdicts,
             accepted,

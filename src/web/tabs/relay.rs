@@ -3,6 +3,7 @@
 
 use std::rc::Rc;
 
+use crate::web::driver::Signal;
 use crate::web::task::spawn;
 use js_sys::Reflect;
 use wasm_bindgen::JsValue;
@@ -127,6 +128,11 @@ impl Tab {
                 if let Some(driver) = leading {
                     let this = self.clone();
                     spawn(async move {
+                        if matches!(action, HostAction::WhenSaved) {
+                            // The asking tab's intents may still be in the inbox: a pass
+                            // begun after the question adopts them, so the answer covers them.
+                            this.adopt_pass().await;
+                        }
                         let served = match own_work(&driver, principal, action, &arg) {
                             Ok(()) => serve(&driver, action, &arg).await,
                             Err(error) => Err(error),
@@ -370,6 +376,15 @@ impl Tab {
         for waiter in waiters {
             waiter.resolve();
         }
+    }
+
+    /// Waits for an adoption pass that begins after the call (the running one, if any, is
+    /// asked for one more).
+    async fn adopt_pass(&self) {
+        let signal = Signal::new();
+        self.state.borrow_mut().inbox_waiters.push(signal.clone());
+        self.adopt().await;
+        signal.wait().await;
     }
 
     fn on_relayed_own(&self, id: &str, event: &JsValue) {
