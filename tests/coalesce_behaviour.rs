@@ -115,7 +115,12 @@ fn a_superseded_intent_is_written_without_its_payload_in_the_same_batch() {
     let memory = h.scheduler.ledger().operation("drag-1").unwrap();
     assert_eq!(memory.intent.payload.text(), "null", "none kept in memory");
     assert_eq!(
-        h.store.operation("drag-2").unwrap().intent.payload.to_value(),
+        h.store
+            .operation("drag-2")
+            .unwrap()
+            .intent
+            .payload
+            .to_value(),
         json!({ "shapeId": "s", "x": 2 })
     );
 }

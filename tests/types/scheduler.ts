@@ -109,3 +109,11 @@ interface ShapeRecord {
 export function recordIntent(record: ShapeRecord): OperationIntent {
   return { id: `put:${record.id}`, operationType: "record.put", canvasIds: [record.parentId ?? "page"], payload: record, coalesceKey: record.id };
 }
+
+/** Issue 37: `coalesce` merges a replaced intent's diff into its replacement. */
+export const merging: Parameters<typeof Scheduler.open>[0] = {
+  database: "d",
+  coalesce: (older, newer) => ({
+    dx: Number((older.payload as { dx: number }).dx) + Number((newer.payload as { dx: number }).dx),
+  }),
+};

@@ -42,6 +42,7 @@ export const sameReturns: Mirrors<PageMethods & keyof WorkerScheduler> = {
  * synchronous reads answer inside them. */
 export const hooksRead: WorkerHooks = {
   participants: (intent, scheduler) => (scheduler.explain(intent.id).reason === "ready" ? intent.canvasIds : []),
+  coalesce: (older, newer, scheduler) => (scheduler.stats().leader ? newer.payload : older.payload),
   compile: (intent, requestId, scheduler) => ({
     payload: {
       requestId,

@@ -418,7 +418,11 @@ async fn issue37_a_followers_when_saved_covers_its_intents_still_in_the_inbox() 
         .await
         .expect("b enqueues");
     let saved = b.when_saved().await.expect("whenSaved through the leader");
-    assert_eq!(ours("-awaited-"), 5, "resolved only once all five were applied");
+    assert_eq!(
+        ours("-awaited-"),
+        5,
+        "resolved only once all five were applied"
+    );
     assert_eq!(js_sys::Array::from(&field(&saved, "blocked")).length(), 0);
     // Not awaited: the call still came before whenSaved.
     let enqueued = b.enqueue_many(intents(&run, "unawaited", 5));

@@ -8,7 +8,6 @@ use crate::core::intent::{
     check_fields, check_payload, find_cycle, into_intent, same_intent, IntentInput,
     MAX_SAFE_INTEGER,
 };
-use crate::core::payload::Payload;
 use crate::core::io::BatchNo;
 use crate::core::io::Report;
 use crate::core::json::JsonText;
@@ -17,6 +16,7 @@ use crate::core::model::{
     EventKind, Millis, Operation, OperationOutcome, OperationPhase, Settlement,
 };
 use crate::core::partial::{partition, Holdings, Partition, Verdict};
+use crate::core::payload::Payload;
 use crate::core::retention::{input_digest, intent_digest};
 use crate::core::safe_error::SafeError;
 use std::collections::BTreeSet;
