@@ -550,6 +550,15 @@ impl World {
             if sent != tab.left {
                 self.fail(&format!("tab {t} counts {sent} sends, {} left", tab.left));
             }
+            // stats().settledKept is a counter kept beside the ledger: it equals the walk.
+            let ledger = tab.scheduler.ledger();
+            if ledger.settled_count() != ledger.settled_count_walked() {
+                self.fail(&format!(
+                    "tab {t} counts {} settled operations kept, {} are",
+                    ledger.settled_count(),
+                    ledger.settled_count_walked()
+                ));
+            }
         }
         if let Some((op, n)) = self.server.applied.iter().find(|(_, n)| **n > 1) {
             self.fail(&format!("server applied {op} {n} times"));

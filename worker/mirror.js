@@ -59,13 +59,16 @@ const LIMIT = 10_000;
 const POLL_BATCH = 100;
 /** How stale the page's `pending()` may get while events stream in (polls refresh it too). */
 const PENDING_MS = 100;
+/** While events stream in, `pending()` takes at most this share of the worker's time (it walks
+ * every unsettled operation: 2,000 unsettled records cost it tens of milliseconds). */
+const PENDING_SHARE = 0.1;
 
 /**
  * The strings among `values` (none when it is not an array: it came from the page).
  * @param {unknown} values
  * @returns {string[]}
  */
-const strings = (values) => (Array.isArray(values) ? values.filter((value) => typeof value === "string") : []);
+export const strings = (values) => (Array.isArray(values) ? values.filter((value) => typeof value === "string") : []);
 
 /**
  * Whether an operation no longer changes: resolved, compacted to its tombstone, or unknown.
@@ -86,8 +89,9 @@ export class Tracker {
     this.claims = null;
     /** @type {string | null} */
     this.pending = null;
-    /** When `pending()` was last taken (Date.now()). */
+    /** When `pending()` was last taken (Date.now()), and how long it took. */
     this.pendingAt = 0;
+    this.pendingCost = 0;
     this.cursor = 0;
   }
 
@@ -143,17 +147,18 @@ export class Tracker {
   }
 
   /**
-   * The update for the page: stats and claims, the operations in `named`, and, when `named` is
-   * empty (a poll), the tracked ones not yet resolved (`pollIds`). Undefined when nothing changed.
-   * `pending()` costs a walk of every unsettled operation, so an update for an event (a burst of
-   * 2,000 `settled` events, say) takes it again only once `PENDING_MS` passed since the last:
-   * calls and polls always take it.
+   * The update for the page: stats and claims, the operations in `named`, and, with `poll`, the
+   * tracked ones not yet resolved (`pollIds`). Undefined when nothing changed. `pending()` costs
+   * a walk of every unsettled operation, so an update for events (a burst of 2,000 `settled`
+   * events, say) takes it again only once `PENDING_MS` passed since the last and at most
+   * `PENDING_SHARE` of the time: calls and polls always take it.
    * @param {Scheduler} scheduler
    * @param {string[]} named
    * @param {boolean} [forEvent]
+   * @param {boolean} [poll]
    * @returns {Update | undefined}
    */
-  update(scheduler, named, forEvent = false) {
+  update(scheduler, named, forEvent = false, poll = named.length === 0) {
     /** @type {Update} */
     const update = {};
     const stats = scheduler.stats();
@@ -169,16 +174,18 @@ export class Tracker {
       update.claims = claims;
     }
     const now = Date.now();
-    if (!forEvent || Math.abs(now - this.pendingAt) >= PENDING_MS) {
+    const wait = Math.max(PENDING_MS, this.pendingCost / PENDING_SHARE);
+    if (!forEvent || Math.abs(now - this.pendingAt) >= wait) {
       this.pendingAt = now;
       const pending = scheduler.pending();
+      this.pendingCost = Date.now() - now;
       const pendingJson = JSON.stringify(pending);
       if (pendingJson !== this.pending) {
         this.pending = pendingJson;
         update.pending = pending;
       }
     }
-    const ids = named.length > 0 ? named : this.pollIds();
+    const ids = poll ? [...new Set([...named, ...this.pollIds()])] : named;
     /** @type {Record<string, Entry>} */
     const ops = {};
     let changed = false;
