@@ -222,6 +222,15 @@ try {
   await drag(plain, plainIds, 5); // warm-up, as the scheduler's modes are warm when they drag
   const plainMs = (await mainThreadMs(baseline, plain, () => drag(plain, plainIds, MOVES))) / MOVES;
   await baseline.close();
+  // The floor of page-mode persistence (an A/B for the page's figure): the same app writing
+  // each change's records to IndexedDB itself, one strict transaction a change.
+  const own = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+  const ownPage = await openExample(own, statics, server, "idb", "own");
+  const ownIds = await createShapes(ownPage, SHAPES, "o");
+  await drag(ownPage, ownIds, 5);
+  const ownMs = (await mainThreadMs(own, ownPage, () => drag(ownPage, ownIds, MOVES))) / MOVES;
+  await own.close();
+  say(`the app writing its own records to IndexedDB (no scheduler): ${ownMs.toFixed(2)} ms per move, ${(ownMs - plainMs).toFixed(2)} ms over the app without persistence`);
 
   for (const mode of ["page", "worker"]) {
     const canvas = `tl-${mode}`;
@@ -260,7 +269,10 @@ try {
     target(`${mode}: ${SHAPES} selected records dragged ${MOVES} moves drained after the last move in (target <= 5 s)`, `${(drainMs / 1000).toFixed(2)} s`, drainMs <= 5000);
     const over = dragMs - plainMs;
     say(`${mode}: main-thread time per move ${dragMs.toFixed(2)} ms, without the scheduler ${plainMs.toFixed(2)} ms`);
-    if (mode === "page") target(`page: drag main-thread time per move over the app without the scheduler (target <= 1.5 ms)`, `${over.toFixed(2)} ms`, over <= 1.5);
+    if (mode === "page") {
+      target(`page: drag main-thread time per move over the app without the scheduler (target <= 1.5 ms)`, `${over.toFixed(2)} ms`, over <= 1.5);
+      say(`page: over the app that writes its own records to IndexedDB: ${(dragMs - ownMs).toFixed(2)} ms per move (${(over / Math.max(ownMs - plainMs, 0.01)).toFixed(1)}x that app's cost of persistence)`);
+    }
     else say(`worker: drag main-thread time per move over the app without the scheduler (issue target 0.5 ms): ${over.toFixed(2)} ms`);
     await assertServerHasEditorShapes(page, server, canvas, `${mode} after the drag`);
 

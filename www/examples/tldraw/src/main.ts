@@ -1,8 +1,10 @@
 //! tldraw with canvas-scheduler: every change of the user's document becomes intents
 //! (src/intents.ts), stored in the ledger and sent to the server; the badge says what is saved
 //! (src/saved.ts); images go up as `asset.upload` with the file as the intent's blob.
-//! Query: ?endpoint=http://127.0.0.1:PORT&mode=page|worker|none&canvas=ID
-//! (`none`: the same app without the scheduler, the baseline of the drag measure).
+//! Query: ?endpoint=http://127.0.0.1:PORT&mode=page|worker|none|idb&canvas=ID
+//! (`none`: the same app without the scheduler, the baseline of the drag measure; `idb`: the
+//! same app writing each change's records to IndexedDB itself, the floor of page-mode
+//! persistence).
 import { createElement } from "react";
 import { createRoot } from "react-dom/client";
 import { Tldraw, type Editor, type TLAssetStore } from "tldraw";
@@ -12,10 +14,11 @@ import { getAssetUrlsByImport } from "@tldraw/assets/imports.vite";
 import { recordIntents } from "./intents";
 import { SavedState, type SavedApi } from "./saved";
 import { exampleOptions, openScheduler, type AppScheduler } from "./scheduler";
+import { openOwnStore } from "./own-store";
 
 const query = new URLSearchParams(location.search);
 const endpoint = query.get("endpoint") ?? "http://127.0.0.1:8080";
-const mode = (query.get("mode") ?? "page") as "page" | "worker" | "none";
+const mode = (query.get("mode") ?? "page") as "page" | "worker" | "none" | "idb";
 const canvasId = query.get("canvas") ?? "tldraw-1";
 const assetUrls = getAssetUrlsByImport();
 const saved = new SavedState(document.getElementById("badge")!);
@@ -52,8 +55,12 @@ const assets: TLAssetStore = {
   },
 };
 
+/** `idb` mode: the app's own writer of each change. */
+let ownStore: ((entry: Parameters<typeof recordIntents>[0]) => void) | null = null;
+
 function onMount(editor: Editor) {
-  if (mode !== "none") {
+  if (ownStore) editor.store.listen(ownStore, { source: "user", scope: "document" });
+  else if (mode !== "none") {
     editor.store.listen((entry) => enqueueMany(recordIntents(entry, canvasId)), { source: "user", scope: "document" });
   }
   Object.assign(globalThis, {
@@ -87,8 +94,11 @@ function onMount(editor: Editor) {
 }
 
 try {
-  if (mode !== "none") {
-    const options = exampleOptions(endpoint, `ledger:${canvasId}`, (event) => {
+  if (mode === "idb") {
+    ownStore = await openOwnStore(`own:${canvasId}`);
+    saved.render();
+  } else if (mode !== "none") {
+    const options = exampleOptions(mode, endpoint, `ledger:${canvasId}`, (event) => {
       if (event.type === "settled") outcomes[event.operationId] = event.outcome;
       saved.onEvent(event);
     });

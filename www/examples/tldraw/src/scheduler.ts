@@ -14,15 +14,18 @@ export interface AppScheduler {
   claims(): Record<string, string>;
 }
 
-export type ExampleOptions = Omit<SchedulerOptions, "compile" | "participants" | "transport">;
+export type ExampleOptions = Omit<SchedulerOptions, "compile" | "participants" | "coalesce" | "transport">;
 
 /** The example's options: what an editor should set (README, "Options for a canvas editor"). */
-export function exampleOptions(endpoint: string, database: string, onEvent: (event: SchedulerEvent) => void): ExampleOptions {
+export function exampleOptions(mode: "page" | "worker", endpoint: string, database: string, onEvent: (event: SchedulerEvent) => void): ExampleOptions {
   return {
     database,
     endpoint,
     batch: { maxOperations: 256, maxBytes: 262_144 },
     retry: { baseMs: 100, maxMs: 2_000 },
+    // In the page, a dragged record's update waits two frames for the next one to replace
+    // it: a drag sends its last position, and the page pays for no send per move.
+    ...(mode === "page" ? { coalesceMs: 32 } : {}),
     onEvent,
   };
 }
