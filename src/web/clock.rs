@@ -10,7 +10,7 @@
 //! from the clamp below). The core re-checks absolute due times on every wake-up, and
 //! [`WakeSignals`](super::wake::WakeSignals) adds wake-ups on `visibilitychange` and `online`.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::rc::{Rc, Weak};
 
 use wasm_bindgen::prelude::*;
@@ -31,8 +31,47 @@ extern "C" {
     fn set_timeout(handler: &js_sys::Function, timeout: i32) -> Result<JsValue, JsValue>;
 
     /// The global `clearTimeout`.
-    #[wasm_bindgen(js_name = "clearTimeout")]
-    fn clear_timeout(id: &JsValue);
+    #[wasm_bindgen(js_name = "clearTimeout", catch)]
+    fn clear_timeout(id: &JsValue) -> Result<(), JsValue>;
+
+    /// `Date.now`, looked up at each call: the host may have replaced it.
+    #[wasm_bindgen(js_namespace = Date, js_name = now, catch)]
+    fn date_now() -> Result<JsValue, JsValue>;
+
+    /// `Math.random`, looked up at each call.
+    #[wasm_bindgen(js_namespace = Math, js_name = random, catch)]
+    fn math_random() -> Result<JsValue, JsValue>;
+}
+
+thread_local! {
+    /// The last finite `Date.now()` read.
+    static LAST_NOW: Cell<f64> = const { Cell::new(0.0) };
+}
+
+/// `Date.now()`, or the last good reading while a replacement the host installed throws or
+/// answers something that is not a finite number: an exception thrown through the module's
+/// frames would leave its state borrowed for good (every later call would trap).
+pub fn wall_now() -> f64 {
+    let read = date_now()
+        .ok()
+        .and_then(|v| v.as_f64())
+        .filter(|n| n.is_finite());
+    match read {
+        Some(now) => {
+            LAST_NOW.with(|last| last.set(now));
+            now
+        }
+        None => LAST_NOW.with(Cell::get),
+    }
+}
+
+/// `Math.random()` in [0, 1), or 0.5 while a replacement throws or answers nonsense.
+pub fn random() -> f64 {
+    math_random()
+        .ok()
+        .and_then(|v| v.as_f64())
+        .filter(|n| (0.0..1.0).contains(n))
+        .unwrap_or(0.5)
 }
 
 /// A timer handed to `setTimeout` and not yet fired or cleared.
@@ -63,7 +102,7 @@ impl Drop for TimerTable {
     /// The closures die with the table, so their timers must not fire afterwards.
     fn drop(&mut self) {
         for (_, armed) in &self.armed {
-            clear_timeout(&armed.id);
+            let _ = clear_timeout(&armed.id);
         }
     }
 }
@@ -106,7 +145,7 @@ fn fire(table: &Weak<RefCell<TimerTable>>, handle: TimerHandle, callback: Box<dy
 impl Clock for BrowserClock {
     fn now(&self) -> Millis {
         // A float cast saturates: a clock before the epoch reads as 0.
-        js_sys::Date::now() as Millis
+        wall_now() as Millis
     }
 
     fn set_timer(&self, delay: Millis, callback: Box<dyn FnOnce()>) -> TimerHandle {
@@ -140,7 +179,7 @@ impl Clock for BrowserClock {
     fn clear_timer(&self, handle: TimerHandle) {
         let entry = self.table.borrow_mut().take(handle);
         if let Some(armed) = entry {
-            clear_timeout(&armed.id);
+            let _ = clear_timeout(&armed.id);
         }
     }
 }

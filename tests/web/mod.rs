@@ -9,6 +9,7 @@ mod clock;
 mod coalesce;
 mod driver;
 mod hook_reads;
+mod hostile_globals;
 mod hostile_hooks;
 mod hostile_inputs;
 mod hostile_net;

@@ -36,20 +36,36 @@ pub struct WebHost {
 fn random_uuid() -> Option<String> {
     let crypto = Reflect::get(&js_sys::global(), &JsValue::from_str("crypto")).ok()?;
     let make = Reflect::get(&crypto, &JsValue::from_str("randomUUID")).ok()?;
-    make.dyn_into::<Function>()
+    let id = make
+        .dyn_into::<Function>()
         .ok()?
         .call0(&crypto)
         .ok()?
-        .as_string()
+        .as_string()?;
+    // What a replacement answers is used only if it looks like what the platform's does.
+    let uuid_like = id.len() == 36
+        && id.bytes().enumerate().all(|(at, b)| {
+            matches!(at, 8 | 13 | 18 | 23) == (b == b'-') && (b == b'-' || b.is_ascii_hexdigit())
+        });
+    uuid_like.then_some(id)
 }
 
 impl WebHost {
     /// A fresh unique id (`crypto.randomUUID()`, or time and randomness where it is missing).
     pub fn fresh_id() -> String {
         random_uuid().unwrap_or_else(|| {
-            let random = (js_sys::Math::random() * 1e15) as u64;
-            let more = (js_sys::Math::random() * 1e15) as u64;
-            format!("r-{:x}-{random:x}-{more:x}", js_sys::Date::now() as u64)
+            use crate::web::clock::{random, wall_now};
+            thread_local! {
+                /// Ids made here in this module instance: unique even if `random` is broken.
+                static MADE: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+            }
+            let made = MADE.with(|n| {
+                n.set(n.get() + 1);
+                n.get()
+            });
+            let one = (random() * 1e15) as u64;
+            let two = (random() * 1e15) as u64;
+            format!("r-{:x}-{one:x}-{two:x}-{made:x}", wall_now() as u64)
         })
     }
 }
