@@ -240,7 +240,7 @@ try {
     const keepOrder = async () => order.push(...(await page.evaluate(() => globalThis.example.enqueuedIds.splice(0))));
 
     // draw
-    await page.evaluate(() => globalThis.example.editor.createShape({ type: "geo", x: 10, y: 10, props: { w: 80, h: 60 } }));
+    await page.evaluate(() => void globalThis.example.editor.createShape({ type: "geo", x: 10, y: 10, props: { w: 80, h: 60 } }));
     // an image: tldraw's asset store enqueues an asset.upload with the file as its blob
     await page.evaluate(async () => {
       const canvas = new OffscreenCanvas(4, 4);
@@ -280,9 +280,9 @@ try {
     await admin(server, "/admin/faults", { dropAfterApplyRate: 0.2, serverErrorRate: 0.1, tooManyRate: 0.1, retryAfterSeconds: 1, latencyMs: 20, seed: 37 });
     const faultIds = await createShapes(page, 200, `${mode}-faults`);
     for (let round = 0; round < 5; round++) {
-      await page.evaluate((ids) => globalThis.example.editor.nudgeShapes(ids, { x: 3, y: 1 }), faultIds.slice(round * 40));
+      await page.evaluate((ids) => void globalThis.example.editor.nudgeShapes(ids, { x: 3, y: 1 }), faultIds.slice(round * 40));
     }
-    await page.evaluate((ids) => globalThis.example.editor.deleteShapes(ids), faultIds.slice(0, 20));
+    await page.evaluate((ids) => void globalThis.example.editor.deleteShapes(ids), faultIds.slice(0, 20));
     await whenSavedChecked(page, server, `${mode} faults`);
     await keepOrder();
     await admin(server, "/admin/faults", { dropAfterApplyRate: 0, serverErrorRate: 0, tooManyRate: 0, latencyMs: 0 });
@@ -291,7 +291,7 @@ try {
     // offline, then reload: the ledger keeps what the server has not had
     await admin(server, "/admin/faults", { offline: true });
     const offlineIds = await createShapes(page, 50, `${mode}-offline`);
-    await page.evaluate((ids) => globalThis.example.editor.nudgeShapes(ids, { x: 7, y: 0 }), offlineIds);
+    await page.evaluate((ids) => void globalThis.example.editor.nudgeShapes(ids, { x: 7, y: 0 }), offlineIds);
     await page.waitForFunction(() => document.getElementById("badge").textContent !== "All changes saved", null, { timeout: 10_000 });
     await page.waitForTimeout(1_000); // tldraw's own local persistence is throttled
     await keepOrder();

@@ -50,8 +50,15 @@ const assets: TLAssetStore = {
       enqueuedIds.push(id);
       saved.enqueued([id]);
     }
-    // Shown from memory in this session; a real app would resolve it to its CDN's address.
-    return { src: URL.createObjectURL(file), meta: { assetId: asset.id } };
+    // Shown from the file itself, offline too (tldraw accepts http(s) and data: URLs, not
+    // blob:); a real app would resolve it to its CDN's address once uploaded.
+    const src = await new Promise<string>((resolve, reject) => {
+      const reader = new FileReader();
+      reader.onload = () => resolve(String(reader.result));
+      reader.onerror = () => reject(reader.error);
+      reader.readAsDataURL(file);
+    });
+    return { src, meta: { assetId: asset.id } };
   },
 };
 
