@@ -42,6 +42,8 @@ export interface Limits {
 export interface StoredRow {
   state: 'pending' | 'done';
   digest: string;
+  /** A pending claim's lease end (ms since the epoch): past it, its holder is taken as dead. */
+  lease_until?: number;
   status?: number;
   answer?: unknown;
 }
@@ -102,7 +104,10 @@ export interface Kit {
     blob?: unknown;
     context?: unknown;
   }): Promise<Decision>;
-  /** The stored outcome of a key: done, busy (in progress), or null (never received). */
+  /**
+   * The stored outcome of a key: done, busy (in progress), or null (never received, or claimed
+   * by a process that died before committing and whose lease ran out: nothing was applied).
+   */
   lookup(key: { principal: string; key: string }): Promise<Decision | null>;
   init(): Promise<void>;
   /** Deletes at most `limit` (default 1000) outcomes older than the retention period. */

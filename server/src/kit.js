@@ -64,7 +64,10 @@ export function createKit(options) {
     if (inflight.has(`${principal}\u0000${key}`)) return { state: 'busy' };
     const row = await store.get({ principal, key });
     if (!row) return null;
-    if (row.state === 'pending') return { state: 'busy' };
+    // A claim whose lease ran out was left by a process that died before committing: nothing
+    // was applied. 404 makes the client submit again, and that submit takes the claim over; a
+    // 409 here would have it query for ever.
+    if (row.state === 'pending') return row.lease_until < now() ? null : { state: 'busy' };
     return { state: 'done', status: row.status, answer: row.answer, fresh: false };
   }
 

@@ -178,6 +178,26 @@ export function conformance(label, makeEngine) {
     await done();
   });
 
+  test(`${label}: a dead holder's claim answers a query 404 once its lease ran out, so the client submits again and that submit applies once`, async () => {
+    let clock = 2_000_000;
+    const { engine, kit, calls, done } = await setup({ options: { now: () => clock, leaseMs: 5_000 } });
+    // A process claims the key and is killed before committing: nothing applied, the claim stays.
+    const dead = await engine.store.claim({ principal: 'u1', key: 'k6b', digest: await digestOf(kit, 'k6b'), now: clock, leaseMs: 5_000 });
+    assert.equal(dead.state, 'claimed');
+    assert.equal((await query(kit, 'k6b')).status, 409, 'within the lease: in progress');
+    clock += 5_001;
+    // The client (SPEC §7) queries after a failed submit; a 409 for ever would leave it asking
+    // for ever (and dead-letter it). Nothing was applied: 404, "submit the same request again".
+    const asked = await query(kit, 'k6b');
+    assert.equal(asked.status, 404);
+    assert.equal((await asked.json()).error.code, 'not_found');
+    assert.equal((await submit(kit, body('k6b'))).status, 200);
+    assert.equal((await query(kit, 'k6b')).status, 200);
+    assert.equal(calls.n, 1);
+    assert.equal(await engine.count('u1', 'k6b'), 1);
+    await done();
+  });
+
   test(`${label}: principals scope keys (another principal's key is 404; one key, two principals, two applies)`, async () => {
     const { engine, kit, done } = await setup();
     await submit(kit, body('k7'), { 'x-user': 'alice' });
