@@ -37,11 +37,19 @@ export function postgresStore({ pool, table = 'csk_outcomes' }) {
     async init() {
       const client = await pool.connect();
       try {
+        // DDL only when the table or its index is missing: CREATE INDEX IF NOT EXISTS takes a
+        // SHARE lock on the table even when the index exists, so a process starting beside
+        // others that serve would wait for (and stall) their applies. A catalog lookup does not.
+        const { rows } = await client.query('SELECT to_regclass($1) IS NOT NULL AND to_regclass($2) IS NOT NULL AS ready', [T, `${T}_settled`]);
+        if (rows[0].ready) return;
         // Several processes may start at once: one lock makes the DDL run one at a time.
         await client.query('SELECT pg_advisory_lock(47110039)');
-        await client.query(ddl(T));
+        try {
+          await client.query(ddl(T));
+        } finally {
+          await client.query('SELECT pg_advisory_unlock(47110039)').catch(() => {});
+        }
       } finally {
-        await client.query('SELECT pg_advisory_unlock(47110039)').catch(() => {});
         client.release();
       }
     },
