@@ -18,8 +18,9 @@ if (engine === 'sqlite') {
   if (mode === 'kit') {
     const kit = createKit({
       store: sqliteStore({ db }),
-      apply: (request, tx) => {
-        tx.prepare('INSERT INTO bench_notes VALUES (?, ?, ?)').run(request.principal, request.key, JSON.stringify(request.body.payload));
+      // `tx` is `db` (SQLite has one connection): the statement prepared once, as bare's.
+      apply: (request) => {
+        insert.run(request.principal, request.key, JSON.stringify(request.body.payload));
         return { outcome: 'applied' };
       },
     });
