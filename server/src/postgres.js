@@ -39,7 +39,6 @@ export function postgresStore({ pool, table = 'csk_outcomes' }) {
   // A key with no row may be being applied by another process (it holds the key's advisory
   // lock, postgres-apply.js): taking that lock for this one statement says so.
   const lookup = {
-    name: `csk_lookup_${T}`,
     text: `SELECT t.*, t.key IS NULL AND NOT pg_try_advisory_xact_lock(hashtext('${T}'), hashtext(length($1) || ':' || $1 || $2)) AS busy
       FROM (SELECT 1) AS one LEFT JOIN ${T} AS t ON t.principal = $1 AND t.key = $2`,
   };
