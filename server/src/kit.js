@@ -1,5 +1,6 @@
-//! The protocol v1 handler: routes submit and query, claims the key with a lease, runs the app's
-//! `apply` inside the store's transaction together with the stored outcome, answers repeats.
+//! The protocol v1 handler: routes submit and query, claims the key (in the same transaction as
+//! the app's `apply` and the stored outcome, where the store can: both engines do), answers
+//! repeats, and 409 while a key is in progress.
 
 import { empty, errorAnswer, json, rejected, toWebResponse } from './answer.js';
 import { SERVE, fromWebRequest } from './incoming.js';

@@ -38,10 +38,8 @@ export function postgresStore({ pool, table = 'csk_outcomes' }) {
     shape((await client.query(`SELECT * FROM ${T} WHERE principal = $1 AND key = $2 ${lock}`, [principal, key])).rows[0]) ?? null;
   // A key with no row may be being applied by another process (it holds the key's advisory
   // lock, postgres-apply.js): taking that lock for this one statement says so.
-  const lookup = {
-    text: `SELECT t.*, t.key IS NULL AND NOT pg_try_advisory_xact_lock(hashtext('${T}'), hashtext(length($1) || ':' || $1 || $2)) AS busy
-      FROM (SELECT 1) AS one LEFT JOIN ${T} AS t ON t.principal = $1 AND t.key = $2`,
-  };
+  const lookup = `SELECT t.*, t.key IS NULL AND NOT pg_try_advisory_xact_lock(hashtext('${T}'), hashtext(length($1) || ':' || $1 || $2)) AS busy
+    FROM (SELECT 1) AS one LEFT JOIN ${T} AS t ON t.principal = $1 AND t.key = $2`;
   return {
     applyOnce: postgresApplyOnce(pool, T),
     async init() {
@@ -131,7 +129,7 @@ export function postgresStore({ pool, table = 'csk_outcomes' }) {
       await pool.query(`DELETE FROM ${T} WHERE principal = $1 AND key = $2 AND token = $3 AND state = 'pending'`, [principal, key, token]);
     },
     async get({ principal, key }) {
-      const { rows } = await pool.query({ ...lookup, values: [principal, key] });
+      const { rows } = await pool.query(lookup, [principal, key]);
       const { busy, ...row } = rows[0];
       if (row.key != null) return shape(row);
       // Being applied elsewhere: in progress, with a lease that has not run out.
