@@ -2,7 +2,8 @@
 // canvas-scheduler-server) on one Postgres database, each on 127.0.0.1 and a port of its own.
 // `kill()` SIGKILLs the next live one in rotation, taking it out of the pool first (as a load
 // balancer's health check would, a moment late: its in-flight requests still fail), and starts
-// a replacement on a fresh port, which joins the pool once it prints {"listening": url}.
+// a replacement on a fresh port, which joins the pool once it prints {"listening": url} and has
+// its faults set.
 import { spawn } from "node:child_process";
 import { createInterface } from "node:readline";
 
@@ -10,10 +11,14 @@ const SERVER = new URL("../../www/server/server.mjs", import.meta.url).pathname;
 const START_MS = 20_000;
 
 export class Backends {
-  /** @param {{ db: string, adminToken: string, say: (line: string) => void }} options */
-  constructor({ db, adminToken, say }) {
+  /**
+   * @param {{ db: string, adminToken: string, faults: object, say: (line: string) => void }} options
+   *   `faults`: posted to each process's /admin/faults before it joins the pool.
+   */
+  constructor({ db, adminToken, faults, say }) {
     this.db = db;
     this.adminToken = adminToken;
+    this.faults = faults;
     this.say = say;
     /** @type {{ url: string, child: import("node:child_process").ChildProcess, n: number }[]} live, in the pool */
     this.pool = [];
@@ -56,6 +61,13 @@ export class Backends {
         }
       });
     });
+    const response = await fetch(`${url}/admin/faults`, {
+      method: "POST",
+      headers: { "x-admin-token": this.adminToken, "content-type": "application/json" },
+      body: JSON.stringify({ ...this.faults, seed: n }),
+      signal: AbortSignal.timeout(10_000),
+    });
+    if (!response.ok) throw new Error(`server ${n}: /admin/faults answered ${response.status}`);
     this.pool.push({ url, child, n });
     this.restarts.push(performance.now() - since);
     return url;
