@@ -1,5 +1,6 @@
 //! Wire protocol v1 (SPEC §7) for the kit: checking a submit within limits, and the digest that
-//! decides "same request". No database and no HTTP objects here.
+//! decides "same request". No database here, and no HTTP request or response (a multipart body
+//! is read with the web FormData parser).
 
 import { createHash } from 'node:crypto';
 
