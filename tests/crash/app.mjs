@@ -16,7 +16,7 @@ const TYPES = { ".html": "text/html; charset=utf-8", ".js": "text/javascript; ch
 /**
  * Packs and unpacks the package, and serves the page with it.
  * @param {(line: string) => void} say
- * @returns {Promise<{ url: string, close: () => Promise<void> }>}
+ * @returns {Promise<{ url: string, close: () => Promise<void>, remove: () => void }>}
  */
 export async function serveApp(say) {
   try {
@@ -55,6 +55,7 @@ export async function serveApp(say) {
     server.listen(0, "127.0.0.1", ready);
   });
   const { port } = /** @type {import("node:net").AddressInfo} */ (server.address());
+  const remove = () => rmSync(dir, { recursive: true, force: true });
   return {
     url: `http://127.0.0.1:${port}`,
     close: async () => {
@@ -62,7 +63,9 @@ export async function serveApp(say) {
         server.close(() => closed(undefined));
         server.closeAllConnections();
       });
-      rmSync(dir, { recursive: true, force: true });
+      remove();
     },
+    // Synchronous, for an exit handler.
+    remove,
   };
 }

@@ -46,9 +46,11 @@ const within = (promise, ms, what) => {
 
 let pg = null;
 let backends = null;
+let app = null;
 process.on("exit", () => {
   backends?.stopAll();
   pg?.stop();
+  app?.remove();
 });
 for (const signal of ["SIGINT", "SIGTERM"]) process.on(signal, () => process.exit(130));
 const watchdog = setTimeout(() => {
@@ -96,7 +98,7 @@ async function main() {
   // One at a time: the first creates the schema, and a 2-core machine starts them no faster.
   for (let i = 0; i < PROCESSES; i += 1) await backends.start();
   const proxy = await startProxy(() => backends.pool.map((b) => b.url));
-  const app = await serveApp(say);
+  app = await serveApp(say);
   const browser = await launchChromium();
   let killer = null;
   try {
