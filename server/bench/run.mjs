@@ -1,8 +1,11 @@
 //! The server kit's throughput (issue 39, `BENCH_ONLY=server npm run bench`): requests/s through
 //! canvas-scheduler-server against a bare handler doing the same domain write, on SQLite (1
-//! process) and on Postgres (1 and 4 processes), each measured in the same run. Postgres is
-//! CSK_PG_URL, or a throw-away cluster started here with scripts/pg-cluster. 127.0.0.1 only;
-//! each measurement is bounded in count and time. Never fails for a slow machine.
+//! process) and on Postgres (1 and 4 processes). Each pair is measured back to back, ROUNDS times,
+//! alternating which goes first (bare, kit; then kit, bare; …), each time on a fresh SQLite file
+//! or database; the table gives medians, the ratio's range, and the servers' CPU time per request
+//! (steadier than requests/s on a shared machine). Postgres is CSK_PG_URL, or a throw-away cluster
+//! started here with scripts/pg-cluster (fsync on). 127.0.0.1 only; each measurement is bounded
+//! in count and time. Never fails for a slow machine.
 import { spawn, execFileSync } from 'node:child_process';
 import { once } from 'node:events';
 import { createInterface } from 'node:readline';
@@ -13,7 +16,13 @@ import pg from 'pg';
 
 const ROOT = resolve(new URL('../..', import.meta.url).pathname);
 const SERVE = new URL('./serve.mjs', import.meta.url).pathname;
-const PLAN = { requests: 3000, concurrency: 16, warm: 200, deadlineMs: 20_000 };
+// Per process: `concurrency` requests in flight (a load that 4 processes are run for keeps each
+// of them as busy as a load for 1 keeps it) and `warm` warm-up requests (a server that has run a
+// while has its code compiled; 4 processes sharing a few warm-up requests spend the measurement
+// compiling, CPU that counts).
+const PLAN = { requests: 3000, concurrency: 16, warm: 500, deadlineMs: 20_000 };
+const ONLY = process.env.BENCH_SERVER_ONLY; // e.g. pg4: one configuration
+const ROUNDS = Math.max(1, Math.min(9, Number(process.env.BENCH_SERVER_ROUNDS ?? 3)));
 
 const work = mkdtempSync(join(tmpdir(), 'csk-bench-'));
 chmodSync(work, 0o755);
@@ -51,7 +60,7 @@ async function start(mode, engine, where) {
   return { child, endpoint: JSON.parse(line).listening };
 }
 
-/** Sends `n` distinct submits round-robin over the endpoints, `concurrency` at a time. */
+/** Sends `n` distinct submits round-robin over the endpoints, `concurrency` per endpoint at a time. */
 async function load(endpoints, tag, n, deadline) {
   let next = 0;
   let done = 0;
@@ -66,8 +75,18 @@ async function load(endpoints, tag, n, deadline) {
       done += 1;
     }
   };
-  await Promise.all(Array.from({ length: PLAN.concurrency }, worker));
+  await Promise.all(Array.from({ length: PLAN.concurrency * endpoints.length }, worker));
   return done;
+}
+
+/** The servers' CPU time in ms (summed), resetting each one's count when `reset`. */
+async function serverCpu(endpoints, reset = false) {
+  let ms = 0;
+  for (const endpoint of endpoints) {
+    const response = await fetch(`${new URL(endpoint).origin}/bench/cpu${reset ? '?reset' : ''}`);
+    ms += (await response.json()).cpuMs;
+  }
+  return ms;
 }
 
 async function measure(mode, engine, processes, label) {
@@ -75,25 +94,40 @@ async function measure(mode, engine, processes, label) {
   const servers = [];
   for (let i = 0; i < processes; i += 1) servers.push(await start(mode, engine, where));
   const endpoints = servers.map((s) => s.endpoint);
-  await load(endpoints, `warm-${label}-${mode}`, PLAN.warm, Date.now() + 10_000);
+  await load(endpoints, `warm-${label}-${mode}`, PLAN.warm * processes, Date.now() + 20_000);
+  await serverCpu(endpoints, true);
   const t0 = performance.now();
   const n = await load(endpoints, `${label}-${mode}`, PLAN.requests, Date.now() + PLAN.deadlineMs);
   const seconds = (performance.now() - t0) / 1000;
+  const cpuUs = (1000 * (await serverCpu(endpoints))) / n;
   for (const s of servers) {
     s.child.kill('SIGTERM');
     children.delete(s.child);
   }
-  return { n, rps: n / seconds };
+  if (engine === 'sqlite') rmSync(where, { force: true });
+  return { n, rps: n / seconds, cpuUs };
 }
 
-const rows = [];
-for (const [engine, processes, label] of [['sqlite', 1, 'sqlite1'], ['postgres', 1, 'pg1'], ['postgres', 4, 'pg4']]) {
-  const bare = await measure('bare', engine, processes, label);
-  const kit = await measure('kit', engine, processes, label);
-  const overhead = 1 - kit.rps / bare.rps;
-  rows.push({ engine, processes, bare, kit, overhead });
+const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+const CONFIGS = [['sqlite', 1, 'sqlite1'], ['postgres', 1, 'pg1'], ['postgres', 4, 'pg4']];
+for (const [engine, processes, label] of CONFIGS.filter(([, , l]) => !ONLY || ONLY === l)) {
+  const runs = { kit: [], bare: [] };
+  const ratios = [];
+  for (let round = 0; round < ROUNDS; round += 1) {
+    const order = round % 2 === 0 ? ['bare', 'kit'] : ['kit', 'bare'];
+    const pair = {};
+    for (const mode of order) pair[mode] = await measure(mode, engine, processes, `${label}_r${round}`);
+    runs.kit.push(pair.kit);
+    runs.bare.push(pair.bare);
+    ratios.push(pair.kit.rps / pair.bare.rps);
+  }
+  const rps = (mode) => median(runs[mode].map((r) => r.rps));
+  const cpu = (mode) => median(runs[mode].map((r) => r.cpuUs));
+  const ratio = median(ratios);
   console.log(
-    `server kit ${engine} x${processes}: kit ${kit.rps.toFixed(0)} req/s (${kit.n}), bare ${bare.rps.toFixed(0)} req/s (${bare.n}), ratio ${(kit.rps / bare.rps).toFixed(2)}x, overhead ${(overhead * 100).toFixed(1)} % (target <= 25 %)`,
+    `server kit ${engine} x${processes}: kit ${rps('kit').toFixed(0)} req/s, bare ${rps('bare').toFixed(0)} req/s (medians of ${ROUNDS}), ` +
+      `kit/bare ${ratio.toFixed(2)}x (rounds ${ratios.map((r) => r.toFixed(2)).join(', ')}), overhead ${((1 - ratio) * 100).toFixed(1)} % (target <= 25 %); ` +
+      `server CPU per request: kit ${cpu('kit').toFixed(0)} us, bare ${cpu('bare').toFixed(0)} us`,
   );
 }
 process.exit(0);

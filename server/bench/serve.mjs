@@ -1,6 +1,7 @@
 //! One benchmark server process: `node serve.mjs kit|bare sqlite|postgres DB` listens on
 //! 127.0.0.1 and prints {"listening": url}. Both modes do the same domain write (one row per
-//! request); `kit` goes through canvas-scheduler-server, `bare` parses the JSON and writes.
+//! request, the statement prepared once on SQLite); `kit` goes through canvas-scheduler-server
+//! (its node:http adapter, as an app mounts it), `bare` parses the JSON and writes.
 import { createServer } from 'node:http';
 import Database from 'better-sqlite3';
 import pg from 'pg';
@@ -18,8 +19,9 @@ if (engine === 'sqlite') {
   if (mode === 'kit') {
     const kit = createKit({
       store: sqliteStore({ db }),
-      apply: (request, tx) => {
-        tx.prepare('INSERT INTO bench_notes VALUES (?, ?, ?)').run(request.principal, request.key, JSON.stringify(request.body.payload));
+      // `tx` is `db` (SQLite has one connection): the statement prepared once, as bare's.
+      apply: (request) => {
+        insert.run(request.principal, request.key, JSON.stringify(request.body.payload));
         return { outcome: 'applied' };
       },
     });
@@ -64,7 +66,16 @@ function bare(write) {
   };
 }
 
-const server = createServer(handler);
+// GET /bench/cpu: this process's CPU time (ms) since the last GET /bench/cpu?reset, so the
+// runner can report CPU per request beside requests per second (steadier on a busy machine).
+let cpuBase = process.cpuUsage();
+const server = createServer((req, res) => {
+  if (!req.url?.startsWith('/bench/cpu')) return handler(req, res);
+  if (req.url.endsWith('?reset')) cpuBase = process.cpuUsage();
+  const used = process.cpuUsage(cpuBase);
+  res.writeHead(200, { 'content-type': 'application/json' });
+  res.end(JSON.stringify({ cpuMs: (used.user + used.system) / 1000 }));
+});
 server.keepAliveTimeout = 60_000;
 server.listen(0, '127.0.0.1', () => {
   const { port } = /** @type {any} */ (server.address());

@@ -42,6 +42,8 @@ export interface Limits {
 export interface StoredRow {
   state: 'pending' | 'done';
   digest: string;
+  /** A pending claim's lease end (ms since the epoch): past it, its holder is taken as dead. */
+  lease_until?: number;
   status?: number;
   answer?: unknown;
 }
@@ -61,7 +63,10 @@ export interface Store<Tx = unknown> {
     args: { principal: string; key: string; now: number },
     fn: (tx: Tx, answer: ApplyResult) => Promise<{ status: number; answer: unknown } | null>,
   ): Promise<{ state: 'settled' | 'unchanged'; row: StoredRow | null }>;
-  /** Optional: claim, apply and settle in one transaction (SQLite). Used instead of claim + commit. */
+  /**
+   * Optional: claim, apply and settle in one transaction (both engines have it; Postgres holds
+   * the key with a transaction-scoped advisory lock). Used instead of claim + commit.
+   */
   applyOnce?(
     args: { principal: string; key: string; digest: string; now: number; leaseMs: number },
     fn: (tx: Tx) => Promise<{ status: number; answer: unknown }>,
@@ -76,10 +81,17 @@ export interface KitOptions<Tx = unknown> {
   store: Store<Tx>;
   /** The app's domain writes, inside the transaction that stores the outcome. */
   apply(request: SubmitRequest, tx: Tx): ApplyResult | Promise<ApplyResult>;
-  /** Scopes keys; null or undefined answers 401. Default: one principal, "anonymous". */
+  /**
+   * Scopes keys; null or undefined answers 401. Default: one principal, "anonymous". Through
+   * `toNodeHandler` the Request carries the method, URL and headers; its body is the kit's.
+   */
   principal?(request: Request): string | null | undefined | Promise<string | null | undefined>;
   limits?: Partial<Limits>;
-  /** How long a claim holds a key before another process may take it over (default 30 s). */
+  /**
+   * How long a key's holder may stay silent (default 30 s): on Postgres, a submit's transaction
+   * left idle longer (apply awaiting something else) is ended by the database, so nothing it wrote
+   * commits; a claim row (`store.claim`) whose holder died is taken over after it.
+   */
   leaseMs?: number;
   /** How long outcomes are kept (default 30 days). */
   retentionMs?: number;
@@ -102,7 +114,10 @@ export interface Kit {
     blob?: unknown;
     context?: unknown;
   }): Promise<Decision>;
-  /** The stored outcome of a key: done, busy (in progress), or null (never received). */
+  /**
+   * The stored outcome of a key: done, busy (in progress), or null (never received, or claimed
+   * by a process that died before committing and whose lease ran out: nothing was applied).
+   */
   lookup(key: { principal: string; key: string }): Promise<Decision | null>;
   init(): Promise<void>;
   /** Deletes at most `limit` (default 1000) outcomes older than the retention period. */

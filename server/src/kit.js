@@ -1,7 +1,10 @@
-//! The protocol v1 handler: routes submit and query, claims the key with a lease, runs the app's
-//! `apply` inside the store's transaction together with the stored outcome, answers repeats.
+//! The protocol v1 handler: routes submit and query, claims the key (in the same transaction as
+//! the app's `apply` and the stored outcome, where the store can: both engines do), answers
+//! repeats, and 409 while a key is in progress.
 
-import { DEFAULT_LIMITS, ProtocolError, parseSubmit, rejected, errorAnswer, json, statusOf } from './protocol.js';
+import { empty, errorAnswer, json, rejected, toWebResponse } from './answer.js';
+import { SERVE, fromWebRequest } from './incoming.js';
+import { DEFAULT_LIMITS, ProtocolError, parseSubmit, statusOf } from './protocol.js';
 
 const DAY_MS = 24 * 60 * 60 * 1000;
 
@@ -12,7 +15,7 @@ const DAY_MS = 24 * 60 * 60 * 1000;
 export function createKit(options) {
   const { store, apply } = options;
   if (!store || typeof apply !== 'function') throw new TypeError('createKit needs { store, apply }');
-  const principalOf = options.principal ?? (() => 'anonymous');
+  const principalHook = options.principal;
   const limits = { ...DEFAULT_LIMITS, ...(options.limits ?? {}) };
   const leaseMs = options.leaseMs ?? 30_000;
   const retentionMs = options.retentionMs ?? 30 * DAY_MS;
@@ -25,14 +28,22 @@ export function createKit(options) {
   const init = () => (ready ??= store.init());
 
   /** @param {Request} request */
-  async function handle(request) {
+  const handle = async (request) => toWebResponse(await serve(fromWebRequest(request)));
+  // toNodeHandler(kit.handle) finds this and serves node:http without a web Request.
+  Object.defineProperty(handle, SERVE, { value: serve });
+
+  /**
+   * @param {import('./incoming.js').Incoming} request
+   * @returns {Promise<import('./answer.js').Answer>}
+   */
+  async function serve(request) {
     try {
       await init();
-      const url = new URL(request.url);
-      const query = /\/requests\/([^/]+)$/.exec(url.pathname);
-      const isSubmit = /\/requests$/.test(url.pathname);
+      const { pathname } = new URL(request.url);
+      const query = /\/requests\/([^/]+)$/.exec(pathname);
+      const isSubmit = /\/requests$/.test(pathname);
       if (!query && !isSubmit) return errorAnswer(404, 'not_found', 'no such route');
-      const principal = await principalOf(request);
+      const principal = principalHook ? await principalHook(request.request()) : 'anonymous';
       if (principal == null) return errorAnswer(401, 'unauthorized', 'no principal for this request');
       if (typeof principal !== 'string' || principal.length > 256) {
         throw new TypeError('principal(request) must give a string of at most 256 characters');
@@ -54,7 +65,7 @@ export function createKit(options) {
   async function answerQuery(principal, key) {
     const found = await lookup({ principal, key });
     if (!found) return errorAnswer(404, 'not_found', 'this server never received that request');
-    return toResponse(found);
+    return toAnswer(found);
   }
 
   /** @param {{ principal: string, key: string }} args */
@@ -64,23 +75,26 @@ export function createKit(options) {
     if (inflight.has(`${principal}\u0000${key}`)) return { state: 'busy' };
     const row = await store.get({ principal, key });
     if (!row) return null;
-    if (row.state === 'pending') return { state: 'busy' };
+    // A claim whose lease ran out was left by a process that died before committing: nothing
+    // was applied. 404 makes the client submit again, and that submit takes the claim over; a
+    // 409 here would have it query for ever.
+    if (row.state === 'pending') return row.lease_until < now() ? null : { state: 'busy' };
     return { state: 'done', status: row.status, answer: row.answer, fresh: false };
   }
 
-  /** @param {any} result */
-  function toResponse(result) {
-    if (result.state === 'busy') return new Response(null, { status: 409 });
+  /** @param {any} result @returns {import('./answer.js').Answer} */
+  function toAnswer(result) {
+    if (result.state === 'busy') return empty(409);
     if (result.state === 'reused') {
       return rejected(422, 'idempotency_key_reused', 'this idempotency key was already used with a different request body');
     }
     return json(result.status, result.answer);
   }
 
-  /** @param {string} principal @param {Request} request */
+  /** @param {string} principal @param {import('./incoming.js').Incoming} request */
   async function submit(principal, request) {
     const parsed = await parseSubmit(request, limits);
-    return toResponse(await decide({ principal, ...parsed }));
+    return toAnswer(await decide({ principal, ...parsed }));
   }
 
   /**

@@ -1,7 +1,10 @@
-//! The Postgres engine (`pg`): any number of stateless processes on one database. A claim is one
-//! INSERT … ON CONFLICT; the commit locks the key's row (FOR UPDATE) and checks the fencing token,
-//! so a process whose lease was taken over cannot settle the key, and the app's writes commit or
-//! roll back with the outcome.
+//! The Postgres engine (`pg`): any number of stateless processes on one database. The kit's submit
+//! runs in one transaction (postgres-apply.js). `claim` + `commit` stay for the Store interface: a
+//! claim is one INSERT … ON CONFLICT; the commit locks the key's row (FOR UPDATE) and checks the
+//! fencing token, so a process whose lease was taken over cannot settle the key, and the app's
+//! writes commit or roll back with the outcome.
+
+import { postgresApplyOnce } from './postgres-apply.js';
 
 /** @param {string} schema */
 const ddl = (table) => `
@@ -33,15 +36,28 @@ export function postgresStore({ pool, table = 'csk_outcomes' }) {
   const T = table;
   const get = async (client, principal, key, lock = '') =>
     shape((await client.query(`SELECT * FROM ${T} WHERE principal = $1 AND key = $2 ${lock}`, [principal, key])).rows[0]) ?? null;
+  // A key with no row may be being applied by another process (it holds the key's advisory
+  // lock, postgres-apply.js): taking that lock for this one statement says so.
+  const lookup = `SELECT t.*, t.key IS NULL AND NOT pg_try_advisory_xact_lock(hashtext('${T}'), hashtext(length($1) || ':' || $1 || $2)) AS busy
+    FROM (SELECT 1) AS one LEFT JOIN ${T} AS t ON t.principal = $1 AND t.key = $2`;
   return {
+    applyOnce: postgresApplyOnce(pool, T),
     async init() {
       const client = await pool.connect();
       try {
+        // DDL only when the table or its index is missing: CREATE INDEX IF NOT EXISTS takes a
+        // SHARE lock on the table even when the index exists, so a process starting beside
+        // others that serve would wait for (and stall) their applies. A catalog lookup does not.
+        const { rows } = await client.query('SELECT to_regclass($1) IS NOT NULL AND to_regclass($2) IS NOT NULL AS ready', [T, `${T}_settled`]);
+        if (rows[0].ready) return;
         // Several processes may start at once: one lock makes the DDL run one at a time.
         await client.query('SELECT pg_advisory_lock(47110039)');
-        await client.query(ddl(T));
+        try {
+          await client.query(ddl(T));
+        } finally {
+          await client.query('SELECT pg_advisory_unlock(47110039)').catch(() => {});
+        }
       } finally {
-        await client.query('SELECT pg_advisory_unlock(47110039)').catch(() => {});
         client.release();
       }
     },
@@ -112,7 +128,13 @@ export function postgresStore({ pool, table = 'csk_outcomes' }) {
     async release({ principal, key, token }) {
       await pool.query(`DELETE FROM ${T} WHERE principal = $1 AND key = $2 AND token = $3 AND state = 'pending'`, [principal, key, token]);
     },
-    get: ({ principal, key }) => get(pool, principal, key),
+    async get({ principal, key }) {
+      const { rows } = await pool.query(lookup, [principal, key]);
+      const { busy, ...row } = rows[0];
+      if (row.key != null) return shape(row);
+      // Being applied elsewhere: in progress, with a lease that has not run out.
+      return busy ? { state: 'pending', digest: '', lease_until: Number.MAX_SAFE_INTEGER } : null;
+    },
     async purge({ before, limit }) {
       const { rowCount } = await pool.query(
         `DELETE FROM ${T} WHERE (principal, key) IN (SELECT principal, key FROM ${T} WHERE state = 'done' AND settled_at < $1 ORDER BY settled_at LIMIT $2)`,

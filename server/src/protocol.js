@@ -1,5 +1,6 @@
-//! Wire protocol v1 (SPEC §7) for the kit: reading a submit's body within limits, the digest that
-//! decides "same request", and the answer constructors. No database here.
+//! Wire protocol v1 (SPEC §7) for the kit: checking a submit within limits, and the digest that
+//! decides "same request". No database here, and no HTTP request or response (a multipart body
+//! is read with the web FormData parser).
 
 import { createHash } from 'node:crypto';
 
@@ -44,41 +45,8 @@ export function canonicalJson(value) {
 /** @param {Uint8Array | string} data */
 export const sha256 = (data) => createHash('sha256').update(data).digest('hex');
 
-/**
- * Reads a body, refusing it with 413 as soon as it passes `max` bytes (a lying or absent
- * content-length cannot make the kit buffer more).
- * @param {Request} request
- * @param {number} max
- * @returns {Promise<Uint8Array>}
- */
-export async function readBody(request, max) {
-  const declared = Number(request.headers.get('content-length'));
-  if (Number.isFinite(declared) && declared > max) throw tooLarge('body', max);
-  if (!request.body) return new Uint8Array(0);
-  const reader = request.body.getReader();
-  const chunks = [];
-  let size = 0;
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    size += value.byteLength;
-    if (size > max) {
-      await reader.cancel().catch(() => {});
-      throw tooLarge('body', max);
-    }
-    chunks.push(value);
-  }
-  const out = new Uint8Array(size);
-  let at = 0;
-  for (const c of chunks) {
-    out.set(c, at);
-    at += c.byteLength;
-  }
-  return out;
-}
-
 /** @param {string} what @param {number} max */
-const tooLarge = (what, max) =>
+export const tooLarge = (what, max) =>
   new ProtocolError(413, `${what}_too_large`, `the ${what} is larger than ${max} bytes`);
 
 /** @param {string} message */
@@ -94,13 +62,13 @@ const invalid = (message) => new ProtocolError(400, 'invalid_request', message);
 
 /**
  * Parses and checks a submit (JSON or multipart/form-data with parts `request` and `blob`).
- * @param {Request} request
+ * @param {import('./incoming.js').Incoming} request
  * @param {typeof DEFAULT_LIMITS} limits
  * @returns {Promise<Submit>}
  */
 export async function parseSubmit(request, limits) {
   const type = (request.headers.get('content-type') ?? '').toLowerCase();
-  const bytes = await readBody(request, limits.maxBodyBytes + limits.maxBlobBytes);
+  const bytes = await request.read(limits.maxBodyBytes + limits.maxBlobBytes);
   /** @type {unknown} */
   let json;
   /** @type {Submit['blob']} */
@@ -165,26 +133,6 @@ function parseJson(text) {
     throw invalid('the body is not valid JSON');
   }
 }
-
-/**
- * @param {number} status
- * @param {unknown} body
- * @param {Record<string, string>} [headers]
- */
-export function json(status, body, headers = {}) {
-  return new Response(JSON.stringify(body), {
-    status,
-    headers: { 'content-type': 'application/json', 'cache-control': 'no-store', ...headers },
-  });
-}
-
-/** A v1 `rejected` answer. @param {number} status @param {string} code @param {string} message */
-export const rejected = (status, code, message) =>
-  json(status, { outcome: 'rejected', error: { code, message } });
-
-/** An answer that is not a protocol outcome (401, 404, 5xx). @param {number} status @param {string} code @param {string} message @param {Record<string,string>} [headers] */
-export const errorAnswer = (status, code, message, headers) =>
-  json(status, { error: { code, message } }, headers);
 
 /**
  * The HTTP status of an outcome (SPEC §7): applied 200, accepted 202, rejected 422 (or 409 for a

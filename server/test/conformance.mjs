@@ -4,6 +4,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createKit } from '../src/index.js';
+import { overHttp } from './over-http.mjs';
 
 const URL_BASE = 'http://127.0.0.1/v1';
 
@@ -32,13 +33,17 @@ const query = (kit, id, headers = {}) =>
 /**
  * @param {string} label
  * @param {() => Promise<any>} makeEngine
+ * @param {{ http?: boolean }} [how] http: every `handle` goes over HTTP through toNodeHandler.
  */
-export function conformance(label, makeEngine) {
+export function conformance(label, makeEngine, how = {}) {
+  /** @param {any} kit */
+  const served = (kit) => (how.http ? overHttp(kit) : kit);
+
   /** Builds a kit whose apply writes one note row per applied request. */
   async function setup(overrides = {}) {
     const engine = await makeEngine();
     const calls = { n: 0 };
-    const kit = createKit({
+    const kit = await served(createKit({
       store: engine.store,
       principal: (request) => request.headers.get('x-user') ?? 'u1',
       apply: async (request, tx) => {
@@ -48,7 +53,7 @@ export function conformance(label, makeEngine) {
         return { outcome: 'applied', canonical: { key: request.key, blob: request.blob?.size ?? null } };
       },
       ...overrides.options,
-    });
+    }));
     await kit.init();
     const done = async () => {
       await kit.close();
@@ -178,6 +183,26 @@ export function conformance(label, makeEngine) {
     await done();
   });
 
+  test(`${label}: a dead holder's claim answers a query 404 once its lease ran out, so the client submits again and that submit applies once`, async () => {
+    let clock = 2_000_000;
+    const { engine, kit, calls, done } = await setup({ options: { now: () => clock, leaseMs: 5_000 } });
+    // A process claims the key and is killed before committing: nothing applied, the claim stays.
+    const dead = await engine.store.claim({ principal: 'u1', key: 'k6b', digest: await digestOf(kit, 'k6b'), now: clock, leaseMs: 5_000 });
+    assert.equal(dead.state, 'claimed');
+    assert.equal((await query(kit, 'k6b')).status, 409, 'within the lease: in progress');
+    clock += 5_001;
+    // The client (SPEC §7) queries after a failed submit; a 409 for ever would leave it asking
+    // for ever (and dead-letter it). Nothing was applied: 404, "submit the same request again".
+    const asked = await query(kit, 'k6b');
+    assert.equal(asked.status, 404);
+    assert.equal((await asked.json()).error.code, 'not_found');
+    assert.equal((await submit(kit, body('k6b'))).status, 200);
+    assert.equal((await query(kit, 'k6b')).status, 200);
+    assert.equal(calls.n, 1);
+    assert.equal(await engine.count('u1', 'k6b'), 1);
+    await done();
+  });
+
   test(`${label}: principals scope keys (another principal's key is 404; one key, two principals, two applies)`, async () => {
     const { engine, kit, done } = await setup();
     await submit(kit, body('k7'), { 'x-user': 'alice' });
@@ -255,8 +280,8 @@ export function conformance(label, makeEngine) {
     const engine = await makeEngine();
     const accept = async () => ({ outcome: 'accepted', operations: [{ operationId: 'a1-op', outcome: 'accepted' }] });
     const options = { principal: () => 'u1', apply: accept };
-    const one = createKit({ store: engine.store, ...options });
-    const two = createKit({ store: engine.openStore(), ...options });
+    const one = await served(createKit({ store: engine.store, ...options }));
+    const two = await served(createKit({ store: engine.openStore(), ...options }));
     await Promise.all([one.init(), two.init()]);
     const first = await submit(one, body('a1'));
     assert.equal(first.status, 202);
@@ -335,8 +360,9 @@ export function conformance(label, makeEngine) {
 /** The digest the kit computes for body(key): read back from a claim it stores. */
 async function digestOf(_kit, key) {
   const { parseSubmit, DEFAULT_LIMITS } = await import('../src/protocol.js');
+  const { fromWebRequest } = await import('../src/incoming.js');
   const parsed = await parseSubmit(
-    new Request(`${URL_BASE}/requests`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body(key)) }),
+    fromWebRequest(new Request(`${URL_BASE}/requests`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body(key)) })),
     DEFAULT_LIMITS,
   );
   return parsed.digest;

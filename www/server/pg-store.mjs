@@ -61,6 +61,9 @@ CREATE TABLE IF NOT EXISTS runs (
 );
 `;
 
+/** Every table and index SCHEMA creates. */
+const SCHEMA_OBJECTS = [...SCHEMA.matchAll(/CREATE (?:TABLE|INDEX) IF NOT EXISTS (\w+)/g)].map((m) => m[1]);
+
 const num = (v) => (v == null ? null : Number(v));
 
 function decodeRequest(row) {
@@ -84,6 +87,24 @@ function decodeRequest(row) {
 }
 
 /**
+ * Creates the tables when one of them (or an index) is missing. Only then: the DDL takes table
+ * locks even when everything exists (CREATE INDEX IF NOT EXISTS: a SHARE lock, to the end of
+ * the schema's one transaction), so a process starting beside others that serve would wait for
+ * their applies and deadlock with them. A catalog lookup takes none.
+ * @param {any} client
+ */
+async function ensureSchema(client) {
+  const { rows } = await client.query('SELECT bool_and(to_regclass(n) IS NOT NULL) AS ready FROM unnest($1::text[]) AS n', [SCHEMA_OBJECTS]);
+  if (rows[0].ready) return;
+  await client.query('SELECT pg_advisory_lock(47110040)');
+  try {
+    await client.query(SCHEMA);
+  } finally {
+    await client.query('SELECT pg_advisory_unlock(47110040)').catch(() => {});
+  }
+}
+
+/**
  * Opens the store on the database the URL names (its tables are created if missing).
  * @param {string} url postgres://…
  */
@@ -93,10 +114,8 @@ export async function openPgStore(url) {
   pool.on('error', () => {});
   const client = await pool.connect();
   try {
-    await client.query('SELECT pg_advisory_lock(47110040)');
-    await client.query(SCHEMA);
+    await ensureSchema(client);
   } finally {
-    await client.query('SELECT pg_advisory_unlock(47110040)').catch(() => {});
     client.release();
   }
   return new PgStore(pool, pool);

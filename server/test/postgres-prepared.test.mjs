@@ -1,0 +1,60 @@
+//! The Postgres store's prepared statements: a connection that loses them (DISCARD ALL, a pooler
+//! in transaction mode) still applies every key once, with the statements inlined from then on;
+//! two stores on one pool share a connection's statements. CSK_PG_URL=postgres://…
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import pg from 'pg';
+import { createKit, postgresStore } from '../src/index.js';
+import { postgresEngine } from './engines.mjs';
+
+const skip = !process.env.CSK_PG_URL;
+const submit = (kit, id) =>
+  kit.handle(
+    new Request('http://127.0.0.1/v1/requests', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'idempotency-key': id },
+      body: JSON.stringify({ id, operationIds: [`${id}-op`], kind: 'note.add', protocolVersion: 1, payload: {}, canvasIds: ['c1'] }),
+    }),
+  );
+
+/** A kit on a one-connection pool, so every statement runs on the same connection. */
+async function onOneConnection(engine) {
+  const pool = new pg.Pool({ connectionString: engine.url, max: 1 });
+  const kit = createKit({
+    store: postgresStore({ pool }),
+    apply: async (request, tx) => {
+      await engine.write(tx, request.principal, request.key, 'x');
+      return { outcome: 'applied' };
+    },
+  });
+  await kit.init();
+  return { pool, kit };
+}
+
+test('postgres: a connection that loses its prepared statements still applies each key once', { skip, timeout: 30_000 }, async () => {
+  const engine = await postgresEngine();
+  const { pool, kit } = await onOneConnection(engine);
+  assert.equal((await submit(kit, 'p1')).status, 200);
+  const { rows } = await pool.query('SELECT count(*)::int AS n FROM pg_prepared_statements');
+  assert.equal(rows[0].n, 2, 'head and done prepared on the connection');
+  await pool.query('DISCARD ALL');
+  assert.equal((await submit(kit, 'p2')).status, 200);
+  assert.equal((await submit(kit, 'p2')).status, 200, 'a repeat is answered from the store');
+  assert.equal((await submit(kit, 'p3')).status, 200);
+  const after = await pool.query('SELECT count(*)::int AS n FROM pg_prepared_statements');
+  assert.equal(after.rows[0].n, 0, 'inlined from then on: nothing prepared again');
+  for (const key of ['p1', 'p2', 'p3']) assert.equal(await engine.count('anonymous', key), 1, key);
+  await kit.close();
+  await engine.close();
+});
+
+test("postgres: two stores on one pool share the connection's prepared statements", { skip, timeout: 30_000 }, async () => {
+  const engine = await postgresEngine();
+  const { pool, kit } = await onOneConnection(engine);
+  const other = createKit({ store: postgresStore({ pool }), apply: async () => ({ outcome: 'applied' }) });
+  assert.equal((await submit(kit, 'q1')).status, 200);
+  assert.equal((await submit(other, 'q2')).status, 200);
+  assert.equal((await submit(kit, 'q3')).status, 200);
+  await kit.close();
+  await engine.close();
+});
