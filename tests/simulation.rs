@@ -23,6 +23,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write;
 
 use canvas_scheduler::core::config::{RetryPolicy, SchedulerConfig};
+use canvas_scheduler::core::error::ErrorCode;
 use canvas_scheduler::core::host::{Authorization, CountingHost};
 use canvas_scheduler::core::intent::IntentInput;
 use canvas_scheduler::core::io::{
@@ -77,6 +78,8 @@ struct World {
     acknowledged: BTreeSet<String>,
     /// Operation → (its sequence, the principal it was enqueued under).
     sequence_of: BTreeMap<String, (u64, &'static str)>,
+    /// Operations the host revised (K8): their first intent is another one now.
+    revised: BTreeSet<String>,
     faults_on: bool,
     steps: u64,
     /// Sends of requests that carry several operations.
@@ -168,6 +171,7 @@ impl World {
             with_dependencies,
             acknowledged: BTreeSet::new(),
             sequence_of: BTreeMap::new(),
+            revised: BTreeSet::new(),
             faults_on: true,
             steps: 0,
             batched_sends: 0,
@@ -449,6 +453,42 @@ impl World {
             .map_err(|_| ())
     }
 
+    /// An intent enqueued before, enqueued again by the session that recorded it: whole,
+    /// replaced by a coalesced one (its payload dropped) or compacted, it is the same intent,
+    /// never `duplicate_operation`.
+    fn enqueue_again(&mut self, l: usize, intent: &IntentInput) -> Result<u64, ()> {
+        let unknown = self.tabs[l]
+            .scheduler
+            .unknown_ids(std::slice::from_ref(intent));
+        let found = self.store.tombstones_of(unknown.iter().map(String::as_str));
+        self.tabs[l].scheduler.learn_tombstones(found);
+        let recorded = self.sequence_of.get(&intent.id).map(|(_, user)| *user);
+        let principal = self.tabs[l].scheduler.config().principal.clone();
+        match self.tabs[l]
+            .scheduler
+            .enqueue(self.now, vec![intent.clone()])
+        {
+            Ok(barrier) => Ok(barrier),
+            Err(error) => {
+                let same_session = recorded.is_some()
+                    && principal.as_deref() == recorded
+                    && !self.revised.contains(&intent.id);
+                if error.code == ErrorCode::DuplicateOperation && same_session {
+                    let stored = self.tabs[l]
+                        .scheduler
+                        .ledger()
+                        .operation(&intent.id)
+                        .cloned();
+                    self.fail(&format!(
+                        "{} enqueued again by its own principal was refused: {}\ninput {intent:?}\nstored {stored:?}",
+                        intent.id, error.message
+                    ));
+                }
+                Err(())
+            }
+        }
+    }
+
     /// A partial enqueue (issue 37 item 4) of `intents` and one invalid intent at a random
     /// place: that one is refused, alone, and never reaches the ledger; the barrier and the
     /// intents admitted (`Err` when none was, or the call was refused whole).
@@ -716,6 +756,9 @@ impl World {
                     // Now and then a partial enqueue, with an intent it must refuse among them.
                     let admitted = if !again && self.rng.chance(20) {
                         self.enqueue_partial(l, intents)
+                    } else if again {
+                        self.enqueue_again(l, &intents[0])
+                            .map(|barrier| (barrier, intents))
                     } else {
                         self.enqueue(l, intents.clone())
                             .map(|barrier| (barrier, intents))
@@ -981,6 +1024,10 @@ impl World {
         };
         if std::env::var("SIM_TRACE").is_ok() {
             eprintln!("step {} host action on {pick}: {refused:?}", self.steps);
+        }
+        let revised = self.tabs[l].scheduler.ledger().operation(&pick);
+        if revised.is_some_and(|op| op.intent.revision > 0) {
+            self.revised.insert(pick.clone());
         }
         if let Some(error) = refused {
             self.refused_actions += 1;
