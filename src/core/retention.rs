@@ -116,8 +116,13 @@ impl Tombstone {
     /// Whether `input` is the same intent again: compared as
     /// [`same_intent`](crate::core::intent::same_intent) compares it with a stored one.
     pub fn matches(&self, input: &IntentInput) -> bool {
-        input_digest(input) == self.digest && input.sequence.is_none_or(|s| s == self.sequence)
+        matches_digest(input, &self.digest, self.sequence)
     }
+}
+
+/// Whether `input` is the intent whose [`intent_digest`] is `digest`, stored at `sequence`.
+pub fn matches_digest(input: &IntentInput, digest: &str, sequence: u64) -> bool {
+    input_digest(input) == digest && input.sequence.is_none_or(|s| s == sequence)
 }
 
 /// The digest of what [`same_intent`](crate::core::intent::same_intent) compares: the

@@ -17,7 +17,7 @@ use crate::core::model::{
 };
 use crate::core::partial::{partition, Holdings, Partition, Verdict};
 use crate::core::payload::Payload;
-use crate::core::retention::{input_digest, intent_digest};
+use crate::core::retention::{intent_digest, matches_digest};
 use crate::core::safe_error::SafeError;
 use std::collections::BTreeSet;
 
@@ -224,11 +224,8 @@ impl<H: Host> Scheduler<H> {
                 self.coalesce_failed(&old_id, new_id, error);
                 return;
             }
-            self.ledger.update_operation(new_id, |op| {
-                op.given_digest
-                    .get_or_insert_with(|| intent_digest(&op.intent));
-                op.intent.payload = payload;
-            });
+            self.ledger
+                .update_operation(new_id, |op| replace_payload(op, payload));
         }
         // The replacement is named in the details too: dependencies on the old one wait for
         // it (Ledger::dependency_target), across reloads.
@@ -244,11 +241,8 @@ impl<H: Host> Scheduler<H> {
                 at: now,
             },
         );
-        self.ledger.update_operation(&old_id, |op| {
-            op.given_digest
-                .get_or_insert_with(|| intent_digest(&op.intent));
-            op.intent.payload = Payload::default();
-        });
+        self.ledger
+            .update_operation(&old_id, |op| replace_payload(op, Payload::default()));
         self.indexed.remove(&old_id);
         self.coalescing.forget(&old_id);
         self.ready.remove(old.intent.sequence, &old_id);
@@ -359,6 +353,14 @@ impl<H: Host> Scheduler<H> {
     }
 }
 
+/// Gives `op` another payload, first keeping the digest of the intent as the host gave it
+/// (by which [`held`] still knows it).
+fn replace_payload(op: &mut Operation, payload: Payload) {
+    op.given_digest
+        .get_or_insert_with(|| intent_digest(&op.intent));
+    op.intent.payload = payload;
+}
+
 /// Whether the ledger holds `input`'s id (see [`Holdings::holds`]). An id already stored is
 /// the same intent again only under the same principal (K3): another principal's operation
 /// with that id is `duplicate_operation`.
@@ -366,10 +368,7 @@ fn held(ledger: &Ledger, input: &IntentInput, principal: &Option<String>) -> Opt
     if let Some(stored) = ledger.operation(&input.id) {
         // A merged or dropped payload: the intent as given is known by its digest.
         let same = match &stored.given_digest {
-            Some(digest) => {
-                input_digest(input) == *digest
-                    && input.sequence.is_none_or(|s| s == stored.intent.sequence)
-            }
+            Some(digest) => matches_digest(input, digest, stored.intent.sequence),
             None => same_intent(&stored.intent, input),
         };
         if same && stored.intent.principal == *principal {
