@@ -411,3 +411,43 @@ fn a_dependency_on_a_compacted_discarded_operation_is_blocked_as_a_whole_one_is(
         .map(|o| o.blockers.clone());
     assert_eq!(blockers, Some(vec!["dependency_discarded".to_owned()]));
 }
+
+#[test]
+fn settled_operations_past_the_policy_are_compacted_within_a_second_while_work_never_stops() {
+    // Issue 38 item 1: a burst of work that never pauses (a backlog always in flight) must
+    // not leave its settled history whole until a quiet moment: the tab may close first, and
+    // the next open would read it all.
+    let kept = 10;
+    let mut h = harness(policy(kept, u64::MAX / 4));
+    let total = 1_200;
+    let ids: Vec<String> = (0..total).map(|i| format!("b{i:05}")).collect();
+    for chunk in ids.chunks(100) {
+        h.enqueue(chunk.iter().map(|id| edit(id, &[id])).collect())
+            .unwrap();
+    }
+    let mut answered_at: Vec<u64> = Vec::new();
+    let mut worst = 0;
+    while h.wire.len() == 4 {
+        h.answer_first(applied()).unwrap();
+        answered_at.push(h.now);
+        h.advance(5);
+        let recent = answered_at.iter().filter(|at| **at + 1_000 > h.now).count();
+        let whole = h.scheduler.ledger().settled_count();
+        worst = worst.max(whole.saturating_sub(kept + recent));
+        assert!(
+            whole <= kept + recent,
+            "after {} answers: {whole} settled kept whole, more than the policy's {kept} and \
+             the {recent} settled within the last second",
+            answered_at.len()
+        );
+    }
+    assert!(answered_at.len() > 1_000, "the backlog kept the wire full");
+    // Closed at once: the next open loads the unsettled and at most a second's worth whole.
+    let r = restart(&h, policy(kept, u64::MAX / 4));
+    let loaded = r.scheduler.ledger().operation_count();
+    assert!(
+        loaded <= kept + 200 + (total - answered_at.len()),
+        "a reopen loads {loaded} operations"
+    );
+    assert_eq!(worst, 0);
+}

@@ -120,13 +120,12 @@ struct InFlight {
     dropped_requests: Vec<String>,
 }
 
-/// Whether and when a batch may compact (see [`Ledger::take_batch_at`]).
+/// A batch may compact a slice (see [`Ledger::take_batch_at`]); when is the scheduler's
+/// decision (`Scheduler::maybe_flush`).
 #[derive(Clone, Copy, Debug)]
 pub struct Compact {
     /// Now.
     pub now: Millis,
-    /// Nothing else to write or send: a slice may run.
-    pub quiet: bool,
 }
 
 /// The in-memory ledger with change tracking.
@@ -500,9 +499,11 @@ impl Ledger {
         self.take_batch_at(no, fence, lease, fold, None)
     }
 
-    /// [`Ledger::take_batch`], compacting a slice when `compact` allows (see `retention`):
-    /// while quiet, or in any batch when the policy keeps nothing whole (a settled operation
-    /// is then compacted in the batch that records its settlement, its blob with it).
+    /// [`Ledger::take_batch`], compacting a slice when `compact` is given and one is due (see
+    /// `retention`). The scheduler gives it while quiet, in every batch when the policy keeps
+    /// nothing whole (a settled operation is then compacted in the batch that records its
+    /// settlement, its blob with it), and in a busy batch at most every `BUSY_SLICE_MS`.
+    /// Operations this batch writes are left to a later slice unless nothing is kept whole.
     pub fn take_batch_at(
         &mut self,
         no: BatchNo,
@@ -513,9 +514,7 @@ impl Ledger {
     ) -> PersistBatch {
         let dirty = std::mem::take(&mut self.dirty);
         let slice = match compact {
-            Some(c) if (c.quiet || self.retain.keeps_nothing()) && self.wants_compaction(c.now) => {
-                Some(self.slice(c.now, &dirty))
-            }
+            Some(c) if self.wants_compaction(c.now) => Some(self.slice(c.now, &dirty)),
             _ => None,
         };
         let slice = slice.unwrap_or_default();

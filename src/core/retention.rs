@@ -9,8 +9,9 @@
 //! `tombstone_ms`; past that they are deleted and the id is forgotten.
 //!
 //! The ledger ([`crate::core::ledger::Ledger`]) picks what to compact in slices of at most
-//! [`SLICE_LIMIT`] operations, in a batch of its own while the scheduler is quiet; the store
-//! only executes the batch. Tombstone keys grow with time ([`tombstone_key`]), so deleting
+//! [`SLICE_LIMIT`] operations: in a batch of its own while the scheduler is quiet, and with a
+//! busy batch at most every `BUSY_SLICE_MS` while work goes on (the scheduler decides when);
+//! the store only executes the batch. Tombstone keys grow with time ([`tombstone_key`]), so deleting
 //! every tombstone older than a time is one key-range delete.
 
 use super::digest::body_digest;

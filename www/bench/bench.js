@@ -448,6 +448,40 @@ async function fillSettled({ database, n, chunk, deadlineMs }) {
 }
 
 /**
+ * 11. A burst, then the tab closed at once (issue 38): `n` operations through an in-page
+ * transport that applies them at once, with the default options (retention included:
+ * 1 000 settled kept whole), `settle()`, then `stop()` `quietMs` later (0: at once). What the
+ * next open reads is what retention compacted while the burst went on.
+ */
+async function fillBurst({ database, n, chunk, quietMs, deadlineMs }) {
+  const transport = {
+    submit: async () => ({ outcome: "applied" }),
+    query: async () => ({ outcome: "applied" }),
+  };
+  const scheduler = await Scheduler.open({ database, transport, leaseMs: FILL_LEASE_MS });
+  try {
+    scheduler.start();
+    const deadline = now() + deadlineMs;
+    const t0 = now();
+    let count = 0;
+    while (count < n && now() < deadline) {
+      const intents = [];
+      for (let i = count; i < Math.min(n, count + chunk); i++) intents.push(shapeIntent(`u-${i}`, `c${i % 20}`, i));
+      await scheduler.enqueueMany(intents);
+      count += intents.length;
+      while (scheduler.stats().pending > chunk && now() < deadline) await scheduler.settle();
+    }
+    while (scheduler.stats().pending > 0 && now() < deadline) await scheduler.settle();
+    const ms = now() - t0;
+    if (quietMs > 0) await new Promise((resolve) => setTimeout(resolve, quietMs));
+    const stats = scheduler.stats();
+    return { count, ms, kept: stats.settledKept, tombstones: stats.tombstones, pending: stats.pending, timedOut: count < n };
+  } finally {
+    scheduler.stop();
+  }
+}
+
+/**
  * 9. `enqueue` while the scheduler sends at full speed (issue 30): the reference server at
  * concurrency 2, default options, a backlog of `backlog` operations already dispatching. Then
  * `n` sequential awaited enqueues, each interleaved with the raw 1-record transaction of
@@ -581,5 +615,5 @@ async function sendScale({ pending, warm, measured, canvases, chunk, deadlineMs 
   }
 }
 
-window.bench = { rawIdb, enqueueLatency, enqueueWhileSending, throughputInstant, endToEnd, fetchLoop, fill, openStart, rawGetAll, fillSettled, sendScale };
+window.bench = { rawIdb, enqueueLatency, enqueueWhileSending, throughputInstant, endToEnd, fetchLoop, fill, openStart, rawGetAll, fillSettled, fillBurst, sendScale };
 document.body.dataset.ready = "1";

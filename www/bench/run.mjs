@@ -38,6 +38,9 @@ const PLAN = {
   // The empty ledger is measured first and last: the first timed open of a run can pay a
   // warm-up; the baseline is the faster of the two (both printed).
   history: { sizes: [0, 10_000, 100_000, 0], chunk: 2000, deadlineMs: 240_000 },
+  // 11. Issue 38: 20 000 operations applied, then stop() at once or after 2 s of quiet; the
+  // reopen against an empty ledger's (measured first and last, the faster is the baseline).
+  burst: { runs: [{ n: 0 }, { n: 20_000, quietMs: 0 }, { n: 20_000, quietMs: 2_000 }, { n: 0 }], chunk: 500, deadlineMs: 240_000 },
   // 10. 200 sends (after the first 50) with 250 and with 10 000 pending, on one canvas and on 20.
   scale: { sizes: [250, 10_000], canvases: [1, 20], warm: 50, measured: 200, chunk: 1000, deadlineMs: 60_000 },
   start: [
@@ -145,7 +148,7 @@ async function benchPage(context, baseUrl) {
 }
 
 /**
- * `BENCH_ONLY=enqueue,start` runs only those parts (of raw, enqueue, load, instant, e2e, start, history, scale), for
+ * `BENCH_ONLY=enqueue,start` runs only those parts (of raw, enqueue, load, instant, e2e, start, history, scale, burst), for
  * a quick look at one figure while working on it; the raw baselines always run.
  */
 const ONLY = process.env.BENCH_ONLY ? new Set(process.env.BENCH_ONLY.split(",")) : null;
@@ -338,6 +341,29 @@ async function main() {
           figure(`storage per compacted operation (${fmt(n)})`, fmt(filled.bytes / n, 1), "bytes", "100", "bytes (target)", filled.bytes / n / 100,
             `navigator.storage.estimate() usage +${fmt(filled.bytes)} B over the fill; ${fmt(filled.tombstones)} tombstones, ${fmt(filled.kept)} kept whole; filled in ${fmt(filled.ms / 1000, 1)} s`);
         }
+      }
+    }
+
+    // 11. A burst, then the tab closed at once: the reopen reads what retention left whole.
+    if (want("burst")) {
+      const reopened = [];
+      for (const { n, quietMs = 0 } of PLAN.burst.runs) {
+        const database = `bench-burst-${n}-${quietMs}-${Date.now()}`;
+        page = await benchPage(context, statics.url);
+        const filled = await call(page, "fillBurst", { database, n, quietMs, chunk: PLAN.burst.chunk, deadlineMs: PLAN.burst.deadlineMs });
+        await page.close();
+        expect(filled.count === n && filled.pending === 0, `burst ${n}: ${JSON.stringify(filled)}`);
+        page = await benchPage(context, statics.url);
+        const started = await call(page, "openStart", { database });
+        await page.close();
+        expect(started.pending === 0 && started.leaseWaits === 0, `burst ${n}: reopen ${JSON.stringify(started)}`);
+        reopened.push({ n, quietMs, filled, started });
+      }
+      const empties = reopened.filter((r) => r.n === 0).map((r) => r.started.totalMs);
+      const empty = Math.min(...empties);
+      for (const { n, quietMs, filled, started } of reopened.filter((r) => r.n > 0)) {
+        figure(`Scheduler.open + start() after ${fmt(n)} applied, stopped ${quietMs ? `after ${fmt(quietMs / 1000)} s of quiet` : "at once"}`, fmt(started.totalMs, 1), "ms", fmt(empty, 1), `ms (empty ledger, same run: the faster of ${empties.map((ms) => fmt(ms, 1)).join(" and ")})`, started.totalMs / empty,
+          `${fmt(filled.kept)} settled kept whole and ${fmt(filled.tombstones)} tombstones at stop; sent in ${fmt(filled.ms / 1000, 1)} s (${fmt(n / (filled.ms / 1000))} ops/s); target <= 1.5`);
       }
     }
 

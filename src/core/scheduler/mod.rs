@@ -92,6 +92,8 @@ struct PersistState {
     commit_requested: bool,
     /// Inside `commit()`: write now.
     committing: bool,
+    /// When the last compaction slice went out with a busy batch (retention under load).
+    busy_slice_at: Option<Millis>,
 }
 
 /// Lease state of this dispatcher (K2).

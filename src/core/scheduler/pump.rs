@@ -35,6 +35,11 @@ pub(super) fn add_dependents(
     }
 }
 
+/// Least time between two compaction slices carried by busy batches (a slice is up to
+/// `SLICE_LIMIT` operations, so up to about 1 000 a second are compacted while work goes on;
+/// the rest waits for a quiet moment).
+const BUSY_SLICE_MS: Millis = 250;
+
 impl<H: Host> Scheduler<H> {
     /// Adds an operation to the dependents index (once) and queues it if ready.
     pub(super) fn index(&mut self, id: &str) {
@@ -376,12 +381,18 @@ impl<H: Host> Scheduler<H> {
         };
         let quiet = self.is_quiet();
         let fold = self.ledger.wants_fold() && quiet;
-        // Retention: a slice of its own while quiet, or with every batch when the policy
-        // keeps nothing whole (compacted as it settles).
+        // Retention: a slice of its own while quiet, with every batch when the policy keeps
+        // nothing whole (compacted as it settles), and while busy with a batch at most every
+        // BUSY_SLICE_MS, so that what settles past the policy is compacted within about a
+        // second even while work never stops (SPEC §7: a reopen reads no settled history).
+        let busy_due = self
+            .persist
+            .busy_slice_at
+            .is_none_or(|at| now >= at.saturating_add(BUSY_SLICE_MS));
         let compact = (self.is_leader()
-            && (quiet || self.config.retain.keeps_nothing())
+            && (quiet || busy_due || self.config.retain.keeps_nothing())
             && self.ledger.wants_compaction(now))
-        .then_some(Compact { now, quiet });
+        .then_some(Compact { now });
         if !self.ledger.has_changes()
             && !self.persist.barrier_wanted
             && lease_write.is_none()
@@ -403,6 +414,9 @@ impl<H: Host> Scheduler<H> {
         self.persist.in_flight = Some(no);
         self.persist.barrier_wanted = false;
         self.lease.renew_wanted = false;
+        if compact.is_some() && !quiet {
+            self.persist.busy_slice_at = Some(now);
+        }
         let batch = self
             .ledger
             .take_batch_at(no, self.lease.fence, lease_write, fold, compact);
