@@ -407,6 +407,25 @@ async function rawGetAll({ database }) {
 }
 
 /**
+ * 11. What an open reads, store by store: a raw `getAll` of each store the load reads, timed
+ * one after another in one read-only transaction each (the split of a reopen's time).
+ */
+async function rawStores({ database, stores }) {
+  const db = await request(indexedDB.open(database));
+  try {
+    const out = {};
+    for (const name of stores) {
+      const t0 = now();
+      const records = await request(db.transaction([name], "readonly").objectStore(name).getAll());
+      out[name] = { ms: now() - t0, count: records.length };
+    }
+    return out;
+  } finally {
+    db.close();
+  }
+}
+
+/**
  * 8. History (retention): sends `n` operations through an in-page transport that applies them
  * at once, with a policy that keeps none whole (each is compacted to a tombstone as it
  * settles), and measures the origin's storage before and after (navigator.storage.estimate()).
@@ -615,5 +634,5 @@ async function sendScale({ pending, warm, measured, canvases, chunk, deadlineMs 
   }
 }
 
-window.bench = { rawIdb, enqueueLatency, enqueueWhileSending, throughputInstant, endToEnd, fetchLoop, fill, openStart, rawGetAll, fillSettled, fillBurst, sendScale };
+window.bench = { rawIdb, enqueueLatency, enqueueWhileSending, throughputInstant, endToEnd, fetchLoop, fill, openStart, rawGetAll, fillSettled, fillBurst, rawStores, sendScale };
 document.body.dataset.ready = "1";
