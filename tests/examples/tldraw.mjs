@@ -248,6 +248,9 @@ try {
       const file = new File([await canvas.convertToBlob({ type: "image/png" })], "dot.png", { type: "image/png" });
       await globalThis.example.editor.putExternalContent({ type: "files", files: [file], point: { x: 200, y: 200 } });
     });
+    // tldraw may call the asset store's upload after putExternalContent resolves: whenSaved()
+    // covers what was enqueued before it was called, so wait for the upload's enqueue first.
+    await page.waitForFunction(() => globalThis.example.uploads >= 1, null, { timeout: 30_000 });
     await whenSavedChecked(page, server, `${mode} draw`);
     await keepOrder();
     const uploaded = Object.values((await admin(server, "/admin/state")).canvases[canvas].document.assets);

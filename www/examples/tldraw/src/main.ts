@@ -38,17 +38,23 @@ function enqueueMany(intents: Parameters<AppScheduler["enqueueMany"]>[0]) {
     () => (enqueuedIds.push(...ids), saved.enqueued(ids)),
     (error: Error & { code?: string }) => enqueueFailures.push(`${error.code ?? error.name}: ${error.message}`),
   );
-  lastEnqueue = call;
+  lastEnqueue = Promise.all([lastEnqueue, call]);
 }
+
+/** Uploads enqueued (tldraw may call `upload` after `putExternalContent` resolves). */
+let uploads = 0;
 
 /** tldraw's asset store: the file goes in the ledger with its intent and is sent as multipart. */
 const assets: TLAssetStore = {
   async upload(asset, file) {
     if (scheduler) {
       const id = crypto.randomUUID();
-      await scheduler.enqueue({ id, operationType: "asset.upload", canvasIds: [canvasId], payload: { name: file.name }, blob: file });
+      const call = scheduler.enqueue({ id, operationType: "asset.upload", canvasIds: [canvasId], payload: { name: file.name }, blob: file });
+      lastEnqueue = Promise.all([lastEnqueue, call.catch(() => {})]);
+      await call;
       enqueuedIds.push(id);
       saved.enqueued([id]);
+      uploads += 1;
     }
     // Shown from the file itself, offline too (tldraw accepts http(s) and data: URLs, not
     // blob:); a real app would resolve it to its CDN's address once uploaded.
@@ -78,6 +84,9 @@ function onMount(editor: Editor) {
       enqueueFailures,
       enqueuedIds,
       outcomes,
+      get uploads() {
+        return uploads;
+      },
       /** Waits for the enqueue calls made so far, then for `whenSaved()`; answers the ids it
        * waited for, which the server must have decided once it resolves. */
       whenSaved: async () => {
