@@ -6,9 +6,10 @@ mod common;
 
 use canvas_scheduler::core::config::SchedulerConfig;
 use canvas_scheduler::core::host::CountingHost;
+use canvas_scheduler::core::intent::IntentInput;
 use canvas_scheduler::core::io::{AttemptOutcome, AttemptStatus, Effect};
 use canvas_scheduler::core::model::{BlobRef, OperationPhase, Settlement};
-use canvas_scheduler::core::retention::{RetentionPolicy, SLICE_LIMIT};
+use canvas_scheduler::core::retention::{RetentionPolicy, SCAN_LIMIT, SLICE_LIMIT};
 use canvas_scheduler::testing::{Harness, MemoryStore};
 use common::{edit, edit_after, upload};
 
@@ -450,4 +451,60 @@ fn settled_operations_past_the_policy_are_compacted_within_a_second_while_work_n
         "a reopen loads {loaded} operations"
     );
     assert_eq!(worst, 0);
+}
+
+#[test]
+fn entries_that_may_not_go_yet_do_not_hide_the_ones_behind_them() {
+    // A long drag: many replaced intents whose replacement is still unsettled stand at the
+    // front of the settled queue. A slice examines a bounded window (SCAN_LIMIT) from where the
+    // last one stopped, so the settled operations behind them are still compacted.
+    let kept = 10;
+    let mut h = harness(policy(kept, u64::MAX / 4));
+    let hold = h.scheduler.hold(h.now).unwrap();
+    let mut replaced = 0;
+    for version in 0..30 {
+        let moves: Vec<_> = (0..50)
+            .map(|key| IntentInput {
+                coalesce_key: Some(format!("drag:{key}")),
+                ..edit(&format!("m{key}-{version}"), &["drag"])
+            })
+            .collect();
+        h.enqueue(moves).unwrap();
+        replaced += if version > 0 { 50 } else { 0 };
+    }
+    assert!(replaced > SCAN_LIMIT, "more replaced than one window");
+    let plain: Vec<String> = (0..300).map(|i| format!("p{i:03}")).collect();
+    for chunk in plain.chunks(50) {
+        h.enqueue(chunk.iter().map(|id| edit(id, &[id])).collect())
+            .unwrap();
+    }
+    h.scheduler.release(h.now, hold);
+    h.drain();
+    // The drag's canvas stays busy (its request is never answered); the others settle.
+    for _ in 0..2_000 {
+        let Some(at) = h
+            .wire
+            .iter()
+            .position(|o| !o.request.canvas_ids.iter().any(|c| c == "drag"))
+        else {
+            break;
+        };
+        let order = h.wire.remove(at);
+        h.scheduler.on_answer(h.now, order.attempt, applied());
+        h.drain();
+        h.advance(20);
+    }
+    // Busy (the drag's request in flight): slices ride the lease's renewals.
+    for _ in 0..100 {
+        h.advance(300);
+    }
+    let compacted: Vec<String> = tombstone_ids(&h.store)
+        .into_iter()
+        .filter(|id| id.starts_with('p'))
+        .collect();
+    assert!(
+        compacted.len() >= 300 - kept - 1,
+        "{} of the 300 settled behind the drag compacted",
+        compacted.len()
+    );
 }

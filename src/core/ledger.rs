@@ -16,7 +16,7 @@ use super::operation_pages::{
 };
 use super::retention::{
     tombstone_key, RetentionPolicy, Tombstone, TombstoneTrim, MEMORY_LIMIT, REWRITE_LIMIT,
-    SLICE_LIMIT,
+    SCAN_LIMIT, SLICE_LIMIT,
 };
 
 /// Settlement error code of an operation a coalesced intent replaced.
@@ -126,6 +126,9 @@ struct InFlight {
 pub struct Compact {
     /// Now.
     pub now: Millis,
+    /// The batch is busy (other work rides in it): the slice examines a bounded window of
+    /// the settled queue (`SCAN_LIMIT`) instead of all of it.
+    pub window: bool,
 }
 
 /// The in-memory ledger with change tracking.
@@ -152,6 +155,8 @@ pub struct Ledger {
     retain: RetentionPolicy,
     /// Settled operations in the order they settled (some compacted since: skipped).
     settled: VecDeque<(Millis, String)>,
+    /// Where in `settled` the next slice looks first (see [`Ledger::slice`]).
+    scan_at: usize,
     /// Tombstones at hand: compacted in this session or looked up (at most `MEMORY_LIMIT`).
     tombstones: StrMap<Tombstone>,
     /// The highest tombstone key written.
@@ -514,7 +519,7 @@ impl Ledger {
     ) -> PersistBatch {
         let dirty = std::mem::take(&mut self.dirty);
         let slice = match compact {
-            Some(c) if self.wants_compaction(c.now) => Some(self.slice(c.now, &dirty)),
+            Some(c) if self.wants_compaction(c.now) => Some(self.slice(c.now, &dirty, c.window)),
             _ => None,
         };
         let slice = slice.unwrap_or_default();
@@ -648,6 +653,7 @@ impl Ledger {
                 break;
             }
             self.settled.pop_front();
+            self.scan_at = self.scan_at.saturating_sub(1);
         }
         self.settled.front().is_some_and(|(at, _)| {
             self.settled.len() > self.retain.settled
@@ -671,30 +677,75 @@ impl Ledger {
     /// their request resolved, their replacement chain settled, on no unsettled operation's
     /// dependency chain, not the one holding the ledger's highest sequence), at most `SLICE_LIMIT`, and at most `REWRITE_LIMIT` other copies in
     /// the pages that must go with them.
-    fn slice(&mut self, now: Millis, dirty: &Dirty) -> Slice {
+    fn slice(&mut self, now: Millis, dirty: &Dirty, window: bool) -> Slice {
         let mut slice = Slice::default();
         if std::mem::take(&mut self.trim_due)
             || self.tombstone_count > self.retain.tombstones as u64
         {
             slice.trim = Some(TombstoneTrim::at(now, &self.retain));
         }
-        self.settled.retain(|(_, id)| {
-            self.operations
-                .get(id)
-                .is_some_and(|slot| slot.op.phase == OperationPhase::Resolved)
-        });
+        // Entries of operations compacted (or no longer settled) are dropped from the front as
+        // slices go (`wants_compaction`); the rest once they outnumber the live ones.
+        if self.settled.len() > 2 * self.resolved + SCAN_LIMIT {
+            let operations = &self.operations;
+            self.settled.retain(|(_, id)| {
+                operations
+                    .get(id)
+                    .is_some_and(|slot| slot.op.phase == OperationPhase::Resolved)
+            });
+            self.scan_at = 0;
+        }
+        // Past the count: every entry but the last `settled`. Those are live and the newest:
+        // an entry goes dead only when compacted, and only an entry with at least `settled`
+        // entries after it is compacted (entries are only appended), so no dead entry is
+        // among the last `settled` positions.
         let excess = self.settled.len().saturating_sub(self.retain.settled);
+        let past_policy = |at: usize, settled_at: Millis| {
+            at < excess || settled_at.saturating_add(self.retain.settled_ms) <= now
+        };
         let protected = self.protected();
         let mut doomed: Vec<u64> = Vec::new();
         let mut cost = 0;
         let mut key = self.last_tombstone_key;
-        for (at, (settled_at, id)) in self.settled.iter().enumerate() {
-            if slice.victims.len() == SLICE_LIMIT {
+        // A busy slice examines at most SCAN_LIMIT entries, from where the last one stopped
+        // (then from the oldest again): entries that may not go yet (their replacement chain
+        // or request unsettled, as in a long drag) cost each busy batch at most a window, not
+        // the whole queue, and the entries behind them are still reached. A quiet slice looks
+        // as far as it takes.
+        let limit = if window { SCAN_LIMIT } else { usize::MAX };
+        let start = if self.scan_at < self.settled.len() {
+            self.scan_at
+        } else {
+            0
+        };
+        let mut at = start;
+        let mut wrapped = false;
+        let mut examined = 0;
+        let mut covered = false;
+        while slice.victims.len() < SLICE_LIMIT {
+            if examined == limit {
                 break;
             }
-            if at >= excess && settled_at.saturating_add(self.retain.settled_ms) > now {
+            if wrapped && at >= start {
+                covered = true;
                 break;
             }
+            let Some(id) = self
+                .settled
+                .get(at)
+                .filter(|(settled_at, _)| past_policy(at, *settled_at))
+                .map(|(_, id)| id)
+            else {
+                if wrapped || start == 0 {
+                    covered = true;
+                    break;
+                }
+                wrapped = true;
+                at = 0;
+                continue;
+            };
+            at += 1;
+            examined += 1;
             let Some(slot) = self.operations.get(id) else {
                 continue;
             };
@@ -720,8 +771,11 @@ impl Ledger {
                 slice.tombstones.push(tombstone);
             }
         }
+        self.scan_at = at;
         if slice.victims.is_empty() {
-            self.stalled = true;
+            // Nothing may go anywhere in the queue: none runs until something settles. (A
+            // busy window with nothing leaves the next slice to look further.)
+            self.stalled = covered;
             return slice;
         }
         // The other current copies in the pages that go are written again, into new pages.

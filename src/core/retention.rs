@@ -22,6 +22,10 @@ use super::model::{Intent, Millis, Operation, Settlement};
 /// Most operations compacted in one slice (one transaction).
 pub const SLICE_LIMIT: usize = 256;
 
+/// Most settled operations a slice examines (those that may not go yet included), so a slice
+/// costs a bounded window of the settled queue however long it is.
+pub const SCAN_LIMIT: usize = 4 * SLICE_LIMIT;
+
 /// Most operations a slice rewrites into new pages: the other current copies of the pages it
 /// deletes (a page holds at most 256, so one page always fits).
 pub const REWRITE_LIMIT: usize = 512;

@@ -392,7 +392,10 @@ impl<H: Host> Scheduler<H> {
         let compact = (self.is_leader()
             && (quiet || busy_due || self.config.retain.keeps_nothing())
             && self.ledger.wants_compaction(now))
-        .then_some(Compact { now });
+        .then_some(Compact {
+            now,
+            window: !quiet,
+        });
         if !self.ledger.has_changes()
             && !self.persist.barrier_wanted
             && lease_write.is_none()
