@@ -20,110 +20,15 @@
 
 import { Buffer } from 'node:buffer';
 import { preparedOn } from './postgres-prepared.js';
+import { Round, bound, cstring, run } from './postgres-wire.js';
 
-/**
- * One round trip: extended-protocol messages (SPEC: PostgreSQL's "Message Formats") in one write,
- * as a node-postgres custom query (the interface pg-cursor uses: `submit(connection)` and the
- * `handle…` callbacks). Resolves to the data rows' fields (text, no type parsing) once the database
- * is ready for the next query; rejects with the database's error (the database skips the messages
- * after a failing one up to the Sync).
- */
-class Round {
-  /** @param {Buffer} bytes */
-  constructor(bytes) {
-    this.bytes = bytes;
-    /** @type {(string | null)[][]} */
-    this.rows = [];
-    /** @type {(rows: (string | null)[][]) => void} */
-    this.resolve = () => {};
-    /** @type {(error: unknown) => void} */
-    this.reject = () => {};
-    /** @type {Promise<(string | null)[][]>} */
-    this.done = new Promise((resolve, reject) => {
-      this.resolve = resolve;
-      this.reject = reject;
-    });
-  }
-  /** @param {any} connection */
-  submit(connection) {
-    if (!connection.stream.writable) return new Error('the connection to the database is closed');
-    connection.stream.write(this.bytes);
-  }
-  /** @param {{ fields: (string | null)[] }} message */
-  handleDataRow(message) {
-    this.rows.push(message.fields);
-  }
-  handleRowDescription() {}
-  handleCommandComplete() {}
-  handleEmptyQuery() {}
-  handlePortalSuspended() {}
-  /** @param {any} connection */
-  handleCopyInResponse(connection) {
-    connection.sendCopyFail('no COPY here');
-  }
-  handleCopyData() {}
-  /** @param {unknown} error */
-  handleError(error) {
-    this.reject(error);
-  }
-  handleReadyForQuery() {
-    this.resolve(this.rows);
-  }
-}
-
-/**
- * A message: its type byte, then its length (itself included) and `body`.
- * @param {string} type @param {Buffer} body
- */
-const message = (type, body) => {
-  const out = Buffer.allocUnsafe(5 + body.length);
-  out.write(type, 0, 'latin1');
-  out.writeInt32BE(4 + body.length, 1);
-  body.copy(out, 5);
-  return out;
-};
-const cstring = (/** @type {string} */ text) => Buffer.from(`${text}\0`, 'utf8');
-const int16 = (/** @type {number} */ n) => Buffer.from([n >> 8, n & 255]);
-/** Execute of the unnamed portal, all rows; Sync. */
-const EXECUTE = message('E', Buffer.concat([cstring(''), Buffer.alloc(4)]));
-const SYNC = message('S', Buffer.alloc(0));
-/** Parse, Bind and Execute of `text` as the unnamed statement, without parameters. @param {string} text */
-const once = (text) =>
-  Buffer.concat([
-    message('P', Buffer.concat([cstring(''), cstring(text), int16(0)])),
-    message('B', Buffer.concat([cstring(''), cstring(''), int16(0), int16(0), int16(0)])),
-    EXECUTE,
-  ]);
-const BEGIN = once('BEGIN');
+// BEGIN and COMMIT as statements prepared on the connection too (as protocol-level statements:
+// SQL PREPARE takes no utility statement), so no SQL at all is parsed for a request.
+const BEGIN = { name: 'csk_begin', text: 'BEGIN' };
+const COMMIT = { name: 'csk_commit', text: 'COMMIT' };
+const RUN_BEGIN = run(BEGIN.name);
+const RUN_COMMIT = run(COMMIT.name);
 const EMPTY = Buffer.alloc(0);
-const COMMIT = once('COMMIT');
-
-/**
- * `before`, Bind of the prepared statement `name` with `values` (text) and Execute, `after`, Sync:
- * one buffer.
- * @param {Buffer} before @param {Buffer} name `name` as a C string @param {string[]} values @param {Buffer} after
- */
-function bound(before, name, values, after) {
-  let size = 4 + name.length + 1 + 2 + 2 + 2;
-  for (const v of values) size += 4 + Buffer.byteLength(v);
-  const out = Buffer.allocUnsafe(before.length + 1 + size + EXECUTE.length + after.length + SYNC.length);
-  let at = before.copy(out, 0);
-  out[at++] = 0x42; // 'B'
-  at = out.writeInt32BE(size, at);
-  out[at++] = 0; // the unnamed portal
-  at += name.copy(out, at);
-  at = out.writeInt16BE(0, at); // every parameter as text
-  at = out.writeInt16BE(values.length, at);
-  for (const v of values) {
-    const length = out.write(v, at + 4, 'utf8');
-    at = out.writeInt32BE(length, at) + length;
-  }
-  at = out.writeInt16BE(0, at); // every result column as text
-  at += EXECUTE.copy(out, at);
-  at += after.copy(out, at);
-  SYNC.copy(out, at);
-  return out;
-}
 
 /**
  * @param {any} pool
@@ -153,6 +58,7 @@ export function postgresApplyOnce(pool, T) {
   const takeOver = `UPDATE ${T} SET state = 'done', token = token + 1, status = $4, answer = $5, settled_at = $6
     WHERE principal = $1 AND key = $2 AND state = 'pending' AND token = $3 RETURNING token`;
   const names = { head: cstring(statements.head.name), done: cstring(statements.done.name) };
+  const all = [statements.head, statements.done, BEGIN, COMMIT];
   let prepare = true;
   // Text as the database sends it, whichever way a round went: both give the same fields.
   const raw = { getTypeParser: () => (/** @type {string} */ v) => v };
@@ -165,21 +71,20 @@ export function postgresApplyOnce(pool, T) {
    */
   async function round(client, which, values) {
     const statement = statements[which];
-    // The connection's statements are checked once a transaction: `done` follows on the same one.
-    if (prepare && which === 'head') await preparedOn(client, Object.values(statements));
     if (prepare && !client.pipeline) {
+      // The connection's statements are checked once a transaction: `done` follows on the same one.
+      if (which === 'head') await preparedOn(client, all);
       const params = values.map(String);
       const sent = new Round(
-        which === 'head' ? bound(BEGIN, names.head, params, EMPTY) : bound(EMPTY, names.done, params, COMMIT),
+        which === 'head' ? bound(RUN_BEGIN, names.head, params, EMPTY) : bound(EMPTY, names.done, params, RUN_COMMIT),
       );
       client.query(sent);
       return (await sent.done)[0] ?? null;
     }
+    // Inlined: a connection that lost its statements, or a client in pg's pipeline mode.
     /** @param {unknown} value */
     const lit = (value) => client.escapeLiteral(String(value));
-    const sql = prepare
-      ? `EXECUTE ${statement.name}(${values.map(lit).join(', ')})`
-      : statement.text.replace(/\$(\d)/g, (_, n) => lit(values[Number(n) - 1]));
+    const sql = statement.text.replace(/\$(\d)/g, (_, n) => lit(values[Number(n) - 1]));
     const results = await client.query({ text: which === 'head' ? `BEGIN; ${sql}` : `${sql}; COMMIT`, rowMode: 'array', types: raw });
     return results[which === 'head' ? 1 : 0].rows[0] ?? null;
   }
