@@ -10,9 +10,9 @@
 //!
 //! Two round trips of the kit's own for a new key: BEGIN with the head statement (the key's lock,
 //! its row, the lease), and the outcome INSERT with COMMIT. Each is one write of extended-protocol
-//! messages (Parse/Bind/Execute … Sync, as node-postgres's own custom queries such as pg-cursor
-//! send them) binding statements PREPAREd once per connection: the database neither parses SQL
-//! nor plans for a request, and the values go as parameters. A connection that loses its
+//! messages (Bind/Execute … Sync, postgres-wire.js) binding statements prepared once per
+//! connection, BEGIN and COMMIT included: the database neither parses SQL nor plans for a
+//! request, and the values go as parameters. A connection that loses its
 //! statements (DISCARD ALL, or a pooler in transaction mode handing out another server
 //! connection) makes the store send the same statements as one simple query each, with the values
 //! inlined as literals escaped by pg (`escapeLiteral`), from then on; so does a client in pg's
