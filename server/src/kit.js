@@ -21,11 +21,13 @@ export function createKit(options) {
   const retentionMs = options.retentionMs ?? 30 * DAY_MS;
   const now = options.now ?? (() => Date.now());
   let ready = null;
+  // Set once init() has resolved: a request then skips awaiting it.
+  let initialized = false;
   // Keys this process is applying now, with their digest: a repeat is answered 409 (or 422)
   // at once, without waiting for the store (SQLite's single writer is busy with that apply).
   /** @type {Map<string, string>} */
   const inflight = new Map();
-  const init = () => (ready ??= store.init());
+  const init = () => (ready ??= Promise.resolve(store.init()).then(() => void (initialized = true)));
 
   /** @param {Request} request */
   const handle = async (request) => toWebResponse(await serve(fromWebRequest(request)));
@@ -38,7 +40,7 @@ export function createKit(options) {
    */
   async function serve(request) {
     try {
-      await init();
+      if (!initialized) await init();
       const { pathname } = new URL(request.url);
       const query = /\/requests\/([^/]+)$/.exec(pathname);
       const isSubmit = /\/requests$/.test(pathname);
@@ -70,7 +72,7 @@ export function createKit(options) {
 
   /** @param {{ principal: string, key: string }} args */
   async function lookup({ principal, key }) {
-    await init();
+    if (!initialized) await init();
     // Being applied by this process (on SQLite not yet visible to the reader connection).
     if (inflight.has(`${principal}\u0000${key}`)) return { state: 'busy' };
     const row = await store.get({ principal, key });
@@ -102,7 +104,7 @@ export function createKit(options) {
    * @param {{ principal: string, key: string, digest: string, body: any, blob?: any, context?: any }} submitted
    */
   async function decide(submitted) {
-    await init();
+    if (!initialized) await init();
     const { principal, key, digest } = submitted;
     const slot = `${principal}\u0000${key}`;
     const running = inflight.get(slot);

@@ -8,14 +8,27 @@
 //! transaction only), so nothing it wrote commits. A claim row left by `claim` (an older kit,
 //! or a test) is respected while its lease runs and taken over, fenced by its token, after.
 //!
-//! Two round trips of the kit's own for a new key: `BEGIN; EXECUTE head(…)` and
-//! `EXECUTE done(…); COMMIT`. Multi-statement queries take no parameters, so the values go in as
-//! literals escaped by pg (`escapeLiteral`); the statements are PREPAREd once per connection so
-//! the database does not plan them for every request. A connection that loses them (DISCARD ALL,
-//! or a pooler in transaction mode handing out another server connection) makes the store inline
-//! the same statements from then on.
+//! Two round trips of the kit's own for a new key: BEGIN with the head statement (the key's lock,
+//! its row, the lease), and the outcome INSERT with COMMIT. Each is one write of extended-protocol
+//! messages (Bind/Execute … Sync, postgres-wire.js) binding statements prepared once per
+//! connection, BEGIN and COMMIT included: the database neither parses SQL nor plans for a
+//! request, and the values go as parameters. A connection that loses its
+//! statements (DISCARD ALL, or a pooler in transaction mode handing out another server
+//! connection) makes the store send the same statements as one simple query each, with the values
+//! inlined as literals escaped by pg (`escapeLiteral`), from then on; so does a client in pg's
+//! pipeline mode, which refuses custom queries.
 
+import { Buffer } from 'node:buffer';
 import { preparedOn } from './postgres-prepared.js';
+import { Round, bound, cstring, run } from './postgres-wire.js';
+
+// BEGIN and COMMIT as statements prepared on the connection too (as protocol-level statements:
+// SQL PREPARE takes no utility statement), so no SQL at all is parsed for a request.
+const BEGIN = { name: 'csk_begin', text: 'BEGIN' };
+const COMMIT = { name: 'csk_commit', text: 'COMMIT' };
+const RUN_BEGIN = run(BEGIN.name);
+const RUN_COMMIT = run(COMMIT.name);
+const EMPTY = Buffer.alloc(0);
 
 /**
  * @param {any} pool
@@ -31,8 +44,9 @@ export function postgresApplyOnce(pool, T) {
           t.digest, t.state, t.token, t.lease_until, t.status, t.answer
         FROM (SELECT 1) AS one LEFT JOIN ${T} AS t ON t.principal = $1 AND t.key = $2`,
     },
-    // A plain INSERT: if a claim row appeared meanwhile it fails, and the COMMIT after it in the
-    // same query never runs, so the app's writes never commit without the outcome.
+    // A plain INSERT: if a claim row appeared meanwhile it fails, and the COMMIT sent after it
+    // never runs (the database skips to the Sync; in a simple query, to its end), so the app's
+    // writes never commit without the outcome.
     done: {
       name: `csk_done_${T}`,
       types: 'text, text, text, bigint, integer, jsonb',
@@ -43,20 +57,36 @@ export function postgresApplyOnce(pool, T) {
   // The takeover of an old-style claim (rare): parameterized, and committed on its own.
   const takeOver = `UPDATE ${T} SET state = 'done', token = token + 1, status = $4, answer = $5, settled_at = $6
     WHERE principal = $1 AND key = $2 AND state = 'pending' AND token = $3 RETURNING token`;
+  const names = { head: cstring(statements.head.name), done: cstring(statements.done.name) };
+  const all = [statements.head, statements.done, BEGIN, COMMIT];
   let prepare = true;
+  // Text as the database sends it, whichever way a round went: both give the same fields.
+  const raw = { getTypeParser: () => (/** @type {string} */ v) => v };
 
   /**
-   * The SQL that runs `which` with `values` on `client`: EXECUTE of the prepared statement, or
-   * the statement with the values inlined.
+   * Runs statement `which` with `values` in one round trip, with BEGIN before it ('head') or
+   * COMMIT after it ('done'), and gives its first row's fields as text (null when none).
    * @param {any} client @param {'head' | 'done'} which @param {unknown[]} values
+   * @returns {Promise<(string | null)[] | null>}
    */
-  async function sql(client, which, values) {
+  async function round(client, which, values) {
+    const statement = statements[which];
+    if (prepare && !client.pipeline) {
+      // The connection's statements are checked once a transaction: `done` follows on the same one.
+      if (which === 'head') await preparedOn(client, all);
+      const params = values.map(String);
+      const sent = new Round(
+        which === 'head' ? bound(RUN_BEGIN, names.head, params, EMPTY) : bound(EMPTY, names.done, params, RUN_COMMIT),
+      );
+      client.query(sent);
+      return (await sent.done)[0] ?? null;
+    }
+    // Inlined: a connection that lost its statements, or a client in pg's pipeline mode.
     /** @param {unknown} value */
     const lit = (value) => client.escapeLiteral(String(value));
-    const statement = statements[which];
-    if (!prepare) return statement.text.replace(/\$(\d)/g, (_, n) => lit(values[Number(n) - 1]));
-    await preparedOn(client, Object.values(statements));
-    return `EXECUTE ${statement.name}(${values.map(lit).join(', ')})`;
+    const sql = statement.text.replace(/\$(\d)/g, (_, n) => lit(values[Number(n) - 1]));
+    const results = await client.query({ text: which === 'head' ? `BEGIN; ${sql}` : `${sql}; COMMIT`, rowMode: 'array', types: raw });
+    return results[which === 'head' ? 1 : 0].rows[0] ?? null;
   }
 
   /**
@@ -75,22 +105,32 @@ export function postgresApplyOnce(pool, T) {
     try {
       const values = [principal, key, Math.max(1, Math.ceil(leaseMs))];
       open = true;
-      let results;
+      let head;
       try {
-        results = await client.query(`BEGIN; ${await sql(client, 'head', values)}`);
+        head = await round(client, 'head', values);
       } catch (error) {
         // 26000: the connection lost its prepared statements. Nothing ran yet: inline, again.
         if (/** @type {any} */ (error)?.code !== '26000' || !prepare) throw error;
         prepare = false;
         await client.query('ROLLBACK');
-        results = await client.query(`BEGIN; ${await sql(client, 'head', values)}`);
+        head = await round(client, 'head', values);
       }
-      const found = results[1].rows[0];
-      const existing = found.state == null ? null : { ...found, token: Number(found.token), lease_until: Number(found.lease_until) };
+      // The head's columns: lease, mine, digest, state, token, lease_until, status, answer.
+      const [, mine, rowDigest, state, token, leaseUntil, rowStatus, rowAnswer] = /** @type {(string | null)[]} */ (head);
+      const existing = state == null
+        ? null
+        : {
+            digest: /** @type {string} */ (rowDigest),
+            state,
+            token: Number(token),
+            lease_until: Number(leaseUntil),
+            status: rowStatus == null ? null : Number(rowStatus),
+            answer: rowAnswer == null ? null : JSON.parse(rowAnswer),
+          };
       // Settled, or sent before with another body, or claimed by a live holder: answered as it is.
       if (existing && (existing.state === 'done' || existing.digest !== digest || existing.lease_until >= now)) return existing;
       // Another transaction holds the key (applying it now): in progress.
-      if (!found.mine) return { state: 'pending', digest };
+      if (mine !== 't') return { state: 'pending', digest };
       const { status, answer } = await fn(client);
       const text = JSON.stringify(answer);
       if (existing) {
@@ -100,7 +140,7 @@ export function postgresApplyOnce(pool, T) {
         await client.query('COMMIT');
       } else {
         try {
-          await client.query(`${await sql(client, 'done', [principal, key, digest, now, status, text])}; COMMIT`);
+          await round(client, 'done', [principal, key, digest, now, status, text]);
         } catch (error) {
           if (/** @type {any} */ (error)?.code === '23505') return { state: 'pending', digest };
           throw error;

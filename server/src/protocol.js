@@ -2,7 +2,7 @@
 //! decides "same request". No database here, and no HTTP request or response (a multipart body
 //! is read with the web FormData parser).
 
-import { createHash } from 'node:crypto';
+import * as crypto from 'node:crypto';
 
 /** The only protocol version the kit accepts. */
 export const PROTOCOL_VERSION = 1;
@@ -34,16 +34,27 @@ const isPlainObject = (v) => typeof v === 'object' && v !== null && !Array.isArr
  * @returns {string}
  */
 export function canonicalJson(value) {
-  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
+  if (Array.isArray(value)) {
+    let out = '[';
+    for (let i = 0; i < value.length; i += 1) out += (i === 0 ? '' : ',') + canonicalJson(value[i]);
+    return `${out}]`;
+  }
   if (isPlainObject(value)) {
-    const keys = Object.keys(value).filter((k) => value[k] !== undefined).sort();
-    return `{${keys.map((k) => `${JSON.stringify(k)}:${canonicalJson(value[k])}`).join(',')}}`;
+    const keys = Object.keys(value).sort();
+    let out = '{';
+    for (const k of keys) {
+      if (value[k] === undefined) continue;
+      out += `${out.length === 1 ? '' : ','}${JSON.stringify(k)}:${canonicalJson(value[k])}`;
+    }
+    return `${out}}`;
   }
   return JSON.stringify(value ?? null);
 }
 
-/** @param {Uint8Array | string} data */
-export const sha256 = (data) => createHash('sha256').update(data).digest('hex');
+/** Hex SHA-256: Node's one-shot `crypto.hash` where it has it (20.12+). */
+export const sha256 = /** @type {any} */ (crypto).hash
+  ? (/** @type {Uint8Array | string} */ data) => /** @type {any} */ (crypto).hash('sha256', data, 'hex')
+  : (/** @type {Uint8Array | string} */ data) => crypto.createHash('sha256').update(data).digest('hex');
 
 /** @param {string} what @param {number} max */
 export const tooLarge = (what, max) =>
@@ -51,6 +62,8 @@ export const tooLarge = (what, max) =>
 
 /** @param {string} message */
 const invalid = (message) => new ProtocolError(400, 'invalid_request', message);
+
+const utf8 = new TextDecoder();
 
 /**
  * @typedef {object} Submit
@@ -75,7 +88,7 @@ export async function parseSubmit(request, limits) {
   let blob = null;
   if (type.startsWith('application/json')) {
     if (bytes.byteLength > limits.maxBodyBytes) throw tooLarge('body', limits.maxBodyBytes);
-    json = parseJson(new TextDecoder().decode(bytes));
+    json = parseJson(utf8.decode(bytes));
   } else if (type.startsWith('multipart/form-data')) {
     /** @type {FormData} */
     let form;

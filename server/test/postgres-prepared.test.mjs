@@ -1,6 +1,7 @@
 //! The Postgres store's prepared statements: a connection that loses them (DISCARD ALL, a pooler
 //! in transaction mode) still applies every key once, with the statements inlined from then on;
-//! two stores on one pool share a connection's statements. CSK_PG_URL=postgres://…
+//! two stores on one pool share a connection's statements; values beyond ASCII go through the
+//! bound statements intact; a pool in pg's pipeline mode inlines them. CSK_PG_URL=postgres://…
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import pg from 'pg';
@@ -36,7 +37,7 @@ test('postgres: a connection that loses its prepared statements still applies ea
   const { pool, kit } = await onOneConnection(engine);
   assert.equal((await submit(kit, 'p1')).status, 200);
   const { rows } = await pool.query('SELECT count(*)::int AS n FROM pg_prepared_statements');
-  assert.equal(rows[0].n, 2, 'head and done prepared on the connection');
+  assert.equal(rows[0].n, 4, 'head, done, BEGIN and COMMIT prepared on the connection');
   await pool.query('DISCARD ALL');
   assert.equal((await submit(kit, 'p2')).status, 200);
   assert.equal((await submit(kit, 'p2')).status, 200, 'a repeat is answered from the store');
@@ -55,6 +56,53 @@ test("postgres: two stores on one pool share the connection's prepared statement
   assert.equal((await submit(kit, 'q1')).status, 200);
   assert.equal((await submit(other, 'q2')).status, 200);
   assert.equal((await submit(kit, 'q3')).status, 200);
+  await kit.close();
+  await engine.close();
+});
+
+test('postgres: keys, principals and answers beyond ASCII go through the bound statements intact', { skip, timeout: 30_000 }, async () => {
+  const engine = await postgresEngine();
+  const pool = new pg.Pool({ connectionString: engine.url, max: 1 });
+  const kit = createKit({
+    store: postgresStore({ pool }),
+    apply: async (request, tx) => {
+      await engine.write(tx, request.principal, request.key, 'x');
+      return { outcome: 'applied', canonical: { key: request.key, note: 'ünïcödé 🔑' } };
+    },
+  });
+  // Through decide: an idempotency-key header carries no such key.
+  const principal = 'пользователь-é';
+  const key = 'ключ-🔑-ß';
+  const submitted = { principal, key, digest: 'd1', body: { id: key } };
+  const first = await kit.decide(submitted);
+  assert.equal(first.state, 'done');
+  assert.equal(first.fresh, true);
+  assert.deepEqual(first.answer, { outcome: 'applied', canonical: { key, note: 'ünïcödé 🔑' } });
+  const again = await kit.decide(submitted);
+  assert.deepEqual({ ...again, fresh: true }, first, 'a repeat gets the stored outcome');
+  assert.equal(again.fresh, false);
+  assert.equal((await kit.decide({ ...submitted, digest: 'd2' })).state, 'reused');
+  const { rows } = await pool.query('SELECT principal, key FROM csk_outcomes');
+  assert.deepEqual(rows, [{ principal, key }]);
+  assert.equal(await engine.count(principal, key), 1);
+  await kit.close();
+  await engine.close();
+});
+
+test("postgres: a pool in pg's pipeline mode (no custom queries) applies each key once, its statements inlined", { skip, timeout: 30_000 }, async () => {
+  const engine = await postgresEngine();
+  const pool = new pg.Pool({ connectionString: engine.url, max: 1, pipeline: true });
+  const kit = createKit({
+    store: postgresStore({ pool }),
+    apply: async (request, tx) => {
+      await engine.write(tx, request.principal, request.key, 'x');
+      return { outcome: 'applied' };
+    },
+  });
+  assert.equal((await submit(kit, 'r1')).status, 200);
+  assert.equal((await submit(kit, 'r1')).status, 200, 'a repeat is answered from the store');
+  assert.equal((await submit(kit, 'r2')).status, 200);
+  for (const key of ['r1', 'r2']) assert.equal(await engine.count('anonymous', key), 1, key);
   await kit.close();
   await engine.close();
 });
