@@ -64,6 +64,17 @@ export function postgresApplyOnce(pool, T) {
   const raw = { getTypeParser: () => (/** @type {string} */ v) => v };
 
   /**
+   * Whether the hand-built messages can go on this client: node-postgres's custom-query
+   * interface with its connection's socket at hand (pg 8's `client.connection.stream`), and not
+   * in pg's pipeline mode (which refuses custom queries). Otherwise the text path, which any
+   * `pg` client speaks.
+   * @param {any} client
+   */
+  function speaksWire(client) {
+    return !client.pipeline && typeof client.connection?.stream?.write === 'function';
+  }
+
+  /**
    * Runs statement `which` with `values` in one round trip, with BEGIN before it ('head') or
    * COMMIT after it ('done'), and gives its first row's fields as text (null when none).
    * @param {any} client @param {'head' | 'done'} which @param {unknown[]} values
@@ -71,7 +82,7 @@ export function postgresApplyOnce(pool, T) {
    */
   async function round(client, which, values) {
     const statement = statements[which];
-    if (prepare && !client.pipeline) {
+    if (prepare && speaksWire(client)) {
       // The connection's statements are checked once a transaction: `done` follows on the same one.
       if (which === 'head') await preparedOn(client, all);
       const params = values.map(String);
@@ -81,7 +92,8 @@ export function postgresApplyOnce(pool, T) {
       client.query(sent);
       return (await sent.done)[0] ?? null;
     }
-    // Inlined: a connection that lost its statements, or a client in pg's pipeline mode.
+    // Inlined: a connection that lost its statements, a client in pg's pipeline mode, or one
+    // without the socket the wire path writes to.
     /** @param {unknown} value */
     const lit = (value) => client.escapeLiteral(String(value));
     const sql = statement.text.replace(/\$(\d)/g, (_, n) => lit(values[Number(n) - 1]));
