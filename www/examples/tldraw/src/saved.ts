@@ -44,7 +44,7 @@ export class SavedState {
       if (early === true) continue;
       this.unsettled.set(id, early ?? null);
     }
-    this.render();
+    this.scheduleRender();
   }
 
   onEvent(event: SchedulerEvent | { type: string }) {
@@ -56,7 +56,7 @@ export class SavedState {
       else this.early.set(e.operationId, e.reason);
       this.forget([e.operationId], false);
     }
-    if (event.type === "pending" || event.type === "saved") this.render();
+    if (event.type === "pending" || event.type === "saved") this.scheduleRender();
   }
 
   /** The unsettled operations, in enqueue order. */
@@ -101,7 +101,9 @@ export class SavedState {
       const why = [...new Set(blocked.map((operation) => operation.reason ?? "blocked"))].join(", ");
       text = `${blocked.length} not saved (${why})`;
     } else if (pending.length > 0) text = "Saving…";
-    this.badge.textContent = text;
-    this.badge.dataset.pending = String(pending.length);
+    // Written only when it changes: each write of a text node lays the badge out again.
+    const count = String(pending.length);
+    if (this.badge.textContent !== text) this.badge.textContent = text;
+    if (this.badge.dataset.pending !== count) this.badge.dataset.pending = count;
   }
 }
