@@ -157,8 +157,13 @@ pub struct Ledger {
     settled: VecDeque<(Millis, String)>,
     /// Where in `settled` the next slice looks first (see [`Ledger::slice`]).
     scan_at: usize,
+    /// Operations that name dependencies (some settled or gone since: skipped), so that a
+    /// slice finds what unsettled work depends on without walking every operation.
+    with_dependencies: BTreeSet<String>,
     /// Tombstones at hand: compacted in this session or looked up (at most `MEMORY_LIMIT`).
     tombstones: StrMap<Tombstone>,
+    /// `tombstones` by key then id: the oldest at hand is the first.
+    tombstone_order: BTreeSet<(u64, String)>,
     /// The highest tombstone key written.
     last_tombstone_key: u64,
     /// Tombstones stored, as counted at load plus those written since (at most the limit).
@@ -203,6 +208,12 @@ impl Ledger {
                 let stale_in = Vec::new();
                 (op.intent.id.clone(), Slot { op, home, stale_in })
             })
+            .collect();
+        ledger.with_dependencies = ledger
+            .operations
+            .iter()
+            .filter(|(_, slot)| !slot.op.intent.dependencies.is_empty())
+            .map(|(id, _)| id.clone())
             .collect();
         if homes.is_none() {
             for (no, ids) in &snapshot.operation_pages {
@@ -382,18 +393,24 @@ impl Ledger {
     }
 
     fn keep_tombstone(&mut self, tombstone: Tombstone) {
+        self.forget_tombstone(&tombstone.id);
         if self.tombstones.len() >= MEMORY_LIMIT {
-            // Forget the oldest at hand; storage still has it.
-            let oldest = self
-                .tombstones
-                .iter()
-                .min_by_key(|(_, t)| t.key)
-                .map(|(id, _)| id.clone());
-            if let Some(id) = oldest {
+            // Forget the oldest at hand (the order index, not a walk: a slice keeps up to 256
+            // a batch); storage still has it.
+            if let Some((_, id)) = self.tombstone_order.pop_first() {
                 self.tombstones.remove(&id);
             }
         }
+        self.tombstone_order
+            .insert((tombstone.key, tombstone.id.clone()));
         self.tombstones.insert(tombstone.id.clone(), tombstone);
+    }
+
+    /// Drops a tombstone at hand (memory only).
+    fn forget_tombstone(&mut self, id: &str) {
+        if let Some(old) = self.tombstones.remove(id) {
+            self.tombstone_order.remove(&(old.key, old.id));
+        }
     }
 
     /// Settled operations kept whole.
@@ -700,10 +717,11 @@ impl Ledger {
         // entries after it is compacted (entries are only appended), so no dead entry is
         // among the last `settled` positions.
         let excess = self.settled.len().saturating_sub(self.retain.settled);
-        let past_policy = |at: usize, settled_at: Millis| {
-            at < excess || settled_at.saturating_add(self.retain.settled_ms) <= now
-        };
         let protected = self.protected();
+        let settled_ms = self.retain.settled_ms;
+        let past_policy = |at: usize, settled_at: Millis| {
+            at < excess || settled_at.saturating_add(settled_ms) <= now
+        };
         let mut doomed: Vec<u64> = Vec::new();
         let mut cost = 0;
         let mut key = self.last_tombstone_key;
@@ -841,9 +859,15 @@ impl Ledger {
 
     /// Every operation on the dependency chain of an unsettled operation: a dependent needs
     /// it whole (its outcome, its replacement).
-    fn protected(&self) -> BTreeSet<String> {
+    fn protected(&mut self) -> BTreeSet<String> {
         let mut protected = BTreeSet::new();
-        for slot in self.operations.values() {
+        let operations = &self.operations;
+        self.with_dependencies
+            .retain(|id| operations.contains_key(id));
+        for id in &self.with_dependencies {
+            let Some(slot) = self.operations.get(id) else {
+                continue;
+            };
             if slot.op.phase == OperationPhase::Resolved {
                 continue;
             }
@@ -967,7 +991,7 @@ impl Ledger {
         // highest one (`from_records`, the loader), so one record fewer per enqueue.
         self.meta.last_sequence = self.meta.last_sequence.max(operation.intent.sequence);
         self.dirty.operations.insert(operation.intent.id.clone());
-        self.tombstones.remove(&operation.intent.id);
+        self.forget_tombstone(&operation.intent.id);
         let slot = Slot {
             op: operation,
             home: Home::Unwritten,
@@ -975,6 +999,9 @@ impl Ledger {
         };
         if slot.op.phase == OperationPhase::Resolved {
             self.resolved += 1;
+        }
+        if !slot.op.intent.dependencies.is_empty() {
+            self.with_dependencies.insert(slot.op.intent.id.clone());
         }
         let replaced = self.operations.insert(slot.op.intent.id.clone(), slot);
         if replaced.is_some_and(|old| old.op.phase == OperationPhase::Resolved) {
