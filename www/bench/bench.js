@@ -506,9 +506,9 @@ async function fillBurst({ database, n, chunk, quietMs, deadlineMs }) {
  * `n` sequential awaited enqueues, each interleaved with the raw 1-record transaction of
  * measurement 2 in a raw database of this page (the same moments of a shared machine); then,
  * for `rateMs`, enqueues awaited back to back, counted beside the operations settled meanwhile
- * (the delivery rate).
+ * (the delivery rate); then for `rateMs` again with `outstanding` enqueues in flight at once.
  */
-async function enqueueWhileSending({ endpoint, backlog, n, rateMs, deadlineMs, tag }) {
+async function enqueueWhileSending({ endpoint, backlog, n, rateMs, outstanding = 16, deadlineMs, tag }) {
   let settled = 0;
   const errors = [];
   const scheduler = await Scheduler.open({
@@ -544,12 +544,31 @@ async function enqueueWhileSending({ endpoint, backlog, n, rateMs, deadlineMs, t
     }
     const ms = now() - t0;
     const delivered = settled - settledBefore;
+    // Issue 38: the same with `outstanding` enqueues in flight at once (group commit), counted
+    // beside the operations delivered meanwhile.
+    const settledBeforeMany = settled;
+    const t1 = now();
+    let many = 0;
+    const lane = async () => {
+      while (now() - t1 < rateMs && now() < deadline) {
+        const i = many;
+        many += 1;
+        await scheduler.enqueue(shapeIntent(`${tag}-m-${i}`, `${tag}-c${i % 20}`, i));
+      }
+    };
+    await Promise.all(Array.from({ length: outstanding }, lane));
+    const manyMs = now() - t1;
+    const deliveredMany = settled - settledBeforeMany;
     return {
+      outstanding,
+      manyPerSec: (many / manyMs) * 1000,
+      deliveredManyPerSec: (deliveredMany / manyMs) * 1000,
       count: latencies.length,
       busy,
       p50Ms: percentile(latencies, 0.5),
       p99Ms: percentile(latencies, 0.99),
       rawP50Ms: percentile(raw, 0.5),
+      rawP99Ms: percentile(raw, 0.99),
       enqueuePerSec: (enqueued / ms) * 1000,
       deliveredPerSec: (delivered / ms) * 1000,
       pendingAtEnd: scheduler.stats().pending,

@@ -225,9 +225,11 @@ async function main() {
       const load = await call(page, "enqueueWhileSending", { endpoint: server.url, tag: `load${Date.now()}`, ...PLAN.load });
       expect(load.count > 0 && load.errors.length === 0, `enqueue while sending: ${JSON.stringify(load)}`);
       figure("enqueue latency p50 while sending (concurrency 2, defaults)", fmt(load.p50Ms, 3), "ms", fmt(load.rawP50Ms, 3), "ms (raw 1-record txn p50, interleaved)", load.p50Ms / load.rawP50Ms,
-        `p99 ${fmt(load.p99Ms, 2)} ms; ${load.count} enqueues, ${load.busy} of them with a send in flight; target <= 2x, p99 <= 5 ms`);
+        `p99 ${fmt(load.p99Ms, 2)} ms against the raw p99 ${fmt(load.rawP99Ms, 2)} ms (${fmt(load.p99Ms / load.rawP99Ms, 2)}x); ${load.count} enqueues, ${load.busy} of them with a send in flight; targets (issue 38): p50 <= 1.5x, p99 <= 2x the raw`);
       figure("enqueue rate while sending", fmt(load.enqueuePerSec), "enqueues/s", fmt(load.deliveredPerSec), "ops/s delivered meanwhile", load.enqueuePerSec / Math.max(load.deliveredPerSec, 1e-9),
-        `awaited back to back for ${fmt(PLAN.load.rateMs)} ms; ${fmt(load.pendingAtEnd)} pending at the end; target >= 10x`);
+        `awaited back to back for ${fmt(PLAN.load.rateMs)} ms; target >= 10x`);
+      figure(`enqueue rate while sending, ${load.outstanding} outstanding`, fmt(load.manyPerSec), "enqueues/s", fmt(load.deliveredManyPerSec), "ops/s delivered meanwhile", load.manyPerSec / Math.max(load.deliveredManyPerSec, 1e-9),
+        `${load.outstanding} enqueues in flight at once for ${fmt(PLAN.load.rateMs)} ms; ${fmt(load.pendingAtEnd)} pending at the end; target >= 25x (issue 38)`);
     }
 
     // 3. Durable ops/s with an instant in-page transport.
