@@ -142,6 +142,19 @@ const unusedTransport = {
   query: async () => ({ status: 404 }),
 };
 
+/** A transport that answers `applied` at once, in the page. */
+const applyingTransport = {
+  submit: async () => ({ outcome: "applied" }),
+  query: async () => ({ outcome: "applied" }),
+};
+
+/** The next chunk of a fill: intents `count` .. min(n, count + chunk) - 1, made by `make(i)`. */
+function nextChunk(count, n, chunk, make) {
+  const intents = [];
+  for (let i = count; i < Math.min(n, count + chunk); i++) intents.push(make(i));
+  return intents;
+}
+
 /**
  * 2. Durable `enqueue` latency: N sequential awaits on a held scheduler, interleaved with the
  * two raw baselines (a 1-record transaction, and the ledger's fenced-write shape) in a raw
@@ -238,10 +251,7 @@ async function runScheduler(options, intents, chunk, deadlineMs) {
 async function throughputInstant({ n, chunk, concurrency, canvases, batch, run = 1, deadlineMs }) {
   const intents = [];
   for (let i = 0; i < n; i++) intents.push(shapeIntent(`t-${i}`, `c${Math.floor(i / run) % canvases}`, i));
-  const transport = {
-    submit: async () => ({ outcome: "applied" }),
-    query: async () => ({ outcome: "applied" }),
-  };
+  const transport = applyingTransport;
   const options = { database: `bench-instant-${batch ? "b" : "n"}-${Date.now()}`, transport, concurrency };
   if (batch) options.batch = batch;
   return runScheduler(options, intents, chunk, deadlineMs);
@@ -313,8 +323,7 @@ async function fill({ database, n, chunk, deadlineMs }) {
     const t0 = now();
     let count = 0;
     while (count < n && now() < deadline) {
-      const intents = [];
-      for (let i = count; i < Math.min(n, count + chunk); i++) intents.push(shapeIntent(`f-${i}`, `c${i % 100}`, i));
+      const intents = nextChunk(count, n, chunk, (i) => shapeIntent(`f-${i}`, `c${i % 100}`, i));
       await scheduler.enqueueMany(intents);
       count += intents.length;
     }
@@ -432,10 +441,7 @@ async function rawStores({ database, stores }) {
  */
 async function fillSettled({ database, n, chunk, deadlineMs }) {
   const before = (await navigator.storage.estimate()).usage;
-  const transport = {
-    submit: async () => ({ outcome: "applied" }),
-    query: async () => ({ outcome: "applied" }),
-  };
+  const transport = applyingTransport;
   const scheduler = await Scheduler.open({
     database, transport, leaseMs: FILL_LEASE_MS, concurrency: 8,
     batch: { maxOperations: 32, maxBytes: 65536 }, retain: { settled: 0 },
@@ -446,8 +452,7 @@ async function fillSettled({ database, n, chunk, deadlineMs }) {
     const t0 = now();
     let count = 0;
     while (count < n && now() < deadline) {
-      const intents = [];
-      for (let i = count; i < Math.min(n, count + chunk); i++) intents.push(shapeIntent(`h-${i}`, `c${Math.floor(i / 32) % 100}`, i));
+      const intents = nextChunk(count, n, chunk, (i) => shapeIntent(`h-${i}`, `c${Math.floor(i / 32) % 100}`, i));
       await scheduler.enqueueMany(intents);
       count += intents.length;
       await scheduler.settle();
@@ -473,10 +478,7 @@ async function fillSettled({ database, n, chunk, deadlineMs }) {
  * next open reads is what retention compacted while the burst went on.
  */
 async function fillBurst({ database, n, chunk, quietMs, deadlineMs }) {
-  const transport = {
-    submit: async () => ({ outcome: "applied" }),
-    query: async () => ({ outcome: "applied" }),
-  };
+  const transport = applyingTransport;
   const scheduler = await Scheduler.open({ database, transport, leaseMs: FILL_LEASE_MS });
   try {
     scheduler.start();
@@ -484,8 +486,7 @@ async function fillBurst({ database, n, chunk, quietMs, deadlineMs }) {
     const t0 = now();
     let count = 0;
     while (count < n && now() < deadline) {
-      const intents = [];
-      for (let i = count; i < Math.min(n, count + chunk); i++) intents.push(shapeIntent(`u-${i}`, `c${i % 20}`, i));
+      const intents = nextChunk(count, n, chunk, (i) => shapeIntent(`u-${i}`, `c${i % 20}`, i));
       await scheduler.enqueueMany(intents);
       count += intents.length;
       while (scheduler.stats().pending > chunk && now() < deadline) await scheduler.settle();
@@ -589,10 +590,7 @@ async function enqueueWhileSending({ endpoint, backlog, n, rateMs, outstanding =
  * send.
  */
 async function sendScale({ pending, warm, measured, canvases, chunk, deadlineMs }) {
-  const transport = {
-    submit: async () => ({ outcome: "applied" }),
-    query: async () => ({ outcome: "applied" }),
-  };
+  const transport = applyingTransport;
   let settled = 0;
   let wake = () => {};
   const scheduler = await Scheduler.open({
