@@ -54,6 +54,9 @@ async function reload(page) {
 }
 
 async function setOffline(page, offline) {
+  // The switch shows the server's fault only once the page has read it (after a load, the box
+  // is the browser's default or its restored form state until then).
+  await page.waitForSelector("body[data-offline]", 5_000);
   await page.check("#offline", offline);
   await page.waitForSelector(`body[data-offline=${offline}]`, 5_000);
 }
@@ -72,6 +75,20 @@ async function tab(page, canvasId) {
     await sleep(100);
   }
   throw new Error(`the ${canvasId} tab did not become current`);
+}
+
+/** Clicks the edit button `selector` until `done(snapshot)` holds. WebKitGTK can lose a click
+ * that follows a drag on the canvas (the canvas still holds the pointer): the edit is made in
+ * the click's handler, synchronously, so a click that was handled shows at once and is never
+ * repeated. */
+async function clickEdit(page, selector, done) {
+  for (let attempt = 0; attempt < 3; attempt += 1) {
+    await page.click(selector);
+    if (done(await snapshot(page))) return;
+    await sleep(200);
+    if (done(await snapshot(page))) return;
+  }
+  throw new Error(`a click on ${selector} made no edit`);
 }
 
 /** Drags on the canvas from (x0, y0) to (x1, y1), in canvas coordinates (800 × 500). */
@@ -159,7 +176,7 @@ async function drawOfflineReloadOnline({ page, server, say }) {
   await tool(page, "select");
   await drag(page, 120, 100, 220, 330); // moves the first rectangle by (100, 230)
   await page.fill("#colour", "#16a34a");
-  await page.click("#recolour");
+  await clickEdit(page, "#recolour", (s) => Object.values(s.canvases["canvas-a"].document.shapes).some((shape) => shape.colour === "#16a34a"));
   let editor = await snapshot(page);
   assert.equal(Object.keys(editor.canvases["canvas-a"].document.shapes).length, 2);
   assert.equal(Object.keys(editor.canvases["canvas-b"].document.shapes).length, 1);
@@ -228,7 +245,7 @@ async function conflictRollsBack({ page, server, say }) {
   // and the rollback could otherwise land before the snapshot (a CI run saw exactly that).
   await admin(server, "/admin/faults", { latencyMs: 2000 });
   try {
-    await page.click("#recolour");
+    await clickEdit(page, "#recolour", (s) => s.canvases["canvas-a"].document.shapes[shapeId]?.colour === "#f59e0b");
     const optimistic = await snapshot(page);
     assert.equal(optimistic.canvases["canvas-a"].document.shapes[shapeId].colour, "#f59e0b", "recoloured optimistically");
   } finally {

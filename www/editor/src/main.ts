@@ -475,9 +475,17 @@ addEventListener("pagehide", () => {
 
 // ---- controls -----------------------------------------------------------------------------
 
+/** Bumped by every read and change of the fault switches. A read's answer is shown only if it
+ * is the newest one asked for and no change is on its way: a periodic read can be answered
+ * after a change, or before one sent earlier lands, and would put the old switches back. */
+let faultsAsked = 0;
+let faultsChanging = 0;
+
 async function refreshFaults(): Promise<void> {
+  const asked = ++faultsAsked;
   try {
     const { config, counters } = await admin.faults();
+    if (asked !== faultsAsked || faultsChanging > 0) return;
     ($("offline") as HTMLInputElement).checked = config.offline;
     ($("latency") as HTMLInputElement).value = String(config.latencyMs);
     ($("drop") as HTMLInputElement).value = String(config.dropAfterApplyRate);
@@ -493,10 +501,14 @@ async function refreshFaults(): Promise<void> {
 }
 
 async function setFaults(changes: Parameters<ServerAdmin["setFaults"]>[0]): Promise<void> {
+  faultsAsked += 1;
+  faultsChanging += 1;
   try {
     await admin.setFaults(changes);
   } catch (error) {
     addNotice(state, "error", `Could not set faults: ${messageOf(error)}`);
+  } finally {
+    faultsChanging -= 1;
   }
   await refreshFaults();
   render();
