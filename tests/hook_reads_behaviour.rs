@@ -137,9 +137,11 @@ fn issue37_hooks_read_a_consistent_scheduler_and_the_operation_is_still_sent() {
     assert_eq!(second.claims, [("c1".to_owned(), "r-1".to_owned())]);
     assert_eq!(second.in_flight, 1);
     assert!(second.earlier.as_deref().is_some_and(|a| a.contains("r-1")));
-    // Both slots taken: `c` is not examined yet.
+    // Both slots taken: `c` may be frozen ahead (S2), but `a` claims its canvas: its
+    // participants are read, it waits, and it is not compiled.
     let ran = |h: &Harness<ReadingHost>| h.scheduler.host().seen.borrow().len();
-    assert_eq!(ran(&h), 4);
+    assert_eq!(ran(&h), 5);
+    assert_eq!(seen(&h, "participants", "c").in_flight, 2);
     assert_eq!(h.wire_operations(), ["a", "b"]);
     // What compile decided from its reads is in the bodies sent.
     assert!(h.wire[0].request.body.contains(r#""claimedBefore":0"#));

@@ -557,6 +557,7 @@ fn d3_explain_covers_every_state() {
         edit("a", &["x"]),
         edit("b", &["x"]),
         edit_after("c", &["y"], &["a"]),
+        edit("e", &["z"]),
         edit("d", &[]),
     ])
     .unwrap();
@@ -564,7 +565,16 @@ fn d3_explain_covers_every_state() {
         |h: &Harness<CountingHost>, id: &str| h.scheduler.explain(h.now, id).unwrap().reason;
     assert_eq!(reason(&h, "a"), "sending");
     assert_eq!(reason(&h, "c"), "waiting_dependency");
-    assert_eq!(reason(&h, "d"), "ready", "queued behind the full slot");
+    assert_eq!(
+        reason(&h, "e"),
+        "frozen_ahead",
+        "frozen while the slot is taken (S2)"
+    );
+    assert_eq!(
+        reason(&h, "d"),
+        "ready",
+        "queued behind the full slot and the one ahead"
+    );
     h.answer_first(AttemptStatus::outcome(AttemptOutcome::Applied));
     assert_eq!(reason(&h, "a"), "applied");
     assert_eq!(h.scheduler.explain(h.now, "a").unwrap().state, "resolved");
@@ -938,6 +948,9 @@ fn free_slot_with_unexamined_ready(
         ..SchedulerConfig::default()
     });
     h.auto_persist = false;
+    // The second takes the one place ahead of the slot (S2), so the rest stays unexamined.
+    let mut intents = intents;
+    intents.insert(1, edit("ahead", &["v"]));
     h.enqueue(intents).unwrap();
     h.persist_with(MemoryStore::failure("QuotaExceededError"));
     h.drain();
@@ -968,7 +981,7 @@ fn k7_s4_flush_never_sends_ahead_of_an_earlier_operation_on_the_same_canvas() {
     let outcome = h.scheduler.flush(h.now, "c").unwrap();
     assert!(!outcome.started, "c would overtake b on canvas y");
     assert_eq!(outcome.explanation.reason, "waiting_canvas");
-    sends_in_order(&mut h, &["a", "b", "c"]);
+    sends_in_order(&mut h, &["a", "ahead", "b", "c"]);
 }
 
 #[test]
@@ -990,7 +1003,7 @@ fn k7_s12_flush_examines_at_most_a_pump_pass_of_earlier_operations() {
         "ready",
         "two examined (b, c), d left for the pump"
     );
-    sends_in_order(&mut h, &["a", "b", "c", "d", "e"]);
+    sends_in_order(&mut h, &["a", "ahead", "b", "c", "d", "e"]);
 }
 
 #[test]
@@ -1039,5 +1052,5 @@ fn k7_s4_flush_keeps_order_through_a_chain_of_shared_canvases() {
     );
     let outcome = h.scheduler.flush(h.now, "c").unwrap();
     assert!(!outcome.started, "c would overtake b, which waits behind a");
-    sends_in_order(&mut h, &["held", "a", "b", "c"]);
+    sends_in_order(&mut h, &["held", "ahead", "a", "b", "c"]);
 }

@@ -61,6 +61,11 @@ fn pending_lists_unsettled_operations_in_sequence_order_with_their_canvases() {
     assert_eq!(ids, ["a", "b", "c"]);
     assert_eq!(pending[0].state, "in_flight");
     assert_eq!(pending[1].state, "queued");
+    assert_eq!(
+        pending[1].reason, "frozen_ahead",
+        "frozen behind the full slot (S2)"
+    );
+    assert_eq!(pending[2].state, "queued");
     assert_eq!(pending[2].canvas_ids, ["c1"]);
     assert_eq!(h.scheduler.unsettled_count(), 3);
     while h.answer_first(applied()).is_some() {}

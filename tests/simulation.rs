@@ -1310,7 +1310,10 @@ impl World {
                         .is_some_and(|o| o.settlement.as_str() == "rejected");
                     if rejected && applied > 0 {
                         // K3: a change the server kept is never reported rejected.
-                        self.fail(&format!("{id} settled rejected but the server applied it"));
+                        self.fail(&format!(
+                            "{id} settled rejected but the server applied it: {:?} req {:?}",
+                            op.outcome, op.request_id
+                        ));
                     }
                     let settled_applied = op
                         .outcome

@@ -92,6 +92,26 @@ impl<H: Host> Scheduler<H> {
     /// S13: keep every claim, send nothing more; `resume()` writes again.
     fn storage_failed(&mut self, error: SafeError) {
         self.persist.failed = true;
+        // An answer whose write failed let its canvases go early (on_answer): they are held
+        // again, by it or by what was frozen after it in the same unwritten batch, until
+        // resume() writes the answer.
+        let answered: Vec<String> = self
+            .active
+            .iter()
+            .filter(|(_, a)| matches!(a.stage, Stage::Completing(_)))
+            .map(|(id, _)| id.clone())
+            .collect();
+        for id in answered {
+            if let Some(request) = self.ledger.request(&id) {
+                let free: Vec<String> = request
+                    .canvas_ids
+                    .iter()
+                    .filter(|c| self.claims.holder(c).is_none())
+                    .cloned()
+                    .collect();
+                let _ = self.claims.claim(&id, &free);
+            }
+        }
         let waiting: Vec<String> = self
             .active
             .iter()
@@ -121,13 +141,13 @@ impl<H: Host> Scheduler<H> {
             match stage {
                 Stage::Barrier(_) => self.send(now, &id),
                 Stage::Completing(_) => self.finish(now, &id),
-                Stage::Authorizing | Stage::Sending => {}
+                Stage::Authorizing | Stage::Sending | Stage::Ahead(_) => {}
             }
         }
     }
 
     /// The dispatch marker is durable: check the request once more, then send it.
-    fn send(&mut self, now: Millis, request_id: &str) {
+    pub(super) fn send(&mut self, now: Millis, request_id: &str) {
         let Some(attempt) = self.active.get(request_id).cloned() else {
             return;
         };
@@ -357,8 +377,19 @@ impl<H: Host> Scheduler<H> {
             if let Some(active) = self.active.get_mut(&request_id) {
                 active.stage = Stage::Completing(barrier);
             }
-            // Its slot is free now (claims stay until the answer is durable, S13): what is
-            // frozen next joins the batch that writes this answer, one transaction per round.
+            if self
+                .ledger
+                .request(&request_id)
+                .is_some_and(|r| !r.is_unresolved())
+            {
+                // S9: resolved. Its canvases and dependents go now, to what is frozen into
+                // the batch that writes this answer: nothing frozen there is sent before that
+                // batch is durable (S7), so the server still sees them in order, and a crash
+                // or a failed write loses both together (recovery queries this one first).
+                self.release_request(&request_id);
+            }
+            // Its slot is free now: what is frozen next joins the batch that writes this
+            // answer, one transaction per round.
             self.slot_freed();
             self.pump(now);
             self.maybe_flush(now);

@@ -23,6 +23,7 @@ impl<H: Host> Scheduler<H> {
         }
         self.next_hold += 1;
         self.holds.push(self.next_hold);
+        self.withdraw_ahead(now);
         self.sync_timer(now);
         Ok(self.next_hold)
     }
@@ -275,7 +276,10 @@ impl<H: Host> Scheduler<H> {
                 if request.phase == RequestPhase::Frozen
                     || (request.attempt <= 1
                         && self.active.get(&request.id).is_some_and(|a| {
-                            matches!(a.stage, Stage::Barrier(_) | Stage::Authorizing)
+                            matches!(
+                                a.stage,
+                                Stage::Barrier(_) | Stage::Ahead(_) | Stage::Authorizing
+                            )
                         })) =>
             {
                 Some(request.id.clone())

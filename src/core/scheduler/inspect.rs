@@ -15,7 +15,7 @@ pub struct Explanation {
     pub operation_id: String,
     /// `pending`, `in_flight`, `blocked` or `resolved`.
     pub state: &'static str,
-    /// One of D2's idle reasons, or `ready`, `persisting`, `authorizing`, `sending`,
+    /// One of D2's idle reasons, or `ready`, `persisting`, `frozen_ahead`, `authorizing`, `sending`,
     /// `settled`, `blocked`, `other_principal`, `not_started`, `stopped`.
     pub reason: String,
     /// The canvas that holds it back.
@@ -265,11 +265,19 @@ impl<H: Host> Scheduler<H> {
                 return Ok(out);
             }
             if let Some(active) = self.active.get(&request.id) {
+                if matches!(active.stage, Stage::Ahead(_)) {
+                    // S2: frozen and durable, its canvases claimed, but not sent: it waits for
+                    // a slot (the attempt it will make is not one of its sends yet).
+                    out.state = "pending";
+                    out.reason = "frozen_ahead".into();
+                    out.attempt = Some(request.attempt.saturating_sub(1));
+                    return Ok(out);
+                }
                 out.state = "in_flight";
                 out.reason = match active.stage {
                     Stage::Authorizing => "authorizing",
                     Stage::Sending => "sending",
-                    Stage::Barrier(_) | Stage::Completing(_) => "persisting",
+                    Stage::Barrier(_) | Stage::Completing(_) | Stage::Ahead(_) => "persisting",
                 }
                 .to_owned();
                 return Ok(out);

@@ -46,6 +46,9 @@ pub type HoldId = u64;
 enum Stage {
     /// Waiting for the batch holding its dispatch marker to be durable (S7).
     Barrier(BatchNo),
+    /// Frozen ahead (S2): frozen in batch `BatchNo` while every slot was taken; it takes the
+    /// next free slot, and is sent at once if that batch is durable and the lease is current.
+    Ahead(BatchNo),
     /// K3: waiting for the host's authorization verdict ([`Effect::Authorize`]).
     Authorizing,
     /// On the wire.
@@ -241,7 +244,8 @@ impl<H: Host> Scheduler<H> {
         &self.config
     }
 
-    /// Requests between "decided to send" and "answer durable" (S2 counts these).
+    /// Requests between "decided to send" and "answer durable", and those frozen ahead (S2
+    /// counts the sent and unanswered among these).
     pub fn in_flight(&self) -> usize {
         self.active.len()
     }
@@ -277,6 +281,9 @@ impl<H: Host> Scheduler<H> {
     pub fn set_online(&mut self, now: Millis, online: bool) {
         let back = online && !self.online;
         self.online = online;
+        if !online {
+            self.withdraw_ahead(now);
+        }
         if back {
             // The network came back: what waited on backoff goes now (S10).
             self.endpoint_answered(now);
@@ -332,8 +339,21 @@ impl<H: Host> Scheduler<H> {
     fn occupied(&self) -> usize {
         self.active
             .values()
-            .filter(|a| !matches!(a.stage, Stage::Completing(_)))
+            .filter(|a| !matches!(a.stage, Stage::Completing(_) | Stage::Ahead(_)))
             .count()
+    }
+
+    /// Requests frozen ahead, waiting for a slot (S2: at most `concurrency`).
+    fn ahead(&self) -> usize {
+        self.active
+            .values()
+            .filter(|a| matches!(a.stage, Stage::Ahead(_)))
+            .count()
+    }
+
+    /// Whether one more request may be frozen now: into a free slot, or ahead of one.
+    fn has_room(&self) -> bool {
+        self.occupied() < self.config.concurrency || self.ahead() < self.config.concurrency
     }
 
     fn lane_free(&self, kind: &str) -> bool {
@@ -343,6 +363,12 @@ impl<H: Host> Scheduler<H> {
                     .active
                     .values()
                     .any(|a| a.kind == UPLOAD_KIND && !matches!(a.stage, Stage::Completing(_))))
+    }
+
+    /// Whether an operation of `kind` may be frozen now: an upload only into a free slot and
+    /// a free lane (S3), any other kind also ahead of the slots.
+    fn may_freeze(&self, kind: &str) -> bool {
+        self.lane_free(kind) || (kind != UPLOAD_KIND && self.has_room())
     }
 
     /// The batch number a change made now becomes durable with.

@@ -133,10 +133,14 @@ impl<H: Host> Scheduler<H> {
     /// One pump pass. Does nothing while held, stopped, offline, failed or not leading.
     pub(super) fn pump(&mut self, now: Millis) {
         if !self.may_dispatch() {
+            self.withdraw_ahead(now);
             return;
         }
         self.yielded = false;
         self.counters.passes += 1;
+        // S2: what was frozen ahead takes the free slots first: the send follows the answer
+        // that freed the slot in the same turn, without waiting for a commit.
+        self.promote_ahead(now);
         // S11: due retries run before new ready work.
         while self.occupied() < self.config.concurrency {
             let Some(entry) = self.retries.pop_due(now) else {
@@ -163,7 +167,7 @@ impl<H: Host> Scheduler<H> {
         }
         // S12: examine at most `pump_budget` ready operations, then yield.
         let mut budget = self.ready.len().min(self.config.pump_budget);
-        while self.occupied() < self.config.concurrency && budget > 0 {
+        while self.has_room() && budget > 0 {
             budget -= 1;
             let Some((_, id)) = self.ready.pop() else {
                 break;
@@ -171,7 +175,7 @@ impl<H: Host> Scheduler<H> {
             self.counters.scanned += 1;
             self.examine(now, &id);
         }
-        if !self.ready.is_empty() && self.occupied() < self.config.concurrency {
+        if !self.ready.is_empty() && self.has_room() {
             self.yielded = true;
         }
         self.sync_timer(now);
@@ -192,7 +196,7 @@ impl<H: Host> Scheduler<H> {
             return;
         }
         let kind = intent.operation_type.clone();
-        if !self.lane_free(&kind) {
+        if !self.may_freeze(&kind) {
             self.lane_waiters.insert(intent.sequence, id);
             return;
         }
@@ -326,17 +330,81 @@ impl<H: Host> Scheduler<H> {
         self.lease.renew_wanted = true;
         self.next_attempt += 1;
         let barrier = self.want_barrier();
+        let stage = if self.occupied() < self.config.concurrency {
+            Stage::Barrier(barrier)
+        } else {
+            Stage::Ahead(barrier)
+        };
+        if matches!(stage, Stage::Ahead(_)) {
+            // S18: never sent yet; if the page goes before it is, recovery submits it again.
+            self.ledger
+                .schedule_retry(request_id, now, RetryAction::Submit);
+        }
         self.active.insert(
             request_id.to_owned(),
             Attempt {
                 id: self.next_attempt,
                 action,
                 kind,
-                stage: Stage::Barrier(barrier),
+                stage,
                 denied: None,
             },
         );
         self.maybe_flush(now);
+    }
+
+    /// S2: gives free slots to requests frozen ahead, oldest first. One whose freeze is durable
+    /// is sent now if the lease renewed with it (or since) is unexpired; otherwise it waits
+    /// in its slot for its batch, or for a new one that renews the lease and proves the fence.
+    fn promote_ahead(&mut self, now: Millis) {
+        while self.occupied() < self.config.concurrency {
+            let Some((id, batch)) = self
+                .active
+                .iter()
+                .filter_map(|(id, a)| match a.stage {
+                    Stage::Ahead(batch) => Some((a.id, id, batch)),
+                    _ => None,
+                })
+                .min()
+                .map(|(_, id, batch)| (id.clone(), batch))
+            else {
+                return;
+            };
+            let durable = batch <= self.persist.durable;
+            let lease_current = self
+                .ledger
+                .lease()
+                .is_some_and(|l| Some(l.fence) == self.lease.fence && l.expires_at > now);
+            let stage = if durable && !lease_current {
+                self.lease.renew_wanted = true;
+                let renewal = self.want_barrier();
+                self.maybe_flush(now);
+                Stage::Barrier(renewal)
+            } else {
+                Stage::Barrier(batch)
+            };
+            if let Some(attempt) = self.active.get_mut(&id) {
+                attempt.stage = stage;
+            }
+            if durable && lease_current {
+                self.send(now, &id);
+            }
+        }
+    }
+
+    /// Sending stopped (held, offline, stopped, storage failed or lease lost): requests frozen
+    /// ahead leave their places and are submitted again later (this session never sent them).
+    pub(super) fn withdraw_ahead(&mut self, now: Millis) {
+        let ahead: Vec<String> = self
+            .active
+            .iter()
+            .filter(|(_, a)| matches!(a.stage, Stage::Ahead(_)))
+            .map(|(id, _)| id.clone())
+            .collect();
+        for id in ahead {
+            self.active.remove(&id);
+            self.retries.schedule(&id, now, RetryAction::Submit);
+        }
     }
 
     /// A slot (and maybe the upload lane) freed: re-offer deferred retries and lane waiters.

@@ -1,0 +1,237 @@
+//! Freeze ahead (SPEC S2, issue 38 item 2): up to `concurrency` requests are frozen ahead of a
+//! free slot (durable, claims held, unsent), so an answer is followed by the next send in the
+//! same turn, without waiting for a commit; what is frozen ahead recovers as a submit.
+
+mod common;
+
+use canvas_scheduler::core::config::SchedulerConfig;
+use canvas_scheduler::core::host::CountingHost;
+use canvas_scheduler::core::io::{AttemptOutcome, AttemptStatus};
+use canvas_scheduler::core::model::RetryAction;
+use canvas_scheduler::testing::Harness;
+use common::{edit, upload};
+
+fn one_slot() -> Harness<CountingHost> {
+    let mut h = Harness::new(
+        SchedulerConfig {
+            concurrency: 1,
+            ..SchedulerConfig::default()
+        },
+        CountingHost::new("r"),
+    );
+    h.start();
+    h
+}
+
+fn applied() -> AttemptStatus {
+    AttemptStatus::outcome(AttemptOutcome::Applied)
+}
+
+/// Writes every batch asked for so far.
+fn persist_all(h: &mut Harness<CountingHost>) {
+    h.drain();
+    while h.persist_next() {
+        h.drain();
+    }
+}
+
+#[test]
+fn s2_an_answer_is_followed_by_the_next_send_without_waiting_for_a_commit() {
+    let mut h = one_slot();
+    h.auto_persist = false;
+    h.enqueue(vec![
+        edit("a", &["c1"]),
+        edit("b", &["c2"]),
+        edit("c", &["c3"]),
+    ])
+    .unwrap();
+    persist_all(&mut h);
+    assert_eq!(h.wire_operations(), ["a"]);
+    let why = h.scheduler.explain(h.now, "b").unwrap();
+    assert_eq!(
+        (why.state, why.reason.as_str()),
+        ("pending", "frozen_ahead")
+    );
+    assert_eq!(why.attempt, Some(0), "not sent yet");
+    assert!(
+        h.scheduler.ledger().request("r-2").is_some(),
+        "b's request is durable"
+    );
+    assert_eq!(h.scheduler.explain(h.now, "c").unwrap().reason, "ready");
+    // a's answer is not written yet, and b is on the wire already; c is frozen ahead in the
+    // batch that writes the answer.
+    h.answer_first(applied());
+    assert_eq!(h.wire_operations(), ["b"]);
+    assert!(
+        !h.persists.is_empty(),
+        "the answer's batch is not written yet"
+    );
+    persist_all(&mut h);
+    assert_eq!(
+        h.scheduler.explain(h.now, "c").unwrap().reason,
+        "frozen_ahead"
+    );
+    h.answer_first(applied());
+    assert_eq!(h.wire_operations(), ["c"]);
+    h.answer_first(applied());
+    persist_all(&mut h);
+    assert_eq!(h.scheduler.in_flight(), 0);
+}
+
+#[test]
+fn s2_nothing_is_frozen_ahead_on_a_claimed_canvas_and_uploads_wait_for_a_slot() {
+    let mut h = one_slot();
+    h.enqueue(vec![edit("a", &["c1"]), edit("b", &["c1"]), upload("u")])
+        .unwrap();
+    assert_eq!(h.wire_operations(), ["a"]);
+    assert_eq!(
+        h.scheduler.explain(h.now, "b").unwrap().reason,
+        "waiting_canvas"
+    );
+    assert_ne!(
+        h.scheduler.explain(h.now, "u").unwrap().reason,
+        "frozen_ahead"
+    );
+    assert!(h
+        .scheduler
+        .ledger()
+        .operation("u")
+        .unwrap()
+        .request_id
+        .is_none());
+    h.answer_first(applied());
+    h.answer_first(applied());
+    h.answer_first(applied());
+    assert_eq!(h.sent.len(), 3);
+}
+
+#[test]
+fn s18_a_crash_with_a_request_frozen_ahead_recovers_it_as_a_submit_with_the_same_id() {
+    let mut h = one_slot();
+    h.enqueue(vec![edit("a", &["c1"]), edit("b", &["c2"])])
+        .unwrap();
+    let ahead = h
+        .scheduler
+        .ledger()
+        .operation("b")
+        .unwrap()
+        .request_id
+        .clone()
+        .unwrap();
+    let frozen = h.scheduler.ledger().request(&ahead).unwrap().clone();
+    // The page goes: only the durable ledger is left (past the lease).
+    let mut restarted = Harness::over(
+        SchedulerConfig {
+            concurrency: 2,
+            ..SchedulerConfig::default()
+        },
+        CountingHost::new("s"),
+        h.store.clone(),
+        h.now + 60_000,
+    );
+    restarted.start();
+    restarted.drain();
+    let order = restarted
+        .wire
+        .iter()
+        .find(|o| o.request.id == ahead)
+        .expect("the request frozen ahead is sent after the restart");
+    assert_eq!(
+        order.action,
+        RetryAction::Submit,
+        "never sent: submitted, not queried"
+    );
+    assert_eq!(order.request.body, frozen.body);
+    assert_eq!(order.request.operation_ids, ["b"]);
+}
+
+#[test]
+fn s2_k2_a_request_frozen_ahead_is_not_sent_once_the_lease_renewed_with_it_lapsed() {
+    let mut h = one_slot();
+    h.enqueue(vec![edit("a", &["c1"]), edit("b", &["c2"])])
+        .unwrap();
+    assert_eq!(h.wire_operations(), ["a"]);
+    // Nothing is written from now on (a stalled disk): the lease lapses.
+    h.auto_persist = false;
+    let lease_ms = h.scheduler.config().lease_ms;
+    h.advance(lease_ms + 1);
+    h.answer_first(applied());
+    assert!(
+        h.wire.is_empty(),
+        "b waits for a write that renews the lease"
+    );
+    persist_all(&mut h);
+    assert_eq!(h.wire_operations(), ["b"]);
+}
+
+#[test]
+fn s2_held_or_offline_a_request_frozen_ahead_leaves_its_place_and_is_submitted_later() {
+    let mut h = one_slot();
+    h.enqueue(vec![edit("a", &["c1"]), edit("b", &["c2"])])
+        .unwrap();
+    let hold = h.scheduler.hold(h.now).unwrap();
+    h.drain();
+    assert_eq!(h.scheduler.explain(h.now, "b").unwrap().reason, "held");
+    assert_eq!(h.scheduler.in_flight(), 1, "only a, on the wire");
+    h.answer_first(applied());
+    assert!(h.wire.is_empty());
+    h.scheduler.release(h.now, hold);
+    h.drain();
+    assert_eq!(h.wire_operations(), ["b"]);
+    assert_eq!(h.wire[0].action, RetryAction::Submit);
+    h.enqueue(vec![edit("c", &["c3"])]).unwrap();
+    h.scheduler.set_online(h.now, false);
+    h.drain();
+    assert_eq!(h.scheduler.explain(h.now, "c").unwrap().reason, "offline");
+    h.answer_first(applied());
+    h.scheduler.set_online(h.now, true);
+    h.drain();
+    assert_eq!(h.wire_operations(), ["c"]);
+    assert_eq!(h.wire[0].action, RetryAction::Submit);
+}
+
+#[test]
+fn s9_on_one_canvas_the_next_request_is_frozen_into_the_batch_that_writes_the_answer() {
+    let mut h = one_slot();
+    h.auto_persist = false;
+    h.enqueue(vec![edit("a", &["c"]), edit("b", &["c"])])
+        .unwrap();
+    persist_all(&mut h);
+    assert_eq!(h.wire_operations(), ["a"]);
+    h.answer_first(applied());
+    // One write carries a's answer and b's freeze; b goes once it is durable, not a write later.
+    assert_eq!(h.persists.len(), 1);
+    assert!(h.wire.is_empty(), "b waits for the write (S7)");
+    assert!(h.persist_next());
+    h.drain();
+    assert_eq!(h.wire_operations(), ["b"]);
+}
+
+#[test]
+fn s13_an_answer_whose_write_failed_holds_its_canvas_again_and_nothing_is_sent() {
+    let mut h = one_slot();
+    h.auto_persist = false;
+    h.enqueue(vec![edit("a", &["c"]), edit("b", &["c"])])
+        .unwrap();
+    persist_all(&mut h);
+    let a = h.wire_ids()[0].clone();
+    h.answer_first(applied());
+    h.persist_with(canvas_scheduler::testing::MemoryStore::failure(
+        "QuotaExceededError",
+    ));
+    h.drain();
+    assert!(h.wire.is_empty());
+    let holder = h.scheduler.claims().get("c").cloned();
+    assert!(holder.is_some(), "the canvas stays held");
+    assert_eq!(
+        h.store.request(&a).unwrap().phase,
+        canvas_scheduler::core::model::RequestPhase::Dispatched
+    );
+    h.auto_persist = true;
+    h.scheduler.resume(h.now).unwrap();
+    persist_all(&mut h);
+    h.advance(60_000);
+    assert_eq!(h.wire_operations(), ["b"]);
+    h.answer_first(applied());
+    assert_eq!(h.sent.len(), 2, "a once, b once");
+}
