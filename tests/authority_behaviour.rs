@@ -6,6 +6,7 @@ mod common;
 use canvas_scheduler::core::config::SchedulerConfig;
 use canvas_scheduler::core::error::ErrorCode;
 use canvas_scheduler::core::host::{Authorization, CountingHost};
+use canvas_scheduler::core::io::{AttemptOutcome, AttemptStatus};
 use canvas_scheduler::core::model::{RetryAction, Settlement};
 use canvas_scheduler::testing::{Harness, MemoryStore, ServerFaults, SimServer};
 use common::edit;
@@ -197,8 +198,21 @@ fn k3_a_denial_after_a_send_queries_and_a_kept_change_is_applied_not_rejected() 
     assert_eq!(settlement(&h, "a").map(|s| s.0), Some(Settlement::Applied));
 }
 
+/// The request `a` was carried by, whether it is blocked and the code of its error.
+fn blocked(h: &Harness<CountingHost>, id: &str) -> (Option<String>, String) {
+    let ledger = h.scheduler.ledger();
+    let request_id = ledger.operation(id).unwrap().request_id.clone().unwrap();
+    let request = ledger.request(&request_id).unwrap();
+    let code = request
+        .error
+        .as_ref()
+        .map(|e| e.code.clone())
+        .unwrap_or_default();
+    (request.blocked.clone(), code)
+}
+
 #[test]
-fn k3_a_denial_after_a_send_stands_when_the_server_never_received_it() {
+fn k3_a_denial_after_a_send_waits_for_the_host_when_the_server_has_not_received_it() {
     let mut server = SimServer::default();
     let mut h = denied_after_a_lost_answer(&mut server, false);
     let query = h.wire.remove(0);
@@ -206,11 +220,72 @@ fn k3_a_denial_after_a_send_stands_when_the_server_never_received_it() {
     let answer = server.handle(query.action, &query.request, ServerFaults::default());
     h.scheduler.on_answer(h.now, query.attempt, answer);
     h.drain();
+    // A 404 does not prove a late copy of the first submit will not arrive: the denial
+    // blocks the request for the host (`unauthorized`, with the denial's reason), never
+    // rejects it, and the denied body is not sent again.
+    assert_eq!(settlement(&h, "a"), None);
     assert_eq!(
-        settlement(&h, "a"),
-        Some((Settlement::Rejected, "authorization_denied".into()))
+        blocked(&h, "a"),
+        (Some("unauthorized".into()), "authorization_denied".into())
     );
     assert_eq!(server.submits, 0, "the denied body was never sent again");
+    h.advance(60_000);
+    assert!(h.wire.is_empty() && h.authorizing.is_empty(), "waits");
+    // The host gives up on it: discarded, on the host's word.
+    h.scheduler.discard(h.now, "a").unwrap();
+    h.drain();
+    assert_eq!(
+        settlement(&h, "a").map(|s| s.0),
+        Some(Settlement::Discarded)
+    );
+}
+
+/// Simulation seed 3817: the first submit left and its answer never came (the copy was
+/// still on its way: a tab paused past its lease). The retry was denied, the query that
+/// asked first found nothing, and the request was settled rejected; then the late copy
+/// applied. K3: a change the server kept is never reported rejected.
+#[test]
+fn k3_a_denial_and_a_404_never_reject_a_request_a_late_copy_still_applies() {
+    let mut server = SimServer::default();
+    let mut h = authorizing();
+    h.enqueue(vec![edit("a", &["x"])]).unwrap();
+    h.authorize_first(Authorization::Allowed);
+    let late = h.wire.remove(0);
+    h.scheduler.on_answer(
+        h.now,
+        late.attempt,
+        AttemptStatus::transport_unknown("connection reset"),
+    );
+    h.drain();
+    h.advance(60_000);
+    h.authorize_first(Authorization::Denied("read-only".into()));
+    let query = h.wire.remove(0);
+    assert_eq!(query.action, RetryAction::Query, "asks before settling");
+    let not_found = server.handle(query.action, &query.request, ServerFaults::default());
+    h.scheduler.on_answer(h.now, query.attempt, not_found);
+    h.drain();
+    // The late copy arrives and applies.
+    let applied = server.handle(late.action, &late.request, ServerFaults::default());
+    assert_eq!(applied.outcome, AttemptOutcome::Applied);
+    assert_ne!(
+        settlement(&h, "a").map(|s| s.0),
+        Some(Settlement::Rejected),
+        "a change the server kept is never reported rejected"
+    );
+    assert_eq!(blocked(&h, "a").0.as_deref(), Some("unauthorized"));
+    // The right to edit is back (a new login: resume): the check runs again, and the
+    // server's own verdict settles it.
+    h.scheduler.resume(h.now);
+    h.drain();
+    h.advance(60_000);
+    h.authorize_first(Authorization::Allowed);
+    while let Some(order) = (!h.wire.is_empty()).then(|| h.wire.remove(0)) {
+        let answer = server.handle(order.action, &order.request, ServerFaults::default());
+        h.scheduler.on_answer(h.now, order.attempt, answer);
+        h.drain();
+    }
+    assert_eq!(settlement(&h, "a").map(|s| s.0), Some(Settlement::Applied));
+    assert_eq!(server.applied.get("a"), Some(&1));
 }
 
 #[test]

@@ -508,3 +508,75 @@ fn entries_that_may_not_go_yet_do_not_hide_the_ones_behind_them() {
         compacted.len()
     );
 }
+
+/// Two drags of one shape: `a2` supersedes `a1`, and `z` holds the ledger's highest sequence
+/// so both may be compacted once settled.
+fn drags() -> Vec<IntentInput> {
+    let mut first = edit("a1", &["a"]);
+    first.coalesce_key = Some("k".into());
+    let mut second = edit("a2", &["a"]);
+    second.coalesce_key = Some("k".into());
+    vec![first, second, edit("z", &["z"])]
+}
+
+fn blockers(h: &Harness<CountingHost>, id: &str) -> Vec<String> {
+    h.scheduler
+        .ledger()
+        .operation(id)
+        .map(|o| o.blockers.clone())
+        .unwrap_or_default()
+}
+
+/// Simulation seeds 1306 and 2056: the tombstone of a superseded operation said only
+/// `discarded`, so once compacted it could not be told from one the host discarded. A
+/// dependency on it is its replacement's (applied here): met, never `dependency_discarded`.
+#[test]
+fn a_dependency_on_a_compacted_superseded_operation_is_met_by_its_replacement() {
+    let mut h = harness(policy(0, 0));
+    h.enqueue(drags()).unwrap();
+    settle_all(&mut h);
+    h.drain();
+    let tombstones = h.store.tombstones_of(["a1"]);
+    assert_eq!(tombstones.len(), 1, "a1 compacted");
+    assert_eq!(
+        tombstones[0].settlement,
+        Settlement::Discarded,
+        "as it settled"
+    );
+    assert_eq!(tombstones[0].replaced_by.as_deref(), Some("a2"));
+    assert_eq!(h.store.tombstones_of(["a2"]).len(), 1, "a2 compacted");
+    h.enqueue(vec![edit_after("x", &["x"], &["a1"])]).unwrap();
+    assert!(blockers(&h, "x").is_empty(), "{:?}", blockers(&h, "x"));
+    assert_eq!(h.wire_operations(), vec!["x"]);
+    settle_all(&mut h);
+    // After a reload the tombstones are looked up: the same.
+    let mut r = restart(&h, policy(0, 0));
+    r.enqueue(vec![edit_after("y", &["y"], &["a1"])]).unwrap();
+    assert!(blockers(&r, "y").is_empty(), "{:?}", blockers(&r, "y"));
+    assert_eq!(r.wire_operations(), vec!["y"]);
+}
+
+/// K1 across compaction: when the replacement was discarded by the host, a dependency on
+/// the superseded one is blocked `dependency_discarded`, whole or compacted.
+#[test]
+fn a_dependency_on_a_compacted_superseded_operation_whose_replacement_was_discarded_waits() {
+    let mut h = harness(policy(0, 0));
+    let hold = h.scheduler.hold(h.now).unwrap();
+    h.enqueue(drags()).unwrap();
+    h.scheduler.discard(h.now, "a2").unwrap();
+    h.scheduler.release(h.now, hold);
+    h.drain();
+    settle_all(&mut h);
+    h.drain();
+    assert_eq!(
+        h.store.tombstones_of(["a1", "a2"]).len(),
+        2,
+        "both compacted"
+    );
+    h.enqueue(vec![edit_after("x", &["x"], &["a1"])]).unwrap();
+    assert_eq!(blockers(&h, "x"), vec!["dependency_discarded"]);
+    let mut r = restart(&h, policy(0, 0));
+    r.enqueue(vec![edit_after("y", &["y"], &["a1"])]).unwrap();
+    assert_eq!(blockers(&r, "y"), vec!["dependency_discarded"]);
+    assert!(r.wire.is_empty());
+}

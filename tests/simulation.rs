@@ -32,7 +32,7 @@ use canvas_scheduler::core::io::{
 use canvas_scheduler::core::model::{
     BlobRef, FrozenRequest, Millis, Operation, OperationPhase, RetryAction, Settlement, UPLOAD_KIND,
 };
-use canvas_scheduler::core::retention::RetentionPolicy;
+use canvas_scheduler::core::retention::{RetentionPolicy, LOOKUP_ROUNDS};
 use canvas_scheduler::core::safe_error::SafeError;
 use canvas_scheduler::core::{HoldId, Scheduler};
 use canvas_scheduler::testing::{MemoryStore, ServerFaults, SimRng, SimServer};
@@ -395,8 +395,13 @@ impl World {
                     op = self.store.operation(&next);
                     end = next;
                 }
+                // A superseded operation's tombstone names its replacement: its
+                // `discarded` is not the host's, the replacement's end decides.
                 match self.store.tombstones_of([end.as_str()]).first() {
-                    Some(t) => (true, t.settlement == Settlement::Discarded),
+                    Some(t) => match &t.replaced_by {
+                        Some(next) if *next != end => self.dependency_state(next),
+                        _ => (true, t.settlement == Settlement::Discarded),
+                    },
                     None => (false, false),
                 }
             }
@@ -441,12 +446,23 @@ impl World {
         result
     }
 
+    /// Tombstones of ids tab `l` does not hold, looked up by id as the driver does: round
+    /// after round while a round finds some (a replacement chain, link by link).
+    fn learn_tombstones(&mut self, l: usize, intents: &[IntentInput]) {
+        for _ in 0..LOOKUP_ROUNDS {
+            let unknown = self.tabs[l].scheduler.unknown_ids(intents);
+            let found = self.store.tombstones_of(unknown.iter().map(String::as_str));
+            if found.is_empty() {
+                break;
+            }
+            self.tabs[l].scheduler.learn_tombstones(found);
+        }
+    }
+
     /// An enqueue as the driver makes it: tombstones of ids the scheduler does not hold are
     /// looked up by id first.
     fn enqueue(&mut self, l: usize, intents: Vec<IntentInput>) -> Result<u64, ()> {
-        let unknown = self.tabs[l].scheduler.unknown_ids(&intents);
-        let found = self.store.tombstones_of(unknown.iter().map(String::as_str));
-        self.tabs[l].scheduler.learn_tombstones(found);
+        self.learn_tombstones(l, &intents);
         self.tabs[l]
             .scheduler
             .enqueue(self.now, intents)
@@ -457,11 +473,7 @@ impl World {
     /// replaced by a coalesced one (its payload dropped) or compacted, it is the same intent,
     /// never `duplicate_operation`.
     fn enqueue_again(&mut self, l: usize, intent: &IntentInput) -> Result<u64, ()> {
-        let unknown = self.tabs[l]
-            .scheduler
-            .unknown_ids(std::slice::from_ref(intent));
-        let found = self.store.tombstones_of(unknown.iter().map(String::as_str));
-        self.tabs[l].scheduler.learn_tombstones(found);
+        self.learn_tombstones(l, std::slice::from_ref(intent));
         let recorded = self.sequence_of.get(&intent.id).map(|(_, user)| *user);
         let principal = self.tabs[l].scheduler.config().principal.clone();
         match self.tabs[l]
@@ -497,9 +509,7 @@ impl World {
         l: usize,
         intents: Vec<IntentInput>,
     ) -> Result<(u64, Vec<IntentInput>), ()> {
-        let unknown = self.tabs[l].scheduler.unknown_ids(&intents);
-        let found = self.store.tombstones_of(unknown.iter().map(String::as_str));
-        self.tabs[l].scheduler.learn_tombstones(found);
+        self.learn_tombstones(l, &intents);
         let bad_at = self.rng.below(intents.len() as u64 + 1) as usize;
         let mut slots: Vec<Result<IntentInput, _>> = intents.iter().cloned().map(Ok).collect();
         let Some(first) = intents.first() else {

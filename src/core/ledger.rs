@@ -9,7 +9,7 @@ use std::collections::VecDeque;
 use super::io::{BatchNo, LeaseWrite, PersistBatch};
 use super::model::{
     EventKind, EventRecord, FrozenRequest, Lease, LedgerMeta, Millis, Operation, OperationOutcome,
-    OperationPhase, RequestPhase, RetryAction,
+    OperationPhase, RequestPhase, RetryAction, Settlement,
 };
 use super::operation_pages::{
     insert_sorted, Home, PageBook, PageHomes, PagePlan, StaleCopies, PAGE_LIMIT,
@@ -35,6 +35,18 @@ fn replaced_by(op: &Operation) -> Option<&str> {
     raw.strip_prefix('"')?
         .strip_suffix('"')
         .filter(|next| !next.contains('\\'))
+}
+
+/// Where a replacement chain ends (see [`Ledger::dependency_settlement`]).
+enum ChainEnd<'a> {
+    /// A stored operation.
+    Stored(&'a Operation),
+    /// A tombstone at hand.
+    Compacted(&'a Tombstone),
+    /// An id neither stored nor at hand.
+    Unknown,
+    /// A cycle (corrupt storage).
+    Cycle,
 }
 
 /// The durable records as loaded from storage.
@@ -482,6 +494,52 @@ impl Ledger {
         }
     }
 
+    /// How a dependency on `id` settled, following replacements through stored operations
+    /// and, once compacted, through the tombstones at hand (a superseded operation's tombstone
+    /// names its replacement): the end's settlement, `None` while it is unsettled or when the
+    /// chain leaves what is stored and at hand (see [`Ledger::dependency_gap`]).
+    pub fn dependency_settlement(&self, id: &str) -> Option<Settlement> {
+        match self.walk(id).1 {
+            ChainEnd::Stored(op) if op.phase == OperationPhase::Resolved => {
+                op.outcome.as_ref().map(|o| o.settlement)
+            }
+            ChainEnd::Compacted(tombstone) => Some(tombstone.settlement),
+            _ => None,
+        }
+    }
+
+    /// The first id on a dependency's replacement chain that is neither stored nor a
+    /// tombstone at hand: the driver looks it up before an enqueue that names `id`.
+    pub fn dependency_gap<'a>(&'a self, id: &'a str) -> Option<&'a str> {
+        match self.walk(id) {
+            (gap, ChainEnd::Unknown) => Some(gap),
+            _ => None,
+        }
+    }
+
+    /// [`Ledger::chain_end`] through tombstones at hand too. Bounded like it (a cycle ends
+    /// [`ChainEnd::Cycle`]).
+    fn walk<'a>(&'a self, id: &'a str) -> (&'a str, ChainEnd<'a>) {
+        let mut target = id;
+        for _ in 0..=self.operations.len() + self.tombstones.len() {
+            let next = if let Some(slot) = self.operations.get(target) {
+                match replaced_by(&slot.op) {
+                    Some(next) => next,
+                    None => return (target, ChainEnd::Stored(&slot.op)),
+                }
+            } else if let Some(tombstone) = self.tombstones.get(target) {
+                match tombstone.replaced_by.as_deref() {
+                    Some(next) => next,
+                    None => return (target, ChainEnd::Compacted(tombstone)),
+                }
+            } else {
+                return (target, ChainEnd::Unknown);
+            };
+            target = next;
+        }
+        (target, ChainEnd::Cycle)
+    }
+
     /// Walks a replacement chain, one lookup per hop: its last id and that operation. Bounded:
     /// the chain comes from storage, which is not trusted to be acyclic, and no chain without
     /// a cycle is longer than the ledger (a cycle ends with no operation).
@@ -784,7 +842,11 @@ impl Ledger {
                 insert_sorted(&mut doomed, no);
             }
             key = tombstone_key(now, key);
-            if let Some(tombstone) = Tombstone::of(&slot.op, key) {
+            if let Some(mut tombstone) = Tombstone::of(&slot.op, key) {
+                // Superseded: its dependents are its replacement's, compacted or not.
+                if replaced_by(&slot.op).is_some() {
+                    tombstone.replaced_by = Some(self.walk(id).0.to_owned());
+                }
                 slice.victims.insert(id.clone());
                 slice.tombstones.push(tombstone);
             }

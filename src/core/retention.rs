@@ -37,6 +37,12 @@ pub const KEYS_PER_MS: u64 = 1024;
 /// looked up in storage by id.
 pub const MEMORY_LIMIT: usize = 4096;
 
+/// Most rounds of [`unknown_ids`](crate::core::Scheduler::unknown_ids) a driver looks up
+/// before an enqueue: each round may name the next link of a compacted replacement chain (a
+/// superseded operation's tombstone names the end of its chain as it was compacted, so one
+/// or two rounds are the rule).
+pub const LOOKUP_ROUNDS: usize = 4;
+
 /// The retention policy (the `retain` option).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RetentionPolicy {
@@ -88,6 +94,10 @@ pub struct Tombstone {
     pub settlement: Settlement,
     /// When it settled.
     pub settled_at: Millis,
+    /// For an operation a coalesced intent superseded: the end of its replacement chain when
+    /// it was compacted. A dependency on it is that operation's (it never reached the server),
+    /// so its `discarded` is not the host's discard (K1).
+    pub replaced_by: Option<String>,
 }
 
 crate::json_record!(Tombstone {
@@ -98,6 +108,7 @@ crate::json_record!(Tombstone {
     sequence: "sequence" required,
     settlement: "outcome" required,
     settled_at: "settledAt" required,
+    replaced_by: "replacedBy" skip,
 });
 
 impl Tombstone {
@@ -115,6 +126,7 @@ impl Tombstone {
             sequence: op.intent.sequence,
             settlement: outcome.settlement,
             settled_at: outcome.at,
+            replaced_by: None,
         })
     }
 

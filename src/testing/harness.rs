@@ -163,15 +163,26 @@ impl<H: Host> Harness<H> {
         self.drain();
     }
 
+    /// Looks up the tombstones of the ids `inputs` name that are not at hand, as the driver
+    /// does: round after round while a round finds some (a replacement chain, link by link).
+    pub fn learn_tombstones(&mut self, inputs: &[IntentInput]) {
+        for _ in 0..crate::core::retention::LOOKUP_ROUNDS {
+            let unknown = self.scheduler.unknown_ids(inputs);
+            let found = self.store.tombstones_of(unknown.iter().map(String::as_str));
+            if found.is_empty() {
+                break;
+            }
+            self.scheduler.learn_tombstones(found);
+        }
+    }
+
     /// Enqueues and drains.
     pub fn enqueue(
         &mut self,
         inputs: Vec<IntentInput>,
     ) -> Result<u64, crate::core::error::SchedulerError> {
         // As the driver does: tombstones of ids not at hand are looked up by key first.
-        let unknown = self.scheduler.unknown_ids(&inputs);
-        let found = self.store.tombstones_of(unknown.iter().map(String::as_str));
-        self.scheduler.learn_tombstones(found);
+        self.learn_tombstones(&inputs);
         let result = self.scheduler.enqueue(self.now, inputs);
         self.drain();
         result
@@ -184,9 +195,7 @@ impl<H: Host> Harness<H> {
         slots: Vec<Result<IntentInput, crate::core::error::SchedulerError>>,
     ) -> Result<PartialEnqueue, crate::core::error::SchedulerError> {
         let decoded: Vec<IntentInput> = slots.iter().flatten().cloned().collect();
-        let unknown = self.scheduler.unknown_ids(&decoded);
-        let found = self.store.tombstones_of(unknown.iter().map(String::as_str));
-        self.scheduler.learn_tombstones(found);
+        self.learn_tombstones(&decoded);
         let result = self.scheduler.enqueue_partial(self.now, slots);
         self.drain();
         result

@@ -305,6 +305,7 @@ async fn tombstones_are_paged_looked_up_by_id_and_trimmed_by_age_and_count() {
         sequence: key,
         settlement: Settlement::Rejected,
         settled_at: key,
+        replaced_by: None,
     };
     let done = |result: canvas_scheduler::core::io::PersistResult| {
         assert!(
@@ -418,6 +419,7 @@ async fn known_answers_every_tombstone_of_100000_compacted_operations() {
         sequence: key,
         settlement: Settlement::Applied,
         settled_at: key,
+        replaced_by: None,
     };
     // As the slices write them: a page of at most 256 per batch.
     let mut first = 1;

@@ -6,14 +6,17 @@
 //!   nothing is sent, and the attempt is retried like any unresolved one.
 //! - Denied, for a request the server cannot have (its first submit): rejected for good.
 //! - Denied, for a request the server may already have (any earlier attempt, a query due, or
-//!   accepted): the attempt becomes a query, and the denial stands only if the server says it
-//!   never received the request. A change the server kept is never reported rejected.
+//!   accepted): the attempt becomes a query. The server's own verdict settles it; if the
+//!   server has no record of it, the request is blocked `unauthorized` (with the denial's
+//!   reason) for the host to retry or discard, never rejected: a 404 does not prove a late
+//!   copy of an earlier submit will not arrive (as K8's `revise` holds), and a change the
+//!   server kept is never reported rejected.
 
 use super::{Scheduler, Stage};
 use crate::core::host::{Authorization, Host};
 use crate::core::io::{AttemptId, AttemptOutcome, AttemptStatus};
 use crate::core::model::{FrozenRequest, Millis, RequestPhase, RetryAction};
-use crate::core::protocol::NOT_FOUND;
+use crate::core::protocol::{NOT_FOUND, UNAUTHORIZED};
 
 impl<H: Host> Scheduler<H> {
     /// The host's verdict on the [`Effect::Authorize`](crate::core::io::Effect::Authorize)
@@ -68,14 +71,21 @@ impl<H: Host> Scheduler<H> {
     }
 
     /// The answer to the query a denial asked for: the server's own verdict if it has the
-    /// request (applied, rejected, still processing); the denial if it never received it;
-    /// otherwise (no answer) the query is retried, and the check runs again first.
+    /// request (applied, rejected, still processing); if it has no record of it yet, the
+    /// request waits blocked `unauthorized` with the denial as its error (S9: claims kept, no
+    /// retry, the host decides: `resume()`/`retry()` check again, `discard()` gives up), since
+    /// the denied body may not be sent again and a late copy may still apply; otherwise (no
+    /// answer) the query is retried, and the check runs again first.
     pub(super) fn after_denial(status: AttemptStatus, reason: &str) -> AttemptStatus {
-        let never_received = status.outcome == AttemptOutcome::Unresolved
+        let not_yet_received = status.outcome == AttemptOutcome::Unresolved
             && status.blocked.is_none()
             && status.error.as_ref().is_some_and(|e| e.code == NOT_FOUND);
-        if never_received {
-            AttemptStatus::denied(reason)
+        if not_yet_received {
+            AttemptStatus {
+                error: AttemptStatus::denied(reason).error,
+                blocked: Some(UNAUTHORIZED.to_owned()),
+                ..AttemptStatus::outcome(AttemptOutcome::Unresolved)
+            }
         } else {
             status
         }
@@ -122,15 +132,20 @@ mod tests {
     }
 
     #[test]
-    fn k3_a_denial_stands_only_when_the_server_never_received_the_request() {
+    fn k3_a_denial_after_a_404_blocks_for_the_host_and_never_rejects() {
         type S = Scheduler<crate::core::host::CountingHost>;
         let not_found = AttemptStatus {
             error: Some(SafeError::new(NOT_FOUND, "unknown key")),
             ..AttemptStatus::outcome(AttemptOutcome::Unresolved)
         };
         let denied = S::after_denial(not_found, "read-only");
-        assert_eq!(denied.outcome, AttemptOutcome::Rejected);
-        assert_eq!(denied.error.unwrap().code, "authorization_denied");
+        assert_eq!(denied.outcome, AttemptOutcome::Unresolved);
+        assert_eq!(denied.blocked.as_deref(), Some(UNAUTHORIZED));
+        let error = denied.error.unwrap();
+        assert_eq!(
+            (error.code.as_str(), error.message.as_str()),
+            ("authorization_denied", "read-only")
+        );
         for outcome in [
             AttemptOutcome::Applied,
             AttemptOutcome::Rejected,

@@ -53,15 +53,15 @@ impl<H: Host> Scheduler<H> {
         let own: BTreeSet<String> = inputs.iter().map(|input| input.id.clone()).collect();
         let mut unknown = BTreeSet::new();
         for input in inputs {
-            let named = std::iter::once(&input.id).chain(
-                input
-                    .dependencies
-                    .iter()
-                    .filter(|d| !own.contains(d.as_str())),
-            );
-            for id in named {
-                if self.ledger.operation(id).is_none() && self.ledger.tombstone(id).is_none() {
-                    unknown.insert(id.to_owned());
+            let id = &input.id;
+            if self.ledger.operation(id).is_none() && self.ledger.tombstone(id).is_none() {
+                unknown.insert(id.to_owned());
+            }
+            for dependency in input.dependencies.iter().filter(|d| !own.contains(*d)) {
+                // Its replacement chain too: a compacted superseded operation's tombstone
+                // names the one its dependents follow.
+                if let Some(gap) = self.ledger.dependency_gap(dependency) {
+                    unknown.insert(gap.to_owned());
                 }
             }
         }
@@ -159,14 +159,9 @@ impl<H: Host> Scheduler<H> {
     fn depends_on_discarded(&self, id: &str) -> bool {
         self.ledger.operation(id).is_some_and(|op| {
             op.intent.dependencies.iter().any(|d| {
-                let settlement = match self.ledger.dependency_end(d) {
-                    Some(target) => target.outcome.as_ref().map(|o| o.settlement),
-                    None => self
-                        .ledger
-                        .tombstone(self.ledger.dependency_target(d))
-                        .map(|t| t.settlement),
-                };
-                settlement == Some(Settlement::Discarded)
+                // The end of the replacement chain, whole or compacted: a superseded one's
+                // `discarded` is not the host's.
+                self.ledger.dependency_settlement(d) == Some(Settlement::Discarded)
             })
         })
     }

@@ -260,19 +260,26 @@ impl Driver {
         &self,
         intents: &[IntentInput],
     ) -> Result<(), SchedulerError> {
-        let (store, unknown) = {
-            let state = self.state.borrow();
-            let ledger = state.scheduler.ledger();
-            if ledger.tombstone_count() == 0 && ledger.last_tombstone_key() == 0 {
+        // Round after round while a round finds some: a superseded operation's tombstone
+        // names its replacement, which may be compacted too.
+        for _ in 0..crate::core::retention::LOOKUP_ROUNDS {
+            let (store, unknown) = {
+                let state = self.state.borrow();
+                let ledger = state.scheduler.ledger();
+                if ledger.tombstone_count() == 0 && ledger.last_tombstone_key() == 0 {
+                    return Ok(());
+                }
+                (state.store.clone(), state.scheduler.unknown_ids(intents))
+            };
+            if unknown.is_empty() {
                 return Ok(());
             }
-            (state.store.clone(), state.scheduler.unknown_ids(intents))
-        };
-        if unknown.is_empty() {
-            return Ok(());
+            let found = store.tombstones(&unknown).await.map_err(unavailable)?;
+            if found.is_empty() {
+                return Ok(());
+            }
+            self.state.borrow_mut().scheduler.learn_tombstones(found);
         }
-        let found = store.tombstones(&unknown).await.map_err(unavailable)?;
-        self.state.borrow_mut().scheduler.learn_tombstones(found);
         Ok(())
     }
 
