@@ -57,7 +57,13 @@ async function setOffline(page, offline) {
   // The switch shows the server's fault only once the page has read it (after a load, the box
   // is the browser's default or its restored form state until then).
   await page.waitForSelector("body[data-offline]", 5_000);
-  await page.check("#offline", offline);
+  // A click right after a drag on the canvas can be lost (seen in WebKitGTK and Firefox): the
+  // box changes at once when a click lands, so it is clicked again only while it has not.
+  for (let attempt = 0; attempt < 3; attempt += 1) {
+    await page.check("#offline", offline);
+    if ((await page.evaluate(() => document.querySelector("#offline").checked)) === offline) break;
+    await sleep(100);
+  }
   await page.waitForSelector(`body[data-offline=${offline}]`, 5_000);
 }
 

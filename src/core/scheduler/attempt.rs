@@ -92,26 +92,6 @@ impl<H: Host> Scheduler<H> {
     /// S13: keep every claim, send nothing more; `resume()` writes again.
     fn storage_failed(&mut self, error: SafeError) {
         self.persist.failed = true;
-        // An answer whose write failed let its canvases go early (on_answer): they are held
-        // again, by it or by what was frozen after it in the same unwritten batch, until
-        // resume() writes the answer.
-        let answered: Vec<String> = self
-            .active
-            .iter()
-            .filter(|(_, a)| matches!(a.stage, Stage::Completing(_)))
-            .map(|(id, _)| id.clone())
-            .collect();
-        for id in answered {
-            if let Some(request) = self.ledger.request(&id) {
-                let free: Vec<String> = request
-                    .canvas_ids
-                    .iter()
-                    .filter(|c| self.claims.holder(c).is_none())
-                    .cloned()
-                    .collect();
-                let _ = self.claims.claim(&id, &free);
-            }
-        }
         let waiting: Vec<String> = self
             .active
             .iter()
@@ -377,19 +357,10 @@ impl<H: Host> Scheduler<H> {
             if let Some(active) = self.active.get_mut(&request_id) {
                 active.stage = Stage::Completing(barrier);
             }
-            if self
-                .ledger
-                .request(&request_id)
-                .is_some_and(|r| !r.is_unresolved())
-            {
-                // S9: resolved. Its canvases and dependents go now, to what is frozen into
-                // the batch that writes this answer: nothing frozen there is sent before that
-                // batch is durable (S7), so the server still sees them in order, and a crash
-                // or a failed write loses both together (recovery queries this one first).
-                self.release_request(&request_id);
-            }
-            // Its slot is free now: what is frozen next joins the batch that writes this
-            // answer, one transaction per round.
+            // Its slot is free now. Its claims stay until the answer is durable (S13), and
+            // so until the host has its `settled` event: what is compiled next on its
+            // canvases reads that outcome. What is frozen next elsewhere joins the batch that
+            // writes this answer.
             self.slot_freed();
             self.pump(now);
             self.maybe_flush(now);
