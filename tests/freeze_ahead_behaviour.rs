@@ -23,6 +23,20 @@ fn one_slot() -> Harness<CountingHost> {
     h
 }
 
+/// As the browser runs it: one transaction a turn (group commit, W1).
+fn one_slot_grouped() -> Harness<CountingHost> {
+    let mut h = Harness::new(
+        SchedulerConfig {
+            concurrency: 1,
+            group_commit: true,
+            ..SchedulerConfig::default()
+        },
+        CountingHost::new("r"),
+    );
+    h.start();
+    h
+}
+
 fn applied() -> AttemptStatus {
     AttemptStatus::outcome(AttemptOutcome::Applied)
 }
@@ -191,22 +205,66 @@ fn s2_held_or_offline_a_request_frozen_ahead_leaves_its_place_and_is_submitted_l
 }
 
 /// The editor's compile reads the canvas version its `settled` events taught it: the next
-/// request on a canvas is compiled only once the answer before it is durable, so after the
-/// host has that event (an earlier release compiled against a stale version: a conflict).
+/// request on a canvas is compiled after the turn that recorded the answer before it (its
+/// reports reach the host first: compiling in that turn sent a stale version, a conflict, in
+/// the editor e2e), and joins the batch that writes that answer: one write a round.
 #[test]
-fn s9_the_next_request_on_a_canvas_is_compiled_after_the_answer_before_it_is_durable() {
-    let mut h = one_slot();
+fn s9_the_next_request_on_a_canvas_is_compiled_after_the_answers_turn_into_its_batch() {
+    let mut h = one_slot_grouped();
     h.auto_persist = false;
     h.enqueue(vec![edit("a", &["c"]), edit("b", &["c"])])
         .unwrap();
     persist_all(&mut h);
-    assert_eq!(h.wire_operations(), ["a"]);
-    h.answer_first(applied());
+    let order = h.wire.remove(0);
+    h.scheduler.on_answer(h.now, order.attempt, applied());
     let b = h.scheduler.ledger().operation("b").unwrap();
-    assert!(
-        b.request_id.is_none(),
-        "not compiled while a's answer is unwritten"
-    );
-    persist_all(&mut h);
+    assert!(b.request_id.is_none(), "not compiled in the answer's turn");
+    h.drain(); // the turn's reports, then the group commit
+    assert!(h
+        .reports
+        .iter()
+        .any(|r| matches!(r, canvas_scheduler::core::io::Report::Settled { .. })));
+    assert!(h
+        .scheduler
+        .ledger()
+        .operation("b")
+        .unwrap()
+        .request_id
+        .is_some());
+    assert_eq!(h.persists.len(), 1, "b's freeze rides the answer's write");
+    assert!(h.wire.is_empty(), "b waits for that write (S7)");
+    assert!(h.persist_next());
+    h.drain();
     assert_eq!(h.wire_operations(), ["b"]);
+}
+
+#[test]
+fn s13_an_answer_whose_write_failed_holds_its_canvas_again_and_nothing_is_sent() {
+    let mut h = one_slot_grouped();
+    h.auto_persist = false;
+    h.enqueue(vec![edit("a", &["c"]), edit("b", &["c"])])
+        .unwrap();
+    persist_all(&mut h);
+    let a = h.wire_ids()[0].clone();
+    h.answer_first(applied());
+    h.persist_with(canvas_scheduler::testing::MemoryStore::failure(
+        "QuotaExceededError",
+    ));
+    h.drain();
+    assert!(h.wire.is_empty());
+    assert!(
+        h.scheduler.claims().get("c").is_some(),
+        "the canvas stays held"
+    );
+    assert_eq!(
+        h.store.request(&a).unwrap().phase,
+        canvas_scheduler::core::model::RequestPhase::Dispatched
+    );
+    h.auto_persist = true;
+    h.scheduler.resume(h.now).unwrap();
+    persist_all(&mut h);
+    h.advance(60_000);
+    assert_eq!(h.wire_operations(), ["b"]);
+    h.answer_first(applied());
+    assert_eq!(h.sent.len(), 2, "a once, b once");
 }

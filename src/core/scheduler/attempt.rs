@@ -92,6 +92,27 @@ impl<H: Host> Scheduler<H> {
     /// S13: keep every claim, send nothing more; `resume()` writes again.
     fn storage_failed(&mut self, error: SafeError) {
         self.persist.failed = true;
+        self.persist.answered.clear();
+        // An answer whose write failed may have let its canvases go (`commit()`): they are
+        // held again, by it or by what was frozen after it in the same unwritten batch, until
+        // resume() writes the answer (S13).
+        let answered: Vec<String> = self
+            .active
+            .iter()
+            .filter(|(_, a)| matches!(a.stage, Stage::Completing(_)))
+            .map(|(id, _)| id.clone())
+            .collect();
+        for id in answered {
+            if let Some(request) = self.ledger.request(&id) {
+                let free: Vec<String> = request
+                    .canvas_ids
+                    .iter()
+                    .filter(|c| self.claims.holder(c).is_none())
+                    .cloned()
+                    .collect();
+                let _ = self.claims.claim(&id, &free);
+            }
+        }
         let waiting: Vec<String> = self
             .active
             .iter()
@@ -357,10 +378,18 @@ impl<H: Host> Scheduler<H> {
             if let Some(active) = self.active.get_mut(&request_id) {
                 active.stage = Stage::Completing(barrier);
             }
-            // Its slot is free now. Its claims stay until the answer is durable (S13), and
-            // so until the host has its `settled` event: what is compiled next on its
-            // canvases reads that outcome. What is frozen next elsewhere joins the batch that
-            // writes this answer.
+            // Its slot is free now: what is frozen next elsewhere joins the batch that writes
+            // this answer. Its canvases wait for `commit()` (group commit), which runs after
+            // this turn's reports reached the host: what is compiled next on them reads the
+            // outcome, and joins that batch too. (Without group commit: once it is durable.)
+            if self.config.group_commit
+                && self
+                    .ledger
+                    .request(&request_id)
+                    .is_some_and(|r| !r.is_unresolved())
+            {
+                self.persist.answered.push(request_id.clone());
+            }
             self.slot_freed();
             self.pump(now);
             self.maybe_flush(now);

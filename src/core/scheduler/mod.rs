@@ -97,6 +97,9 @@ struct PersistState {
     committing: bool,
     /// When the last compaction slice went out with a busy batch (retention under load).
     busy_slice_at: Option<Millis>,
+    /// Requests resolved by an answer this turn: `commit()` lets their canvases and dependents
+    /// go, once the host has had their `settled` events, into the batch that writes the answer.
+    answered: Vec<String>,
 }
 
 /// Lease state of this dispatcher (K2).

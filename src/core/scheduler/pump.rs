@@ -407,6 +407,27 @@ impl<H: Host> Scheduler<H> {
         }
     }
 
+    /// S9 for this turn's answers, before their batch goes: a resolved request's canvases and
+    /// dependents go now, to what is frozen into the batch that writes its answer. Nothing
+    /// frozen there is sent before that batch is durable (S7), so the server still sees them
+    /// in order, and a crash or a failed write loses both together.
+    fn release_answered(&mut self, now: Millis) {
+        let answered = std::mem::take(&mut self.persist.answered);
+        if answered.is_empty() || self.persist.failed || !self.is_running() {
+            return;
+        }
+        for id in answered {
+            let completing = self
+                .active
+                .get(&id)
+                .is_some_and(|a| matches!(a.stage, Stage::Completing(_)));
+            if completing {
+                self.release_request(&id);
+            }
+        }
+        self.pump(now);
+    }
+
     /// A slot (and maybe the upload lane) freed: re-offer deferred retries and lane waiters.
     pub(super) fn slot_freed(&mut self) {
         for entry in std::mem::take(&mut self.deferred).into_values() {
@@ -422,6 +443,7 @@ impl<H: Host> Scheduler<H> {
     /// Group commit: the turn ended; write what it changed in one batch.
     pub fn commit(&mut self, now: Millis) {
         self.persist.commit_requested = false;
+        self.release_answered(now);
         self.persist.committing = true;
         self.maybe_flush(now);
         self.persist.committing = false;
