@@ -96,13 +96,7 @@ impl<H: Host> Scheduler<H> {
         // An answer whose write failed may have let its canvases go (`commit()`): they are
         // held again, by it or by what was frozen after it in the same unwritten batch, until
         // resume() writes the answer (S13).
-        let answered: Vec<String> = self
-            .active
-            .iter()
-            .filter(|(_, a)| matches!(a.stage, Stage::Completing(_)))
-            .map(|(id, _)| id.clone())
-            .collect();
-        for id in answered {
+        for id in self.attempts_in(|stage| matches!(stage, Stage::Completing(_))) {
             if let Some(request) = self.ledger.request(&id) {
                 let free: Vec<String> = request
                     .canvas_ids

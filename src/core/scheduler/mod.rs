@@ -346,6 +346,15 @@ impl<H: Host> Scheduler<H> {
             .count()
     }
 
+    /// The requests whose attempt is at a `stage` that `pick` accepts.
+    fn attempts_in(&self, pick: impl Fn(&Stage) -> bool) -> Vec<String> {
+        self.active
+            .iter()
+            .filter(|(_, a)| pick(&a.stage))
+            .map(|(id, _)| id.clone())
+            .collect()
+    }
+
     /// Requests frozen ahead, waiting for a slot (S2: at most `concurrency`).
     fn ahead(&self) -> usize {
         self.active

@@ -395,13 +395,7 @@ impl<H: Host> Scheduler<H> {
     /// Sending stopped (held, offline, stopped, storage failed or lease lost): requests frozen
     /// ahead leave their places and are submitted again later (this session never sent them).
     pub(super) fn withdraw_ahead(&mut self, now: Millis) {
-        let ahead: Vec<String> = self
-            .active
-            .iter()
-            .filter(|(_, a)| matches!(a.stage, Stage::Ahead(_)))
-            .map(|(id, _)| id.clone())
-            .collect();
-        for id in ahead {
+        for id in self.attempts_in(|stage| matches!(stage, Stage::Ahead(_))) {
             self.active.remove(&id);
             self.retries.schedule(&id, now, RetryAction::Submit);
         }
