@@ -12,23 +12,19 @@ use canvas_scheduler::testing::Harness;
 use common::{edit, upload};
 
 fn one_slot() -> Harness<CountingHost> {
-    let mut h = Harness::new(
-        SchedulerConfig {
-            concurrency: 1,
-            ..SchedulerConfig::default()
-        },
-        CountingHost::new("r"),
-    );
-    h.start();
-    h
+    harness(false)
 }
 
 /// As the browser runs it: one transaction a turn (group commit, W1).
 fn one_slot_grouped() -> Harness<CountingHost> {
+    harness(true)
+}
+
+fn harness(group_commit: bool) -> Harness<CountingHost> {
     let mut h = Harness::new(
         SchedulerConfig {
             concurrency: 1,
-            group_commit: true,
+            group_commit,
             ..SchedulerConfig::default()
         },
         CountingHost::new("r"),
@@ -210,11 +206,7 @@ fn s2_held_or_offline_a_request_frozen_ahead_leaves_its_place_and_is_submitted_l
 /// the editor e2e), and joins the batch that writes that answer: one write a round.
 #[test]
 fn s9_the_next_request_on_a_canvas_is_compiled_after_the_answers_turn_into_its_batch() {
-    let mut h = one_slot_grouped();
-    h.auto_persist = false;
-    h.enqueue(vec![edit("a", &["c"]), edit("b", &["c"])])
-        .unwrap();
-    persist_all(&mut h);
+    let mut h = two_on_one_canvas();
     let order = h.wire.remove(0);
     h.scheduler.on_answer(h.now, order.attempt, applied());
     let b = h.scheduler.ledger().operation("b").unwrap();
@@ -240,11 +232,7 @@ fn s9_the_next_request_on_a_canvas_is_compiled_after_the_answers_turn_into_its_b
 
 #[test]
 fn s13_an_answer_whose_write_failed_holds_its_canvas_again_and_nothing_is_sent() {
-    let mut h = one_slot_grouped();
-    h.auto_persist = false;
-    h.enqueue(vec![edit("a", &["c"]), edit("b", &["c"])])
-        .unwrap();
-    persist_all(&mut h);
+    let mut h = two_on_one_canvas();
     let a = h.wire_ids()[0].clone();
     h.answer_first(applied());
     h.persist_with(canvas_scheduler::testing::MemoryStore::failure(
@@ -267,4 +255,14 @@ fn s13_an_answer_whose_write_failed_holds_its_canvas_again_and_nothing_is_sent()
     assert_eq!(h.wire_operations(), ["b"]);
     h.answer_first(applied());
     assert_eq!(h.sent.len(), 2, "a once, b once");
+}
+
+/// Two edits on one canvas, grouped, every write manual: `a` on the wire, `b` waiting for it.
+fn two_on_one_canvas() -> Harness<CountingHost> {
+    let mut h = one_slot_grouped();
+    h.auto_persist = false;
+    h.enqueue(vec![edit("a", &["c"]), edit("b", &["c"])])
+        .unwrap();
+    persist_all(&mut h);
+    h
 }
