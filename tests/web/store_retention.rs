@@ -469,3 +469,110 @@ async fn known_answers_every_tombstone_of_100000_compacted_operations() {
     driver.stop();
     delete_database(&name).await;
 }
+
+/// Issue 38 (item 3): the lease holder's enqueue opens no transaction to look up tombstones
+/// when no page may hold its ids: the page index is complete from the count after the load and
+/// notes the pages of the ledger's own batches. An id a page holds is still looked up and found,
+/// and so is any id before the count is done.
+#[wasm_bindgen_test]
+async fn a_leaders_look_up_reads_nothing_unless_a_page_may_hold_an_id() {
+    let name = db_name("retention-leader-look-up");
+    let ledger = IdbLedger::open(&name).await.expect("open");
+    let fence = acquire_fence(&ledger, "tab", 1).await;
+    let tombstone = |key: u64| Tombstone {
+        key,
+        id: format!("t{key}"),
+        principal: None,
+        digest: "fnv1a64:0".into(),
+        sequence: key,
+        settlement: Settlement::Applied,
+        settled_at: key,
+        replaced_by: None,
+    };
+    let write = |keys: std::ops::RangeInclusive<u64>| {
+        let mut write = batch(Some(fence));
+        write.tombstones = keys.map(tombstone).collect();
+        write
+    };
+    let ids = |ids: &[&str]| ids.iter().map(|id| id.to_string()).collect::<Vec<_>>();
+    let done = |result: canvas_scheduler::core::io::PersistResult| {
+        assert!(
+            matches!(
+                result,
+                canvas_scheduler::core::io::PersistResult::Done { .. }
+            ),
+            "{result:?}"
+        )
+    };
+    done(ledger.apply(&write(1..=3)).await);
+    // Before the count: the index is not complete, so the store is read.
+    let before = ledger.transactions();
+    let found = ledger
+        .leader_tombstones(&ids(&["t2"]))
+        .await
+        .expect("look up");
+    assert_eq!(found, vec![tombstone(2)]);
+    assert_eq!(ledger.transactions() - before, 1);
+    let before = ledger.transactions();
+    assert!(ledger
+        .leader_tombstones(&ids(&["new-1"]))
+        .await
+        .expect("look up")
+        .is_empty());
+    assert_eq!(ledger.transactions() - before, 1, "not complete yet: read");
+
+    assert_eq!(ledger.count_tombstones().await, Some(3));
+    // This ledger's own page after the count: noted, so found.
+    done(ledger.apply(&write(4..=6)).await);
+    let found = ledger
+        .leader_tombstones(&ids(&["t5"]))
+        .await
+        .expect("look up");
+    assert_eq!(
+        found,
+        vec![tombstone(5)],
+        "the ledger's own page is in the index"
+    );
+    let before = ledger.transactions();
+    for id in ["new-1", "new-2", "t99"] {
+        assert!(ledger
+            .leader_tombstones(&ids(&[id]))
+            .await
+            .expect("look up")
+            .is_empty());
+    }
+    assert_eq!(
+        ledger.transactions() - before,
+        0,
+        "no page holds them: nothing read"
+    );
+    let found = ledger
+        .leader_tombstones(&ids(&["t6", "new-3", "t1"]))
+        .await
+        .expect("look up");
+    assert_eq!(found, vec![tombstone(1), tombstone(6)]);
+    assert_eq!(
+        ledger.transactions() - before,
+        1,
+        "a page may hold them: read"
+    );
+    // Whoever is not sure to hold the lease reads the store: `tombstones` (known()) sees
+    // another tab's page, which the leader's index, complete for its own lease, does not.
+    let other = IdbLedger::open(&name).await.expect("open again");
+    let fence = acquire_fence(&other, "tab-2", 20_000).await;
+    let mut write = batch(Some(fence));
+    write.tombstones = vec![tombstone(11)];
+    done(other.apply(&write).await);
+    let found = ledger.tombstones(&ids(&["t11"])).await.expect("look up");
+    assert_eq!(found, vec![tombstone(11)]);
+    // A new load starts it over: counted again, the other tab's page is in the index.
+    assert_eq!(ledger.count_tombstones().await, Some(7));
+    let found = ledger
+        .leader_tombstones(&ids(&["t11"]))
+        .await
+        .expect("look up");
+    assert_eq!(found, vec![tombstone(11)]);
+    ledger.close();
+    other.close();
+    delete_database(&name).await;
+}

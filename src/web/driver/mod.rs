@@ -274,7 +274,10 @@ impl Driver {
             if unknown.is_empty() {
                 return Ok(());
             }
-            let found = store.tombstones(&unknown).await.map_err(unavailable)?;
+            let found = store
+                .leader_tombstones(&unknown)
+                .await
+                .map_err(unavailable)?;
             if found.is_empty() {
                 return Ok(());
             }

@@ -280,6 +280,15 @@ impl IdbLedger {
     /// [`open_ahead`](Self::open_ahead) opened).
     fn begin_batch(&self, batch: &PersistBatch) -> Result<Begun, SafeError> {
         let writes = encode(batch)?;
+        // The page this batch writes, in the index enqueues consult (tombstones.rs).
+        if let Some(newest) = batch.tombstones.iter().map(|t| t.key).max() {
+            let ids: Array = batch
+                .tombstones
+                .iter()
+                .map(|t| JsValue::from_str(&t.id))
+                .collect();
+            super::tombstones::note_page(&self.tombstone_index, newest as f64, &ids);
+        }
         let db = self.db()?;
         let stores: Array = scope(batch).into_iter().map(js_name).collect();
         let check = Rc::new(RefCell::new(LeaseCheck::default()));

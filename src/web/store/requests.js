@@ -90,9 +90,15 @@ export function begin(db, stores, write) {
 // (`newIndex`), synced at each look-up in the look-up's transaction: pages above the last one
 // it knows are added, pages below the first one stored are dropped (trims delete from the
 // oldest). Another tab's pages are therefore seen before they are needed.
+//
+// It is `complete` from the count after a load (which syncs it in a transaction that sees what
+// the load saw) while this ledger writes every page (`notePage`, as its batches are made): only
+// the lease holder writes pages, so an enqueue of the leader can tell from memory that no page
+// holds its ids (`mayHold`) and skip the look-up's transaction. A page noted for a batch that
+// failed, or trimmed since, only costs a look-up; the next load and count start it over.
 
 /**
- * @typedef {{ pages: Map<number, Uint32Array>, last: number, legacy: number | null }} PageIndex
+ * @typedef {{ pages: Map<number, Uint32Array>, last: number, legacy: number | null, complete: boolean }} PageIndex
  */
 
 /** The store of the pages (`schema.rs`: `TOMBSTONES`). */
@@ -129,7 +135,49 @@ export function putPage(store, hashes, time, json) {
 
 /** @returns {PageIndex} An empty index: nothing known, single records not yet counted. */
 export function newIndex() {
-  return { pages: new Map(), last: -Infinity, legacy: null };
+  return { pages: new Map(), last: -Infinity, legacy: null, complete: false };
+}
+
+/**
+ * Notes the page of `ids` a batch of this ledger writes under `time`. `last` stays: the next
+ * sync still reads every stored page above the last one it read.
+ * @param {PageIndex} index
+ * @param {number} time
+ * @param {string[]} ids
+ */
+export function notePage(index, time, ids) {
+  index.pages.set(time, Uint32Array.from(ids, idHash).sort());
+}
+
+/**
+ * False only when `index` is complete and none of its pages holds the hash of one of `ids`:
+ * then no tombstone of them is stored, and a look-up would find none.
+ * @param {PageIndex} index
+ * @param {string[]} ids
+ */
+export function mayHold(index, ids) {
+  if (!index.complete || index.legacy !== 0) return true;
+  return pagesHolding(index, ids.map(idHash)).length > 0;
+}
+
+/**
+ * The times of the pages of `index` holding one of the hashes `wanted`. Whichever side is
+ * shorter is walked: a few ids search each page, many ids (known() of a whole history) are a
+ * set each page's hashes are checked against.
+ * @param {PageIndex} index
+ * @param {number[]} wanted
+ */
+function pagesHolding(index, wanted) {
+  const set = new Set(wanted);
+  const times = [];
+  for (const [time, sorted] of index.pages) {
+    const any =
+      sorted.length < wanted.length
+        ? sorted.some((hash) => set.has(hash))
+        : wanted.some((hash) => holds(sorted, hash));
+    if (any) times.push(time);
+  }
+  return times;
 }
 
 /**
@@ -184,17 +232,7 @@ export async function lookUpTombstones(tx, byId, index, ids) {
   const records =
     index.legacy === 0 ? [] : Promise.all(ids.map((id) => settle(source.get(id))));
   await sync(tx.objectStore(HASHES), index);
-  // Whichever side is shorter is walked: a few ids search each page, many ids (known() of
-  // a whole history) are a set each page's hashes are checked against.
-  const set = new Set(wanted);
-  const times = [];
-  for (const [time, sorted] of index.pages) {
-    const any =
-      sorted.length < wanted.length
-        ? sorted.some((hash) => set.has(hash))
-        : wanted.some((hash) => holds(sorted, hash));
-    if (any) times.push(time);
-  }
+  const times = pagesHolding(index, wanted);
   const pages = await Promise.all(times.map((time) => settle(store.get([time]))));
   const asked = new Set(ids);
   const found = (await records)
@@ -216,11 +254,14 @@ export async function lookUpTombstones(tx, byId, index, ids) {
  * @param {PageIndex} index
  */
 export async function countTombstones(tx, index) {
+  // Issued right after a load: until it is done, look-ups read the store.
+  index.complete = false;
   const [legacy] = await Promise.all([
     settle(tx.objectStore(TOMBSTONES).count(IDBKeyRange.upperBound([], true))),
     sync(tx.objectStore(HASHES), index),
   ]);
   index.legacy = legacy;
+  index.complete = typeof legacy === "number";
   let count = legacy;
   for (const sorted of index.pages.values()) count += sorted.length;
   return count;

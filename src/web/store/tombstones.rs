@@ -37,6 +37,14 @@ extern "C" {
 
     #[wasm_bindgen(js_name = lastTombstoneKey)]
     fn last_key(store: &IdbObjectStore) -> Promise;
+
+    /// Notes the page of `ids` a batch of this ledger writes under `time`.
+    #[wasm_bindgen(js_name = notePage)]
+    pub fn note_page(index: &JsValue, time: f64, ids: &Array);
+
+    /// False only when the index is complete and no page of it holds one of `ids`' hashes.
+    #[wasm_bindgen(js_name = mayHold)]
+    fn may_hold(index: &JsValue, ids: &Array) -> bool;
 }
 
 /// The highest tombstone key stored (0 when none), in a load's transaction (one cursor step:
@@ -78,12 +86,33 @@ impl IdbLedger {
     ///
     /// A storage error.
     pub async fn tombstones(&self, ids: &[String]) -> Result<Vec<Tombstone>, SafeError> {
+        let names: Array = ids.iter().map(|id| JsValue::from_str(id)).collect();
+        self.look_up(ids, names).await
+    }
+
+    /// As [`tombstones`](Self::tombstones), for the lease holder's enqueue: no transaction
+    /// when the page index, complete since the count after the load and kept by this ledger's
+    /// own batches, holds none of `ids`' hashes (the common case: a new intent). A holder that
+    /// lost the lease unawares may miss another tab's newest page; its batch is then refused at
+    /// the lease read, so nothing is stored on that miss.
+    ///
+    /// # Errors
+    ///
+    /// A storage error.
+    pub async fn leader_tombstones(&self, ids: &[String]) -> Result<Vec<Tombstone>, SafeError> {
+        let names: Array = ids.iter().map(|id| JsValue::from_str(id)).collect();
+        if !may_hold(&self.tombstone_index, &names) {
+            return Ok(Vec::new());
+        }
+        self.look_up(ids, names).await
+    }
+
+    async fn look_up(&self, ids: &[String], names: Array) -> Result<Vec<Tombstone>, SafeError> {
         if ids.is_empty() {
             return Ok(Vec::new());
         }
         let db = self.db()?;
         let tx = self.begin(&db, &[TOMBSTONES, TOMBSTONE_HASHES], false)?;
-        let names: Array = ids.iter().map(|id| JsValue::from_str(id)).collect();
         let found = look_up_tombstones(tx.raw(), BY_ID, &self.tombstone_index, &names);
         let found: Array = JsFuture::from(found)
             .await
