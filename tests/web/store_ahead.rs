@@ -112,3 +112,70 @@ async fn w1_a_batch_takes_the_transaction_opened_ahead_only_in_its_own_turn() {
     ledger.close();
     delete_database(&name).await;
 }
+
+/// Issue 38 (item 3): an enqueue made while a batch is being written goes into the next batch,
+/// made in a later turn, so it opens no transaction ahead (one would commit having read the
+/// lease only, queued between the two batches).
+#[wasm_bindgen_test]
+async fn w1_an_enqueue_opens_nothing_ahead_while_a_batch_is_written() {
+    use canvas_scheduler::core::retention::RetentionPolicy;
+    use canvas_scheduler::web::driver::Driver;
+    use std::cell::Cell;
+    use std::rc::Rc;
+
+    use super::store_retention::{options, same_intent_of};
+    use super::store_support::operation;
+
+    let name = db_name("ahead-writing");
+    let (driver, _) = Driver::open(
+        options(&name, "tab", RetentionPolicy::default()),
+        None,
+        false,
+    )
+    .await
+    .expect("open");
+    let hold = driver.hold().expect("hold");
+    driver.start().expect("start");
+    let store = driver.store();
+    let first_done = Rc::new(Cell::new(false));
+    driver.open_ahead();
+    {
+        let (driver, done) = (driver.clone(), first_done.clone());
+        wasm_bindgen_futures::spawn_local(async move {
+            driver
+                .enqueue(vec![same_intent_of(&operation("first", 1))])
+                .await
+                .expect("first");
+            done.set(true);
+        });
+    }
+    let mut waited = 0;
+    while !driver.inspect(|s, _| s.is_writing()) && !first_done.get() && waited < 500 {
+        sleep(1).await;
+        waited += 1;
+    }
+    assert!(
+        driver.inspect(|s, _| s.is_writing()),
+        "the first batch is being written"
+    );
+    let before = store.transactions();
+    driver.open_ahead();
+    driver
+        .enqueue(vec![same_intent_of(&operation("second", 2))])
+        .await
+        .expect("second");
+    assert!(first_done.get());
+    assert_eq!(
+        store.transactions() - before,
+        1,
+        "the second batch's own transaction, nothing opened ahead"
+    );
+    assert_eq!(
+        driver.inspect(|s, _| s.ledger().operation_count()),
+        2,
+        "both stored"
+    );
+    driver.release(hold);
+    driver.stop();
+    delete_database(&name).await;
+}

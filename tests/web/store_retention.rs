@@ -48,7 +48,7 @@ fn text(value: &dyn json::ToJson) -> JsValue {
     JsValue::from_str(&json::to_string(value))
 }
 
-fn options(database: &str, owner: &str, retain: RetentionPolicy) -> DriverOptions {
+pub(super) fn options(database: &str, owner: &str, retain: RetentionPolicy) -> DriverOptions {
     DriverOptions {
         database: database.to_owned(),
         // Nothing is sent: every test holds the scheduler.
@@ -107,7 +107,7 @@ fn keys(values: Vec<JsValue>) -> Vec<String> {
     values.iter().filter_map(JsValue::as_string).collect()
 }
 
-fn same_intent_of(op: &canvas_scheduler::core::model::Operation) -> IntentInput {
+pub(super) fn same_intent_of(op: &canvas_scheduler::core::model::Operation) -> IntentInput {
     let intent = &op.intent;
     IntentInput {
         id: intent.id.clone(),

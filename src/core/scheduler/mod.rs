@@ -253,6 +253,12 @@ impl<H: Host> Scheduler<H> {
         self.active.len()
     }
 
+    /// Whether a batch is being written: what changes now goes into the next one, made when
+    /// it is done (one transaction in flight at a time).
+    pub fn is_writing(&self) -> bool {
+        self.persist.in_flight.is_some()
+    }
+
     /// Whether a newer fence exists: this instance may never write again (K2).
     pub fn is_fenced(&self) -> bool {
         self.lease.fenced

@@ -323,9 +323,14 @@ impl Driver {
     }
 
     /// Opens the transaction of the batch an enqueue is about to make (see
-    /// [`IdbLedger::open_ahead`]).
+    /// [`IdbLedger::open_ahead`]), unless a batch is being written: the enqueue then goes into
+    /// the batch made once that one is done, in a later turn, and a transaction opened now
+    /// would only read the lease and queue behind it, ahead of that batch.
     pub fn open_ahead(&self) {
-        self.state.borrow().store.open_ahead();
+        let state = self.state.borrow();
+        if !state.scheduler.is_writing() {
+            state.store.open_ahead();
+        }
     }
 
     /// S13: writes again, then releases and reschedules. A connection closed under us
