@@ -403,6 +403,20 @@ async fn tombstones_are_paged_looked_up_by_id_and_trimmed_by_age_and_count() {
     delete_database(&name).await;
 }
 
+/// An applied operation's tombstone under `key`, with no principal.
+fn applied_tombstone(key: u64, id: String) -> Tombstone {
+    Tombstone {
+        key,
+        id,
+        principal: None,
+        digest: "fnv1a64:0".into(),
+        sequence: key,
+        settlement: Settlement::Applied,
+        settled_at: key,
+        replaced_by: None,
+    }
+}
+
 /// Issue 38: `known(ids)` answers every tombstone the ledger holds, past the few thousand
 /// kept in memory and across hundreds of pages (it answered 4,096 of 20,000 before).
 #[wasm_bindgen_test]
@@ -411,16 +425,7 @@ async fn known_answers_every_tombstone_of_100000_compacted_operations() {
     let name = db_name("retention-known-all");
     let ledger = IdbLedger::open(&name).await.expect("open");
     let fence = acquire_fence(&ledger, "tab", 1).await;
-    let tombstone = |key: u64| Tombstone {
-        key,
-        id: format!("op-{key}"),
-        principal: None,
-        digest: "fnv1a64:0".into(),
-        sequence: key,
-        settlement: Settlement::Applied,
-        settled_at: key,
-        replaced_by: None,
-    };
+    let tombstone = |key: u64| applied_tombstone(key, format!("op-{key}"));
     // As the slices write them: a page of at most 256 per batch.
     let mut first = 1;
     while first <= COUNT {
@@ -479,16 +484,7 @@ async fn a_leaders_look_up_reads_nothing_unless_a_page_may_hold_an_id() {
     let name = db_name("retention-leader-look-up");
     let ledger = IdbLedger::open(&name).await.expect("open");
     let fence = acquire_fence(&ledger, "tab", 1).await;
-    let tombstone = |key: u64| Tombstone {
-        key,
-        id: format!("t{key}"),
-        principal: None,
-        digest: "fnv1a64:0".into(),
-        sequence: key,
-        settlement: Settlement::Applied,
-        settled_at: key,
-        replaced_by: None,
-    };
+    let tombstone = |key: u64| applied_tombstone(key, format!("t{key}"));
     let write = |keys: std::ops::RangeInclusive<u64>| {
         let mut write = batch(Some(fence));
         write.tombstones = keys.map(tombstone).collect();
