@@ -248,14 +248,25 @@ async fn s18_records_enqueued_one_per_turn_are_folded_into_pages_when_quiet() {
     }
     driver.settle().await;
     let database = format!("cs-test-{run}");
-    let records = super::store_support::raw_keys(&database, "operations")
-        .await
-        .len();
-    let pages = super::store_support::raw_keys(&database, "operation_pages")
-        .await
-        .len();
+    // Folding is the quiet scheduler's housekeeping: it follows the last enqueue's write.
+    let (mut records, mut pages) = (usize::MAX, 0);
+    for _ in 0..100 {
+        records = super::store_support::raw_keys(&database, "operations")
+            .await
+            .len();
+        pages = super::store_support::raw_keys(&database, "operation_pages")
+            .await
+            .len();
+        if records < 8 {
+            break;
+        }
+        sleep(20).await;
+    }
+    // How many pages depends on when quiet moments fall (an enqueue made as the one before
+    // it becomes durable joins the next batch, which is then not quiet): at least one, and
+    // fewer than `fold_records_at` loose.
     assert!(records < 8, "{records} records left loose");
-    assert!(pages >= 2, "{pages} pages");
+    assert!(pages >= 1, "{pages} pages");
     driver.release(hold);
     driver.stop();
     let again = open_driver_config(&run, None, config("tab-a")).await;

@@ -179,3 +179,80 @@ async fn w1_an_enqueue_opens_nothing_ahead_while_a_batch_is_written() {
     driver.stop();
     delete_database(&name).await;
 }
+
+/// Issue 38: an enqueue made as soon as the one before it is durable (its promise resolved)
+/// goes into the next batch, even when that batch was already due when the first became
+/// durable (an enqueue made meanwhile): the commit waits for the microtasks to drain.
+#[wasm_bindgen_test]
+async fn w1_an_enqueue_made_when_the_one_before_is_durable_joins_the_next_batch() {
+    use canvas_scheduler::core::retention::RetentionPolicy;
+    use canvas_scheduler::web::driver::Driver;
+    use std::cell::Cell;
+    use std::rc::Rc;
+
+    use super::store_retention::{options, same_intent_of};
+    use super::store_support::operation;
+
+    let name = db_name("ahead-next-batch");
+    let (driver, _) = Driver::open(
+        options(&name, "tab", RetentionPolicy::default()),
+        None,
+        false,
+    )
+    .await
+    .expect("open");
+    let hold = driver.hold().expect("hold");
+    driver.start().expect("start");
+    // Whatever start writes is durable first.
+    driver
+        .enqueue(vec![same_intent_of(&operation("first", 1))])
+        .await
+        .expect("first");
+    assert!(!driver.inspect(|s, _| s.is_writing()));
+    let store = driver.store();
+    let before = store.transactions();
+    let done = Rc::new(Cell::new(0));
+    // A, then C as soon as A is durable.
+    {
+        let (driver, done) = (driver.clone(), done.clone());
+        wasm_bindgen_futures::spawn_local(async move {
+            driver
+                .enqueue(vec![same_intent_of(&operation("a", 2))])
+                .await
+                .expect("a");
+            driver
+                .enqueue(vec![same_intent_of(&operation("c", 4))])
+                .await
+                .expect("c");
+            done.set(done.get() + 1);
+        });
+    }
+    let mut waited = 0;
+    while !driver.inspect(|s, _| s.is_writing()) && waited < 500 {
+        sleep(1).await;
+        waited += 1;
+    }
+    assert!(
+        driver.inspect(|s, _| s.is_writing()),
+        "A's batch is being written"
+    );
+    // B while A's batch is written: the next batch is due when A's is done.
+    driver
+        .enqueue(vec![same_intent_of(&operation("b", 3))])
+        .await
+        .expect("b");
+    let mut waited = 0;
+    while done.get() == 0 && waited < 500 {
+        sleep(1).await;
+        waited += 1;
+    }
+    assert_eq!(done.get(), 1, "A and C durable");
+    assert_eq!(
+        store.transactions() - before,
+        2,
+        "A's batch, then one with B and C"
+    );
+    driver.release(hold);
+    driver.stop();
+    delete_database(&name).await;
+}

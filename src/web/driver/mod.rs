@@ -492,6 +492,7 @@ impl Driver {
     /// Carries out every queued effect, then wakes waiters and delivers reports.
     fn run(&self) {
         let mut reports = Vec::new();
+        let mut commit_soon = false;
         loop {
             let effect = self.state.borrow_mut().scheduler.poll_effect();
             let Some(effect) = effect else { break };
@@ -515,14 +516,24 @@ impl Driver {
                 }
                 Effect::SetTimer(at) => self.arm(at),
                 Effect::Report(report) => reports.push(report),
-                Effect::CommitSoon => {
-                    // A microtask: runs after the current turn's synchronous code.
-                    let this = self.clone();
-                    spawn(async move { this.with(|s, now| s.commit(now)) });
-                }
+                Effect::CommitSoon => commit_soon = true,
             }
         }
-        self.wake_waiters();
+        let woke_enqueues = self.wake_waiters();
+        if commit_soon {
+            let this = self.clone();
+            if woke_enqueues {
+                // Enqueues just became durable: their callers' next enqueues (made once their
+                // promises resolve, a few microtasks on) go into this commit, not the one
+                // after it. A task after the microtasks drain (setTimeout 0: not nested in a
+                // timer, so not clamped).
+                let clock = self.state.borrow().clock.clone();
+                clock.set_timer(0, Box::new(move || this.with(|s, now| s.commit(now))));
+            } else {
+                // A microtask: runs after the current turn's synchronous code.
+                spawn(async move { this.with(|s, now| s.commit(now)) });
+            }
+        }
         let sink = self.state.borrow().sink.clone();
         if let Some(sink) = sink {
             for report in &reports {
@@ -531,7 +542,9 @@ impl Driver {
         }
     }
 
-    fn wake_waiters(&self) {
+    /// Wakes the waiters whose barrier or settle is decided; true when a barrier waiter woke
+    /// (an enqueue became durable).
+    fn wake_waiters(&self) -> bool {
         let (barriers, settled) = {
             let mut state = self.state.borrow_mut();
             let waiters = std::mem::take(&mut state.barrier_waiters);
@@ -546,6 +559,7 @@ impl Driver {
             };
             (done, settled)
         };
+        let woke = !barriers.is_empty();
         for (_, signal) in barriers {
             signal.resolve();
         }
@@ -556,6 +570,7 @@ impl Driver {
         for signal in saved {
             signal.resolve();
         }
+        woke
     }
 
     fn arm(&self, at: Option<Millis>) {
