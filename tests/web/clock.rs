@@ -226,3 +226,28 @@ fn w2_now_is_date_now() {
     );
     assert!(now > 1.6e12, "now() is absolute ms since the epoch: {now}");
 }
+
+/// `next_task` (the group commit after enqueues became durable) runs its work after every
+/// microtask queued before it, however long their chain, in order, each once.
+#[wasm_bindgen_test]
+async fn next_task_runs_after_the_microtasks_queued_before_it_in_order() {
+    use canvas_scheduler::web::task::next_task;
+    // A chain of 20 promise hops, as a caller's continuations after an enqueue resolves.
+    super::support::js(
+        "(() => { globalThis.nextTaskHops = 0; let p = Promise.resolve(); \
+         for (let i = 0; i < 20; i++) p = p.then(() => { globalThis.nextTaskHops += 1; }); })()",
+    );
+    let hops = || {
+        js_sys::Reflect::get(&js_sys::global(), &"nextTaskHops".into())
+            .ok()
+            .and_then(|v| v.as_f64())
+            .unwrap_or(-1.0)
+    };
+    let seen = Rc::new(RefCell::new(Vec::new()));
+    for n in 0..3 {
+        let seen = seen.clone();
+        next_task(Box::new(move || seen.borrow_mut().push((n, hops()))));
+    }
+    sleep(20).await;
+    assert_eq!(*seen.borrow(), vec![(0, 20.0), (1, 20.0), (2, 20.0)]);
+}

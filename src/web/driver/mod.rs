@@ -11,7 +11,7 @@ use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::rc::Rc;
 
-use crate::web::task::spawn;
+use crate::web::task::{next_task, spawn};
 use web_sys::AbortController;
 
 use crate::core::clock::{Clock, TimerHandle};
@@ -525,10 +525,8 @@ impl Driver {
             if woke_enqueues {
                 // Enqueues just became durable: their callers' next enqueues (made once their
                 // promises resolve, a few microtasks on) go into this commit, not the one
-                // after it. A task after the microtasks drain (setTimeout 0: not nested in a
-                // timer, so not clamped).
-                let clock = self.state.borrow().clock.clone();
-                clock.set_timer(0, Box::new(move || this.with(|s, now| s.commit(now))));
+                // after it.
+                next_task(Box::new(move || this.with(|s, now| s.commit(now))));
             } else {
                 // A microtask: runs after the current turn's synchronous code.
                 spawn(async move { this.with(|s, now| s.commit(now)) });
