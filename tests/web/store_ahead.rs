@@ -137,6 +137,9 @@ async fn w1_an_enqueue_opens_nothing_ahead_while_a_batch_is_written() {
     let hold = driver.hold().expect("hold");
     driver.start().expect("start");
     let store = driver.store();
+    // The first batch is held (another connection holds the lease store), so it is certainly
+    // being written when the second enqueue comes.
+    let release = hold_lease_store(&name).await;
     let first_done = Rc::new(Cell::new(false));
     driver.open_ahead();
     {
@@ -160,10 +163,16 @@ async fn w1_an_enqueue_opens_nothing_ahead_while_a_batch_is_written() {
     );
     let before = store.transactions();
     driver.open_ahead();
-    driver
-        .enqueue(vec![same_intent_of(&operation("second", 2))])
-        .await
-        .expect("second");
+    let second = driver.enqueue(vec![same_intent_of(&operation("second", 2))]);
+    release
+        .call0(&wasm_bindgen::JsValue::NULL)
+        .expect("release");
+    second.await.expect("second");
+    let mut waited = 0;
+    while !first_done.get() && waited < 500 {
+        sleep(2).await;
+        waited += 1;
+    }
     assert!(first_done.get());
     assert_eq!(
         store.transactions() - before,
@@ -211,6 +220,9 @@ async fn w1_an_enqueue_made_when_the_one_before_is_durable_joins_the_next_batch(
     assert!(!driver.inspect(|s, _| s.is_writing()));
     let store = driver.store();
     let before = store.transactions();
+    // A's write is held (another connection holds the lease store), so it is certainly being
+    // written when B comes.
+    let release = hold_lease_store(&name).await;
     let done = Rc::new(Cell::new(0));
     // A, then C as soon as A is durable.
     {
@@ -237,16 +249,30 @@ async fn w1_an_enqueue_made_when_the_one_before_is_durable_joins_the_next_batch(
         "A's batch is being written"
     );
     // B while A's batch is written: the next batch is due when A's is done.
-    driver
-        .enqueue(vec![same_intent_of(&operation("b", 3))])
-        .await
-        .expect("b");
+    {
+        let (driver, done) = (driver.clone(), done.clone());
+        wasm_bindgen_futures::spawn_local(async move {
+            driver
+                .enqueue(vec![same_intent_of(&operation("b", 3))])
+                .await
+                .expect("b");
+            done.set(done.get() + 1);
+        });
+    }
+    sleep(5).await;
+    assert!(
+        driver.inspect(|s, _| s.is_writing()),
+        "A's batch is still held"
+    );
+    release
+        .call0(&wasm_bindgen::JsValue::NULL)
+        .expect("release");
     let mut waited = 0;
-    while done.get() == 0 && waited < 500 {
-        sleep(1).await;
+    while done.get() < 2 && waited < 500 {
+        sleep(2).await;
         waited += 1;
     }
-    assert_eq!(done.get(), 1, "A and C durable");
+    assert_eq!(done.get(), 2, "A, B and C durable");
     assert_eq!(
         store.transactions() - before,
         2,
