@@ -141,7 +141,6 @@ async fn w1_an_enqueue_opens_nothing_ahead_while_a_batch_is_written() {
     // being written when the second enqueue comes.
     let release = hold_lease_store(&name).await;
     let first_done = Rc::new(Cell::new(false));
-    driver.open_ahead();
     {
         let (driver, done) = (driver.clone(), first_done.clone());
         wasm_bindgen_futures::spawn_local(async move {
