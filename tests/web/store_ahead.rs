@@ -9,7 +9,16 @@ use wasm_bindgen::JsCast;
 use wasm_bindgen_futures::JsFuture;
 use wasm_bindgen_test::wasm_bindgen_test;
 
-use super::store_support::{acquire, acquire_fence, db_name, operations_batch, raw_keys};
+use std::cell::Cell;
+use std::rc::Rc;
+
+use canvas_scheduler::core::retention::RetentionPolicy;
+use canvas_scheduler::web::driver::Driver;
+
+use super::store_retention::{options, same_intent_of};
+use super::store_support::{
+    acquire, acquire_fence, db_name, operation, operations_batch, raw_keys,
+};
 use super::support::{delete_database, js, sleep};
 
 /// Holds a readwrite transaction on the lease store of database `name` through a second
@@ -113,22 +122,10 @@ async fn w1_a_batch_takes_the_transaction_opened_ahead_only_in_its_own_turn() {
     delete_database(&name).await;
 }
 
-/// Issue 38 (item 3): an enqueue made while a batch is being written goes into the next batch,
-/// made in a later turn, so it opens no transaction ahead (one would commit having read the
-/// lease only, queued between the two batches).
-#[wasm_bindgen_test]
-async fn w1_an_enqueue_opens_nothing_ahead_while_a_batch_is_written() {
-    use canvas_scheduler::core::retention::RetentionPolicy;
-    use canvas_scheduler::web::driver::Driver;
-    use std::cell::Cell;
-    use std::rc::Rc;
-
-    use super::store_retention::{options, same_intent_of};
-    use super::store_support::operation;
-
-    let name = db_name("ahead-writing");
+/// A driver on database `name`, started and held (nothing is sent), with its hold.
+async fn held_driver(name: &str) -> (Driver, canvas_scheduler::core::HoldId) {
     let (driver, _) = Driver::open(
-        options(&name, "tab", RetentionPolicy::default()),
+        options(name, "tab", RetentionPolicy::default()),
         None,
         false,
     )
@@ -136,6 +133,16 @@ async fn w1_an_enqueue_opens_nothing_ahead_while_a_batch_is_written() {
     .expect("open");
     let hold = driver.hold().expect("hold");
     driver.start().expect("start");
+    (driver, hold)
+}
+
+/// Issue 38 (item 3): an enqueue made while a batch is being written goes into the next batch,
+/// made in a later turn, so it opens no transaction ahead (one would commit having read the
+/// lease only, queued between the two batches).
+#[wasm_bindgen_test]
+async fn w1_an_enqueue_opens_nothing_ahead_while_a_batch_is_written() {
+    let name = db_name("ahead-writing");
+    let (driver, hold) = held_driver(&name).await;
     let store = driver.store();
     // The first batch is held (another connection holds the lease store), so it is certainly
     // being written when the second enqueue comes.
@@ -193,24 +200,8 @@ async fn w1_an_enqueue_opens_nothing_ahead_while_a_batch_is_written() {
 /// durable (an enqueue made meanwhile): the commit waits for the microtasks to drain.
 #[wasm_bindgen_test]
 async fn w1_an_enqueue_made_when_the_one_before_is_durable_joins_the_next_batch() {
-    use canvas_scheduler::core::retention::RetentionPolicy;
-    use canvas_scheduler::web::driver::Driver;
-    use std::cell::Cell;
-    use std::rc::Rc;
-
-    use super::store_retention::{options, same_intent_of};
-    use super::store_support::operation;
-
     let name = db_name("ahead-next-batch");
-    let (driver, _) = Driver::open(
-        options(&name, "tab", RetentionPolicy::default()),
-        None,
-        false,
-    )
-    .await
-    .expect("open");
-    let hold = driver.hold().expect("hold");
-    driver.start().expect("start");
+    let (driver, hold) = held_driver(&name).await;
     // Whatever start writes is durable first.
     driver
         .enqueue(vec![same_intent_of(&operation("first", 1))])

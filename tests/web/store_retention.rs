@@ -307,15 +307,7 @@ async fn tombstones_are_paged_looked_up_by_id_and_trimmed_by_age_and_count() {
         settled_at: key,
         replaced_by: None,
     };
-    let done = |result: canvas_scheduler::core::io::PersistResult| {
-        assert!(
-            matches!(
-                result,
-                canvas_scheduler::core::io::PersistResult::Done { .. }
-            ),
-            "{result:?}"
-        )
-    };
+    let done = assert_done;
     // Two records of a version-7 build, then two batches that compact: a page each.
     let put_single = |key: u64| {
         raw_put(
@@ -401,6 +393,17 @@ async fn tombstones_are_paged_looked_up_by_id_and_trimmed_by_age_and_count() {
     ledger.close();
     other.close();
     delete_database(&name).await;
+}
+
+/// Asserts that a batch was written.
+fn assert_done(result: canvas_scheduler::core::io::PersistResult) {
+    assert!(
+        matches!(
+            result,
+            canvas_scheduler::core::io::PersistResult::Done { .. }
+        ),
+        "{result:?}"
+    );
 }
 
 /// An applied operation's tombstone under `key`, with no principal.
@@ -491,15 +494,7 @@ async fn a_leaders_look_up_reads_nothing_unless_a_page_may_hold_an_id() {
         write
     };
     let ids = |ids: &[&str]| ids.iter().map(|id| id.to_string()).collect::<Vec<_>>();
-    let done = |result: canvas_scheduler::core::io::PersistResult| {
-        assert!(
-            matches!(
-                result,
-                canvas_scheduler::core::io::PersistResult::Done { .. }
-            ),
-            "{result:?}"
-        )
-    };
+    let done = assert_done;
     done(ledger.apply(&write(1..=3)).await);
     // Before the count: the index is not complete, so the store is read.
     let before = ledger.transactions();
