@@ -51,6 +51,8 @@ struct Tab {
     storage_failed: bool,
     /// Enqueue barriers not yet known durable: barrier → operation ids.
     pending_acks: Vec<(u64, Vec<String>)>,
+    /// `discard(id)` calls whose promise has not resolved yet: their barrier, the id.
+    pending_discards: Vec<(u64, String)>,
     /// Holds the host took (S14): nothing may be sent while one is held.
     holds: Vec<HoldId>,
     /// What the host last told the scheduler about the network: nothing is sent offline.
@@ -76,6 +78,9 @@ struct World {
     with_dependencies: bool,
     /// Operations whose enqueue was acknowledged durable.
     acknowledged: BTreeSet<String>,
+    /// Operations whose `discard()` was acknowledged durable: discarded for good, whatever
+    /// crashes or power losses follow.
+    discarded: BTreeSet<String>,
     /// Operation → (its sequence, the principal it was enqueued under).
     sequence_of: BTreeMap<String, (u64, &'static str)>,
     /// Operations the host revised (K8): their first intent is another one now.
@@ -114,6 +119,9 @@ struct World {
     partial_enqueues: u64,
     /// Issue 37: `whenSaved()` watches that resolved.
     saved_resolved: u64,
+    /// Power losses, and the relaxed commits they dropped (W1).
+    power_losses: u64,
+    relaxed_lost: u64,
 }
 
 impl World {
@@ -170,6 +178,7 @@ impl World {
             config,
             with_dependencies,
             acknowledged: BTreeSet::new(),
+            discarded: BTreeSet::new(),
             sequence_of: BTreeMap::new(),
             revised: BTreeSet::new(),
             faults_on: true,
@@ -191,6 +200,8 @@ impl World {
             enqueued_again: 0,
             partial_enqueues: 0,
             saved_resolved: 0,
+            power_losses: 0,
+            relaxed_lost: 0,
         };
         let _ = world.open_tab();
         world
@@ -234,6 +245,7 @@ impl World {
             paused_until: 0,
             storage_failed: false,
             pending_acks: Vec::new(),
+            pending_discards: Vec::new(),
             holds: Vec::new(),
             online: true,
             authorizing: Vec::new(),
@@ -864,6 +876,7 @@ impl World {
                 self.tabs[t].scheduler.resume(self.now);
                 self.collect(t);
             }
+            90..=91 if self.faults_on && self.rng.chance(15) => self.power_loss(),
             90..=91 if self.faults_on => self.crash(t),
             92 if self.faults_on && self.tabs.len() < 3 => {
                 // A pause longer than the lease; another tab takes over once it has lapsed.
@@ -999,7 +1012,13 @@ impl World {
                 }
                 result.err()
             }
-            5 => tab.scheduler.discard(now, &pick).err(),
+            5 => match tab.scheduler.discard(now, &pick) {
+                Ok(barrier) => {
+                    tab.pending_discards.push((barrier, pick.clone()));
+                    None
+                }
+                Err(error) => Some(error),
+            },
             _ => {
                 let revised = tab
                     .scheduler
@@ -1099,6 +1118,17 @@ impl World {
             }
         }
         tab.pending_acks = still;
+        let mut still = Vec::new();
+        for (barrier, id) in tab.pending_discards.drain(..) {
+            match tab.scheduler.barrier_state(barrier) {
+                Some(true) => {
+                    self.discarded.insert(id);
+                }
+                Some(false) => {}
+                None => still.push((barrier, id)),
+            }
+        }
+        tab.pending_discards = still;
     }
 
     /// The host's authorization step: mostly allowed; now and then the check fails or the
@@ -1139,7 +1169,32 @@ impl World {
     /// The tab dies: unanswered attempts may still reach the server; an in-flight batch may
     /// or may not have committed. Then it restarts from durable state only.
     fn crash(&mut self, t: usize) {
-        let mut tab = self.tabs.remove(t);
+        let tab = self.tabs.remove(t);
+        self.die(tab);
+        if self.rng.chance(10) {
+            // The user comes back as someone else: the first one's work waits for them.
+            self.switch_principal();
+        }
+        let _ = self.open_tab();
+    }
+
+    /// The machine loses power (W1): every tab dies at once, as in [`World::crash`], and
+    /// storage keeps only a prefix of the relaxed commits since the last strict one. What it
+    /// drops (answers, retry schedules, events, compaction) a query recovers.
+    fn power_loss(&mut self) {
+        while !self.tabs.is_empty() {
+            let tab = self.tabs.remove(0);
+            self.die(tab);
+        }
+        let rng = &mut self.rng;
+        self.relaxed_lost += self.store.power_loss(|n| rng.below(n as u64 + 1) as usize) as u64;
+        self.power_losses += 1;
+        let _ = self.open_tab();
+    }
+
+    /// A tab's end: what it had on the wire may reach the server, its batch being written
+    /// may land.
+    fn die(&mut self, mut tab: Tab) {
         for order in tab.wire.drain(..) {
             if self.rng.chance(50) {
                 let _ = self
@@ -1153,11 +1208,6 @@ impl World {
             }
         }
         tab.scheduler.stop();
-        if self.rng.chance(10) {
-            // The user comes back as someone else: the first one's work waits for them.
-            self.switch_principal();
-        }
-        let _ = self.open_tab();
     }
 
     fn switch_principal(&mut self) {
@@ -1297,8 +1347,27 @@ impl World {
                 None => break,
             }
         }
-        // Nothing lost: every acknowledged operation ended applied, rejected or blocked with a reason.
+        // A discard the host was told is durable stays: never sent again, settled discarded.
         let durable = self.store.snapshot();
+        for id in &self.discarded {
+            let settlement = match durable.operations.iter().find(|o| &o.intent.id == id) {
+                Some(op) if op.phase == OperationPhase::Resolved => {
+                    op.outcome.as_ref().map(|o| o.settlement)
+                }
+                Some(_) => None,
+                None => self
+                    .store
+                    .tombstones_of([id.as_str()])
+                    .pop()
+                    .map(|t| t.settlement),
+            };
+            if settlement != Some(Settlement::Discarded) {
+                self.fail(&format!(
+                    "{id} was discarded durably, and ended {settlement:?}"
+                ));
+            }
+        }
+        // Nothing lost: every acknowledged operation ended applied, rejected or blocked with a reason.
         for id in &self.acknowledged {
             let Some(op) = durable.operations.iter().find(|o| &o.intent.id == id) else {
                 // Compacted: settled for good, and applied at most once.
@@ -1397,6 +1466,8 @@ struct Tally {
     enqueued_again: u64,
     partial_enqueues: u64,
     saved_resolved: u64,
+    power_losses: u64,
+    relaxed_lost: u64,
 }
 
 impl Tally {
@@ -1417,6 +1488,8 @@ impl Tally {
         self.enqueued_again += other.enqueued_again;
         self.partial_enqueues += other.partial_enqueues;
         self.saved_resolved += other.saved_resolved;
+        self.power_losses += other.power_losses;
+        self.relaxed_lost += other.relaxed_lost;
     }
 }
 
@@ -1443,6 +1516,8 @@ fn run_seed(seed: u64, steps: u64) -> Tally {
         enqueued_again: world.enqueued_again,
         partial_enqueues: world.partial_enqueues,
         saved_resolved: world.saved_resolved,
+        power_losses: world.power_losses,
+        relaxed_lost: world.relaxed_lost,
     }
 }
 
@@ -1473,7 +1548,7 @@ fn simulation_invariants_hold_across_seeds() {
     // Written to the stderr handle itself (not captured by the test harness), so CI logs show it.
     let _ = writeln!(
         std::io::stderr(),
-        "simulation: {} seeds, {} steps, {} acknowledged operations, {} batched sends, {} superseded, {} folded into pages, {} host actions ({} refused), {} unauthorized answers, {} version conflicts, {} logins as another user, {} denials after a send, {} failed authorization checks, {} compacted, {} compacted intents enqueued again, {} partial enqueues, {} whenSaved resolved",
+        "simulation: {} seeds, {} steps, {} acknowledged operations, {} batched sends, {} superseded, {} folded into pages, {} host actions ({} refused), {} unauthorized answers, {} version conflicts, {} logins as another user, {} denials after a send, {} failed authorization checks, {} compacted, {} compacted intents enqueued again, {} partial enqueues, {} whenSaved resolved, {} power losses dropping {} relaxed commits",
         seeds.len(),
         total.steps,
         total.acknowledged,
@@ -1491,6 +1566,8 @@ fn simulation_invariants_hold_across_seeds() {
         total.enqueued_again,
         total.partial_enqueues,
         total.saved_resolved,
+        total.power_losses,
+        total.relaxed_lost,
     );
     assert!(total.acknowledged > 0);
     assert!(
@@ -1508,7 +1585,8 @@ fn simulation_invariants_hold_across_seeds() {
                 && total.compacted > 0
                 && total.enqueued_again > 0
                 && total.partial_enqueues > 0
-                && total.saved_resolved > 0),
-        "batching, coalescing, folding, host actions (taken and refused) expired logins, version conflicts and a second user must be exercised"
+                && total.saved_resolved > 0
+                && total.relaxed_lost > 0),
+        "batching, coalescing, folding, host actions (taken and refused) expired logins, version conflicts, a second user and power losses dropping relaxed commits must be exercised"
     );
 }

@@ -56,6 +56,11 @@ pub struct PersistBatch {
     pub drop_blobs: Vec<String>,
     /// Tombstones past the policy to delete.
     pub trim_tombstones: Option<TombstoneTrim>,
+    /// The batch may commit with relaxed durability (W1): it holds only what a query
+    /// recovers if a power loss drops it (answers, retry schedules, events, compaction,
+    /// folding, lease renewals). A batch with an enqueue, a freeze, a first dispatch marker
+    /// (S7) or a host call's change is strict, and flushes every relaxed one before it.
+    pub relaxed: bool,
 }
 
 impl PersistBatch {

@@ -84,6 +84,9 @@ struct Dirty {
     trim_below: Option<u64>,
     /// Page numbers, sorted.
     stale_pages: Vec<u64>,
+    /// Something changed must be durable before the world learns of it (see
+    /// [`Ledger::require_strict`]): the batch commits strict.
+    strict: bool,
 }
 
 impl Dirty {
@@ -94,6 +97,7 @@ impl Dirty {
         events.append(&mut self.events);
         self.events = events;
         self.trim_below = self.trim_below.max(older.trim_below);
+        self.strict |= older.strict;
         for no in older.stale_pages {
             insert_sorted(&mut self.stale_pages, no);
         }
@@ -593,6 +597,9 @@ impl Ledger {
         compact: Option<Compact>,
     ) -> PersistBatch {
         let dirty = std::mem::take(&mut self.dirty);
+        // A lease renewal may be relaxed: a power loss that drops it ends every tab anyway,
+        // and an earlier expiry only lets the next one take over sooner.
+        let relaxed = !dirty.strict;
         let slice = match compact {
             Some(c) if self.wants_compaction(c.now) => Some(self.slice(c.now, &dirty, c.window)),
             _ => None,
@@ -702,6 +709,7 @@ impl Ledger {
             drop_requests: slice.requests.iter().cloned().collect(),
             drop_blobs,
             trim_tombstones: slice.trim.clone(),
+            relaxed,
         };
         self.in_flight = Some(InFlight {
             no,
@@ -1053,6 +1061,7 @@ impl Ledger {
         // highest one (`from_records`, the loader), so one record fewer per enqueue.
         self.meta.last_sequence = self.meta.last_sequence.max(operation.intent.sequence);
         self.dirty.operations.insert(operation.intent.id.clone());
+        self.dirty.strict = true;
         self.forget_tombstone(&operation.intent.id);
         let slot = Slot {
             op: operation,
@@ -1085,7 +1094,16 @@ impl Ledger {
             }
         }
         self.dirty.requests.insert(request.id.clone());
+        self.dirty.strict = true;
         self.requests.insert(request.id.clone(), request);
+    }
+
+    /// The next batch commits strict: it carries a change the host or the server learns of
+    /// before a later strict write would have flushed it (an enqueue's acknowledgement, a
+    /// freeze, a host call's promise). Answers, retry schedules and events need not: a power
+    /// loss that drops them leaves the request unresolved, and a query recovers it (W1).
+    pub fn require_strict(&mut self) {
+        self.dirty.strict = true;
     }
 
     fn request_mut(&mut self, id: &str) -> Option<&mut FrozenRequest> {
@@ -1104,12 +1122,18 @@ impl Ledger {
     pub fn mark_sent(&mut self, id: &str, action: RetryAction) -> Option<u32> {
         let request = self.request_mut(id)?;
         request.attempt = request.attempt.saturating_add(1);
-        if action == RetryAction::Submit && request.phase == RequestPhase::Frozen {
+        let first = action == RetryAction::Submit && request.phase == RequestPhase::Frozen;
+        if first {
             request.phase = RequestPhase::Dispatched;
         }
         request.retry_at = None;
         request.retry_action = None;
-        Some(request.attempt)
+        let attempt = request.attempt;
+        if first {
+            // S7: the dispatch marker is durable before the first byte is sent.
+            self.dirty.strict = true;
+        }
+        Some(attempt)
     }
 
     /// Stores the absolute due time and action of the next attempt (S10).

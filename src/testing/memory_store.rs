@@ -29,6 +29,16 @@ pub struct MemoryStore {
     pub blobs: BTreeSet<String>,
     /// Batches written.
     pub writes: u64,
+    /// Relaxed commits since the last strict one (W1), over the state before them: what a
+    /// power loss may drop, any suffix of them ([`MemoryStore::power_loss`]).
+    volatile: Option<Volatile>,
+}
+
+/// The state before the first relaxed commit not yet flushed, and the relaxed batches since.
+#[derive(Clone, Debug)]
+struct Volatile {
+    before: Box<MemoryStore>,
+    batches: Vec<PersistBatch>,
 }
 
 impl MemoryStore {
@@ -56,6 +66,7 @@ impl MemoryStore {
             tombstones: BTreeMap::new(),
             blobs: BTreeSet::new(),
             writes: 0,
+            volatile: None,
         }
     }
 
@@ -144,6 +155,21 @@ impl MemoryStore {
         if unstorable {
             return Self::failure("unstorable_record");
         }
+        // W1: a strict commit flushes every relaxed one before it; a relaxed one stays
+        // volatile until then.
+        if batch.relaxed {
+            if self.volatile.is_none() {
+                self.volatile = Some(Volatile {
+                    before: Box::new(self.clone()),
+                    batches: Vec::new(),
+                });
+            }
+            if let Some(volatile) = self.volatile.as_mut() {
+                volatile.batches.push(batch.clone());
+            }
+        } else {
+            self.volatile = None;
+        }
         match &batch.lease {
             Some(LeaseWrite::Renew { expires_at }) => {
                 if let Some(lease) = self.lease.as_mut() {
@@ -216,6 +242,8 @@ impl MemoryStore {
         if !free {
             return Err(self.lease.clone());
         }
+        // The acquiring transaction is strict: it flushes the relaxed commits before it.
+        self.volatile = None;
         let lease = Lease {
             owner: owner.to_owned(),
             fence: Lease::next_fence(self.lease.as_ref().map_or(0, |l| l.fence)),
@@ -223,6 +251,30 @@ impl MemoryStore {
         };
         self.lease = Some(lease.clone());
         Ok(lease)
+    }
+
+    /// The machine loses power (W1): of the relaxed commits since the last strict one, only
+    /// the first `keep(n)` of `n` survive (any suffix is lost). Blobs are stored strict on
+    /// their own: they stay, but for those a lost commit deleted, which come back.
+    pub fn power_loss(&mut self, keep: impl FnOnce(usize) -> usize) -> usize {
+        let Some(volatile) = self.volatile.take() else {
+            return 0;
+        };
+        let total = volatile.batches.len();
+        let kept = keep(total).min(total);
+        let (mut blobs, writes) = (std::mem::take(&mut self.blobs), self.writes);
+        for batch in &volatile.batches[kept..] {
+            blobs.extend(batch.drop_blobs.iter().cloned());
+        }
+        *self = *volatile.before;
+        for batch in &volatile.batches[..kept] {
+            let _ = self.apply(batch);
+        }
+        // What survived is on disk now.
+        self.volatile = None;
+        self.blobs = blobs;
+        self.writes = writes;
+        total - kept
     }
 
     /// A storage failure result (quota, aborted transaction).

@@ -48,6 +48,7 @@ impl<H: Host> Scheduler<H> {
             return None;
         }
         self.persist.failed = false;
+        self.ledger.require_strict();
         let barrier = self.want_barrier();
         self.resume_barrier = Some(barrier);
         self.maybe_flush(now);
@@ -468,6 +469,8 @@ impl<H: Host> Scheduler<H> {
     /// The end of a call that changed the ledger: its write is ordered (the barrier the call's
     /// promise waits for), and what it made ready is dispatched.
     pub(super) fn after_call(&mut self, now: Millis) -> BatchNo {
+        // The call's promise says its change is durable: not one a power loss may drop.
+        self.ledger.require_strict();
         let barrier = self.want_barrier();
         self.maybe_flush(now);
         self.pump(now);

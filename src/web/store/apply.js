@@ -25,9 +25,10 @@ import { HASHES, putPage } from "./requests.js";
  * @param {any[]} writes
  * @param {(stored: unknown) => unknown} decide
  * @param {boolean} abortInstead
+ * @param {boolean} relaxed the batch holds only what a query recovers (W1): relaxed durability
  * @returns {Promise<unknown>}
  */
-export function applyBatch(slot, db, stores, leaseStore, leaseKey, writes, decide, abortInstead) {
+export function applyBatch(slot, db, stores, leaseStore, leaseKey, writes, decide, abortInstead, relaxed) {
   slot.took = false;
   return new Promise((resolve) => {
     // Only a batch with writes takes it: the first write is what tells a transaction of an
@@ -48,7 +49,7 @@ export function applyBatch(slot, db, stores, leaseStore, leaseKey, writes, decid
     }
     let tx;
     try {
-      tx = db.transaction(stores, "readwrite", { durability: "strict" });
+      tx = db.transaction(stores, "readwrite", { durability: relaxed ? "relaxed" : "strict" });
     } catch (error) {
       resolve(error);
       return;

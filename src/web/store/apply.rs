@@ -39,6 +39,7 @@ extern "C" {
         writes: &Array,
         decide: &Function,
         abort_instead: bool,
+        relaxed: bool,
     ) -> Promise;
 
     /// Opens the transaction the next batch on `db` is written in and reads the lease in it,
@@ -214,7 +215,8 @@ struct LeaseCheck {
 }
 
 impl IdbLedger {
-    /// Writes `batch` in one readwrite transaction with strict durability, after checking
+    /// Writes `batch` in one readwrite transaction, strict unless the batch may be relaxed
+    /// (`PersistBatch::relaxed`, W1; a transaction opened ahead is strict), after checking
     /// its fence against the stored lease in that same transaction (K2).
     ///
     /// Returns `Done { lease }` with the lease as stored after the write; `Fenced` when the
@@ -304,11 +306,15 @@ impl IdbLedger {
             &writes,
             decide.as_ref().unchecked_ref(),
             fault.is_some(),
+            batch.relaxed,
         );
         if took_ahead(&self.ahead) {
             self.written_ahead.set(self.written_ahead.get() + 1);
         } else {
             self.transactions.set(self.transactions.get() + 1);
+            if batch.relaxed {
+                self.relaxed.set(self.relaxed.get() + 1);
+            }
         }
         Ok((promise, check, decide, fault))
     }

@@ -1,6 +1,6 @@
 //! The IndexedDB ledger store (SPEC W1, W5): the browser twin of
 //! [`MemoryStore`](crate::testing::MemoryStore), with the same K2 fence rules, each call one
-//! readwrite transaction with strict durability.
+//! readwrite transaction, strict unless a batch holds only what a query recovers (W1: relaxed).
 //!
 //! - [`IdbLedger::acquire_and_load`] takes the lease and reads the whole ledger, validated
 //!   page by page (D4), in one transaction; corrupt records move to `quarantine`.
@@ -53,6 +53,8 @@ pub struct IdbLedger {
     transactions: Cell<u64>,
     /// Batches written in a transaction opened ahead ([`IdbLedger::open_ahead`]).
     written_ahead: Cell<u64>,
+    /// Batches written in a transaction of relaxed durability (tests).
+    relaxed: Cell<u64>,
     /// The engine refused a `Blob`: blobs are stored as bytes from then on (blobs.rs).
     blobs_refused: Cell<bool>,
     /// The next `Blob` put is refused the way WebKit refuses it ([`StoreFault::RefuseBlob`]).
@@ -75,6 +77,7 @@ impl IdbLedger {
             faults: FaultQueue::default(),
             transactions: Cell::new(0),
             written_ahead: Cell::new(0),
+            relaxed: Cell::new(0),
             blobs_refused: Cell::new(false),
             refuse_blob: Cell::new(false),
             tombstone_index: tombstones::new_index(),
@@ -125,6 +128,12 @@ impl IdbLedger {
     /// batch takes the transaction its call opened).
     pub fn batches_written_ahead(&self) -> u64 {
         self.written_ahead.get()
+    }
+
+    /// Batches this handle wrote in a transaction of relaxed durability (tests: proves which
+    /// batches W1 lets a power loss drop).
+    pub fn relaxed_batches(&self) -> u64 {
+        self.relaxed.get()
     }
 
     fn db(&self) -> Result<Database, SafeError> {
