@@ -269,6 +269,17 @@ impl World {
                         ));
                     }
                     self.check_send(t, &order);
+                    if order.action == RetryAction::Submit {
+                        // The copy sent is the durable one (S7): the order check reads its
+                        // sequence. An enqueue of the same id in a tab about to learn it was
+                        // fenced may have numbered it otherwise, and is never written.
+                        for id in &order.request.operation_ids {
+                            let sent = self.tabs[t].scheduler.ledger().operation(id);
+                            if let (Some(op), Some(entry)) = (sent, self.sequence_of.get_mut(id)) {
+                                entry.0 = op.intent.sequence;
+                            }
+                        }
+                    }
                     if self.faults_on && self.rng.chance(3) {
                         // The host failed before the request left (`headers()` threw): it
                         // never says the attempt was sent, and the server never sees it.
@@ -1169,6 +1180,13 @@ impl World {
     /// The tab dies: unanswered attempts may still reach the server; an in-flight batch may
     /// or may not have committed. Then it restarts from durable state only.
     fn crash(&mut self, t: usize) {
+        if std::env::var("SIM_TRACE").is_ok() {
+            eprintln!(
+                "step {} crash of {}",
+                self.steps,
+                self.tabs[t].scheduler.config().owner
+            );
+        }
         let tab = self.tabs.remove(t);
         self.die(tab);
         if self.rng.chance(10) {
@@ -1182,6 +1200,9 @@ impl World {
     /// storage keeps only a prefix of the relaxed commits since the last strict one. What it
     /// drops (answers, retry schedules, events, compaction) a query recovers.
     fn power_loss(&mut self) {
+        if std::env::var("SIM_TRACE").is_ok() {
+            eprintln!("step {} power loss", self.steps);
+        }
         while !self.tabs.is_empty() {
             let tab = self.tabs.remove(0);
             self.die(tab);
