@@ -399,3 +399,81 @@ async fn w5_storage_chaos_during_a_burst_loses_nothing_and_sends_nothing_twice()
         driver.stop();
     }
 }
+
+/// W1 in a real run: the enqueue's batch and the freeze's are strict; the answer's, which a
+/// query recovers if a power loss drops it, is written relaxed.
+#[wasm_bindgen_test]
+async fn w1_an_answer_is_written_relaxed_and_the_enqueue_and_freeze_strict() {
+    let run = unique("relaxed");
+    let options = DriverOptions {
+        database: format!("cs-test-{run}"),
+        endpoint: server().to_owned(),
+        attempt_timeout_ms: 10_000,
+        load_page_size: 100,
+        max_answer_bytes: canvas_scheduler::web::transport::DEFAULT_MAX_ANSWER_BYTES,
+        config: SchedulerConfig {
+            owner: format!("tab-{run}"),
+            ..SchedulerConfig::default()
+        },
+        host: Default::default(),
+        send_hooks: Default::default(),
+        js_transport: None,
+    };
+    let (driver, _) = Driver::open(options, None, false).await.expect("open");
+    let hold = driver.hold().expect("hold");
+    driver.start().expect("start");
+    driver.settle().await;
+    let store = driver.store();
+    let id = format!("{run}-op");
+    let before = store.relaxed_batches();
+    driver
+        .enqueue(vec![IntentInput {
+            id: id.clone(),
+            sequence: None,
+            operation_type: "shape.upsert".into(),
+            canvas_ids: vec![format!("{run}-c")],
+            dependencies: Vec::new(),
+            payload: json!({ "shapeId": "s", "shape": { "x": 1 } }).into(),
+            expected_versions: None,
+            run_id: None,
+            coalesce_key: None,
+            blob: None,
+        }])
+        .await
+        .expect("enqueue");
+    assert_eq!(
+        store.relaxed_batches(),
+        before,
+        "the enqueue is written strict"
+    );
+    // Released, it is frozen (strict) and sent; its answer is written relaxed.
+    driver.release(hold);
+    let mut settled = None;
+    for _ in 0..100 {
+        driver.settle().await;
+        settled = driver.inspect(|s, _| {
+            s.ledger()
+                .operation(&id)
+                .and_then(|o| o.outcome.as_ref().map(|x| x.settlement))
+        });
+        if settled.is_some() {
+            break;
+        }
+        sleep(20).await;
+    }
+    assert_eq!(settled, Some(Settlement::Applied));
+    // The answer's batch opens at the group commit that follows it (bounded wait).
+    for _ in 0..100 {
+        if store.relaxed_batches() > before {
+            break;
+        }
+        sleep(20).await;
+    }
+    assert!(
+        store.relaxed_batches() > before,
+        "the answer's batch is relaxed: {} relaxed batches, {} before",
+        store.relaxed_batches(),
+        before
+    );
+    driver.stop();
+}
