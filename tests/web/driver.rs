@@ -405,21 +405,11 @@ async fn w5_storage_chaos_during_a_burst_loses_nothing_and_sends_nothing_twice()
 #[wasm_bindgen_test]
 async fn w1_an_answer_is_written_relaxed_and_the_enqueue_and_freeze_strict() {
     let run = unique("relaxed");
-    let options = DriverOptions {
-        database: format!("cs-test-{run}"),
-        endpoint: server().to_owned(),
-        attempt_timeout_ms: 10_000,
-        load_page_size: 100,
-        max_answer_bytes: canvas_scheduler::web::transport::DEFAULT_MAX_ANSWER_BYTES,
-        config: SchedulerConfig {
-            owner: format!("tab-{run}"),
-            ..SchedulerConfig::default()
-        },
-        host: Default::default(),
-        send_hooks: Default::default(),
-        js_transport: None,
+    let config = SchedulerConfig {
+        owner: format!("tab-{run}"),
+        ..SchedulerConfig::default()
     };
-    let (driver, _) = Driver::open(options, None, false).await.expect("open");
+    let driver = open_driver_config(&run, None, config).await;
     let hold = driver.hold().expect("hold");
     driver.start().expect("start");
     driver.settle().await;
