@@ -439,6 +439,25 @@ async function rawStores({ database, stores }) {
 }
 
 /**
+ * 5, 8 and 11. The platform's part of a reopen: on a fresh page, after the same wait as
+ * `openStart`, `indexedDB.open` of the ledger and one read-only transaction over `stores` with
+ * a `getAll` of each (an open reads no more than this), timed as one.
+ */
+async function rawOpen({ database, stores }) {
+  await new Promise((resolve) => setTimeout(resolve, FILL_LEASE_MS + 200));
+  const t0 = now();
+  const db = await request(indexedDB.open(database));
+  const t1 = now();
+  try {
+    const tx = db.transaction(stores, "readonly");
+    const counts = await Promise.all(stores.map((name) => request(tx.objectStore(name).getAll()).then((all) => all.length)));
+    return { openMs: t1 - t0, totalMs: now() - t0, records: counts.reduce((a, b) => a + b, 0) };
+  } finally {
+    db.close();
+  }
+}
+
+/**
  * 8. History (retention): sends `n` operations through an in-page transport that applies them
  * at once, with a policy that keeps none whole (each is compacted to a tombstone as it
  * settles), and measures the origin's storage before and after (navigator.storage.estimate()).
@@ -655,5 +674,5 @@ async function sendScale({ pending, warm, measured, canvases, chunk, deadlineMs 
   }
 }
 
-window.bench = { rawIdb, enqueueLatency, enqueueWhileSending, throughputInstant, endToEnd, fetchLoop, fill, openStart, rawGetAll, fillSettled, fillBurst, rawStores, sendScale };
+window.bench = { rawOpen, rawIdb, enqueueLatency, enqueueWhileSending, throughputInstant, endToEnd, fetchLoop, fill, openStart, rawGetAll, fillSettled, fillBurst, rawStores, sendScale };
 document.body.dataset.ready = "1";
