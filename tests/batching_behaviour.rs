@@ -71,10 +71,7 @@ fn batch_consecutive_same_kind_same_canvases_share_one_request() {
         "another kind or canvas set ends a batch"
     );
     for id in ["a", "b", "c", "d", "e", "f"] {
-        assert_eq!(
-            h.scheduler.ledger().operation(id).unwrap().phase,
-            OperationPhase::Resolved
-        );
+        assert_eq!(h.operation(id).unwrap().phase, OperationPhase::Resolved);
     }
 }
 
@@ -231,7 +228,7 @@ fn coalescing_keeps_an_intent_that_others_depend_on() {
     .unwrap();
     h.enqueue(vec![coalescing("drag-2", "k", 2)]).unwrap();
     assert_eq!(
-        h.scheduler.ledger().operation("drag-1").unwrap().phase,
+        h.operation("drag-1").unwrap().phase,
         OperationPhase::Pending
     );
 }
@@ -252,7 +249,7 @@ fn coalescing_a_dependency_on_a_replaced_intent_waits_for_its_replacement() {
     // drag-2 has a dependent now: a later drag no longer replaces it.
     h.enqueue(vec![coalescing("drag-3", "k", 3)]).unwrap();
     assert_eq!(
-        h.scheduler.ledger().operation("drag-2").unwrap().phase,
+        h.operation("drag-2").unwrap().phase,
         OperationPhase::Pending
     );
     // One at a time (concurrency 1), in sequence order once each may go.
@@ -273,7 +270,7 @@ fn coalescing_never_replaces_an_intent_the_new_one_depends_on() {
     after.dependencies = vec!["drag-1".into()];
     h.enqueue(vec![after]).unwrap();
     assert_eq!(
-        h.scheduler.ledger().operation("drag-2").unwrap().phase,
+        h.operation("drag-2").unwrap().phase,
         OperationPhase::Pending
     );
     for expected in ["first", "drag-2", "drag-3"] {
@@ -398,10 +395,7 @@ fn batch_any_kind_record_kinds_share_one_request_by_default() {
         "every kind batches; another kind ends a batch"
     );
     for id in ["p1", "p2", "p3", "r1", "r2"] {
-        assert_eq!(
-            h.scheduler.ledger().operation(id).unwrap().phase,
-            OperationPhase::Resolved
-        );
+        assert_eq!(h.operation(id).unwrap().phase, OperationPhase::Resolved);
     }
 }
 
@@ -560,7 +554,7 @@ fn batch_works_with_compile_and_participants_set() {
         "each member's compiled payload"
     );
     h.answer_first(applied());
-    let blocked = h.scheduler.ledger().operation("bad").unwrap();
+    let blocked = h.operation("bad").unwrap();
     assert_eq!(blocked.blockers, ["no such record"]);
     assert!(
         h.wire.is_empty(),
@@ -624,7 +618,7 @@ fn coalesce_ms_holds_a_drag_back_so_only_its_last_position_is_sent() {
     h.answer_first(applied());
     assert_eq!(sent, ["elsewhere", "m10"]);
     for x in 1..10 {
-        let op = h.scheduler.ledger().operation(&format!("m{x}")).unwrap();
+        let op = h.operation(&format!("m{x}")).unwrap();
         assert_eq!(
             op.outcome.as_ref().unwrap().settlement,
             Settlement::Discarded

@@ -112,7 +112,7 @@ fn a_superseded_intent_is_written_without_its_payload_in_the_same_batch() {
     assert_eq!(stored.phase, OperationPhase::Resolved);
     assert_eq!(stored.intent.payload.text(), "null", "no payload stored");
     assert!(stored.given_digest.is_some());
-    let memory = h.scheduler.ledger().operation("drag-1").unwrap();
+    let memory = h.operation("drag-1").unwrap();
     assert_eq!(memory.intent.payload.text(), "null", "none kept in memory");
     assert_eq!(
         h.store
@@ -149,7 +149,7 @@ fn a_superseded_intent_enqueued_again_is_the_same_intent_across_a_reload() {
         ErrorCode::DuplicateOperation
     );
     assert_eq!(
-        h.scheduler.ledger().operation("drag-1").unwrap().phase,
+        h.operation("drag-1").unwrap().phase,
         OperationPhase::Resolved,
         "never sent"
     );
@@ -210,7 +210,7 @@ fn the_coalesce_hook_merges_diffs_into_the_replacement() {
     h.answer_first(applied());
     h.drain();
     for id in ["n1", "n2"] {
-        let op = h.scheduler.ledger().operation(id).unwrap();
+        let op = h.operation(id).unwrap();
         assert_eq!(
             op.outcome.as_ref().unwrap().settlement,
             Settlement::Discarded
@@ -247,7 +247,7 @@ fn a_merge_that_fails_replaces_nothing_and_both_are_sent_in_order() {
         assert_eq!(h.wire_operations(), [expected]);
         h.answer_first(applied());
     }
-    let n1 = h.store.operation("n1").unwrap();
+    let n1 = h.operation("n1").unwrap();
     assert_eq!(n1.intent.payload.to_value()["dx"], 5, "n1 kept whole");
 }
 

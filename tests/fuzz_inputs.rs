@@ -442,10 +442,10 @@ fn check_admitted(
         );
         last = stored.intent.sequence;
     }
-    // Every dependency names an operation in the ledger.
+    // Every dependency names an operation the ledger knows (whole, or compacted once settled).
     for input in batch {
         for dependency in &input.dependencies {
-            prop_assert!(h.scheduler.ledger().operation(dependency).is_some());
+            prop_assert!(h.scheduler.known(dependency).is_some());
         }
     }
     Ok(())

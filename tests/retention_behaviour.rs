@@ -10,6 +10,7 @@ use canvas_scheduler::core::intent::IntentInput;
 use canvas_scheduler::core::io::{AttemptOutcome, AttemptStatus, Effect};
 use canvas_scheduler::core::model::{BlobRef, OperationPhase, Settlement};
 use canvas_scheduler::core::retention::{RetentionPolicy, SCAN_LIMIT, SLICE_LIMIT};
+use canvas_scheduler::core::scheduler::Known;
 use canvas_scheduler::testing::{Harness, MemoryStore};
 use common::{edit, edit_after, upload};
 
@@ -74,51 +75,103 @@ fn edits(ids: &[&str]) -> Vec<canvas_scheduler::core::intent::IntentInput> {
     ids.iter().map(|id| edit(id, &[id])).collect()
 }
 
+fn archived_ids(store: &MemoryStore) -> Vec<String> {
+    store.archived().map(|op| op.intent.id.clone()).collect()
+}
+
+fn is_whole(h: &Harness<CountingHost>, id: &str) -> bool {
+    matches!(h.scheduler.known(id), Some(Known::Operation(_)))
+}
+
 #[test]
-fn past_the_count_the_oldest_settled_are_compacted_and_the_newest_stay_whole() {
+fn issue_38_a_settled_operation_leaves_the_working_stores_and_stays_whole_in_the_archive() {
     let mut h = harness(policy(2, u64::MAX / 4));
     for id in ["a", "b", "c", "d", "e"] {
         h.enqueue(vec![edit(id, &[id])]).unwrap();
         settle_all(&mut h);
         h.advance(1);
     }
-    assert_eq!(tombstone_ids(&h.store), vec!["a", "b", "c"]);
+    // e holds the ledger's highest sequence (derived from the operations at load): whole.
+    assert_eq!(tombstone_ids(&h.store), vec!["a", "b", "c", "d"]);
+    assert_eq!(
+        h.store.snapshot().operations.len(),
+        1,
+        "only e stays stored"
+    );
+    assert_eq!(
+        h.store.snapshot().requests.len(),
+        1,
+        "their requests went with them"
+    );
+    assert_eq!(
+        archived_ids(&h.store),
+        vec!["c", "d"],
+        "archived whole, the newest two (a small archive is trimmed as it grows)"
+    );
     let ledger = h.scheduler.ledger();
-    assert!(ledger.operation("c").is_none(), "compacted");
-    assert!(ledger.operation("d").is_some() && ledger.operation("e").is_some());
+    assert!(ledger.operation("d").is_none(), "compacted");
     assert_eq!(
         ledger.tombstone("a").map(|t| t.settlement),
         Some(Settlement::Applied)
     );
+    // At hand whole: the newest `settled` (2), as operation(id) answers them.
+    assert!(is_whole(&h, "c") && is_whole(&h, "d") && is_whole(&h, "e"));
+    assert!(!is_whole(&h, "a") && !is_whole(&h, "b"));
     assert_eq!(
-        h.store.snapshot().operations.len(),
-        2,
-        "only d and e stay stored"
+        h.scheduler.stats().settled_kept,
+        3,
+        "c and d at hand, e in the ledger"
     );
-    assert!(
-        h.store.snapshot().requests.len() == 2,
-        "their requests went with them"
-    );
-    let r = restart(&h, policy(2, u64::MAX / 4));
+
+    let mut r = restart(&h, policy(2, u64::MAX / 4));
     assert_eq!(
         r.scheduler.ledger().operation_count(),
-        2,
-        "the load reads no tombstone"
+        1,
+        "the load reads no settled history"
     );
-    assert_eq!(r.scheduler.ledger().tombstone_count(), 3);
+    assert_eq!(r.scheduler.ledger().tombstone_count(), 4);
+    assert_eq!(
+        archived_ids(&r.store),
+        vec!["c", "d"],
+        "the archive stays within the policy across the open"
+    );
+    assert!(
+        r.scheduler.known("d").is_none(),
+        "not at hand before a look-up"
+    );
+    r.learn_tombstones(&edits(&["a", "d"]));
+    assert!(is_whole(&r, "d"), "looked up: whole from the archive");
+    assert!(
+        matches!(r.scheduler.known("a"), Some(Known::Tombstone(_))),
+        "past the archive: its tombstone"
+    );
 }
 
 #[test]
-fn past_the_age_a_settled_operation_is_compacted_by_the_timer() {
+fn issue_38_past_the_age_the_archive_forgets_the_whole_copy_at_its_next_trim() {
     let mut h = harness(policy(1_000, 5_000));
     h.enqueue(edits(&["a", "b", "z"])).unwrap();
     settle_all(&mut h);
-    assert!(h.store.tombstones().next().is_none(), "young: whole");
-    assert!(h.timer.is_some(), "a wake-up for the age limit");
-    h.advance(5_001);
-    assert_eq!(tombstone_ids(&h.store), vec!["a", "b"]);
+    assert_eq!(
+        tombstone_ids(&h.store),
+        vec!["a", "b"],
+        "compacted as they settle"
+    );
+    assert_eq!(
+        archived_ids(&h.store),
+        vec!["a", "b"],
+        "young: whole in the archive"
+    );
     // z holds the ledger's highest sequence (derived from the operations at load): whole.
     assert_eq!(h.scheduler.ledger().operation_count(), 1);
+    h.advance(5_001);
+    let mut r = restart(&h, policy(1_000, 5_000));
+    assert!(
+        archived_ids(&r.store).is_empty(),
+        "trimmed by age at the open"
+    );
+    r.learn_tombstones(&edits(&["a"]));
+    assert!(matches!(r.scheduler.known("a"), Some(Known::Tombstone(_))));
 }
 
 #[test]
@@ -285,9 +338,9 @@ fn persist_all(h: &mut Harness<CountingHost>) -> usize {
 #[test]
 fn compaction_runs_in_bounded_slices_and_keeps_pending_page_mates_whole() {
     let total = SLICE_LIMIT * 3;
-    // One kept whole: each settlement is written as a record first (its page copy goes
-    // stale), and compacted by a later slice, which must delete those pages too.
-    let mut h = harness(policy(1, u64::MAX / 4));
+    // Nothing kept whole: each settlement is compacted as it is written, while its page
+    // still holds pending mates: the slice must delete the page and write them again.
+    let mut h = harness(policy(0, 0));
     h.auto_persist = false;
     let hold = h.scheduler.hold(h.now).unwrap();
     // One enqueue: one batch, written as pages; even ones settle, odd ones stay pending.
@@ -315,14 +368,10 @@ fn compaction_runs_in_bounded_slices_and_keeps_pending_page_mates_whole() {
         "a slice compacts at most {SLICE_LIMIT}: {most}"
     );
     let evens = total / 2;
-    assert_eq!(h.store.tombstones().count(), evens - 1);
-    let r = restart(&h, policy(1, u64::MAX / 4));
+    assert_eq!(h.store.tombstones().count(), evens);
+    let r = restart(&h, policy(0, 0));
     let ledger = r.scheduler.ledger();
-    assert_eq!(
-        ledger.operation_count(),
-        total / 2 + 1,
-        "the odd ones and the newest even"
-    );
+    assert_eq!(ledger.operation_count(), total / 2, "the odd ones");
     for (index, id) in ids.iter().enumerate() {
         let op = ledger.operation(id);
         if index % 2 == 0 {

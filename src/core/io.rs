@@ -56,6 +56,9 @@ pub struct PersistBatch {
     pub drop_blobs: Vec<String>,
     /// Tombstones past the policy to delete.
     pub trim_tombstones: Option<TombstoneTrim>,
+    /// Archived operations (`settled` store, keyed as their tombstones) past the policy to
+    /// delete: keyed below `below`, then all but the newest `keep`.
+    pub trim_archive: Option<TombstoneTrim>,
     /// The batch may commit with relaxed durability (W1): it holds only what a query
     /// recovers if a power loss drops it (answers, retry schedules, events, compaction,
     /// folding, lease renewals). A batch with an enqueue, a freeze, a first dispatch marker
@@ -78,6 +81,7 @@ impl PersistBatch {
             && self.drop_requests.is_empty()
             && self.drop_blobs.is_empty()
             && self.trim_tombstones.is_none()
+            && self.trim_archive.is_none()
     }
 }
 

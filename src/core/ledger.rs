@@ -15,8 +15,8 @@ use super::operation_pages::{
     insert_sorted, Home, PageBook, PageHomes, PagePlan, StaleCopies, PAGE_LIMIT,
 };
 use super::retention::{
-    tombstone_key, RetentionPolicy, Tombstone, TombstoneTrim, MEMORY_LIMIT, REWRITE_LIMIT,
-    SCAN_LIMIT, SLICE_LIMIT,
+    tombstone_key, RetentionPolicy, Tombstone, TombstoneTrim, ARCHIVE_TRIM_EVERY, KEYS_PER_MS,
+    MEMORY_LIMIT, REWRITE_LIMIT, SCAN_LIMIT, SLICE_LIMIT,
 };
 
 /// Settlement error code of an operation a coalesced intent replaced.
@@ -157,6 +157,8 @@ pub struct Ledger {
     requests: StrMap<FrozenRequest>,
     lease: Option<Lease>,
     events: VecDeque<EventRecord>,
+    /// Stored events below this seq are past the log's limit (a load that read no event).
+    event_floor: Option<u64>,
     meta: LedgerMeta,
     event_limit: usize,
     dirty: Dirty,
@@ -167,8 +169,18 @@ pub struct Ledger {
     loose: Vec<String>,
     /// Fold loose records into a page once this many have gathered (0: never).
     fold_at: usize,
-    /// The retention policy.
+    /// The retention policy as the working stores apply it: nothing settled is kept whole
+    /// there (`settled` and `settled_ms` 0); the host's limits are the archive's.
     retain: RetentionPolicy,
+    /// The archive (see `retention`): the newest this many settled operations stay whole...
+    archive_keep: usize,
+    /// ...while younger than this.
+    archive_ms: Millis,
+    /// Whole operations archived since the archive was last trimmed.
+    archived_since_trim: usize,
+    /// Tombstones at hand that carry their operation whole, by key then id (at most
+    /// `archive_keep`: the oldest loses its copy first).
+    whole_order: BTreeSet<(u64, String)>,
     /// Settled operations in the order they settled (some compacted since: skipped).
     settled: VecDeque<(Millis, String)>,
     /// Where in `settled` the next slice looks first (see [`Ledger::slice`]).
@@ -186,8 +198,13 @@ pub struct Ledger {
     tombstone_count: u64,
     /// The last slice found nothing it may compact: none runs until something settles.
     stalled: bool,
-    /// Tombstones past the policy may be stored (a load, a slice): the next slice trims.
+    /// Tombstones past the policy may be stored (a count, a slice): the next slice trims.
     trim_due: bool,
+    /// Tombstones and archived operations past the age limit may be stored (a load): the next
+    /// slice trims by age (a range delete; the count is known later, see `add_tombstone_count`).
+    age_trim_due: bool,
+    /// Tombstones this session wrote (durable or in flight excluded), for a count taken later.
+    written_tombstones: u64,
     /// What the last confirmed batch compacted, until [`Ledger::drop_compacted`].
     durably_compacted: (Vec<Tombstone>, Vec<String>),
 }
@@ -258,7 +275,8 @@ impl Ledger {
         ledger.settled = settled.into();
         ledger.tombstone_count = snapshot.tombstone_count;
         ledger.last_tombstone_key = snapshot.last_tombstone_key;
-        ledger.trim_due = true;
+        ledger.age_trim_due = true;
+        ledger.trim_due = ledger.tombstone_count > ledger.retain.tombstones as u64;
         ledger.loose = ledger
             .operations
             .iter()
@@ -302,6 +320,15 @@ impl Ledger {
             .min(crate::core::intent::MAX_SAFE_INTEGER);
         ledger.meta.last_sequence = ledger.meta.last_sequence.max(stored);
         ledger.meta.last_event_seq = ledger.meta.last_event_seq.max(snapshot.meta.last_event_seq);
+        // A browser load reads none of the log (issue 38: `events()` reads it when asked): what
+        // storage holds past the limit goes with the first event written.
+        if ledger.events.is_empty() {
+            ledger.event_floor = ledger
+                .meta
+                .last_event_seq
+                .checked_sub(ledger.event_limit as u64)
+                .map(|below| below + 1);
+        }
         ledger
     }
 
@@ -408,13 +435,31 @@ impl Ledger {
         }
     }
 
-    fn keep_tombstone(&mut self, tombstone: Tombstone) {
+    fn keep_tombstone(&mut self, mut tombstone: Tombstone) {
         self.forget_tombstone(&tombstone.id);
         if self.tombstones.len() >= MEMORY_LIMIT {
             // Forget the oldest at hand (the order index, not a walk: a slice keeps up to 256
             // a batch); storage still has it.
             if let Some((_, id)) = self.tombstone_order.pop_first() {
-                self.tombstones.remove(&id);
+                self.forget_tombstone(&id);
+            }
+        }
+        if self.archive_keep == 0 {
+            tombstone.whole = None;
+        }
+        if tombstone.whole.is_some() {
+            self.whole_order
+                .insert((tombstone.key, tombstone.id.clone()));
+            if self.whole_order.len() > self.archive_keep {
+                // The oldest whole copy at hand goes (the archive in storage still has it
+                // while the policy keeps it).
+                if let Some((_, id)) = self.whole_order.pop_first() {
+                    if let Some(old) = self.tombstones.get_mut(&id) {
+                        old.whole = None;
+                    } else if id == tombstone.id {
+                        tombstone.whole = None;
+                    }
+                }
             }
         }
         self.tombstone_order
@@ -425,8 +470,17 @@ impl Ledger {
     /// Drops a tombstone at hand (memory only).
     fn forget_tombstone(&mut self, id: &str) {
         if let Some(old) = self.tombstones.remove(id) {
-            self.tombstone_order.remove(&(old.key, old.id));
+            self.tombstone_order.remove(&(old.key, old.id.clone()));
+            if old.whole.is_some() {
+                self.whole_order.remove(&(old.key, old.id));
+            }
         }
+    }
+
+    /// Settled operations at hand whole in the archive's memory (compacted in this session or
+    /// looked up, at most the policy's `settled`).
+    pub fn archived_count(&self) -> usize {
+        self.whole_order.len()
     }
 
     /// Settled operations kept whole.
@@ -451,10 +505,21 @@ impl Ledger {
     /// Adds the tombstones counted in storage as the load saw it (the browser store counts
     /// them after the load, off its transaction).
     pub fn add_tombstone_count(&mut self, stored: u64) {
-        self.tombstone_count = self
-            .tombstone_count
-            .saturating_add(stored)
-            .min(self.retain.tombstones as u64);
+        let total = self.tombstone_count.saturating_add(stored);
+        if total > self.retain.tombstones as u64 {
+            // Past the count: the next slice keeps the newest (a walk of the pages' hashes).
+            self.trim_due = true;
+            self.stalled = false;
+        }
+        self.tombstone_count = total.min(self.retain.tombstones as u64);
+    }
+
+    /// Tombstones this session has written or is writing (the batch in flight, and one
+    /// durable but not yet forgotten): a count begun now sees them, so the driver subtracts
+    /// this from what it counts.
+    pub fn tombstones_written(&self) -> u64 {
+        let in_flight = self.in_flight.as_ref().map_or(0, |b| b.compacted.len());
+        self.written_tombstones + (in_flight + self.durably_compacted.0.len()) as u64
     }
 
     /// The highest tombstone key stored (0: no tombstone was ever written).
@@ -462,9 +527,20 @@ impl Ledger {
         self.last_tombstone_key
     }
 
-    /// Sets the retention policy.
+    /// Sets the retention policy: the working stores keep nothing settled whole (issue 38),
+    /// the archive keeps what `policy` keeps.
     pub fn set_retention(&mut self, policy: RetentionPolicy) {
-        self.retain = policy;
+        self.archive_keep = if policy.keeps_nothing() {
+            0
+        } else {
+            policy.settled
+        };
+        self.archive_ms = policy.settled_ms;
+        self.retain = RetentionPolicy {
+            settled: 0,
+            settled_ms: 0,
+            ..policy
+        };
     }
 
     /// Whether a dependency is settled for good.
@@ -709,6 +785,7 @@ impl Ledger {
             drop_requests: slice.requests.iter().cloned().collect(),
             drop_blobs,
             trim_tombstones: slice.trim.clone(),
+            trim_archive: slice.archive_trim.clone(),
             relaxed,
         };
         self.in_flight = Some(InFlight {
@@ -725,7 +802,7 @@ impl Ledger {
 
     /// Whether a compaction slice (or a tombstone trim) is due at `now`.
     pub fn wants_compaction(&mut self, now: Millis) -> bool {
-        if self.trim_due {
+        if self.trim_due || self.age_trim_due {
             return true;
         }
         if self.stalled {
@@ -766,6 +843,13 @@ impl Ledger {
             || self.tombstone_count > self.retain.tombstones as u64
         {
             slice.trim = Some(TombstoneTrim::at(now, &self.retain));
+            self.age_trim_due = false;
+        } else if std::mem::take(&mut self.age_trim_due) {
+            // By age only (a range delete): keeping the newest by count walks every page.
+            slice.trim = Some(TombstoneTrim {
+                keep: usize::MAX,
+                ..TombstoneTrim::at(now, &self.retain)
+            });
         }
         // Entries of operations compacted (or no longer settled) are dropped from the front as
         // slices go (`wants_compaction`); the rest once they outnumber the live ones.
@@ -790,6 +874,22 @@ impl Ledger {
         };
         let mut doomed: Vec<u64> = Vec::new();
         let mut cost = 0;
+        // Page copies this batch supersedes anyway (the operations it writes again): a page
+        // whose other copies all go so is dropped by the batch's own plan, with nothing to
+        // write again, so the settled operations it held may go with it (a burst's last page).
+        let mut superseded_here: Vec<(u64, usize)> = Vec::new();
+        for id in &dirty.operations {
+            if let Some(Slot {
+                home: Home::Page(no),
+                ..
+            }) = self.operations.get(id)
+            {
+                match superseded_here.binary_search_by_key(no, |(page, _)| *page) {
+                    Ok(at) => superseded_here[at].1 += 1,
+                    Err(at) => superseded_here.insert(at, (*no, 1)),
+                }
+            }
+        }
         let mut key = self.last_tombstone_key;
         // A busy slice examines at most SCAN_LIMIT entries, from where the last one stopped
         // (then from the oldest again): entries that may not go yet (their replacement chain
@@ -841,8 +941,21 @@ impl Ledger {
                 insert_sorted(&mut pages, no);
             }
             pages.retain(|no| self.pages.holds(*no) && doomed.binary_search(no).is_err());
-            let more: usize = pages.iter().map(|no| self.pages.current_in(*no)).sum();
-            if !slice.victims.is_empty() && cost + more > REWRITE_LIMIT {
+            let more: usize = pages
+                .iter()
+                .map(|no| {
+                    let here = superseded_here
+                        .binary_search_by_key(no, |(page, _)| *page)
+                        .map_or(0, |at| superseded_here[at].1);
+                    self.pages.current_in(*no).saturating_sub(here)
+                })
+                .sum();
+            // While work goes on, one whose page still holds current copies of others waits
+            // for them (they settle soon and the page then goes by itself) rather than have
+            // the page written again in every busy batch; a quiet slice rewrites it. A policy
+            // that keeps nothing whole compacts it as it settles all the same (its blob goes).
+            let waits = window && more > 0 && self.archive_keep > 0;
+            if waits || (!slice.victims.is_empty() && cost + more > REWRITE_LIMIT) {
                 continue;
             }
             cost += more;
@@ -855,6 +968,12 @@ impl Ledger {
                 if replaced_by(&slot.op).is_some() {
                     tombstone.replaced_by = Some(self.walk(id).0.to_owned());
                 }
+                if self.archive_keep > 0
+                    && tombstone.settled_at.saturating_add(self.archive_ms) > now
+                {
+                    tombstone.whole = Some(Box::new(slot.op.clone()));
+                    self.archived_since_trim += 1;
+                }
                 slice.victims.insert(id.clone());
                 slice.tombstones.push(tombstone);
             }
@@ -864,6 +983,7 @@ impl Ledger {
             // Nothing may go anywhere in the queue: none runs until something settles. (A
             // busy window with nothing leaves the next slice to look further.)
             self.stalled = covered;
+            self.trim_archive(now, &mut slice);
             return slice;
         }
         // The other current copies in the pages that go are written again, into new pages.
@@ -901,7 +1021,24 @@ impl Ledger {
         {
             slice.trim = Some(TombstoneTrim::at(now, &self.retain));
         }
+        self.trim_archive(now, &mut slice);
         slice
+    }
+
+    /// The archive: past its count or its age, by key ranges (a cursor step over the keys it
+    /// keeps), every `ARCHIVE_TRIM_EVERY` archived and with every tombstone trim (each open).
+    fn trim_archive(&mut self, now: Millis, slice: &mut Slice) {
+        // A small archive is trimmed at each addition (exact), a large one every so often.
+        let every = ARCHIVE_TRIM_EVERY.min(self.archive_keep.max(1));
+        if slice.trim.is_some() || self.archived_since_trim >= every {
+            self.archived_since_trim = 0;
+            slice.archive_trim = Some(TombstoneTrim {
+                below: now
+                    .saturating_sub(self.archive_ms)
+                    .saturating_mul(KEYS_PER_MS),
+                keep: self.archive_keep,
+            });
+        }
     }
 
     /// Whether `op` may be compacted now (see [`Ledger::slice`]).
@@ -994,6 +1131,10 @@ impl Ledger {
         if self.in_flight.as_ref().is_some_and(|batch| batch.no == no) {
             if let Some(batch) = self.in_flight.take() {
                 self.pages.confirm(&batch.plan);
+                // A page gone frees the settled copies it held for a slice that skipped them.
+                if !batch.plan.dropped.is_empty() {
+                    self.stalled = false;
+                }
                 self.durably_compacted = (batch.compacted, batch.dropped_requests);
                 for (id, home) in batch.homes {
                     if let Some(slot) = self.operations.get_mut(&id) {
@@ -1026,6 +1167,7 @@ impl Ledger {
             }
             self.last_tombstone_key = self.last_tombstone_key.max(tombstone.key);
             self.tombstone_count += 1;
+            self.written_tombstones += 1;
             self.keep_tombstone(tombstone);
         }
         self.tombstone_count = self.tombstone_count.min(self.retain.tombstones as u64);
@@ -1191,6 +1333,9 @@ impl Ledger {
         event.seq = self.meta.last_event_seq;
         self.events.push_back(event.clone());
         self.dirty.events.push(event);
+        if let Some(below) = self.event_floor.take() {
+            self.dirty.trim_below = self.dirty.trim_below.max(Some(below));
+        }
         while self.events.len() > self.event_limit {
             if let Some(dropped) = self.events.pop_front() {
                 self.dirty.trim_below = Some(dropped.seq + 1);
@@ -1222,6 +1367,7 @@ struct Slice {
     survivors: Vec<(String, u64)>,
     requests: BTreeSet<String>,
     trim: Option<TombstoneTrim>,
+    archive_trim: Option<TombstoneTrim>,
 }
 
 impl Slice {

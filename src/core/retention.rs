@@ -1,12 +1,18 @@
 //! Retention (SPEC §7): how long settled operations stay whole, and the tombstones that stay
 //! once they are compacted.
 //!
-//! A settled operation stays whole while it is both among the newest `settled` settled
-//! operations and younger than `settled_ms` (by its settlement time). Past either limit it
-//! is *compacted*: its operation record (or page copy), its request once every operation of
-//! that request is compacted, and its blob are deleted, and a [`Tombstone`] is written in
-//! their place. Tombstones are bounded too: at most `tombstones` of them, none older than
-//! `tombstone_ms`; past that they are deleted and the id is forgotten.
+//! A settled operation leaves the ledger's working stores as soon as it may (issue 38: an
+//! open reads no settled history): it is *compacted* in the batch that records its settlement
+//! or within about a second of it — its operation record (or page copy), its request once
+//! every operation of that request is compacted, and its blob are deleted, and a
+//! [`Tombstone`] is written in their place. It stays *whole* in the archive (the `settled`
+//! store, keyed by its tombstone's key, read only by a look-up such as `known(ids)`) while it
+//! is both among the newest `settled` settled operations and younger than `settled_ms`; the
+//! archive is trimmed by key ranges ([`TombstoneTrim`]). What stays in the ledger past its
+//! settlement: an operation an unsettled one depends on (or whose replacement chain is
+//! unsettled), the one holding the highest sequence, and one whose page still holds current
+//! copies of others while work goes on. Tombstones are bounded too: at most `tombstones` of
+//! them, none older than `tombstone_ms`; past that they are deleted and the id is forgotten.
 //!
 //! The ledger ([`crate::core::ledger::Ledger`]) picks what to compact in slices of at most
 //! [`SLICE_LIMIT`] operations: in a batch of its own while the scheduler is quiet, and with a
@@ -29,6 +35,10 @@ pub const SCAN_LIMIT: usize = 4 * SLICE_LIMIT;
 /// Most operations a slice rewrites into new pages: the other current copies of the pages it
 /// deletes (a page holds at most 256, so one page always fits).
 pub const REWRITE_LIMIT: usize = 512;
+
+/// The archive is trimmed (by count and age) once this many operations were archived since
+/// the last trim, and with every tombstone trim.
+pub const ARCHIVE_TRIM_EVERY: usize = 64;
 
 /// Tombstone keys per millisecond: a key is `time · KEYS_PER_MS`, raised past the last key.
 pub const KEYS_PER_MS: u64 = 1024;
@@ -78,7 +88,7 @@ impl RetentionPolicy {
 }
 
 /// What stays of a compacted operation.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct Tombstone {
     /// Its key in the tombstone store (see [`tombstone_key`]).
     pub key: u64,
@@ -98,6 +108,10 @@ pub struct Tombstone {
     /// it was compacted. A dependency on it is that operation's (it never reached the server),
     /// so its `discarded` is not the host's discard (K1).
     pub replaced_by: Option<String>,
+    /// The operation whole, while the archive keeps it (the newest `settled` settled
+    /// operations younger than `settled_ms`): written to the `settled` store under `key` by
+    /// the batch that compacts it, read back by a look-up. Not part of the tombstone's record.
+    pub whole: Option<Box<Operation>>,
 }
 
 crate::json_record!(Tombstone {
@@ -127,6 +141,7 @@ impl Tombstone {
             settlement: outcome.settlement,
             settled_at: outcome.at,
             replaced_by: None,
+            whole: None,
         })
     }
 

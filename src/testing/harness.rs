@@ -237,6 +237,15 @@ impl<H: Host> Harness<H> {
         Some(order)
     }
 
+    /// The operation whole as `operation(id)` answers it: in the ledger, or compacted with
+    /// its archived copy at hand (retention).
+    pub fn operation(&self, id: &str) -> Option<crate::core::model::Operation> {
+        match self.scheduler.known(id)? {
+            crate::core::scheduler::Known::Operation(op) => Some(*op),
+            crate::core::scheduler::Known::Tombstone(_) => None,
+        }
+    }
+
     /// Moves time forward, firing the timer whenever it is due.
     pub fn advance(&mut self, delta: Millis) {
         let target = self.now + delta;

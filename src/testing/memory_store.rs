@@ -25,6 +25,8 @@ pub struct MemoryStore {
     meta: LedgerMeta,
     /// Tombstones of compacted operations, by key (as the browser store keeps them).
     tombstones: BTreeMap<u64, Tombstone>,
+    /// The archive: settled operations whole, keyed as their tombstones (`settled` store).
+    archive: BTreeMap<u64, Operation>,
     /// Upload blobs stored (their ids).
     pub blobs: BTreeSet<String>,
     /// Batches written.
@@ -64,6 +66,7 @@ impl MemoryStore {
                 .collect(),
             meta: snapshot.meta,
             tombstones: BTreeMap::new(),
+            archive: BTreeMap::new(),
             blobs: BTreeSet::new(),
             writes: 0,
             volatile: None,
@@ -101,13 +104,26 @@ impl MemoryStore {
     }
 
     /// The stored tombstones of `ids` (looked up by id, as an enqueue does).
+    /// Each carries its archived copy when the archive still has it.
     pub fn tombstones_of<'a>(&self, ids: impl IntoIterator<Item = &'a str>) -> Vec<Tombstone> {
         let ids: BTreeSet<&str> = ids.into_iter().collect();
         self.tombstones
             .values()
             .filter(|t| ids.contains(t.id.as_str()))
-            .cloned()
+            .map(|t| Tombstone {
+                whole: self
+                    .archive
+                    .get(&t.key)
+                    .filter(|op| op.intent.id == t.id)
+                    .map(|op| Box::new(op.clone())),
+                ..t.clone()
+            })
             .collect()
+    }
+
+    /// Every archived operation, by key.
+    pub fn archived(&self) -> impl Iterator<Item = &Operation> {
+        self.archive.values()
     }
 
     /// Every stored tombstone, by key.
@@ -209,17 +225,17 @@ impl MemoryStore {
         }
         for tombstone in &batch.tombstones {
             self.tombstones.retain(|_, t| t.id != tombstone.id);
-            self.tombstones.insert(tombstone.key, tombstone.clone());
+            let mut stored = tombstone.clone();
+            if let Some(whole) = stored.whole.take() {
+                self.archive.insert(stored.key, *whole);
+            }
+            self.tombstones.insert(tombstone.key, stored);
         }
         if let Some(trim) = &batch.trim_tombstones {
-            self.tombstones = self.tombstones.split_off(&trim.below);
-            let excess = self.tombstones.len().saturating_sub(trim.keep);
-            let cut = self.tombstones.keys().nth(excess).copied();
-            if let Some(cut) = cut {
-                self.tombstones = self.tombstones.split_off(&cut);
-            } else {
-                self.tombstones.clear();
-            }
+            trim_map(&mut self.tombstones, trim);
+        }
+        if let Some(trim) = &batch.trim_archive {
+            trim_map(&mut self.archive, trim);
         }
         self.writes += 1;
         PersistResult::Done {
@@ -283,5 +299,15 @@ impl MemoryStore {
             code,
             "simulated storage failure",
         )))
+    }
+}
+
+/// Deletes every entry keyed below `trim.below`, then all but the newest `trim.keep`.
+fn trim_map<V>(map: &mut BTreeMap<u64, V>, trim: &crate::core::retention::TombstoneTrim) {
+    *map = map.split_off(&trim.below);
+    let excess = map.len().saturating_sub(trim.keep);
+    match map.keys().nth(excess).copied() {
+        Some(cut) => *map = map.split_off(&cut),
+        None => map.clear(),
     }
 }

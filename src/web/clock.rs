@@ -43,6 +43,16 @@ extern "C" {
     fn math_random() -> Result<JsValue, JsValue>;
 }
 
+/// Resolves after about `ms` (the global `setTimeout`; at once if it cannot be armed).
+pub async fn sleep(ms: i32) {
+    let promise = js_sys::Promise::new(&mut |resolve, _| {
+        if set_timeout(&resolve, ms).is_err() {
+            let _ = resolve.call0(&JsValue::UNDEFINED);
+        }
+    });
+    let _ = wasm_bindgen_futures::JsFuture::from(promise).await;
+}
+
 thread_local! {
     /// The last finite `Date.now()` read.
     static LAST_NOW: Cell<f64> = const { Cell::new(0.0) };

@@ -52,7 +52,9 @@ async fn a_compacted_operation_answers_its_tombstone_and_stats_count_it() {
         Err(error) => panic!("open failed: {}", code_of(&error)),
     };
     scheduler.start().expect("start");
-    for id in ["a", "b"] {
+    // c holds the highest sequence (stays in the ledger); a and b are compacted as they
+    // settle, and the archive keeps the newest one (b) whole.
+    for id in ["a", "b", "c"] {
         let intent = js(&format!(
             "({{ id: '{run}-{id}', operationType: 'shape.upsert', canvasIds: ['c'], payload: {{}} }})"
         ));
@@ -83,11 +85,11 @@ async fn a_compacted_operation_answers_its_tombstone_and_stats_count_it() {
     assert_eq!(
         field(&b, "phase").as_string().as_deref(),
         Some("resolved"),
-        "kept whole"
+        "kept whole in the archive"
     );
     let stats = scheduler.stats();
-    assert_eq!(field(&stats, "settledKept").as_f64(), Some(1.0));
-    assert_eq!(field(&stats, "tombstones").as_f64(), Some(1.0));
+    assert_eq!(field(&stats, "settledKept").as_f64(), Some(2.0), "b and c");
+    assert_eq!(field(&stats, "tombstones").as_f64(), Some(2.0), "a and b");
     let known = JsFuture::from(scheduler.known(js(&format!("['{a}', 'never']"))))
         .await
         .expect("known");
@@ -128,8 +130,9 @@ async fn a_compacted_operation_after_a_reload_answers_operation_once_known_looke
     };
     let first = open().await;
     first.start().expect("start");
-    // `b` settles after `a`: one settled operation is kept whole, so `a` is compacted.
-    for id in ["a", "b"] {
+    // Compacted as they settle but for c (the highest sequence); the archive keeps the newest
+    // one whole (b), so `a` is only a tombstone.
+    for id in ["a", "b", "c"] {
         let intent = js(&format!(
             "({{ id: '{run}-{id}', operationType: 'shape.upsert', canvasIds: ['c'], payload: {{}} }})"
         ));
@@ -167,5 +170,24 @@ async fn a_compacted_operation_after_a_reload_answers_operation_once_known_looke
     // Looked up, it is at hand: `operation(id)` answers what `known` gave.
     let stringify = |v: &JsValue| js_sys::JSON::stringify(v).ok().and_then(|s| s.as_string());
     assert_eq!(stringify(&second.operation(&a)), stringify(&tombstone));
+    // Issue 38: b is still in the archive: read whole, though the open read none of it.
+    let b = format!("{run}-b");
+    assert!(
+        second.operation(&b).is_undefined(),
+        "the open read no settled history"
+    );
+    let known = JsFuture::from(second.known(js(&format!("['{b}']"))))
+        .await
+        .expect("known");
+    let whole = js_sys::Array::from(&known).get(0);
+    assert_eq!(
+        field(&whole, "phase").as_string().as_deref(),
+        Some("resolved")
+    );
+    assert_eq!(
+        field(&field(&whole, "intent"), "id").as_string().as_deref(),
+        Some(b.as_str())
+    );
+    assert_eq!(stringify(&second.operation(&b)), stringify(&whole));
     second.stop();
 }

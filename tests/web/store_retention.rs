@@ -306,6 +306,7 @@ async fn tombstones_are_paged_looked_up_by_id_and_trimmed_by_age_and_count() {
         settlement: Settlement::Rejected,
         settled_at: key,
         replaced_by: None,
+        whole: None,
     };
     let done = assert_done;
     // Two records of a version-7 build, then two batches that compact: a page each.
@@ -417,6 +418,7 @@ fn applied_tombstone(key: u64, id: String) -> Tombstone {
         settlement: Settlement::Applied,
         settled_at: key,
         replaced_by: None,
+        whole: None,
     }
 }
 

@@ -92,6 +92,7 @@ pub fn batch(fence: Option<u64>) -> PersistBatch {
         drop_requests: vec![],
         drop_blobs: vec![],
         trim_tombstones: None,
+        trim_archive: None,
         relaxed: false,
     }
 }

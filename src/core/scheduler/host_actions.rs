@@ -134,16 +134,12 @@ impl<H: Host> Scheduler<H> {
         now: Millis,
         operation_id: &str,
     ) -> Result<FlushOutcome, SchedulerError> {
-        let op = self
-            .ledger
-            .operation(operation_id)
-            .cloned()
-            .ok_or_else(|| {
-                SchedulerError::new(
-                    ErrorCode::UnknownOperation,
-                    format!("no operation {operation_id}"),
-                )
-            })?;
+        let op = self.operation_view(operation_id).cloned().ok_or_else(|| {
+            SchedulerError::new(
+                ErrorCode::UnknownOperation,
+                format!("no operation {operation_id}"),
+            )
+        })?;
         if self.is_closed() {
             return Err(SchedulerError::new(
                 ErrorCode::SchedulerClosed,
@@ -489,6 +485,10 @@ impl<H: Host> Scheduler<H> {
     fn check_host_action(&self, operation_id: &str) -> Result<(), SchedulerError> {
         self.check_writable()?;
         if self.ledger.operation(operation_id).is_none() {
+            // Compacted (its tombstone at hand): settled, as a whole one would say.
+            if self.ledger.tombstone(operation_id).is_some() {
+                return Err(invalid_state(operation_id, "it is already resolved"));
+            }
             return Err(unknown(operation_id));
         }
         Ok(())

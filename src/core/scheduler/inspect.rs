@@ -6,7 +6,7 @@ use crate::core::collections::str_map::StrMap;
 use super::{Lifecycle, Scheduler, Stage};
 use crate::core::error::{ErrorCode, SchedulerError};
 use crate::core::host::Host;
-use crate::core::model::{Millis, OperationPhase, UPLOAD_KIND};
+use crate::core::model::{Millis, Operation, OperationPhase, UPLOAD_KIND};
 
 /// Why an operation is where it is (D3).
 #[derive(Clone, Debug, PartialEq)]
@@ -169,6 +169,23 @@ crate::json_record!(Compacted write_only {
     principal: "principal" skip,
 });
 
+impl Compacted {
+    /// The settled record a tab reports for it when nothing more is known: its id, resolved,
+    /// with its outcome (no request, error or canonical answer: the tombstone keeps none).
+    pub fn settled_record(&self) -> Operation {
+        let mut op = Operation::default();
+        op.intent.id.clone_from(&self.id);
+        op.intent.principal.clone_from(&self.principal);
+        op.phase = OperationPhase::Resolved;
+        op.outcome = Some(Box::new(crate::core::model::OperationOutcome {
+            settlement: self.outcome,
+            at: self.settled_at,
+            ..Default::default()
+        }));
+        op
+    }
+}
+
 impl From<&crate::core::retention::Tombstone> for Compacted {
     fn from(t: &crate::core::retention::Tombstone) -> Self {
         Self {
@@ -185,12 +202,19 @@ impl<H: Host> Scheduler<H> {
     /// The operation `id` whole, or its tombstone when it was compacted and the tombstone is
     /// at hand (compacted in this session, or looked up: see `learn_tombstones`).
     pub fn known(&self, id: &str) -> Option<Known> {
-        if let Some(op) = self.ledger.operation(id) {
+        if let Some(op) = self.operation_view(id) {
             return Some(Known::Operation(Box::new(op.clone())));
         }
         self.ledger
             .tombstone(id)
             .map(|t| Known::Tombstone(Compacted::from(t)))
+    }
+
+    /// The operation `id` whole: in the ledger, or compacted with its archived copy at hand.
+    pub(super) fn operation_view(&self, id: &str) -> Option<&Operation> {
+        self.ledger
+            .operation(id)
+            .or_else(|| self.ledger.tombstone(id)?.whole.as_deref())
     }
 
     /// A gate that stops everything, if any (in D2's words).
@@ -215,7 +239,7 @@ impl<H: Host> Scheduler<H> {
 
     /// D3: explains one operation; an unknown id is an error.
     pub fn explain(&self, now: Millis, operation_id: &str) -> Result<Explanation, SchedulerError> {
-        let op = self.ledger.operation(operation_id).ok_or_else(|| {
+        let op = self.operation_view(operation_id).ok_or_else(|| {
             SchedulerError::new(
                 ErrorCode::UnknownOperation,
                 format!("no operation {operation_id}"),
@@ -377,7 +401,7 @@ impl<H: Host> Scheduler<H> {
             idle_reason: self.idle_reason(),
             leader: self.is_leader(),
             owner: self.config.owner.clone(),
-            settled_kept: self.ledger.settled_count(),
+            settled_kept: self.ledger.settled_count() + self.ledger.archived_count(),
             tombstones: self.ledger.tombstone_count(),
             fence: self.lease.fence,
             leader_owner: self.is_leader().then(|| self.config.owner.clone()),

@@ -40,6 +40,9 @@ pub(super) fn add_dependents(
 /// the rest waits for a quiet moment).
 const BUSY_SLICE_MS: Millis = 250;
 
+/// Settled operations in the working stores past which every batch carries a slice.
+const COMPACT_BACKLOG: usize = 32;
+
 impl<H: Host> Scheduler<H> {
     /// Adds an operation to the dependents index (once) and queues it if ready.
     pub(super) fn index(&mut self, id: &str) {
@@ -473,8 +476,12 @@ impl<H: Host> Scheduler<H> {
             .persist
             .busy_slice_at
             .is_none_or(|at| now >= at.saturating_add(BUSY_SLICE_MS));
+        // Past COMPACT_BACKLOG settled operations a slice goes with the next batch anyway:
+        // tombstone pages stay a few dozen long, and a tab closed right after a burst leaves
+        // few settled operations for the next open to read.
+        let backlog = self.ledger.settled_count() >= COMPACT_BACKLOG;
         let compact = (self.is_leader()
-            && (quiet || busy_due || self.config.retain.keeps_nothing())
+            && (quiet || busy_due || backlog || self.config.retain.keeps_nothing())
             && self.ledger.wants_compaction(now))
         .then_some(Compact {
             now,

@@ -32,6 +32,9 @@ use crate::web::store::{unavailable, AcquireError, IdbLedger};
 use crate::web::transport::FetchTransport;
 use crate::web::wake::{is_online, WakeReason, WakeSignals};
 
+/// How long after an open the stored tombstones are counted (issue 38: off the open's path).
+const COUNT_AFTER_MS: i32 = 100;
+
 pub use adopt::Adoption;
 pub use host::WebHost;
 pub(crate) use promise::Signal;
@@ -173,13 +176,20 @@ impl Driver {
             state: Rc::new(RefCell::new(state)),
             key,
         };
-        // Retention: counted after the load, in a transaction begun now (it sees what the
-        // load saw), so open + start never wait for IndexedDB to walk the tombstones.
-        let counted = driver.store().count_tombstones();
+        // Retention: the tombstones are counted (and the index of their pages filled) a
+        // moment after the open, off its path (issue 38: an open reads no settled history).
+        // The count sees what this session wrote before it began: that part is subtracted.
         let weak = Rc::downgrade(&driver.state);
+        let store = driver.store();
         spawn(async move {
+            crate::web::clock::sleep(COUNT_AFTER_MS).await;
+            let Some(state) = weak.upgrade() else { return };
+            let written = state.borrow().scheduler.ledger().tombstones_written();
+            drop(state);
+            let counted = store.count_tombstones();
             if let (Some(count), Some(state)) = (counted.await, weak.upgrade()) {
-                state.borrow_mut().scheduler.add_tombstone_count(count);
+                let stored = count.saturating_sub(written);
+                state.borrow_mut().scheduler.add_tombstone_count(stored);
             }
         });
         driver.watch_wake_signals();
@@ -309,7 +319,11 @@ impl Driver {
                 .map(|id| {
                     state.scheduler.known(id).or_else(|| {
                         let at = found.binary_search_by(|t| t.id.as_str().cmp(id)).ok()?;
-                        Some(Known::Tombstone(Compacted::from(&found[at])))
+                        // Whole while the archive keeps it, else its tombstone.
+                        Some(match &found[at].whole {
+                            Some(op) => Known::Operation(op.clone()),
+                            None => Known::Tombstone(Compacted::from(&found[at])),
+                        })
                     })
                 })
                 .collect()

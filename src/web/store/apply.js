@@ -11,7 +11,9 @@ import { HASHES, putPage } from "./requests.js";
 // writes their hashes): 3 = keep only the newest `key` tombstones (cursors whose steps are
 // issued from their callbacks, so such a batch commits by itself once they are done instead
 // of calling commit()), 4 = delete every tombstone below `key` (single records keyed below it,
-// and pages whose newest is), 5 = put the page `value` of newest key `key`.
+// and pages whose newest is), 5 = put the page `value` of newest key `key`; on a store of
+// number keys (the archive, `settled`): 6 = keep only the newest `key` records (one cursor
+// step, then a range delete; stepping as 3 does).
 //
 // Resolves (never rejects) to 0 (committed), 1 (refused at the lease read), or the
 // DOMException (or other error) that aborted the transaction. Numbers, not strings: Rust reads
@@ -93,7 +95,10 @@ function issue(tx, read, leaseStore, leaseKey, writes, decide, abortInstead, res
       store.delete(IDBKeyRange.bound([], [writes[i + 2]], false, true));
       tx.objectStore(HASHES).delete(IDBKeyRange.upperBound(writes[i + 2], true));
     } else if (op === 5) putPage(store, tx.objectStore(HASHES), writes[i + 2], writes[i + 3]);
-    else {
+    else if (op === 6) {
+      keepNewestKeys(store, writes[i + 2]);
+      stepping = true;
+    } else {
       keepNewest(store, tx.objectStore(HASHES), writes[i + 2]);
       stepping = true;
     }
@@ -118,6 +123,31 @@ function issue(tx, read, leaseStore, leaseKey, writes, decide, abortInstead, res
     } catch (error) {
       tx.abort();
     }
+  };
+}
+
+// Deletes every record of `store` but the newest `keep`: a reverse key cursor steps over the
+// ones kept in one `advance`, and everything from where it lands down goes in one range delete.
+/**
+ * @param {IDBObjectStore} store
+ * @param {number} keep
+ */
+function keepNewestKeys(store, keep) {
+  if (keep === 0) {
+    store.clear();
+    return;
+  }
+  const cursor = store.openKeyCursor(null, "prev");
+  let stepped = false;
+  cursor.onsuccess = () => {
+    const at = cursor.result;
+    if (at === null) return;
+    if (!stepped) {
+      stepped = true;
+      at.advance(keep);
+      return;
+    }
+    store.delete(IDBKeyRange.upperBound(at.key));
   };
 }
 

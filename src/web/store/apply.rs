@@ -19,7 +19,7 @@ use wasm_bindgen_futures::JsFuture;
 use super::codec::{decode, page_value, to_js};
 use super::errors::js_error;
 use super::schema::{
-    BLOBS, EVENTS, LEASE, LEASE_KEY, OPERATIONS, OPERATION_PAGES, REQUESTS, TOMBSTONES,
+    BLOBS, EVENTS, LEASE, LEASE_KEY, OPERATIONS, OPERATION_PAGES, REQUESTS, SETTLED, TOMBSTONES,
     TOMBSTONE_HASHES,
 };
 use super::{IdbLedger, StoreFault};
@@ -70,6 +70,8 @@ const KEEP_NEWEST: f64 = 3.0;
 const TOMBSTONES_BELOW: f64 = 4.0;
 /// Put the tombstone page `value` (their JSON text) whose newest key is `key`.
 const TOMBSTONE_PAGE: f64 = 5.0;
+/// Keep only the newest `key` records of a store with number keys (the archive).
+const KEEP_NEWEST_KEYS: f64 = 6.0;
 
 /// `apply.js`'s answers besides an error: committed, or refused at the lease read.
 const DONE: f64 = 0.0;
@@ -80,7 +82,7 @@ const REFUSED: f64 = 1.0;
 const BATCH_STORES: [&str; 5] = [LEASE, OPERATION_PAGES, OPERATIONS, REQUESTS, EVENTS];
 
 /// Every name `apply.js` is given, in one order.
-const NAMES: [&str; 8] = [
+const NAMES: [&str; 9] = [
     LEASE,
     LEASE_KEY,
     OPERATION_PAGES,
@@ -89,6 +91,7 @@ const NAMES: [&str; 8] = [
     EVENTS,
     TOMBSTONES,
     BLOBS,
+    SETTLED,
 ];
 
 thread_local! {
@@ -178,6 +181,26 @@ fn encode(batch: &PersistBatch) -> Result<Array, SafeError> {
             to_js(&batch.tombstones)?,
         );
     }
+    // The archive: each compacted operation the policy keeps whole, under its tombstone's key.
+    for tombstone in &batch.tombstones {
+        if let Some(whole) = &tombstone.whole {
+            push(PUT, SETTLED, number(tombstone.key), to_js(whole.as_ref())?);
+        }
+    }
+    if let Some(trim) = &batch.trim_archive {
+        push(
+            DELETE_BELOW,
+            SETTLED,
+            number(trim.below),
+            JsValue::UNDEFINED,
+        );
+        push(
+            KEEP_NEWEST_KEYS,
+            SETTLED,
+            number(trim.keep as u64),
+            JsValue::UNDEFINED,
+        );
+    }
     for id in &batch.drop_requests {
         push(DELETE, REQUESTS, JsValue::from_str(id), JsValue::UNDEFINED);
     }
@@ -191,12 +214,15 @@ fn encode(batch: &PersistBatch) -> Result<Array, SafeError> {
             number(trim.below),
             JsValue::UNDEFINED,
         );
-        push(
-            KEEP_NEWEST,
-            TOMBSTONES,
-            number(trim.keep as u64),
-            JsValue::UNDEFINED,
-        );
+        // `usize::MAX`: by age only (an open's trim, before the tombstones are counted).
+        if trim.keep != usize::MAX {
+            push(
+                KEEP_NEWEST,
+                TOMBSTONES,
+                number(trim.keep as u64),
+                JsValue::UNDEFINED,
+            );
+        }
     }
     Ok(writes)
 }
@@ -385,6 +411,10 @@ fn scope(batch: &PersistBatch) -> Vec<&'static str> {
         ),
         (TOMBSTONES, tombstones),
         (TOMBSTONE_HASHES, tombstones),
+        (
+            SETTLED,
+            batch.trim_archive.is_some() || batch.tombstones.iter().any(|t| t.whole.is_some()),
+        ),
         (BLOBS, !batch.drop_blobs.is_empty()),
     ];
     stores.extend(

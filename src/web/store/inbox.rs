@@ -13,11 +13,14 @@ use super::codec::{decode, page_text};
 use super::errors::{js_error, unavailable};
 use super::requests::{get, index_get_all, PageRead, Tx};
 use super::schema::{BY_OPERATION, INBOX, OPERATIONS, OPERATION_PAGES, QUARANTINE, REQUESTS};
+use super::tombstones::{look_up_in, LOOK_UP_STORES};
 use super::IdbLedger;
 use crate::core::error::{ErrorCode, SchedulerError};
 use crate::core::intent::{same_intent, IntentInput};
 use crate::core::model::{FrozenRequest, Millis, Operation};
 use crate::core::packed::decode_page;
+use crate::core::retention::Tombstone;
+use crate::core::scheduler::{Compacted, Known};
 
 /// One `enqueue`/`enqueueMany` call of a tab that does not dispatch.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -122,6 +125,9 @@ pub struct StoredOperation {
     pub request_blocked: Option<String>,
     /// Whether the inbox still holds it.
     pub queued: bool,
+    /// Settled and compacted (issue 38: settled operations leave the working stores): its
+    /// tombstone; `operation` is then its archived record while the archive keeps it.
+    pub compacted: Option<Compacted>,
 }
 
 impl IdbLedger {
@@ -139,12 +145,23 @@ impl IdbLedger {
     pub async fn append_inbox(
         &self,
         mut entry: InboxEntry,
-    ) -> Result<(bool, Vec<Operation>), SchedulerError> {
+    ) -> Result<(bool, Vec<Known>), SchedulerError> {
         let db = self.db().map_err(unavailable)?;
         let tx = self
-            .begin(&db, &[OPERATIONS, OPERATION_PAGES, INBOX], true)
+            .begin(
+                &db,
+                &[
+                    OPERATIONS,
+                    OPERATION_PAGES,
+                    INBOX,
+                    LOOK_UP_STORES[0],
+                    LOOK_UP_STORES[1],
+                    LOOK_UP_STORES[2],
+                ],
+                true,
+            )
             .map_err(unavailable)?;
-        match check_and_add(&tx, &mut entry).await {
+        match check_and_add(&tx, &mut entry, &self.tombstone_index).await {
             Ok(appended) => self
                 .finish(tx)
                 .await
@@ -171,7 +188,19 @@ impl IdbLedger {
     ) -> Result<Vec<StoredOperation>, SchedulerError> {
         let db = self.db().map_err(unavailable)?;
         let tx = self
-            .begin(&db, &[OPERATIONS, OPERATION_PAGES, REQUESTS, INBOX], false)
+            .begin(
+                &db,
+                &[
+                    OPERATIONS,
+                    OPERATION_PAGES,
+                    REQUESTS,
+                    INBOX,
+                    LOOK_UP_STORES[0],
+                    LOOK_UP_STORES[1],
+                    LOOK_UP_STORES[2],
+                ],
+                false,
+            )
             .map_err(unavailable)?;
         let requests = tx.store(REQUESTS).map_err(js)?;
         let queued = BTreeSet::from_iter(
@@ -201,7 +230,24 @@ impl IdbLedger {
                 operation,
                 request_blocked,
                 queued: queued.contains(id),
+                compacted: None,
             });
+        }
+        // Not in the working stores: settled and compacted, if its tombstone says so.
+        let missing: Vec<String> = ids
+            .iter()
+            .zip(&found)
+            .filter(|(_, f)| f.operation.is_none() && !f.queued)
+            .map(|(id, _)| id.clone())
+            .collect();
+        let tombstones = look_up_in(&tx, &self.tombstone_index, &missing)
+            .await
+            .map_err(js)?;
+        for (id, slot) in ids.iter().zip(found.iter_mut()) {
+            if let Some(t) = tombstones.iter().find(|t| t.id == *id) {
+                slot.operation = t.whole.as_deref().cloned();
+                slot.compacted = Some(Compacted::from(t));
+            }
         }
         Ok(found)
     }
@@ -293,7 +339,8 @@ pub(super) async fn read_queued(
 async fn check_and_add(
     tx: &Tx,
     entry: &mut InboxEntry,
-) -> Result<(bool, Vec<Operation>), SchedulerError> {
+    pages: &JsValue,
+) -> Result<(bool, Vec<Known>), SchedulerError> {
     // With the principal each was enqueued under: the same id under another principal is
     // another operation (K3), never the same intent again.
     let queued = read_queued(tx).await?;
@@ -301,21 +348,43 @@ async fn check_and_add(
     // Each fresh intent's index in the call (errors name it).
     let mut at_index = Vec::with_capacity(entry.intents.len());
     let mut present = Vec::new();
-    for (index, input) in std::mem::take(&mut entry.intents).into_iter().enumerate() {
-        let stored = stored_operation(tx, &input.id).await?;
-        let same = match (&stored, queued.iter().find(|(_, q)| q.id == input.id)) {
-            (Some(Some(operation)), _) => Some(
+    let intents = std::mem::take(&mut entry.intents);
+    let mut stored_of = Vec::with_capacity(intents.len());
+    for input in &intents {
+        stored_of.push(stored_operation(tx, &input.id).await?);
+    }
+    // Settled and compacted (issue 38): known by their tombstones, read in this transaction.
+    let missing: Vec<String> = intents
+        .iter()
+        .zip(&stored_of)
+        .filter(|(input, stored)| stored.is_none() && !queued.iter().any(|(_, q)| q.id == input.id))
+        .map(|(input, _)| input.id.clone())
+        .collect();
+    let tombstones = look_up_in(tx, pages, &missing).await.map_err(js)?;
+    for (index, (input, stored)) in intents.into_iter().zip(stored_of).enumerate() {
+        let tombstone = tombstones.iter().find(|t| t.id == input.id);
+        let same = match (
+            &stored,
+            queued.iter().find(|(_, q)| q.id == input.id),
+            tombstone,
+        ) {
+            (Some(Some(operation)), _, _) => Some(
                 same_intent(&operation.intent, &input)
                     && operation.intent.principal == entry.principal,
             ),
-            (Some(None), _) => Some(false),
-            (None, Some((principal, queued))) => {
+            (Some(None), _, _) => Some(false),
+            (None, Some((principal, queued)), _) => {
                 Some(*queued == input && *principal == entry.principal)
             }
-            (None, None) => None,
+            (None, None, Some(t)) => Some(t.matches(&input) && t.principal == entry.principal),
+            (None, None, None) => None,
         };
+        let stored = stored
+            .flatten()
+            .map(|op| Known::Operation(Box::new(op)))
+            .or_else(|| tombstone.map(known_of));
         match same {
-            Some(true) => present.extend(stored.flatten()),
+            Some(true) => present.extend(stored),
             Some(false) => {
                 return Err(SchedulerError::new(
                     ErrorCode::DuplicateOperation,
@@ -337,18 +406,28 @@ async fn check_and_add(
     for input in fresh.iter().chain(queued.iter().map(|(_, q)| q)) {
         known.insert(input.id.clone());
     }
+    let mut unknown: Vec<(String, usize, String)> = Vec::new();
     for (input, &index) in fresh.iter().zip(&at_index) {
         for dependency in &input.dependencies {
             if !known.contains(dependency.as_str())
                 && stored_operation(tx, dependency).await?.is_none()
             {
-                return Err(SchedulerError::new(
-                    ErrorCode::UnknownDependency,
-                    format!("operation {} depends on unknown {dependency}", input.id),
-                )
-                .of_intent(index));
+                unknown.push((dependency.clone(), index, input.id.clone()));
             }
         }
+    }
+    // A dependency settled and compacted is known by its tombstone.
+    let asked: Vec<String> = unknown.iter().map(|(d, _, _)| d.clone()).collect();
+    let compacted = look_up_in(tx, pages, &asked).await.map_err(js)?;
+    if let Some((dependency, index, id)) = unknown
+        .into_iter()
+        .find(|(d, _, _)| !compacted.iter().any(|t| t.id == *d))
+    {
+        return Err(SchedulerError::new(
+            ErrorCode::UnknownDependency,
+            format!("operation {id} depends on unknown {dependency}"),
+        )
+        .of_intent(index));
     }
     if fresh.is_empty() {
         return Ok((false, present));
@@ -358,4 +437,13 @@ async fn check_and_add(
     let store = tx.store(INBOX).map_err(js)?;
     store.add(&JsValue::from_str(&text)).map_err(js)?;
     Ok((true, present))
+}
+
+/// A settled and compacted operation as `operation(id)` answers it: whole while the archive
+/// keeps it, else its tombstone.
+pub(super) fn known_of(tombstone: &Tombstone) -> Known {
+    match &tombstone.whole {
+        Some(op) => Known::Operation(op.clone()),
+        None => Known::Tombstone(Compacted::from(tombstone)),
+    }
 }

@@ -7,14 +7,17 @@ use std::collections::BTreeSet;
 
 use wasm_bindgen::JsValue;
 
-use super::inbox::{js, read_queued, stored_operation};
+use super::inbox::{js, known_of, read_queued, stored_operation};
 use super::schema::{INBOX, OPERATIONS, OPERATION_PAGES};
+use super::tombstones::{look_up_in, LOOK_UP_STORES};
 use super::{unavailable, IdbLedger, InboxEntry};
 use crate::core::collections::str_map::StrMap;
 use crate::core::error::{ErrorCode, SchedulerError};
 use crate::core::intent::{same_intent, IntentInput};
 use crate::core::model::Operation;
 use crate::core::partial::{partition, Holdings, Verdict};
+use crate::core::retention::Tombstone;
+use crate::core::scheduler::Known;
 use crate::web::store::requests::Tx;
 
 /// What [`IdbLedger::append_inbox_partial`] did.
@@ -26,7 +29,7 @@ pub struct PartialAppend {
     /// Whether an entry was appended (not when every accepted intent was already there).
     pub written: bool,
     /// The operations already in the ledger with the same intent as one accepted.
-    pub present: Vec<Operation>,
+    pub present: Vec<Known>,
 }
 
 /// The durable ledger and the inbox, as the transaction read them for the call's ids.
@@ -38,6 +41,8 @@ struct InboxHoldings {
     queued: Vec<(Option<String>, IntentInput)>,
     /// A queued intent's id → (its place in `queued`, 0): the map `find_cycle` uses.
     queued_at: StrMap<(usize, usize)>,
+    /// Tombstones of the ids neither stored nor queued: settled and compacted (issue 38).
+    compacted: Vec<Tombstone>,
 }
 
 impl Holdings for InboxHoldings {
@@ -52,7 +57,10 @@ impl Holdings for InboxHoldings {
             }
             (Some(None), _) => false,
             (None, Some((principal, queued))) => queued == input && *principal == self.principal,
-            (None, None) => return None,
+            (None, None) => match self.tombstone(&input.id) {
+                Some(t) => t.matches(input) && t.principal == self.principal,
+                None => return None,
+            },
         };
         Some(match same {
             true => Ok(()),
@@ -67,7 +75,9 @@ impl Holdings for InboxHoldings {
     }
 
     fn knows(&self, id: &str) -> bool {
-        self.stored_operation(id).is_some() || self.queued_intent(id).is_some()
+        self.stored_operation(id).is_some()
+            || self.queued_intent(id).is_some()
+            || self.tombstone(id).is_some()
     }
 
     /// The dispatcher assigns sequences when it adopts the entry.
@@ -81,6 +91,10 @@ impl InboxHoldings {
         self.stored.get(id)
     }
 
+    fn tombstone(&self, id: &str) -> Option<&Tombstone> {
+        self.compacted.iter().find(|t| t.id == id)
+    }
+
     fn queued_intent(&self, id: &str) -> Option<&(Option<String>, IntentInput)> {
         let &(at, _) = self.queued_at.get(id)?;
         self.queued.get(at)
@@ -90,6 +104,7 @@ impl InboxHoldings {
     /// of each id the call names (its own and its dependencies).
     async fn read(
         tx: &Tx,
+        pages: &JsValue,
         principal: Option<String>,
         slots: &[Result<IntentInput, SchedulerError>],
     ) -> Result<Self, SchedulerError> {
@@ -115,11 +130,17 @@ impl InboxHoldings {
                 stored.insert(id.clone(), operation);
             }
         }
+        let missing: Vec<String> = looked_up
+            .into_iter()
+            .filter(|id| !stored.contains_key(id) && !queued_at.contains_key(id))
+            .collect();
+        let compacted = look_up_in(tx, pages, &missing).await.map_err(js)?;
         Ok(Self {
             principal,
             stored,
             queued,
             queued_at,
+            compacted,
         })
     }
 }
@@ -141,18 +162,36 @@ impl IdbLedger {
     ) -> Result<PartialAppend, SchedulerError> {
         let db = self.db().map_err(unavailable)?;
         let tx = self
-            .begin(&db, &[OPERATIONS, OPERATION_PAGES, INBOX], true)
+            .begin(
+                &db,
+                &[
+                    OPERATIONS,
+                    OPERATION_PAGES,
+                    INBOX,
+                    LOOK_UP_STORES[0],
+                    LOOK_UP_STORES[1],
+                    LOOK_UP_STORES[2],
+                ],
+                true,
+            )
             .map_err(unavailable)?;
         let appended = async {
-            let holdings = InboxHoldings::read(&tx, entry.principal.clone(), &slots).await?;
+            let holdings =
+                InboxHoldings::read(&tx, &self.tombstone_index, entry.principal.clone(), &slots)
+                    .await?;
             let decided = partition(slots, max_payload_bytes, &holdings);
             let mut present = Vec::new();
             let mut fresh = Vec::new();
             for input in &decided.accepted {
                 match holdings.stored_operation(&input.id) {
-                    Some(operation) => present.extend(operation.clone()),
+                    Some(operation) => {
+                        present.extend(operation.clone().map(|op| Known::Operation(Box::new(op))))
+                    }
                     None if holdings.queued_intent(&input.id).is_some() => {}
-                    None => fresh.push(input.clone()),
+                    None => match holdings.tombstone(&input.id) {
+                        Some(t) => present.push(known_of(t)),
+                        None => fresh.push(input.clone()),
+                    },
                 }
             }
             let written = !fresh.is_empty();

@@ -96,11 +96,11 @@ async fn load(
     let mut loader = LedgerLoader::new();
     // The stored values of records the loader set aside, to move them unchanged.
     let mut raw_values = RawValues::new();
+    // The event log is read when asked for (`events()`, issue 38): only its highest seq here.
     for store in [
         RecordStore::Operations,
         RecordStore::OperationPages,
         RecordStore::Requests,
-        RecordStore::Events,
     ] {
         read_store(
             tx,
@@ -120,6 +120,7 @@ async fn load(
     snapshot.last_tombstone_key = super::tombstones::last_tombstone_key(tx)
         .await
         .map_err(js)?;
+    snapshot.meta.last_event_seq = super::tombstones::last_key(tx, EVENTS).await.map_err(js)?;
     for report in rejected {
         let stored_at = raw_values
             .iter()

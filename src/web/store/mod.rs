@@ -17,6 +17,7 @@ mod blobs;
 pub(crate) mod codec;
 mod connection;
 pub(crate) mod errors;
+pub(crate) mod events;
 mod faults;
 mod inbox;
 mod inbox_partial;

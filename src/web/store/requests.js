@@ -216,16 +216,19 @@ function holds(sorted, hash) {
 }
 
 /**
- * The stored tombstones of `ids`, oldest first, as
- * the JSON text of each: the single records of version 7 under each id (index `byId`), then
- * those of `ids` in every page holding one of the hashes.
- * @param {IDBTransaction} tx over `tombstones` and `tombstone_hashes`
+ * The stored tombstones of `ids`, oldest first, each as `[json, whole]`: the JSON text of the
+ * tombstone and, when `archive` names the archive store and it still holds the operation under
+ * the tombstone's key, the JSON text of the operation whole (else `undefined`). The single
+ * records of version 7 under each id (index `byId`) come first, then those of `ids` in every
+ * page holding one of the hashes.
+ * @param {IDBTransaction} tx over `tombstones`, `tombstone_hashes` and `archive`
  * @param {string} byId
  * @param {PageIndex} index
  * @param {string[]} ids
- * @returns {Promise<string[]>}
+ * @param {string | null} archive
+ * @returns {Promise<[string, string | undefined][]>}
  */
-export async function lookUpTombstones(tx, byId, index, ids) {
+export async function lookUpTombstones(tx, byId, index, ids, archive) {
   const store = tx.objectStore(TOMBSTONES);
   const wanted = ids.map(idHash);
   const source = store.index(byId);
@@ -235,16 +238,29 @@ export async function lookUpTombstones(tx, byId, index, ids) {
   const times = pagesHolding(index, wanted);
   const pages = await Promise.all(times.map((time) => settle(store.get([time]))));
   const asked = new Set(ids);
-  const found = (await records)
-    .filter((record) => typeof record?.json === "string")
-    .map((record) => record.json);
+  /** @type {{json: string, key: unknown}[]} */
+  const found = [];
+  for (const record of await records) {
+    if (typeof record?.json !== "string") continue;
+    let key;
+    try {
+      key = JSON.parse(record.json)?.key;
+    } catch {
+      key = undefined;
+    }
+    found.push({ json: record.json, key });
+  }
   for (const page of pages) {
     if (typeof page !== "string") continue;
     for (const tombstone of JSON.parse(page)) {
-      if (asked.has(tombstone?.id)) found.push(JSON.stringify(tombstone));
+      if (asked.has(tombstone?.id)) found.push({ json: JSON.stringify(tombstone), key: tombstone.key });
     }
   }
-  return found;
+  const shelf = archive === null ? null : tx.objectStore(archive);
+  const wholes = await Promise.all(
+    found.map(({ key }) => (shelf !== null && typeof key === "number" ? settle(shelf.get(key)) : undefined)),
+  );
+  return found.map(({ json }, at) => [json, typeof wholes[at] === "string" ? wholes[at] : undefined]);
 }
 
 /**
@@ -268,11 +284,13 @@ export async function countTombstones(tx, index) {
 }
 
 /**
- * The highest tombstone key stored, 0 when none: one step of a reverse key cursor.
- * @param {IDBObjectStore} store `tombstones`
+ * The highest key stored (of an array key, its first member), 0 when none: one step of a
+ * reverse key cursor (`tombstones`; `events` with `numbers`: only number keys count).
+ * @param {IDBObjectStore} store
+ * @param {boolean} [numbers]
  */
-export async function lastTombstoneKey(store) {
-  const last = await settle(store.openKeyCursor(null, "prev"));
+export async function lastKey(store, numbers = false) {
+  const last = await settle(store.openKeyCursor(numbers ? IDBKeyRange.upperBound(Infinity) : null, "prev"));
   if (last === null) return 0;
   return Array.isArray(last.key) ? last.key[0] : last.key;
 }

@@ -14,6 +14,7 @@
 //! | 6 | `leader_lease`, deleting `dispatcher_lease`: operation pages are written in the packed form |
 //! | 7 | `tombstones` (numeric keys growing with time; an index `by_id` on `id`): settled operations past the retention policy are compacted to tombstones |
 //! | 8 | `tombstone_hashes`: tombstones are written a page per batch (`tombstones` under the key `[time]`), with the page's id hashes beside it |
+//! | 9 | `settled`: the archive (issue 38). A settled operation leaves the working stores as it is compacted, and its record stays whole here, keyed by its tombstone's key, read only by a look-up |
 //!
 //! Within version 4, `events` went from one record per event (keyed by its `seq`) to one page
 //! per persisted batch (a JSON array keyed by its last `seq`); the loader reads both. A build
@@ -60,6 +61,12 @@
 //! are, found through `by_id` until they age out. A version-7 build cannot open a version-8
 //! database (its open asks for a lower version), so no build writes single records beside
 //! pages.
+//!
+//! Version 9 adds `settled` and changes no record. Settled operations kept whole by the
+//! retention policy move there as they are compacted (a batch or two after they settle), so
+//! an open reads no settled history. A version-8 build opening a version-9 database has every
+//! store it uses: it keeps its settled operations in the working stores as before, and a
+//! version-9 build compacts them when it next runs.
 
 use crate::core::json::quoted;
 use indexed_db_futures::database::Database;
@@ -70,7 +77,7 @@ use super::upgrade::{open_current, upgrade_to, UpgradeFailure};
 use crate::core::safe_error::SafeError;
 
 /// The schema version this build writes.
-pub const SCHEMA_VERSION: u32 = 8;
+pub const SCHEMA_VERSION: u32 = 9;
 
 /// Operation records, keyed by operation id.
 pub const OPERATIONS: &str = "operations";
@@ -109,6 +116,11 @@ pub const BY_ID: &str = "by_id";
 /// `requests.js` names it too (`HASHES`).
 pub const TOMBSTONE_HASHES: &str = "tombstone_hashes";
 
+/// The archive (`crate::core::retention`): settled operations kept whole by the policy, each
+/// the JSON text of its record, keyed by its tombstone's key (a number growing with time, so
+/// trimming by age is a key-range delete). Read only by look-ups (`known(ids)`).
+pub const SETTLED: &str = "settled";
+
 /// Intents written by tabs that do not dispatch (W4), keyed by an auto-increment number.
 pub const INBOX: &str = "inbox";
 
@@ -117,7 +129,7 @@ pub const LEASE_KEY: &str = "lease";
 
 /// The stores each version adds, in order; the lease stores of versions 2 and 4 are left out
 /// (an upgrade deletes them, never creates them).
-const STEPS: [&[&str]; 8] = [
+const STEPS: [&[&str]; 9] = [
     &[OPERATIONS, REQUESTS],
     &[EVENTS],
     &[BLOBS, QUARANTINE],
@@ -126,10 +138,12 @@ const STEPS: [&[&str]; 8] = [
     &[LEASE],
     &[TOMBSTONES],
     &[TOMBSTONE_HASHES],
+    &[SETTLED],
 ];
 
 /// Every store this build reads or writes.
-pub const ALL_STORES: [&str; 10] = [
+pub const ALL_STORES: [&str; 11] = [
+    SETTLED,
     TOMBSTONES,
     TOMBSTONE_HASHES,
     OPERATIONS,

@@ -13,8 +13,9 @@ use web_sys::{IdbObjectStore, IdbTransaction};
 use super::codec::decode;
 use super::errors::js_error;
 use super::requests::Tx;
-use super::schema::{BY_ID, TOMBSTONES, TOMBSTONE_HASHES};
+use super::schema::{BY_ID, SETTLED, TOMBSTONES, TOMBSTONE_HASHES};
 use super::IdbLedger;
+use crate::core::model::{Operation, OperationPhase};
 use crate::core::retention::Tombstone;
 use crate::core::safe_error::SafeError;
 
@@ -30,13 +31,14 @@ extern "C" {
         by_id: &str,
         index: &JsValue,
         ids: &Array,
+        archive: Option<&str>,
     ) -> Promise;
 
     #[wasm_bindgen(js_name = countTombstones)]
     fn count_tombstones(tx: &IdbTransaction, index: &JsValue) -> Promise;
 
-    #[wasm_bindgen(js_name = lastTombstoneKey)]
-    fn last_key(store: &IdbObjectStore) -> Promise;
+    #[wasm_bindgen(js_name = lastKey)]
+    fn last_key_of(store: &IdbObjectStore, numbers: bool) -> Promise;
 
     /// Notes the page of `ids` a batch of this ledger writes under `time`.
     #[wasm_bindgen(js_name = notePage)]
@@ -54,7 +56,18 @@ extern "C" {
 ///
 /// The request's error.
 pub async fn last_tombstone_key(tx: &Tx) -> Result<u64, JsValue> {
-    let answer = JsFuture::from(last_key(&tx.store(TOMBSTONES)?)).await?;
+    let answer = JsFuture::from(last_key_of(&tx.store(TOMBSTONES)?, false)).await?;
+    Ok(answer.as_f64().map_or(0, |n| n.max(0.0) as u64))
+}
+
+/// The highest number key of `store` (keys of other types, a foreign record's, are passed
+/// over), 0 when none: one step of a reverse key cursor in a load's transaction.
+///
+/// # Errors
+///
+/// The request's error.
+pub async fn last_key(tx: &Tx, store: &str) -> Result<u64, JsValue> {
+    let answer = JsFuture::from(last_key_of(&tx.store(store)?, true)).await?;
     Ok(answer.as_f64().map_or(0, |n| n.max(0.0) as u64))
 }
 
@@ -86,8 +99,7 @@ impl IdbLedger {
     ///
     /// A storage error.
     pub async fn tombstones(&self, ids: &[String]) -> Result<Vec<Tombstone>, SafeError> {
-        let names: Array = ids.iter().map(|id| JsValue::from_str(id)).collect();
-        self.look_up(ids, names).await
+        self.look_up(ids).await
     }
 
     /// As [`tombstones`](Self::tombstones), for the lease holder's enqueue: no transaction
@@ -104,27 +116,67 @@ impl IdbLedger {
         if !may_hold(&self.tombstone_index, &names) {
             return Ok(Vec::new());
         }
-        self.look_up(ids, names).await
+        self.look_up(ids).await
     }
 
-    async fn look_up(&self, ids: &[String], names: Array) -> Result<Vec<Tombstone>, SafeError> {
+    async fn look_up(&self, ids: &[String]) -> Result<Vec<Tombstone>, SafeError> {
         if ids.is_empty() {
             return Ok(Vec::new());
         }
         let db = self.db()?;
-        let tx = self.begin(&db, &[TOMBSTONES, TOMBSTONE_HASHES], false)?;
-        let found = look_up_tombstones(tx.raw(), BY_ID, &self.tombstone_index, &names);
-        let found: Array = JsFuture::from(found)
+        let tx = self.begin(&db, &LOOK_UP_STORES, false)?;
+        look_up_in(&tx, &self.tombstone_index, ids)
             .await
-            .map_err(|e| js_error(&e))?
-            .unchecked_into();
-        let mut tombstones: Vec<Tombstone> = found
-            .iter()
-            .filter_map(|json| decode::<Tombstone>(&json).ok())
-            .collect();
-        let mut asked: Vec<&str> = ids.iter().map(String::as_str).collect();
-        asked.sort_unstable();
-        tombstones.retain(|tombstone| asked.binary_search(&tombstone.id.as_str()).is_ok());
-        Ok(tombstones)
+            .map_err(|e| js_error(&e))
     }
+}
+
+/// The stores a tombstone look-up reads (add them to a transaction that calls [`look_up_in`]).
+pub const LOOK_UP_STORES: [&str; 3] = [TOMBSTONES, TOMBSTONE_HASHES, SETTLED];
+
+/// The stored tombstones of `ids`, each with its archived operation while the archive keeps
+/// it, in `tx` (which covers [`LOOK_UP_STORES`]), oldest first; `index` is the ledger's index
+/// of tombstone pages. A record or page that does not decode is skipped: a tombstone is a
+/// hint against resending, and the id then counts as unknown.
+///
+/// # Errors
+///
+/// The request's error.
+pub async fn look_up_in(
+    tx: &Tx,
+    index: &JsValue,
+    ids: &[String],
+) -> Result<Vec<Tombstone>, JsValue> {
+    if ids.is_empty() {
+        return Ok(Vec::new());
+    }
+    let names: Array = ids.iter().map(|id| JsValue::from_str(id)).collect();
+    let found = look_up_tombstones(tx.raw(), BY_ID, index, &names, Some(SETTLED));
+    let found: Array = JsFuture::from(found).await?.unchecked_into();
+    let mut tombstones: Vec<Tombstone> = found
+        .iter()
+        .filter_map(|pair| {
+            let pair: Array = pair.unchecked_into();
+            let mut tombstone = decode::<Tombstone>(&pair.get(0)).ok()?;
+            tombstone.whole = archived(&pair.get(1), &tombstone);
+            Some(tombstone)
+        })
+        .collect();
+    let mut asked: Vec<&str> = ids.iter().map(String::as_str).collect();
+    asked.sort_unstable();
+    tombstones.retain(|tombstone| asked.binary_search(&tombstone.id.as_str()).is_ok());
+    Ok(tombstones)
+}
+
+/// The archived copy of `tombstone`'s operation read beside it, if it is one: decoded, and
+/// the settled operation of that id (a record that is not is ignored: the tombstone stands).
+fn archived(value: &JsValue, tombstone: &Tombstone) -> Option<Box<Operation>> {
+    if value.is_undefined() {
+        return None;
+    }
+    let op = decode::<Operation>(value).ok()?;
+    let settled = op.intent.id == tombstone.id
+        && op.phase == OperationPhase::Resolved
+        && op.outcome.is_some();
+    settled.then(|| Box::new(op))
 }

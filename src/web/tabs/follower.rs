@@ -155,7 +155,7 @@ impl Tab {
         origin: &str,
         written: bool,
         views: Vec<(String, JsValue)>,
-        present: Vec<Operation>,
+        present: Vec<Known>,
     ) {
         {
             let mut state = self.state.borrow_mut();
@@ -168,12 +168,20 @@ impl Tab {
             }
             // Already in the ledger (enqueued again, e.g. after a reload): its stored record
             // answers `operation()`, and a resolved one has nothing more to hear.
-            for operation in present {
-                let id = operation.intent.id.clone();
-                if operation.phase == OperationPhase::Resolved {
+            for known in present {
+                let (id, resolved, view) = match known {
+                    Known::Operation(op) => (
+                        op.intent.id.clone(),
+                        op.phase == OperationPhase::Resolved,
+                        to_js(op.as_ref()),
+                    ),
+                    // Settled and compacted: known by its tombstone.
+                    Known::Tombstone(compacted) => (compacted.id.clone(), true, to_js(&compacted)),
+                };
+                if resolved {
                     state.mine.remove(&id);
                 }
-                state.views.set(&id, &to_js(&operation));
+                state.views.set(&id, &view);
             }
         }
         self.post(&TabMessage::Wake {
@@ -353,14 +361,10 @@ impl Tab {
             .zip(views.collect::<Vec<_>>())
             .map(|(id, view)| {
                 view.or_else(|| {
-                    found.iter().find(|t| &t.id == id).map(|t| {
-                        to_js(&Compacted {
-                            id: t.id.clone(),
-                            compacted: true,
-                            outcome: t.settlement,
-                            settled_at: t.settled_at,
-                            principal: t.principal.clone(),
-                        })
+                    // Whole while the archive keeps it, else its tombstone.
+                    found.iter().find(|t| &t.id == id).map(|t| match &t.whole {
+                        Some(op) => to_js(op.as_ref()),
+                        None => to_js(&Compacted::from(t)),
                     })
                 })
                 .unwrap_or(JsValue::UNDEFINED)
@@ -496,29 +500,54 @@ impl Tab {
         if ids.is_empty() {
             return;
         }
-        let records: Vec<Operation> = match self.driver() {
-            Some(driver) => driver.inspect(|s, _| {
-                ids.iter()
-                    .filter_map(|id| s.ledger().operation(id).cloned())
-                    .collect()
-            }),
+        let found: Vec<Known> = match self.driver() {
+            Some(driver) => match driver.known(ids).await {
+                Ok(known) => known.into_iter().flatten().collect(),
+                Err(_) => return,
+            },
             None => {
                 let arg = js_sys::Array::new();
                 for id in &ids {
                     arg.push(&JsValue::from_str(id));
                 }
-                let Ok(found) = self.act(HostAction::Operations, arg.into()).await else {
+                let Ok(records) = self.act(HostAction::Operations, arg.into()).await else {
                     return;
                 };
-                js_sys::Array::from(&found)
+                let mut found: Vec<Known> = js_sys::Array::from(&records)
                     .iter()
                     .filter_map(|record| {
                         crate::web::store::codec::decode::<Operation>(&record).ok()
                     })
-                    .collect()
+                    .map(|op| Known::Operation(Box::new(op)))
+                    .collect();
+                // Settled and compacted since (issue 38): their tombstones, read here.
+                let rest: Vec<String> = ids
+                    .into_iter()
+                    .filter(|id| {
+                        !found
+                            .iter()
+                            .any(|k| matches!(k, Known::Operation(op) if op.intent.id == *id))
+                    })
+                    .collect();
+                let tombstones = self.store().tombstones(&rest).await.unwrap_or_default();
+                found.extend(tombstones.iter().map(|t| match &t.whole {
+                    Some(op) => Known::Operation(op.clone()),
+                    None => Known::Tombstone(Compacted::from(t)),
+                }));
+                found
             }
         };
-        for operation in records {
+        for known in found {
+            let (operation, view) = match known {
+                Known::Operation(op) => {
+                    let view = to_js(op.as_ref());
+                    (*op, view)
+                }
+                Known::Tombstone(compacted) => {
+                    let view = to_js(&compacted);
+                    (compacted.settled_record(), view)
+                }
+            };
             let id = operation.intent.id.clone();
             let Some(outcome) = operation.outcome.clone() else {
                 continue;
@@ -526,7 +555,7 @@ impl Tab {
             if !self.state.borrow_mut().mine.remove(&id) {
                 continue; // heard meanwhile
             }
-            self.state.borrow().views.set(&id, &to_js(&operation));
+            self.state.borrow().views.set(&id, &view);
             let report = Report::Settled {
                 operation_id: id,
                 request_id: outcome.request_id,

@@ -241,8 +241,15 @@ impl Tab {
             return;
         };
         for (id, found) in ids.into_iter().zip(found) {
-            let (record, queued) = (found.operation, found.queued);
+            let (whole, queued) = (found.operation, found.queued);
             let request_blocked = found.request_blocked;
+            // Settled and compacted without an archived copy: the record its tombstone gives.
+            let view = match (&whole, &found.compacted) {
+                (Some(op), _) => Some(to_js(op)),
+                (None, Some(compacted)) => Some(to_js(compacted)),
+                (None, None) => None,
+            };
+            let record = whole.or_else(|| found.compacted.as_ref().map(|c| c.settled_record()));
             let event = {
                 let mut state = self.state.borrow_mut();
                 if !matches!(state.role, Role::Follower | Role::Promoting)
@@ -264,8 +271,8 @@ impl Tab {
                     )),
                     None => None,
                 };
-                if let Some(op) = &record {
-                    state.views.set(&id, &to_js(op));
+                if let Some(view) = &view {
+                    state.views.set(&id, view);
                 }
                 match (&event, &record) {
                     (Some(_), Some(op)) if op.outcome.is_none() => {
@@ -474,8 +481,8 @@ pub(super) async fn serve(
             Ok(driver.inspect(|s, _| {
                 let found = js_sys::Array::new();
                 for id in &ids {
-                    if let Some(op) = s.ledger().operation(id) {
-                        found.push(&to_js(op));
+                    if let Some(crate::core::scheduler::Known::Operation(op)) = s.known(id) {
+                        found.push(&to_js(op.as_ref()));
                     }
                 }
                 found.into()
@@ -490,7 +497,16 @@ pub(super) async fn serve(
             };
             let after = number("after").unwrap_or(0.0) as u64;
             let limit = number("limit").unwrap_or(100.0).clamp(1.0, 1_000.0) as usize;
-            Ok(driver.inspect(|s, _| to_js(&s.ledger().events_after(after, limit))))
+            // Read when asked for (an open reads none of the log), with this session's at hand.
+            let store = driver.store();
+            let stored = store
+                .events_after(after, limit)
+                .await
+                .map_err(crate::web::store::unavailable)?;
+            let recent = driver.inspect(|s, _| s.ledger().events_after(after, limit));
+            Ok(to_js(&crate::web::store::events::merged(
+                stored, recent, after, limit,
+            )))
         }
     }
 }
