@@ -191,3 +191,116 @@ async fn a_compacted_operation_after_a_reload_answers_operation_once_known_looke
     assert_eq!(stringify(&second.operation(&b)), stringify(&whole));
     second.stop();
 }
+
+/// Issue 38 item 1: with the default policy, settled operations leave the stores an open
+/// reads (`operations`, `operation_pages`, `requests`) as they settle, whole in the archive
+/// (`settled`); the next open reads none of them, nor the event log, and both answer when
+/// asked (`known`, `events`).
+#[wasm_bindgen_test]
+async fn issue_38_settled_operations_leave_the_stores_an_open_reads() {
+    use super::store_support::raw_keys;
+    use canvas_scheduler::web::store::schema;
+    let run = format!(
+        "ret-leave-{}-{}",
+        crate::EXPECTED_GLOBAL,
+        js_sys::Date::now() as u64
+    );
+    let database = format!("cs-{run}");
+    let options = || {
+        js(&format!(
+            "{{ database: '{database}', owner: 'tab-{run}',
+               transport: {{
+                 submit: async () => ({{ outcome: 'applied' }}),
+                 query: async () => ({{ outcome: 'applied' }}),
+               }} }}"
+        ))
+    };
+    let first = Scheduler::open(options()).await.expect("open");
+    first.start().expect("start");
+    let count = 40;
+    let intents = js(&format!(
+        "Array.from({{ length: {count} }}, (_, i) => ({{ id: '{run}-' + i, operationType: 'shape.upsert', canvasIds: ['c' + (i % 4)], payload: {{ i }} }}))"
+    ));
+    JsFuture::from(first.enqueue_many(intents))
+        .await
+        .expect("durable");
+    // All but the one holding the highest sequence go, a batch or two after they settle.
+    for _ in 0..200 {
+        let _ = JsFuture::from(first.settle()).await;
+        if field(&first.stats(), "tombstones").as_f64() == Some(f64::from(count - 1)) {
+            break;
+        }
+        sleep(20).await;
+    }
+    assert_eq!(
+        field(&first.stats(), "tombstones").as_f64(),
+        Some(f64::from(count - 1))
+    );
+    let last = format!("{run}-{}", count - 1);
+    let early = format!("{run}-0");
+    assert_eq!(
+        field(&first.operation(&early), "phase")
+            .as_string()
+            .as_deref(),
+        Some("resolved"),
+        "whole at hand in the session that settled it"
+    );
+    first.stop();
+    sleep(50).await;
+    let stored = |store| {
+        let database = database.clone();
+        async move { raw_keys(&database, store).await.len() }
+    };
+    assert_eq!(
+        stored(schema::OPERATIONS).await,
+        1,
+        "only the highest sequence"
+    );
+    assert_eq!(stored(schema::OPERATION_PAGES).await, 0);
+    assert_eq!(stored(schema::REQUESTS).await, 1);
+    assert_eq!(
+        stored(schema::SETTLED).await,
+        count as usize - 1,
+        "archived whole"
+    );
+
+    let second = Scheduler::open(options()).await.expect("reopen");
+    second.start().expect("start");
+    assert!(
+        second.operation(&early).is_undefined(),
+        "the open read no settled history"
+    );
+    assert_eq!(
+        field(&second.operation(&last), "phase")
+            .as_string()
+            .as_deref(),
+        Some("resolved")
+    );
+    let known = JsFuture::from(second.known(js(&format!("['{early}']"))))
+        .await
+        .expect("known");
+    let whole = js_sys::Array::from(&known).get(0);
+    assert_eq!(
+        field(&field(&whole, "intent"), "id").as_string().as_deref(),
+        Some(early.as_str()),
+        "read whole from the archive"
+    );
+    let log = JsFuture::from(second.events(js("({ limit: 1000 })")))
+        .await
+        .expect("events");
+    let log = js_sys::Array::from(&log);
+    assert!(
+        log.length() >= count,
+        "the log answers from storage: {}",
+        log.length()
+    );
+    let seqs: Vec<f64> = log
+        .iter()
+        .filter_map(|e| field(&e, "seq").as_f64())
+        .collect();
+    assert!(
+        seqs.windows(2).all(|w| w[0] < w[1]),
+        "in seq order, each once"
+    );
+    second.stop();
+}

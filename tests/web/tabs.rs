@@ -24,8 +24,13 @@ fn field(value: &JsValue, name: &str) -> JsValue {
 /// Opens tab `owner` of ledger `run`; events go to `globalThis.{run}_{owner}`; the in-page
 /// server's state is `globalThis.{run}_server`.
 async fn open_tab(run: &str, owner: &str) -> Scheduler {
+    open_tab_with(run, owner, "").await
+}
+
+/// [`open_tab`] with more options (`extra`: members ending with a comma).
+async fn open_tab_with(run: &str, owner: &str, extra: &str) -> Scheduler {
     let options = js(&format!(
-        "{{ database: 'cs-tabs-{run}', owner: '{owner}', leaseMs: 1000, concurrency: 2,
+        "{{ database: 'cs-tabs-{run}', owner: '{owner}', leaseMs: 1000, concurrency: 2, {extra}
            retry: {{ baseMs: 5, maxMs: 50 }},
            onEvent: (e) => (globalThis.{run}_{owner} ??= []).push(e),
            transport: {{
@@ -96,6 +101,68 @@ async fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
         sleep(25).await;
     }
     panic!("timed out waiting for {what}");
+}
+
+/// Issue 38: settled operations leave the working stores as they settle (here with nothing
+/// kept whole: only tombstones). A tab that does not dispatch still knows them: an intent that
+/// depends on one is accepted, the same intent again is present (settled, not sent again), and
+/// each tab hears its own outcomes.
+#[wasm_bindgen_test]
+async fn issue_38_a_follower_knows_operations_settled_and_compacted() {
+    let run = unique("compacted");
+    let keep_nothing = "retain: { settled: 0 },";
+    let a = open_tab_with(&run, "a", keep_nothing).await;
+    let b = open_tab_with(&run, "b", keep_nothing).await;
+    for tab in [&a, &b] {
+        tab.start().expect("start");
+    }
+    wait_for("b to learn the leader", || {
+        stats_of(&b).1.as_deref() == Some("a")
+    })
+    .await;
+    let first = format!("{run}-x");
+    let intent = |id: &str, deps: &str| {
+        js(&format!(
+            "({{ id: '{id}', operationType: 'shape.upsert', canvasIds: ['c0'], payload: {{ v: 1 }}, dependencies: [{deps}] }})"
+        ))
+    };
+    a.enqueue(intent(&first, "")).await.expect("a enqueues x");
+    // A later one holds the ledger's highest sequence, so x may be compacted.
+    a.enqueue(intent(&format!("{run}-z"), ""))
+        .await
+        .expect("a enqueues z");
+    wait_for("x to be compacted", || {
+        field(&a.operation(&first), "compacted").as_bool() == Some(true)
+    })
+    .await;
+    let second = format!("{run}-y");
+    b.enqueue(intent(&second, &format!("'{first}'")))
+        .await
+        .expect("a dependency on a compacted operation is known");
+    b.enqueue(intent(&first, ""))
+        .await
+        .expect("the same intent again is harmless");
+    assert_eq!(
+        field(&b.operation(&first), "compacted").as_bool(),
+        Some(true),
+        "present, as its tombstone"
+    );
+    let other = js(&format!(
+        "({{ id: '{first}', operationType: 'shape.upsert', canvasIds: ['c0'], payload: {{ v: 2 }} }})"
+    ));
+    let refused = b.enqueue(other).await.expect_err("another intent under x");
+    assert_eq!(code_of(&refused), "duplicate_operation");
+    wait_for("b to hear y settle", || {
+        settled_ids(&run, "b").contains(&second)
+    })
+    .await;
+    let counts = applied(&run);
+    for id in [&first, &second] {
+        let n = counts.iter().find(|(op, _)| op == id).map(|(_, n)| *n);
+        assert_eq!(n, Some(1.0), "{id} applied once: {counts:?}");
+    }
+    a.stop();
+    b.stop();
 }
 
 fn stats_of(scheduler: &Scheduler) -> (bool, Option<String>) {
