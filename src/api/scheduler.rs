@@ -266,12 +266,13 @@ impl Scheduler {
 
     /// The operation record, or `undefined`. Answers inside `compile` and `participants` too.
     ///
-    /// A compacted operation (settled, then compacted by `retain`) is answered with its
-    /// tombstone, the `CompactedOperation` that `known(ids)` gives, only while the scheduler
-    /// has it at hand: compacted in this session, or looked up by `known(ids)` or by an
-    /// enqueue of its id. Otherwise this answers `undefined`, though the ledger may know the
-    /// id: tombstones live in IndexedDB, which this synchronous call cannot read, and opening
-    /// a ledger reads none of them (SPEC §7). For a certain answer, `await known([id])`.
+    /// A settled operation is compacted as it settles (`retain`). It is answered whole (from
+    /// the archive) or with its tombstone, the `CompactedOperation`, as `known(ids)` gives it,
+    /// only while the scheduler has it at hand: settled in this session, or looked up by
+    /// `known(ids)` or by an enqueue of its id. Otherwise this answers `undefined`, though the
+    /// ledger may know the id: settled history lives in IndexedDB, which this synchronous call
+    /// cannot read, and opening a ledger reads none of it (SPEC §7, issue 38). For a certain
+    /// answer, `await known([id])`.
     #[wasm_bindgen(js_name = operation, unchecked_return_type = "OperationRecord | CompactedOperation | undefined")]
     pub fn operation_js(
         &self,
@@ -287,10 +288,10 @@ impl Scheduler {
         }
     }
 
-    /// Retention: what the ledger knows of each id, tombstones included (looked up in the
-    /// ledger): the record, a `CompactedOperation`, or `undefined` (never stored, or its
-    /// tombstone is gone), in order. After a reload, a host asks this before queuing an
-    /// edit again.
+    /// Retention: what the ledger knows of each id, settled history included (looked up in
+    /// IndexedDB): the record (an archived one while `retain` keeps it whole), a
+    /// `CompactedOperation`, or `undefined` (never stored, or its tombstone is gone), in
+    /// order. After a reload, a host asks this before queuing an edit again.
     #[wasm_bindgen(
         unchecked_return_type = "Promise<(OperationRecord | CompactedOperation | undefined)[]>"
     )]
@@ -358,7 +359,8 @@ impl Scheduler {
         self.act_on(HostAction::Discard, &id, true)
     }
 
-    /// The event log (K6): entries with `seq > after`, at most `limit` (default 100, max 1000).
+    /// The event log (K6): entries with `seq > after`, at most `limit` (default 100, max 1000),
+    /// read from IndexedDB when asked (an open reads none of the log).
     #[wasm_bindgen(unchecked_return_type = "Promise<LedgerEvent[]>")]
     pub fn events(
         &self,

@@ -154,12 +154,14 @@ export interface SchedulerOptions {
   /** Events kept in the log (default 1000). */
   eventLogLimit?: number;
   /**
-   * Retention (SPEC §7): a settled operation stays whole while it is among the newest
-   * `settled` (default 1000) and younger than `settledMs` (default 86400000, a day); past
-   * either it is compacted to a tombstone (`CompactedOperation`), its request and blob
-   * deleted. At most `tombstones` (default 100000) tombstones stay, none older than
-   * `tombstoneMs` (default 2592000000, 30 days); past that an id is forgotten and the same id
-   * enqueued again is a new operation. Non-negative integers; 0 keeps nothing.
+   * Retention (SPEC §7): a settled operation is compacted to a tombstone as it settles (or
+   * within about a second), its request and blob deleted, so an open reads no settled
+   * history. It stays whole in an archive that `known(ids)` reads while it is among the
+   * newest `settled` (default 1000) and younger than `settledMs` (default 86400000, a day);
+   * the archive is trimmed every 64 additions (every `settled` when fewer) and at each open.
+   * At most `tombstones` (default 100000) tombstones stay, none older than `tombstoneMs`
+   * (default 2592000000, 30 days); past that an id is forgotten and the same id enqueued
+   * again is a new operation. Non-negative integers; `settled: 0` archives nothing.
    */
   retain?: { settled?: number; settledMs?: number; tombstones?: number; tombstoneMs?: number };
   /** Asked before every send; may be async. */
@@ -283,8 +285,9 @@ export interface SchedulerStats {
   idleReason: null | "held" | "offline" | "not_leader" | "storage_unavailable" | "waiting_canvas"
     | "waiting_dependency" | "waiting_lane" | "retry_scheduled" | "no_work" | "not_started" | "stopped";
   leader: boolean; owner: string; fence?: number;
-  /** Retention: settled operations kept whole, and tombstones stored (counted at open plus
-   * those written since, at most `retain.tombstones`). */
+  /** Retention: settled operations whole at hand (not compacted yet, and the archive's
+   * newest of this session, at most `retain.settled`), and tombstones stored (counted just
+   * after the open plus those written since, at most `retain.tombstones`). */
   settledKept: number; tombstones: number;
   /** W4: the owner id of the tab that dispatches, when known (this tab's own while it leads). */
   leaderOwner: string | null;

@@ -501,6 +501,7 @@ async function fillSettled({ database, n, chunk, deadlineMs }) {
  * next open reads is what retention compacted while the burst went on.
  */
 async function fillBurst({ database, n, chunk, quietMs, deadlineMs }) {
+  const before = (await navigator.storage.estimate()).usage;
   const transport = applyingTransport;
   const scheduler = await Scheduler.open({ database, transport, leaseMs: FILL_LEASE_MS });
   try {
@@ -518,7 +519,8 @@ async function fillBurst({ database, n, chunk, quietMs, deadlineMs }) {
     const ms = now() - t0;
     if (quietMs > 0) await new Promise((resolve) => setTimeout(resolve, quietMs));
     const stats = scheduler.stats();
-    return { count, ms, kept: stats.settledKept, tombstones: stats.tombstones, pending: stats.pending, timedOut: count < n };
+    const bytes = (await navigator.storage.estimate()).usage - before;
+    return { count, ms, kept: stats.settledKept, tombstones: stats.tombstones, pending: stats.pending, bytes, timedOut: count < n };
   } finally {
     scheduler.stop();
   }

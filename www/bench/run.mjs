@@ -41,9 +41,10 @@ const PLAN = {
   // The empty ledger is measured first and last: the first timed open of a run can pay a
   // warm-up; the baseline is the faster of the two (both printed).
   history: { sizes: (process.env.BENCH_HISTORY_SIZES ?? "0,10000,100000,0").split(",").map(Number), chunk: 2000, deadlineMs: 240_000 },
-  // 11. Issue 38: 20 000 operations applied, then stop() at once or after 2 s of quiet; the
-  // reopen against an empty ledger's (measured first and last, the faster is the baseline).
-  burst: { runs: [{ n: 0 }, { n: 20_000, quietMs: 0 }, { n: 20_000, quietMs: 2_000 }, { n: 0 }], chunk: 500, deadlineMs: 240_000 },
+  // 11. Issue 38: 20 000 operations applied, then stop() at once or after 2 s of quiet, and
+  // 100 000 then stop() at once; the reopen against an empty ledger's (measured first and
+  // last, the faster is the baseline), and the origin's storage per operation.
+  burst: { runs: [{ n: 0 }, { n: 20_000, quietMs: 0 }, { n: 20_000, quietMs: 2_000 }, { n: 100_000, quietMs: 0 }, { n: 0 }], chunk: 500, deadlineMs: 240_000 },
   // 10. 200 sends (after the first 50) with 250 and with 10 000 pending, on one canvas and on 20.
   scale: { sizes: [250, 10_000], canvases: [1, 20], warm: 50, measured: 200, chunk: 1000, deadlineMs: 60_000 },
   start: [
@@ -388,7 +389,7 @@ async function main() {
       for (const { n, quietMs, filled, started, read } of reopened.filter((r) => r.n > 0)) {
         const split = Object.entries(read).map(([store, { ms, count }]) => `${store} ${fmt(count)} in ${fmt(ms, 1)} ms`).join(", ");
         figure(`Scheduler.open + start() after ${fmt(n)} applied, stopped ${quietMs ? `after ${fmt(quietMs / 1000)} s of quiet` : "at once"}`, fmt(started.totalMs, 1), "ms", fmt(empty, 1), `ms (empty ledger, same run: the faster of ${empties.map((ms) => fmt(ms, 1)).join(" and ")})`, started.totalMs / empty,
-          `${fmt(filled.kept)} settled kept whole and ${fmt(filled.tombstones)} tombstones at stop; sent in ${fmt(filled.ms / 1000, 1)} s (${fmt(n / (filled.ms / 1000))} ops/s); raw getAll of what the open reads: ${split}; the platform's part: indexedDB.open ${fmt(started.raw.openMs, 1)} ms, with a getAll of each store the load reads ${fmt(started.raw.totalMs, 1)} ms; target <= 1.5`);
+          `${fmt(filled.kept)} settled kept whole and ${fmt(filled.tombstones)} tombstones at stop, storage ${fmt(filled.bytes / n, 1)} B per operation (the archive's ${fmt(filled.kept)} whole included); sent in ${fmt(filled.ms / 1000, 1)} s (${fmt(n / (filled.ms / 1000))} ops/s); raw getAll of what the open reads: ${split}; the platform's part: indexedDB.open ${fmt(started.raw.openMs, 1)} ms, with a getAll of each store the load reads ${fmt(started.raw.totalMs, 1)} ms; target <= 1.5`);
       }
     }
 
