@@ -11,7 +11,7 @@
 //! dead-letter it only once `deadLetterAfterMs` has passed since then. Both live in memory, so a
 //! reload starts the window again (later, never sooner); the count itself is in the ledger.
 
-use std::collections::HashMap;
+use crate::core::collections::str_map::StrMap;
 
 use super::model::Millis;
 
@@ -28,7 +28,7 @@ struct Watch {
 #[derive(Debug, Default)]
 pub struct PoisonWatch {
     answers: u64,
-    requests: HashMap<String, Watch>,
+    requests: StrMap<Watch>,
 }
 
 impl PoisonWatch {
@@ -65,7 +65,7 @@ impl PoisonWatch {
     /// failure was (0 for this one).
     pub fn counted(&mut self, request_id: &str, now: Millis) -> Millis {
         let answers = self.answers;
-        let watch = self.requests.entry(request_id.to_owned()).or_insert(Watch {
+        let watch = self.requests.get_or_insert_with(request_id, || Watch {
             answers_seen: answers,
             first_counted: None,
         });

@@ -128,6 +128,11 @@ impl<V> StrMap<V> {
         self.iter().map(|(_, value)| value)
     }
 
+    /// The values, to change them (in no particular order).
+    pub fn values_mut(&mut self) -> impl Iterator<Item = &mut V> + '_ {
+        self.slots.iter_mut().flatten()
+    }
+
     /// The values in key order, taken out of the map.
     pub fn into_values(self) -> impl Iterator<Item = V> {
         let mut slots = self.slots;

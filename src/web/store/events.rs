@@ -50,9 +50,14 @@ impl IdbLedger {
                 }
             }
         }
-        events.retain(|event| event.seq > after);
-        events.sort_by_key(|event| event.seq);
-        events.dedup_by_key(|event| event.seq);
+        // Pages come in key order and hold ascending seqs (a page that does not is skipped):
+        // the events are in seq order, each once.
+        let mut last = after;
+        events.retain(|event| {
+            let next = event.seq > last;
+            last = last.max(event.seq);
+            next
+        });
         events.truncate(limit);
         Ok(events)
     }
@@ -66,10 +71,10 @@ pub fn merged(
     after: u64,
     limit: usize,
 ) -> Vec<EventRecord> {
-    stored.retain(|event| !recent.iter().any(|r| r.seq == event.seq));
-    stored.extend(recent);
-    stored.retain(|event| event.seq > after);
-    stored.sort_by_key(|event| event.seq);
+    // Both in seq order: what is at hand follows what storage has below it.
+    let first_recent = recent.first().map_or(u64::MAX, |event| event.seq);
+    stored.retain(|event| event.seq > after && event.seq < first_recent);
+    stored.extend(recent.into_iter().filter(|event| event.seq > after));
     stored.truncate(limit);
     stored
 }

@@ -345,21 +345,33 @@ async fn check_and_add(
     // another operation (K3), never the same intent again.
     let queued = read_queued(tx).await?;
     let mut fresh = Vec::with_capacity(entry.intents.len());
-    // Each fresh intent's index in the call (errors name it).
-    let mut at_index = Vec::with_capacity(entry.intents.len());
     let mut present = Vec::new();
     let intents = std::mem::take(&mut entry.intents);
+    let is_queued = |id: &str| queued.iter().any(|(_, q)| q.id == id);
     let mut stored_of = Vec::with_capacity(intents.len());
+    // Ids neither stored nor queued (the call's own, then dependencies outside the call):
+    // settled and compacted ones are known by their tombstones (issue 38), read in this
+    // transaction with one look-up.
+    let mut missing = Vec::new();
     for input in &intents {
-        stored_of.push(stored_operation(tx, &input.id).await?);
+        let stored = stored_operation(tx, &input.id).await?;
+        if stored.is_none() && !is_queued(&input.id) {
+            missing.push(input.id.clone());
+        }
+        stored_of.push(stored);
     }
-    // Settled and compacted (issue 38): known by their tombstones, read in this transaction.
-    let missing: Vec<String> = intents
-        .iter()
-        .zip(&stored_of)
-        .filter(|(input, stored)| stored.is_none() && !queued.iter().any(|(_, q)| q.id == input.id))
-        .map(|(input, _)| input.id.clone())
-        .collect();
+    let mut unknown: Vec<(String, usize, String)> = Vec::new();
+    for (index, input) in intents.iter().enumerate() {
+        for dependency in &input.dependencies {
+            if !intents.iter().any(|i| i.id == *dependency)
+                && !is_queued(dependency)
+                && stored_operation(tx, dependency).await?.is_none()
+            {
+                missing.push(dependency.clone());
+                unknown.push((dependency.clone(), index, input.id.clone()));
+            }
+        }
+    }
     let tombstones = look_up_in(tx, pages, &missing).await.map_err(js)?;
     for (index, (input, stored)) in intents.into_iter().zip(stored_of).enumerate() {
         let tombstone = tombstones.iter().find(|t| t.id == input.id);
@@ -395,33 +407,14 @@ async fn check_and_add(
                 )
                 .of_intent(index))
             }
-            None => {
-                fresh.push(input);
-                at_index.push(index);
-            }
+            None => fresh.push(input),
         }
     }
-    // Inserted one by one: collecting would sort first, one more sort in the .wasm.
-    let mut known = BTreeSet::new();
-    for input in fresh.iter().chain(queued.iter().map(|(_, q)| q)) {
-        known.insert(input.id.clone());
-    }
-    let mut unknown: Vec<(String, usize, String)> = Vec::new();
-    for (input, &index) in fresh.iter().zip(&at_index) {
-        for dependency in &input.dependencies {
-            if !known.contains(dependency.as_str())
-                && stored_operation(tx, dependency).await?.is_none()
-            {
-                unknown.push((dependency.clone(), index, input.id.clone()));
-            }
-        }
-    }
-    // A dependency settled and compacted is known by its tombstone.
-    let asked: Vec<String> = unknown.iter().map(|(d, _, _)| d.clone()).collect();
-    let compacted = look_up_in(tx, pages, &asked).await.map_err(js)?;
+    // A dependency on an intent of this call is met by it; any other must be stored, queued
+    // or compacted.
     if let Some((dependency, index, id)) = unknown
         .into_iter()
-        .find(|(d, _, _)| !compacted.iter().any(|t| t.id == *d))
+        .find(|(d, _, _)| !tombstones.iter().any(|t| t.id == *d))
     {
         return Err(SchedulerError::new(
             ErrorCode::UnknownDependency,

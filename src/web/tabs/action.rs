@@ -19,14 +19,12 @@ pub enum HostAction {
     Settle,
     /// `events({after, limit})`.
     Events,
-    /// The records of some ids: a tab catching up after a change of leader.
-    Operations,
     /// `whenSaved()` (issue 37).
     WhenSaved,
 }
 
 /// Each action and its name on the channel.
-const NAMES: [(HostAction, &str); 9] = [
+const NAMES: [(HostAction, &str); 8] = [
     (HostAction::Flush, "flush"),
     (HostAction::Retry, "retry"),
     (HostAction::Discard, "discard"),
@@ -34,7 +32,6 @@ const NAMES: [(HostAction, &str); 9] = [
     (HostAction::RetryAllNow, "retryAllNow"),
     (HostAction::Settle, "settle"),
     (HostAction::Events, "events"),
-    (HostAction::Operations, "operations"),
     (HostAction::WhenSaved, "whenSaved"),
 ];
 

@@ -500,53 +500,21 @@ impl Tab {
         if ids.is_empty() {
             return;
         }
-        let found: Vec<Known> = match self.driver() {
-            Some(driver) => match driver.known(ids).await {
-                Ok(known) => known.into_iter().flatten().collect(),
-                Err(_) => return,
-            },
-            None => {
-                let arg = js_sys::Array::new();
-                for id in &ids {
-                    arg.push(&JsValue::from_str(id));
-                }
-                let Ok(records) = self.act(HostAction::Operations, arg.into()).await else {
-                    return;
-                };
-                let mut found: Vec<Known> = js_sys::Array::from(&records)
-                    .iter()
-                    .filter_map(|record| {
-                        crate::web::store::codec::decode::<Operation>(&record).ok()
-                    })
-                    .map(|op| Known::Operation(Box::new(op)))
-                    .collect();
-                // Settled and compacted since (issue 38): their tombstones, read here.
-                let rest: Vec<String> = ids
-                    .into_iter()
-                    .filter(|id| {
-                        !found
-                            .iter()
-                            .any(|k| matches!(k, Known::Operation(op) if op.intent.id == *id))
-                    })
-                    .collect();
-                let tombstones = self.store().tombstones(&rest).await.unwrap_or_default();
-                found.extend(tombstones.iter().map(|t| match &t.whole {
-                    Some(op) => Known::Operation(op.clone()),
-                    None => Known::Tombstone(Compacted::from(t)),
-                }));
-                found
-            }
+        // What is durable (the old leader wrote it): whole, or compacted since (issue 38).
+        let Ok(found) = self.store().read_operations(&ids).await else {
+            return;
         };
-        for known in found {
-            let (operation, view) = match known {
-                Known::Operation(op) => {
-                    let view = to_js(op.as_ref());
-                    (*op, view)
+        for found in found {
+            let (operation, view) = match (found.operation, found.compacted) {
+                (Some(op), _) => {
+                    let view = to_js(&op);
+                    (op, view)
                 }
-                Known::Tombstone(compacted) => {
+                (None, Some(compacted)) => {
                     let view = to_js(&compacted);
                     (compacted.settled_record(), view)
                 }
+                (None, None) => continue,
             };
             let id = operation.intent.id.clone();
             let Some(outcome) = operation.outcome.clone() else {

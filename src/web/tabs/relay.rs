@@ -420,20 +420,20 @@ fn own_work(
     match action {
         HostAction::Flush | HostAction::Retry | HostAction::Discard => {
             let id = arg.as_string().unwrap_or_default();
+            // Settled and compacted, at hand: its tombstone keeps the principal (K3).
             let owner = driver.inspect(|s, _| {
-                s.ledger()
+                let ledger = s.ledger();
+                ledger
                     .operation(&id)
                     .map(|op| op.intent.principal.clone())
+                    .or_else(|| ledger.tombstone(&id).map(|t| t.principal.clone()))
             });
             match owner {
                 Some(owner) if owner != principal => refuse(&format!("operation {id}")),
                 _ => Ok(()), // unknown ids get serve()'s own error
             }
         }
-        HostAction::Resume
-        | HostAction::RetryAllNow
-        | HostAction::Events
-        | HostAction::Operations => {
+        HostAction::Resume | HostAction::RetryAllNow | HostAction::Events => {
             let leader = driver.inspect(|s, _| s.config().principal.clone());
             if leader == principal {
                 Ok(())
@@ -472,22 +472,6 @@ pub(super) async fn serve(
             Ok(JsValue::NULL)
         }
         HostAction::WhenSaved => driver.when_saved().await.map(|saved| to_js(&saved)),
-        HostAction::Operations => {
-            // Records of the given ids (a tab catching up after a change of leader).
-            let ids: Vec<String> = js_sys::Array::from(arg)
-                .iter()
-                .filter_map(|id| id.as_string())
-                .collect();
-            Ok(driver.inspect(|s, _| {
-                let found = js_sys::Array::new();
-                for id in &ids {
-                    if let Some(crate::core::scheduler::Known::Operation(op)) = s.known(id) {
-                        found.push(&to_js(op.as_ref()));
-                    }
-                }
-                found.into()
-            }))
-        }
         HostAction::Events => {
             let number = |key: &str| {
                 Reflect::get(arg, &key.into())
