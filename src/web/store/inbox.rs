@@ -130,6 +130,17 @@ pub struct StoredOperation {
     pub compacted: Option<Compacted>,
 }
 
+/// The stores an inbox append reads and writes: the durable operations, the inbox, and what a
+/// tombstone look-up reads (settled and compacted ids, issue 38).
+pub(super) const APPEND_STORES: [&str; 6] = [
+    OPERATIONS,
+    OPERATION_PAGES,
+    INBOX,
+    LOOK_UP_STORES[0],
+    LOOK_UP_STORES[1],
+    LOOK_UP_STORES[2],
+];
+
 impl IdbLedger {
     /// W4: appends `entry` to the inbox in one strict readwrite transaction, after checking
     /// it against the durable ledger and the inbox in that same transaction: an id already
@@ -147,20 +158,7 @@ impl IdbLedger {
         mut entry: InboxEntry,
     ) -> Result<(bool, Vec<Known>), SchedulerError> {
         let db = self.db().map_err(unavailable)?;
-        let tx = self
-            .begin(
-                &db,
-                &[
-                    OPERATIONS,
-                    OPERATION_PAGES,
-                    INBOX,
-                    LOOK_UP_STORES[0],
-                    LOOK_UP_STORES[1],
-                    LOOK_UP_STORES[2],
-                ],
-                true,
-            )
-            .map_err(unavailable)?;
+        let tx = self.begin(&db, &APPEND_STORES, true).map_err(unavailable)?;
         match check_and_add(&tx, &mut entry, &self.tombstone_index).await {
             Ok(appended) => self
                 .finish(tx)

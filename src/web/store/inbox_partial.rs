@@ -7,9 +7,9 @@ use std::collections::BTreeSet;
 
 use wasm_bindgen::JsValue;
 
-use super::inbox::{js, known_of, read_queued, stored_operation};
-use super::schema::{INBOX, OPERATIONS, OPERATION_PAGES};
-use super::tombstones::{look_up_in, LOOK_UP_STORES};
+use super::inbox::{js, known_of, read_queued, stored_operation, APPEND_STORES};
+use super::schema::INBOX;
+use super::tombstones::look_up_in;
 use super::{unavailable, IdbLedger, InboxEntry};
 use crate::core::collections::str_map::StrMap;
 use crate::core::error::{ErrorCode, SchedulerError};
@@ -161,20 +161,7 @@ impl IdbLedger {
         max_payload_bytes: usize,
     ) -> Result<PartialAppend, SchedulerError> {
         let db = self.db().map_err(unavailable)?;
-        let tx = self
-            .begin(
-                &db,
-                &[
-                    OPERATIONS,
-                    OPERATION_PAGES,
-                    INBOX,
-                    LOOK_UP_STORES[0],
-                    LOOK_UP_STORES[1],
-                    LOOK_UP_STORES[2],
-                ],
-                true,
-            )
-            .map_err(unavailable)?;
+        let tx = self.begin(&db, &APPEND_STORES, true).map_err(unavailable)?;
         let appended = async {
             let holdings =
                 InboxHoldings::read(&tx, &self.tombstone_index, entry.principal.clone(), &slots)
