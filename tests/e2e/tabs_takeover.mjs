@@ -40,7 +40,7 @@ const readLease = (page, ms) => page.evaluate((ms) => new Promise((done) => {
   const open = indexedDB.open(new URLSearchParams(location.search).get("db"));
   open.onsuccess = () => {
     const db = open.result;
-    const get = db.transaction([...db.objectStoreNames], "readonly").objectStore("leader_lease").get("lease");
+    const get = db.transaction([...db.objectStoreNames], "readonly").objectStore("ledger_lease").get("lease");
     get.onsuccess = () => { clearTimeout(timer); db.close(); done({ lease: get.result ?? null, now: Date.now() }); };
     get.onerror = () => { clearTimeout(timer); db.close(); done({ failed: "read" }); };
   };

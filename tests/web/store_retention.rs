@@ -30,7 +30,7 @@ fn version_6(db: &web_sys::IdbDatabase, _old: f64) -> Result<(), JsValue> {
         schema::EVENTS,
         schema::BLOBS,
         schema::QUARANTINE,
-        schema::LEASE,
+        schema::V6_LEASE,
     ] {
         db.create_object_store(store)?;
     }

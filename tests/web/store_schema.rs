@@ -149,6 +149,65 @@ async fn w1_a_version_5_ledger_upgrades_with_its_pages_and_shuts_version_5_build
     delete_database(&name).await;
 }
 
+/// Issue 38: version 10 moves the lease (as 4 and 6 did), so a version-8 build, which would
+/// read a follower's settled and compacted operations as refused, cannot open the ledger.
+#[wasm_bindgen_test]
+async fn w1_a_version_8_ledger_upgrades_with_its_work_and_shuts_version_8_builds_out() {
+    let name = db_name("v8");
+    const V8_STORES: [&str; 10] = [
+        schema::TOMBSTONES,
+        schema::TOMBSTONE_HASHES,
+        schema::OPERATIONS,
+        schema::OPERATION_PAGES,
+        schema::REQUESTS,
+        schema::V6_LEASE,
+        schema::EVENTS,
+        schema::BLOBS,
+        schema::QUARANTINE,
+        schema::INBOX,
+    ];
+    create_database(&name, 8, &V8_STORES).await;
+    let queued = operation("op-1", 1);
+    raw_put(
+        &name,
+        schema::OPERATIONS,
+        "op-1".into(),
+        JsValue::from_str(&json::to_string(&queued)),
+    )
+    .await;
+    let held = Lease {
+        owner: "v8-tab".into(),
+        fence: 41,
+        expires_at: u64::MAX >> 12,
+    };
+    let held = json::to_string(&held);
+    raw_put(&name, schema::V6_LEASE, "lease".into(), held.into()).await;
+
+    let ledger = IdbLedger::open(&name).await.expect("open upgrades");
+    let loaded = acquire(&ledger, "tab-a", 1_000).await;
+    assert!(loaded.quarantined.is_empty(), "{:?}", loaded.quarantined);
+    assert_eq!(loaded.snapshot.operations, vec![queued], "the work is kept");
+    assert_eq!(
+        loaded.snapshot.lease.map(|l| (l.owner, l.fence)),
+        Some(("tab-a".to_owned(), 1)),
+        "the version-8 lease went with its store"
+    );
+    ledger.close();
+
+    let db = Database::open(&name).await.expect("raw open");
+    let stores: Vec<String> = db.object_store_names().collect();
+    assert_eq!(db.version(), f64::from(SCHEMA_VERSION));
+    db.close();
+    // What a version-8 build checks before it opens a newer database: all of its stores.
+    let missing: Vec<&str> = V8_STORES
+        .into_iter()
+        .filter(|store| !stores.iter().any(|s| s == store))
+        .collect();
+    assert_eq!(missing, vec![schema::V6_LEASE], "{stores:?}");
+    assert!(stores.iter().any(|s| s == schema::SETTLED), "{stores:?}");
+    delete_database(&name).await;
+}
+
 #[wasm_bindgen_test]
 async fn w5_a_versionchange_from_another_tab_fails_the_next_apply_until_reopen() {
     let name = db_name("versionchange");

@@ -24,7 +24,7 @@ const SIZE_BUDGET = Number(execFileSync(join(ROOT, "scripts", "manifest"), ["gzi
 
 /** Sizes and time budgets (ms) of each measurement. */
 /** The stores `Scheduler.open` reads (`src/web/store/load.rs`), for the raw open beside it. */
-const LOAD_STORES = ["leader_lease", "operations", "operation_pages", "requests", "events", "quarantine"];
+const LOAD_STORES = ["ledger_lease", "operations", "operation_pages", "requests", "events", "quarantine"];
 
 const PLAN = {
   raw: { singles: 1000, batches: 100, batchSize: 100, deadlineMs: 30_000 },

@@ -15,6 +15,7 @@
 //! | 7 | `tombstones` (numeric keys growing with time; an index `by_id` on `id`): settled operations past the retention policy are compacted to tombstones |
 //! | 8 | `tombstone_hashes`: tombstones are written a page per batch (`tombstones` under the key `[time]`), with the page's id hashes beside it |
 //! | 9 | `settled`: the archive (issue 38). A settled operation leaves the working stores as it is compacted, and its record stays whole here, keyed by its tombstone's key, read only by a look-up |
+//! | 10 | `ledger_lease`, deleting `leader_lease`: builds of version 8 and before are shut out |
 //!
 //! Within version 4, `events` went from one record per event (keyed by its `seq`) to one page
 //! per persisted batch (a JSON array keyed by its last `seq`); the loader reads both. A build
@@ -62,11 +63,17 @@
 //! database (its open asks for a lower version), so no build writes single records beside
 //! pages.
 //!
-//! Version 9 adds `settled` and changes no record. Settled operations kept whole by the
-//! retention policy move there as they are compacted (a batch or two after they settle), so
-//! an open reads no settled history. A version-8 build opening a version-9 database has every
-//! store it uses: it keeps its settled operations in the working stores as before, and a
-//! version-9 build compacts them when it next runs.
+//! Versions 9 and 10 (one build: 9 was a step of its development) add `settled` and change no
+//! record of the ledger. Settled operations leave the
+//! working stores as they are compacted (a batch or two after they settle), whole in
+//! `settled` while the policy keeps them, so an open reads no settled history. A version-8
+//! build does not look there: as a tab that does not dispatch it would read an operation of
+//! its own that settled and left as refused (neither stored nor queued), and tell its host so.
+//! So version 10 moves the lease, as versions 4 and 6 did: `leader_lease` is deleted and the
+//! lease lives in `ledger_lease`. A version-8 build (its open tab is closed by the
+//! `versionchange`) then refuses the database for the missing store instead of opening it. The
+//! fence starts again from 1: no holder of an older fence can open the database any more.
+//! Settled operations a version-8 build left whole are compacted by this build as it runs.
 
 use crate::core::json::quoted;
 use indexed_db_futures::database::Database;
@@ -77,14 +84,16 @@ use super::upgrade::{open_current, upgrade_to, UpgradeFailure};
 use crate::core::safe_error::SafeError;
 
 /// The schema version this build writes.
-pub const SCHEMA_VERSION: u32 = 9;
+pub const SCHEMA_VERSION: u32 = 10;
 
 /// Operation records, keyed by operation id.
 pub const OPERATIONS: &str = "operations";
 /// Frozen request records, keyed by request id.
 pub const REQUESTS: &str = "requests";
 /// The single lease record, keyed [`LEASE_KEY`].
-pub const LEASE: &str = "leader_lease";
+pub const LEASE: &str = "ledger_lease";
+/// Where versions 6 to 9 kept the lease (deleted by the upgrade to 10).
+pub const V6_LEASE: &str = "leader_lease";
 /// Where versions 2 and 3 kept the lease (deleted by the upgrade to 4).
 pub const LEGACY_LEASE: &str = "lease";
 /// Where versions 4 and 5 kept the lease (deleted by the upgrade to 6).
@@ -127,18 +136,19 @@ pub const INBOX: &str = "inbox";
 /// Key of the lease record.
 pub const LEASE_KEY: &str = "lease";
 
-/// The stores each version adds, in order; the lease stores of versions 2 and 4 are left out
-/// (an upgrade deletes them, never creates them).
-const STEPS: [&[&str]; 9] = [
+/// The stores each version adds, in order; the lease stores of versions 2, 4 and 6 are left
+/// out (an upgrade deletes them, never creates them).
+const STEPS: [&[&str]; 10] = [
     &[OPERATIONS, REQUESTS],
     &[EVENTS],
     &[BLOBS, QUARANTINE],
     &[INBOX],
     &[OPERATION_PAGES],
-    &[LEASE],
+    &[],
     &[TOMBSTONES],
     &[TOMBSTONE_HASHES],
     &[SETTLED],
+    &[LEASE],
 ];
 
 /// Every store this build reads or writes.
@@ -170,6 +180,9 @@ fn upgrade(db: &IdbDatabase, old_version: f64) -> Result<(), JsValue> {
     }
     if old_version < 6.0 && existing.iter().any(|name| name == V4_LEASE) {
         db.delete_object_store(V4_LEASE)?;
+    }
+    if old_version < 10.0 && existing.iter().any(|name| name == V6_LEASE) {
+        db.delete_object_store(V6_LEASE)?;
     }
     for (index, stores) in STEPS.iter().enumerate() {
         let version = (index + 1) as f64;
