@@ -12,6 +12,7 @@ use canvas_scheduler::core::intent::IntentInput;
 use canvas_scheduler::core::io::{AttemptOutcome, AttemptStatus, Effect};
 use canvas_scheduler::core::ledger::LedgerSnapshot;
 use canvas_scheduler::core::model::{Lease, LedgerMeta};
+use canvas_scheduler::core::scheduler::ACTIVE_MS;
 use canvas_scheduler::core::Scheduler;
 use canvas_scheduler::testing::{pending_upsert, MemoryStore};
 use serde_json::json;
@@ -72,6 +73,7 @@ fn throughput(total: u64, chunk: u64) -> (f64, u64) {
         ..SchedulerConfig::default()
     };
     let mut store = MemoryStore::default();
+    store.durable_only = true;
     let now = 1_000_000;
     store.acquire(&config.owner, now, config.lease_ms).ok();
     let mut scheduler =
@@ -156,6 +158,57 @@ fn recovery(count: u64) -> (f64, f64) {
     (elapsed, baseline)
 }
 
+/// The tldraw example's drag, as the core sees it: `records` records created, then moved
+/// `moves` times while nothing is sent (each move replaces every unsent update: coalesced),
+/// then drained. What follows is the quiet compaction of the settled operations (the first
+/// versions applied, the rest superseded): its core time, the batches it takes, and the core
+/// time of the drain before it, as the baseline.
+fn drag_compaction(records: u64, moves: u64) -> (f64, f64, u64, usize) {
+    let config = SchedulerConfig {
+        concurrency: 2,
+        ..SchedulerConfig::default()
+    };
+    let mut store = MemoryStore::default();
+    store.durable_only = true;
+    let mut now = 1_000_000;
+    store.acquire(&config.owner, now, config.lease_ms).ok();
+    let mut scheduler =
+        Scheduler::new(config, CountingHost::new("d"), store.snapshot()).expect("config");
+    scheduler.start(now).expect("start");
+    let record = |i: u64, move_no: u64| IntentInput {
+        id: format!("r{i}-{move_no}"),
+        coalesce_key: Some(format!("record:{i}")),
+        ..intent(i, 1)
+    };
+    scheduler.set_online(now, false);
+    for move_no in 0..=moves {
+        scheduler
+            .enqueue(now, (0..records).map(|i| record(i, move_no)).collect())
+            .expect("enqueue");
+        run_to_idle(&mut scheduler, &mut store, now);
+        now += 16;
+    }
+    let started = Instant::now();
+    scheduler.set_online(now, true);
+    run_to_idle(&mut scheduler, &mut store, now);
+    let drain = started.elapsed().as_secs_f64();
+    // The user pauses: maintenance waits for that (ACTIVE_MS after the last enqueue).
+    now += ACTIVE_MS;
+    let started = Instant::now();
+    let mut batches = 0;
+    for _ in 0..100_000 {
+        now += 10;
+        scheduler.on_timer(now);
+        let more = run_to_idle(&mut scheduler, &mut store, now).1;
+        batches += more;
+        if more == 0 {
+            break;
+        }
+    }
+    let compaction = started.elapsed().as_secs_f64();
+    (compaction, drain, batches, scheduler.stats().settled_kept)
+}
+
 fn main() {
     // `cargo test --benches` runs this in test mode; keep that quick.
     let quick = std::env::args().any(|a| a == "--test") || std::env::var("BENCH_QUICK").is_ok();
@@ -169,6 +222,19 @@ fn main() {
             ops / baseline
         );
     }
+    let (records, moves) = match std::env::var("BENCH_DRAG") {
+        Ok(size) => (size.parse().unwrap_or(2_000), 20),
+        Err(_) if quick => (200, 5),
+        Err(_) => (2_000, 20),
+    };
+    let (compaction, drain, batches, left) = drag_compaction(records, moves);
+    println!(
+        "  quiet compaction after a coalesced drag ({records} records x {moves} moves): {:.1} ms in {batches} batches ({:.2} µs per operation, {left} left whole); the drain before it {:.1} ms; ratio {:.2}",
+        compaction * 1e3,
+        compaction * 1e6 / (records * (moves + 1)) as f64,
+        drain * 1e3,
+        compaction / drain.max(1e-9)
+    );
     for count in if quick {
         vec![1_000, 10_000]
     } else {

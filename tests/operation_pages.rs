@@ -12,6 +12,7 @@ use canvas_scheduler::core::loader::{LedgerLoader, RecordStore};
 use canvas_scheduler::core::model::{Operation, OperationPhase};
 use canvas_scheduler::core::operation_pages::{homes_of, PAGE_LIMIT};
 use canvas_scheduler::core::packed::PackedPage;
+use canvas_scheduler::core::scheduler::ACTIVE_MS;
 use canvas_scheduler::testing::Harness;
 use common::edit;
 
@@ -61,6 +62,9 @@ fn s18_records_written_one_by_one_are_folded_into_a_page_when_the_scheduler_is_q
     // records: the next batch is the fold.
     h.persist_next();
     h.drain();
+    // It waits until the user has paused (ACTIVE_MS after the last enqueue).
+    assert!(h.persists.is_empty(), "no fold while the user is at work");
+    h.advance(ACTIVE_MS);
     let fold = h.persists.front().cloned().expect("the fold batch");
     assert_eq!(fold.drop_operations, ["a", "b", "c"]);
     assert_eq!(fold.operation_pages.len(), 1);
@@ -116,6 +120,7 @@ fn s18_records_written_one_by_one_are_folded_into_a_page_when_the_scheduler_is_q
         h.answer_first(AttemptStatus::outcome(AttemptOutcome::Applied));
     }
     h.drain();
+    h.advance(ACTIVE_MS);
     // Settled, they leave the working stores (issue 38) but for d, which holds the highest
     // sequence; the others are in the archive.
     let durable = h.store.snapshot();
@@ -135,8 +140,9 @@ fn s18_nothing_is_folded_while_requests_are_in_flight() {
         h.answer_first(AttemptStatus::outcome(AttemptOutcome::Applied));
         h.drain();
     }
-    // All settled: compacted as they settle (issue 38) but for c, which holds the highest
-    // sequence, one record: nothing to fold.
+    // All settled: compacted once the user pauses (issue 38) but for c, which holds the
+    // highest sequence, one record: nothing to fold.
+    h.advance(ACTIVE_MS);
     assert_eq!(h.store.record_counts(), (0, 1));
 }
 
@@ -219,6 +225,7 @@ fn s18_first_writes_are_pages_and_settled_operations_retire_them() {
         }
     }
     h.drain();
+    h.advance(ACTIVE_MS);
     // Settled, they leave the working stores (issue 38): the pages went with their last
     // current copies, and only the one holding the highest sequence stays, as a record.
     let durable = h.store.snapshot();

@@ -11,6 +11,7 @@ use canvas_scheduler::core::io::{AttemptOutcome, AttemptStatus, Effect};
 use canvas_scheduler::core::model::{BlobRef, OperationPhase, Settlement};
 use canvas_scheduler::core::retention::{RetentionPolicy, SCAN_LIMIT, SLICE_LIMIT};
 use canvas_scheduler::core::scheduler::Known;
+use canvas_scheduler::core::scheduler::ACTIVE_MS;
 use canvas_scheduler::testing::{Harness, MemoryStore};
 use common::{edit, edit_after, upload};
 
@@ -89,7 +90,8 @@ fn issue_38_a_settled_operation_leaves_the_working_stores_and_stays_whole_in_the
     for id in ["a", "b", "c", "d", "e"] {
         h.enqueue(vec![edit(id, &[id])]).unwrap();
         settle_all(&mut h);
-        h.advance(1);
+        // The user pauses: maintenance held back while they work runs.
+        h.advance(ACTIVE_MS);
     }
     // e holds the ledger's highest sequence (derived from the operations at load): whole.
     assert_eq!(tombstone_ids(&h.store), vec!["a", "b", "c", "d"]);
@@ -152,6 +154,7 @@ fn issue_38_past_the_age_the_archive_forgets_the_whole_copy_at_its_next_trim() {
     let mut h = harness(policy(1_000, 5_000));
     h.enqueue(edits(&["a", "b", "z"])).unwrap();
     settle_all(&mut h);
+    h.advance(ACTIVE_MS);
     assert_eq!(
         tombstone_ids(&h.store),
         vec!["a", "b"],
@@ -318,6 +321,7 @@ fn with_the_op_kept_whole_the_blob_waits_for_the_compaction() {
     h.advance(1);
     h.enqueue(edits(&["z"])).unwrap();
     settle_all(&mut h);
+    h.advance(ACTIVE_MS);
     assert!(!h.store.blobs.contains("blob-1"), "compacted: blob gone");
     assert_eq!(tombstone_ids(&h.store), vec!["u"]);
 }

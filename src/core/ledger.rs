@@ -30,7 +30,19 @@ fn replaced_by(op: &Operation) -> Option<&str> {
     if op.phase != OperationPhase::Resolved || error.code != SUPERSEDED {
         return None;
     }
-    let raw = error.details.as_ref()?.members()?.get(REPLACED_BY)?;
+    let details = error.details.as_ref()?;
+    // As this crate writes it (`{"replacedBy":"…"}`): read without parsing, since replacement
+    // chains are walked hop by hop (a drag's chain is as long as the drag). Any other text
+    // is read as JSON.
+    if let Some(id) = details
+        .text()
+        .strip_prefix(r#"{"replacedBy":""#)
+        .and_then(|rest| rest.strip_suffix(r#""}"#))
+        .filter(|id| !id.contains(['"', '\\']))
+    {
+        return Some(id);
+    }
+    let raw = details.members()?.get(REPLACED_BY)?;
     // Operation ids never need escapes: the raw member is the id in quotes.
     raw.strip_prefix('"')?
         .strip_suffix('"')
@@ -198,6 +210,9 @@ pub struct Ledger {
     tombstone_count: u64,
     /// The last slice found nothing it may compact: none runs until something settles.
     stalled: bool,
+    /// The last slice took nothing (a window of operations whose replacements are unsent, as
+    /// after a drag): a backlog no longer sends a slice with every batch (see `pump`).
+    fruitless: bool,
     /// Tombstones past the policy may be stored (a count, a slice): the next slice trims.
     trim_due: bool,
     /// Tombstones and archived operations past the age limit may be stored (a load): the next
@@ -486,6 +501,11 @@ impl Ledger {
     /// Settled operations kept whole.
     pub fn settled_count(&self) -> usize {
         self.resolved
+    }
+
+    /// Whether the last compaction slice took nothing.
+    pub fn last_slice_fruitless(&self) -> bool {
+        self.fruitless
     }
 
     /// [`Ledger::settled_count`] by a walk of every operation (the simulation's check).
@@ -896,7 +916,8 @@ impl Ledger {
         // or request unsettled, as in a long drag) cost each busy batch at most a window, not
         // the whole queue, and the entries behind them are still reached. A quiet slice looks
         // as far as it takes.
-        let limit = if window { SCAN_LIMIT } else { usize::MAX };
+        let mut limit = if window { SCAN_LIMIT } else { usize::MAX };
+        let mut chains = StrMap::new();
         let start = if self.scan_at < self.settled.len() {
             self.scan_at
         } else {
@@ -955,7 +976,15 @@ impl Ledger {
             // the page written again in every busy batch; a quiet slice rewrites it. A policy
             // that keeps nothing whole compacts it as it settles all the same (its blob goes).
             let waits = window && more > 0 && self.archive_keep > 0;
-            if waits || (!slice.victims.is_empty() && cost + more > REWRITE_LIMIT) {
+            let over_budget = !slice.victims.is_empty() && cost + more > REWRITE_LIMIT;
+            if over_budget {
+                // Past the rewrite budget only copies in pages already going may go: they
+                // sit near the ones that doomed them (settle order is close to page order),
+                // so a quiet slice too looks at most SCAN_LIMIT further, and a backlog of n
+                // costs its slices O(n) in all, not O(n) each.
+                limit = limit.min(examined.saturating_add(SCAN_LIMIT));
+            }
+            if waits || over_budget || !self.chain_settled(id, &mut chains) {
                 continue;
             }
             cost += more;
@@ -979,6 +1008,7 @@ impl Ledger {
             }
         }
         self.scan_at = at;
+        self.fruitless = slice.victims.is_empty();
         if slice.victims.is_empty() {
             // Nothing may go anywhere in the queue: none runs until something settles. (A
             // busy window with nothing leaves the next slice to look further.)
@@ -1041,7 +1071,38 @@ impl Ledger {
         }
     }
 
-    /// Whether `op` may be compacted now (see [`Ledger::slice`]).
+    /// Whether the replacement chain `id` heads has settled (the last check of
+    /// [`Ledger::slice`], the one that walks: a chain is as long as a drag).
+    /// `memo` keeps every id walked in this slice with its answer: the versions of one dragged
+    /// record share their chain's end, so a slice walks each chain once, not once a version.
+    fn chain_settled(&self, id: &str, memo: &mut StrMap<bool>) -> bool {
+        let mut path: Vec<&str> = Vec::new();
+        let mut target = id;
+        let settled = loop {
+            if let Some(known) = memo.get(target) {
+                break *known;
+            }
+            // Not stored, or a cycle (storage is not trusted): as `dependency_end`'s `None`.
+            let Some(slot) = self.operations.get(target) else {
+                break true;
+            };
+            if path.len() > self.operations.len() {
+                break true;
+            }
+            path.push(target);
+            match replaced_by(&slot.op) {
+                Some(next) => target = next,
+                None => break slot.op.phase == OperationPhase::Resolved,
+            }
+        };
+        for walked in path {
+            memo.insert(walked.to_owned(), settled);
+        }
+        settled
+    }
+
+    /// Whether `op` may be compacted now, but for its replacement chain ([`Ledger::slice`]
+    /// asks [`Ledger::chain_settled`] last).
     fn compactable(&self, op: &Operation, protected: &BTreeSet<String>, dirty: &Dirty) -> bool {
         let id = op.intent.id.as_str();
         let carrier = op
@@ -1054,9 +1115,6 @@ impl Ledger {
             && carrier
                 .and_then(|r| self.requests.get(r))
                 .is_none_or(|r| !r.is_unresolved())
-            && self
-                .dependency_end(id)
-                .is_none_or(|end| end.phase == OperationPhase::Resolved)
             && !protected.contains(id)
             // The ledger's highest sequence is derived from its operations at load (nothing
             // else stores it): the operation holding it stays whole, so a reload never hands

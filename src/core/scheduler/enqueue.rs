@@ -95,6 +95,7 @@ impl<H: Host> Scheduler<H> {
         slots: Vec<Result<IntentInput, SchedulerError>>,
     ) -> Result<(Vec<Verdict>, Option<BatchNo>), SchedulerError> {
         self.check_admitting()?;
+        self.note_activity(now);
         let principal = self.config.principal.clone();
         let holdings = LedgerHoldings {
             ledger: &self.ledger,
@@ -129,6 +130,7 @@ impl<H: Host> Scheduler<H> {
         principal: Option<String>,
     ) -> Result<BatchNo, SchedulerError> {
         self.check_admitting()?;
+        self.note_activity(now);
         let fresh = self.validate_batch(&inputs, &principal)?;
         if fresh.is_empty() {
             // Everything is already in the ledger: wait for whatever write still carries it.

@@ -20,6 +20,7 @@ mod wall_clock;
 
 use crate::core::collections::str_map::StrMap;
 use crate::core::seq_set::SeqSet;
+pub use pump::ACTIVE_MS;
 use std::collections::BTreeSet;
 use std::collections::VecDeque;
 
@@ -159,6 +160,9 @@ pub struct Scheduler<H: Host> {
     lease: Leadership,
     effects: VecDeque<Effect>,
     yielded: bool,
+    /// Until when the user counts as at work (an enqueue within `ACTIVE_MS`): maintenance
+    /// that can wait (folds, and compaction past one busy slice per `BUSY_SLICE_MS`) waits.
+    active_until: Millis,
     timer: Option<Millis>,
     /// The latest `now` the host gave (`wall_clock`: a smaller one means the clock went back).
     clock_high: Millis,
@@ -219,6 +223,7 @@ impl<H: Host> Scheduler<H> {
             },
             effects: VecDeque::new(),
             yielded: false,
+            active_until: 0,
             timer: None,
             clock_high: 0,
             coalescing: coalesce_hold::CoalesceHolds::default(),
@@ -314,6 +319,16 @@ impl<H: Host> Scheduler<H> {
 
     fn is_running(&self) -> bool {
         self.lifecycle == Lifecycle::Running
+    }
+
+    /// Notes an enqueue: the user is at work for the next `ACTIVE_MS`.
+    pub(super) fn note_activity(&mut self, now: Millis) {
+        self.active_until = now.saturating_add(pump::ACTIVE_MS);
+    }
+
+    /// Whether an enqueue came within the last `ACTIVE_MS` (see `active_until`).
+    pub(super) fn user_active(&self, now: Millis) -> bool {
+        now < self.active_until
     }
 
     /// Nothing to write, nothing in flight and nothing that could be dispatched now: the time
@@ -461,6 +476,16 @@ impl<H: Host> Scheduler<H> {
             .then(|| self.ledger.compaction_due())
             .flatten()
             .filter(|at| *at > now);
+        // Maintenance held back while the user works runs once they pause.
+        let resume_at = (self.active_until > now
+            && self.is_leader()
+            && !self.is_closed()
+            && (self.ledger.settled_count() > 0 || self.ledger.wants_fold()))
+        .then_some(self.active_until);
+        let compact_at = match (compact_at, resume_at) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
         let desired = match (desired, compact_at) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),

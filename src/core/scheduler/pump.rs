@@ -43,6 +43,12 @@ const BUSY_SLICE_MS: Millis = 250;
 /// Settled operations in the working stores past which every batch carries a slice.
 const COMPACT_BACKLOG: usize = 32;
 
+/// How long after an enqueue the user counts as at work: meanwhile the main thread is theirs
+/// (a drag enqueues every frame), and maintenance is one busy slice per `BUSY_SLICE_MS`, no
+/// quiet slices back to back nor folds (after a 2,000-record drag they took 15 ms a frame
+/// for seconds, in the page, issue 37).
+pub const ACTIVE_MS: Millis = 500;
+
 impl<H: Host> Scheduler<H> {
     /// Adds an operation to the dependents index (once) and queues it if ready.
     pub(super) fn index(&mut self, id: &str) {
@@ -466,7 +472,8 @@ impl<H: Host> Scheduler<H> {
         } else {
             None
         };
-        let quiet = self.is_quiet();
+        let active = self.user_active(now);
+        let quiet = self.is_quiet() && !active;
         let fold = self.ledger.wants_fold() && quiet;
         // Retention: a slice of its own while quiet, with every batch when the policy keeps
         // nothing whole (compacted as it settles), and while busy with a batch at most every
@@ -478,8 +485,12 @@ impl<H: Host> Scheduler<H> {
             .is_none_or(|at| now >= at.saturating_add(BUSY_SLICE_MS));
         // Past COMPACT_BACKLOG settled operations a slice goes with the next batch anyway:
         // tombstone pages stay a few dozen long, and a tab closed right after a burst leaves
-        // few settled operations for the next open to read.
-        let backlog = self.ledger.settled_count() >= COMPACT_BACKLOG;
+        // few settled operations for the next open to read. Not after a slice that took
+        // nothing: a drag's superseded versions wait for their last one to be sent, and a
+        // window scanned in vain with every answer cost the drain most of its time.
+        let backlog = self.ledger.settled_count() >= COMPACT_BACKLOG
+            && !self.ledger.last_slice_fruitless()
+            && !active;
         let compact = (self.is_leader()
             && (quiet || busy_due || backlog || self.config.retain.keeps_nothing())
             && self.ledger.wants_compaction(now))
