@@ -9,7 +9,9 @@
 //              move (CDP TaskDuration) against the same app without the scheduler (?mode=none)
 //              and the app writing its own records (?mode=idb) in the same run, and the time
 //              from the last move until `whenSaved()` resolves; then one shape dragged 60 moves
-//              as a person drags (the per-move target), against the same drag without;
+//              as a person drags (the per-move target), in rounds alternating with the same
+//              drag in the app without the scheduler, open beside it: the main thread's CPU
+//              time (CDP ThreadTime) and its busy time (TaskDuration), medians of the rounds;
 //   faults     a mix of dropped answers after apply, 503, 429 and latency during edits;
 //   offline    the server drops every socket (admin faults), shapes drawn and moved, the page
 //              reloaded, the server back: what the editor showed before the reload reaches the
@@ -127,17 +129,26 @@ const drag = (page, ids, moves) =>
     { ids, moves },
   );
 
-/** Main-thread busy time (ms) of `body`, from the page's CDP Performance metrics. */
-async function mainThreadMs(context, page, body) {
+/** The main thread's time (ms) during `body`, from the page's CDP Performance metrics:
+ * `task`, its busy time (TaskDuration: wall time in tasks, preemption included) and `cpu`,
+ * its CPU time (ThreadTime). */
+async function mainThread(context, page, body) {
   const cdp = await context.newCDPSession(page);
   await cdp.send("Performance.enable");
-  const task = async () => (await cdp.send("Performance.getMetrics")).metrics.find((metric) => metric.name === "TaskDuration").value;
-  const before = await task();
+  const read = async () => Object.fromEntries((await cdp.send("Performance.getMetrics")).metrics.map((metric) => [metric.name, metric.value]));
+  const before = await read();
   await body();
-  const after = await task();
+  const after = await read();
   await cdp.detach();
-  return (after - before) * 1000;
+  return { task: (after.TaskDuration - before.TaskDuration) * 1000, cpu: (after.ThreadTime - before.ThreadTime) * 1000 };
 }
+
+/** Main-thread busy time (ms) of `body`. */
+const mainThreadMs = async (context, page, body) => (await mainThread(context, page, body)).task;
+
+const median = (values) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)];
+/** Rounds of the one-shape drag, alternating with the app without the scheduler. */
+const SMALL_ROUNDS = Number(process.env.TLDRAW_ROUNDS ?? 5);
 
 /**
  * Calls the page's `whenSaved()` (bounded), then checks at once that the server has decided
@@ -226,8 +237,7 @@ try {
   await drag(plain, plainIds, 5); // warm-up, as the scheduler's modes are warm when they drag
   const plainMs = (await mainThreadMs(baseline, plain, () => drag(plain, plainIds, MOVES))) / MOVES;
   await drag(plain, plainIds.slice(0, 1), 10);
-  const plainSmallMs = (await mainThreadMs(baseline, plain, () => drag(plain, plainIds.slice(0, 1), SMALL_MOVES))) / SMALL_MOVES;
-  await baseline.close();
+  // The baseline page stays open: each mode's one-shape drag alternates with its own.
   // The floor of page-mode persistence (an A/B for the page's figure): the same app writing
   // each change's records to IndexedDB itself, one strict transaction a change.
   const own = await browser.newContext({ viewport: { width: 1280, height: 800 } });
@@ -282,15 +292,34 @@ try {
       say(`page: ${SHAPES} records a move: the app writing its own records to IndexedDB costs ${(ownMs - plainMs).toFixed(2)} ms a move (the floor of durable persistence); the scheduler ${over.toFixed(2)} ms (${(over / Math.max(ownMs - plainMs, 0.01)).toFixed(1)}x)`);
     }
     await assertServerHasEditorShapes(page, server, canvas, `${mode} after the drag`);
-    // one shape dragged, as a person drags: the per-move target
+    // One shape dragged, as a person drags: the per-move target. Rounds alternate with the
+    // same drag in the app without the scheduler (which goes first alternates too), each
+    // mode's round followed by `whenSaved()`, so what the scheduler does after a drag is
+    // counted in no baseline round. On a machine with few cores, busy time also counts the
+    // time the main thread waited for a core (the worker, the server, the browser's other
+    // threads): its CPU time is what the page itself spends, and what the target judges.
     await drag(page, ids.slice(0, 1), 10);
-    const smallMs = (await mainThreadMs(context, page, () => drag(page, ids.slice(0, 1), SMALL_MOVES))) / SMALL_MOVES;
-    await whenSavedChecked(page, server, `${mode} one-shape drag`);
+    const rounds = { plain: [], mode: [] };
+    for (let round = 0; round < SMALL_ROUNDS; round++) {
+      const measure = async (which) => {
+        const [ctx, pg, shape] = which === "plain" ? [baseline, plain, plainIds[0]] : [context, page, ids[0]];
+        const time = await mainThread(ctx, pg, () => drag(pg, [shape], SMALL_MOVES));
+        rounds[which].push({ task: time.task / SMALL_MOVES, cpu: time.cpu / SMALL_MOVES });
+        if (which === "mode") await whenSavedChecked(page, server, `${mode} one-shape drag`);
+      };
+      for (const which of round % 2 === 0 ? ["plain", "mode"] : ["mode", "plain"]) await measure(which);
+    }
     await keepOrder();
-    const smallOver = smallMs - plainSmallMs;
-    const label = `${mode}: a one-shape drag, main-thread time per move over the app without the scheduler (${smallMs.toFixed(2)} against ${plainSmallMs.toFixed(2)} ms)`;
-    if (mode === "page") target(`${label} (target <= 1.5 ms)`, `${smallOver.toFixed(2)} ms`, smallOver <= 1.5);
-    else target(`${label} (target <= 0.5 ms)`, `${smallOver.toFixed(2)} ms`, smallOver <= 0.5);
+    const of = (which, key) => median(rounds[which].map((one) => one[key]));
+    const overCpu = of("mode", "cpu") - of("plain", "cpu");
+    const overTask = of("mode", "task") - of("plain", "task");
+    const perRound = rounds.mode.map((one, index) => (one.cpu - rounds.plain[index].cpu).toFixed(2)).join(", ");
+    const label =
+      `${mode}: a one-shape drag, main-thread CPU per move over the app without the scheduler ` +
+      `(medians of ${SMALL_ROUNDS} alternating rounds: ${of("mode", "cpu").toFixed(2)} against ${of("plain", "cpu").toFixed(2)} ms; rounds ${perRound}; ` +
+      `busy time ${of("mode", "task").toFixed(2)} against ${of("plain", "task").toFixed(2)} ms, ${overTask.toFixed(2)} over)`;
+    const limit = mode === "page" ? 1.5 : 0.5;
+    target(`${label} (target <= ${limit} ms)`, `${overCpu.toFixed(2)} ms`, overCpu <= limit);
     await assertServerHasEditorShapes(page, server, canvas, `${mode} after the one-shape drag`);
 
     // a fault mix during edits
@@ -324,6 +353,7 @@ try {
     say(`${mode}: ${order.length} operations enqueued, ${applied} applied once each in enqueue order, nothing lost`);
     await context.close();
   }
+  await baseline.close();
   say(`ok in ${seconds(started)}s`);
 } catch (error) {
   console.error(`tldraw: FAILED after ${seconds(started)}s: ${error.stack ?? error}`);
