@@ -633,3 +633,49 @@ fn a_dependency_on_a_compacted_superseded_operation_whose_replacement_was_discar
     assert_eq!(blockers(&r, "y"), vec!["dependency_discarded"]);
     assert!(r.wire.is_empty());
 }
+
+#[test]
+fn issue_37_maintenance_gives_way_while_the_user_works_and_resumes_when_they_pause() {
+    // A drag of 40 records for 30 moves while nothing is sent: every move replaces the last
+    // one's unsent versions, which settle `discarded` (a backlog of 1,160). While enqueues
+    // keep coming, no quiet slice runs (a backlog's slices ride batches, spaced); once the
+    // user pauses (ACTIVE_MS), the rest goes at once.
+    let mut h = harness(policy(10, u64::MAX / 4));
+    h.auto_persist = false;
+    let hold = h.scheduler.hold(h.now).unwrap();
+    for version in 0..30 {
+        let moves: Vec<_> = (0..40)
+            .map(|key| IntentInput {
+                coalesce_key: Some(format!("drag:{key}")),
+                ..edit(&format!("m{key}-{version}"), &[&format!("c{key}")])
+            })
+            .collect();
+        h.enqueue(moves).unwrap();
+        persist_all(&mut h);
+        h.advance(16);
+        persist_all(&mut h);
+    }
+    // The last versions are sent and applied (their replaced ones may go from then on),
+    // still within ACTIVE_MS of the last move.
+    h.scheduler.release(h.now, hold);
+    for _ in 0..200 {
+        persist_all(&mut h);
+        if h.wire.is_empty() {
+            break;
+        }
+        // Every request on the wire answered in one turn: one batch could take them all.
+        for order in std::mem::take(&mut h.wire) {
+            h.scheduler.on_answer(h.now, order.attempt, applied());
+        }
+    }
+    persist_all(&mut h);
+    let backlog = h.scheduler.ledger().settled_count();
+    assert!(backlog > 1_000, "{backlog} settled and whole");
+    // The user pauses: full slices until the backlog is gone.
+    h.auto_persist = true;
+    h.advance(ACTIVE_MS);
+    h.drain();
+    let left = h.scheduler.ledger().settled_count();
+    assert!(left <= 11, "{left} settled still whole after the pause");
+    assert!(tombstone_ids(&h.store).len() >= backlog - 11);
+}

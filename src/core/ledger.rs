@@ -210,9 +210,6 @@ pub struct Ledger {
     tombstone_count: u64,
     /// The last slice found nothing it may compact: none runs until something settles.
     stalled: bool,
-    /// The last slice took nothing (a window of operations whose replacements are unsent, as
-    /// after a drag): a backlog no longer sends a slice with every batch (see `pump`).
-    fruitless: bool,
     /// Tombstones past the policy may be stored (a count, a slice): the next slice trims.
     trim_due: bool,
     /// Tombstones and archived operations past the age limit may be stored (a load): the next
@@ -501,11 +498,6 @@ impl Ledger {
     /// Settled operations kept whole.
     pub fn settled_count(&self) -> usize {
         self.resolved
-    }
-
-    /// Whether the last compaction slice took nothing.
-    pub fn last_slice_fruitless(&self) -> bool {
-        self.fruitless
     }
 
     /// [`Ledger::settled_count`] by a walk of every operation (the simulation's check).
@@ -1008,7 +1000,6 @@ impl Ledger {
             }
         }
         self.scan_at = at;
-        self.fruitless = slice.victims.is_empty();
         if slice.victims.is_empty() {
             // Nothing may go anywhere in the queue: none runs until something settles. (A
             // busy window with nothing leaves the next slice to look further.)

@@ -95,6 +95,17 @@ async function openExample(context, statics, server, mode, canvas) {
   return page;
 }
 
+/** Page side: draws a rectangle and drops an image (a 4x4 PNG) on the canvas. */
+async function drawShapeAndImage(page) {
+  await page.evaluate(() => void globalThis.example.editor.createShape({ type: "geo", x: 10, y: 10, props: { w: 80, h: 60 } }));
+  await page.evaluate(async () => {
+    const canvas = new OffscreenCanvas(4, 4);
+    canvas.getContext("2d").fillRect(0, 0, 4, 4);
+    const file = new File([await canvas.convertToBlob({ type: "image/png" })], "dot.png", { type: "image/png" });
+    await globalThis.example.editor.putExternalContent({ type: "files", files: [file], point: { x: 200, y: 200 } });
+  });
+}
+
 /** Page side: creates `count` geo shapes in one change; answers their ids. */
 const createShapes = (page, count, prefix) =>
   page.evaluate(
@@ -233,6 +244,9 @@ try {
   // The baseline: the same app, the same drag, no scheduler.
   const baseline = await browser.newContext({ viewport: { width: 1280, height: 800 } });
   const plain = await openExample(baseline, statics, server, "none", "plain");
+  // The same document as each mode's page: the rectangle and the image, then the shapes.
+  await drawShapeAndImage(plain);
+  await plain.waitForFunction(() => globalThis.example.editor.getCurrentPageShapes().some((shape) => shape.type === "image"), null, { timeout: 30_000 });
   const plainIds = await createShapes(plain, SHAPES, "p");
   await drag(plain, plainIds, 5); // warm-up, as the scheduler's modes are warm when they drag
   const plainMs = (await mainThreadMs(baseline, plain, () => drag(plain, plainIds, MOVES))) / MOVES;
@@ -255,15 +269,8 @@ try {
     const order = [];
     const keepOrder = async () => order.push(...(await page.evaluate(() => globalThis.example.enqueuedIds.splice(0))));
 
-    // draw
-    await page.evaluate(() => void globalThis.example.editor.createShape({ type: "geo", x: 10, y: 10, props: { w: 80, h: 60 } }));
-    // an image: tldraw's asset store enqueues an asset.upload with the file as its blob
-    await page.evaluate(async () => {
-      const canvas = new OffscreenCanvas(4, 4);
-      canvas.getContext("2d").fillRect(0, 0, 4, 4);
-      const file = new File([await canvas.convertToBlob({ type: "image/png" })], "dot.png", { type: "image/png" });
-      await globalThis.example.editor.putExternalContent({ type: "files", files: [file], point: { x: 200, y: 200 } });
-    });
+    // draw, and an image: tldraw's asset store enqueues an asset.upload with the file as its blob
+    await drawShapeAndImage(page);
     // tldraw may call the asset store's upload after putExternalContent resolves: whenSaved()
     // covers what was enqueued before it was called, so wait for the upload's enqueue first.
     await page.waitForFunction(() => globalThis.example.uploads >= 1, null, { timeout: 30_000 });

@@ -161,7 +161,7 @@ pub struct Scheduler<H: Host> {
     effects: VecDeque<Effect>,
     yielded: bool,
     /// Until when the user counts as at work (an enqueue within `ACTIVE_MS`): maintenance
-    /// that can wait (folds, and compaction past one busy slice per `BUSY_SLICE_MS`) waits.
+    /// that can wait (folds, quiet slices back to back) waits, and a backlog's slices are spaced.
     active_until: Millis,
     timer: Option<Millis>,
     /// The latest `now` the host gave (`wall_clock`: a smaller one means the clock went back).
