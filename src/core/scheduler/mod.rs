@@ -466,10 +466,7 @@ impl<H: Host> Scheduler<H> {
             && !self.lease.renew_wanted
             && self.persist.in_flight.is_none())
         .then(|| self.lease.renewed_at + self.config.renew_interval());
-        let desired = match (desired, renew_at) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        };
+        let desired = earliest(desired, renew_at);
         // Retention: wake when the oldest settled operation outgrows the age limit. One due
         // already runs with the next quiet batch (a wake-up now would find the same work).
         let compact_at = (self.is_leader() && !self.is_closed() && !self.persist.failed)
@@ -482,14 +479,7 @@ impl<H: Host> Scheduler<H> {
             && !self.is_closed()
             && (self.ledger.settled_count() > 0 || self.ledger.wants_fold()))
         .then_some(self.active_until);
-        let compact_at = match (compact_at, resume_at) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        };
-        let desired = match (desired, compact_at) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        };
+        let desired = earliest(earliest(desired, compact_at), resume_at);
         if desired != self.timer {
             self.timer = desired;
             self.effects.push_back(Effect::SetTimer(desired));
@@ -525,5 +515,13 @@ impl<H: Host> Scheduler<H> {
         self.release_ended_holds(now);
         self.pump(now);
         self.sync_timer(now);
+    }
+}
+
+/// The earlier of two optional due times.
+fn earliest(a: Option<Millis>, b: Option<Millis>) -> Option<Millis> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
     }
 }

@@ -50,9 +50,8 @@ const COMPACT_BACKLOG: usize = 32;
 /// every `ACTIVE_SLICE_GAP_MS`.
 pub const ACTIVE_MS: Millis = 500;
 
-/// Least time between two slices a backlog sends with batches while the user is at work
-/// (small slices instead made tombstone pages small, and the open that reads their index
-/// slower: 1.81x an empty ledger after 20,000, against 1.28x).
+/// Least time between two slices a held-back backlog sends with batches while the user is
+/// at work (slices stay full size: small ones make small tombstone pages).
 const ACTIVE_SLICE_GAP_MS: Millis = 100;
 
 /// Settled operations waiting past which a backlog's slices are spaced while the user works
@@ -499,13 +498,10 @@ impl<H: Host> Scheduler<H> {
             .is_none_or(|at| now >= at.saturating_add(BUSY_SLICE_MS));
         // Past COMPACT_BACKLOG settled operations a slice goes with the next batch anyway:
         // tombstone pages stay a few dozen long, and a tab closed right after a burst leaves
-        // few settled operations for the next open to read. Not after a slice that took
-        // nothing: a drag's superseded versions wait for their last one to be sent, and a
-        // window scanned in vain with every answer cost the drain most of its time.
-        // While the user works and the backlog is past what slices keep up with (a drag's
-        // superseded versions: tens of thousands), at most one every ACTIVE_SLICE_GAP_MS, so
-        // a drag's frames do not each pay for a slice; a burst's backlog stays small, and
-        // its slices go with every batch (a tab closed right after it leaves a few dozen).
+        // few settled operations for the next open to read. While the user works and the
+        // backlog is past what slices keep up with (a drag's superseded versions: tens of
+        // thousands), at most one every ACTIVE_SLICE_GAP_MS, so a drag's frames do not each
+        // pay for a slice; a burst's backlog stays small, and its slices go with every batch.
         let backlog_due = !held_back
             || self
                 .persist
