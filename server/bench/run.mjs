@@ -1,7 +1,7 @@
 //! The server kit's throughput (issue 39, `BENCH_ONLY=server npm run bench`): requests/s through
-//! canvas-scheduler-server against a bare handler doing the same domain write, on SQLite (1
-//! process) and on Postgres (1 and 4 processes). Each pair is measured back to back, ROUNDS times,
-//! alternating which goes first (bare, kit; then kit, bare; …), each time on a fresh SQLite file
+//! canvas-scheduler-server (with `plan`, and with `apply`) against a bare handler doing the same
+//! domain write, on SQLite (1 process) and on Postgres (1 and 4 processes). The three are measured
+//! back to back, ROUNDS times, the order rotating each round, each time on a fresh SQLite file
 //! or database; the table gives medians, the ratio's range, and the servers' CPU time per request
 //! (steadier than requests/s on a shared machine). Postgres is CSK_PG_URL, or a throw-away cluster
 //! started here with scripts/pg-cluster (fsync on). 127.0.0.1 only; each measurement is bounded
@@ -18,9 +18,9 @@ const ROOT = resolve(new URL('../..', import.meta.url).pathname);
 const SERVE = new URL('./serve.mjs', import.meta.url).pathname;
 // Per process: `concurrency` requests in flight (a load that 4 processes are run for keeps each
 // of them as busy as a load for 1 keeps it) and `warm` warm-up requests (a server that has run a
-// while has its code compiled; 4 processes sharing a few warm-up requests spend the measurement
-// compiling, CPU that counts).
-const PLAN = { requests: 3000, concurrency: 16, warm: 500, deadlineMs: 20_000 };
+// while has its code compiled: with 500, the 4-process runs measured V8's compiler threads, and
+// the bare handler's CPU per request fell from 498 to 252 us with 2,000).
+const PLAN = { requests: Number(process.env.BENCH_SERVER_REQUESTS ?? 6000), concurrency: 16, warm: Number(process.env.BENCH_SERVER_WARM ?? 2000), deadlineMs: 20_000 };
 const ONLY = process.env.BENCH_SERVER_ONLY; // e.g. pg4: one configuration
 const ROUNDS = Math.max(1, Math.min(9, Number(process.env.BENCH_SERVER_ROUNDS ?? 3)));
 
@@ -110,24 +110,29 @@ async function measure(mode, engine, processes, label) {
 
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const CONFIGS = [['sqlite', 1, 'sqlite1'], ['postgres', 1, 'pg1'], ['postgres', 4, 'pg4']];
+// The kit two ways (`plan`: the outcome and its statements given up front, one round trip on
+// Postgres; `apply`: the app's code writes through `tx` in the transaction) and the bare handler,
+// in an order that rotates each round.
+const MODES = ['bare', 'plan', 'kit'];
 for (const [engine, processes, label] of CONFIGS.filter(([, , l]) => !ONLY || ONLY === l)) {
-  const runs = { kit: [], bare: [] };
-  const ratios = [];
+  const runs = { kit: [], plan: [], bare: [] };
+  const ratios = { kit: [], plan: [] };
   for (let round = 0; round < ROUNDS; round += 1) {
-    const order = round % 2 === 0 ? ['bare', 'kit'] : ['kit', 'bare'];
-    const pair = {};
-    for (const mode of order) pair[mode] = await measure(mode, engine, processes, `${label}_r${round}`);
-    runs.kit.push(pair.kit);
-    runs.bare.push(pair.bare);
-    ratios.push(pair.kit.rps / pair.bare.rps);
+    const order = MODES.map((_, i) => MODES[(i + round) % MODES.length]);
+    const measured = {};
+    for (const mode of order) measured[mode] = await measure(mode, engine, processes, `${label}_r${round}`);
+    for (const mode of MODES) runs[mode].push(measured[mode]);
+    for (const mode of ['plan', 'kit']) ratios[mode].push(measured[mode].rps / measured.bare.rps);
   }
   const rps = (mode) => median(runs[mode].map((r) => r.rps));
   const cpu = (mode) => median(runs[mode].map((r) => r.cpuUs));
-  const ratio = median(ratios);
-  console.log(
-    `server kit ${engine} x${processes}: kit ${rps('kit').toFixed(0)} req/s, bare ${rps('bare').toFixed(0)} req/s (medians of ${ROUNDS}), ` +
-      `kit/bare ${ratio.toFixed(2)}x (rounds ${ratios.map((r) => r.toFixed(2)).join(', ')}), overhead ${((1 - ratio) * 100).toFixed(1)} % (target <= 25 %); ` +
-      `server CPU per request: kit ${cpu('kit').toFixed(0)} us, bare ${cpu('bare').toFixed(0)} us`,
-  );
+  for (const [mode, name] of [['plan', 'kit (plan)'], ['kit', 'kit (apply)']]) {
+    const ratio = median(ratios[mode]);
+    console.log(
+      `server ${name} ${engine} x${processes}: ${rps(mode).toFixed(0)} req/s, bare ${rps('bare').toFixed(0)} req/s (medians of ${ROUNDS}), ` +
+        `kit/bare ${ratio.toFixed(2)}x (rounds ${ratios[mode].map((r) => r.toFixed(2)).join(', ')}), overhead ${((1 - ratio) * 100).toFixed(1)} % (target <= 25 %); ` +
+        `server CPU per request: ${cpu(mode).toFixed(0)} us, bare ${cpu('bare').toFixed(0)} us`,
+    );
+  }
 }
 process.exit(0);

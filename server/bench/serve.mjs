@@ -1,7 +1,8 @@
-//! One benchmark server process: `node serve.mjs kit|bare sqlite|postgres DB` listens on
-//! 127.0.0.1 and prints {"listening": url}. Both modes do the same domain write (one row per
+//! One benchmark server process: `node serve.mjs kit|plan|bare sqlite|postgres DB` listens on
+//! 127.0.0.1 and prints {"listening": url}. Every mode does the same domain write (one row per
 //! request, the statement prepared once on SQLite); `kit` goes through canvas-scheduler-server
-//! (its node:http adapter, as an app mounts it), `bare` parses the JSON and writes.
+//! (its node:http adapter, as an app mounts it) with `apply` writing through `tx`, `plan` through
+//! it with a `plan` giving the same statement, `bare` parses the JSON and writes.
 import { createServer } from 'node:http';
 import Database from 'better-sqlite3';
 import pg from 'pg';
@@ -16,7 +17,16 @@ if (engine === 'sqlite') {
   db.pragma('journal_mode = WAL');
   db.exec(DOMAIN);
   const insert = db.prepare('INSERT INTO bench_notes VALUES (?, ?, ?)');
-  if (mode === 'kit') {
+  if (mode === 'plan') {
+    const kit = createKit({
+      store: sqliteStore({ db }),
+      plan: (request) => ({
+        outcome: 'applied',
+        statements: [{ text: 'INSERT INTO bench_notes VALUES (?, ?, ?)', values: [request.principal, request.key, JSON.stringify(request.body.payload)] }],
+      }),
+    });
+    handler = toNodeHandler(kit.handle);
+  } else if (mode === 'kit') {
     const kit = createKit({
       store: sqliteStore({ db }),
       // `tx` is `db` (SQLite has one connection): the statement prepared once, as bare's.
@@ -32,7 +42,17 @@ if (engine === 'sqlite') {
 } else {
   const pool = new pg.Pool({ connectionString: where, max: 8 });
   await pool.query(DOMAIN).catch(() => {});
-  if (mode === 'kit') {
+  if (mode === 'plan') {
+    const kit = createKit({
+      store: postgresStore({ pool }),
+      plan: (request) => ({
+        outcome: 'applied',
+        statements: [{ text: 'INSERT INTO bench_notes VALUES ($1, $2, $3)', values: [request.principal, request.key, JSON.stringify(request.body.payload)] }],
+      }),
+    });
+    await kit.init();
+    handler = toNodeHandler(kit.handle);
+  } else if (mode === 'kit') {
     const kit = createKit({
       store: postgresStore({ pool }),
       apply: async (request, tx) => {

@@ -13,6 +13,24 @@ export interface ApplyResult {
   [field: string]: unknown;
 }
 
+/** A statement of a `plan`: SQL in the store's dialect (`$1` on Postgres, `?` on SQLite). */
+export interface PlannedStatement {
+  text: string;
+  values?: unknown[];
+}
+
+/** What `plan` returns: the answer, and the statements that write the request's effects. */
+export interface PlanResult extends ApplyResult {
+  statements?: PlannedStatement[];
+}
+
+/** What a store's `writeOnce` receives: the checked answer and the statements. */
+export interface Planned {
+  status: number;
+  answer: unknown;
+  statements: PlannedStatement[];
+}
+
 /** One submit as `apply` sees it. No request header or credential is passed or stored. */
 export interface SubmitRequest {
   key: string;
@@ -72,15 +90,21 @@ export interface Store<Tx = unknown> {
     fn: (tx: Tx) => Promise<{ status: number; answer: unknown }>,
   ): Promise<StoredRow>;
   release(args: { principal: string; key: string; token: number }): Promise<void>;
+  /**
+   * Optional (both engines have it; `plan` needs it): the outcome and the plan's statements
+   * committed together, once per key. `fresh` when this call wrote them.
+   */
+  writeOnce?(
+    args: { principal: string; key: string; digest: string; now: number; leaseMs: number },
+    planned: Planned,
+  ): Promise<StoredRow & { fresh?: boolean }>;
   get(args: { principal: string; key: string }): Promise<StoredRow | null>;
   purge(args: { before: number; limit: number }): Promise<number>;
   close(): Promise<void>;
 }
 
-export interface KitOptions<Tx = unknown> {
+interface KitOptionsBase<Tx> {
   store: Store<Tx>;
-  /** The app's domain writes, inside the transaction that stores the outcome. */
-  apply(request: SubmitRequest, tx: Tx): ApplyResult | Promise<ApplyResult>;
   /**
    * Scopes keys; null or undefined answers 401. Default: one principal, "anonymous". Through
    * `toNodeHandler` the Request carries the method, URL and headers; its body is the kit's.
@@ -98,6 +122,27 @@ export interface KitOptions<Tx = unknown> {
   now?(): number;
   onError?(error: unknown): void;
 }
+
+/** Exactly one of `apply` and `plan`. */
+export type KitOptions<Tx = unknown> = KitOptionsBase<Tx> &
+  (
+    | {
+        /** The app's domain writes, inside the transaction that stores the outcome. */
+        apply(request: SubmitRequest, tx: Tx): ApplyResult | Promise<ApplyResult>;
+        plan?: never;
+      }
+    | {
+        /**
+         * The answer and the statements that write it, decided without the database: on
+         * Postgres a new key then costs one round trip (BEGIN, the outcome, the statements and
+         * COMMIT in one write), where `apply` costs three. It runs before the key is looked up,
+         * so it must have no effect of its own: for a key already applied it runs again and its
+         * result is dropped. A statement that fails fails the request (500, nothing committed).
+         */
+        plan(request: SubmitRequest): PlanResult | Promise<PlanResult>;
+        apply?: never;
+      }
+  );
 
 export interface Kit {
   handle(request: Request): Promise<Response>;

@@ -13,8 +13,11 @@ const DAY_MS = 24 * 60 * 60 * 1000;
  * @returns {import('./index.js').Kit}
  */
 export function createKit(options) {
-  const { store, apply } = options;
-  if (!store || typeof apply !== 'function') throw new TypeError('createKit needs { store, apply }');
+  const { store, apply, plan } = options;
+  if (!store || (typeof apply === 'function') === (typeof plan === 'function')) {
+    throw new TypeError('createKit needs { store } and one of apply or plan');
+  }
+  if (plan && typeof store.writeOnce !== 'function') throw new TypeError('this store cannot run a plan (no writeOnce): give apply');
   const principalHook = options.principal;
   const limits = { ...DEFAULT_LIMITS, ...(options.limits ?? {}) };
   const leaseMs = options.leaseMs ?? 30_000;
@@ -120,6 +123,7 @@ export function createKit(options) {
   /** @param {{ principal: string, key: string, digest: string, body: any, blob?: any, context?: any }} submitted */
   async function claimAndApply(submitted) {
     const { principal, key, digest } = submitted;
+    if (plan) return planOnce(submitted);
     if (store.applyOnce) return applyOnce(submitted);
     const claim = await store.claim({ principal, key, digest, now: now(), leaseMs });
     if (claim.state !== 'claimed') return settledOrBusy(claim, digest);
@@ -166,6 +170,28 @@ export function createKit(options) {
     });
     const out = settledOrBusy(result, digest);
     return out.state === 'done' && ran ? { ...out, fresh: true } : out;
+  }
+
+  /**
+   * The plan path: `plan` decides (before the store is asked, so it may run again for a repeat
+   * and its result is then dropped); its statements and the outcome commit together, once.
+   * @param {{ principal: string, key: string, digest: string, body: any, blob?: any, context?: any }} submitted
+   */
+  async function planOnce(submitted) {
+    const { principal, key, digest } = submitted;
+    const planned = /** @type {NonNullable<typeof plan>} */ (plan)(
+      { key, principal, body: submitted.body, blob: submitted.blob ?? null, digest, context: submitted.context },
+    );
+    const { statements = [], ...result } = /** @type {any} */ ((await planned) ?? {});
+    if (!Array.isArray(statements) || !statements.every((s) => typeof s?.text === 'string' && (s.values == null || Array.isArray(s.values)))) {
+      throw new TypeError('plan must return statements as [{ text: string, values?: unknown[] }]');
+    }
+    const row = await /** @type {any} */ (store).writeOnce(
+      { principal, key, digest, now: now(), leaseMs },
+      { ...outcomeOf(result), statements },
+    );
+    const out = settledOrBusy(row, digest);
+    return out.state === 'done' && row.fresh ? { ...out, fresh: true } : out;
   }
 
   /** Checks what apply returned and splits off the HTTP status. @param {any} answer */

@@ -24,17 +24,30 @@ import { Round, bound, cstring, run } from './postgres-wire.js';
 
 // BEGIN and COMMIT as statements prepared on the connection too (as protocol-level statements:
 // SQL PREPARE takes no utility statement), so no SQL at all is parsed for a request.
-const BEGIN = { name: 'csk_begin', text: 'BEGIN' };
-const COMMIT = { name: 'csk_commit', text: 'COMMIT' };
-const RUN_BEGIN = run(BEGIN.name);
-const RUN_COMMIT = run(COMMIT.name);
+export const BEGIN = { name: 'csk_begin', text: 'BEGIN' };
+export const COMMIT = { name: 'csk_commit', text: 'COMMIT' };
+export const RUN_BEGIN = run(BEGIN.name);
+export const RUN_COMMIT = run(COMMIT.name);
 const EMPTY = Buffer.alloc(0);
+
+/**
+ * Whether the hand-built messages can go on this client: node-postgres's custom-query interface
+ * with its connection's socket at hand (pg 8's `client.connection.stream`), and not in pg's
+ * pipeline mode (which refuses custom queries). Otherwise the text path, which any `pg` client
+ * speaks.
+ * @param {any} client
+ */
+export function speaksWire(client) {
+  return !client.pipeline && typeof client.connection?.stream?.write === 'function';
+}
 
 /**
  * @param {any} pool
  * @param {string} T the outcomes table (a plain identifier)
+ * @param {{ prepare: boolean }} wire shared with the write path: false once a connection lost
+ *   its statements (the text path from then on)
  */
-export function postgresApplyOnce(pool, T) {
+export function postgresApplyOnce(pool, T, wire = { prepare: true }) {
   const statements = {
     head: {
       name: `csk_head_${T}`,
@@ -59,20 +72,8 @@ export function postgresApplyOnce(pool, T) {
     WHERE principal = $1 AND key = $2 AND state = 'pending' AND token = $3 RETURNING token`;
   const names = { head: cstring(statements.head.name), done: cstring(statements.done.name) };
   const all = [statements.head, statements.done, BEGIN, COMMIT];
-  let prepare = true;
   // Text as the database sends it, whichever way a round went: both give the same fields.
   const raw = { getTypeParser: () => (/** @type {string} */ v) => v };
-
-  /**
-   * Whether the hand-built messages can go on this client: node-postgres's custom-query
-   * interface with its connection's socket at hand (pg 8's `client.connection.stream`), and not
-   * in pg's pipeline mode (which refuses custom queries). Otherwise the text path, which any
-   * `pg` client speaks.
-   * @param {any} client
-   */
-  function speaksWire(client) {
-    return !client.pipeline && typeof client.connection?.stream?.write === 'function';
-  }
 
   /**
    * Runs statement `which` with `values` in one round trip, with BEGIN before it ('head') or
@@ -82,7 +83,7 @@ export function postgresApplyOnce(pool, T) {
    */
   async function round(client, which, values) {
     const statement = statements[which];
-    if (prepare && speaksWire(client)) {
+    if (wire.prepare && speaksWire(client)) {
       // The connection's statements are checked once a transaction: `done` follows on the same one.
       if (which === 'head') await preparedOn(client, all);
       const params = values.map(String);
@@ -122,8 +123,8 @@ export function postgresApplyOnce(pool, T) {
         head = await round(client, 'head', values);
       } catch (error) {
         // 26000: the connection lost its prepared statements. Nothing ran yet: inline, again.
-        if (/** @type {any} */ (error)?.code !== '26000' || !prepare) throw error;
-        prepare = false;
+        if (/** @type {any} */ (error)?.code !== '26000' || !wire.prepare) throw error;
+        wire.prepare = false;
         await client.query('ROLLBACK');
         head = await round(client, 'head', values);
       }

@@ -110,3 +110,26 @@ export function bound(before, name, values, after) {
   return out;
 }
 
+/**
+ * Parse of `text` as the unnamed statement, Bind of it with `values` (text, or null for NULL) to
+ * the unnamed portal, and Execute: a statement with its values, planned by the database as
+ * node-postgres's own parameterized `query(text, values)` is.
+ * @param {string} text @param {(string | null)[]} values
+ */
+export function statement(text, values) {
+  const parse = message('P', Buffer.concat([cstring(''), cstring(text), int16(0)]));
+  const parts = [cstring(''), cstring(''), int16(0), int16(values.length)];
+  for (const v of values) {
+    if (v == null) {
+      parts.push(Buffer.from([255, 255, 255, 255]));
+      continue;
+    }
+    const bytes = Buffer.from(v, 'utf8');
+    const length = Buffer.allocUnsafe(4);
+    length.writeInt32BE(bytes.length);
+    parts.push(length, bytes);
+  }
+  parts.push(int16(0));
+  return Buffer.concat([parse, message('B', Buffer.concat(parts)), EXECUTE]);
+}
+

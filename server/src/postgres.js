@@ -1,10 +1,11 @@
 //! The Postgres engine (`pg`): any number of stateless processes on one database. The kit's submit
-//! runs in one transaction (postgres-apply.js). `claim` + `commit` stay for the Store interface: a
+//! runs in one transaction (postgres-apply.js; a `plan`'s in one round trip, postgres-write.js). `claim` + `commit` stay for the Store interface: a
 //! claim is one INSERT … ON CONFLICT; the commit locks the key's row (FOR UPDATE) and checks the
 //! fencing token, so a process whose lease was taken over cannot settle the key, and the app's
 //! writes commit or roll back with the outcome.
 
 import { postgresApplyOnce } from './postgres-apply.js';
+import { postgresWriteOnce } from './postgres-write.js';
 
 /** @param {string} schema */
 const ddl = (table) => `
@@ -40,8 +41,11 @@ export function postgresStore({ pool, table = 'csk_outcomes' }) {
   // lock, postgres-apply.js): taking that lock for this one statement says so.
   const lookup = `SELECT t.*, t.key IS NULL AND NOT pg_try_advisory_xact_lock(hashtext('${T}'), hashtext(length($1) || ':' || $1 || $2)) AS busy
     FROM (SELECT 1) AS one LEFT JOIN ${T} AS t ON t.principal = $1 AND t.key = $2`;
+  const wire = { prepare: true };
+  const applyOnce = postgresApplyOnce(pool, T, wire);
   return {
-    applyOnce: postgresApplyOnce(pool, T),
+    applyOnce,
+    writeOnce: postgresWriteOnce(pool, T, wire, applyOnce),
     async init() {
       const client = await pool.connect();
       try {

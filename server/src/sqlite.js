@@ -56,7 +56,20 @@ export function sqliteStore({ db }) {
     const r = q.get.get(principal, key);
     return r ? { ...r, answer: r.answer == null ? null : JSON.parse(r.answer) } : null;
   };
-  return {
+  /** @type {Map<string, any>} */
+  const statements = new Map();
+  /** @param {string} text */
+  const cached = (text) => {
+    let prepared = statements.get(text);
+    if (!prepared) {
+      if (statements.size >= 256) statements.clear();
+      prepared = db.prepare(text);
+      statements.set(text, prepared);
+    }
+    return prepared;
+  };
+  /** @type {import('./index.js').Store} */
+  const store = {
     async init() {
       db.pragma('journal_mode = WAL');
       db.pragma('busy_timeout = 5000');
@@ -117,6 +130,19 @@ export function sqliteStore({ db }) {
         q.upsertDone.run(principal, key, digest, token, now, status, JSON.stringify(answer), now);
         return { state: 'done', digest, status, answer };
       }),
+    // A plan's statements (prepared once each, a bounded cache) in the same one transaction.
+    writeOnce(args, planned) {
+      let ran = false;
+      return store.applyOnce(args, () => {
+        ran = true;
+        for (const s of planned.statements) {
+          const prepared = cached(s.text);
+          if (prepared.reader) prepared.all(...(s.values ?? []));
+          else prepared.run(...(s.values ?? []));
+        }
+        return { status: planned.status, answer: planned.answer };
+      }).then((row) => (ran && row.state === 'done' ? { ...row, fresh: true } : row));
+    },
     commit: ({ principal, key, token, now }, fn) =>
       transaction(async () => {
         const current = row(principal, key);
@@ -156,4 +182,5 @@ export function sqliteStore({ db }) {
         db.close();
       }),
   };
+  return store;
 }

@@ -9,7 +9,7 @@ import { overHttp } from './over-http.mjs';
 const URL_BASE = 'http://127.0.0.1/v1';
 
 /** A frozen request body as the client sends it. */
-const body = (id, extra = {}) => ({
+export const body = (id, extra = {}) => ({
   id,
   operationIds: [`${id}-op`],
   kind: 'note.add',
@@ -19,7 +19,7 @@ const body = (id, extra = {}) => ({
   ...extra,
 });
 
-const submit = (kit, b, headers = {}) =>
+export const submit = (kit, b, headers = {}) =>
   kit.handle(
     new Request(`${URL_BASE}/requests`, {
       method: 'POST',
@@ -27,7 +27,7 @@ const submit = (kit, b, headers = {}) =>
       body: JSON.stringify(b),
     }),
   );
-const query = (kit, id, headers = {}) =>
+export const query = (kit, id, headers = {}) =>
   kit.handle(new Request(`${URL_BASE}/requests/${encodeURIComponent(id)}`, { headers }));
 
 /**
@@ -358,7 +358,7 @@ export function conformance(label, makeEngine, how = {}) {
 }
 
 /** The digest the kit computes for body(key): read back from a claim it stores. */
-async function digestOf(_kit, key) {
+export async function digestOf(_kit, key) {
   const { parseSubmit, DEFAULT_LIMITS } = await import('../src/protocol.js');
   const { fromWebRequest } = await import('../src/incoming.js');
   const parsed = await parseSubmit(

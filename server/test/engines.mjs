@@ -22,6 +22,9 @@ export async function sqliteEngine() {
     path,
     store: sqliteStore({ db }),
     openStore: () => sqliteStore({ db: new Database(path) }),
+    note: (principal, key, value) => ({ text: 'INSERT INTO notes VALUES (?, ?, ?)', values: [principal, key, value] }),
+    values: async (principal, key) =>
+      reader.prepare('SELECT value FROM notes WHERE principal = ? AND key = ?').all(principal, key).map((r) => r.value),
     write: async (tx, principal, key, value) =>
       void tx.prepare('INSERT INTO notes VALUES (?, ?, ?)').run(principal, key, value),
     count: async (principal, key) =>
@@ -52,6 +55,9 @@ export async function postgresEngine() {
       pools.push(p);
       return postgresStore({ pool: p });
     },
+    note: (principal, key, value) => ({ text: 'INSERT INTO notes VALUES ($1, $2, $3)', values: [principal, key, value] }),
+    values: async (principal, key) =>
+      (await pool.query('SELECT value FROM notes WHERE principal = $1 AND key = $2', [principal, key])).rows.map((r) => r.value),
     write: async (tx, principal, key, value) =>
       void (await tx.query('INSERT INTO notes VALUES ($1, $2, $3)', [principal, key, value])),
     count: async (principal, key) =>

@@ -106,3 +106,34 @@ test("postgres: a pool in pg's pipeline mode (no custom queries) applies each ke
   await kit.close();
   await engine.close();
 });
+
+test('postgres: a plan writes a new key in one round trip, and after DISCARD ALL still writes once', { skip, timeout: 30_000 }, async () => {
+  const engine = await postgresEngine();
+  const pool = new pg.Pool({ connectionString: engine.url, max: 1 });
+  const kit = createKit({
+    store: postgresStore({ pool }),
+    plan: (request) => ({ outcome: 'applied', statements: [engine.note(request.principal, request.key, 'x')] }),
+  });
+  await kit.init();
+  assert.equal((await submit(kit, 'w0')).status, 200, 'warm: the statements prepared');
+  // Count what goes to the database on the one connection for a new key and for a repeat.
+  const client = await pool.connect();
+  const queries = [];
+  const original = client.query;
+  client.query = function (...args) {
+    queries.push(typeof args[0] === 'string' ? args[0] : args[0]?.text ?? args[0]?.constructor?.name);
+    return original.apply(this, args);
+  };
+  client.release();
+  assert.equal((await submit(kit, 'w1')).status, 200);
+  assert.deepEqual(queries, ['Round'], 'one round trip: BEGIN, the outcome, the statement and COMMIT in one write');
+  queries.length = 0;
+  assert.equal((await submit(kit, 'w1')).status, 200);
+  assert.ok(queries.length > 1, 'a repeat goes the general way, which reads the stored outcome');
+  await pool.query('DISCARD ALL');
+  assert.equal((await submit(kit, 'w2')).status, 200);
+  assert.equal((await submit(kit, 'w3')).status, 200);
+  for (const key of ['w0', 'w1', 'w2', 'w3']) assert.equal(await engine.count('anonymous', key), 1, key);
+  await kit.close();
+  await engine.close();
+});

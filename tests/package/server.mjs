@@ -1,7 +1,7 @@
 // The packed canvas-scheduler-server tarball in a fresh Node app (issue 39): `npm pack server/`,
 // install it offline into a new directory, type-check an app against its declarations with
 // tsc --strict, then run that app: the kit on SQLite behind node:http on 127.0.0.1, one submit,
-// one repeat, one query.
+// one repeat, one query; and a kit with a `plan` deciding one key twice (written once).
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, writeFileSync, symlinkSync, mkdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -36,6 +36,13 @@ const kit = createKit({
     return { outcome: 'applied', canonical: { key: request.key } };
   },
 });
+// The same write as a plan: the answer and its statement given up front.
+const planDb = new Database(process.argv[2] + '-plan');
+planDb.exec('CREATE TABLE IF NOT EXISTS notes (key TEXT)');
+const planned = createKit({
+  store: sqliteStore({ db: planDb }),
+  plan: (request) => ({ outcome: 'applied', statements: [{ text: 'INSERT INTO notes VALUES (?)', values: [request.key] }] }),
+});
 const server = createServer(toNodeHandler(kit.handle));
 server.listen(0, '127.0.0.1', async () => {
   const address = server.address();
@@ -47,9 +54,15 @@ server.listen(0, '127.0.0.1', async () => {
   const b = await fetch(endpoint + '/requests', { method: 'POST', headers, body });
   const q = await fetch(endpoint + '/requests/k', { headers });
   const rows = db.prepare('SELECT count(*) AS n FROM notes').get() as { n: number };
-  console.log(JSON.stringify([a.status, await a.text(), b.status, await b.text(), q.status, await q.text(), rows.n]));
+  const submitted = { principal: 'me', key: 'p', digest: 'd', body: {} };
+  const first = await planned.decide(submitted);
+  const again = await planned.decide(submitted);
+  const planRows = planDb.prepare('SELECT count(*) AS n FROM notes').get() as { n: number };
+  const fresh = [first, again].map((d) => (d.state === 'done' ? d.fresh : d.state));
+  console.log(JSON.stringify([a.status, await a.text(), b.status, await b.text(), q.status, await q.text(), rows.n, fresh, planRows.n]));
   server.close();
   await kit.close();
+  await planned.close();
 });
 `,
   );
@@ -60,11 +73,11 @@ server.listen(0, '127.0.0.1', async () => {
   execFileSync(process.execPath, [join(root, 'node_modules/typescript/bin/tsc'), '-p', app], { stdio: 'inherit' });
   // Run it: the same code as plain JS (strip the two type annotations).
   const { readFileSync } = await import('node:fs');
-  const js = readFileSync(join(app, 'main.ts'), 'utf8').replace(', type ApplyResult', '').replace('(request: Request)', '(request)').replace('): ApplyResult =>', ') =>').replace(' as { n: number }', '');
+  const js = readFileSync(join(app, 'main.ts'), 'utf8').replace(', type ApplyResult', '').replace('(request: Request)', '(request)').replace('): ApplyResult =>', ') =>').replaceAll(' as { n: number }', '');
   writeFileSync(join(app, 'main.mjs'), js);
   const out = execFileSync(process.execPath, [join(app, 'main.mjs'), join(work, 'app.sqlite')], { cwd: app, encoding: 'utf8', timeout: 30_000 });
   const answer = '{"outcome":"applied","canonical":{"key":"k"}}';
-  const expected = JSON.stringify([200, answer, 200, answer, 200, answer, 1]);
+  const expected = JSON.stringify([200, answer, 200, answer, 200, answer, 1, [true, false], 1]);
   if (out.trim() !== expected) throw new Error(`the packed kit answered ${out.trim()}, expected ${expected}`);
   console.log('1 passed, 0 failed');
 } finally {
