@@ -10,7 +10,7 @@ import { spawn, execFileSync } from 'node:child_process';
 import { once } from 'node:events';
 import { createInterface } from 'node:readline';
 import { mkdtempSync, chmodSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { loadavg, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import pg from 'pg';
 
@@ -22,6 +22,7 @@ const SERVE = new URL('./serve.mjs', import.meta.url).pathname;
 // the bare handler's CPU per request fell from 498 to 252 us with 2,000).
 const PLAN = { requests: Number(process.env.BENCH_SERVER_REQUESTS ?? 6000), concurrency: 16, warm: Number(process.env.BENCH_SERVER_WARM ?? 2000), deadlineMs: 20_000 };
 const ONLY = process.env.BENCH_SERVER_ONLY; // e.g. pg4: one configuration
+const VERBOSE = Boolean(process.env.BENCH_SERVER_VERBOSE); // each measurement as it ends
 const ROUNDS = Math.max(1, Math.min(9, Number(process.env.BENCH_SERVER_ROUNDS ?? 3)));
 
 const work = mkdtempSync(join(tmpdir(), 'csk-bench-'));
@@ -120,7 +121,10 @@ for (const [engine, processes, label] of CONFIGS.filter(([, , l]) => !ONLY || ON
   for (let round = 0; round < ROUNDS; round += 1) {
     const order = MODES.map((_, i) => MODES[(i + round) % MODES.length]);
     const measured = {};
-    for (const mode of order) measured[mode] = await measure(mode, engine, processes, `${label}_r${round}`);
+    for (const mode of order) {
+      measured[mode] = await measure(mode, engine, processes, `${label}_r${round}`);
+      if (VERBOSE) console.log(`  ${label} round ${round} ${mode}: ${measured[mode].rps.toFixed(0)} req/s, ${measured[mode].cpuUs.toFixed(0)} us CPU per request, load ${loadavg()[0].toFixed(2)}`);
+    }
     for (const mode of MODES) runs[mode].push(measured[mode]);
     for (const mode of ['plan', 'kit']) ratios[mode].push(measured[mode].rps / measured.bare.rps);
   }
