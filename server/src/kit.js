@@ -132,15 +132,7 @@ export function createKit(options) {
     try {
       result = await store.commit({ principal, key, token: claim.token, now: now() }, async (tx) => {
         ran = true;
-        const answer = await apply(
-          { key, principal, body: submitted.body, blob: submitted.blob ?? null, digest, context: submitted.context },
-          tx,
-        );
-        if (!answer || !['applied', 'rejected', 'accepted'].includes(answer.outcome)) {
-          throw new TypeError('apply must return { outcome: "applied" | "rejected" | "accepted" }');
-        }
-        const { status: _s, ...stored } = answer;
-        return { status: statusOf(answer), answer: stored };
+        return outcomeOf(await apply(requestOf(submitted), tx));
       });
     } catch (error) {
       // Nothing committed: free the key so a retry applies it (the lease would free it anyway).
@@ -163,10 +155,7 @@ export function createKit(options) {
     let ran = false;
     const result = await store.applyOnce({ principal, key, digest, now: now(), leaseMs }, async (tx) => {
       ran = true;
-      return outcomeOf(await apply(
-        { key, principal, body: submitted.body, blob: submitted.blob ?? null, digest, context: submitted.context },
-        tx,
-      ));
+      return outcomeOf(await apply(requestOf(submitted), tx));
     });
     const out = settledOrBusy(result, digest);
     return out.state === 'done' && ran ? { ...out, fresh: true } : out;
@@ -179,9 +168,7 @@ export function createKit(options) {
    */
   async function planOnce(submitted) {
     const { principal, key, digest } = submitted;
-    const planned = /** @type {NonNullable<typeof plan>} */ (plan)(
-      { key, principal, body: submitted.body, blob: submitted.blob ?? null, digest, context: submitted.context },
-    );
+    const planned = /** @type {NonNullable<typeof plan>} */ (plan)(requestOf(submitted));
     const { statements = [], ...result } = /** @type {any} */ ((await planned) ?? {});
     if (!Array.isArray(statements) || !statements.every((s) => typeof s?.text === 'string' && (s.values == null || Array.isArray(s.values)))) {
       throw new TypeError('plan must return statements as [{ text: string, values?: unknown[] }]');
@@ -192,6 +179,14 @@ export function createKit(options) {
     );
     const out = settledOrBusy(row, digest);
     return out.state === 'done' && row.fresh ? { ...out, fresh: true } : out;
+  }
+
+  /**
+   * The submit as `apply` and `plan` see it.
+   * @param {{ principal: string, key: string, digest: string, body: any, blob?: any, context?: any }} submitted
+   */
+  function requestOf({ principal, key, digest, body, blob, context }) {
+    return { key, principal, body, blob: blob ?? null, digest, context };
   }
 
   /** Checks what apply returned and splits off the HTTP status. @param {any} answer */

@@ -31,6 +31,14 @@ export const RUN_COMMIT = run(COMMIT.name);
 const EMPTY = Buffer.alloc(0);
 
 /**
+ * The arguments of the key's transaction-scoped advisory lock, with the principal as $1 and the
+ * key as $2: every statement that takes or tests it (the head, a plan's outcome row, a query's
+ * busy check) must name the same lock.
+ * @param {string} T the outcomes table
+ */
+export const keyLock = (T) => `hashtext('${T}'), hashtext(length($1) || ':' || $1 || $2)`;
+
+/**
  * Whether the hand-built messages can go on this client: node-postgres's custom-query interface
  * with its connection's socket at hand (pg 8's `client.connection.stream`), and not in pg's
  * pipeline mode (which refuses custom queries). Otherwise the text path, which any `pg` client
@@ -53,7 +61,7 @@ export function postgresApplyOnce(pool, T, wire = { prepare: true }) {
       name: `csk_head_${T}`,
       types: 'text, text, text',
       text: `SELECT set_config('idle_in_transaction_session_timeout', $3, true) AS lease,
-          pg_try_advisory_xact_lock(hashtext('${T}'), hashtext(length($1) || ':' || $1 || $2)) AS mine,
+          pg_try_advisory_xact_lock(${keyLock(T)}) AS mine,
           t.digest, t.state, t.token, t.lease_until, t.status, t.answer
         FROM (SELECT 1) AS one LEFT JOIN ${T} AS t ON t.principal = $1 AND t.key = $2`,
     },

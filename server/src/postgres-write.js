@@ -13,7 +13,7 @@
 //! lost its prepared statements, or a client the wire path cannot write to.
 
 import { Buffer } from 'node:buffer';
-import { BEGIN, COMMIT, RUN_BEGIN, RUN_COMMIT, speaksWire } from './postgres-apply.js';
+import { BEGIN, COMMIT, RUN_BEGIN, RUN_COMMIT, keyLock, speaksWire } from './postgres-apply.js';
 import { preparedOn } from './postgres-prepared.js';
 import { Round, bound, cstring, statement } from './postgres-wire.js';
 
@@ -32,7 +32,7 @@ export function postgresWriteOnce(pool, T, wire, applyOnce) {
     types: 'text, text, text, bigint, integer, jsonb',
     text: `INSERT INTO ${T} (principal, key, digest, state, token, lease_until, status, answer, settled_at)
       SELECT $1, $2, $3, 'done', 1, $4, $5, $6, $4
-      FROM (SELECT pg_advisory_xact_lock(hashtext('${T}'), hashtext(length($1) || ':' || $1 || $2))) AS held`,
+      FROM (SELECT pg_advisory_xact_lock(${keyLock(T)})) AS held`,
   };
   const all = [put, BEGIN, COMMIT];
   const putName = cstring(put.name);

@@ -1,10 +1,10 @@
 //! The Postgres engine (`pg`): any number of stateless processes on one database. The kit's submit
-//! runs in one transaction (postgres-apply.js; a `plan`'s in one round trip, postgres-write.js). `claim` + `commit` stay for the Store interface: a
-//! claim is one INSERT … ON CONFLICT; the commit locks the key's row (FOR UPDATE) and checks the
-//! fencing token, so a process whose lease was taken over cannot settle the key, and the app's
-//! writes commit or roll back with the outcome.
+//! runs in one transaction (postgres-apply.js; a `plan`'s in one round trip, postgres-write.js).
+//! `claim` + `commit` stay for the Store interface: a claim is one INSERT … ON CONFLICT; the
+//! commit locks the key's row (FOR UPDATE) and checks the fencing token, so a process whose lease
+//! was taken over cannot settle the key, and the app's writes commit or roll back with the outcome.
 
-import { postgresApplyOnce } from './postgres-apply.js';
+import { keyLock, postgresApplyOnce } from './postgres-apply.js';
 import { postgresWriteOnce } from './postgres-write.js';
 
 /** @param {string} schema */
@@ -39,7 +39,7 @@ export function postgresStore({ pool, table = 'csk_outcomes' }) {
     shape((await client.query(`SELECT * FROM ${T} WHERE principal = $1 AND key = $2 ${lock}`, [principal, key])).rows[0]) ?? null;
   // A key with no row may be being applied by another process (it holds the key's advisory
   // lock, postgres-apply.js): taking that lock for this one statement says so.
-  const lookup = `SELECT t.*, t.key IS NULL AND NOT pg_try_advisory_xact_lock(hashtext('${T}'), hashtext(length($1) || ':' || $1 || $2)) AS busy
+  const lookup = `SELECT t.*, t.key IS NULL AND NOT pg_try_advisory_xact_lock(${keyLock(T)}) AS busy
     FROM (SELECT 1) AS one LEFT JOIN ${T} AS t ON t.principal = $1 AND t.key = $2`;
   const wire = { prepare: true };
   const applyOnce = postgresApplyOnce(pool, T, wire);
