@@ -1,6 +1,8 @@
 //! The server kit's throughput (issue 39, `BENCH_ONLY=server npm run bench`): requests/s through
 //! canvas-scheduler-server (with `plan`, and with `apply`) against a bare handler doing the same
-//! domain write, on SQLite (1 process) and on Postgres (1 and 4 processes). The three are measured
+//! domain write, on SQLite (1 process) and on Postgres (1 and 4 processes); and, for `apply`, a
+//! bare handler doing the write inside BEGIN … COMMIT (what code run between a check and a commit
+//! costs without the kit: `apply`'s floor). The four are measured
 //! back to back, ROUNDS times, the order rotating each round, each time on a fresh SQLite file
 //! or database; the table gives medians, the ratio's range, and the servers' CPU time per request
 //! (steadier than requests/s on a shared machine). Postgres is CSK_PG_URL, or a throw-away cluster
@@ -114,10 +116,10 @@ const CONFIGS = [['sqlite', 1, 'sqlite1'], ['postgres', 1, 'pg1'], ['postgres', 
 // The kit two ways (`plan`: the outcome and its statements given up front, one round trip on
 // Postgres; `apply`: the app's code writes through `tx` in the transaction) and the bare handler,
 // in an order that rotates each round.
-const MODES = ['bare', 'plan', 'kit'];
+const MODES = ['bare', 'plan', 'kit', 'baretx'];
 for (const [engine, processes, label] of CONFIGS.filter(([, , l]) => !ONLY || ONLY === l)) {
-  const runs = { kit: [], plan: [], bare: [] };
-  const ratios = { kit: [], plan: [] };
+  const runs = { kit: [], plan: [], bare: [], baretx: [] };
+  const ratios = { kit: [], plan: [], floor: [] };
   for (let round = 0; round < ROUNDS; round += 1) {
     const order = MODES.map((_, i) => MODES[(i + round) % MODES.length]);
     const measured = {};
@@ -127,6 +129,7 @@ for (const [engine, processes, label] of CONFIGS.filter(([, , l]) => !ONLY || ON
     }
     for (const mode of MODES) runs[mode].push(measured[mode]);
     for (const mode of ['plan', 'kit']) ratios[mode].push(measured[mode].rps / measured.bare.rps);
+    ratios.floor.push(measured.kit.rps / measured.baretx.rps);
   }
   const rps = (mode) => median(runs[mode].map((r) => r.rps));
   const cpu = (mode) => median(runs[mode].map((r) => r.cpuUs));
@@ -138,5 +141,10 @@ for (const [engine, processes, label] of CONFIGS.filter(([, , l]) => !ONLY || ON
         `server CPU per request: ${cpu(mode).toFixed(0)} us, bare ${cpu('bare').toFixed(0)} us`,
     );
   }
+  const floor = median(ratios.floor);
+  console.log(
+    `server kit (apply) ${engine} x${processes} against bare in a transaction: ${rps('kit').toFixed(0)} req/s, bare in BEGIN … COMMIT ${rps('baretx').toFixed(0)} req/s, ` +
+      `ratio ${floor.toFixed(2)}x (rounds ${ratios.floor.map((r) => r.toFixed(2)).join(', ')}); server CPU per request ${cpu('kit').toFixed(0)} us, bare in a transaction ${cpu('baretx').toFixed(0)} us`,
+  );
 }
 process.exit(0);

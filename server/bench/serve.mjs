@@ -1,8 +1,10 @@
-//! One benchmark server process: `node serve.mjs kit|plan|bare sqlite|postgres DB` listens on
-//! 127.0.0.1 and prints {"listening": url}. Every mode does the same domain write (one row per
+//! One benchmark server process: `node serve.mjs kit|plan|bare|baretx sqlite|postgres DB` listens
+//! on 127.0.0.1 and prints {"listening": url}. Every mode does the same domain write (one row per
 //! request, the statement prepared once on SQLite); `kit` goes through canvas-scheduler-server
 //! (its node:http adapter, as an app mounts it) with `apply` writing through `tx`, `plan` through
-//! it with a `plan` giving the same statement, `bare` parses the JSON and writes.
+//! it with a `plan` giving the same statement, `bare` parses the JSON and writes, `baretx` does
+//! bare's write inside BEGIN … COMMIT (on Postgres three round trips, as any code that must run
+//! between a check and a commit pays: `apply`'s floor).
 import { createServer } from 'node:http';
 import Database from 'better-sqlite3';
 import pg from 'pg';
@@ -36,6 +38,9 @@ if (engine === 'sqlite') {
       },
     });
     handler = toNodeHandler(kit.handle);
+  } else if (mode === 'baretx') {
+    const write = db.transaction((body) => insert.run('anonymous', body.id, JSON.stringify(body.payload)));
+    handler = bare(async (body) => void write.immediate(body));
   } else {
     handler = bare(async (body) => void insert.run('anonymous', body.id, JSON.stringify(body.payload)));
   }
@@ -62,6 +67,20 @@ if (engine === 'sqlite') {
     });
     await kit.init();
     handler = toNodeHandler(kit.handle);
+  } else if (mode === 'baretx') {
+    handler = bare(async (body) => {
+      const client = await pool.connect();
+      try {
+        await client.query('BEGIN');
+        await client.query('INSERT INTO bench_notes VALUES ($1, $2, $3)', ['anonymous', body.id, JSON.stringify(body.payload)]);
+        await client.query('COMMIT');
+      } catch (error) {
+        await client.query('ROLLBACK').catch(() => {});
+        throw error;
+      } finally {
+        client.release();
+      }
+    });
   } else {
     handler = bare(async (body) => void (await pool.query('INSERT INTO bench_notes VALUES ($1, $2, $3)', ['anonymous', body.id, JSON.stringify(body.payload)])));
   }
