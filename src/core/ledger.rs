@@ -1008,15 +1008,16 @@ impl Ledger {
             return slice;
         }
         // The other current copies in the pages that go are written again, into new pages.
-        if !doomed.is_empty() {
-            for (id, slot) in self.operations.iter() {
-                if let Home::Page(no) = slot.home {
-                    if doomed.binary_search(&no).is_ok()
-                        && !slice.victims.contains(id)
-                        && !dirty.operations.contains(id)
-                    {
-                        slice.survivors.push((id.clone(), no));
-                    }
+        // Found among the doomed pages' own ids (a scan of every operation cost each slice
+        // O(ledger): 1.2 s of an 8 s quiet compaction after a 2 000-record drag, in Chromium).
+        for &no in &doomed {
+            for id in self.pages.members_of(no) {
+                let here = self
+                    .operations
+                    .get(id)
+                    .is_some_and(|slot| slot.home == Home::Page(no));
+                if here && !slice.victims.contains(id) && !dirty.operations.contains(id) {
+                    slice.survivors.push((id.clone(), no));
                 }
             }
         }
@@ -1194,8 +1195,10 @@ impl Ledger {
                         }
                         slot.stale_in.retain(|no| self.pages.holds(*no));
                         slot.home = home;
-                        if home == Home::Record {
-                            self.loose.push(id);
+                        match home {
+                            Home::Record => self.loose.push(id),
+                            Home::Page(no) => self.pages.note_member(no, id),
+                            Home::Unwritten => {}
                         }
                     }
                 }

@@ -73,6 +73,10 @@ pub fn homes_of(homes: &PageHomes, no: u64) -> Option<&Vec<String>> {
 #[derive(Clone, Debug, Default)]
 pub struct PageBook {
     current: Vec<(u64, usize)>,
+    /// The ids each stored page was written (or loaded) with, in page order: a superset of
+    /// those whose current copy it still holds, so a slice that deletes a page finds the
+    /// copies to write again among its own ids, not by a scan of every operation.
+    members: PageHomes,
     next: u64,
 }
 
@@ -90,6 +94,7 @@ impl PageBook {
                 insert_sorted(&mut empty, *no);
             } else {
                 book.current.push((*no, ids.len()));
+                book.members.push((*no, ids.clone()));
             }
         }
         (book, empty)
@@ -151,6 +156,22 @@ impl PageBook {
             }
         }
         self.current.retain(|(no, _)| !plan.dropped.contains(no));
+        self.members.retain(|(no, _)| !plan.dropped.contains(no));
+    }
+
+    /// `id` was written into page `no` by the batch just confirmed (new pages have the
+    /// highest numbers, so each goes at the end).
+    pub fn note_member(&mut self, no: u64, id: String) {
+        match self.members.last_mut() {
+            Some((last, ids)) if *last == no => ids.push(id),
+            _ => self.members.push((no, vec![id])),
+        }
+    }
+
+    /// The ids page `no` was written with (none when it is not stored); the current copies it
+    /// holds are those among them whose home is still this page.
+    pub fn members_of(&self, no: u64) -> &[String] {
+        homes_of(&self.members, no).map_or(&[], |ids| ids.as_slice())
     }
 
     /// How many current copies page `no` holds (0 when it is not stored).
@@ -277,6 +298,24 @@ mod tests {
         assert_eq!(second.dropped, vec![no]);
         book.confirm(&second);
         assert_eq!(book.pages().count(), 0);
+    }
+
+    #[test]
+    fn a_page_knows_its_ids_from_its_write_or_its_load_until_it_is_dropped() {
+        let (mut book, empty) =
+            PageBook::from_loaded(&vec![(2, vec!["x".to_owned()]), (3, Vec::new())]);
+        assert_eq!(empty, vec![3]);
+        assert_eq!(book.members_of(2), ["x".to_owned()]);
+        assert!(book.members_of(3).is_empty());
+        let (pages, plan) = book.plan(vec![op("a", 1), op("b", 2)], Vec::new(), &[]);
+        let no = pages[0].no;
+        book.confirm(&plan);
+        book.note_member(no, "a".to_owned());
+        book.note_member(no, "b".to_owned());
+        assert_eq!(book.members_of(no), ["a".to_owned(), "b".to_owned()]);
+        let (_, drop) = book.plan(Vec::new(), vec![no, no, 2], &[]);
+        book.confirm(&drop);
+        assert!(book.members_of(no).is_empty() && book.members_of(2).is_empty());
     }
 
     #[test]
