@@ -295,7 +295,7 @@ impl Ledger {
             .filter(|(_, slot)| slot.home == Home::Record)
             .map(|(id, _)| id.clone())
             .collect();
-        let (pages, stale) = PageBook::from_loaded(&snapshot.operation_pages);
+        let (pages, stale) = PageBook::from_loaded(snapshot.operation_pages);
         ledger.pages = pages;
         ledger.dirty.stale_pages = stale;
         ledger.dirty.operations = snapshot

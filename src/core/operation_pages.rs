@@ -83,7 +83,7 @@ pub struct PageBook {
 impl PageBook {
     /// The book of a loaded ledger: each stored page (in page order) with the ids current in
     /// it. Pages holding none are returned, to be deleted by the next batch.
-    pub fn from_loaded(pages: &PageHomes) -> (Self, Vec<u64>) {
+    pub fn from_loaded(pages: PageHomes) -> (Self, Vec<u64>) {
         let mut book = Self {
             next: pages.iter().map(|(no, _)| no + 1).max().unwrap_or(1),
             ..Self::default()
@@ -91,10 +91,10 @@ impl PageBook {
         let mut empty = Vec::new();
         for (no, ids) in pages {
             if ids.is_empty() {
-                insert_sorted(&mut empty, *no);
+                insert_sorted(&mut empty, no);
             } else {
-                book.current.push((*no, ids.len()));
-                book.members.push((*no, ids.clone()));
+                book.current.push((no, ids.len()));
+                book.members.push((no, ids));
             }
         }
         (book, empty)
@@ -303,7 +303,7 @@ mod tests {
     #[test]
     fn a_page_knows_its_ids_from_its_write_or_its_load_until_it_is_dropped() {
         let (mut book, empty) =
-            PageBook::from_loaded(&vec![(2, vec!["x".to_owned()]), (3, Vec::new())]);
+            PageBook::from_loaded(vec![(2, vec!["x".to_owned()]), (3, Vec::new())]);
         assert_eq!(empty, vec![3]);
         assert_eq!(book.members_of(2), ["x".to_owned()]);
         assert!(book.members_of(3).is_empty());
@@ -354,7 +354,7 @@ mod tests {
         assert_eq!(homes_of(&homes, 3), Some(&vec!["a".to_owned()]));
         assert_eq!(homes_of(&homes, 7), Some(&vec!["b".to_owned()]));
         assert_eq!(homes_of(&homes, 9), Some(&Vec::new()), "nothing current");
-        let (book, empty) = PageBook::from_loaded(&homes);
+        let (book, empty) = PageBook::from_loaded(homes);
         assert_eq!(empty, vec![9]);
         assert_eq!(book.pages().collect::<Vec<_>>(), vec![(3, 1), (7, 1)]);
     }
