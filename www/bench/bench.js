@@ -676,5 +676,24 @@ async function sendScale({ pending, warm, measured, canvases, chunk, deadlineMs 
   }
 }
 
-window.bench = { rawOpen, rawIdb, enqueueLatency, enqueueWhileSending, throughputInstant, endToEnd, fetchLoop, fill, openStart, rawGetAll, fillSettled, fillBurst, rawStores, sendScale };
+/**
+ * 12. The durability matrix (issue 38): from now on, every readwrite transaction this page
+ * opens, the scheduler's and the raw baselines' alike, commits with `durability` ("strict" or
+ * "relaxed") whatever its caller asked. Answers a counter of the transactions it changed, so
+ * the runner can check the scheduler's went through it.
+ */
+function forceDurability(durability) {
+  if (durability !== "strict" && durability !== "relaxed") throw new Error(`durability: ${durability}`);
+  const transaction = IDBDatabase.prototype.transaction;
+  const counted = { forced: 0 };
+  IDBDatabase.prototype.transaction = function (stores, mode, options) {
+    if (mode !== "readwrite") return transaction.call(this, stores, mode, options);
+    counted.forced += 1;
+    return transaction.call(this, stores, mode, { ...options, durability });
+  };
+  globalThis.benchForced = counted;
+  return durability;
+}
+
+window.bench = { forceDurability, forced: () => globalThis.benchForced?.forced ?? 0, rawOpen, rawIdb, enqueueLatency, enqueueWhileSending, throughputInstant, endToEnd, fetchLoop, fill, openStart, rawGetAll, fillSettled, fillBurst, rawStores, sendScale };
 document.body.dataset.ready = "1";

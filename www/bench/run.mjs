@@ -45,6 +45,9 @@ const PLAN = {
   // 100 000 then stop() at once; the reopen against an empty ledger's (measured first and
   // last, the faster is the baseline), and the origin's storage per operation.
   burst: { runs: [{ n: 0 }, { n: 20_000, quietMs: 0 }, { n: 20_000, quietMs: 60_000 }, { n: 100_000, quietMs: 0 }, { n: 0 }], chunk: 500, deadlineMs: 240_000 },
+  // 12. Issue 38's 2x2: client strict or relaxed (every readwrite transaction of the page), the
+  // server's commits flushed or not; each cell in a fresh page, no server delay.
+  matrix: { n: 400, chunk: 400, canvases: 20, deadlineMs: 60_000, load: { backlog: 2000, n: 200, rateMs: 2000, deadlineMs: 40_000 } },
   // 10. 200 sends (after the first 50) with 250 and with 10 000 pending, on one canvas and on 20.
   scale: { sizes: [250, 10_000], canvases: [1, 20], warm: 50, measured: 200, chunk: 1000, deadlineMs: 60_000 },
   start: [
@@ -111,9 +114,11 @@ async function setServerDelay(url, latencyMs) {
   if (!reply.ok) throw new Error(`server delay ${latencyMs} ms: ${reply.status} ${await reply.text()}`);
 }
 
-/** Starts `node www/server/server.mjs` on 127.0.0.1; resolves to { url, stop }. */
-async function startReferenceServer(dir) {
-  const child = spawn(process.execPath, [join(ROOT, "www/server/server.mjs"), "--port", "0", "--host", "127.0.0.1", "--db", join(dir, "server.sqlite"), "--admin-token", ADMIN_TOKEN], {
+/** Starts `node www/server/server.mjs` on 127.0.0.1 (SQLite in `dir`, commits flushed unless
+ * `fsync` is false); resolves to { url, stop }. */
+async function startReferenceServer(dir, { fsync = true } = {}) {
+  const db = join(dir, fsync ? "server.sqlite" : "server-nofsync.sqlite");
+  const child = spawn(process.execPath, [join(ROOT, "www/server/server.mjs"), "--port", "0", "--host", "127.0.0.1", "--db", db, "--admin-token", ADMIN_TOKEN, "--fsync", fsync ? "on" : "off"], {
     stdio: ["ignore", "pipe", "inherit"],
   });
   const exited = new Promise((done) => child.once("exit", done));
@@ -152,7 +157,7 @@ async function benchPage(context, baseUrl) {
 }
 
 /**
- * `BENCH_ONLY=enqueue,start` runs only those parts (of raw, enqueue, load, instant, e2e, start, history, scale, burst), for
+ * `BENCH_ONLY=enqueue,start` runs only those parts (of raw, enqueue, load, instant, e2e, start, history, scale, burst, matrix), for
  * a quick look at one figure while working on it; the raw baselines always run.
  */
 const ONLY = process.env.BENCH_ONLY ? new Set(process.env.BENCH_ONLY.split(",")) : null;
@@ -393,6 +398,9 @@ async function main() {
       }
     }
 
+    // 12. The durability matrix: what bounds each figure.
+    if (want("matrix")) await durabilityMatrix(statics.url, server, dir, stops);
+
     // 7. Size.
     figure("gzipped .wasm (gzip -9)", fmt(gz), "bytes", fmt(SIZE_BUDGET), "bytes (budget, wasm-pack.toml)", gz / SIZE_BUDGET, `${fmt(wasmBytes.length)} bytes raw`);
   } finally {
@@ -405,6 +413,80 @@ async function main() {
     process.exit(1);
   }
 }
+
+/**
+ * Issue 38's 2x2: the figures that sending and enqueueing are judged by, in a Chromium profile
+ * on disk, with the client's readwrite transactions all `strict` or all `relaxed` (the page's
+ * IndexedDB forced either way, the raw baselines too) and the reference server's commits
+ * flushed (`--fsync on`, as shipped) or not. A factor "bounds" a figure when removing its flush improves the figure by
+ * more than BOUND_GAIN (geometric mean over the other factor's two settings).
+ */
+async function durabilityMatrix(baseUrl, flushing, dir, stops) {
+  const unflushed = await startReferenceServer(dir, { fsync: false });
+  stops.push(unflushed.stop);
+  // A profile on disk: the other parts run in a fresh browser context, which Chromium keeps in
+  // memory (IndexedDB included), so there no commit reaches the disk, strict or relaxed.
+  const context = await chromium.launchPersistentContext(join(dir, "matrix-profile"), { executablePath: chromiumPath(), headless: true, args: CHROMIUM_ARGS });
+  stops.push(() => context.close());
+  await setServerDelay(flushing.url, 0);
+  const runs = [];
+  // Each cell twice, in the order ABCD DCBA: a drift of the machine over the run (or the
+  // profile's first writes) weighs on every cell alike.
+  const order = [["strict", "on"], ["strict", "off"], ["relaxed", "on"], ["relaxed", "off"]];
+  for (const [client, fsync] of [...order, ...[...order].reverse()]) {
+    {
+      const server = fsync === "on" ? flushing : unflushed;
+      const page = await benchPage(context, baseUrl);
+      await call(page, "forceDurability", client);
+      const tag = `m${client[0]}${fsync}x${Date.now()}`;
+      const plan = PLAN.matrix;
+      const loop = await call(page, "fetchLoop", { endpoint: server.url, tag: `l${tag}`, n: plan.n, canvases: plan.canvases, concurrency: 2, deadlineMs: plan.deadlineMs });
+      const e2e = await call(page, "endToEnd", { endpoint: server.url, batch: null, run: 1, tag: `e${tag}`, n: plan.n, chunk: plan.chunk, canvases: plan.canvases, deadlineMs: plan.deadlineMs });
+      const load = await call(page, "enqueueWhileSending", { endpoint: server.url, tag: `w${tag}`, ...plan.load });
+      const forced = await page.evaluate(() => window.bench.forced());
+      await page.close();
+      expect(loop.failures.length === 0 && e2e.rejected === 0 && e2e.errors.length === 0 && load.errors.length === 0, `matrix ${client}/${fsync}: ${JSON.stringify({ loop: loop.failures, e2e: e2e.errors, load: load.errors })}`);
+      expect(forced > plan.n / 10, `matrix ${client}/${fsync}: only ${forced} readwrite transactions went through the forced durability`);
+      const cell = `client ${client}, server fsync ${fsync}`;
+      figure(`matrix (${cell}): end-to-end ops/s, 20 canvases, concurrency 2, no batching`, fmt(e2e.opsPerSec), "ops/s", fmt(loop.opsPerSec), "ops/s (plain fetch loop, concurrency 2)", e2e.opsPerSec / loop.opsPerSec, `${forced} readwrite transactions forced ${client}`);
+      figure(`matrix (${cell}): enqueue p50 while sending`, fmt(load.p50Ms, 3), "ms", fmt(load.rawP50Ms, 3), `ms (raw 1-record ${client} txn p50)`, load.p50Ms / load.rawP50Ms, `p99 ${fmt(load.p99Ms, 2)} against ${fmt(load.rawP99Ms, 2)} ms (${fmt(load.p99Ms / load.rawP99Ms, 2)}x)`);
+      figure(`matrix (${cell}): enqueue rate, ${load.outstanding} outstanding`, fmt(load.manyPerSec), "enqueues/s", fmt(load.deliveredManyPerSec), "ops/s delivered meanwhile", load.manyPerSec / Math.max(load.deliveredManyPerSec, 1e-9));
+      runs.push({ client, fsync, loop, e2e, load });
+    }
+  }
+  await unflushed.stop();
+  await context.close();
+  // Each figure: its value in each cell, which way is better, and what it is named in the table.
+  const measures = [
+    ["plain fetch loop, ops/s", (c) => c.loop.opsPerSec, +1],
+    ["scheduler end to end, ops/s", (c) => c.e2e.opsPerSec, +1],
+    ["raw 1-record transaction p50, ms", (c) => c.load.rawP50Ms, -1],
+    ["enqueue p50 while sending, ms", (c) => c.load.p50Ms, -1],
+    ["enqueue p99 while sending, ms", (c) => c.load.p99Ms, -1],
+    ["enqueues/s, 16 outstanding", (c) => c.load.manyPerSec, +1],
+    ["ops/s delivered meanwhile", (c) => c.load.deliveredManyPerSec, +1],
+  ];
+  // A cell's value of a figure: the mean of its two runs.
+  const at = (client, fsync) => runs.filter((c) => c.client === client && c.fsync === fsync);
+  const mean = (value) => (cell) => cell.reduce((sum, one) => sum + value(one), 0) / cell.length;
+  const gain = (one, better, pairs) => {
+    const value = mean(one);
+    return Math.sqrt(pairs.map(([from, to]) => (value(to) / value(from)) ** better).reduce((a, b) => a * b, 1));
+  };
+  console.log(`\ndurability matrix (a Chromium profile on disk; client strict | relaxed, server fsync on | off; no server delay; the mean of each cell's two runs):`);
+  console.log(`  ${"figure".padEnd(36)} ${["strict/on", "strict/off", "relaxed/on", "relaxed/off"].map((h) => h.padStart(11)).join(" ")}   relaxing the client   fsync off   bound by`);
+  for (const [name, value, better] of measures) {
+    const client = gain(value, better, [[at("strict", "on"), at("relaxed", "on")], [at("strict", "off"), at("relaxed", "off")]]);
+    const server = gain(value, better, [[at("strict", "on"), at("strict", "off")], [at("relaxed", "on"), at("relaxed", "off")]]);
+    const bounds = [client > BOUND_GAIN && "the client's commit", server > BOUND_GAIN && "the server's flush"].filter(Boolean);
+    const named = bounds.length > 0 ? bounds.join(" and ") : `neither flush (both within ${fmt((BOUND_GAIN - 1) * 100)} %): the scheduler's own work, the wire and the server's handler`;
+    const values = order.map(([c, f]) => mean(value)(at(c, f))).map((v) => fmt(v, v < 10 ? 2 : 0).padStart(11));
+    console.log(`  ${name.padEnd(36)} ${values.join(" ")}   ${`x${fmt(client, 2)}`.padStart(19)}   ${`x${fmt(server, 2)}`.padStart(9)}   ${named}`);
+    rows.push({ name: `matrix bound: ${name}`, value: named, unit: "", baseline: "-", baselineUnit: "", ratio: null, note: `relaxing the client x${fmt(client, 2)}, fsync off x${fmt(server, 2)}` });
+  }
+}
+/** The improvement above which a flush is said to bound a figure (the matrix, issue 38). */
+const BOUND_GAIN = 1.15;
 
 main().catch((error) => {
   console.error(`bench: ${error.stack ?? error}`);

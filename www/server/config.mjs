@@ -22,6 +22,9 @@ export const ALLOWED_HOST = '127.0.0.1';
  * @property {number} [maxBodyBytes] Bound on a JSON body or `request` part. Default 1 MiB.
  * @property {number} [maxBlobBytes] Bound on an upload's blob. Default 16 MiB.
  * @property {() => number} [now] Clock, for tests. Default Date.now.
+ * @property {boolean} [fsync] Whether a commit waits for the disk (SQLite `synchronous = FULL`,
+ *   Postgres `synchronous_commit = on`). Default true; false only to measure what the server's
+ *   flush costs (`npm run bench`'s durability matrix).
  * @property {string | null} [adminToken] The token `/admin/*` requires in an `x-admin-token`
  *   header (8..256 characters). Absent = the admin API is off (every admin route answers 404).
  */
@@ -37,6 +40,7 @@ export const ALLOWED_HOST = '127.0.0.1';
  * @property {number} maxBodyBytes
  * @property {number} maxBlobBytes
  * @property {() => number} now
+ * @property {boolean} fsync
  */
 
 function integerIn(name, value, min, max) {
@@ -71,8 +75,15 @@ export function resolveOptions(options) {
     maxBodyBytes: integerIn('maxBodyBytes', options.maxBodyBytes ?? 1024 * 1024, 1024, 64 * 1024 * 1024),
     maxBlobBytes: integerIn('maxBlobBytes', options.maxBlobBytes ?? 16 * 1024 * 1024, 1, 1024 * 1024 * 1024),
     now: options.now ?? Date.now,
+    fsync: fsyncOf(options.fsync),
     adminToken: adminTokenOf(options.adminToken),
   };
+}
+
+function fsyncOf(fsync) {
+  if (fsync === undefined) return true;
+  if (typeof fsync !== 'boolean') throw new Error(`fsync must be true or false, got ${fsync}`);
+  return fsync;
 }
 
 function adminTokenOf(token) {
@@ -86,7 +97,15 @@ function adminTokenOf(token) {
 export const USAGE = `usage: node server.mjs --db PATH|postgres://… [--port 0] [--host 127.0.0.1] [--run-apply-ms 300]
                       [--tokens user-a:tokA,user-b:tokB] [--seed N]
                       [--max-body-bytes N] [--max-blob-bytes N] [--admin-token TOKEN]
-  /admin/* answers only with --admin-token, to requests sending x-admin-token: TOKEN.`;
+                      [--fsync on|off]
+  /admin/* answers only with --admin-token, to requests sending x-admin-token: TOKEN.
+  --fsync off: commits do not wait for the disk (to measure what the flush costs; never for data).`;
+
+function onOff(name, text) {
+  if (text === undefined) return undefined;
+  if (text !== 'on' && text !== 'off') throw new Error(`--${name} must be on or off, got "${text}"`);
+  return text === 'on';
+}
 
 function integerArg(name, text) {
   if (text === undefined) return undefined;
@@ -116,6 +135,7 @@ export function parseCliArgs(argv) {
       'max-body-bytes': { type: 'string' },
       'max-blob-bytes': { type: 'string' },
       'admin-token': { type: 'string' },
+      fsync: { type: 'string' },
       help: { type: 'boolean' },
     },
   });
@@ -131,5 +151,6 @@ export function parseCliArgs(argv) {
     maxBodyBytes: integerArg('max-body-bytes', values['max-body-bytes']),
     maxBlobBytes: integerArg('max-blob-bytes', values['max-blob-bytes']),
     adminToken: values['admin-token'],
+    fsync: onOff('fsync', values.fsync),
   };
 }

@@ -107,9 +107,10 @@ async function ensureSchema(client) {
 /**
  * Opens the store on the database the URL names (its tables are created if missing).
  * @param {string} url postgres://…
+ * @param {{fsync?: boolean}} [options] `fsync: false`: `synchronous_commit = off` (benchmarks).
  */
-export async function openPgStore(url) {
-  const pool = new pg.Pool({ connectionString: url, max: 8 });
+export async function openPgStore(url, { fsync = true } = {}) {
+  const pool = new pg.Pool({ connectionString: url, max: 8, ...(fsync ? {} : { options: '-c synchronous_commit=off' }) });
   // An idle client's error (the server went away) must not crash the process.
   pool.on('error', () => {});
   const client = await pool.connect();

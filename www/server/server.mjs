@@ -50,7 +50,7 @@ const ADMIN_BODY_LIMIT = 64 * 1024;
  */
 export async function startServer(options) {
   const config = resolveOptions(options);
-  const store = /^postgres(ql)?:\/\//.test(config.db) ? await openPgStore(config.db) : openStore(config.db);
+  const store = /^postgres(ql)?:\/\//.test(config.db) ? await openPgStore(config.db, { fsync: config.fsync }) : openStore(config.db, { fsync: config.fsync });
   const engine = createEngine({ store, runApplyMs: config.runApplyMs, now: config.now });
   const faults = createFaultInjector(config.faults);
   let closing = false;

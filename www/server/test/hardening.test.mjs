@@ -72,6 +72,19 @@ test('the command line takes --admin-token and refuses a short one', async () =>
   assert.equal(resolveOptions({ db: ':memory:' }).adminToken, null);
 });
 
+test('--fsync is on unless set off, and takes only on or off', async () => {
+  const { parseCliArgs, resolveOptions } = await import('../config.mjs');
+  assert.equal(resolveOptions(parseCliArgs(['--db', ':memory:'])).fsync, true);
+  assert.equal(resolveOptions(parseCliArgs(['--db', ':memory:', '--fsync', 'off'])).fsync, false);
+  assert.equal(resolveOptions(parseCliArgs(['--db', ':memory:', '--fsync', 'on'])).fsync, true);
+  assert.throws(() => parseCliArgs(['--db', ':memory:', '--fsync', 'no']), /--fsync must be on or off/);
+  assert.throws(() => resolveOptions({ db: ':memory:', fsync: 'off' }), /fsync must be true or false/);
+  const { openStore } = await import('../store.mjs');
+  const relaxed = openStore(':memory:', { fsync: false });
+  assert.equal(relaxed.db.pragma('synchronous', { simple: true }), 0);
+  assert.equal(openStore(':memory:').db.pragma('synchronous', { simple: true }), 2);
+});
+
 test('assets and answers are sent with x-content-type-options: nosniff', async (t) => {
   const { url } = await startTestServer(t);
   const html = new Blob(['<script>alert(1)</script>'], { type: 'text/plain' });
