@@ -349,8 +349,8 @@ export class Scheduler {
 
   /** @param {string} id */
   operation(id) {
-    const entry = this.#entry(id);
-    return entry ? structuredClone(entry.record) : undefined;
+    // The mirror's entry is a fresh parse: the caller's copy.
+    return this.#entry(id)?.record;
   }
 
   /** @param {string} id */
@@ -363,7 +363,7 @@ export class Scheduler {
       );
     }
     if (entry.error) throw revive(entry.error);
-    return structuredClone(entry.explanation);
+    return entry.explanation;
   }
 
   /**

@@ -3,8 +3,14 @@
 // `explain(id)` and `operation(id)` synchronously. The worker's `Tracker` computes what changed
 // since the page's last update; the page's `Mirror` applies the updates and answers from them.
 //
-// An update is `{ stats?, claims?, ops?: { [id]: { record, explanation } | { record, error } } }`,
-// each part present only when it changed. Which operations: every id a call through the proxy
+// An update is `{ stats?, claims?, pending?, ops?: { [id]: [settled, json] } }`, each part present
+// only when it changed; `json` is the operation's entry, `{ record, explanation }` or
+// `{ record, error }`, as JSON text (the worker writes it anyway to see what changed). Text
+// crosses `postMessage` as one copy where an object graph is cloned field by field, and the
+// page parses an entry only when `operation(id)` or `explain(id)` asks for it: a drag of 2,000
+// records names 4,000 entries a move, which the page mostly never reads. Records and
+// explanations come out of the module through JSON (README, "the JS views"), so the text holds
+// all they hold. Which operations: every id a call through the proxy
 // named (enqueue, flush, explain, ...) or an event named (settled, blocked, dead_lettered), and
 // the ids the page asked to watch. At most `LIMIT` ids are kept; past that the resolved ones
 // are dropped oldest first (a resolved operation no longer changes, and asking for it again
@@ -29,7 +35,11 @@
  */
 /**
  * An update of the mirror; each part present only when it changed.
- * @typedef {{ stats?: SchedulerStats, claims?: Record<string, string>, pending?: PendingOperation[], ops?: Record<string, Entry> }} Update
+ * @typedef {{ stats?: SchedulerStats, claims?: Record<string, string>, pending?: PendingOperation[], ops?: Record<string, SentEntry> }} Update
+ */
+/**
+ * An entry as it crosses: whether its operation is settled (1) or not (0), and the entry as JSON.
+ * @typedef {[0 | 1, string]} SentEntry
  */
 /**
  * The messages between the page (./index.js) and the worker (./serve.js), as ./serve.js
@@ -192,7 +202,7 @@ export class Tracker {
       }
     }
     const ids = poll ? [...new Set([...named, ...this.pollIds()])] : named;
-    /** @type {Record<string, Entry>} */
+    /** @type {Record<string, SentEntry>} */
     const ops = {};
     let changed = false;
     for (const id of ids) {
@@ -206,11 +216,12 @@ export class Tracker {
         entry = { record, error: { name: String(error?.name ?? "Error"), code: error?.code, message: String(error?.message ?? error) } };
       }
       const json = JSON.stringify(entry);
-      if (settled(record)) this.unsettled.delete(id);
+      const done = settled(record);
+      if (done) this.unsettled.delete(id);
       else this.unsettled.add(id);
       if (json === this.sent.get(id)) continue;
       this.sent.set(id, json);
-      ops[id] = entry;
+      ops[id] = [done ? 1 : 0, json];
       changed = true;
     }
     if (changed) update.ops = ops;
@@ -227,7 +238,7 @@ export class Mirror {
     this.claims = {};
     /** @type {PendingOperation[]} */
     this.pending = [];
-    /** @type {Map<string, Entry>} */
+    /** @type {Map<string, SentEntry>} */
     this.ops = new Map();
   }
 
@@ -237,23 +248,26 @@ export class Mirror {
     if (update.stats) this.stats = update.stats;
     if (update.claims) this.claims = update.claims;
     if (update.pending) this.pending = update.pending;
-    for (const [id, entry] of Object.entries(update.ops ?? {})) {
+    for (const [id, sent] of Object.entries(update.ops ?? {})) {
       this.ops.delete(id);
-      this.ops.set(id, entry);
+      this.ops.set(id, sent);
     }
     if (this.ops.size > LIMIT) {
-      for (const [id, entry] of this.ops) {
+      for (const [id, [done]] of this.ops) {
         if (this.ops.size <= LIMIT) break;
-        if (settled(entry.record)) this.ops.delete(id);
+        if (done === 1) this.ops.delete(id);
       }
     }
   }
 
   /**
-   * The entry for `id`, or undefined when the worker has not sent it.
+   * The entry for `id`, a copy of its own (parsed at each call), or undefined when the worker
+   * has not sent it.
    * @param {string} id
+   * @returns {Entry | undefined}
    */
   entry(id) {
-    return this.ops.get(id);
+    const sent = this.ops.get(id);
+    return sent === undefined ? undefined : JSON.parse(sent[1]);
   }
 }

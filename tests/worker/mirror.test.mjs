@@ -47,10 +47,26 @@ test("ids that are not an array of strings are no ids", () => {
 test("the page's mirror drops settled entries first when it holds too many", () => {
   const mirror = new Mirror();
   const ops = {};
-  for (let i = 0; i < 10_001; i += 1) ops[`p${i}`] = { record: i === 0 ? compacted : pending };
+  for (let i = 0; i < 10_001; i += 1) ops[`p${i}`] = [i === 0 ? 1 : 0, JSON.stringify({ record: i === 0 ? compacted : pending })];
   mirror.apply({ ops });
   assert.equal(mirror.ops.size, 10_000);
   assert.equal(mirror.ops.has("p0"), false, "the compacted entry went first");
+});
+
+test("an entry crosses as JSON text with its settled flag, and the page reads a copy of its own each time", () => {
+  const tracker = new Tracker();
+  const mirror = new Mirror();
+  const update = tracker.update(schedulerOf({ a: pending, b: resolved }), ["a", "b"]);
+  assert.deepEqual(update?.ops?.a, [0, JSON.stringify({ record: pending, explanation: { operationId: "a", state: "pending" } })]);
+  assert.equal(update?.ops?.b?.[0], 1);
+  mirror.apply(update);
+  const first = mirror.entry("a");
+  assert.deepEqual(first?.record, pending);
+  assert.deepEqual(first?.explanation, { operationId: "a", state: "pending" });
+  if (first?.record && "phase" in first.record) first.record.phase = "resolved";
+  assert.equal(/** @type {any} */ (mirror.entry("a")?.record)?.phase, "pending", "a caller's change stays in its copy");
+  assert.equal(mirror.entry("z"), undefined);
+  assert.equal(tracker.update(schedulerOf({ a: pending, b: resolved }), ["a", "b"])?.ops, undefined, "unchanged: not sent again");
 });
 
 test("issue 37: pending() reaches the page's mirror when it changes, and only then", () => {
