@@ -25,7 +25,9 @@ const saved = new SavedState(document.getElementById("badge")!);
 
 let scheduler: AppScheduler | null = null;
 /** The last enqueue call's promise: calls are made in change order and resolve in that order. */
-let lastEnqueue: Promise<unknown> = Promise.resolve();
+let lastEnqueue: Promise<void> = Promise.resolve();
+/** Chains `call` after the calls before it; resolves to nothing, so no chain of results grows. */
+const after = (call: Promise<unknown>) => (lastEnqueue = Promise.all([lastEnqueue, call]).then(() => {}));
 const enqueueFailures: string[] = [];
 const enqueuedIds: string[] = [];
 /** How each operation ended, from the `settled` events (read by the e2e test). */
@@ -38,7 +40,7 @@ function enqueueMany(intents: Parameters<AppScheduler["enqueueMany"]>[0]) {
     () => (enqueuedIds.push(...ids), saved.enqueued(ids)),
     (error: Error & { code?: string }) => enqueueFailures.push(`${error.code ?? error.name}: ${error.message}`),
   );
-  lastEnqueue = Promise.all([lastEnqueue, call]);
+  after(call);
 }
 
 /** Uploads enqueued (tldraw may call `upload` after `putExternalContent` resolves). */
@@ -50,7 +52,7 @@ const assets: TLAssetStore = {
     if (scheduler) {
       const id = crypto.randomUUID();
       const call = scheduler.enqueue({ id, operationType: "asset.upload", canvasIds: [canvasId], payload: { name: file.name }, blob: file });
-      lastEnqueue = Promise.all([lastEnqueue, call.catch(() => {})]);
+      after(call.catch(() => {}));
       await call;
       enqueuedIds.push(id);
       saved.enqueued([id]);
