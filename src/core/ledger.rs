@@ -1354,6 +1354,11 @@ impl Ledger {
 
     /// Settles an operation for good.
     pub fn resolve_operation(&mut self, id: &str, outcome: OperationOutcome) {
+        // A stalled ledger stays stalled when an operation is superseded: it may go only once
+        // its replacement's chain settles, and that chain ends in the operation just enqueued
+        // (whose settlement clears it). A drag that supersedes a version a frame then pays for
+        // no slice a frame that would walk the whole chain to find it unsettled.
+        let superseded = outcome.error.as_ref().is_some_and(|e| e.code == SUPERSEDED);
         if let Some(op) = self.operation_mut(id) {
             let first = op.phase != OperationPhase::Resolved;
             op.phase = OperationPhase::Resolved;
@@ -1364,7 +1369,7 @@ impl Ledger {
                 self.resolved += 1;
                 self.settled.push_back((at, id.to_owned()));
             }
-            self.stalled = false;
+            self.stalled &= superseded;
         }
     }
 
@@ -1531,6 +1536,60 @@ mod tests {
                 at: 1,
             },
         );
+    }
+
+    /// Writes everything changed in one batch and confirms it, with a slice when `compact`.
+    fn commit(ledger: &mut Ledger, no: BatchNo, compact: Option<Millis>) -> PersistBatch {
+        let compact = compact.map(|now| Compact { now, window: false });
+        let batch = ledger.take_batch_at(no, None, None, false, compact);
+        ledger.confirm_batch(no);
+        batch
+    }
+
+    #[test]
+    fn a_supersede_leaves_a_stalled_ledger_stalled_until_the_chain_it_extends_settles() {
+        let mut ledger = Ledger::new(100);
+        ledger.set_retention(crate::core::retention::RetentionPolicy::default());
+        ledger.insert_operation(op("a", 1));
+        ledger.insert_operation(op("b", 2));
+        replaced(&mut ledger, "a", "b");
+        commit(&mut ledger, 1, None);
+        assert!(
+            ledger.wants_compaction(10),
+            "a is settled and past the policy"
+        );
+        let batch = commit(&mut ledger, 2, Some(10));
+        assert!(
+            batch.tombstones.is_empty(),
+            "a's chain ends in b, unsettled"
+        );
+        assert!(!ledger.wants_compaction(11), "stalled: nothing may go");
+        // A drag: b replaced by c, a frame later. Still nothing may go (the chain ends in c).
+        ledger.insert_operation(op("c", 3));
+        replaced(&mut ledger, "b", "c");
+        commit(&mut ledger, 3, None);
+        assert!(
+            !ledger.wants_compaction(12),
+            "a supersede runs no slice that must find nothing"
+        );
+        // The chain's end settles: the slice runs and takes the chain (but c, which holds the
+        // ledger's highest sequence).
+        ledger.resolve_operation(
+            "c",
+            OperationOutcome {
+                settlement: crate::core::model::Settlement::Applied,
+                request_id: None,
+                error: None,
+                canonical: None,
+                at: 13,
+            },
+        );
+        commit(&mut ledger, 4, None);
+        assert!(ledger.wants_compaction(14));
+        let batch = commit(&mut ledger, 5, Some(14));
+        let mut gone: Vec<&str> = batch.tombstones.iter().map(|t| t.id.as_str()).collect();
+        gone.sort_unstable();
+        assert_eq!(gone, ["a", "b"]);
     }
 
     #[test]
