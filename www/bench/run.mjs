@@ -418,8 +418,9 @@ async function main() {
  * Issue 38's 2x2: the figures that sending and enqueueing are judged by, in a Chromium profile
  * on disk, with the client's readwrite transactions all `strict` or all `relaxed` (the page's
  * IndexedDB forced either way, the raw baselines too) and the reference server's commits
- * flushed (`--fsync on`, as shipped) or not. A factor "bounds" a figure when removing its flush improves the figure by
- * more than BOUND_GAIN (geometric mean over the other factor's two settings).
+ * flushed (`--fsync on`, as shipped) or not. A factor "bounds" a figure when removing its
+ * flush improves the figure by more than BOUND_GAIN (geometric mean over the other factor's
+ * two settings).
  */
 async function durabilityMatrix(baseUrl, flushing, dir, stops) {
   const unflushed = await startReferenceServer(dir, { fsync: false });
@@ -434,25 +435,23 @@ async function durabilityMatrix(baseUrl, flushing, dir, stops) {
   // profile's first writes) weighs on every cell alike.
   const order = [["strict", "on"], ["strict", "off"], ["relaxed", "on"], ["relaxed", "off"]];
   for (const [client, fsync] of [...order, ...[...order].reverse()]) {
-    {
-      const server = fsync === "on" ? flushing : unflushed;
-      const page = await benchPage(context, baseUrl);
-      await call(page, "forceDurability", client);
-      const tag = `m${client[0]}${fsync}x${Date.now()}`;
-      const plan = PLAN.matrix;
-      const loop = await call(page, "fetchLoop", { endpoint: server.url, tag: `l${tag}`, n: plan.n, canvases: plan.canvases, concurrency: 2, deadlineMs: plan.deadlineMs });
-      const e2e = await call(page, "endToEnd", { endpoint: server.url, batch: null, run: 1, tag: `e${tag}`, n: plan.n, chunk: plan.chunk, canvases: plan.canvases, deadlineMs: plan.deadlineMs });
-      const load = await call(page, "enqueueWhileSending", { endpoint: server.url, tag: `w${tag}`, ...plan.load });
-      const forced = await page.evaluate(() => window.bench.forced());
-      await page.close();
-      expect(loop.failures.length === 0 && e2e.rejected === 0 && e2e.errors.length === 0 && load.errors.length === 0, `matrix ${client}/${fsync}: ${JSON.stringify({ loop: loop.failures, e2e: e2e.errors, load: load.errors })}`);
-      expect(forced > plan.n / 10, `matrix ${client}/${fsync}: only ${forced} readwrite transactions went through the forced durability`);
-      const cell = `client ${client}, server fsync ${fsync}`;
-      figure(`matrix (${cell}): end-to-end ops/s, 20 canvases, concurrency 2, no batching`, fmt(e2e.opsPerSec), "ops/s", fmt(loop.opsPerSec), "ops/s (plain fetch loop, concurrency 2)", e2e.opsPerSec / loop.opsPerSec, `${forced} readwrite transactions forced ${client}`);
-      figure(`matrix (${cell}): enqueue p50 while sending`, fmt(load.p50Ms, 3), "ms", fmt(load.rawP50Ms, 3), `ms (raw 1-record ${client} txn p50)`, load.p50Ms / load.rawP50Ms, `p99 ${fmt(load.p99Ms, 2)} against ${fmt(load.rawP99Ms, 2)} ms (${fmt(load.p99Ms / load.rawP99Ms, 2)}x)`);
-      figure(`matrix (${cell}): enqueue rate, ${load.outstanding} outstanding`, fmt(load.manyPerSec), "enqueues/s", fmt(load.deliveredManyPerSec), "ops/s delivered meanwhile", load.manyPerSec / Math.max(load.deliveredManyPerSec, 1e-9));
-      runs.push({ client, fsync, loop, e2e, load });
-    }
+    const server = fsync === "on" ? flushing : unflushed;
+    const page = await benchPage(context, baseUrl);
+    await call(page, "forceDurability", client);
+    const tag = `m${client[0]}${fsync}x${Date.now()}`;
+    const plan = PLAN.matrix;
+    const loop = await call(page, "fetchLoop", { endpoint: server.url, tag: `l${tag}`, n: plan.n, canvases: plan.canvases, concurrency: 2, deadlineMs: plan.deadlineMs });
+    const e2e = await call(page, "endToEnd", { endpoint: server.url, batch: null, run: 1, tag: `e${tag}`, n: plan.n, chunk: plan.chunk, canvases: plan.canvases, deadlineMs: plan.deadlineMs });
+    const load = await call(page, "enqueueWhileSending", { endpoint: server.url, tag: `w${tag}`, ...plan.load });
+    const forced = await page.evaluate(() => window.bench.forced());
+    await page.close();
+    expect(loop.failures.length === 0 && e2e.rejected === 0 && e2e.errors.length === 0 && load.errors.length === 0, `matrix ${client}/${fsync}: ${JSON.stringify({ loop: loop.failures, e2e: e2e.errors, load: load.errors })}`);
+    expect(forced > plan.n / 10, `matrix ${client}/${fsync}: only ${forced} readwrite transactions went through the forced durability`);
+    const cell = `client ${client}, server fsync ${fsync}`;
+    figure(`matrix (${cell}): end-to-end ops/s, 20 canvases, concurrency 2, no batching`, fmt(e2e.opsPerSec), "ops/s", fmt(loop.opsPerSec), "ops/s (plain fetch loop, concurrency 2)", e2e.opsPerSec / loop.opsPerSec, `${forced} readwrite transactions forced ${client}`);
+    figure(`matrix (${cell}): enqueue p50 while sending`, fmt(load.p50Ms, 3), "ms", fmt(load.rawP50Ms, 3), `ms (raw 1-record ${client} txn p50)`, load.p50Ms / load.rawP50Ms, `p99 ${fmt(load.p99Ms, 2)} against ${fmt(load.rawP99Ms, 2)} ms (${fmt(load.p99Ms / load.rawP99Ms, 2)}x)`);
+    figure(`matrix (${cell}): enqueue rate, ${load.outstanding} outstanding`, fmt(load.manyPerSec), "enqueues/s", fmt(load.deliveredManyPerSec), "ops/s delivered meanwhile", load.manyPerSec / Math.max(load.deliveredManyPerSec, 1e-9));
+    runs.push({ client, fsync, loop, e2e, load });
   }
   await unflushed.stop();
   await context.close();
@@ -474,7 +473,7 @@ async function durabilityMatrix(baseUrl, flushing, dir, stops) {
     return Math.sqrt(pairs.map(([from, to]) => (value(to) / value(from)) ** better).reduce((a, b) => a * b, 1));
   };
   console.log(`\ndurability matrix (a Chromium profile on disk; client strict | relaxed, server fsync on | off; no server delay; the mean of each cell's two runs):`);
-  console.log(`  ${"figure".padEnd(36)} ${["strict/on", "strict/off", "relaxed/on", "relaxed/off"].map((h) => h.padStart(11)).join(" ")}   relaxing the client   fsync off   bound by`);
+  console.log(`  ${"figure".padEnd(36)} ${order.map(([c, f]) => `${c}/${f}`.padStart(11)).join(" ")}   relaxing the client   fsync off   bound by`);
   for (const [name, value, better] of measures) {
     const client = gain(value, better, [[at("strict", "on"), at("relaxed", "on")], [at("strict", "off"), at("relaxed", "off")]]);
     const server = gain(value, better, [[at("strict", "on"), at("strict", "off")], [at("relaxed", "on"), at("relaxed", "off")]]);
