@@ -164,6 +164,25 @@ async fn p7_an_answer_over_the_byte_limit_is_answer_too_large_and_retried() {
     assert_eq!(code(&answer), Some("answer_too_large"), "{answer:?}");
 }
 
+/// An answer's bytes are decoded as `Response.text()` decodes them, across chunks: the byte
+/// order mark dropped, characters split between writes joined, an invalid byte replaced by
+/// U+FFFD (the body is read in chunks and decoded in the module, not through a `Blob`).
+#[wasm_bindgen_test]
+async fn p7_an_answer_is_decoded_as_utf8_across_chunks_bom_dropped_invalid_bytes_replaced() {
+    let answer = send(&format!("{}/utf8", hostile()), RetryAction::Submit).await;
+    assert_eq!(answer.outcome, AttemptOutcome::Applied, "{answer:?}");
+    let canonical: Value = serde_json::from_str(
+        answer
+            .canonical
+            .as_ref()
+            .map(|c| c.text())
+            .expect("canonical"),
+    )
+    .expect("canonical is JSON");
+    assert_eq!(canonical["text"], "\u{e9}\u{20ac}\u{1f600}", "{canonical}");
+    assert_eq!(canonical["bad"], "a\u{fffd}b", "{canonical}");
+}
+
 async fn open(run: &str, endpoint: &str, extra: &str) -> Scheduler {
     let options = js(&format!(
         "{{ database: 'cs-hostile-{run}', endpoint: '{endpoint}', owner: 'tab-{run}', leaseMs: 1000, {extra} }}"

@@ -21,6 +21,9 @@
 //                                           `authorization` and `x-api-key` in its error
 //   /huge/requests…                         answers 200 applied, its `canonical` holding an
 //                                           integer beyond 2^53 (12345678901234567890)
+//   /utf8/requests…                         answers 200 applied as raw bytes in several writes: a
+//                                           byte order mark, characters split across writes, an
+//                                           invalid byte (0xFF) in `canonical.bad`
 //
 // Listens on 127.0.0.1 only; every answer allows any origin (it holds nothing worth reading).
 
@@ -113,6 +116,22 @@ async function handle(req, res) {
     // Written as text: a JS number could not hold this integer.
     const answer = '{"outcome":"applied","canonical":{"big":12345678901234567890,"kept":"yes","small":7}}';
     send(res, 200, answer, { 'content-type': 'application/json' });
+  } else if (/^\/utf8\/requests(?:\/[^/]+)?$/.test(path)) {
+    req.resume();
+    const bytes = Buffer.concat([
+      Buffer.from([0xef, 0xbb, 0xbf]),
+      Buffer.from('{"outcome":"applied","canonical":{"text":"\u00e9\u20ac\u{1f600}","bad":"a', 'utf8'),
+      Buffer.from([0xff]),
+      Buffer.from('b"}}', 'utf8'),
+    ]);
+    res.writeHead(200, { 'content-type': 'application/json', 'cache-control': 'no-store' });
+    // Cuts inside the BOM, the two-byte é, the three-byte € and the four-byte emoji.
+    const cuts = [0, 1, 46, 48, 52, bytes.length];
+    for (let i = 1; i < cuts.length; i += 1) {
+      res.write(bytes.subarray(cuts[i - 1], cuts[i]));
+      await new Promise((resolve) => setTimeout(resolve, 15));
+    }
+    res.end();
   } else {
     req.resume();
     send(res, 404, 'no such route', { 'content-type': 'text/plain' });
