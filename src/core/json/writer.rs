@@ -14,6 +14,8 @@ pub struct Writer {
     after_key: bool,
     /// An integer beyond ±(2^53 - 1) was written: JS would read it back changed.
     beyond_js: bool,
+    /// JSON text was written as it came ([`Writer::raw`]): its numbers were not looked at.
+    raw: bool,
 }
 
 /// Largest integer a JS number holds exactly.
@@ -30,10 +32,21 @@ impl Writer {
         self.out
     }
 
+    /// The text written so far.
+    pub fn text(&self) -> &str {
+        &self.out
+    }
+
     /// Whether an integer beyond ±(2^53 - 1) was written (the browser layer refuses such
     /// text: it would not come back unchanged through `JSON.parse`).
     pub fn beyond_js(&self) -> bool {
         self.beyond_js
+    }
+
+    /// Whether JSON text was written as it came ([`Writer::raw`]), whose integers only a scan
+    /// of the text finds.
+    pub fn wrote_raw(&self) -> bool {
+        self.raw
     }
 
     /// Starts a value: a comma before any member but the first of its container.
@@ -146,6 +159,7 @@ impl Writer {
     /// JSON text written as it is (the caller vouches that it is one valid value).
     pub fn raw(&mut self, json: &str) {
         self.separate();
+        self.raw = true;
         self.out.push_str(json);
     }
 

@@ -255,3 +255,22 @@ fn random_floats_write_like_serde_json_and_read_back_exactly() {
         Ok(())
     });
 }
+
+/// `to_js` scans the text for integers beyond 2^53 only when some of it was written as it
+/// came: the writer checks the integers it writes itself.
+#[test]
+fn the_writer_says_whether_raw_text_or_a_large_integer_was_written() {
+    let mut own = Writer::new();
+    own.array();
+    own.u64((1 << 53) - 1);
+    own.str("12345678901234567890");
+    own.end_array();
+    assert!(!own.wrote_raw() && !own.beyond_js(), "{}", own.text());
+    let mut large = Writer::new();
+    large.u64(1 << 53);
+    assert!(large.beyond_js() && !large.wrote_raw());
+    let mut raw = Writer::new();
+    raw.raw("{\"big\":12345678901234567890}");
+    assert!(raw.wrote_raw() && !raw.beyond_js());
+    assert!(crate::core::json::exceeds_js_integers(raw.text()));
+}
