@@ -156,6 +156,41 @@ function nextChunk(count, n, chunk, make) {
 }
 
 /**
+ * 11. `pending()` and `stats()` with `n` unsettled operations (held, nothing sent), each the
+ * median of `calls` calls; the baseline is the floor of any list of them: the same number of
+ * plain objects with the same fields built in JS from an array of ids, in the same page.
+ */
+async function pendingCost({ n, calls }) {
+  const scheduler = await Scheduler.open({ database: `bench-pending-${Date.now()}`, transport: unusedTransport });
+  try {
+    scheduler.hold();
+    const intents = [];
+    for (let i = 0; i < n; i++) intents.push({ id: `pending-${i}`, operationType: "record.put", canvasIds: [`c${i % 20}`], payload: { id: `shape:${i}`, x: i, y: i } });
+    await scheduler.enqueueMany(intents);
+    const ids = intents.map((intent) => intent.id);
+    const median = (run) => {
+      const times = [];
+      for (let i = 0; i < calls; i++) {
+        const start = now();
+        run();
+        times.push(now() - start);
+      }
+      times.sort((a, b) => a - b);
+      return times[times.length >> 1];
+    };
+    let listed = 0;
+    const pendingMs = median(() => (listed = scheduler.pending().length));
+    const statsMs = median(() => scheduler.stats().pending);
+    const floorMs = median(() =>
+      ids.map((id, i) => ({ id, state: "queued", reason: "held", attempt: 0, canvasIds: [`c${i % 20}`], sequence: i })).length,
+    );
+    return { n, listed, pendingMs, statsMs, floorMs };
+  } finally {
+    scheduler.stop();
+  }
+}
+
+/**
  * 2. Durable `enqueue` latency: N sequential awaits on a held scheduler, interleaved with the
  * two raw baselines (a 1-record transaction, and the ledger's fenced-write shape) in a raw
  * database of this page, so that all three meet the same moments of a shared machine.
@@ -695,5 +730,5 @@ function forceDurability(durability) {
   return durability;
 }
 
-window.bench = { forceDurability, forced: () => globalThis.benchForced?.forced ?? 0, rawOpen, rawIdb, enqueueLatency, enqueueWhileSending, throughputInstant, endToEnd, fetchLoop, fill, openStart, rawGetAll, fillSettled, fillBurst, rawStores, sendScale };
+window.bench = { pendingCost, forceDurability, forced: () => globalThis.benchForced?.forced ?? 0, rawOpen, rawIdb, enqueueLatency, enqueueWhileSending, throughputInstant, endToEnd, fetchLoop, fill, openStart, rawGetAll, fillSettled, fillBurst, rawStores, sendScale };
 document.body.dataset.ready = "1";

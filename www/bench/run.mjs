@@ -157,7 +157,7 @@ async function benchPage(context, baseUrl) {
 }
 
 /**
- * `BENCH_ONLY=enqueue,start` runs only those parts (of raw, enqueue, load, instant, e2e, start, history, scale, burst, matrix), for
+ * `BENCH_ONLY=enqueue,start` runs only those parts (of raw, enqueue, load, pending, instant, e2e, start, history, scale, burst, matrix), for
  * a quick look at one figure while working on it; the raw baselines always run.
  */
 const ONLY = process.env.BENCH_ONLY ? new Set(process.env.BENCH_ONLY.split(",")) : null;
@@ -227,6 +227,16 @@ async function main() {
       figure("enqueue latency p50 (held)", fmt(enq.p50Ms, 3), "ms", fmt(enq.rawP50Ms, 3), "ms (raw 1-record txn p50, interleaved)", enq.p50Ms / enq.rawP50Ms, `p99 ${fmt(enq.p99Ms, 2)} ms, ${enq.count} enqueues`);
       figure("enqueue latency p50 (held) against the fenced write's shape", fmt(enq.p50Ms, 3), "ms", fmt(enq.fencedP50Ms, 3), "ms (raw lease read + put p50, interleaved)", enq.p50Ms / enq.fencedP50Ms, "what the scheduler adds beyond the transaction it must write");
       figure("enqueue latency p99 (held)", fmt(enq.p99Ms, 2), "ms", fmt(enq.rawP99Ms, 2), "ms (raw 1-record txn p99, interleaved)", enq.p99Ms / enq.rawP99Ms);
+    }
+
+    // 11. pending() for a badge: O(unsettled), against building the same list in JS.
+    if (want("pending")) {
+      for (const n of [200, 2000]) {
+        const cost = await call(page, "pendingCost", { n, calls: 31 });
+        expect(cost.listed === n, `pending() listed ${cost.listed} of ${n}`);
+        figure(`pending() with ${fmt(n)} unsettled operations`, fmt(cost.pendingMs, 3), "ms", fmt(cost.floorMs, 3), "ms (the same list built in JS)", cost.pendingMs / cost.floorMs,
+          `median of 31 calls; stats() ${fmt(cost.statsMs, 4)} ms (its pending count needs no list)`);
+      }
     }
 
     // 9. enqueue while the scheduler sends at full speed (reference server, concurrency 2).
