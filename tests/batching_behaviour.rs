@@ -7,6 +7,7 @@ use canvas_scheduler::core::host::{default_compile, CompiledRequest, CountingHos
 use canvas_scheduler::core::intent::IntentInput;
 use canvas_scheduler::core::io::{AttemptOutcome, AttemptStatus, OperationVerdict, Report};
 use canvas_scheduler::core::model::{Intent, OperationPhase, Settlement};
+use canvas_scheduler::core::payload::Payload;
 use canvas_scheduler::core::safe_error::SafeError;
 use canvas_scheduler::core::Scheduler;
 use canvas_scheduler::testing::Harness;
@@ -624,6 +625,68 @@ fn coalesce_ms_holds_a_drag_back_so_only_its_last_position_is_sent() {
             Settlement::Discarded
         );
     }
+}
+
+/// Issue 37, `coalesceMs` writes too: a drag's updates, 16 ms apart and each held 32 ms, share
+/// a transaction per 32 ms instead of one each; the replaced ones are written settled and
+/// without their payload. Each enqueue is durable (its barrier) only once that write
+/// commits, never before; an edit that is not held is written at once, with the held ones.
+#[test]
+fn coalesce_ms_a_drags_updates_share_their_writes_and_each_is_durable_when_written() {
+    for group_commit in [false, true] {
+        drag_writes(group_commit);
+    }
+}
+
+fn drag_writes(group_commit: bool) {
+    let config = SchedulerConfig {
+        concurrency: 2,
+        coalesce_ms: 32,
+        group_commit,
+        ..SchedulerConfig::default()
+    };
+    let mut h = Harness::new(config, CountingHost::new("r"));
+    h.start();
+    let mut barriers = Vec::new();
+    for x in 1..=9 {
+        let barrier = h
+            .enqueue(vec![coalescing(&format!("m{x}"), "drag:s", x)])
+            .unwrap();
+        let durable = h.scheduler.barrier_state(barrier) == Some(true);
+        assert_eq!(
+            durable,
+            h.store.operation(&format!("m{x}")).is_some(),
+            "m{x}: durable exactly when written"
+        );
+        barriers.push(barrier);
+        h.advance(16);
+    }
+    let mut distinct = barriers.clone();
+    distinct.dedup();
+    assert!(
+        distinct.len() <= 5,
+        "9 updates 16 ms apart, held 32 ms: at most one write per 32 ms, got {barriers:?}"
+    );
+    h.advance(32);
+    for (x, barrier) in barriers.iter().enumerate() {
+        assert_eq!(h.scheduler.barrier_state(*barrier), Some(true), "m{}", x + 1);
+    }
+    for x in 1..9 {
+        let stored = h.store.operation(&format!("m{x}")).unwrap();
+        let outcome = stored.outcome.as_ref().unwrap();
+        assert_eq!(outcome.settlement, Settlement::Discarded);
+        assert_eq!(stored.intent.payload, Payload::default(), "m{x}: no payload stored");
+    }
+    assert!(h.store.operation("m9").is_some());
+    // An edit that is not held is written at once, and the held update with it.
+    let barrier = h
+        .enqueue(vec![coalescing("n1", "drag:t", 1)])
+        .unwrap();
+    assert_eq!(h.scheduler.barrier_state(barrier), None, "held: not yet written");
+    let other = h.enqueue(vec![edit("plain", &["c"])]).unwrap();
+    assert_eq!(other, barrier, "one write carries both");
+    assert_eq!(h.scheduler.barrier_state(barrier), Some(true));
+    assert!(h.store.operation("n1").is_some() && h.store.operation("plain").is_some());
 }
 
 #[test]

@@ -62,6 +62,8 @@ fn name_intent(error: JsValue, intents: &JsValue, many: bool) -> JsValue {
 pub struct Scheduler {
     tab: Tab,
     max_payload_bytes: usize,
+    /// `coalesceMs` is set: an enqueue of keyed intents is held, and written later.
+    holds_keyed: bool,
 }
 
 #[wasm_bindgen]
@@ -101,6 +103,7 @@ impl Scheduler {
     /// Stores the decoded intents' blobs, then enqueues them. Everything is decoded first:
     /// one bad intent rejects the whole call and changes nothing.
     async fn admit(&self, decoded: Vec<DecodedIntent>) -> Result<JsValue, JsValue> {
+        self.open_ahead_unless_held(decoded.iter().map(|d| &d.input));
         let mut inputs = Vec::with_capacity(decoded.len());
         for decoded in decoded {
             inputs.push(self.with_blob(decoded).await?);
@@ -115,6 +118,7 @@ impl Scheduler {
         &self,
         decoded: Vec<Result<DecodedIntent, SchedulerError>>,
     ) -> Result<JsValue, JsValue> {
+        self.open_ahead_unless_held(decoded.iter().flatten().map(|d| &d.input));
         let mut slots = Vec::with_capacity(decoded.len());
         for slot in decoded {
             slots.push(match slot {
@@ -402,9 +406,22 @@ fn operation_id(id: &JsValue) -> Result<String, JsValue> {
 
 impl Scheduler {
     /// Opens the enqueue's transaction ahead, unless host code of a core step is running
-    /// (the enqueue then starts once the step is over).
+    /// (the enqueue then starts once the step is over). With `coalesceMs` set it waits for
+    /// the intents ([`Self::open_ahead_unless_held`]).
     fn open_ahead(&self) {
-        if !host_code::running() {
+        if !self.holds_keyed && !host_code::running() {
+            self.tab.open_ahead();
+        }
+    }
+
+    /// With `coalesceMs` set, once the intents are decoded: opens the transaction ahead unless
+    /// every intent has a `coalesceKey`. Those are held, and their write waits for the hold
+    /// (a drag's updates share one), so a transaction opened now would commit empty.
+    fn open_ahead_unless_held<'a>(&self, mut inputs: impl Iterator<Item = &'a IntentInput>) {
+        if self.holds_keyed
+            && !inputs.all(|input| input.coalesce_key.is_some())
+            && !host_code::running()
+        {
             self.tab.open_ahead();
         }
     }
@@ -563,6 +580,7 @@ impl Scheduler {
     pub async fn open(options: JsValue) -> Result<Scheduler, JsValue> {
         let options = decode_options(&options).map_err(to_js_error)?;
         let max_payload_bytes = options.config.max_payload_bytes;
+        let holds_keyed = options.config.coalesce_ms > 0;
         let sink: Option<EventSink> = options.hooks.on_event.clone().map(|handler| {
             Rc::new(move |event: &JsValue| events::deliver(&handler, event)) as EventSink
         });
@@ -592,6 +610,7 @@ impl Scheduler {
         Ok(Scheduler {
             tab,
             max_payload_bytes,
+            holds_keyed,
         })
     }
 }

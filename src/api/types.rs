@@ -134,7 +134,10 @@ export interface SchedulerOptions {
    * may be sent, so that a newer one with its key replaces it first: a drag sends its last
    * position, not every one. A held operation keeps its place (later ones on its canvases
    * wait behind it); `explain(id).reason` is `"coalescing"` meanwhile, and `flush(id)` ends the
-   * hold. Its enqueue is durable as usual.
+   * hold. Its write waits too, so the updates made during a hold share one transaction (a
+   * replaced one is stored without its payload): its `enqueue` resolves once that write is
+   * durable, up to `coalesceMs` later (an enqueue of anything not held writes at once, the
+   * held ones with it). Enqueue a drag's updates without awaiting each.
    */
   coalesceMs?: number;
   /**

@@ -941,25 +941,27 @@ async fn issue37_an_interleaved_burst_batches_with_compile_and_participants_set(
     assert_eq!(compiled.as_f64(), Some(8.0), "each operation compiled once");
 }
 
-/// Issue 37 item 3: `coalesceMs` holds a drag's updates back so only the last is sent (the
-/// earlier ones are replaced while held); out of range it is `invalid_options`.
+/// Issue 37 item 3: `coalesceMs` holds a drag's updates back so only the last is written
+/// whole and sent (the earlier ones are replaced while held, their writes shared); each
+/// enqueue resolves once durable, the first no sooner than its hold allows; out of range it
+/// is `invalid_options`.
 #[wasm_bindgen_test]
 async fn issue37_coalesce_ms_sends_a_drags_last_position_only() {
     let run = unique("coalesce-ms");
-    // The longest hold allowed: five awaited enqueues fit in it on a loaded machine too (at
-    // 150 ms a fresh-clone run once froze the fourth before the fifth replaced it).
+    // A long hold: five enqueues 5 ms apart fit in it on a loaded machine too (at 150 ms a
+    // fresh-clone run once froze the fourth before the fifth replaced it).
     let scheduler = open(&run, "coalesceMs: 1000,").await;
     scheduler.start().expect("start");
+    let started = js_sys::Date::now();
     let mut ids = Vec::new();
+    let mut enqueued = Vec::new();
     for x in 0..5 {
         let id = format!("{run}-{x}");
-        scheduler
-            .enqueue(js(&format!(
-                "{{ id: '{id}', operationType: 'shape.upsert', canvasIds: ['c-{run}'],
-                    coalesceKey: 'drag:s', payload: {{ shapeId: 's', shape: {{ x: {x} }} }} }}"
-            )))
-            .await
-            .expect("valid");
+        // As a pointer handler enqueues: without waiting for the last one.
+        enqueued.push(JsFuture::from(scheduler.enqueue(js(&format!(
+            "{{ id: '{id}', operationType: 'shape.upsert', canvasIds: ['c-{run}'],
+                coalesceKey: 'drag:s', payload: {{ shapeId: 's', shape: {{ x: {x} }} }} }}"
+        )))));
         ids.push(id);
         sleep(5).await;
     }
@@ -968,6 +970,13 @@ async fn issue37_coalesce_ms_sends_a_drags_last_position_only() {
         .ok()
         .and_then(|r| r.as_string());
     assert_eq!(reason.as_deref(), Some("coalescing"), "held back");
+    for enqueue in enqueued {
+        enqueue.await.expect("valid");
+    }
+    assert!(
+        js_sys::Date::now() - started >= 900.0,
+        "a held drag is written when its first hold would end, not at each update"
+    );
     settle_all(&scheduler).await;
     let settlement = |id: &String| {
         let outcome =

@@ -154,7 +154,15 @@ impl<H: Host> Scheduler<H> {
             }
             self.index(id);
         }
-        Ok(self.after_call(now))
+        let held = self.config.coalesce_ms > 0
+            && admitted
+                .iter()
+                .all(|id| self.coalescing.end_of(id).is_some());
+        Ok(if held {
+            self.after_held_call(now)
+        } else {
+            self.after_call(now)
+        })
     }
 
     /// Whether a dependency of `id` ends at an operation the host discarded.

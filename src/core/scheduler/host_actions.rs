@@ -167,8 +167,10 @@ impl<H: Host> Scheduler<H> {
                     }
                 }
                 _ => {
-                    // The host asks for it now: a `coalesceMs` hold ends here.
+                    // The host asks for it now: a `coalesceMs` hold ends here, and so does
+                    // its write's wait.
                     self.coalescing.forget(operation_id);
+                    self.persist.write_due = None;
                     let first_in_line = self.examine_earlier_in_line(now, &op);
                     if first_in_line
                         && self.occupied() < self.config.concurrency
@@ -467,7 +469,26 @@ impl<H: Host> Scheduler<H> {
     pub(super) fn after_call(&mut self, now: Millis) -> BatchNo {
         // The call's promise says its change is durable: not one a power loss may drop.
         self.ledger.require_strict();
+        self.persist.write_due = None;
         let barrier = self.want_barrier();
+        self.maybe_flush(now);
+        self.pump(now);
+        self.sync_timer(now);
+        barrier
+    }
+
+    /// After an enqueue whose every operation is held back by `coalesceMs` (issue 37: a drag
+    /// writes and sends its last position, not every one): its write waits until the first
+    /// hold of the open batch would end, so the updates of a drag made meanwhile share one
+    /// transaction, each replaced one written without its payload. Its promise still says
+    /// durable: it resolves with that write. Any other call, or a commit already asked for,
+    /// writes it at once; other writes that come up meanwhile (an answer's) wait with it, at
+    /// most `coalesceMs`.
+    pub(super) fn after_held_call(&mut self, now: Millis) -> BatchNo {
+        self.ledger.require_strict();
+        let barrier = self.want_barrier();
+        let due = now.saturating_add(self.config.coalesce_ms);
+        self.persist.write_due.get_or_insert(due);
         self.maybe_flush(now);
         self.pump(now);
         self.sync_timer(now);

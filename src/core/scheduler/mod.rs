@@ -98,6 +98,9 @@ struct PersistState {
     committing: bool,
     /// When the last compaction slice went out with a busy batch (retention under load).
     busy_slice_at: Option<Millis>,
+    /// `coalesceMs`: the open batch holds only enqueues held back for coalescing, and waits
+    /// until then to be written (see `after_held_call`).
+    write_due: Option<Millis>,
     /// Requests resolved by an answer this turn: `commit()` lets their canvases and dependents
     /// go, once the host has had their `settled` events, into the batch that writes the answer.
     answered: Vec<String>,
@@ -479,7 +482,12 @@ impl<H: Host> Scheduler<H> {
             && !self.is_closed()
             && (self.ledger.settled_count() > 0 || self.ledger.wants_fold()))
         .then_some(self.active_until);
-        let desired = earliest(earliest(desired, compact_at), resume_at);
+        // A held enqueue's write; one already in flight or requested needs no wake-up.
+        let write_at = self
+            .persist
+            .write_due
+            .filter(|_| self.persist.in_flight.is_none() && !self.persist.commit_requested);
+        let desired = earliest(earliest(earliest(desired, compact_at), resume_at), write_at);
         if desired != self.timer {
             self.timer = desired;
             self.effects.push_back(Effect::SetTimer(desired));

@@ -464,6 +464,13 @@ impl<H: Host> Scheduler<H> {
 
     /// Emits the open batch if nothing is being written (one transaction in flight at a time).
     pub(super) fn maybe_flush(&mut self, now: Millis) {
+        // Held enqueues wait for their write (`after_held_call`) unless a commit is under way.
+        if let Some(due) = self.persist.write_due {
+            if now < due && !self.persist.committing {
+                return;
+            }
+            self.persist.write_due = None;
+        }
         if self.persist.commit_requested && !self.persist.committing {
             return;
         }
@@ -535,6 +542,7 @@ impl<H: Host> Scheduler<H> {
         self.persist.next_no += 1;
         self.persist.in_flight = Some(no);
         self.persist.barrier_wanted = false;
+        self.persist.write_due = None;
         self.lease.renew_wanted = false;
         if compact.is_some() && !quiet {
             self.persist.busy_slice_at = Some(now);

@@ -17,15 +17,17 @@ export interface AppScheduler {
 export type ExampleOptions = Omit<SchedulerOptions, "compile" | "participants" | "coalesce" | "transport">;
 
 /** The example's options: what an editor should set (README, "Options for a canvas editor"). */
-export function exampleOptions(mode: "page" | "worker", endpoint: string, database: string, onEvent: (event: SchedulerEvent) => void): ExampleOptions {
+export function exampleOptions(endpoint: string, database: string, onEvent: (event: SchedulerEvent) => void): ExampleOptions {
   return {
     database,
     endpoint,
     batch: { maxOperations: 256, maxBytes: 262_144 },
     retry: { baseMs: 100, maxMs: 2_000 },
-    // In the page, a dragged record's update waits two frames for the next one to replace
-    // it: a drag sends its last position, and the page pays for no send per move.
-    ...(mode === "page" ? { coalesceMs: 32 } : {}),
+    // A dragged record's update waits two frames for the next one to replace it: a drag
+    // writes and sends its last position, and its updates share their writes. In the page it
+    // pays for no send and no transaction per move; in worker mode the page gets fewer
+    // messages back.
+    coalesceMs: 32,
     onEvent,
   };
 }
