@@ -2,7 +2,8 @@
 // intent with the shape's coalesceKey, enqueued without waiting (as an editor's pointer
 // handler does), while the scheduler sends. `window.drag.open(mode)` with mode "none" (the
 // intents are only built), "page" (the package's Scheduler on this thread), "page-held" (the
-// same, held: nothing is sent during the drag) or "worker" (canvas-scheduler/worker), then
+// same, held: nothing is sent during the drag), "worker" (canvas-scheduler/worker), or
+// "page-coalesce" / "worker-coalesce" (the same with `coalesceMs: 32`), then
 // `run(ms)`. ?server=<reference server>&db=<ledger>.
 import initPage, { Scheduler as PageScheduler } from "/pkg/web/canvas_scheduler.js";
 import initWorker, { Scheduler as WorkerScheduler } from "/worker/index.js";
@@ -13,13 +14,14 @@ const HZ = 60;
 /** Opens the scheduler of `mode` (null for "none"); `settled` counts the settled events. */
 async function open(mode, counts) {
   if (mode === "none") return null;
-  const [init, Scheduler] = mode === "worker" ? [initWorker, WorkerScheduler] : [initPage, PageScheduler];
+  const [init, Scheduler] = mode.startsWith("worker") ? [initWorker, WorkerScheduler] : [initPage, PageScheduler];
   await init();
   const scheduler = await Scheduler.open({
     database: query.get("db"),
     endpoint: query.get("server"),
-    // "page-coalesce": each update held back two frames, so the next replaces it unsent.
-    ...(mode === "page-coalesce" ? { coalesceMs: 32 } : {}),
+    // "…-coalesce": each update held back two frames, so the next replaces it unwritten and
+    // unsent.
+    ...(mode.endsWith("-coalesce") ? { coalesceMs: 32 } : {}),
     onEvent: (event) => {
       if (event.type === "settled") counts[event.outcome] = (counts[event.outcome] ?? 0) + 1;
     },

@@ -72,11 +72,14 @@ const assets: TLAssetStore = {
 
 /** `idb` mode: the app's own writer of each change. */
 let ownStore: ((entry: Parameters<typeof recordIntents>[0]) => void) | null = null;
+/** Whether changes are enqueued (the e2e test turns it off for a round: the same page and the
+ * same listener, without the scheduler's part of a move, is its baseline). */
+let recording = true;
 
 function onMount(editor: Editor) {
   if (ownStore) editor.store.listen(ownStore, { source: "user", scope: "document" });
   else if (mode !== "none") {
-    editor.store.listen((entry) => enqueueMany(recordIntents(entry, canvasId)), { source: "user", scope: "document" });
+    editor.store.listen((entry) => recording && enqueueMany(recordIntents(entry, canvasId)), { source: "user", scope: "document" });
   }
   Object.assign(globalThis, {
     example: {
@@ -88,6 +91,12 @@ function onMount(editor: Editor) {
       outcomes,
       get uploads() {
         return uploads;
+      },
+      get recording() {
+        return recording;
+      },
+      set recording(on: boolean) {
+        recording = on;
       },
       /** Waits for the enqueue calls made so far, then for `whenSaved()`; answers the ids it
        * waited for, which the server must have decided once it resolves. */
@@ -116,7 +125,7 @@ try {
     ownStore = await openOwnStore(`own:${canvasId}`);
     saved.render();
   } else if (mode !== "none") {
-    const options = exampleOptions(mode, endpoint, `ledger:${canvasId}`, (event) => {
+    const options = exampleOptions(endpoint, `ledger:${canvasId}`, (event) => {
       if (event.type === "settled") outcomes[event.operationId] = event.outcome;
       saved.onEvent(event);
     });
