@@ -669,20 +669,31 @@ fn drag_writes(group_commit: bool) {
     );
     h.advance(32);
     for (x, barrier) in barriers.iter().enumerate() {
-        assert_eq!(h.scheduler.barrier_state(*barrier), Some(true), "m{}", x + 1);
+        assert_eq!(
+            h.scheduler.barrier_state(*barrier),
+            Some(true),
+            "m{}",
+            x + 1
+        );
     }
     for x in 1..9 {
         let stored = h.store.operation(&format!("m{x}")).unwrap();
         let outcome = stored.outcome.as_ref().unwrap();
         assert_eq!(outcome.settlement, Settlement::Discarded);
-        assert_eq!(stored.intent.payload, Payload::default(), "m{x}: no payload stored");
+        assert_eq!(
+            stored.intent.payload,
+            Payload::default(),
+            "m{x}: no payload stored"
+        );
     }
     assert!(h.store.operation("m9").is_some());
     // An edit that is not held is written at once, and the held update with it.
-    let barrier = h
-        .enqueue(vec![coalescing("n1", "drag:t", 1)])
-        .unwrap();
-    assert_eq!(h.scheduler.barrier_state(barrier), None, "held: not yet written");
+    let barrier = h.enqueue(vec![coalescing("n1", "drag:t", 1)]).unwrap();
+    assert_eq!(
+        h.scheduler.barrier_state(barrier),
+        None,
+        "held: not yet written"
+    );
     let other = h.enqueue(vec![edit("plain", &["c"])]).unwrap();
     assert_eq!(other, barrier, "one write carries both");
     assert_eq!(h.scheduler.barrier_state(barrier), Some(true));
