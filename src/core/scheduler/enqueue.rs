@@ -154,10 +154,10 @@ impl<H: Host> Scheduler<H> {
             }
             self.index(id);
         }
-        let held = self.config.coalesce_ms > 0
-            && admitted
-                .iter()
-                .all(|id| self.coalescing.end_of(id).is_some());
+        // A hold exists only with `coalesceMs` set.
+        let held = admitted
+            .iter()
+            .all(|id| self.coalescing.end_of(id).is_some());
         Ok(if held {
             self.after_held_call(now)
         } else {

@@ -467,14 +467,8 @@ impl<H: Host> Scheduler<H> {
     /// The end of a call that changed the ledger: its write is ordered (the barrier the call's
     /// promise waits for), and what it made ready is dispatched.
     pub(super) fn after_call(&mut self, now: Millis) -> BatchNo {
-        // The call's promise says its change is durable: not one a power loss may drop.
-        self.ledger.require_strict();
         self.persist.write_due = None;
-        let barrier = self.want_barrier();
-        self.maybe_flush(now);
-        self.pump(now);
-        self.sync_timer(now);
-        barrier
+        self.order_write(now)
     }
 
     /// After an enqueue whose every operation is held back by `coalesceMs` (issue 37: a drag
@@ -485,10 +479,17 @@ impl<H: Host> Scheduler<H> {
     /// writes it at once; other writes that come up meanwhile (an answer's) wait with it, at
     /// most `coalesceMs`.
     pub(super) fn after_held_call(&mut self, now: Millis) -> BatchNo {
-        self.ledger.require_strict();
-        let barrier = self.want_barrier();
         let due = now.saturating_add(self.config.coalesce_ms);
         self.persist.write_due.get_or_insert(due);
+        self.order_write(now)
+    }
+
+    /// Orders the call's write (now, or at `persist.write_due`) and dispatches what it made
+    /// ready; the barrier is the one the call's promise waits for.
+    fn order_write(&mut self, now: Millis) -> BatchNo {
+        // The call's promise says its change is durable: not one a power loss may drop.
+        self.ledger.require_strict();
+        let barrier = self.want_barrier();
         self.maybe_flush(now);
         self.pump(now);
         self.sync_timer(now);
