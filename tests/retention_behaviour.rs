@@ -507,6 +507,45 @@ fn settled_operations_past_the_policy_are_compacted_within_a_second_while_work_n
 }
 
 #[test]
+fn issue_38_a_burst_sent_one_by_one_costs_its_slices_work_in_proportion() {
+    // One `enqueueMany` is written as pages; sent one at a time, each settled operation waits
+    // for the rest of its page. A slice that finds nothing to compact must not be run again
+    // with every batch: each looked up every waiting entry (quadratic in the burst).
+    let mut h = harness(RetentionPolicy::default());
+    let total = 2_000;
+    h.enqueue(
+        (0..total)
+            .map(|i| {
+                let id = format!("q{i:05}");
+                edit(&id, &[&format!("c{}", i % 20)])
+            })
+            .collect(),
+    )
+    .unwrap();
+    let mut answers = 0;
+    while h.answer_first(applied()).is_some() {
+        answers += 1;
+        h.advance(1);
+    }
+    assert_eq!(answers, total, "every operation sent once");
+    let examined = h.scheduler.ledger().slice_examined();
+    assert!(
+        examined <= 4 * total as u64,
+        "slices examined {examined} settled entries for a burst of {total}"
+    );
+    // Compaction still keeps up: while busy, within a second of the pages' last copies...
+    let whole = h.scheduler.ledger().settled_count();
+    assert!(
+        whole <= 600,
+        "{whole} settled still whole when the burst ends"
+    );
+    // ...and all of it once quiet, but the one holding the ledger's highest sequence.
+    h.advance(2_000);
+    assert_eq!(h.scheduler.ledger().settled_count(), 1);
+    assert_eq!(h.store.tombstones().count(), total - 1);
+}
+
+#[test]
 fn entries_that_may_not_go_yet_do_not_hide_the_ones_behind_them() {
     // A long drag: many replaced intents whose replacement is still unsettled stand at the
     // front of the settled queue. A slice examines a bounded window (SCAN_LIMIT) from where the

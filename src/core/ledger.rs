@@ -210,6 +210,11 @@ pub struct Ledger {
     tombstone_count: u64,
     /// The last slice found nothing it may compact: none runs until something settles.
     stalled: bool,
+    /// The last slice compacted nothing, though some may go later (waiting for the other
+    /// copies in their pages to settle): see [`Ledger::last_slice_idle`].
+    idle_slice: bool,
+    /// Settled entries slices have examined, in all (see [`Ledger::slice_examined`]).
+    examined: u64,
     /// Tombstones past the policy may be stored (a count, a slice): the next slice trims.
     trim_due: bool,
     /// Tombstones and archived operations past the age limit may be stored (a load): the next
@@ -833,6 +838,22 @@ impl Ledger {
         })
     }
 
+    /// Whether the last slice compacted nothing. Settled operations that wait for the rest of
+    /// their page (a burst written as pages, sent one by one) stay so until the page's last
+    /// copy settles, and a slice that looks at them again finds nothing again: the scheduler
+    /// then runs the next busy slice at its usual pace rather than with every batch (each
+    /// such slice looked up every waiting entry: half the core's time per operation while a
+    /// 400-operation `enqueueMany` was sent, 85 % at 4 000).
+    pub fn last_slice_idle(&self) -> bool {
+        self.idle_slice
+    }
+
+    /// Settled entries slices have examined since the ledger was made: their work, which a
+    /// burst must not make quadratic.
+    pub fn slice_examined(&self) -> u64 {
+        self.examined
+    }
+
     /// When the oldest settled operation outgrows the age limit (`None`: no slice to wait
     /// for, or one is due already by count).
     pub fn compaction_due(&self) -> Option<Millis> {
@@ -1000,6 +1021,8 @@ impl Ledger {
             }
         }
         self.scan_at = at;
+        self.examined += examined as u64;
+        self.idle_slice = slice.victims.is_empty();
         if slice.victims.is_empty() {
             // Nothing may go anywhere in the queue: none runs until something settles. (A
             // busy window with nothing leaves the next slice to look further.)

@@ -514,7 +514,11 @@ impl<H: Host> Scheduler<H> {
                 .persist
                 .busy_slice_at
                 .is_none_or(|at| now >= at.saturating_add(ACTIVE_SLICE_GAP_MS));
-        let backlog = self.ledger.settled_count() >= COMPACT_BACKLOG && backlog_due;
+        // After a slice that compacted nothing (a burst's settled operations waiting for the
+        // rest of their pages), the next waits for BUSY_SLICE_MS like any busy one.
+        let backlog = self.ledger.settled_count() >= COMPACT_BACKLOG
+            && backlog_due
+            && !self.ledger.last_slice_idle();
         let compact = (self.is_leader()
             && (quiet || busy_due || backlog || self.config.retain.keeps_nothing())
             && self.ledger.wants_compaction(now))
