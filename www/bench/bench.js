@@ -351,6 +351,128 @@ async function fetchLoop({ endpoint, n, canvases, deadlineMs, tag, concurrency =
 }
 
 /**
+ * 4. Baseline with the scheduler's durability, in plain JS (no module): what any client that
+ * keeps SPEC S2, S4 and W1 pays, written as leniently as they allow.
+ * - The `n` intents are written in one strict transaction (an `enqueueMany`).
+ * - Each request is frozen (body and key, in a strict transaction that reads the lease record
+ *   first, as the fence) before it is sent, up to `concurrency` frozen ahead of the free slots.
+ * - A request claims its canvas from its freeze until its answer (S4). Operations are frozen in
+ *   sequence: one whose canvas is claimed waits, and those after it (with 20 canvases and 4
+ *   requests out, rarely).
+ * - An answer frees its slot for the next frozen request in the same turn, and its canvas for
+ *   the next freeze. It is written in the next transaction with the next freezes (relaxed when
+ *   that holds no freeze).
+ * - A transaction is issued as soon as there is something to write, up to `outstanding` (2
+ *   unless given) at once: the next one is issued while one commits, and the browser runs them
+ *   in order. Nothing else is kept: no event log, no retries, no recovery.
+ */
+async function durableLoop({ endpoint, n, canvases, deadlineMs, tag, concurrency = 2, outstanding = 2 }) {
+  const name = `durable-${tag}-${Date.now()}`;
+  const open = indexedDB.open(name, 1);
+  open.onupgradeneeded = () => {
+    for (const store of ["lease", "ops", "requests"]) open.result.createObjectStore(store);
+  };
+  const db = await request(open);
+  const deadline = now() + deadlineMs;
+  const failures = [];
+  const stores = ["lease", "ops", "requests"];
+  const ops = [];
+  for (let i = 0; i < n; i++) ops.push(shapeIntent(`${tag}-op-${i}`, `${tag}-c${i % canvases}`, i));
+  /** One transaction: the lease read (the fence), then the puts; resolves when complete. */
+  const write = (puts, durability) =>
+    new Promise((resolve, reject) => {
+      const tx = db.transaction(stores, "readwrite", { durability });
+      tx.objectStore("lease").get("lease").onsuccess = () => {
+        for (const [store, key, value] of puts) tx.objectStore(store).put(value, key);
+      };
+      tx.oncomplete = resolve;
+      tx.onerror = tx.onabort = () => reject(tx.error);
+    });
+  const t0 = now();
+  await write(
+    [["lease", "lease", JSON.stringify({ holder: tag, until: Date.now() + 60_000 })], ...ops.map((op, i) => ["ops", op.id, JSON.stringify({ intent: op, sequence: i, phase: "pending" })])],
+    "strict",
+  );
+  let next = 0; // the next operation to freeze (taken in sequence order, S1)
+  const claimed = new Set(); // canvases of frozen or in-flight requests (S4)
+  const ready = []; // frozen, durable, unsent
+  const answers = []; // answered, not yet written
+  let freezing = 0; // frozen in transactions not yet complete
+  let inflight = 0;
+  let writing = 0;
+  let applied = 0;
+  let finish;
+  const done = new Promise((resolve) => (finish = resolve));
+  const bodyOf = (i) => {
+    const op = ops[i];
+    const canvasId = op.canvasIds[0];
+    return { id: `${tag}-req-${i}`, operationIds: [op.id], kind: op.operationType, ownerCanvasId: canvasId, protocolVersion: 1, payload: op.payload, canvasIds: [canvasId], expectedVersions: {} };
+  };
+  const send = () => {
+    while (inflight < concurrency && ready.length > 0) {
+      const body = ready.shift();
+      inflight += 1;
+      fetch(`${endpoint}/requests`, { method: "POST", headers: { "content-type": "application/json", "idempotency-key": body.id }, body: JSON.stringify(body) })
+        .then(async (response) => {
+          const answer = await response.json();
+          if (response.status === 200 && answer.outcome === "applied") applied += 1;
+          else failures.push(`${response.status} ${JSON.stringify(answer).slice(0, 200)}`);
+          inflight -= 1;
+          // Released with the answer: the next request on the canvas is frozen in the
+          // transaction that writes this answer (as the scheduler's group commit does).
+          claimed.delete(body.canvasIds[0]);
+          answers.push(body);
+          send();
+          pump();
+        })
+        .catch((error) => {
+          failures.push(String(error));
+          finish();
+        });
+    }
+  };
+  // Issues a transaction when there is something to write: answers, or room for freezes.
+  const pump = () => {
+    if (failures.length > 0 || now() > deadline) return finish();
+    if (applied === n) return finish();
+    while (writing < outstanding) {
+      const frozen = [];
+      while (next < n && inflight + ready.length + freezing + frozen.length < 2 * concurrency && !claimed.has(ops[next].canvasIds[0])) {
+        claimed.add(ops[next].canvasIds[0]);
+        frozen.push(bodyOf(next));
+        next += 1;
+      }
+      const settled = answers.splice(0);
+      if (frozen.length === 0 && settled.length === 0) return;
+      const puts = [];
+      for (const body of frozen) puts.push(["requests", body.id, JSON.stringify({ body, key: body.id, state: "frozen" })], ["ops", body.operationIds[0], JSON.stringify({ phase: "frozen", request: body.id })]);
+      for (const body of settled) puts.push(["requests", body.id, JSON.stringify({ state: "answered" })], ["ops", body.operationIds[0], JSON.stringify({ phase: "settled", outcome: "applied" })]);
+      writing += 1;
+      freezing += frozen.length;
+      write(puts, frozen.length > 0 ? "strict" : "relaxed").then(
+        () => {
+          writing -= 1;
+          freezing -= frozen.length;
+          ready.push(...frozen);
+          send();
+          pump();
+        },
+        (error) => {
+          failures.push(String(error));
+          finish();
+        },
+      );
+    }
+  };
+  pump();
+  await done;
+  const ms = now() - t0;
+  db.close();
+  indexedDB.deleteDatabase(name);
+  return { applied, failures, ms, opsPerSec: (applied / ms) * 1000, timedOut: applied < n };
+}
+
+/**
  * 5. Fills a ledger with `n` pending operations (held, never started), then stops. The lease
  * is the shortest allowed: stop() does not give it up, so the next page waits for it to expire.
  */
@@ -730,5 +852,5 @@ function forceDurability(durability) {
   return durability;
 }
 
-window.bench = { pendingCost, forceDurability, forced: () => globalThis.benchForced?.forced ?? 0, rawOpen, rawIdb, enqueueLatency, enqueueWhileSending, throughputInstant, endToEnd, fetchLoop, fill, openStart, rawGetAll, fillSettled, fillBurst, rawStores, sendScale };
+window.bench = { pendingCost, forceDurability, forced: () => globalThis.benchForced?.forced ?? 0, rawOpen, rawIdb, enqueueLatency, enqueueWhileSending, throughputInstant, endToEnd, fetchLoop, durableLoop, fill, openStart, rawGetAll, fillSettled, fillBurst, rawStores, sendScale };
 document.body.dataset.ready = "1";

@@ -285,6 +285,16 @@ async function main() {
         expect(e2e.applied > 0 && e2e.rejected === 0 && e2e.errors.length === 0, `end to end ${label}: ${JSON.stringify(e2e)}`);
         figure(`end-to-end ops/s without batching, ${label}${at}`, fmt(e2e.opsPerSec), "ops/s", fmt(base.opsPerSec), `ops/s (plain fetch loop, concurrency ${concurrency})`, e2e.opsPerSec / base.opsPerSec,
           `issue 38 target >= ${target}; ${e2e.applied}/${e2e.enqueued} applied in ${e2e.sent} requests, enqueue ${fmt(e2e.enqueueMs)} ms${e2e.timedOut || base.timedOut ? ", TIMED OUT" : ""}`);
+        // What the same durability costs without the scheduler: the floor a client keeping
+        // S2, S4 and W1 can reach on this page (bench.js, durableLoop).
+        // With one transaction at a time, as the scheduler commits, and with the next issued
+        // while one commits (SPEC W1 allows it; issue 38 item 4).
+        for (const [outstanding, how] of [[1, "one commit at a time"], [2, "commits overlapping"]]) {
+          const floor = await call(page, "durableLoop", { endpoint: server.url, tag: `d${outstanding}${tag}`, ...PLAN.canvasSpread, canvases, concurrency, outstanding });
+          expect(floor.applied > 0 && floor.failures.length === 0, `durable loop: ${JSON.stringify(floor.failures)}`);
+          figure(`plain JS loop with the scheduler's durability, ${how}, ${label}${at}`, fmt(floor.opsPerSec), "ops/s", fmt(base.opsPerSec), `ops/s (plain fetch loop, concurrency ${concurrency})`, floor.opsPerSec / base.opsPerSec,
+            `the scheduler end to end is ${fmt(e2e.opsPerSec / floor.opsPerSec, 2)}x this loop${floor.timedOut ? ", TIMED OUT" : ""}`);
+        }
       }
       const batch = { maxOperations: 32, maxBytes: 65536 };
       const cases = [
