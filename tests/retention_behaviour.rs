@@ -523,9 +523,14 @@ fn issue_38_a_burst_sent_one_by_one_costs_its_slices_work_in_proportion() {
     )
     .unwrap();
     let mut answers = 0;
+    let mut most_whole = 0;
+    // Answered at 4 000 a second, as batching and a fast server answer them.
     while h.answer_first(applied()).is_some() {
         answers += 1;
-        h.advance(1);
+        if answers % 4 == 0 {
+            h.advance(1);
+        }
+        most_whole = most_whole.max(h.scheduler.ledger().settled_count());
     }
     assert_eq!(answers, total, "every operation sent once");
     let examined = h.scheduler.ledger().slice_examined();
@@ -533,13 +538,15 @@ fn issue_38_a_burst_sent_one_by_one_costs_its_slices_work_in_proportion() {
         examined <= 4 * total as u64,
         "slices examined {examined} settled entries for a burst of {total}"
     );
-    // Compaction still keeps up: while busy, within a second of the pages' last copies...
-    let whole = h.scheduler.ledger().settled_count();
+    // Compaction still keeps up: a page's settled operations go as soon as the page's last
+    // copy is written elsewhere, so at most about a page (256) is whole at any time, and a tab
+    // closed at once leaves no more for the next open to read (the throttle alone let 1 288
+    // build up here, and the bench's reopen after 20 000 went from 1.1x an empty ledger to 4.4x).
     assert!(
-        whole <= 600,
-        "{whole} settled still whole when the burst ends"
+        most_whole <= 300,
+        "{most_whole} settled whole at once during the burst"
     );
-    // ...and all of it once quiet, but the one holding the ledger's highest sequence.
+    // All of it once quiet, but the one holding the ledger's highest sequence.
     h.advance(2_000);
     assert_eq!(h.scheduler.ledger().settled_count(), 1);
     assert_eq!(h.store.tombstones().count(), total - 1);
