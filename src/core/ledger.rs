@@ -839,37 +839,39 @@ impl Ledger {
     }
 
     /// Whether the last slice compacted nothing, and nothing has happened since that may let
-    /// one go: no page was left without current copies, and no operation settled whose pages
-    /// hold no other current copy. Settled operations that wait for the rest of their page (a burst written as
-    /// pages, sent one by one) stay so until the page's last copy is written elsewhere, and a
-    /// slice that looks at them again meanwhile finds nothing again: the scheduler then runs
-    /// the next busy slice at its usual pace rather than with every batch (each such slice
-    /// looked up every waiting entry: half the core's time per operation while a
-    /// 400-operation `enqueueMany` was sent, 85 % at 4 000).
+    /// one go: no page was left without current copies, no operation settled whose pages
+    /// hold no other current copy, and the batch now open does not take a page's last ones.
+    /// Settled operations that wait for the rest of their page (a burst written as pages,
+    /// sent one by one) stay so until the page's last copy is written elsewhere, and a slice
+    /// that looks at them again meanwhile finds nothing again: the scheduler then runs the
+    /// next busy slice at its usual pace rather than with every batch (each such slice looked
+    /// up every waiting entry: half the core's time per operation while a 400-operation
+    /// `enqueueMany` was sent, 85 % at 4 000).
     pub fn last_slice_idle(&self) -> bool {
-        self.idle_slice && !self.next_batch_empties_a_page()
+        self.idle_slice
+            && !self
+                .copies_leaving(&self.dirty)
+                .iter()
+                .any(|(no, n)| self.pages.current_in(*no) <= *n)
     }
 
-    /// Whether the batch now open writes elsewhere every current copy a page still holds (the
-    /// last operations of a burst's page settling): the settled ones that waited for them may
-    /// go in that same batch.
-    fn next_batch_empties_a_page(&self) -> bool {
+    /// How many current copies each page loses to the operations in `dirty` (written again
+    /// elsewhere by the batch that carries them), by page number.
+    fn copies_leaving(&self, dirty: &Dirty) -> Vec<(u64, usize)> {
         let mut leaving: Vec<(u64, usize)> = Vec::new();
-        for id in &self.dirty.operations {
+        for id in &dirty.operations {
             if let Some(Slot {
                 home: Home::Page(no),
                 ..
             }) = self.operations.get(id)
             {
-                match leaving.iter_mut().find(|(page, _)| page == no) {
-                    Some((_, n)) => *n += 1,
-                    None => leaving.push((*no, 1)),
+                match leaving.binary_search_by_key(no, |(page, _)| *page) {
+                    Ok(at) => leaving[at].1 += 1,
+                    Err(at) => leaving.insert(at, (*no, 1)),
                 }
             }
         }
         leaving
-            .iter()
-            .any(|(no, n)| self.pages.current_in(*no) <= *n)
     }
 
     /// Settled entries slices have examined since the ledger was made: their work, which a
@@ -934,19 +936,7 @@ impl Ledger {
         // Page copies this batch supersedes anyway (the operations it writes again): a page
         // whose other copies all go so is dropped by the batch's own plan, with nothing to
         // write again, so the settled operations it held may go with it (a burst's last page).
-        let mut superseded_here: Vec<(u64, usize)> = Vec::new();
-        for id in &dirty.operations {
-            if let Some(Slot {
-                home: Home::Page(no),
-                ..
-            }) = self.operations.get(id)
-            {
-                match superseded_here.binary_search_by_key(no, |(page, _)| *page) {
-                    Ok(at) => superseded_here[at].1 += 1,
-                    Err(at) => superseded_here.insert(at, (*no, 1)),
-                }
-            }
-        }
+        let superseded_here = self.copies_leaving(dirty);
         let mut key = self.last_tombstone_key;
         // A busy slice examines at most SCAN_LIMIT entries, from where the last one stopped
         // (then from the oldest again): entries that may not go yet (their replacement chain
