@@ -11,6 +11,8 @@ use canvas_scheduler::core::host::WireBody;
 use canvas_scheduler::core::io::{AttemptOutcome, AttemptStatus, SendOrder};
 use canvas_scheduler::core::model::{FrozenRequest, RequestPhase, RetryAction, Settlement};
 use canvas_scheduler::web::transport::FetchTransport;
+
+use super::support::js;
 use js_sys::{Function, Promise};
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
@@ -287,6 +289,27 @@ async fn p7_submit_applies_and_a_repeat_gets_the_stored_outcome() {
     let record = server_record(&request.id).await;
     assert_eq!(record["applications"], 1, "{record}");
     assert_eq!(record["submits"], 2, "{record}");
+}
+
+/// W3: a query must reach the server, never the HTTP cache (`no-store`). A submit is a POST,
+/// which no cache answers, and sets no cache mode: `no-store` cost Chromium about 1 ms a
+/// request (BENCHMARKS).
+#[wasm_bindgen_test]
+async fn w3_a_query_bypasses_the_http_cache_and_a_submit_sets_no_cache_mode() {
+    faults(json!({})).await;
+    js("(() => { const real = globalThis.fetch; globalThis.__seen = []; globalThis.__realFetch = real; \
+        globalThis.fetch = function (input, init) { globalThis.__seen.push([init?.method ?? null, init?.cache ?? null]); \
+        return real.call(this, input, init); }; })()");
+    let request = shape("cache-mode").freeze();
+    let submitted = send(&transport(), RetryAction::Submit, &request, None).await;
+    let queried = send(&transport(), RetryAction::Query, &request, None).await;
+    let seen = js("(() => { globalThis.fetch = globalThis.__realFetch; return JSON.stringify(globalThis.__seen); })()");
+    assert_eq!(submitted.outcome, AttemptOutcome::Applied, "{submitted:?}");
+    assert_eq!(queried.outcome, AttemptOutcome::Applied, "{queried:?}");
+    assert_eq!(
+        seen.as_string().as_deref(),
+        Some(r#"[["POST",null],["GET","no-store"]]"#)
+    );
 }
 
 #[wasm_bindgen_test]
