@@ -249,6 +249,10 @@ async function main() {
         `awaited back to back for ${fmt(PLAN.load.rateMs)} ms; target >= 10x`);
       figure(`enqueue rate while sending, ${load.outstanding} outstanding`, fmt(load.manyPerSec), "enqueues/s", fmt(load.deliveredManyPerSec), "ops/s delivered meanwhile", load.manyPerSec / Math.max(load.deliveredManyPerSec, 1e-9),
         `${load.outstanding} enqueues in flight at once for ${fmt(PLAN.load.rateMs)} ms; ${fmt(load.pendingAtEnd)} pending at the end; target >= 25x (issue 38)`);
+      // What a plain-JS group commit with the same durability reaches in the same conditions
+      // (bench.js, groupCommitter): the ceiling of any client that makes each enqueue durable.
+      figure(`plain JS group commit while the scheduler sends, ${load.outstanding} outstanding`, fmt(load.plainPerSec), "puts/s", fmt(load.deliveredPlainPerSec), "ops/s delivered meanwhile", load.plainPerSec / Math.max(load.deliveredPlainPerSec, 1e-9),
+        `strict, a lease read and the waiting records per transaction, one at a time; the scheduler's rate above is ${fmt(load.manyPerSec / Math.max(load.plainPerSec, 1e-9), 2)}x this`);
     }
 
     // 3. Durable ops/s with an instant in-page transport.
