@@ -23,27 +23,38 @@ pub const MAX_LIST_LEN: usize = 1_024;
 pub const MAX_SAFE_INTEGER: u64 = (1 << 53) - 1;
 
 /// An intent as the host hands it in (SPEC §1); `sequence` is assigned when absent.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(serde::Serialize, serde::Deserialize, Clone, Debug, Default, PartialEq)]
+#[serde(deny_unknown_fields)]
 pub struct IntentInput {
     /// Operation id.
+    #[serde(rename = "id")]
     pub id: String,
     /// Optional explicit sequence (must exceed every sequence in the ledger).
+    #[serde(rename = "sequence", default)]
     pub sequence: Option<u64>,
     /// Kind of operation.
+    #[serde(rename = "operationType")]
     pub operation_type: String,
     /// Canvases touched.
+    #[serde(rename = "canvasIds", default)]
     pub canvas_ids: Vec<String>,
     /// Operations that must resolve first.
+    #[serde(rename = "dependencies", default)]
     pub dependencies: Vec<String>,
     /// Opaque JSON body.
+    #[serde(rename = "payload", default)]
     pub payload: Payload,
     /// Version guards.
+    #[serde(rename = "expectedVersions", default)]
     pub expected_versions: Option<ExpectedVersions>,
     /// Run id.
+    #[serde(rename = "runId", default)]
     pub run_id: Option<String>,
     /// Coalescing key.
+    #[serde(rename = "coalesceKey", default)]
     pub coalesce_key: Option<String>,
     /// Upload blob reference.
+    #[serde(rename = "blob", default)]
     pub blob: Option<BlobRef>,
 }
 

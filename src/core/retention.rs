@@ -88,29 +88,42 @@ impl RetentionPolicy {
 }
 
 /// What stays of a compacted operation.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(serde::Serialize, serde::Deserialize, Clone, Debug, Default, PartialEq)]
 pub struct Tombstone {
     /// Its key in the tombstone store (see [`tombstone_key`]).
+    #[serde(rename = "key")]
     pub key: u64,
     /// The operation id.
+    #[serde(rename = "id")]
     pub id: String,
     /// The principal the operation was recorded under (K3), as the operation had it.
+    #[serde(rename = "principal", default, skip_serializing_if = "Option::is_none")]
     pub principal: Option<String>,
     /// [`intent_digest`] of its intent.
+    #[serde(rename = "digest")]
     pub digest: String,
     /// Its sequence.
+    #[serde(rename = "sequence")]
     pub sequence: u64,
     /// How it settled.
+    #[serde(rename = "outcome")]
     pub settlement: Settlement,
     /// When it settled.
+    #[serde(rename = "settledAt")]
     pub settled_at: Millis,
     /// For an operation a coalesced intent superseded: the end of its replacement chain when
     /// it was compacted. A dependency on it is that operation's (it never reached the server),
     /// so its `discarded` is not the host's discard (K1).
+    #[serde(
+        rename = "replacedBy",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
     pub replaced_by: Option<String>,
     /// The operation whole, while the archive keeps it (the newest `settled` settled
     /// operations younger than `settled_ms`): written to the `settled` store under `key` by
     /// the batch that compacts it, read back by a look-up. Not part of the tombstone's record.
+    #[serde(skip)]
     pub whole: Option<Box<Operation>>,
 }
 

@@ -10,13 +10,16 @@ pub const MAX_MESSAGE_CHARS: usize = 2_000;
 pub const MAX_DETAILS_BYTES: usize = 4_096;
 
 /// An error as stored in the ledger and shown to the host. Never carries credentials.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(serde::Serialize, serde::Deserialize, Clone, Debug, Default, PartialEq)]
 pub struct SafeError {
     /// Stable, bounded code.
+    #[serde(rename = "code")]
     pub code: String,
     /// Bounded message.
+    #[serde(rename = "message")]
     pub message: String,
     /// Plain JSON details, or `{ "omitted": reason }`.
+    #[serde(rename = "details", default, skip_serializing_if = "Option::is_none")]
     pub details: Option<JsonText>,
 }
 

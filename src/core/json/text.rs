@@ -310,3 +310,22 @@ impl<'a> Members<'a> {
         super::from_str(self.get(key)?).ok()
     }
 }
+
+/// serde's view of a JSON text: a string holding it. The records' derives (`core::model`)
+/// describe the stored shapes for native code and tests (`tests/record_shapes.rs` holds the
+/// module's own codec to them); the module writes and reads records with `core::json`
+/// (ARCHITECTURE, hand-made pieces).
+impl serde::Serialize for JsonText {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(&self.0)
+    }
+}
+
+/// Read from a string holding JSON text, checked as the module's reader checks a stored one
+/// (one value, no lone surrogate, nesting bounded).
+impl<'de> serde::Deserialize<'de> for JsonText {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(deserializer)?;
+        super::from_str::<JsonText>(&text).map_err(serde::de::Error::custom)
+    }
+}
