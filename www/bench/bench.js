@@ -275,11 +275,11 @@ async function enqueueLatency({ n, deadlineMs, database = `bench-enqueue-${Date.
  * Enqueues `intents` in chunks of `chunk` (one enqueueMany each), starts the scheduler and
  * waits until every operation is settled or the deadline passes. Times enqueue and dispatch.
  */
-async function runScheduler(options, intents, chunk, deadlineMs) {
+async function runScheduler(options, intents, chunk, deadlineMs, Impl = Scheduler) {
   const outcomes = { applied: 0, rejected: 0, discarded: 0 };
   const errors = [];
   let wake = () => {};
-  const scheduler = await Scheduler.open({
+  const scheduler = await Impl.open({
     ...options,
     onEvent: (event) => {
       if (event.type === "settled") {
@@ -343,12 +343,14 @@ async function throughputInstant({ n, chunk, concurrency, canvases, batch, run =
  * Operations come in runs of `run` on the same canvas (of `canvases`), as an editor dragging
  * a shape produces them: consecutive operations on one canvas are what a batch may carry.
  */
-async function endToEnd({ endpoint, n, chunk, canvases, run, batch, deadlineMs, tag, concurrency = 2 }) {
+async function endToEnd({ endpoint, n, chunk, canvases, run, batch, deadlineMs, tag, concurrency = 2, worker = false }) {
   const intents = [];
   for (let i = 0; i < n; i++) intents.push(shapeIntent(`${tag}-${i}`, `${tag}-c${Math.floor(i / run) % canvases}`, i));
   const options = { database: `bench-${tag}-${Date.now()}`, endpoint, concurrency };
   if (batch) options.batch = batch;
-  return runScheduler(options, intents, chunk, deadlineMs);
+  // Worker mode (README): the same API with the scheduler in a dedicated worker.
+  const Impl = worker ? (await import("../../worker/index.js")).Scheduler : Scheduler;
+  return runScheduler(options, intents, chunk, deadlineMs, Impl);
 }
 
 /**

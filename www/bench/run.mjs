@@ -15,7 +15,7 @@ import { chromium } from "playwright-core";
 import { CHROMIUM_ARGS, chromiumPath } from "../harness.mjs";
 
 const ROOT = resolve(fileURLToPath(new URL("../..", import.meta.url)));
-const SERVED = ["www/bench/", "pkg/web/"];
+const SERVED = ["www/bench/", "pkg/web/", "worker/"];
 const TYPES = { ".html": "text/html; charset=utf-8", ".js": "text/javascript; charset=utf-8", ".wasm": "application/wasm" };
 /** The whole run's budget; past it everything is stopped and the run fails. */
 const WATCHDOG_MS = 22 * 60_000;
@@ -298,6 +298,13 @@ async function main() {
           expect(floor.applied > 0 && floor.failures.length === 0, `durable loop: ${JSON.stringify(floor.failures)}`);
           figure(`plain JS loop with the scheduler's durability, ${how}, ${label}${at}`, fmt(floor.opsPerSec), "ops/s", fmt(base.opsPerSec), `ops/s (plain fetch loop, concurrency ${concurrency})`, floor.opsPerSec / base.opsPerSec,
             `the scheduler end to end is ${fmt(e2e.opsPerSec / floor.opsPerSec, 2)}x this loop${floor.timedOut ? ", TIMED OUT" : ""}`);
+        }
+        // Worker mode (README): the same run with the scheduler in a dedicated worker.
+        if (canvases > 1) {
+          const inWorker = await call(page, "endToEnd", { endpoint: server.url, batch: null, run: 1, tag: `w${tag}`, ...PLAN.canvasSpread, canvases, worker: true });
+          expect(inWorker.applied > 0 && inWorker.rejected === 0 && inWorker.errors.length === 0, `end to end in worker mode ${label}: ${JSON.stringify(inWorker)}`);
+          figure(`end-to-end ops/s without batching, worker mode, ${label}${at}`, fmt(inWorker.opsPerSec), "ops/s", fmt(base.opsPerSec), `ops/s (plain fetch loop, concurrency ${concurrency})`, inWorker.opsPerSec / base.opsPerSec,
+            `the scheduler in a dedicated worker (canvas-scheduler/worker); ${fmt(inWorker.opsPerSec / e2e.opsPerSec, 2)}x the page's figure above${inWorker.timedOut ? ", TIMED OUT" : ""}`);
         }
       }
       const batch = { maxOperations: 32, maxBytes: 65536 };
