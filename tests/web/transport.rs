@@ -297,10 +297,16 @@ async fn p7_submit_applies_and_a_repeat_gets_the_stored_outcome() {
 #[wasm_bindgen_test]
 async fn w3_a_query_bypasses_the_http_cache_and_a_submit_sets_no_cache_mode() {
     faults(json!({})).await;
-    js("(() => { const real = globalThis.fetch; globalThis.__seen = []; globalThis.__realFetch = real; \
-        globalThis.fetch = function (input, init) { globalThis.__seen.push([init?.method ?? null, init?.cache ?? null]); \
-        return real.call(this, input, init); }; })()");
     let request = shape("cache-mode").freeze();
+    // Only this request's fetches are recorded (its id is in the query's URL and the body).
+    js(&format!(
+        "(() => {{ const real = globalThis.fetch; const id = {id:?}; globalThis.__seen = []; \
+         globalThis.__realFetch = real; globalThis.fetch = function (input, init) {{ \
+         if (String(input).includes(id) || String(init?.body ?? '').includes(id)) \
+         globalThis.__seen.push([init?.method ?? null, init?.cache ?? null]); \
+         return real.call(this, input, init); }}; }})()",
+        id = request.id
+    ));
     let submitted = send(&transport(), RetryAction::Submit, &request, None).await;
     let queried = send(&transport(), RetryAction::Query, &request, None).await;
     let seen = js("(() => { globalThis.fetch = globalThis.__realFetch; return JSON.stringify(globalThis.__seen); })()");
