@@ -34,6 +34,9 @@ pub struct MemoryStore {
     pub blobs: BTreeSet<String>,
     /// Batches written.
     pub writes: u64,
+    /// Operation copies written (in pages and as records): what the batches cost in
+    /// operations, which a burst must not make quadratic.
+    pub operation_copies: u64,
     /// Relaxed commits since the last strict one (W1), over the state before them: what a
     /// power loss may drop, any suffix of them ([`MemoryStore::power_loss`]).
     volatile: Option<Volatile>,
@@ -77,6 +80,7 @@ impl MemoryStore {
             archive: BTreeMap::new(),
             blobs: BTreeSet::new(),
             writes: 0,
+            operation_copies: 0,
             volatile: None,
             durable_only: false,
         }
@@ -258,6 +262,12 @@ impl MemoryStore {
             trim_map(&mut self.archive, trim);
         }
         self.writes += 1;
+        self.operation_copies += batch.operations.len() as u64
+            + batch
+                .operation_pages
+                .iter()
+                .map(|page| page.operations.len() as u64)
+                .sum::<u64>();
         PersistResult::Done {
             lease: self.lease.clone(),
         }
@@ -298,7 +308,11 @@ impl MemoryStore {
         };
         let total = volatile.batches.len();
         let kept = keep(total).min(total);
-        let (mut blobs, writes) = (std::mem::take(&mut self.blobs), self.writes);
+        let (mut blobs, writes, copies) = (
+            std::mem::take(&mut self.blobs),
+            self.writes,
+            self.operation_copies,
+        );
         for batch in &volatile.batches[kept..] {
             blobs.extend(batch.drop_blobs.iter().cloned());
         }
@@ -310,6 +324,7 @@ impl MemoryStore {
         self.volatile = None;
         self.blobs = blobs;
         self.writes = writes;
+        self.operation_copies = copies;
         total - kept
     }
 
