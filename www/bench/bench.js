@@ -773,41 +773,32 @@ async function enqueueWhileSending({ endpoint, backlog, n, rateMs, outstanding =
     const delivered = settled - settledBefore;
     // Issue 38: the same with `outstanding` enqueues in flight at once (group commit), counted
     // beside the operations delivered meanwhile.
-    const settledBeforeMany = settled;
-    const t1 = now();
-    let many = 0;
-    const lane = async () => {
-      while (now() - t1 < rateMs && now() < deadline) {
-        const i = many;
-        many += 1;
-        await scheduler.enqueue(shapeIntent(`${tag}-m-${i}`, `${tag}-c${i % 20}`, i));
-      }
+    /** `outstanding` lanes calling `step(i)` back to back for `rateMs`: calls and ms taken, and operations delivered meanwhile. */
+    const inLanes = async (step) => {
+      const settledBefore = settled;
+      const t = now();
+      let calls = 0;
+      const lane = async () => {
+        while (now() - t < rateMs && now() < deadline) {
+          const i = calls;
+          calls += 1;
+          await step(i);
+        }
+      };
+      await Promise.all(Array.from({ length: outstanding }, lane));
+      return { calls, ms: now() - t, delivered: settled - settledBefore };
     };
-    await Promise.all(Array.from({ length: outstanding }, lane));
-    const manyMs = now() - t1;
-    const deliveredMany = settled - settledBeforeMany;
+    const many = await inLanes((i) => scheduler.enqueue(shapeIntent(`${tag}-m-${i}`, `${tag}-c${i % 20}`, i)));
     // The ceiling beside it: the same `outstanding` lanes through a plain-JS group commit
     // (groupCommitter) into the raw database, while the scheduler goes on sending its backlog.
     const put = groupCommitter(db);
-    const settledBeforeFloor = settled;
-    const t2 = now();
-    let plain = 0;
-    const plainLane = async () => {
-      while (now() - t2 < rateMs && now() < deadline) {
-        const i = plain;
-        plain += 1;
-        await put(`g-${i}`, rawRecord(`g-${i}`, i));
-      }
-    };
-    await Promise.all(Array.from({ length: outstanding }, plainLane));
-    const plainMs = now() - t2;
-    const deliveredPlain = settled - settledBeforeFloor;
+    const plain = await inLanes((i) => put(`g-${i}`, rawRecord(`g-${i}`, i)));
     return {
       outstanding,
-      plainPerSec: (plain / plainMs) * 1000,
-      deliveredPlainPerSec: (deliveredPlain / plainMs) * 1000,
-      manyPerSec: (many / manyMs) * 1000,
-      deliveredManyPerSec: (deliveredMany / manyMs) * 1000,
+      plainPerSec: (plain.calls / plain.ms) * 1000,
+      deliveredPlainPerSec: (plain.delivered / plain.ms) * 1000,
+      manyPerSec: (many.calls / many.ms) * 1000,
+      deliveredManyPerSec: (many.delivered / many.ms) * 1000,
       count: latencies.length,
       busy,
       p50Ms: percentile(latencies, 0.5),
