@@ -1,13 +1,20 @@
-//! The stored records are serde types (issue 40): their derives write the same members, names
-//! and skip rules as the module's own codec (`core::json`, `json_record!`), which the module
-//! keeps for size (ARCHITECTURE), and read back the same record. JSON-text fields (payloads,
-//! canonical states, error details) are strings holding the text in serde's view.
+//! The stored records, the views and the wire bodies are serde types (issue 40): their derives
+//! write the same members, names and skip rules as the module's own codec (`core::json`,
+//! `json_record!`), which the module keeps for size (ARCHITECTURE), and records read back the
+//! same record. JSON-text fields (payloads, canonical states, error details) are strings holding
+//! the text in a record's and a view's serde form, and the JSON value itself on the wire
+//! (`core::json::wire`), where the derive writes the frozen body's very bytes.
 
+use canvas_scheduler::core::host::WireBody;
 use canvas_scheduler::core::intent::IntentInput;
 use canvas_scheduler::core::json::{self, JsonText, ToJson};
 use canvas_scheduler::core::model::*;
 use canvas_scheduler::core::retention::Tombstone;
 use canvas_scheduler::core::safe_error::SafeError;
+use canvas_scheduler::core::scheduler::{
+    BatchEntry, BatchPayload, Compacted, Explanation, FlushOutcome, Known, PendingEntry, Saved,
+    SchedulerStats,
+};
 use serde_json::Value;
 
 /// The hand-made codec's value, with the JSON-text members at `paths` turned into strings.
@@ -168,4 +175,191 @@ fn records_written_by_the_modules_codec_have_the_members_their_derives_name() {
         },
         &[&["payload"]],
     );
+}
+
+/// A view the module writes (never reads): the derive's members equal the codec's.
+fn check_view<T: ToJson + serde::Serialize>(value: &T, paths: &[&[&str]]) {
+    let derived = serde_json::to_value(value).unwrap();
+    assert_eq!(derived, hand(value, paths), "members differ");
+}
+
+fn explanation(full: bool) -> Explanation {
+    Explanation {
+        operation_id: "op-1".into(),
+        state: "blocked",
+        reason: "dead_letter".into(),
+        canvas_id: full.then(|| "c1".into()),
+        request_id: full.then(|| "req".into()),
+        dependency_id: full.then(|| "op-0".into()),
+        due_at: full.then_some(12),
+        attempt: full.then_some(3),
+        blockers: vec!["b".into()],
+        held_canvas_ids: full.then(|| vec!["c1".into()]),
+        release: full.then(|| vec!["retry".into(), "discard".into()]),
+    }
+}
+
+#[test]
+fn views_written_by_the_modules_codec_have_the_members_their_derives_name() {
+    for full in [true, false] {
+        check_view(&explanation(full), &[]);
+        check_view(
+            &FlushOutcome {
+                started: full,
+                explanation: explanation(full),
+            },
+            &[],
+        );
+        check_view(
+            &PendingEntry {
+                id: "op-1".into(),
+                state: "retrying",
+                reason: "retry_scheduled".into(),
+                attempt: 2,
+                next_attempt_at: full.then_some(40),
+                canvas_ids: vec!["c1".into(), "c2".into()],
+                held_canvas_ids: full.then(|| vec!["c1".into()]),
+                release: full.then(|| vec!["retry".into()]),
+                sequence: 9,
+            },
+            &[],
+        );
+        check_view(
+            &SchedulerStats {
+                scanned: 1,
+                claimed: 2,
+                raced: 3,
+                retried: 4,
+                sent: 5,
+                settled: 6,
+                passes: 7,
+                pending: 8,
+                in_flight: 9,
+                ready: 10,
+                retry_scheduled: 11,
+                claimed_canvases: 12,
+                idle_reason: full.then_some("waiting_canvas"),
+                leader: full,
+                owner: "o".into(),
+                settled_kept: 13,
+                tombstones: 14,
+                fence: full.then_some(15),
+                leader_owner: full.then(|| "o".into()),
+            },
+            &[],
+        );
+        let compacted = Compacted {
+            id: "op-1".into(),
+            compacted: true,
+            outcome: Settlement::Rejected,
+            settled_at: 5,
+            principal: full.then(|| "p".into()),
+        };
+        check_view(&compacted, &[]);
+        // `operation(id)`: the record, or the tombstone's view, with nothing around either.
+        assert_eq!(
+            serde_json::to_value(Known::Tombstone(compacted.clone())).unwrap(),
+            hand(&compacted, &[])
+        );
+        assert_eq!(
+            serde_json::to_value(Known::Operation(Box::new(full_op()))).unwrap(),
+            hand(&full_op(), OP_PATHS)
+        );
+        check_view(
+            &Saved {
+                settled: 3,
+                blocked: if full { vec!["op-2".into()] } else { vec![] },
+            },
+            &[],
+        );
+    }
+}
+
+#[test]
+fn wire_bodies_written_by_the_module_are_the_bytes_their_derives_write() {
+    let payload =
+        JsonText::compact(r#"{"shape":{"id":"s","x":1.5,"t":"é\u0000"},"n":[1,2]}"#).unwrap();
+    let ids = vec!["op-1".to_owned(), "op-2".to_owned()];
+    let canvases = vec!["c1".to_owned(), "c2".to_owned()];
+    let versions = [("c1".to_owned(), 3u64), ("c2".to_owned(), 0)]
+        .into_iter()
+        .collect();
+    let none = Default::default();
+    for (owner, run, expected) in [(Some("c1"), Some("r"), &versions), (None, None, &none)] {
+        let body = WireBody {
+            id: "req-1",
+            operation_ids: &ids,
+            kind: "shape.upsert",
+            owner_canvas_id: owner,
+            run_id: run,
+            protocol_version: 1,
+            payload: &payload,
+            canvas_ids: &canvases,
+            expected_versions: expected,
+        };
+        assert_eq!(
+            serde_json::to_string(&body).unwrap(),
+            json::to_string(&body)
+        );
+    }
+    let other = JsonText::compact("[true,null,\"x\"]").unwrap();
+    let batch = BatchPayload {
+        operations: vec![
+            BatchEntry {
+                kind: "shape.upsert",
+                operation_id: "op-1",
+                payload: &payload,
+            },
+            BatchEntry {
+                kind: "shape.delete",
+                operation_id: "op-2",
+                payload: &other,
+            },
+        ],
+    };
+    assert_eq!(
+        serde_json::to_string(&batch).unwrap(),
+        json::to_string(&batch)
+    );
+}
+
+#[test]
+fn options_read_by_the_config_derive_keep_each_defaults_the_reader_gives() {
+    use canvas_scheduler::core::config::{BatchLimits, RetryPolicy, SchedulerConfig};
+    use canvas_scheduler::core::retention::RetentionPolicy;
+    let read = |text: &str| serde_json::from_str::<SchedulerConfig>(text).unwrap();
+    assert_eq!(read("{}"), SchedulerConfig::default());
+    let config = read(
+        r#"{"database":"db","endpoint":"https://a/v1","onEvent":null,"concurrency":4,
+            "principal":"u","retry":{"baseMs":40000},"batch":{"kinds":["a.b"]},
+            "retain":{"settled":0},"coalesceMs":16,"owner":"tab-1"}"#,
+    );
+    assert_eq!(
+        config,
+        SchedulerConfig {
+            concurrency: 4,
+            principal: Some("u".into()),
+            retry: RetryPolicy {
+                base_ms: 40_000,
+                max_ms: 40_000,
+                ..RetryPolicy::default()
+            },
+            batch: BatchLimits {
+                max_operations: 32,
+                max_bytes: 65_536,
+                kinds: Some(vec!["a.b".into()]),
+            },
+            retain: RetentionPolicy {
+                settled: 0,
+                ..RetentionPolicy::default()
+            },
+            coalesce_ms: 16,
+            owner: "tab-1".into(),
+            ..SchedulerConfig::default()
+        }
+    );
+    config.validate().unwrap();
+    // The ranges are `validate`'s and the reader's: the derive reads the shape.
+    assert!(read(r#"{"concurrency":0}"#).validate().is_err());
+    assert!(serde_json::from_str::<SchedulerConfig>(r#"{"concurrency":"2"}"#).is_err());
 }

@@ -15,8 +15,10 @@ pub const MAX_WAIT_FLOOR_MS: Millis = 86_400_000;
 /// the browser store refuses a record holding a larger one.
 pub const MAX_TIME: Millis = (1 << 53) - 1;
 
-/// Retry delays and the attempt bound.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// Retry delays and the attempt bound (the `retry` option: a member left out takes its
+/// default, and `maxMs` at least 30 s or `baseMs`, as the module's reader does).
+#[derive(Clone, Debug, PartialEq, Eq, serde::Deserialize)]
+#[serde(from = "RetryOptions")]
 pub struct RetryPolicy {
     /// First backoff step (S10: 500 ms).
     pub base_ms: Millis,
@@ -31,6 +33,34 @@ pub struct RetryPolicy {
 
 /// K1's default `retry.deadLetterAfterMs`: 10 minutes.
 pub const DEFAULT_DEAD_LETTER_AFTER_MS: Millis = 600_000;
+
+/// The `retry` option as given.
+#[derive(serde::Deserialize)]
+struct RetryOptions {
+    #[serde(rename = "baseMs")]
+    base_ms: Option<Millis>,
+    #[serde(rename = "maxMs")]
+    max_ms: Option<Millis>,
+    #[serde(rename = "maxAttempts")]
+    max_attempts: Option<u32>,
+    #[serde(rename = "deadLetterAfterMs")]
+    dead_letter_after_ms: Option<Millis>,
+}
+
+impl From<RetryOptions> for RetryPolicy {
+    fn from(given: RetryOptions) -> Self {
+        let defaults = Self::default();
+        let base_ms = given.base_ms.unwrap_or(defaults.base_ms);
+        Self {
+            base_ms,
+            max_ms: given.max_ms.unwrap_or(defaults.max_ms.max(base_ms)),
+            max_attempts: given.max_attempts.unwrap_or(defaults.max_attempts),
+            dead_letter_after_ms: given
+                .dead_letter_after_ms
+                .unwrap_or(defaults.dead_letter_after_ms),
+        }
+    }
+}
 
 impl Default for RetryPolicy {
     fn default() -> Self {
@@ -92,16 +122,28 @@ impl RetryPolicy {
     }
 }
 
-/// Limits for request batching (several operations in one frozen request).
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// Limits for request batching (several operations in one frozen request). As the `batch`
+/// option, given at all: `maxOperations` 32 and `maxBytes` 64 KiB unless it says otherwise.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Deserialize)]
 pub struct BatchLimits {
     /// Most operations in one request; 1 disables batching.
+    #[serde(rename = "maxOperations", default = "batch_max_operations")]
     pub max_operations: usize,
     /// Most payload bytes in one request.
+    #[serde(rename = "maxBytes", default = "batch_max_bytes")]
     pub max_bytes: usize,
     /// The operation types that may batch (exact names); `None`: every kind that can
     /// (see `scheduler::batch`: uploads and runs never do).
+    #[serde(rename = "kinds", default)]
     pub kinds: Option<Vec<String>>,
+}
+
+fn batch_max_operations() -> usize {
+    32
+}
+
+fn batch_max_bytes() -> usize {
+    64 * 1024
 }
 
 impl Default for BatchLimits {
@@ -114,46 +156,66 @@ impl Default for BatchLimits {
     }
 }
 
-/// Everything the core needs to know about its host's choices.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// Everything the core needs to know about its host's choices. Its derive reads the data
+/// options of `Scheduler.open` under their JS names (a member left out keeps its default); the
+/// hooks, `database`, `endpoint` and the timeouts of the web layer are not the core's. The
+/// module reads options by hand (`api/options.rs`: the ranges, the refusals of unknown keys and
+/// of hostile objects); [`validate`](Self::validate) checks what either read.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Deserialize)]
+#[serde(default)]
 pub struct SchedulerConfig {
     /// Requests in flight at most (S2).
+    #[serde(rename = "concurrency")]
     pub concurrency: usize,
     /// Retry policy (S10, K1).
+    #[serde(rename = "retry")]
     pub retry: RetryPolicy,
     /// Ready operations examined per pump pass before yielding (S12).
+    #[serde(skip)]
     pub pump_budget: usize,
     /// The principal requests are created and sent under (K3).
+    #[serde(rename = "principal")]
     pub principal: Option<String>,
     /// K3: the host has an authorization step: every send first asks it
     /// ([`Effect::Authorize`](super::io::Effect::Authorize)) and waits for the verdict.
+    #[serde(skip)]
     pub authorize: bool,
     /// Largest payload accepted at enqueue.
+    #[serde(rename = "maxPayloadBytes")]
     pub max_payload_bytes: usize,
     /// Request batching limits.
+    #[serde(rename = "batch")]
     pub batch: BatchLimits,
     /// Events kept in the log (K6).
+    #[serde(rename = "eventLogLimit")]
     pub event_log_limit: usize,
     /// This dispatcher's lease owner id (K2).
+    #[serde(rename = "owner")]
     pub owner: String,
     /// Lease duration (K2).
+    #[serde(rename = "leaseMs")]
     pub lease_ms: Millis,
     /// Group commit (W1): instead of writing at once, ask the driver for one
     /// [`Effect::CommitSoon`](super::io::Effect::CommitSoon) per turn of the event loop, so all
     /// changes of that turn share one transaction.
+    #[serde(skip)]
     pub group_commit: bool,
     /// Renew the lease on its interval even when idle, held or offline (W4: other tabs take
     /// a lease that stops being renewed as the sign of a frozen leader).
+    #[serde(skip)]
     pub keep_lease: bool,
     /// Operations stored as their own records are folded into a page (one record) once this
     /// many have gathered, in a batch of its own while the scheduler is quiet (0: never). Not
     /// an option of the JS API: the default is a page; tests lower it to fold often.
+    #[serde(skip)]
     pub fold_records_at: usize,
     /// How long settled operations stay whole, and how many tombstones stay (the `retain`
     /// option, SPEC §7 Retention).
+    #[serde(rename = "retain")]
     pub retain: RetentionPolicy,
     /// `coalesceMs` (issue 37): how long an operation with a `coalesceKey` is held back before
     /// it may be frozen, so a newer one with its key replaces it first (0: not held).
+    #[serde(rename = "coalesceMs")]
     pub coalesce_ms: Millis,
 }
 

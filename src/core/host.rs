@@ -107,24 +107,36 @@ pub fn default_compile(intent: &Intent) -> CompiledRequest {
 }
 
 /// The wire body of a frozen request (SPEC §7): serialized once at freeze, sent byte for byte.
+/// The module writes it with `core::json` (below); its derive writes the same bytes through
+/// `serde_json` (`tests/record_shapes.rs`).
+#[derive(serde::Serialize)]
 pub struct WireBody<'a> {
     /// Request id = idempotency key.
+    #[serde(rename = "id")]
     pub id: &'a str,
     /// Carried operations.
+    #[serde(rename = "operationIds")]
     pub operation_ids: &'a [String],
     /// Kind.
+    #[serde(rename = "kind")]
     pub kind: &'a str,
     /// Owner canvas.
+    #[serde(rename = "ownerCanvasId", skip_serializing_if = "Option::is_none")]
     pub owner_canvas_id: Option<&'a str>,
     /// Run id.
+    #[serde(rename = "runId", skip_serializing_if = "Option::is_none")]
     pub run_id: Option<&'a str>,
     /// Protocol version.
+    #[serde(rename = "protocolVersion")]
     pub protocol_version: u32,
     /// Payload (one per operation when batched: an array of the operations' payloads).
+    #[serde(rename = "payload", with = "crate::core::json::wire")]
     pub payload: &'a Payload,
     /// Sorted, unique canvases.
+    #[serde(rename = "canvasIds")]
     pub canvas_ids: &'a [String],
     /// Version guards.
+    #[serde(rename = "expectedVersions")]
     pub expected_versions: &'a ExpectedVersions,
 }
 

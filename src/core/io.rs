@@ -121,15 +121,19 @@ pub struct SendOrder {
 }
 
 /// The server's (or the transport's) verdict on one attempt (SPEC §1 Outcome).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Deserialize)]
 pub enum AttemptOutcome {
     /// Applied; may carry canonical state.
+    #[serde(rename = "applied")]
     Applied,
     /// Refused for good.
+    #[serde(rename = "rejected")]
     Rejected,
     /// Received, still processing: query later.
+    #[serde(rename = "accepted")]
     Accepted,
-    /// Unknown or transient: retry.
+    /// Unknown or transient: retry (never a server's word).
+    #[serde(skip)]
     Unresolved,
 }
 

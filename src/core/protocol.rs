@@ -112,13 +112,23 @@ pub fn map_answer(
     }
 }
 
-/// A parsed protocol answer body.
-#[derive(Debug)]
-struct Answer {
-    outcome: AttemptOutcome,
-    error: Option<SafeError>,
-    canonical: Option<JsonText>,
-    operations: Vec<OperationVerdict>,
+/// A protocol answer body, `{outcome, error?, canonical?, operations?}`. The module reads it
+/// with [`core::json`](super::json) ([`map_answer`]); its derive reads the same answer through
+/// any serde format (`wire_answer` in `src/core/protocol/tests.rs` holds the two together).
+#[derive(Debug, serde::Deserialize)]
+pub struct Answer {
+    /// `applied`, `rejected` or `accepted`.
+    #[serde(rename = "outcome")]
+    pub outcome: AttemptOutcome,
+    /// A string (the code) or `{code, message, details}`, bounded (K5).
+    #[serde(rename = "error", default, deserialize_with = "wire::error")]
+    pub error: Option<SafeError>,
+    /// Canonical state, unless null or over [`MAX_CANONICAL_BYTES`].
+    #[serde(rename = "canonical", default, deserialize_with = "wire::canonical")]
+    pub canonical: Option<JsonText>,
+    /// Per-operation verdicts of a batch (`accepted` entries carry none and are skipped).
+    #[serde(rename = "operations", default, deserialize_with = "wire::verdicts")]
+    pub operations: Vec<OperationVerdict>,
 }
 
 impl Answer {
@@ -126,7 +136,8 @@ impl Answer {
         self.outcome == AttemptOutcome::Rejected
     }
 
-    fn into_status(self) -> AttemptStatus {
+    /// The attempt status the answer's body gives (without its HTTP status's part).
+    pub fn into_status(self) -> AttemptStatus {
         AttemptStatus {
             error: self.error,
             canonical: self.canonical,
@@ -341,6 +352,8 @@ fn days_from_civil(year: u64, month: u64, day: u64) -> u64 {
     let day_of_era = year_of_era * 365 + year_of_era / 4 - year_of_era / 100 + day_of_year;
     era * 146_097 + day_of_era - 719_468
 }
+
+mod wire;
 
 #[cfg(test)]
 mod tests;

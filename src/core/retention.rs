@@ -53,16 +53,21 @@ pub const MEMORY_LIMIT: usize = 4096;
 /// or two rounds are the rule).
 pub const LOOKUP_ROUNDS: usize = 4;
 
-/// The retention policy (the `retain` option).
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// The retention policy (the `retain` option; a member left out keeps its default).
+#[derive(Clone, Debug, PartialEq, Eq, serde::Deserialize)]
+#[serde(default)]
 pub struct RetentionPolicy {
     /// Settled operations kept whole at most (the newest).
+    #[serde(rename = "settled")]
     pub settled: usize,
     /// Age (since settlement) past which a settled operation is compacted.
+    #[serde(rename = "settledMs")]
     pub settled_ms: Millis,
     /// Tombstones kept at most (the newest).
+    #[serde(rename = "tombstones")]
     pub tombstones: usize,
     /// Age (since compaction) past which a tombstone is deleted.
+    #[serde(rename = "tombstoneMs")]
     pub tombstone_ms: Millis,
 }
 

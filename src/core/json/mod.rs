@@ -23,7 +23,7 @@ use std::collections::BTreeMap;
 use serde_json::Value;
 
 pub use reader::{Reader, MAX_DEPTH};
-pub use text::{exceeds_js_integers, items, quote_js_integers, JsonText, Members};
+pub use text::{exceeds_js_integers, items, quote_js_integers, wire, JsonText, Members};
 pub use writer::{escape_into, Writer};
 
 /// Why a JSON text could not be read as what was expected.

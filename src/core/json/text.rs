@@ -329,3 +329,36 @@ impl<'de> serde::Deserialize<'de> for JsonText {
         super::from_str::<JsonText>(&text).map_err(serde::de::Error::custom)
     }
 }
+
+/// The wire's view of a JSON text (request bodies, answers): the value itself, not a string
+/// holding it, streamed from and to the text in its own member order. For
+/// `#[serde(with = "crate::core::json::wire")]` on a wire type's member. The module writes
+/// bodies and reads answers with `core::json` (ARCHITECTURE, hand-made pieces).
+pub mod wire {
+    use super::JsonText;
+
+    /// Writes the value the text holds to any serializer (through `serde_json`, the same bytes).
+    pub fn serialize<S: serde::Serializer>(
+        text: &JsonText,
+        serializer: S,
+    ) -> Result<S::Ok, S::Error> {
+        serde_transcode::transcode(
+            &mut serde_json::Deserializer::from_str(text.text()),
+            serializer,
+        )
+    }
+
+    /// Reads any value as its compact JSON text, checked as the module checks an answer's.
+    pub fn deserialize<'de, D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> Result<JsonText, D::Error> {
+        use serde::de::Error;
+        let mut text = Vec::new();
+        serde_transcode::transcode(deserializer, &mut serde_json::Serializer::new(&mut text))
+            .map_err(D::Error::custom)?;
+        std::str::from_utf8(&text)
+            .ok()
+            .and_then(JsonText::compact)
+            .ok_or_else(|| D::Error::custom("not JSON text the ledger keeps"))
+    }
+}

@@ -700,3 +700,62 @@ fn w3_a_pluggable_transport_answer_maps_like_http() {
     );
     assert_eq!(missing.error.map(|e| e.code), Some("not_found".to_string()));
 }
+
+/// The answer's derive reads what the module reads: the same status from the same body, and a
+/// refusal (`invalid_answer`) where the module refuses.
+#[test]
+fn p7_an_answers_derive_reads_the_body_as_the_module_does() {
+    let big = format!(
+        r#"{{"outcome":"applied","canonical":"{}"}}"#,
+        "x".repeat(MAX_CANONICAL_BYTES)
+    );
+    let bodies = [
+        r#"{"outcome":"applied"}"#,
+        r#"{"outcome":"applied","canonical":{"z":1,"a":[1.5,-1,null,"é\u0001"]},"extra":true}"#,
+        r#"{"outcome":"applied","canonical":null,"error":null,"operations":null}"#,
+        r#"{"outcome":"rejected","error":"version_conflict"}"#,
+        r#"{"outcome":"rejected","error":"  "}"#,
+        r#"{"outcome":"rejected","error":{"code":"bad","message":"no","details":{"b":2,"a":1}}}"#,
+        r#"{"outcome":"rejected","error":{"code":7,"message":["x"],"details":null}}"#,
+        r#"{"outcome":"rejected","error":{}}"#,
+        r#"{"outcome":"accepted"}"#,
+        r#"{"outcome":"applied","operations":[{"operationId":"a","outcome":"applied","canonical":{"v":2}},{"operationId":"b","outcome":"accepted"},{"operationId":"c","outcome":"rejected","error":{"code":"conflict"}}]}"#,
+        &big,
+        // Refused by both.
+        r#"{"outcome":"unresolved"}"#,
+        r#"{"outcome":"done"}"#,
+        r#"{"canonical":{}}"#,
+        r#"{"outcome":"applied","error":5}"#,
+        r#"{"outcome":"applied","operations":{}}"#,
+        r#"{"outcome":"applied","operations":[{"outcome":"applied"}]}"#,
+        r#"{"outcome":"applied","operations":[{"operationId":"a","outcome":"maybe"}]}"#,
+        r#"{"outcome":"applied","operations":[5]}"#,
+        r#"[]"#,
+        r#""applied""#,
+    ];
+    for body in bodies {
+        let module = map_answer(SUBMIT, 200, Some(body), None, NOW);
+        let derived = match serde_json::from_str::<Answer>(body) {
+            Ok(answer) => answer.into_status(),
+            Err(_) => map_answer(SUBMIT, 200, Some("not an answer"), None, NOW),
+        };
+        assert_eq!(derived, module, "{body}");
+    }
+    // Numbers pass through serde as numbers: the same values, not always the same text.
+    let body = r#"{"outcome":"applied","canonical":[-0,1e2]}"#;
+    let derived = serde_json::from_str::<Answer>(body).unwrap().into_status();
+    let module = map_answer(SUBMIT, 200, Some(body), None, NOW);
+    assert_eq!(derived.canonical.map(tree), module.canonical.map(tree));
+    // The invalid ones above really were refused, and the valid ones read.
+    assert_eq!(
+        code(&map_answer(SUBMIT, 200, Some(bodies[12]), None, NOW)),
+        Some(INVALID_ANSWER)
+    );
+    assert!(
+        serde_json::from_str::<Answer>(bodies[9])
+            .unwrap()
+            .operations
+            .len()
+            == 2
+    );
+}

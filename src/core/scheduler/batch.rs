@@ -45,19 +45,39 @@ pub(super) struct Member {
 }
 
 /// The batch body's payload, `{"operations":[{"kind","operationId","payload"}, ...]}`.
-/// Members in key order: the body reads as it did when built from a sorted JSON map.
-struct BatchPayload<'a>(Vec<(&'a str, &'a str, &'a Payload)>);
+/// Members in key order: the body reads as it did when built from a sorted JSON map. The
+/// module writes it with `core::json`; its derive writes the same bytes through `serde_json`.
+#[derive(serde::Serialize)]
+pub struct BatchPayload<'a> {
+    /// One entry per operation, in order.
+    #[serde(rename = "operations")]
+    pub operations: Vec<BatchEntry<'a>>,
+}
+
+/// One operation of a batch body.
+#[derive(serde::Serialize)]
+pub struct BatchEntry<'a> {
+    /// Its kind (compiled).
+    #[serde(rename = "kind")]
+    pub kind: &'a str,
+    /// Its id.
+    #[serde(rename = "operationId")]
+    pub operation_id: &'a str,
+    /// Its payload (compiled).
+    #[serde(rename = "payload", with = "crate::core::json::wire")]
+    pub payload: &'a Payload,
+}
 
 impl ToJson for BatchPayload<'_> {
     fn write_json(&self, writer: &mut Writer) {
         writer.object();
         writer.key("operations");
         writer.array();
-        for (kind, id, payload) in &self.0 {
+        for entry in &self.operations {
             writer.object();
-            writer.member("kind", *kind);
-            writer.member("operationId", *id);
-            writer.member("payload", *payload);
+            writer.member("kind", entry.kind);
+            writer.member("operationId", entry.operation_id);
+            writer.member("payload", entry.payload);
             writer.end_object();
         }
         writer.end_array();
@@ -165,14 +185,22 @@ impl<H: Host> Scheduler<H> {
     }
 
     /// The body payload of a batch: one entry per operation, in order (SPEC §1, protocol v1).
-    pub(super) fn batch_payload(first: &Intent, payload: &Payload, members: &[Member]) -> Payload {
-        let entries = std::iter::once((first.operation_type.as_str(), first.id.as_str(), payload))
-            .chain(
-                members
-                    .iter()
-                    .map(|m| (m.kind.as_str(), m.intent.id.as_str(), &m.payload)),
-            )
-            .collect();
-        Payload::from_json(&BatchPayload(entries))
+    pub(super) fn batch_payload<'a>(
+        first: &'a Intent,
+        payload: &'a Payload,
+        members: &'a [Member],
+    ) -> Payload {
+        let operations = std::iter::once(BatchEntry {
+            kind: &first.operation_type,
+            operation_id: &first.id,
+            payload,
+        })
+        .chain(members.iter().map(|m| BatchEntry {
+            kind: &m.kind,
+            operation_id: &m.intent.id,
+            payload: &m.payload,
+        }))
+        .collect();
+        Payload::from_json(&BatchPayload { operations })
     }
 }

@@ -9,32 +9,43 @@ use crate::core::host::Host;
 use crate::core::model::{Millis, Operation, OperationPhase, UPLOAD_KIND};
 
 /// Why an operation is where it is (D3).
-#[derive(Clone, Debug, PartialEq)]
+#[derive(serde::Serialize, Clone, Debug, PartialEq)]
 pub struct Explanation {
     /// The operation.
+    #[serde(rename = "operationId")]
     pub operation_id: String,
     /// `pending`, `in_flight`, `blocked` or `resolved`.
+    #[serde(rename = "state")]
     pub state: &'static str,
     /// One of D2's idle reasons, or `ready`, `persisting`, `frozen_ahead`, `authorizing`, `sending`,
     /// `settled`, `blocked`, `other_principal`, `not_started`, `stopped`.
+    #[serde(rename = "reason")]
     pub reason: String,
     /// The canvas that holds it back.
+    #[serde(rename = "canvasId", skip_serializing_if = "Option::is_none")]
     pub canvas_id: Option<String>,
     /// The request carrying it or holding its canvas.
+    #[serde(rename = "requestId", skip_serializing_if = "Option::is_none")]
     pub request_id: Option<String>,
     /// The dependency it waits for.
+    #[serde(rename = "dependencyId", skip_serializing_if = "Option::is_none")]
     pub dependency_id: Option<String>,
     /// When its next attempt is due.
+    #[serde(rename = "dueAt", skip_serializing_if = "Option::is_none")]
     pub due_at: Option<Millis>,
     /// Sends so far of its request.
+    #[serde(rename = "attempt", skip_serializing_if = "Option::is_none")]
     pub attempt: Option<u32>,
     /// Its blockers.
+    #[serde(rename = "blockers")]
     pub blockers: Vec<String>,
     /// K1: when its request is blocked (a dead letter, ...), the canvases that request holds:
     /// nothing else touching them is sent until the host releases them.
+    #[serde(rename = "heldCanvasIds", skip_serializing_if = "Option::is_none")]
     pub held_canvas_ids: Option<Vec<String>>,
     /// How the host releases them: `["retry", "discard"]` (`retry(id)` sends the same frozen
     /// request again; `discard(id)` gives it up, with the user's consent).
+    #[serde(rename = "release", skip_serializing_if = "Option::is_none")]
     pub release: Option<Vec<String>>,
 }
 
@@ -42,56 +53,77 @@ pub struct Explanation {
 pub const RELEASE_ACTIONS: [&str; 2] = ["retry", "discard"];
 
 /// The result of `flush(id)` (K7).
-#[derive(Clone, Debug, PartialEq)]
+#[derive(serde::Serialize, Clone, Debug, PartialEq)]
 pub struct FlushOutcome {
     /// Whether an attempt started.
+    #[serde(rename = "started")]
     pub started: bool,
     /// Where the operation is now, and why.
+    #[serde(rename = "explanation")]
     pub explanation: Explanation,
 }
 
 /// Counters and the current idle reason (D2).
-#[derive(Clone, Debug, PartialEq)]
+#[derive(serde::Serialize, Clone, Debug, PartialEq)]
 pub struct SchedulerStats {
     /// Ready operations examined.
+    #[serde(rename = "scanned")]
     pub scanned: u64,
     /// Operations frozen and claimed.
+    #[serde(rename = "claimed")]
     pub claimed: u64,
     /// Examined operations that were no longer ready.
+    #[serde(rename = "raced")]
     pub raced: u64,
     /// Retries launched.
+    #[serde(rename = "retried")]
     pub retried: u64,
     /// Attempts sent.
+    #[serde(rename = "sent")]
     pub sent: u64,
     /// Operations settled by an answer.
+    #[serde(rename = "settled")]
     pub settled: u64,
     /// Pump passes.
+    #[serde(rename = "passes")]
     pub passes: u64,
     /// Pending operations.
+    #[serde(rename = "pending")]
     pub pending: usize,
     /// Attempts between launch and durable answer.
+    #[serde(rename = "inFlight")]
     pub in_flight: usize,
     /// Operations in the ready queue.
+    #[serde(rename = "ready")]
     pub ready: usize,
     /// Requests with a scheduled retry.
+    #[serde(rename = "retryScheduled")]
     pub retry_scheduled: usize,
     /// Claimed canvases.
+    #[serde(rename = "claimedCanvases")]
     pub claimed_canvases: usize,
     /// Why nothing is being sent, when nothing is.
+    #[serde(rename = "idleReason")]
     pub idle_reason: Option<&'static str>,
     /// Whether this scheduler holds the lease.
+    #[serde(rename = "leader")]
     pub leader: bool,
     /// Our lease owner id.
+    #[serde(rename = "owner")]
     pub owner: String,
     /// Settled operations kept whole (retention).
+    #[serde(rename = "settledKept")]
     pub settled_kept: usize,
     /// Tombstones of compacted operations stored (counted at open, plus those written since,
     /// at most the policy's count).
+    #[serde(rename = "tombstones")]
     pub tombstones: u64,
     /// Our fence, when leading.
+    #[serde(rename = "fence")]
     pub fence: Option<u64>,
     /// The dispatching tab's owner id when known (W4): ours while we lead; the browser's
     /// tab layer fills it in for a tab that does not dispatch.
+    #[serde(rename = "leaderOwner")]
     pub leader_owner: Option<String>,
 }
 
@@ -137,7 +169,8 @@ crate::json_record!(SchedulerStats write_only {
 });
 
 /// What the ledger knows of an id: the operation whole, or the tombstone it was compacted to.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(untagged)]
 pub enum Known {
     /// Stored whole.
     Operation(Box<crate::core::model::Operation>),
@@ -147,17 +180,22 @@ pub enum Known {
 
 /// A compacted operation as `operation(id)` answers it: `{ id, compacted: true, outcome,
 /// settledAt, principal? }`.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(serde::Serialize, Clone, Debug, PartialEq)]
 pub struct Compacted {
     /// The operation id.
+    #[serde(rename = "id")]
     pub id: String,
     /// Always true: tells this shape from an operation record.
+    #[serde(rename = "compacted")]
     pub compacted: bool,
     /// How it settled.
+    #[serde(rename = "outcome")]
     pub outcome: crate::core::model::Settlement,
     /// When it settled.
+    #[serde(rename = "settledAt")]
     pub settled_at: Millis,
     /// Its principal (K3).
+    #[serde(rename = "principal", skip_serializing_if = "Option::is_none")]
     pub principal: Option<String>,
 }
 

@@ -36,6 +36,7 @@ use super::poison::PoisonWatch;
 use super::ready_queue::ReadyQueue;
 use super::retry_queue::{RetryEntry, RetryQueue};
 
+pub use batch::{BatchEntry, BatchPayload};
 pub use inspect::{Compacted, Explanation, FlushOutcome, Known, SchedulerStats, RELEASE_ACTIONS};
 pub use saved::{PendingEntry, Saved};
 

@@ -8,26 +8,35 @@ use crate::core::host::Host;
 use crate::core::model::{Millis, OperationPhase};
 
 /// One unsettled operation, as `pending()` lists it.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(serde::Serialize, Clone, Debug, PartialEq)]
 pub struct PendingEntry {
     /// The operation.
+    #[serde(rename = "id")]
     pub id: String,
     /// `queued`, `in_flight`, `retrying` or `blocked`.
+    #[serde(rename = "state")]
     pub state: &'static str,
     /// `explain(id).reason`: why it is where it is.
+    #[serde(rename = "reason")]
     pub reason: String,
     /// Sends so far of its request (0 before the first).
+    #[serde(rename = "attempt")]
     pub attempt: u32,
     /// When its next attempt is due, when one is scheduled.
+    #[serde(rename = "nextAttemptAt", skip_serializing_if = "Option::is_none")]
     pub next_attempt_at: Option<Millis>,
     /// The canvases it holds or waits for.
+    #[serde(rename = "canvasIds")]
     pub canvas_ids: Vec<String>,
     /// For a blocked one whose request holds canvases (a dead letter, say): those canvases
     /// (`explain(id).heldCanvasIds`), which nothing else touching them passes until released.
+    #[serde(rename = "heldCanvasIds", skip_serializing_if = "Option::is_none")]
     pub held_canvas_ids: Option<Vec<String>>,
     /// And how the host releases them: `["retry", "discard"]` (`explain(id).release`).
+    #[serde(rename = "release", skip_serializing_if = "Option::is_none")]
     pub release: Option<Vec<String>>,
     /// Its sequence (the order of the list; not written to JS).
+    #[serde(skip)]
     pub sequence: u64,
 }
 
@@ -43,11 +52,13 @@ crate::json_record!(PendingEntry write_only {
 });
 
 /// What `whenSaved()` resolves with.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(serde::Serialize, Clone, Debug, Default, PartialEq)]
 pub struct Saved {
     /// Covered operations settled (applied, rejected or discarded).
+    #[serde(rename = "settled")]
     pub settled: usize,
     /// Covered operations blocked (dead letters included), in sequence order.
+    #[serde(rename = "blocked")]
     pub blocked: Vec<String>,
 }
 
