@@ -409,17 +409,27 @@ async function fetchLoop({ endpoint, n, canvases, deadlineMs, tag, concurrency =
  * - A transaction is issued as soon as there is something to write, up to `outstanding` (2
  *   unless given) at once: the next one is issued while one commits, and the browser runs them
  *   in order. Nothing else is kept: no event log, no retries, no recovery.
+ * - `keep: true`: it also keeps what the scheduler keeps, as the scheduler stores it: each
+ *   frozen request as a record of its own (its members and the body's text), each operation
+ *   rewritten with its request at the freeze and with its outcome at the answer, the request
+ *   rewritten with the answer's text (its canonical state), a page of the transaction's events
+ *   and the ledger's counters in every transaction, and the settled ones moved to an archive
+ *   (their records deleted) at most every 250 ms, as the scheduler compacts while it works.
  */
-async function durableLoop({ endpoint, n, canvases, deadlineMs, tag, concurrency = 2, outstanding = 2 }) {
+async function durableLoop({ endpoint, n, canvases, deadlineMs, tag, concurrency = 2, outstanding = 2, keep = false }) {
   const name = `durable-${tag}-${Date.now()}`;
   const open = indexedDB.open(name, 1);
+  const stores = keep ? ["lease", "ops", "requests", "events", "meta", "archive"] : ["lease", "ops", "requests"];
   open.onupgradeneeded = () => {
-    for (const store of ["lease", "ops", "requests"]) open.result.createObjectStore(store);
+    for (const store of stores) open.result.createObjectStore(store);
   };
   const db = await request(open);
   const deadline = now() + deadlineMs;
   const failures = [];
-  const stores = ["lease", "ops", "requests"];
+  let eventSeq = 0;
+  let compactedAt = now();
+  const toArchive = [];
+  const frozenAt = new Map();
   const ops = [];
   for (let i = 0; i < n; i++) ops.push(shapeIntent(`${tag}-op-${i}`, `${tag}-c${i % canvases}`, i));
   /** One transaction: the lease read (the fence), then the puts; resolves when complete. */
@@ -427,7 +437,10 @@ async function durableLoop({ endpoint, n, canvases, deadlineMs, tag, concurrency
     new Promise((resolve, reject) => {
       const tx = db.transaction(stores, "readwrite", { durability });
       tx.objectStore("lease").get("lease").onsuccess = () => {
-        for (const [store, key, value] of puts) tx.objectStore(store).put(value, key);
+        for (const [store, key, value] of puts) {
+          if (value === undefined) tx.objectStore(store).delete(key);
+          else tx.objectStore(store).put(value, key);
+        }
       };
       tx.oncomplete = resolve;
       tx.onerror = tx.onabort = () => reject(tx.error);
@@ -458,14 +471,15 @@ async function durableLoop({ endpoint, n, canvases, deadlineMs, tag, concurrency
       inflight += 1;
       fetch(`${endpoint}/requests`, { method: "POST", headers: { "content-type": "application/json", "idempotency-key": body.id }, body: JSON.stringify(body) })
         .then(async (response) => {
-          const answer = await response.json();
+          const text = await response.text();
+          const answer = JSON.parse(text);
           if (response.status === 200 && answer.outcome === "applied") applied += 1;
           else failures.push(`${response.status} ${JSON.stringify(answer).slice(0, 200)}`);
           inflight -= 1;
           // Released with the answer: the next request on the canvas is frozen in the
           // transaction that writes this answer (as the scheduler's group commit does).
           claimed.delete(body.canvasIds[0]);
-          answers.push(body);
+          answers.push(keep ? { ...body, answer } : body);
           send();
           pump();
         })
@@ -474,6 +488,31 @@ async function durableLoop({ endpoint, n, canvases, deadlineMs, tag, concurrency
           finish();
         });
     }
+  };
+  const sequenceOf = (id) => Number(id.slice(id.lastIndexOf("-") + 1));
+  const operation = (body, more) => JSON.stringify({ intent: { ...ops[sequenceOf(body.operationIds[0])], sequence: sequenceOf(body.operationIds[0]) + 1, dependencies: [], expectedVersions: {}, revision: 0 }, phase: "pending", blockers: [], requestId: body.id, ...more });
+  const requestRecord = (body, more) => JSON.stringify({ id: body.id, operationIds: body.operationIds, kind: body.kind, ownerCanvasId: body.ownerCanvasId, protocolVersion: 1, canvasIds: body.canvasIds, expectedVersions: {}, body: JSON.stringify(body), digest: "0".repeat(64), revisions: [0], phase: "frozen", attempt: 0, frozenAt: frozenAt.get(body.id), ...more });
+  // What the scheduler keeps (`keep`), as it stores it.
+  const keepPuts = (puts, frozen, settled) => {
+    const events = [];
+    for (const body of frozen) {
+      frozenAt.set(body.id, Date.now());
+      puts.push(["requests", body.id, requestRecord(body, {})], ["ops", body.operationIds[0], operation(body, {})]);
+    }
+    for (const body of settled) {
+      const outcome = { settlement: "applied", requestId: body.id, at: Date.now() };
+      puts.push(["requests", body.id, requestRecord(body, { phase: "dispatched", attempt: 1, outcome: "applied", canonical: body.answer.canonical })], ["ops", body.operationIds[0], operation(body, { phase: "resolved", outcome })]);
+      events.push({ seq: ++eventSeq, at: Date.now(), kind: "sent", requestId: body.id, attempt: 1 }, { seq: ++eventSeq, at: Date.now(), kind: "settled", requestId: body.id, operationId: body.operationIds[0] });
+      toArchive.push([body, outcome]);
+    }
+    if (now() - compactedAt >= 250 && toArchive.length > 0) {
+      compactedAt = now();
+      for (const [body, outcome] of toArchive.splice(0)) {
+        puts.push(["archive", body.operationIds[0], operation(body, { phase: "resolved", outcome })], ["ops", body.operationIds[0], undefined], ["requests", body.id, undefined]);
+      }
+    }
+    if (events.length > 0) puts.push(["events", events[0].seq, JSON.stringify(events)]);
+    puts.push(["meta", "meta", JSON.stringify({ lastSequence: n, lastEventSeq: eventSeq })]);
   };
   // Issues a transaction when there is something to write: answers, or room for freezes.
   const pump = () => {
@@ -489,8 +528,11 @@ async function durableLoop({ endpoint, n, canvases, deadlineMs, tag, concurrency
       const settled = answers.splice(0);
       if (frozen.length === 0 && settled.length === 0) return;
       const puts = [];
-      for (const body of frozen) puts.push(["requests", body.id, JSON.stringify({ body, key: body.id, state: "frozen" })], ["ops", body.operationIds[0], JSON.stringify({ phase: "frozen", request: body.id })]);
-      for (const body of settled) puts.push(["requests", body.id, JSON.stringify({ state: "answered" })], ["ops", body.operationIds[0], JSON.stringify({ phase: "settled", outcome: "applied" })]);
+      if (keep) keepPuts(puts, frozen, settled);
+      else {
+        for (const body of frozen) puts.push(["requests", body.id, JSON.stringify({ body, key: body.id, state: "frozen" })], ["ops", body.operationIds[0], JSON.stringify({ phase: "frozen", request: body.id })]);
+        for (const body of settled) puts.push(["requests", body.id, JSON.stringify({ state: "answered" })], ["ops", body.operationIds[0], JSON.stringify({ phase: "settled", outcome: "applied" })]);
+      }
       writing += 1;
       freezing += frozen.length;
       write(puts, frozen.length > 0 ? "strict" : "relaxed").then(

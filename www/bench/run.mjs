@@ -299,6 +299,12 @@ async function main() {
           figure(`plain JS loop with the scheduler's durability, ${how}, ${label}${at}`, fmt(floor.opsPerSec), "ops/s", fmt(base.opsPerSec), `ops/s (plain fetch loop, concurrency ${concurrency})`, floor.opsPerSec / base.opsPerSec,
             `the scheduler end to end is ${fmt(e2e.opsPerSec / floor.opsPerSec, 2)}x this loop${floor.timedOut ? ", TIMED OUT" : ""}`);
         }
+        // The same loop keeping what the scheduler keeps (records, answers with their canonical
+        // state, events, the archive): what storing it costs, without the module.
+        const kept = await call(page, "durableLoop", { endpoint: server.url, tag: `k${tag}`, ...PLAN.canvasSpread, canvases, concurrency, outstanding: 1, keep: true });
+        expect(kept.applied > 0 && kept.failures.length === 0, `durable loop keeping the scheduler's records: ${JSON.stringify(kept.failures)}`);
+        figure(`plain JS loop keeping what the scheduler keeps, one commit at a time, ${label}${at}`, fmt(kept.opsPerSec), "ops/s", fmt(base.opsPerSec), `ops/s (plain fetch loop, concurrency ${concurrency})`, kept.opsPerSec / base.opsPerSec,
+          `the scheduler end to end is ${fmt(e2e.opsPerSec / kept.opsPerSec, 2)}x this loop${kept.timedOut ? ", TIMED OUT" : ""}`);
         // Worker mode (README): the same run with the scheduler in a dedicated worker.
         if (canvases > 1) {
           const inWorker = await call(page, "endToEnd", { endpoint: server.url, batch: null, run: 1, tag: `w${tag}`, ...PLAN.canvasSpread, canvases, worker: true });
