@@ -150,7 +150,7 @@ impl Default for BatchLimits {
     fn default() -> Self {
         Self {
             max_operations: 1,
-            max_bytes: 64 * 1024,
+            max_bytes: batch_max_bytes(),
             kinds: None,
         }
     }

@@ -471,8 +471,7 @@ async function durableLoop({ endpoint, n, canvases, deadlineMs, tag, concurrency
       inflight += 1;
       fetch(`${endpoint}/requests`, { method: "POST", headers: { "content-type": "application/json", "idempotency-key": body.id }, body: JSON.stringify(body) })
         .then(async (response) => {
-          const text = await response.text();
-          const answer = JSON.parse(text);
+          const answer = await response.json();
           if (response.status === 200 && answer.outcome === "applied") applied += 1;
           else failures.push(`${response.status} ${JSON.stringify(answer).slice(0, 200)}`);
           inflight -= 1;
