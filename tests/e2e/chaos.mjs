@@ -81,7 +81,16 @@ function world(context, statics, server, seed, say, inWorker = false, batch = 0)
 }
 
 async function ready(page) {
-  const status = await page.waitFor("the chaos page's status", () => document.body?.dataset.status, undefined, READY_MS);
+  let status;
+  try {
+    status = await page.waitFor("the chaos page's status", () => document.body?.dataset.status, undefined, READY_MS);
+  } catch (error) {
+    // Say how far the page got: not loaded, its module not run, or opening the scheduler.
+    const where = await page
+      .evaluate(() => JSON.stringify({ readyState: document.readyState, phase: document.body?.dataset.phase ?? null, at: performance.now() | 0 }))
+      .catch((e) => `the page did not answer (${e?.message ?? e})`);
+    throw new Error(`${error.message}; the page: ${where}`);
+  }
   if (status !== "ready") throw new Error(`chaos page status ${status}`);
 }
 

@@ -52,6 +52,7 @@ async function startWorkerSession(epoch) {
 
 let session = null;
 let workers = 0;
+document.body.dataset.phase = "module";
 
 try {
   if (params.get("worker") === "1") {

@@ -11,6 +11,9 @@ const OPEN_DEADLINE_MS = 30_000;
 
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
+/** Where opening got to, for the test to say when the page never becomes ready. */
+const phase = (name) => void (document.body.dataset.phase = name);
+
 /** `n` random characters from 64: text the store cannot compress away. */
 function noise(n) {
   const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
@@ -37,11 +40,13 @@ export async function openSession({ server, database, seed, epoch, ack, batch = 
       if (problems.length < 50) problems.push(event);
     }
   };
+  phase("init");
   await api.init();
   const started = Date.now();
   let scheduler;
-  for (;;) {
+  for (let attempt = 1; ; attempt += 1) {
     try {
+      phase(`open ${attempt}`);
       scheduler = await api.Scheduler.open({
         ...(api.worker ? { worker: api.worker() } : {}),
         database,
@@ -60,6 +65,7 @@ export async function openSession({ server, database, seed, epoch, ack, batch = 
       await sleep(100);
     }
   }
+  phase("start");
   scheduler.start();
   let counter = 0;
   const refused = new Map(); // id -> the intent whose enqueue was refused
