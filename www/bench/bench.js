@@ -415,8 +415,10 @@ async function fetchLoop({ endpoint, n, canvases, deadlineMs, tag, concurrency =
  *   rewritten with the answer's text (its canonical state), a page of the transaction's events
  *   and the ledger's counters in every transaction, and the settled ones moved to an archive
  *   (their records deleted) at most every 250 ms, as the scheduler compacts while it works.
+ * - `ahead`: how many requests may be frozen or in flight at once (2 × `concurrency` unless
+ *   given): a deeper window writes more freezes, and answers, per transaction.
  */
-async function durableLoop({ endpoint, n, canvases, deadlineMs, tag, concurrency = 2, outstanding = 2, keep = false }) {
+async function durableLoop({ endpoint, n, canvases, deadlineMs, tag, concurrency = 2, outstanding = 2, keep = false, ahead = 2 * concurrency }) {
   const name = `durable-${tag}-${Date.now()}`;
   const open = indexedDB.open(name, 1);
   const stores = keep ? ["lease", "ops", "requests", "events", "meta", "archive"] : ["lease", "ops", "requests"];
@@ -432,9 +434,11 @@ async function durableLoop({ endpoint, n, canvases, deadlineMs, tag, concurrency
   const frozenAt = new Map();
   const ops = [];
   for (let i = 0; i < n; i++) ops.push(shapeIntent(`${tag}-op-${i}`, `${tag}-c${i % canvases}`, i));
+  let transactions = 0;
   /** One transaction: the lease read (the fence), then the puts; resolves when complete. */
   const write = (puts, durability) =>
     new Promise((resolve, reject) => {
+      transactions += 1;
       const tx = db.transaction(stores, "readwrite", { durability });
       tx.objectStore("lease").get("lease").onsuccess = () => {
         for (const [store, key, value] of puts) {
@@ -519,7 +523,7 @@ async function durableLoop({ endpoint, n, canvases, deadlineMs, tag, concurrency
     if (applied === n) return finish();
     while (writing < outstanding) {
       const frozen = [];
-      while (next < n && inflight + ready.length + freezing + frozen.length < 2 * concurrency && !claimed.has(ops[next].canvasIds[0])) {
+      while (next < n && inflight + ready.length + freezing + frozen.length < ahead && !claimed.has(ops[next].canvasIds[0])) {
         claimed.add(ops[next].canvasIds[0]);
         frozen.push(bodyOf(next));
         next += 1;
@@ -554,7 +558,7 @@ async function durableLoop({ endpoint, n, canvases, deadlineMs, tag, concurrency
   const ms = now() - t0;
   db.close();
   indexedDB.deleteDatabase(name);
-  return { applied, failures, ms, opsPerSec: (applied / ms) * 1000, timedOut: applied < n };
+  return { applied, failures, ms, opsPerSec: (applied / ms) * 1000, transactions, timedOut: applied < n };
 }
 
 /**

@@ -98,6 +98,15 @@ const ADMIN_TOKEN = `bench-${process.pid}`;
  * `BENCH_SERVER_DELAY_MS=0,30` (the default): the server's delay before each protocol request,
  * in ms; the end-to-end part runs once at each, the fetch loop measured again at each.
  */
+/**
+ * `BENCH_KEEP_AHEAD=8,16`: the keeping loop again with that many requests frozen or in flight
+ * (more than S2 allows), so that each transaction carries more freezes and answers.
+ */
+const KEEP_AHEAD = (process.env.BENCH_KEEP_AHEAD ?? "").split(",").filter(Boolean).map((d) => {
+  const n = Number(d);
+  if (!Number.isInteger(n) || n < 1 || n > 64) throw new Error(`BENCH_KEEP_AHEAD: ${d} is not a count from 1 to 64`);
+  return n;
+});
 const SERVER_DELAYS_MS = (process.env.BENCH_SERVER_DELAY_MS ?? "0,30").split(",").map((d) => {
   const ms = Number(d);
   if (!Number.isInteger(ms) || ms < 0 || ms > 1000) throw new Error(`BENCH_SERVER_DELAY_MS: ${d} is not a delay in ms (0 to 1000)`);
@@ -301,10 +310,19 @@ async function main() {
         }
         // The same loop keeping what the scheduler keeps (records, answers with their canonical
         // state, events, the archive): what storing it costs, without the module.
-        const kept = await call(page, "durableLoop", { endpoint: server.url, tag: `k${tag}`, ...PLAN.canvasSpread, canvases, concurrency, outstanding: 1, keep: true });
-        expect(kept.applied > 0 && kept.failures.length === 0, `durable loop keeping the scheduler's records: ${JSON.stringify(kept.failures)}`);
+        const keeping = async (ahead) => {
+          const run = await call(page, "durableLoop", { endpoint: server.url, tag: `k${ahead ?? ""}${tag}`, ...PLAN.canvasSpread, canvases, concurrency, outstanding: 1, keep: true, ...(ahead ? { ahead } : {}) });
+          expect(run.applied > 0 && run.failures.length === 0, `durable loop keeping the scheduler's records${ahead ? `, ${ahead} ahead` : ""}: ${JSON.stringify(run.failures)}`);
+          return run;
+        };
+        const kept = await keeping(null);
         figure(`plain JS loop keeping what the scheduler keeps, one commit at a time, ${label}${at}`, fmt(kept.opsPerSec), "ops/s", fmt(base.opsPerSec), `ops/s (plain fetch loop, concurrency ${concurrency})`, kept.opsPerSec / base.opsPerSec,
-          `the scheduler end to end is ${fmt(e2e.opsPerSec / kept.opsPerSec, 2)}x this loop${kept.timedOut ? ", TIMED OUT" : ""}`);
+          `the scheduler end to end is ${fmt(e2e.opsPerSec / kept.opsPerSec, 2)}x this loop; ${kept.transactions} transactions${kept.timedOut ? ", TIMED OUT" : ""}`);
+        for (const ahead of KEEP_AHEAD) {
+          const deeper = await keeping(ahead);
+          figure(`plain JS loop keeping what the scheduler keeps, ${ahead} frozen or in flight, ${label}${at}`, fmt(deeper.opsPerSec), "ops/s", fmt(base.opsPerSec), `ops/s (plain fetch loop, concurrency ${concurrency})`, deeper.opsPerSec / base.opsPerSec,
+            `${fmt(deeper.opsPerSec / kept.opsPerSec, 2)}x the keeping loop above; ${deeper.transactions} transactions${deeper.timedOut ? ", TIMED OUT" : ""}`);
+        }
         // Worker mode (README): the same run with the scheduler in a dedicated worker.
         if (canvases > 1) {
           const inWorker = await call(page, "endToEnd", { endpoint: server.url, batch: null, run: 1, tag: `w${tag}`, ...PLAN.canvasSpread, canvases, worker: true });
