@@ -11,7 +11,7 @@
 import { spawn, execFileSync } from 'node:child_process';
 import { once } from 'node:events';
 import { createInterface } from 'node:readline';
-import { mkdtempSync, chmodSync, rmSync } from 'node:fs';
+import { mkdtempSync, chmodSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import pg from 'pg';
@@ -92,6 +92,41 @@ async function serverCpu(endpoints, reset = false) {
   return ms;
 }
 
+const TICK_MS = 1000 / Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim() || 100);
+
+/** CPU time (ms) of each running Postgres process (postmaster, backends, background workers) by
+ * pid, from /proc (Linux; empty elsewhere): the database's share, which the servers' own does
+ * not include. A backend that starts meanwhile counts from zero. */
+function databaseCpu() {
+  const byPid = new Map();
+  let pids = [];
+  try {
+    pids = readdirSync('/proc').filter((d) => /^\d+$/.test(d));
+  } catch {
+    return byPid;
+  }
+  for (const pid of pids) {
+    try {
+      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+      const close = stat.lastIndexOf(')');
+      if (stat.slice(stat.indexOf('(') + 1, close) !== 'postgres') continue;
+      const fields = stat.slice(close + 2).split(' ');
+      // utime and stime: fields 14 and 15 of stat, 12 and 13 after the name and state.
+      byPid.set(pid, (Number(fields[11]) + Number(fields[12])) * TICK_MS);
+    } catch {
+      // Gone meanwhile.
+    }
+  }
+  return byPid;
+}
+
+/** The database's CPU time (ms) since `before` ([`databaseCpu`]). */
+function databaseCpuSince(before) {
+  let ms = 0;
+  for (const [pid, now] of databaseCpu()) ms += now - (before.get(pid) ?? 0);
+  return ms;
+}
+
 async function measure(mode, engine, processes, label) {
   const where = engine === 'sqlite' ? join(work, `${label}-${mode}.sqlite`) : await freshPgDb(`bench_${label}_${mode}`);
   const servers = [];
@@ -99,16 +134,21 @@ async function measure(mode, engine, processes, label) {
   const endpoints = servers.map((s) => s.endpoint);
   await load(endpoints, `warm-${label}-${mode}`, PLAN.warm * processes, Date.now() + 20_000);
   await serverCpu(endpoints, true);
+  const database = databaseCpu();
+  const loader = process.cpuUsage();
   const t0 = performance.now();
   const n = await load(endpoints, `${label}-${mode}`, PLAN.requests, Date.now() + PLAN.deadlineMs);
   const seconds = (performance.now() - t0) / 1000;
   const cpuUs = (1000 * (await serverCpu(endpoints))) / n;
+  const dbUs = (1000 * databaseCpuSince(database)) / n;
+  const used = process.cpuUsage(loader);
+  const loadUs = (used.user + used.system) / n;
   for (const s of servers) {
     s.child.kill('SIGTERM');
     children.delete(s.child);
   }
   if (engine === 'sqlite') rmSync(where, { force: true });
-  return { n, rps: n / seconds, cpuUs };
+  return { n, rps: n / seconds, cpuUs, dbUs, loadUs };
 }
 
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
@@ -125,7 +165,7 @@ for (const [engine, processes, label] of CONFIGS.filter(([, , l]) => !ONLY || ON
     const measured = {};
     for (const mode of order) {
       measured[mode] = await measure(mode, engine, processes, `${label}_r${round}`);
-      if (VERBOSE) console.log(`  ${label} round ${round} ${mode}: ${measured[mode].rps.toFixed(0)} req/s, ${measured[mode].cpuUs.toFixed(0)} us CPU per request, load ${loadavg()[0].toFixed(2)}`);
+      if (VERBOSE) console.log(`  ${label} round ${round} ${mode}: ${measured[mode].rps.toFixed(0)} req/s, ${measured[mode].cpuUs.toFixed(0)} us CPU per request (database ${measured[mode].dbUs.toFixed(0)}, load generator ${measured[mode].loadUs.toFixed(0)}), load ${loadavg()[0].toFixed(2)}`);
     }
     for (const mode of MODES) runs[mode].push(measured[mode]);
     for (const mode of ['plan', 'kit']) ratios[mode].push(measured[mode].rps / measured.bare.rps);
@@ -133,18 +173,21 @@ for (const [engine, processes, label] of CONFIGS.filter(([, , l]) => !ONLY || ON
   }
   const rps = (mode) => median(runs[mode].map((r) => r.rps));
   const cpu = (mode) => median(runs[mode].map((r) => r.cpuUs));
+  const db = (mode) => median(runs[mode].map((r) => r.dbUs));
+  // SQLite runs inside the server process: its CPU is the server's.
+  const dbNote = (mode, base) => (engine === 'postgres' ? `; database CPU per request: ${db(mode).toFixed(0)} us, ${base} ${db(base === 'bare' ? 'bare' : 'baretx').toFixed(0)} us` : '');
   for (const [mode, name] of [['plan', 'kit (plan)'], ['kit', 'kit (apply)']]) {
     const ratio = median(ratios[mode]);
     console.log(
       `server ${name} ${engine} x${processes}: ${rps(mode).toFixed(0)} req/s, bare ${rps('bare').toFixed(0)} req/s (medians of ${ROUNDS}), ` +
         `kit/bare ${ratio.toFixed(2)}x (rounds ${ratios[mode].map((r) => r.toFixed(2)).join(', ')}), overhead ${((1 - ratio) * 100).toFixed(1)} % (target <= 25 %); ` +
-        `server CPU per request: ${cpu(mode).toFixed(0)} us, bare ${cpu('bare').toFixed(0)} us`,
+        `server CPU per request: ${cpu(mode).toFixed(0)} us, bare ${cpu('bare').toFixed(0)} us${dbNote(mode, 'bare')}`,
     );
   }
   const floor = median(ratios.floor);
   console.log(
     `server kit (apply) ${engine} x${processes} against bare in a transaction: ${rps('kit').toFixed(0)} req/s, bare in BEGIN … COMMIT ${rps('baretx').toFixed(0)} req/s, ` +
-      `ratio ${floor.toFixed(2)}x (rounds ${ratios.floor.map((r) => r.toFixed(2)).join(', ')}); server CPU per request ${cpu('kit').toFixed(0)} us, bare in a transaction ${cpu('baretx').toFixed(0)} us`,
+      `ratio ${floor.toFixed(2)}x (rounds ${ratios.floor.map((r) => r.toFixed(2)).join(', ')}); server CPU per request ${cpu('kit').toFixed(0)} us, bare in a transaction ${cpu('baretx').toFixed(0)} us${dbNote('kit', 'baretx').replace('baretx', 'bare in a transaction')}`,
   );
 }
 process.exit(0);

@@ -107,6 +107,17 @@ const KEEP_AHEAD = (process.env.BENCH_KEEP_AHEAD ?? "").split(",").filter(Boolea
   if (!Number.isInteger(n) || n < 1 || n > 64) throw new Error(`BENCH_KEEP_AHEAD: ${d} is not a count from 1 to 64`);
   return n;
 });
+/**
+ * `BENCH_E2E_ROUNDS=5`: issue 38's end-to-end spread (each against the fetch loop measured just
+ * before it, beside the plain JS loops) that many times in a row, then each ratio's median.
+ */
+const E2E_ROUNDS = (() => {
+  const n = Number(process.env.BENCH_E2E_ROUNDS ?? 1);
+  if (!Number.isInteger(n) || n < 1 || n > 15) throw new Error(`BENCH_E2E_ROUNDS: ${process.env.BENCH_E2E_ROUNDS} is not a count from 1 to 15`);
+  return n;
+})();
+const spreadRatios = {};
+const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const SERVER_DELAYS_MS = (process.env.BENCH_SERVER_DELAY_MS ?? "0,30").split(",").map((d) => {
   const ms = Number(d);
   if (!Number.isInteger(ms) || ms < 0 || ms > 1000) throw new Error(`BENCH_SERVER_DELAY_MS: ${d} is not a delay in ms (0 to 1000)`);
@@ -290,13 +301,15 @@ async function main() {
         ["20 canvases, concurrency 2", 20, 2, delay >= 30 ? 0.95 : 0.8],
         ["one canvas", 1, 1, 0.9],
       ];
-      for (const [label, canvases, concurrency, target] of spread) {
-        const tag = `s${delay}c${canvases}x${Date.now()}`;
+      for (const [label, canvases, concurrency, target] of spread) for (let round = 0; round < E2E_ROUNDS; round += 1) {
+        const tag = `s${delay}c${canvases}r${round}x${Date.now()}`;
+        const ratios = (spreadRatios[`${label}${at}`] ??= { target, scheduler: [], lean: [], keeping: [] });
         const base = await call(page, "fetchLoop", { endpoint: server.url, tag: `l${tag}`, ...PLAN.canvasSpread, canvases, concurrency });
         expect(base.applied > 0 && base.failures.length === 0, `fetch loop: ${JSON.stringify(base.failures)}`);
         const e2e = await call(page, "endToEnd", { endpoint: server.url, batch: null, run: 1, tag: `e${tag}`, ...PLAN.canvasSpread, canvases });
         expect(e2e.applied > 0 && e2e.rejected === 0 && e2e.errors.length === 0, `end to end ${label}: ${JSON.stringify(e2e)}`);
-        figure(`end-to-end ops/s without batching, ${label}${at}`, fmt(e2e.opsPerSec), "ops/s", fmt(base.opsPerSec), `ops/s (plain fetch loop, concurrency ${concurrency})`, e2e.opsPerSec / base.opsPerSec,
+        ratios.scheduler.push(e2e.opsPerSec / base.opsPerSec);
+        figure(`end-to-end ops/s without batching, ${label}${at}${E2E_ROUNDS > 1 ? `, round ${round + 1}` : ""}`, fmt(e2e.opsPerSec), "ops/s", fmt(base.opsPerSec), `ops/s (plain fetch loop, concurrency ${concurrency})`, e2e.opsPerSec / base.opsPerSec,
           `issue 38 target >= ${target}; ${e2e.applied}/${e2e.enqueued} applied in ${e2e.sent} requests, enqueue ${fmt(e2e.enqueueMs)} ms${e2e.timedOut || base.timedOut ? ", TIMED OUT" : ""}`);
         // What the same durability costs without the scheduler: the floor a client keeping
         // S2, S4 and W1 can reach on this page (bench.js, durableLoop).
@@ -305,6 +318,7 @@ async function main() {
         for (const [outstanding, how] of [[1, "one commit at a time"], [2, "commits overlapping"]]) {
           const floor = await call(page, "durableLoop", { endpoint: server.url, tag: `d${outstanding}${tag}`, ...PLAN.canvasSpread, canvases, concurrency, outstanding });
           expect(floor.applied > 0 && floor.failures.length === 0, `durable loop: ${JSON.stringify(floor.failures)}`);
+          if (outstanding === 1) ratios.lean.push(floor.opsPerSec / base.opsPerSec);
           figure(`plain JS loop with the scheduler's durability, ${how}, ${label}${at}`, fmt(floor.opsPerSec), "ops/s", fmt(base.opsPerSec), `ops/s (plain fetch loop, concurrency ${concurrency})`, floor.opsPerSec / base.opsPerSec,
             `the scheduler end to end is ${fmt(e2e.opsPerSec / floor.opsPerSec, 2)}x this loop${floor.timedOut ? ", TIMED OUT" : ""}`);
         }
@@ -316,20 +330,27 @@ async function main() {
           return run;
         };
         const kept = await keeping(null);
+        ratios.keeping.push(kept.opsPerSec / base.opsPerSec);
         figure(`plain JS loop keeping what the scheduler keeps, one commit at a time, ${label}${at}`, fmt(kept.opsPerSec), "ops/s", fmt(base.opsPerSec), `ops/s (plain fetch loop, concurrency ${concurrency})`, kept.opsPerSec / base.opsPerSec,
           `the scheduler end to end is ${fmt(e2e.opsPerSec / kept.opsPerSec, 2)}x this loop; ${kept.transactions} transactions${kept.timedOut ? ", TIMED OUT" : ""}`);
-        for (const ahead of KEEP_AHEAD) {
+        for (const ahead of round === 0 ? KEEP_AHEAD : []) {
           const deeper = await keeping(ahead);
           figure(`plain JS loop keeping what the scheduler keeps, ${ahead} frozen or in flight, ${label}${at}`, fmt(deeper.opsPerSec), "ops/s", fmt(base.opsPerSec), `ops/s (plain fetch loop, concurrency ${concurrency})`, deeper.opsPerSec / base.opsPerSec,
             `${fmt(deeper.opsPerSec / kept.opsPerSec, 2)}x the keeping loop above; ${deeper.transactions} transactions${deeper.timedOut ? ", TIMED OUT" : ""}`);
         }
         // Worker mode (README): the same run with the scheduler in a dedicated worker.
-        if (canvases > 1) {
+        if (canvases > 1 && round === 0) {
           const inWorker = await call(page, "endToEnd", { endpoint: server.url, batch: null, run: 1, tag: `w${tag}`, ...PLAN.canvasSpread, canvases, worker: true });
           expect(inWorker.applied > 0 && inWorker.rejected === 0 && inWorker.errors.length === 0, `end to end in worker mode ${label}: ${JSON.stringify(inWorker)}`);
           figure(`end-to-end ops/s without batching, worker mode, ${label}${at}`, fmt(inWorker.opsPerSec), "ops/s", fmt(base.opsPerSec), `ops/s (plain fetch loop, concurrency ${concurrency})`, inWorker.opsPerSec / base.opsPerSec,
             `the scheduler in a dedicated worker (canvas-scheduler/worker); ${fmt(inWorker.opsPerSec / e2e.opsPerSec, 2)}x the page's figure above${inWorker.timedOut ? ", TIMED OUT" : ""}`);
         }
+      }
+      // With BENCH_E2E_ROUNDS > 1: each ratio's median over the rounds, with their range.
+      for (const [name, r] of E2E_ROUNDS > 1 ? Object.entries(spreadRatios).filter(([n]) => n.endsWith(at)) : []) {
+        const range = (xs) => `${fmt(Math.min(...xs), 3)}–${fmt(Math.max(...xs), 3)}`;
+        figure(`end to end without batching, ${name}, median of ${E2E_ROUNDS} rounds`, fmt(median(r.scheduler), 3), "of the fetch loop", fmt(median(r.keeping), 3), "of the fetch loop (plain JS loop keeping what the scheduler keeps)", median(r.scheduler) / median(r.keeping),
+          `issue 38 target >= ${r.target}; the scheduler ${range(r.scheduler)}, the plain loop with its durability ${fmt(median(r.lean), 3)} (${range(r.lean)}), keeping its records ${range(r.keeping)}`);
       }
       const batch = { maxOperations: 32, maxBytes: 65536 };
       const cases = [
