@@ -417,8 +417,13 @@ async function fetchLoop({ endpoint, n, canvases, deadlineMs, tag, concurrency =
  *   (their records deleted) at most every 250 ms, as the scheduler compacts while it works.
  * - `ahead`: how many requests may be frozen or in flight at once (2 × `concurrency` unless
  *   given): a deeper window writes more freezes, and answers, per transaction.
+ * - `without` (with `keep`): parts of what the scheduler keeps left out, to see what each
+ *   costs: "freezeRewrite" (the operation rewritten at its freeze), "answerRewrite" (at its
+ *   answer), "requestRewrite" (the answer written as a small record of its own instead of the
+ *   request rewritten whole), "events", "meta" (the counters), "archive".
  */
-async function durableLoop({ endpoint, n, canvases, deadlineMs, tag, concurrency = 2, outstanding = 2, keep = false, ahead = 2 * concurrency }) {
+async function durableLoop({ endpoint, n, canvases, deadlineMs, tag, concurrency = 2, outstanding = 2, keep = false, ahead = 2 * concurrency, without = [] }) {
+  const leaves = new Set(without);
   const name = `durable-${tag}-${Date.now()}`;
   const open = indexedDB.open(name, 1);
   const stores = keep ? ["lease", "ops", "requests", "events", "meta", "archive"] : ["lease", "ops", "requests"];
@@ -500,13 +505,17 @@ async function durableLoop({ endpoint, n, canvases, deadlineMs, tag, concurrency
     const events = [];
     for (const body of frozen) {
       frozenAt.set(body.id, Date.now());
-      puts.push(["requests", body.id, requestRecord(body, {})], ["ops", body.operationIds[0], operation(body, {})]);
+      puts.push(["requests", body.id, requestRecord(body, {})]);
+      if (!leaves.has("freezeRewrite")) puts.push(["ops", body.operationIds[0], operation(body, {})]);
     }
     for (const body of settled) {
       const outcome = { settlement: "applied", requestId: body.id, at: Date.now() };
-      puts.push(["requests", body.id, requestRecord(body, { phase: "dispatched", attempt: 1, outcome: "applied", canonical: body.answer.canonical })], ["ops", body.operationIds[0], operation(body, { phase: "resolved", outcome })]);
-      events.push({ seq: ++eventSeq, at: Date.now(), kind: "sent", requestId: body.id, attempt: 1 }, { seq: ++eventSeq, at: Date.now(), kind: "settled", requestId: body.id, operationId: body.operationIds[0] });
-      toArchive.push([body, outcome]);
+      // `answerRecord`: the answer in a small record of its own, the frozen request left as written.
+      if (leaves.has("requestRewrite")) puts.push(["requests", `${body.id}/answer`, JSON.stringify({ phase: "dispatched", attempt: 1, outcome: "applied", canonical: body.answer.canonical })]);
+      else puts.push(["requests", body.id, requestRecord(body, { phase: "dispatched", attempt: 1, outcome: "applied", canonical: body.answer.canonical })]);
+      if (!leaves.has("answerRewrite")) puts.push(["ops", body.operationIds[0], operation(body, { phase: "resolved", outcome })]);
+      if (!leaves.has("events")) events.push({ seq: ++eventSeq, at: Date.now(), kind: "sent", requestId: body.id, attempt: 1 }, { seq: ++eventSeq, at: Date.now(), kind: "settled", requestId: body.id, operationId: body.operationIds[0] });
+      if (!leaves.has("archive")) toArchive.push([body, outcome]);
     }
     if (now() - compactedAt >= 250 && toArchive.length > 0) {
       compactedAt = now();
@@ -515,7 +524,7 @@ async function durableLoop({ endpoint, n, canvases, deadlineMs, tag, concurrency
       }
     }
     if (events.length > 0) puts.push(["events", events[0].seq, JSON.stringify(events)]);
-    puts.push(["meta", "meta", JSON.stringify({ lastSequence: n, lastEventSeq: eventSeq })]);
+    if (!leaves.has("meta")) puts.push(["meta", "meta", JSON.stringify({ lastSequence: n, lastEventSeq: eventSeq })]);
   };
   // Issues a transaction when there is something to write: answers, or room for freezes.
   const pump = () => {

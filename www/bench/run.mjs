@@ -118,6 +118,17 @@ const E2E_ROUNDS = (() => {
 })();
 const spreadRatios = {};
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+/**
+ * `BENCH_KEEP_WITHOUT=events,requestRewrite,events+meta`: the keeping loop again without each
+ * listed part of what the scheduler keeps (`+` joins parts left out together; bench.js,
+ * durableLoop's `without`), to see what each costs.
+ */
+const KEEP_PARTS = ["freezeRewrite", "answerRewrite", "requestRewrite", "events", "meta", "archive"];
+const KEEP_WITHOUT = (process.env.BENCH_KEEP_WITHOUT ?? "").split(",").filter(Boolean).map((entry) => {
+  const parts = entry.split("+");
+  for (const part of parts) if (!KEEP_PARTS.includes(part)) throw new Error(`BENCH_KEEP_WITHOUT: ${part} is not one of ${KEEP_PARTS.join(", ")}`);
+  return parts;
+});
 const SERVER_DELAYS_MS = (process.env.BENCH_SERVER_DELAY_MS ?? "0,30").split(",").map((d) => {
   const ms = Number(d);
   if (!Number.isInteger(ms) || ms < 0 || ms > 1000) throw new Error(`BENCH_SERVER_DELAY_MS: ${d} is not a delay in ms (0 to 1000)`);
@@ -303,7 +314,7 @@ async function main() {
       ];
       for (const [label, canvases, concurrency, target] of spread) for (let round = 0; round < E2E_ROUNDS; round += 1) {
         const tag = `s${delay}c${canvases}r${round}x${Date.now()}`;
-        const ratios = (spreadRatios[`${label}${at}`] ??= { target, scheduler: [], lean: [], keeping: [] });
+        const ratios = (spreadRatios[`${label}${at}`] ??= { target, scheduler: [], lean: [], keeping: [], without: {} });
         const base = await call(page, "fetchLoop", { endpoint: server.url, tag: `l${tag}`, ...PLAN.canvasSpread, canvases, concurrency });
         expect(base.applied > 0 && base.failures.length === 0, `fetch loop: ${JSON.stringify(base.failures)}`);
         const e2e = await call(page, "endToEnd", { endpoint: server.url, batch: null, run: 1, tag: `e${tag}`, ...PLAN.canvasSpread, canvases });
@@ -331,6 +342,14 @@ async function main() {
         };
         const kept = await keeping(null);
         ratios.keeping.push(kept.opsPerSec / base.opsPerSec);
+        for (const parts of KEEP_WITHOUT) {
+          const name = parts.join("+");
+          const lighter = await call(page, "durableLoop", { endpoint: server.url, tag: `kw${KEEP_WITHOUT.indexOf(parts)}${tag}`, ...PLAN.canvasSpread, canvases, concurrency, outstanding: 1, keep: true, without: parts });
+          expect(lighter.applied > 0 && lighter.failures.length === 0, `durable loop keeping the scheduler's records without ${name}: ${JSON.stringify(lighter.failures)}`);
+          (ratios.without[name] ??= []).push(lighter.opsPerSec / base.opsPerSec);
+          figure(`plain JS loop keeping what the scheduler keeps but ${name}, ${label}${at}`, fmt(lighter.opsPerSec), "ops/s", fmt(base.opsPerSec), `ops/s (plain fetch loop, concurrency ${concurrency})`, lighter.opsPerSec / base.opsPerSec,
+            `${fmt(lighter.opsPerSec / kept.opsPerSec, 2)}x the keeping loop with it${lighter.timedOut ? ", TIMED OUT" : ""}`);
+        }
         figure(`plain JS loop keeping what the scheduler keeps, one commit at a time, ${label}${at}`, fmt(kept.opsPerSec), "ops/s", fmt(base.opsPerSec), `ops/s (plain fetch loop, concurrency ${concurrency})`, kept.opsPerSec / base.opsPerSec,
           `the scheduler end to end is ${fmt(e2e.opsPerSec / kept.opsPerSec, 2)}x this loop; ${kept.transactions} transactions${kept.timedOut ? ", TIMED OUT" : ""}`);
         for (const ahead of round === 0 ? KEEP_AHEAD : []) {
@@ -350,7 +369,8 @@ async function main() {
       for (const [name, r] of E2E_ROUNDS > 1 ? Object.entries(spreadRatios).filter(([n]) => n.endsWith(at)) : []) {
         const range = (xs) => `${fmt(Math.min(...xs), 3)}–${fmt(Math.max(...xs), 3)}`;
         figure(`end to end without batching, ${name}, median of ${E2E_ROUNDS} rounds`, fmt(median(r.scheduler), 3), "of the fetch loop", fmt(median(r.keeping), 3), "of the fetch loop (plain JS loop keeping what the scheduler keeps)", median(r.scheduler) / median(r.keeping),
-          `issue 38 target >= ${r.target}; the scheduler ${range(r.scheduler)}, the plain loop with its durability ${fmt(median(r.lean), 3)} (${range(r.lean)}), keeping its records ${range(r.keeping)}`);
+          `issue 38 target >= ${r.target}; the scheduler ${range(r.scheduler)}, the plain loop with its durability ${fmt(median(r.lean), 3)} (${range(r.lean)}), keeping its records ${range(r.keeping)}` +
+            Object.entries(r.without).map(([part, xs]) => `; keeping them but ${part} ${fmt(median(xs), 3)} (${range(xs)})`).join(""));
       }
       const batch = { maxOperations: 32, maxBytes: 65536 };
       const cases = [
