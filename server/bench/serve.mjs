@@ -45,7 +45,8 @@ if (engine === 'sqlite') {
     handler = bare(async (body) => void insert.run('anonymous', body.id, JSON.stringify(body.payload)));
   }
 } else {
-  const pool = new pg.Pool({ connectionString: where, max: 8 });
+  // BENCH_SERVER_POOL: connections per process (8 unless given).
+  const pool = new pg.Pool({ connectionString: where, max: Number(process.env.BENCH_SERVER_POOL ?? 8) });
   await pool.query(DOMAIN).catch(() => {});
   if (mode === 'plan') {
     const kit = createKit({
