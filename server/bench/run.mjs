@@ -11,10 +11,11 @@
 import { spawn, execFileSync } from 'node:child_process';
 import { once } from 'node:events';
 import { createInterface } from 'node:readline';
-import { mkdtempSync, chmodSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, chmodSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import pg from 'pg';
+import { postgresCpu, postgresCpuSince } from './proc-cpu.mjs';
 
 const ROOT = resolve(new URL('../..', import.meta.url).pathname);
 const SERVE = new URL('./serve.mjs', import.meta.url).pathname;
@@ -92,41 +93,6 @@ async function serverCpu(endpoints, reset = false) {
   return ms;
 }
 
-const TICK_MS = 1000 / Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim() || 100);
-
-/** CPU time (ms) of each running Postgres process (postmaster, backends, background workers) by
- * pid, from /proc (Linux; empty elsewhere): the database's share, which the servers' own does
- * not include. A backend that starts meanwhile counts from zero. */
-function databaseCpu() {
-  const byPid = new Map();
-  let pids = [];
-  try {
-    pids = readdirSync('/proc').filter((d) => /^\d+$/.test(d));
-  } catch {
-    return byPid;
-  }
-  for (const pid of pids) {
-    try {
-      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-      const close = stat.lastIndexOf(')');
-      if (stat.slice(stat.indexOf('(') + 1, close) !== 'postgres') continue;
-      const fields = stat.slice(close + 2).split(' ');
-      // utime and stime: fields 14 and 15 of stat, 12 and 13 after the name and state.
-      byPid.set(pid, (Number(fields[11]) + Number(fields[12])) * TICK_MS);
-    } catch {
-      // Gone meanwhile.
-    }
-  }
-  return byPid;
-}
-
-/** The database's CPU time (ms) since `before` ([`databaseCpu`]). */
-function databaseCpuSince(before) {
-  let ms = 0;
-  for (const [pid, now] of databaseCpu()) ms += now - (before.get(pid) ?? 0);
-  return ms;
-}
-
 async function measure(mode, engine, processes, label) {
   const where = engine === 'sqlite' ? join(work, `${label}-${mode}.sqlite`) : await freshPgDb(`bench_${label}_${mode}`);
   const servers = [];
@@ -134,13 +100,13 @@ async function measure(mode, engine, processes, label) {
   const endpoints = servers.map((s) => s.endpoint);
   await load(endpoints, `warm-${label}-${mode}`, PLAN.warm * processes, Date.now() + 20_000);
   await serverCpu(endpoints, true);
-  const database = databaseCpu();
+  const database = postgresCpu();
   const loader = process.cpuUsage();
   const t0 = performance.now();
   const n = await load(endpoints, `${label}-${mode}`, PLAN.requests, Date.now() + PLAN.deadlineMs);
   const seconds = (performance.now() - t0) / 1000;
   const cpuUs = (1000 * (await serverCpu(endpoints))) / n;
-  const dbUs = (1000 * databaseCpuSince(database)) / n;
+  const dbUs = (1000 * postgresCpuSince(database)) / n;
   const used = process.cpuUsage(loader);
   const loadUs = (used.user + used.system) / n;
   for (const s of servers) {
@@ -175,19 +141,19 @@ for (const [engine, processes, label] of CONFIGS.filter(([, , l]) => !ONLY || ON
   const cpu = (mode) => median(runs[mode].map((r) => r.cpuUs));
   const db = (mode) => median(runs[mode].map((r) => r.dbUs));
   // SQLite runs inside the server process: its CPU is the server's.
-  const dbNote = (mode, base) => (engine === 'postgres' ? `; database CPU per request: ${db(mode).toFixed(0)} us, ${base} ${db(base === 'bare' ? 'bare' : 'baretx').toFixed(0)} us` : '');
+  const dbNote = (mode, base, label) => (engine === 'postgres' ? `; database CPU per request: ${db(mode).toFixed(0)} us, ${label} ${db(base).toFixed(0)} us` : '');
   for (const [mode, name] of [['plan', 'kit (plan)'], ['kit', 'kit (apply)']]) {
     const ratio = median(ratios[mode]);
     console.log(
       `server ${name} ${engine} x${processes}: ${rps(mode).toFixed(0)} req/s, bare ${rps('bare').toFixed(0)} req/s (medians of ${ROUNDS}), ` +
         `kit/bare ${ratio.toFixed(2)}x (rounds ${ratios[mode].map((r) => r.toFixed(2)).join(', ')}), overhead ${((1 - ratio) * 100).toFixed(1)} % (target <= 25 %); ` +
-        `server CPU per request: ${cpu(mode).toFixed(0)} us, bare ${cpu('bare').toFixed(0)} us${dbNote(mode, 'bare')}`,
+        `server CPU per request: ${cpu(mode).toFixed(0)} us, bare ${cpu('bare').toFixed(0)} us${dbNote(mode, 'bare', 'bare')}`,
     );
   }
   const floor = median(ratios.floor);
   console.log(
     `server kit (apply) ${engine} x${processes} against bare in a transaction: ${rps('kit').toFixed(0)} req/s, bare in BEGIN … COMMIT ${rps('baretx').toFixed(0)} req/s, ` +
-      `ratio ${floor.toFixed(2)}x (rounds ${ratios.floor.map((r) => r.toFixed(2)).join(', ')}); server CPU per request ${cpu('kit').toFixed(0)} us, bare in a transaction ${cpu('baretx').toFixed(0)} us${dbNote('kit', 'baretx').replace('baretx', 'bare in a transaction')}`,
+      `ratio ${floor.toFixed(2)}x (rounds ${ratios.floor.map((r) => r.toFixed(2)).join(', ')}); server CPU per request ${cpu('kit').toFixed(0)} us, bare in a transaction ${cpu('baretx').toFixed(0)} us${dbNote('kit', 'baretx', 'bare in a transaction')}`,
   );
 }
 process.exit(0);

@@ -9,17 +9,16 @@
 //! commit's flush is a wait, not CPU. Postgres is CSK_PG_URL, or a throw-away cluster started
 //! here (scripts/pg-cluster) on 127.0.0.1. Bounded: STATEMENTS_N requests per mix and round.
 import { execFileSync } from 'node:child_process';
-import { chmodSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import pg from 'pg';
 import { postgresStore } from '../src/index.js';
+import { processCpu } from './proc-cpu.mjs';
 
 const ROOT = resolve(new URL('../..', import.meta.url).pathname);
 const N = Math.max(100, Math.min(20_000, Number(process.env.STATEMENTS_N ?? 4000)));
 const ROUNDS = 3;
-const TICK_MS = 1000 / Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim() || 100);
-
 let url = process.env.CSK_PG_URL;
 const work = mkdtempSync(join(tmpdir(), 'csk-statements-'));
 chmodSync(work, 0o755);
@@ -41,11 +40,7 @@ await client.connect();
 await client.query('SET synchronous_commit = off');
 const pid = (await client.query('SELECT pg_backend_pid() AS pid')).rows[0].pid;
 /** The backend's CPU time in ms. */
-const cpu = (of = pid) => {
-  const stat = readFileSync(`/proc/${of}/stat`, 'utf8');
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return (Number(fields[11]) + Number(fields[12])) * TICK_MS;
-};
+const cpu = (of = pid) => processCpu(of).ms;
 
 // The kit's table (postgres.js) three ways: as the kit makes it, with TEXT answers, without the
 // settled index.

@@ -342,9 +342,9 @@ async function main() {
         };
         const kept = await keeping(null);
         ratios.keeping.push(kept.opsPerSec / base.opsPerSec);
-        for (const parts of KEEP_WITHOUT) {
+        for (const [n, parts] of KEEP_WITHOUT.entries()) {
           const name = parts.join("+");
-          const lighter = await call(page, "durableLoop", { endpoint: server.url, tag: `kw${KEEP_WITHOUT.indexOf(parts)}${tag}`, ...PLAN.canvasSpread, canvases, concurrency, outstanding: 1, keep: true, without: parts });
+          const lighter = await call(page, "durableLoop", { endpoint: server.url, tag: `kw${n}${tag}`, ...PLAN.canvasSpread, canvases, concurrency, outstanding: 1, keep: true, without: parts });
           expect(lighter.applied > 0 && lighter.failures.length === 0, `durable loop keeping the scheduler's records without ${name}: ${JSON.stringify(lighter.failures)}`);
           (ratios.without[name] ??= []).push(lighter.opsPerSec / base.opsPerSec);
           figure(`plain JS loop keeping what the scheduler keeps without ${name}, ${label}${at}`, fmt(lighter.opsPerSec), "ops/s", fmt(base.opsPerSec), `ops/s (plain fetch loop, concurrency ${concurrency})`, lighter.opsPerSec / base.opsPerSec,
