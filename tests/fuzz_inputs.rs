@@ -25,6 +25,9 @@
 //! regression test in the behaviour files instead, where it documents what it proves.
 #![cfg(any(not(target_arch = "wasm32"), target_os = "wasi"))]
 
+mod common;
+
+use common::ENQUEUE_CODES;
 use std::collections::{BTreeMap, BTreeSet};
 
 use canvas_scheduler::core::config::SchedulerConfig;
@@ -87,16 +90,6 @@ fn run<S: Strategy>(
         panic!("{property}: {failure}");
     }
 }
-
-/// The codes `enqueue` may answer with on a healthy, open scheduler (SPEC §6).
-const ENQUEUE_CODES: [&str; 6] = [
-    "invalid_intent",
-    "duplicate_operation",
-    "unknown_dependency",
-    "dependency_cycle",
-    "payload_too_large",
-    "invalid_sequence",
-];
 
 fn check_code(error: &SchedulerError, allowed: &[&str]) -> Result<(), TestCaseError> {
     prop_assert!(

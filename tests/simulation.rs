@@ -13,6 +13,13 @@
 //! be sent.
 //! One enqueue in five is partial (issue 37 item 4), with an invalid intent among the others:
 //! that one is refused alone and never stored, and the rest are acknowledged as any enqueue.
+//! Some enqueues go through the shared inbox, the intake store outside the fence (W4, SPEC W1):
+//! any awake tab appends (a follower, the leader, or a leader whose lease another has taken
+//! over), acknowledged once appended; the dispatching tab adopts the entries in intake order
+//! (at its open before it starts, on a wake and on its timer) and clears them in a later step,
+//! so crashes and power losses fall between an append and its adoption and between an adoption
+//! and its clearing. Every appended intent ends in the ledger or set aside with its reason,
+//! under the principal that appended it, in each tab's intake order.
 //! Invariants are checked after every step. A failing seed is printed; replay it with
 //! `SIM_SEED=<seed> cargo test --test simulation`. `SIM_SEEDS=<n>` runs more seeds (from
 //! `SIM_FIRST_SEED`, 1 unless set), `SIM_STEPS=<n>` more steps per seed.
@@ -25,7 +32,7 @@ use std::io::Write;
 use canvas_scheduler::core::config::{RetryPolicy, SchedulerConfig};
 use canvas_scheduler::core::error::ErrorCode;
 use canvas_scheduler::core::host::{Authorization, CountingHost};
-use canvas_scheduler::core::intent::IntentInput;
+use canvas_scheduler::core::intent::{check_batch, IntentInput};
 use canvas_scheduler::core::io::{
     AttemptOutcome, AttemptStatus, Effect, PersistBatch, PersistResult, Report, SendOrder,
 };
@@ -36,10 +43,34 @@ use canvas_scheduler::core::retention::{RetentionPolicy, LOOKUP_ROUNDS};
 use canvas_scheduler::core::safe_error::SafeError;
 use canvas_scheduler::core::{HoldId, Scheduler};
 use canvas_scheduler::testing::{MemoryStore, ServerFaults, SimRng, SimServer};
-use common::{edit, of_kind, upload};
+use common::{edit, of_kind, upload, ENQUEUE_CODES};
 
 const CANVASES: [&str; 6] = ["c0", "c1", "c2", "c3", "c4", "c5"];
 const LEASE_MS: Millis = 2_000;
+
+/// One entry of the shared inbox (W4; SPEC W1's intake store): one tab's enqueue, written
+/// outside the fence in a strict transaction of its own, so durable once appended.
+#[derive(Clone)]
+struct IntakeEntry {
+    /// The appending tab's owner id.
+    origin: String,
+    /// The principal of the appending session (K3: the operations are sent only under it).
+    principal: Option<String>,
+    intents: Vec<IntentInput>,
+}
+
+/// An adoption pass of the dispatching tab, as `Driver::adopt_inbox` runs it: the entries it
+/// admitted (durable after `barrier`) and those it refused; cleared from the intake in a
+/// later step, once `durable` (the driver clears them in a transaction of its own).
+struct AdoptionPass {
+    barrier: Option<u64>,
+    /// Each entry admitted, with the ids this pass added to the ledger (not those already in
+    /// it: adopted before, or the same intent enqueued again meanwhile).
+    adopted: Vec<(u64, Vec<String>)>,
+    /// Each entry refused, with the refusal's code.
+    refused: Vec<(u64, &'static str)>,
+    durable: bool,
+}
 
 /// One scheduler instance ("tab") and what it has asked the world to do.
 struct Tab {
@@ -63,6 +94,8 @@ struct Tab {
     left: u64,
     /// Issue 37: `whenSaved()` calls not yet resolved: the ids each covers, settled so far.
     saved_watches: Vec<(Vec<String>, usize)>,
+    /// Its adoption pass of the intake not yet cleared (one at a time).
+    adoption: Option<AdoptionPass>,
 }
 
 struct World {
@@ -122,6 +155,22 @@ struct World {
     /// Power losses, and the relaxed commits they dropped (W1).
     power_losses: u64,
     relaxed_lost: u64,
+    /// The shared inbox (durable: every append is a strict commit), by its auto-increment key.
+    intake: BTreeMap<u64, IntakeEntry>,
+    next_intake: u64,
+    /// Per appending tab, its last entry cleared as adopted: its key and its highest sequence.
+    intake_order: BTreeMap<String, (u64, u64)>,
+    /// Keys whose adoption became durable (a pass adopting one again: a crash between an
+    /// adoption and its clearing).
+    adopted_durable: BTreeSet<u64>,
+    /// Operations of entries the dispatcher refused and set aside (quarantined), with the
+    /// refusal's code: acknowledged, never admitted, and said so.
+    quarantined: BTreeMap<String, &'static str>,
+    intake_appends: u64,
+    /// Appends by a tab that still takes itself for the leader after another took the lease.
+    stale_appends: u64,
+    readopted: u64,
+    intake_refused: u64,
 }
 
 impl World {
@@ -202,6 +251,15 @@ impl World {
             saved_resolved: 0,
             power_losses: 0,
             relaxed_lost: 0,
+            intake: BTreeMap::new(),
+            next_intake: 0,
+            intake_order: BTreeMap::new(),
+            adopted_durable: BTreeSet::new(),
+            quarantined: BTreeMap::new(),
+            intake_appends: 0,
+            stale_appends: 0,
+            readopted: 0,
+            intake_refused: 0,
         };
         let _ = world.open_tab();
         world
@@ -230,13 +288,10 @@ impl World {
             return false;
         }
         let host = CountingHost::new(&format!("t{}", self.next_tab));
-        let mut scheduler = match Scheduler::new(config, host, self.store.snapshot()) {
+        let scheduler = match Scheduler::new(config, host, self.store.snapshot()) {
             Ok(s) => s,
             Err(e) => self.fail(&format!("new: {e}")),
         };
-        if let Err(e) = scheduler.start(self.now) {
-            self.fail(&format!("start: {e}"));
-        }
         self.tabs.push(Tab {
             scheduler,
             persists: Vec::new(),
@@ -251,9 +306,183 @@ impl World {
             authorizing: Vec::new(),
             left: 0,
             saved_watches: Vec::new(),
+            adoption: None,
         });
-        self.collect(self.tabs.len() - 1);
+        let t = self.tabs.len() - 1;
+        // The new leader adopts the intake before it starts: before recovery (D1) sends.
+        self.adopt_intake(t);
+        if let Err(e) = self.tabs[t].scheduler.start(self.now) {
+            self.fail(&format!("start: {e}"));
+        }
+        self.collect(t);
         true
+    }
+
+    /// Tab `t` appends an enqueue to the intake, checked as a tab that does not dispatch checks
+    /// it (without the ledger); acknowledged once appended. Any awake tab may: one that follows,
+    /// the leader (SPEC W1's freedom), or one that takes itself for the leader after another
+    /// took the lease over (it has not written since).
+    fn append_intake(&mut self, t: usize) {
+        let config = self.tabs[t].scheduler.config();
+        let (origin, principal) = (config.owner.clone(), config.principal.clone());
+        let max_payload = config.max_payload_bytes;
+        let stale = self.tabs[t].scheduler.is_leader()
+            && self
+                .store
+                .lease()
+                .is_some_and(|lease| lease.owner != origin);
+        let intents = self.random_intents();
+        if check_batch(&intents, max_payload).is_err() {
+            return;
+        }
+        for intent in &intents {
+            if let Some(blob) = &intent.blob {
+                self.store.blobs.insert(blob.id.clone());
+            }
+        }
+        self.next_intake += 1;
+        self.intake.insert(
+            self.next_intake,
+            IntakeEntry {
+                origin,
+                principal,
+                intents: intents.clone(),
+            },
+        );
+        self.intake_appends += 1;
+        self.stale_appends += u64::from(stale);
+        self.acknowledged
+            .extend(intents.iter().map(|i| i.id.clone()));
+        self.intents.extend(intents);
+    }
+
+    /// The dispatching tab's turn at the intake, as its driver takes it (on a wake, on its
+    /// timer): a pass whose adoption is durable is cleared; with none under way, a new one runs.
+    fn intake_turn(&mut self, l: usize) -> bool {
+        if self.tabs[l]
+            .adoption
+            .as_ref()
+            .is_some_and(|pass| pass.durable)
+        {
+            self.clear_intake(l);
+            return true;
+        }
+        self.adopt_intake(l)
+    }
+
+    /// One adoption pass, as `Driver::adopt_inbox` runs it: every entry in intake order, the
+    /// tombstones of ids the tab does not hold looked up first, admitted under the entry's own
+    /// principal; a refusal about the entry sets it aside, any other ends the pass with the
+    /// rest left in the intake. Whether it adopted or refused anything.
+    fn adopt_intake(&mut self, l: usize) -> bool {
+        if self.tabs[l].adoption.is_some()
+            || self.intake.is_empty()
+            || self.tabs[l].scheduler.is_closed()
+        {
+            return false;
+        }
+        let entries: Vec<(u64, IntakeEntry)> =
+            self.intake.iter().map(|(k, e)| (*k, e.clone())).collect();
+        let mut pass = AdoptionPass {
+            barrier: None,
+            adopted: Vec::new(),
+            refused: Vec::new(),
+            durable: false,
+        };
+        for (key, entry) in entries {
+            self.learn_tombstones(l, &entry.intents);
+            let ledger = self.tabs[l].scheduler.ledger();
+            let new: Vec<String> = entry
+                .intents
+                .iter()
+                .filter(|i| ledger.operation(&i.id).is_none() && ledger.tombstone(&i.id).is_none())
+                .map(|i| i.id.clone())
+                .collect();
+            let admitted = self.tabs[l].scheduler.adopt(
+                self.now,
+                entry.intents.clone(),
+                entry.principal.clone(),
+            );
+            match admitted {
+                Ok(barrier) => {
+                    pass.barrier = Some(barrier);
+                    pass.adopted.push((key, new));
+                    self.readopted += u64::from(self.adopted_durable.contains(&key));
+                    for intent in &entry.intents {
+                        if let Some(op) = self.tabs[l].scheduler.ledger().operation(&intent.id) {
+                            let user = if op.intent.principal.as_deref() == Some("user-2") {
+                                "user-2"
+                            } else {
+                                "user-1"
+                            };
+                            self.sequence_of
+                                .insert(intent.id.clone(), (op.intent.sequence, user));
+                        }
+                    }
+                }
+                Err(error) if error.code.refuses_inbox_entry() => {
+                    pass.refused.push((key, error.code()))
+                }
+                Err(_) => break,
+            }
+        }
+        if pass.adopted.is_empty() && pass.refused.is_empty() {
+            return false;
+        }
+        pass.durable = pass.barrier.is_none();
+        self.tabs[l].adoption = Some(pass);
+        self.collect(l);
+        true
+    }
+
+    /// Clears a durable pass's entries from the intake; those it refused are set aside.
+    fn clear_intake(&mut self, l: usize) {
+        let Some(pass) = self.tabs[l].adoption.take() else {
+            return;
+        };
+        let mut adopted = pass.adopted;
+        adopted.sort_by_key(|(key, _)| *key);
+        for (key, new) in adopted {
+            let Some(entry) = self.intake.remove(&key) else {
+                continue; // cleared by another tab's pass that adopted it too
+            };
+            // Each tab's intake order is its operations' order: the entry's sequences all
+            // follow those of the same tab's entry before it, whoever adopted which.
+            let ledger = self.tabs[l].scheduler.ledger();
+            // K3: admitted under the principal of the session that appended it.
+            for id in &new {
+                let principal = ledger.operation(id).map(|o| &o.intent.principal);
+                if principal.is_some_and(|p| *p != entry.principal) {
+                    self.fail(&format!(
+                        "{id} appended by {:?} adopted as {principal:?}",
+                        entry.principal
+                    ));
+                }
+            }
+            let seqs: Vec<u64> = new
+                .iter()
+                .filter_map(|id| ledger.operation(id).map(|o| o.intent.sequence))
+                .collect();
+            let (Some(first), Some(end)) = (seqs.iter().min(), seqs.iter().max()) else {
+                continue; // compacted since
+            };
+            if let Some((before, seq)) = self.intake_order.get(&entry.origin) {
+                if *before < key && seq >= first {
+                    self.fail(&format!(
+                        "intake entries {before} and {key} of {} admitted out of order",
+                        entry.origin
+                    ));
+                }
+            }
+            self.intake_order.insert(entry.origin, (key, *end));
+        }
+        for (key, code) in pass.refused {
+            if let Some(entry) = self.intake.remove(&key) {
+                self.intake_refused += 1;
+                self.quarantined
+                    .extend(entry.intents.iter().map(|i| (i.id.clone(), code)));
+            }
+        }
     }
 
     /// Carries effects of one tab into the world, checking send-time invariants.
@@ -764,6 +993,15 @@ impl World {
         let t = self.rng.below(self.tabs.len() as u64) as usize;
         let awake = self.tabs[t].paused_until <= self.now;
         match roll {
+            // An enqueue through the intake, by whichever tab is awake; the leader is woken.
+            0..=3 if awake && !self.tabs[t].scheduler.is_closed() => {
+                self.append_intake(t);
+                if let Some(l) = self.leader() {
+                    if self.rng.chance(50) {
+                        self.intake_turn(l);
+                    }
+                }
+            }
             0..=14 => {
                 if let Some(l) = self.leader() {
                     let again = !self.intents.is_empty() && self.rng.chance(15);
@@ -866,6 +1104,10 @@ impl World {
             }
             75..=86 => {
                 self.now += self.rng.below(400);
+                // The leader's rescan of the intake.
+                if let Some(l) = self.leader() {
+                    self.intake_turn(l);
+                }
                 for t in 0..self.tabs.len() {
                     let mut fired = 0;
                     while self.tabs[t]
@@ -1140,6 +1382,27 @@ impl World {
             }
         }
         tab.pending_discards = still;
+        // An adoption whose batch failed or was fenced leaves its entries in the intake (the
+        // driver's wait for the barrier fails, and nothing is cleared).
+        let verdict = match &tab.adoption {
+            Some(AdoptionPass {
+                barrier: Some(barrier),
+                durable: false,
+                ..
+            }) => tab.scheduler.barrier_state(*barrier),
+            _ => None,
+        };
+        match verdict {
+            Some(true) => {
+                if let Some(pass) = tab.adoption.as_mut() {
+                    pass.durable = true;
+                    self.adopted_durable
+                        .extend(pass.adopted.iter().map(|(key, _)| *key));
+                }
+            }
+            Some(false) => tab.adoption = None,
+            None => {}
+        }
     }
 
     /// The host's authorization step: mostly allowed; now and then the check fails or the
@@ -1270,6 +1533,9 @@ impl World {
             self.collect(t);
         }
         let mut heals = 0;
+        // Timers fired since the last login: the user logged in gets up to 50 (a group
+        // commit, a retry, a lease renewal) before the other user is let in.
+        let mut timers_this_login = 0;
         for _ in 0..20_000 {
             let mut moved = false;
             for t in 0..self.tabs.len() {
@@ -1311,6 +1577,9 @@ impl World {
                     self.collect(t);
                     moved = true;
                 }
+                if self.tabs[t].scheduler.is_leader() && self.intake_turn(t) {
+                    moved = true;
+                }
             }
             self.check_invariants();
             if moved {
@@ -1318,12 +1587,13 @@ impl World {
             }
             // Tabs that keep their lease alive always have a renewal timer: stop once every
             // durable operation is settled (a stranded one runs the loop out).
-            if self
-                .store
-                .snapshot()
-                .operations
-                .iter()
-                .all(|op| self.is_settled(op))
+            if self.intake.is_empty()
+                && self
+                    .store
+                    .snapshot()
+                    .operations
+                    .iter()
+                    .all(|op| self.is_settled(op))
             {
                 break;
             }
@@ -1332,11 +1602,23 @@ impl World {
                 continue;
             }
             // What is left may belong to the other user (K3): it waits for their login.
-            let other_users_work = self.store.snapshot().operations.iter().any(|op| {
-                !self.is_settled(op) && op.intent.principal.as_deref() != Some(self.principal)
-            });
-            if other_users_work && self.principal_switches < 1_000 {
+            let unsettled: Vec<bool> = self
+                .store
+                .snapshot()
+                .operations
+                .iter()
+                .filter(|op| !self.is_settled(op))
+                .map(|op| op.intent.principal.as_deref() == Some(self.principal))
+                .collect();
+            let other_users_work = unsettled.iter().any(|mine| !mine);
+            let own_work = unsettled.iter().any(|mine| *mine) || !self.intake.is_empty();
+            let timer = self.tabs.iter().any(|t| t.timer.is_some());
+            if other_users_work
+                && self.principal_switches < 1_000
+                && (!own_work || !timer || timers_this_login >= 50)
+            {
                 self.log_in_as_the_other();
+                timers_this_login = 0;
                 continue;
             }
             if self
@@ -1349,6 +1631,7 @@ impl World {
             let next = self.tabs.iter().filter_map(|t| t.timer).min();
             match next {
                 Some(at) => {
+                    timers_this_login += 1;
                     self.now = self.now.max(at);
                     for t in 0..self.tabs.len() {
                         if self.tabs[t].timer.is_some_and(|due| due <= self.now) {
@@ -1368,8 +1651,15 @@ impl World {
                 None => break,
             }
         }
-        // A discard the host was told is durable stays: never sent again, settled discarded.
+        // The intake is empty: every entry adopted or set aside.
+        if let Some((key, entry)) = self.intake.iter().next() {
+            self.fail(&format!(
+                "intake entry {key} of {} left unadopted at the end",
+                entry.origin
+            ));
+        }
         let durable = self.store.snapshot();
+        // A discard the host was told is durable stays: never sent again, settled discarded.
         for id in &self.discarded {
             let settlement = match durable.operations.iter().find(|o| &o.intent.id == id) {
                 Some(op) if op.phase == OperationPhase::Resolved => {
@@ -1391,6 +1681,14 @@ impl World {
         // Nothing lost: every acknowledged operation ended applied, rejected or blocked with a reason.
         for id in &self.acknowledged {
             let Some(op) = durable.operations.iter().find(|o| &o.intent.id == id) else {
+                // Set aside from the intake: refused for what the entry is (never for a
+                // storage failure, a lost lease or a stopped tab, which leave it to be adopted).
+                if let Some(code) = self.quarantined.get(id) {
+                    if !ENQUEUE_CODES.contains(code) {
+                        self.fail(&format!("{id} was set aside from the intake for {code}"));
+                    }
+                    continue;
+                }
                 // Compacted: settled for good, and applied at most once.
                 let Some(tombstone) = self.store.tombstones_of([id.as_str()]).pop() else {
                     self.fail(&format!("acknowledged {id} is not in the durable ledger"));
@@ -1489,6 +1787,10 @@ struct Tally {
     saved_resolved: u64,
     power_losses: u64,
     relaxed_lost: u64,
+    intake_appends: u64,
+    stale_appends: u64,
+    readopted: u64,
+    intake_refused: u64,
 }
 
 impl Tally {
@@ -1511,6 +1813,10 @@ impl Tally {
         self.saved_resolved += other.saved_resolved;
         self.power_losses += other.power_losses;
         self.relaxed_lost += other.relaxed_lost;
+        self.intake_appends += other.intake_appends;
+        self.stale_appends += other.stale_appends;
+        self.readopted += other.readopted;
+        self.intake_refused += other.intake_refused;
     }
 }
 
@@ -1539,6 +1845,10 @@ fn run_seed(seed: u64, steps: u64) -> Tally {
         saved_resolved: world.saved_resolved,
         power_losses: world.power_losses,
         relaxed_lost: world.relaxed_lost,
+        intake_appends: world.intake_appends,
+        stale_appends: world.stale_appends,
+        readopted: world.readopted,
+        intake_refused: world.intake_refused,
     }
 }
 
@@ -1569,7 +1879,7 @@ fn simulation_invariants_hold_across_seeds() {
     // Written to the stderr handle itself (not captured by the test harness), so CI logs show it.
     let _ = writeln!(
         std::io::stderr(),
-        "simulation: {} seeds, {} steps, {} acknowledged operations, {} batched sends, {} superseded, {} folded into pages, {} host actions ({} refused), {} unauthorized answers, {} version conflicts, {} logins as another user, {} denials after a send, {} failed authorization checks, {} compacted, {} compacted intents enqueued again, {} partial enqueues, {} whenSaved resolved, {} power losses dropping {} relaxed commits",
+        "simulation: {} seeds, {} steps, {} acknowledged operations, {} batched sends, {} superseded, {} folded into pages, {} host actions ({} refused), {} unauthorized answers, {} version conflicts, {} logins as another user, {} denials after a send, {} failed authorization checks, {} compacted, {} compacted intents enqueued again, {} partial enqueues, {} whenSaved resolved, {} power losses dropping {} relaxed commits, {} intake appends ({} by a leader whose lease was taken over), {} adopted again after a crash before clearing, {} set aside",
         seeds.len(),
         total.steps,
         total.acknowledged,
@@ -1589,6 +1899,10 @@ fn simulation_invariants_hold_across_seeds() {
         total.saved_resolved,
         total.power_losses,
         total.relaxed_lost,
+        total.intake_appends,
+        total.stale_appends,
+        total.readopted,
+        total.intake_refused,
     );
     assert!(total.acknowledged > 0);
     assert!(
@@ -1607,7 +1921,10 @@ fn simulation_invariants_hold_across_seeds() {
                 && total.enqueued_again > 0
                 && total.partial_enqueues > 0
                 && total.saved_resolved > 0
-                && total.relaxed_lost > 0),
-        "batching, coalescing, folding, host actions (taken and refused) expired logins, version conflicts, a second user and power losses dropping relaxed commits must be exercised"
+                && total.relaxed_lost > 0
+                && total.intake_appends > 0
+                && total.stale_appends > 0
+                && total.readopted > 0),
+        "batching, coalescing, folding, host actions (taken and refused) expired logins, version conflicts, a second user, power losses dropping relaxed commits, intake appends (by a stale leader too) and adoptions again after a crash must be exercised"
     );
 }

@@ -48,6 +48,21 @@ pub enum ErrorCode {
 }
 
 impl ErrorCode {
+    /// W4: an adoption of an inbox entry refused with this code refuses the entry itself (it
+    /// is quarantined); any other refusal (storage, a lost lease, a stopped scheduler) leaves
+    /// the entry in the inbox for a later pass or the next leader.
+    pub fn refuses_inbox_entry(&self) -> bool {
+        matches!(
+            self,
+            ErrorCode::InvalidIntent
+                | ErrorCode::DuplicateOperation
+                | ErrorCode::UnknownDependency
+                | ErrorCode::DependencyCycle
+                | ErrorCode::PayloadTooLarge
+                | ErrorCode::InvalidSequence
+        )
+    }
+
     /// Every code, for checks that each one is declared and documented.
     pub const ALL: [ErrorCode; 19] = [
         ErrorCode::InvalidIntent,

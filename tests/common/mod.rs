@@ -4,6 +4,17 @@
 use canvas_scheduler::core::intent::IntentInput;
 use serde_json::json;
 
+/// The codes `enqueue` may answer with on a healthy, open scheduler (SPEC §6): what refuses
+/// the intents themselves, never a failed write, a lost lease or a stopped scheduler.
+pub const ENQUEUE_CODES: [&str; 6] = [
+    "invalid_intent",
+    "duplicate_operation",
+    "unknown_dependency",
+    "dependency_cycle",
+    "payload_too_large",
+    "invalid_sequence",
+];
+
 /// A plain edit on the given canvases.
 pub fn edit(id: &str, canvases: &[&str]) -> IntentInput {
     IntentInput {

@@ -2,7 +2,7 @@
 //! dispatcher's ledger in append order, then removed from the inbox once durable here.
 
 use super::Driver;
-use crate::core::error::{ErrorCode, SchedulerError};
+use crate::core::error::SchedulerError;
 use crate::core::io::BatchNo;
 
 /// What became of one inbox entry, for the tab that wrote it.
@@ -17,20 +17,6 @@ pub struct Adoption {
     /// An entry that could not even be read (no origin, no ids): its inbox key and the reason
     /// it was quarantined, for the leader's `onEvent` (D4: set aside, and said so).
     pub malformed: Option<(String, String)>,
-}
-
-/// Refusals that are about the entry itself; anything else (storage, a lost lease, a stopped
-/// scheduler) leaves the entry in the inbox for a later pass or the next leader.
-fn refuses_entry(code: ErrorCode) -> bool {
-    matches!(
-        code,
-        ErrorCode::InvalidIntent
-            | ErrorCode::DuplicateOperation
-            | ErrorCode::UnknownDependency
-            | ErrorCode::DependencyCycle
-            | ErrorCode::PayloadTooLarge
-            | ErrorCode::InvalidSequence
-    )
 }
 
 impl Driver {
@@ -81,7 +67,7 @@ impl Driver {
                     adopted.push(record.key);
                     None
                 }
-                Err(error) if refuses_entry(error.code.clone()) => {
+                Err(error) if error.code.refuses_inbox_entry() => {
                     refused.push((record, format!("{}: {}", error.code(), error.message)));
                     Some(error)
                 }
