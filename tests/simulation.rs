@@ -1602,6 +1602,16 @@ impl World {
                 continue;
             }
             // What is left may belong to the other user (K3): it waits for their login.
+            // Who is logged in is whoever the dispatching tab serves (a crash may have switched
+            // users while an older tab of the first one kept the lease).
+            if let Some(l) = self.leader() {
+                let serves = self.tabs[l].scheduler.config().principal.as_deref();
+                self.principal = if serves == Some("user-2") {
+                    "user-2"
+                } else {
+                    "user-1"
+                };
+            }
             let unsettled: Vec<bool> = self
                 .store
                 .snapshot()

@@ -872,6 +872,94 @@ async function enqueueWhileSending({ endpoint, backlog, n, rateMs, outstanding =
 }
 
 /**
+ * 9b. Enqueue from a tab that does not dispatch (W4), beside the tab that does: two schedulers
+ * of one ledger in this page (`owner` "lead" opened first takes the Web Lock and dispatches;
+ * "follow" writes its enqueues to the shared inbox, the intake store outside the fence, and the
+ * leader adopts them). A backlog of `backlog` operations keeps the leader's concurrency 2
+ * busy. Then `n` rounds of: a raw 1-record transaction, an awaited enqueue by the leader, an
+ * awaited enqueue by the follower (the same moments of a shared machine for all three); then
+ * `outstanding` lanes of the leader's enqueues for `rateMs`, and the same of the follower's,
+ * each counted beside the operations delivered meanwhile. Every follower enqueue must reach
+ * the server: the run waits (bounded by `deadlineMs`) until the leader settled all of them.
+ */
+async function followerEnqueue({ endpoint, backlog, n, rateMs, outstanding = 16, deadlineMs, tag }) {
+  const settledIds = new Set();
+  const errors = [];
+  const database = `bench-${tag}-${Date.now()}`;
+  const onEvent = (event) => {
+    if (event.type === "settled") settledIds.add(event.operationId);
+    else if ((event.type === "error" || event.type === "blocked" || event.type === "dead_lettered") && errors.length < 5) errors.push(JSON.stringify(event).slice(0, 300));
+  };
+  const lead = await Scheduler.open({ database, endpoint, concurrency: 2, owner: "lead", onEvent });
+  const follow = await Scheduler.open({ database, endpoint, concurrency: 2, owner: "follow" });
+  const db = await openRawDb(`bench-${tag}-raw-${Date.now()}`);
+  const deadline = now() + deadlineMs;
+  const followed = [];
+  try {
+    if (!lead.stats().leader || follow.stats().leader) throw new Error(`expected "lead" to dispatch and "follow" to follow: ${JSON.stringify([lead.stats().leaderOwner, follow.stats().leaderOwner])}`);
+    const intents = [];
+    for (let i = 0; i < backlog; i++) intents.push(shapeIntent(`${tag}-b-${i}`, `${tag}-c${i % 20}`, i));
+    await lead.enqueueMany(intents);
+    lead.start();
+    const raw = [];
+    const leader = [];
+    const follower = [];
+    for (let i = 0; i < n && now() < deadline; i++) {
+      await timed(raw, () => putAll(db, [[`s-${i}`, rawRecord(`s-${i}`, i)]]));
+      await timed(leader, () => lead.enqueue(shapeIntent(`${tag}-l-${i}`, `${tag}-c${i % 20}`, i)));
+      const id = `${tag}-f-${i}`;
+      followed.push(id);
+      await timed(follower, () => follow.enqueue(shapeIntent(id, `${tag}-c${i % 20}`, i)));
+    }
+    /** `outstanding` lanes calling `step(i)` back to back for `rateMs`. */
+    const inLanes = async (step) => {
+      const settledBefore = settledIds.size;
+      const t = now();
+      let calls = 0;
+      const lane = async () => {
+        while (now() - t < rateMs && now() < deadline) {
+          const i = calls;
+          calls += 1;
+          await step(i);
+        }
+      };
+      await Promise.all(Array.from({ length: outstanding }, lane));
+      const ms = now() - t;
+      return { perSec: (calls / ms) * 1000, deliveredPerSec: ((settledIds.size - settledBefore) / ms) * 1000 };
+    };
+    const leaderMany = await inLanes((i) => lead.enqueue(shapeIntent(`${tag}-lm-${i}`, `${tag}-c${i % 20}`, i)));
+    const followerMany = await inLanes((i) => {
+      const id = `${tag}-fm-${i}`;
+      followed.push(id);
+      return follow.enqueue(shapeIntent(id, `${tag}-c${i % 20}`, i));
+    });
+    // What the follower enqueued reaches the server: adopted and settled by the leader.
+    while (now() < deadline && followed.some((id) => !settledIds.has(id))) await new Promise((r) => setTimeout(r, 50));
+    return {
+      outstanding,
+      count: follower.length,
+      rawP50Ms: percentile(raw, 0.5),
+      rawP99Ms: percentile(raw, 0.99),
+      leaderP50Ms: percentile(leader, 0.5),
+      leaderP99Ms: percentile(leader, 0.99),
+      followerP50Ms: percentile(follower, 0.5),
+      followerP99Ms: percentile(follower, 0.99),
+      leaderManyPerSec: leaderMany.perSec,
+      deliveredLeaderManyPerSec: leaderMany.deliveredPerSec,
+      followerManyPerSec: followerMany.perSec,
+      deliveredFollowerManyPerSec: followerMany.deliveredPerSec,
+      followed: followed.length,
+      followedSettled: followed.filter((id) => settledIds.has(id)).length,
+      errors,
+    };
+  } finally {
+    db.close();
+    follow.stop();
+    lead.stop();
+  }
+}
+
+/**
  * 10. Scale (issue 31): what one send costs as the queue grows. `pending` operations on
  * `canvases` canvases are made durable while the scheduler is held; then it is released with
  * an in-page transport that answers `applied` at once; after the first `warm` sends, the next
@@ -959,5 +1047,5 @@ function forceDurability(durability) {
   return durability;
 }
 
-window.bench = { pendingCost, forceDurability, forced: () => globalThis.benchForced?.forced ?? 0, rawOpen, rawIdb, enqueueLatency, enqueueWhileSending, throughputInstant, endToEnd, fetchLoop, durableLoop, fill, openStart, rawGetAll, fillSettled, fillBurst, rawStores, sendScale };
+window.bench = { pendingCost, forceDurability, forced: () => globalThis.benchForced?.forced ?? 0, rawOpen, rawIdb, enqueueLatency, enqueueWhileSending, followerEnqueue, throughputInstant, endToEnd, fetchLoop, durableLoop, fill, openStart, rawGetAll, fillSettled, fillBurst, rawStores, sendScale };
 document.body.dataset.ready = "1";

@@ -31,6 +31,8 @@ const PLAN = {
   enqueue: { n: 1000, deadlineMs: 30_000 },
   // 9. While sending: a backlog that keeps concurrency 2 busy for the whole measurement.
   load: { backlog: 2000, n: 300, rateMs: 3000, deadlineMs: 60_000 },
+  // 9b. A tab that does not dispatch enqueues beside the one that does (W4's inbox).
+  follower: { backlog: 2000, n: 200, rateMs: 2000, deadlineMs: 90_000 },
   instant: { n: 5000, chunk: 500, concurrency: 8, canvases: 100, deadlineMs: 60_000 },
   e2e: { n: 1000, chunk: 500, canvases: 4, deadlineMs: 60_000 },
   fetchLoop: { n: 1000, canvases: 4, deadlineMs: 60_000 },
@@ -188,7 +190,7 @@ async function benchPage(context, baseUrl) {
 }
 
 /**
- * `BENCH_ONLY=enqueue,start` runs only those parts (of raw, enqueue, load, pending, instant, e2e, start, history, scale, burst, matrix), for
+ * `BENCH_ONLY=enqueue,start` runs only those parts (of raw, enqueue, load, follower, pending, instant, e2e, start, history, scale, burst, matrix), for
  * a quick look at one figure while working on it; the raw baselines always run.
  */
 const ONLY = process.env.BENCH_ONLY ? new Set(process.env.BENCH_ONLY.split(",")) : null;
@@ -284,6 +286,17 @@ async function main() {
       // (bench.js, groupCommitter): the ceiling of any client that makes each enqueue durable.
       figure(`plain JS group commit while the scheduler sends, ${load.outstanding} outstanding`, fmt(load.plainPerSec), "puts/s", fmt(load.deliveredPlainPerSec), "ops/s delivered meanwhile", load.plainPerSec / Math.max(load.deliveredPlainPerSec, 1e-9),
         `strict, a lease read and the waiting records per transaction, one at a time; the scheduler's rate above is ${fmt(load.manyPerSec / Math.max(load.plainPerSec, 1e-9), 2)}x this`);
+    }
+
+    // 9b. Enqueue from a tab that does not dispatch, through the shared inbox (the intake store
+    // outside the fence, SPEC W1), beside the dispatching tab's own in the same run.
+    if (want("follower")) {
+      const f = await call(page, "followerEnqueue", { endpoint: server.url, tag: `fol${Date.now()}`, ...PLAN.follower });
+      expect(f.count > 0 && f.errors.length === 0 && f.followedSettled === f.followed, `follower enqueue: ${JSON.stringify(f)}`);
+      figure("enqueue p50 from a tab that does not dispatch, while the leader sends", fmt(f.followerP50Ms, 3), "ms", fmt(f.rawP50Ms, 3), "ms (raw 1-record txn p50, interleaved)", f.followerP50Ms / f.rawP50Ms,
+        `p99 ${fmt(f.followerP99Ms, 2)} ms (${fmt(f.followerP99Ms / f.rawP99Ms, 2)}x the raw ${fmt(f.rawP99Ms, 2)}); the leader's own enqueue in the same rounds: p50 ${fmt(f.leaderP50Ms, 3)} ms (${fmt(f.leaderP50Ms / f.rawP50Ms, 2)}x), p99 ${fmt(f.leaderP99Ms, 2)} ms (${fmt(f.leaderP99Ms / f.rawP99Ms, 2)}x); ${f.count} rounds`);
+      figure(`enqueue rate from a tab that does not dispatch, ${f.outstanding} outstanding`, fmt(f.followerManyPerSec), "enqueues/s", fmt(f.deliveredFollowerManyPerSec), "ops/s delivered meanwhile", f.followerManyPerSec / Math.max(f.deliveredFollowerManyPerSec, 1e-9),
+        `the leader's own, the ${fmt(PLAN.follower.rateMs)} ms before: ${fmt(f.leaderManyPerSec)} enqueues/s, ${fmt(f.leaderManyPerSec / Math.max(f.deliveredLeaderManyPerSec, 1e-9), 1)}x its delivery; ${f.followedSettled} of ${f.followed} follower enqueues applied`);
     }
 
     // 3. Durable ops/s with an instant in-page transport.
