@@ -2,6 +2,7 @@
 //! injected storage faults (W1, W5). Each result is compared with the in-memory store, whose
 //! semantics the IndexedDB store must reproduce exactly.
 
+use canvas_scheduler::core::error::SchedulerError;
 use canvas_scheduler::core::intent::IntentInput;
 use canvas_scheduler::core::io::{LeaseWrite, PersistBatch, PersistFailure, PersistResult};
 use canvas_scheduler::core::ledger::LedgerSnapshot;
@@ -651,15 +652,36 @@ async fn w4_an_inbox_id_check_finds_operations_that_are_only_in_a_page() {
         at: 1_000,
         intents: vec![intent],
     };
-    // The same id with another intent is a duplicate, found through the page index...
+    // One append of four entries (a tab's enqueues that waited: group commit), one
+    // transaction, each checked and answered on its own. The same id with another intent is a
+    // duplicate, found through the page index...
     let mut other = input("run.start", Vec::new());
     other.id = "op-p".into();
-    let error = ledger.append_inbox(entry(other)).await.unwrap_err();
-    assert_eq!(error.code(), "duplicate_operation");
     // ...the same intent again is the stored operation, not a new entry...
     let mut same = input(&paged.intent.operation_type, Vec::new());
     same.id = "op-p".into();
-    let (appended, present) = ledger.append_inbox(entry(same)).await.expect("append");
+    // ...a paged operation is a known dependency...
+    let dependent = input("shape.upsert", vec!["op-p".into()]);
+    // ...and an entry is checked against the ones written before it in the same append.
+    let mut clash = input("run.start", Vec::new());
+    clash.id = dependent.id.clone();
+    let answers = ledger
+        .append_inbox(vec![
+            entry(other),
+            entry(same),
+            entry(dependent),
+            entry(clash),
+        ])
+        .await
+        .expect("append");
+    assert_eq!(answers.len(), 4);
+    let mut answers = answers.into_iter();
+    let refused = |answer: Option<Result<(bool, Vec<_>), SchedulerError>>| match answer {
+        Some(Err(error)) => error.code(),
+        other => panic!("expected a refusal, got {other:?}"),
+    };
+    assert_eq!(refused(answers.next()), "duplicate_operation");
+    let (appended, present) = answers.next().expect("same").expect("same");
     assert!(!appended);
     assert_eq!(
         present,
@@ -667,10 +689,14 @@ async fn w4_an_inbox_id_check_finds_operations_that_are_only_in_a_page() {
             Box::new(paged.clone())
         )]
     );
-    // ...and a paged operation is a known dependency.
-    let dependent = input("shape.upsert", vec!["op-p".into()]);
-    let (appended, _) = ledger.append_inbox(entry(dependent)).await.expect("append");
+    let (appended, _) = answers.next().expect("dependent").expect("dependent");
     assert!(appended);
+    assert_eq!(refused(answers.next()), "duplicate_operation");
+    // Only the dependent was written.
+    let queued = ledger.read_inbox().await.expect("read");
+    assert_eq!(queued.len(), 1);
+    let written = queued[0].entry.as_ref().expect("entry");
+    assert_eq!(written.intents[0].operation_type, "shape.upsert");
     ledger.close();
     delete_database(&name).await;
 }

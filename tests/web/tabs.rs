@@ -165,6 +165,20 @@ async fn issue_38_a_follower_knows_operations_settled_and_compacted() {
     b.stop();
 }
 
+/// Tabs "a" (dispatching) and "b" (following it) of ledger `run`, both started.
+async fn leader_and_follower(run: &str) -> (Scheduler, Scheduler) {
+    let a = open_tab(run, "a").await;
+    let b = open_tab(run, "b").await;
+    for tab in [&a, &b] {
+        tab.start().expect("start");
+    }
+    wait_for("b to learn the leader", || {
+        stats_of(&b).1.as_deref() == Some("a")
+    })
+    .await;
+    (a, b)
+}
+
 fn stats_of(scheduler: &Scheduler) -> (bool, Option<String>) {
     let stats = scheduler.stats();
     (
@@ -459,21 +473,96 @@ async fn d4_a_malformed_inbox_entry_is_quarantined_and_reported_to_the_leader() 
     );
 }
 
+/// Issue 38 item 3 (group commit on the inbox path): enqueues a tab that does not dispatch
+/// makes while its last inbox append is written share the next transaction, each checked and
+/// answered on its own: one that reuses an earlier id with another intent is refused
+/// `duplicate_operation`, the others resolve, reach the server once each, and keep their call
+/// order as their sequence order.
+#[wasm_bindgen_test]
+async fn issue38_a_followers_enqueues_share_inbox_writes_and_are_answered_one_by_one() {
+    let run = unique("groupcommit");
+    let (a, b) = leader_and_follower(&run).await;
+    // Counts the readwrite transactions that append to the inbox (their scope: the inbox and
+    // the ledger's operations, which the append checks against).
+    js(&format!(
+        "(() => {{ const original = IDBDatabase.prototype.transaction;
+            globalThis.{run}_appends = 0;
+            globalThis.{run}_restore = () => (IDBDatabase.prototype.transaction = original);
+            IDBDatabase.prototype.transaction = function (stores, mode, options) {{
+              const names = typeof stores === 'string' ? [stores] : Array.from(stores);
+              if (mode === 'readwrite' && names.includes('inbox') && names.includes('operations')) globalThis.{run}_appends += 1;
+              return original.call(this, stores, mode, options);
+            }}; }})()"
+    ));
+    let calls = js_sys::Array::new();
+    for i in 0..12 {
+        // The eighth reuses the third's id with another payload.
+        let (id, value) = if i == 7 { (2, 99) } else { (i, i) };
+        let intent = js(&format!(
+            "({{ id: '{run}-g-{id}', operationType: 'shape.upsert', canvasIds: ['c{}'], payload: {{ v: {value} }} }})",
+            i % 2
+        ));
+        calls.push(&b.enqueue(intent));
+    }
+    let settled = wasm_bindgen_futures::JsFuture::from(js_sys::Promise::all_settled(&calls))
+        .await
+        .expect("allSettled");
+    js(&format!("globalThis.{run}_restore()"));
+    let appends = js(&format!("globalThis.{run}_appends"))
+        .as_f64()
+        .unwrap_or(0.0);
+    let outcomes: Vec<String> = js_sys::Array::from(&settled)
+        .iter()
+        .map(|r| match field(&r, "status").as_string().as_deref() {
+            Some("fulfilled") => "ok".to_owned(),
+            _ => field(&field(&r, "reason"), "code")
+                .as_string()
+                .unwrap_or_default(),
+        })
+        .collect();
+    let mut expected = vec!["ok".to_owned(); 12];
+    expected[7] = "duplicate_operation".into();
+    assert_eq!(outcomes, expected);
+    assert!(
+        (1.0..=4.0).contains(&appends),
+        "12 enqueues made at once took {appends} inbox transactions"
+    );
+    let ids: Vec<String> = (0..12)
+        .filter(|i| *i != 7)
+        .map(|i| format!("{run}-g-{i}"))
+        .collect();
+    wait_for("the leader to apply all eleven", || {
+        let done = applied(&run);
+        ids.iter()
+            .all(|id| done.iter().any(|(op, n)| op == id && *n == 1.0))
+    })
+    .await;
+    // Call order is sequence order.
+    let sequences: Vec<f64> = ids
+        .iter()
+        .map(|id| {
+            field(&field(&a.operation(id), "intent"), "sequence")
+                .as_f64()
+                .unwrap_or(-1.0)
+        })
+        .collect();
+    assert!(
+        sequences.windows(2).all(|w| w[0] < w[1]),
+        "sequences out of call order: {sequences:?}"
+    );
+    assert!(applied(&run).iter().all(|(_, n)| *n == 1.0));
+    for tab in [a, b] {
+        tab.stop();
+    }
+}
+
 /// Issue 37: a follower's `whenSaved()` covers what it enqueued before the call, though its
 /// intents sit in the shared inbox until the leader adopts them: it resolves only once the
 /// server applied them, whether the enqueue was awaited or not.
 #[wasm_bindgen_test]
 async fn issue37_a_followers_when_saved_covers_its_intents_still_in_the_inbox() {
     let run = unique("saved");
-    let a = open_tab(&run, "a").await;
-    let b = open_tab(&run, "b").await;
-    for tab in [&a, &b] {
-        tab.start().expect("start");
-    }
-    wait_for("b to learn the leader", || {
-        stats_of(&b).1.as_deref() == Some("a")
-    })
-    .await;
+    let (a, b) = leader_and_follower(&run).await;
     let ours = |prefix: &str| {
         applied(&run)
             .iter()

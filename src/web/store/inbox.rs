@@ -11,12 +11,13 @@ use wasm_bindgen::JsValue;
 
 use super::codec::{decode, page_text};
 use super::errors::{js_error, unavailable};
+use super::inbox_partial::check_and_add;
 use super::requests::{get, index_get_all, PageRead, Tx};
 use super::schema::{BY_OPERATION, INBOX, OPERATIONS, OPERATION_PAGES, QUARANTINE, REQUESTS};
 use super::tombstones::{look_up_in, LOOK_UP_STORES};
 use super::IdbLedger;
-use crate::core::error::{ErrorCode, SchedulerError};
-use crate::core::intent::{same_intent, IntentInput};
+use crate::core::error::SchedulerError;
+use crate::core::intent::IntentInput;
 use crate::core::model::{FrozenRequest, Millis, Operation};
 use crate::core::packed::decode_page;
 use crate::core::retention::Tombstone;
@@ -142,34 +143,31 @@ pub(super) const APPEND_STORES: [&str; 6] = [
 ];
 
 impl IdbLedger {
-    /// W4: appends `entry` to the inbox in one strict readwrite transaction, after checking
-    /// it against the durable ledger and the inbox in that same transaction: an id already
-    /// there with another intent is `duplicate_operation` (the same intent again is harmless
-    /// and skipped); a dependency must be in the ledger, the inbox or the entry itself
-    /// (`unknown_dependency`). On any error nothing is written. Returns whether an entry was
-    /// written (not when every intent was already there), and the operations already in the
-    /// ledger with the same intent (e.g. enqueued again after a reload).
+    /// W4: appends `entries` to the inbox in one strict readwrite transaction (a tab's
+    /// enqueues that waited while its last append was written: group commit), each checked
+    /// against the durable ledger and the inbox in that same transaction, the entries written
+    /// before it included: an id already there with another intent is `duplicate_operation`
+    /// (the same intent again is harmless and skipped); a dependency must be in the ledger,
+    /// the inbox or the entry itself (`unknown_dependency`). An entry refused is not written,
+    /// and the others are. Per entry, in order: whether it was written (not when every intent
+    /// was already there) and the operations already in the ledger with the same intent (e.g.
+    /// enqueued again after a reload), or its refusal.
     ///
     /// # Errors
     ///
-    /// The codes above, or `storage_unavailable`.
+    /// `storage_unavailable`: nothing was written.
     pub async fn append_inbox(
         &self,
-        mut entry: InboxEntry,
-    ) -> Result<(bool, Vec<Known>), SchedulerError> {
+        entries: Vec<InboxEntry>,
+    ) -> Result<Vec<Result<(bool, Vec<Known>), SchedulerError>>, SchedulerError> {
         let db = self.db().map_err(unavailable)?;
         let tx = self.begin(&db, &APPEND_STORES, true).map_err(unavailable)?;
-        match check_and_add(&tx, &mut entry, &self.tombstone_index).await {
-            Ok(appended) => self
-                .finish(tx)
-                .await
-                .map_err(unavailable)
-                .map(|()| appended),
-            Err(error) => {
-                tx.abort().await;
-                Err(error)
-            }
+        let mut results = Vec::with_capacity(entries.len());
+        for mut entry in entries {
+            results.push(check_and_add(&tx, &mut entry, &self.tombstone_index).await);
         }
+        self.finish(tx).await.map_err(unavailable)?;
+        Ok(results)
     }
 
     /// The stored record of each of `ids` (`None`: not in the ledger, or unreadable), why its
@@ -332,102 +330,6 @@ pub(super) async fn read_queued(
             e.intents.into_iter().map(move |i| (principal.clone(), i))
         })
         .collect())
-}
-
-async fn check_and_add(
-    tx: &Tx,
-    entry: &mut InboxEntry,
-    pages: &JsValue,
-) -> Result<(bool, Vec<Known>), SchedulerError> {
-    // With the principal each was enqueued under: the same id under another principal is
-    // another operation (K3), never the same intent again.
-    let queued = read_queued(tx).await?;
-    let mut fresh = Vec::with_capacity(entry.intents.len());
-    let mut present = Vec::new();
-    let intents = std::mem::take(&mut entry.intents);
-    let is_queued = |id: &str| queued.iter().any(|(_, q)| q.id == id);
-    let mut stored_of = Vec::with_capacity(intents.len());
-    // Ids neither stored nor queued (the call's own, then dependencies outside the call):
-    // settled and compacted ones are known by their tombstones (issue 38), read in this
-    // transaction with one look-up.
-    let mut missing = Vec::new();
-    for input in &intents {
-        let stored = stored_operation(tx, &input.id).await?;
-        if stored.is_none() && !is_queued(&input.id) {
-            missing.push(input.id.clone());
-        }
-        stored_of.push(stored);
-    }
-    let mut unknown: Vec<(String, usize, String)> = Vec::new();
-    for (index, input) in intents.iter().enumerate() {
-        for dependency in &input.dependencies {
-            if !intents.iter().any(|i| i.id == *dependency)
-                && !is_queued(dependency)
-                && stored_operation(tx, dependency).await?.is_none()
-            {
-                missing.push(dependency.clone());
-                unknown.push((dependency.clone(), index, input.id.clone()));
-            }
-        }
-    }
-    let tombstones = look_up_in(tx, pages, &missing).await.map_err(js)?;
-    for (index, (input, stored)) in intents.into_iter().zip(stored_of).enumerate() {
-        let tombstone = tombstones.iter().find(|t| t.id == input.id);
-        let same = match (
-            &stored,
-            queued.iter().find(|(_, q)| q.id == input.id),
-            tombstone,
-        ) {
-            (Some(Some(operation)), _, _) => Some(
-                same_intent(&operation.intent, &input)
-                    && operation.intent.principal == entry.principal,
-            ),
-            (Some(None), _, _) => Some(false),
-            (None, Some((principal, queued)), _) => {
-                Some(*queued == input && *principal == entry.principal)
-            }
-            (None, None, Some(t)) => Some(t.matches(&input) && t.principal == entry.principal),
-            (None, None, None) => None,
-        };
-        let stored = stored
-            .flatten()
-            .map(|op| Known::Operation(Box::new(op)))
-            .or_else(|| tombstone.map(known_of));
-        match same {
-            Some(true) => present.extend(stored),
-            Some(false) => {
-                return Err(SchedulerError::new(
-                    ErrorCode::DuplicateOperation,
-                    format!(
-                        "operation {} is already in the ledger with another intent",
-                        input.id
-                    ),
-                )
-                .of_intent(index))
-            }
-            None => fresh.push(input),
-        }
-    }
-    // A dependency on an intent of this call is met by it; any other must be stored, queued
-    // or compacted.
-    if let Some((dependency, index, id)) = unknown
-        .into_iter()
-        .find(|(d, _, _)| !tombstones.iter().any(|t| t.id == *d))
-    {
-        return Err(SchedulerError::new(
-            ErrorCode::UnknownDependency,
-            format!("operation {id} depends on unknown {dependency}"),
-        )
-        .of_intent(index));
-    }
-    if fresh.is_empty() {
-        return Ok((false, present));
-    }
-    entry.intents = fresh;
-    let text = crate::core::json::to_string(entry);
-    let store = tx.store(INBOX).map_err(js)?;
-    store.add(&JsValue::from_str(&text)).map_err(js)?;
-    Ok((true, present))
 }
 
 /// A settled and compacted operation as `operation(id)` answers it: whole while the archive

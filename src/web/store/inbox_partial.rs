@@ -145,6 +145,65 @@ impl InboxHoldings {
     }
 }
 
+/// Appends the new ones of `accepted` (neither stored, queued nor compacted) to the inbox as
+/// `entry` (its `intents` are replaced); whether an entry was written, and the operations
+/// already in the ledger with the same intent as one accepted.
+fn add_accepted(
+    tx: &Tx,
+    holdings: &InboxHoldings,
+    entry: &mut InboxEntry,
+    accepted: &[IntentInput],
+) -> Result<(bool, Vec<Known>), SchedulerError> {
+    let mut present = Vec::new();
+    let mut fresh = Vec::new();
+    for input in accepted {
+        match holdings.stored_operation(&input.id) {
+            Some(operation) => {
+                present.extend(operation.clone().map(|op| Known::Operation(Box::new(op))))
+            }
+            None if holdings.queued_intent(&input.id).is_some() => {}
+            None => match holdings.tombstone(&input.id) {
+                Some(t) => present.push(known_of(t)),
+                None => fresh.push(input.clone()),
+            },
+        }
+    }
+    let written = !fresh.is_empty();
+    if written {
+        entry.intents = fresh;
+        let text = crate::core::json::to_string(&*entry);
+        let store = tx.store(INBOX).map_err(js)?;
+        store.add(&JsValue::from_str(&text)).map_err(js)?;
+    }
+    Ok((written, present))
+}
+
+/// The atomic append's checks (W4): `entry`'s intents all pass the partial append's checks
+/// (an atomic enqueue admits exactly what a partial one would accept of them), or the first
+/// refused is the call's refusal and nothing is written.
+pub(super) async fn check_and_add(
+    tx: &Tx,
+    entry: &mut InboxEntry,
+    pages: &JsValue,
+) -> Result<(bool, Vec<Known>), SchedulerError> {
+    let slots: Vec<Result<IntentInput, SchedulerError>> = std::mem::take(&mut entry.intents)
+        .into_iter()
+        .map(Ok)
+        .collect();
+    let holdings = InboxHoldings::read(tx, pages, entry.principal.clone(), &slots).await?;
+    // The tab checked fields and sizes before the transaction (`check_batch`).
+    let decided = partition(slots, usize::MAX, &holdings);
+    if let Some((index, Err(error))) = decided
+        .verdicts
+        .into_iter()
+        .enumerate()
+        .find(|(_, verdict)| verdict.is_err())
+    {
+        return Err(error.of_intent(index));
+    }
+    add_accepted(tx, &holdings, entry, &decided.accepted)
+}
+
 impl IdbLedger {
     /// W4, partial: appends the intents of `slots` the checks accept to the inbox as `entry`
     /// (its `intents` are replaced), in one strict readwrite transaction that also reads what
@@ -167,27 +226,7 @@ impl IdbLedger {
                 InboxHoldings::read(&tx, &self.tombstone_index, entry.principal.clone(), &slots)
                     .await?;
             let decided = partition(slots, max_payload_bytes, &holdings);
-            let mut present = Vec::new();
-            let mut fresh = Vec::new();
-            for input in &decided.accepted {
-                match holdings.stored_operation(&input.id) {
-                    Some(operation) => {
-                        present.extend(operation.clone().map(|op| Known::Operation(Box::new(op))))
-                    }
-                    None if holdings.queued_intent(&input.id).is_some() => {}
-                    None => match holdings.tombstone(&input.id) {
-                        Some(t) => present.push(known_of(t)),
-                        None => fresh.push(input.clone()),
-                    },
-                }
-            }
-            let written = !fresh.is_empty();
-            if written {
-                entry.intents = fresh;
-                let text = crate::core::json::to_string(&entry);
-                let store = tx.store(INBOX).map_err(js)?;
-                store.add(&JsValue::from_str(&text)).map_err(js)?;
-            }
+            let (written, present) = add_accepted(&tx, &holdings, &mut entry, &decided.accepted)?;
             Ok::<_, SchedulerError>(PartialAppend {
                 verdicts: decided.verdicts,
                 accepted: decided.accepted,

@@ -44,12 +44,31 @@ impl Pending {
     }
 }
 
+/// What an inbox append answers one enqueue: whether its entry was written, and the
+/// operations already in the ledger; or its refusal.
+type Appended = Result<(bool, Vec<Known>), SchedulerError>;
+
+/// An enqueue waiting for this tab's next inbox append (group commit), and where its answer goes.
+pub(super) struct Queued {
+    entry: InboxEntry,
+    answer: Rc<RefCell<Option<Appended>>>,
+    signal: Signal,
+}
+
 /// What `operation(id)` answers for an id the ledger knows: the record, or its tombstone.
 fn known_js(known: &Known) -> JsValue {
     match known {
         Known::Operation(op) => to_js(op.as_ref()),
         Known::Tombstone(compacted) => to_js(compacted),
     }
+}
+
+/// An enqueue the inbox append did not answer (never expected: one answer an entry).
+fn unanswered() -> SchedulerError {
+    SchedulerError::new(
+        ErrorCode::StorageUnavailable,
+        "the inbox write gave no answer",
+    )
 }
 
 fn from_error_value(value: &JsValue) -> SchedulerError {
@@ -109,13 +128,58 @@ impl Tab {
             at: now,
             intents,
         };
-        self.state.borrow_mut().inbox_writes_in_flight += 1;
-        let appended = self.store().append_inbox(entry).await;
+        let answer = Rc::new(RefCell::new(None));
+        let signal = Signal::new();
+        let lead = {
+            let mut state = self.state.borrow_mut();
+            state.inbox_writes_in_flight += 1;
+            state.inbox_queue.push(Queued {
+                entry,
+                answer: answer.clone(),
+                signal: signal.clone(),
+            });
+            !std::mem::replace(&mut state.inbox_appending, true)
+        };
+        // Group commit: the enqueue that finds no append under way writes every one waiting;
+        // the others wait, and the first of those left waiting writes the next.
+        if !lead {
+            signal.wait().await;
+        }
+        if answer.borrow().is_none() {
+            self.append_queued().await;
+        }
         self.inbox_write_done();
-        let (written, present) = appended?;
+        let appended = answer.borrow_mut().take();
+        let (written, present) = appended.unwrap_or_else(|| Err(unanswered()))?;
         self.after_inbox_write(&origin, written, views, present)
             .await;
         Ok(())
+    }
+
+    /// Writes the enqueues waiting for this tab's inbox in one transaction, in the order they
+    /// came, each checked and answered on its own; then wakes the first still waiting to
+    /// write the next (or says no append is under way).
+    async fn append_queued(&self) {
+        let queued = std::mem::take(&mut self.state.borrow_mut().inbox_queue);
+        let (entries, waiters): (Vec<InboxEntry>, Vec<_>) = queued
+            .into_iter()
+            .map(|q| (q.entry, (q.answer, q.signal)))
+            .unzip();
+        let count = entries.len();
+        let answers = match self.store().append_inbox(entries).await {
+            Ok(answers) => answers,
+            Err(error) => (0..count).map(|_| Err(error.clone())).collect(),
+        };
+        let mut answers = answers.into_iter();
+        for (answer, signal) in waiters {
+            *answer.borrow_mut() = Some(answers.next().unwrap_or_else(|| Err(unanswered())));
+            signal.resolve();
+        }
+        let mut state = self.state.borrow_mut();
+        match state.inbox_queue.first() {
+            Some(next) => next.signal.resolve(),
+            None => state.inbox_appending = false,
+        }
     }
 
     /// One of this tab's inbox writes is over (written or failed).

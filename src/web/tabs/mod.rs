@@ -112,6 +112,9 @@ struct TabState {
     inbox_waiters: Vec<Signal>,
     /// Woken when this tab's inbox writes under way are all done.
     inbox_idle: Vec<Signal>,
+    /// Enqueues waiting for the next inbox append, and whether one is being written.
+    inbox_queue: Vec<follower::Queued>,
+    inbox_appending: bool,
     on_event: Option<EventSink>,
     /// A `pending` event is due within a frame; the count the last one said.
     pending_armed: bool,
@@ -179,6 +182,8 @@ impl Tab {
             inbox_writes_in_flight: 0,
             inbox_waiters: Vec::new(),
             inbox_idle: Vec::new(),
+            inbox_queue: Vec::new(),
+            inbox_appending: false,
             on_event,
             pending_armed: false,
             last_pending: None,
