@@ -782,6 +782,25 @@ async function fillBurst({ database, n, chunk, quietMs, deadlineMs }) {
 }
 
 /**
+ * `outstanding` lanes calling `step(i)` back to back for `rateMs` (and not past `deadline`):
+ * the calls made, the ms taken, and how far `delivered()` moved meanwhile.
+ */
+async function runLanes({ outstanding, rateMs, deadline, delivered }, step) {
+  const before = delivered();
+  const t = now();
+  let calls = 0;
+  const lane = async () => {
+    while (now() - t < rateMs && now() < deadline) {
+      const i = calls;
+      calls += 1;
+      await step(i);
+    }
+  };
+  await Promise.all(Array.from({ length: outstanding }, lane));
+  return { calls, ms: now() - t, delivered: delivered() - before };
+}
+
+/**
  * 9. `enqueue` while the scheduler sends at full speed (issue 30): the reference server at
  * concurrency 2, default options, a backlog of `backlog` operations already dispatching. Then
  * `n` sequential awaited enqueues, each interleaved with the raw 1-record transaction of
@@ -827,21 +846,7 @@ async function enqueueWhileSending({ endpoint, backlog, n, rateMs, outstanding =
     const delivered = settled - settledBefore;
     // Issue 38: the same with `outstanding` enqueues in flight at once (group commit), counted
     // beside the operations delivered meanwhile.
-    /** `outstanding` lanes calling `step(i)` back to back for `rateMs`: calls and ms taken, and operations delivered meanwhile. */
-    const inLanes = async (step) => {
-      const settledBefore = settled;
-      const t = now();
-      let calls = 0;
-      const lane = async () => {
-        while (now() - t < rateMs && now() < deadline) {
-          const i = calls;
-          calls += 1;
-          await step(i);
-        }
-      };
-      await Promise.all(Array.from({ length: outstanding }, lane));
-      return { calls, ms: now() - t, delivered: settled - settledBefore };
-    };
+    const inLanes = (step) => runLanes({ outstanding, rateMs, deadline, delivered: () => settled }, step);
     const many = await inLanes((i) => scheduler.enqueue(shapeIntent(`${tag}-m-${i}`, `${tag}-c${i % 20}`, i)));
     // The ceiling beside it: the same `outstanding` lanes through a plain-JS group commit
     // (groupCommitter) into the raw database, while the scheduler goes on sending its backlog.
@@ -911,22 +916,7 @@ async function followerEnqueue({ endpoint, backlog, n, rateMs, outstanding = 16,
       followed.push(id);
       await timed(follower, () => follow.enqueue(shapeIntent(id, `${tag}-c${i % 20}`, i)));
     }
-    /** `outstanding` lanes calling `step(i)` back to back for `rateMs`. */
-    const inLanes = async (step) => {
-      const settledBefore = settledIds.size;
-      const t = now();
-      let calls = 0;
-      const lane = async () => {
-        while (now() - t < rateMs && now() < deadline) {
-          const i = calls;
-          calls += 1;
-          await step(i);
-        }
-      };
-      await Promise.all(Array.from({ length: outstanding }, lane));
-      const ms = now() - t;
-      return { perSec: (calls / ms) * 1000, deliveredPerSec: ((settledIds.size - settledBefore) / ms) * 1000 };
-    };
+    const inLanes = (step) => runLanes({ outstanding, rateMs, deadline, delivered: () => settledIds.size }, step);
     const leaderMany = await inLanes((i) => lead.enqueue(shapeIntent(`${tag}-lm-${i}`, `${tag}-c${i % 20}`, i)));
     const followerMany = await inLanes((i) => {
       const id = `${tag}-fm-${i}`;
@@ -944,10 +934,10 @@ async function followerEnqueue({ endpoint, backlog, n, rateMs, outstanding = 16,
       leaderP99Ms: percentile(leader, 0.99),
       followerP50Ms: percentile(follower, 0.5),
       followerP99Ms: percentile(follower, 0.99),
-      leaderManyPerSec: leaderMany.perSec,
-      deliveredLeaderManyPerSec: leaderMany.deliveredPerSec,
-      followerManyPerSec: followerMany.perSec,
-      deliveredFollowerManyPerSec: followerMany.deliveredPerSec,
+      leaderManyPerSec: (leaderMany.calls / leaderMany.ms) * 1000,
+      deliveredLeaderManyPerSec: (leaderMany.delivered / leaderMany.ms) * 1000,
+      followerManyPerSec: (followerMany.calls / followerMany.ms) * 1000,
+      deliveredFollowerManyPerSec: (followerMany.delivered / followerMany.ms) * 1000,
       followed: followed.length,
       followedSettled: followed.filter((id) => settledIds.has(id)).length,
       errors,
