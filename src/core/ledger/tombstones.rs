@@ -2,7 +2,6 @@
 //! retention keeps: the retention policy as the ledger applies it.
 
 use super::Ledger;
-use crate::core::model::OperationPhase;
 use crate::core::retention::{RetentionPolicy, Tombstone, MEMORY_LIMIT};
 
 impl Ledger {
@@ -79,7 +78,7 @@ impl Ledger {
     pub fn settled_count_walked(&self) -> usize {
         self.operations
             .values()
-            .filter(|slot| slot.op.phase == OperationPhase::Resolved)
+            .filter(|slot| slot.op.phase == crate::core::model::OperationPhase::Resolved)
             .count()
     }
 
