@@ -1,7 +1,7 @@
 //! W1's second freedom: a batch that holds only answers, retry schedules, events (or
 //! compaction, folding, a lease renewal) commits with relaxed durability; a batch with an
 //! enqueue, a freeze, a first dispatch marker (S7) or a host call's change is strict. The
-//! simulation drops any suffix of relaxed commits at a power loss (tests/simulation.rs); this
+//! simulation drops any suffix of relaxed commits at a power loss (tests/simulation/); this
 //! states which batch is which, step by step.
 
 mod common;

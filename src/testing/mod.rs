@@ -1,6 +1,6 @@
 //! A simulated world for the core: an in-memory ledger store with the same lease/fence rules
 //! as IndexedDB's, a protocol-v1 server model, and a step-by-step driver. Used by the unit
-//! tests, the deterministic simulation (`tests/simulation.rs`) and `cargo bench`.
+//! tests, the deterministic simulation (`tests/simulation/`) and `cargo bench`.
 
 mod harness;
 mod memory_store;
