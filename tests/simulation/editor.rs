@@ -100,7 +100,7 @@ impl World {
             .collect();
         match barrier {
             Some(barrier) if !admitted.is_empty() => {
-                self.partial_enqueues += 1;
+                self.counts.partial_enqueues += 1;
                 Ok((barrier, admitted))
             }
             _ => Err(()),
@@ -110,7 +110,7 @@ impl World {
     /// What the editor may do at any time: hold and release, go offline and online, resume,
     /// flush, retry, discard or revise an operation. A refused action changes nothing.
     pub(super) fn host_action(&mut self, l: usize) {
-        self.host_actions += 1;
+        self.counts.host_actions += 1;
         let now = self.now;
         let ids: Vec<String> = self.tabs[l]
             .scheduler
@@ -201,14 +201,17 @@ impl World {
             }
         };
         if std::env::var("SIM_TRACE").is_ok() {
-            eprintln!("step {} host action on {pick}: {refused:?}", self.steps);
+            eprintln!(
+                "step {} host action on {pick}: {refused:?}",
+                self.counts.steps
+            );
         }
         let revised = self.tabs[l].scheduler.ledger().operation(&pick);
         if revised.is_some_and(|op| op.intent.revision > 0) {
             self.revised.insert(pick.clone());
         }
         if let Some(error) = refused {
-            self.refused_actions += 1;
+            self.counts.refused += 1;
             if error.code().is_empty() || error.message.is_empty() {
                 self.fail(&format!("a refusal without code or message: {error:?}"));
             }

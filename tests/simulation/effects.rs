@@ -42,7 +42,7 @@ impl World {
                     }
                     self.tabs[t].scheduler.on_sent(self.now, order.attempt);
                     self.tabs[t].left += 1;
-                    self.batched_sends += u64::from(order.request.operation_ids.len() > 1);
+                    self.counts.batched += u64::from(order.request.operation_ids.len() > 1);
                     self.tabs[t].wire.push(*order);
                     let uploads = self.tabs[t]
                         .wire
@@ -65,12 +65,12 @@ impl World {
                 Effect::Report(Report::Settled { error: Some(e), .. })
                     if e.code == "superseded" =>
                 {
-                    self.superseded += 1
+                    self.counts.superseded += 1
                 }
                 Effect::Report(Report::Settled { error: Some(e), .. })
                     if e.code == "version_conflict" =>
                 {
-                    self.conflicts += 1
+                    self.counts.conflicts += 1
                 }
                 Effect::Report(_) => {}
                 Effect::CommitSoon => self.tabs[t].scheduler.commit(self.now),
@@ -115,14 +115,14 @@ impl World {
         }
         let result = self.store.apply(batch);
         if matches!(result, PersistResult::Done { .. }) {
-            self.compacted += batch.tombstones.len() as u64;
+            self.counts.compacted += batch.tombstones.len() as u64;
         }
         result
     }
 
     pub(super) fn count_folds(&mut self, batch: &PersistBatch, result: &PersistResult) {
         if matches!(result, PersistResult::Done { .. }) {
-            self.folded += batch.drop_operations.len() as u64;
+            self.counts.folded += batch.drop_operations.len() as u64;
         }
     }
 

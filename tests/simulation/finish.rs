@@ -105,7 +105,7 @@ impl World {
             let own_work = unsettled.iter().any(|mine| *mine) || !self.intake.is_empty();
             let timer = self.tabs.iter().any(|t| t.timer.is_some());
             if other_users_work
-                && self.principal_switches < 1_000
+                && self.counts.principal_switches < 1_000
                 && (!own_work || !timer || timers_this_login >= 50)
             {
                 self.log_in_as_the_other();

@@ -35,8 +35,8 @@ impl World {
                 intents: intents.clone(),
             },
         );
-        self.intake_appends += 1;
-        self.stale_appends += u64::from(stale);
+        self.counts.intake_appends += 1;
+        self.counts.stale_appends += u64::from(stale);
         self.acknowledged
             .extend(intents.iter().map(|i| i.id.clone()));
         self.intents.extend(intents);
@@ -93,7 +93,7 @@ impl World {
                 Ok(barrier) => {
                     pass.barrier = Some(barrier);
                     pass.adopted.push((key, new));
-                    self.readopted += u64::from(self.adopted_durable.contains(&key));
+                    self.counts.readopted += u64::from(self.adopted_durable.contains(&key));
                     for intent in &entry.intents {
                         if let Some(op) = self.tabs[l].scheduler.ledger().operation(&intent.id) {
                             let user = if op.intent.principal.as_deref() == Some("user-2") {
@@ -164,7 +164,7 @@ impl World {
         }
         for (key, code) in pass.refused {
             if let Some(entry) = self.intake.remove(&key) {
-                self.intake_refused += 1;
+                self.counts.intake_refused += 1;
                 self.quarantined
                     .extend(entry.intents.iter().map(|i| (i.id.clone(), code)));
             }

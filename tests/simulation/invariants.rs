@@ -248,7 +248,7 @@ impl World {
             });
         }
         for (t, blocked) in resolved {
-            self.saved_resolved += 1;
+            self.counts.saved_resolved += 1;
             let tab = &self.tabs[t];
             let ledger = tab.scheduler.ledger();
             for id in &blocked {

@@ -132,42 +132,14 @@ struct World {
     /// Operations the host revised (K8): their first intent is another one now.
     revised: BTreeSet<String>,
     faults_on: bool,
-    steps: u64,
-    /// Sends of requests that carry several operations.
-    batched_sends: u64,
-    /// Operations superseded by a later coalesced intent.
-    superseded: u64,
-    /// Operations folded from their own records into pages, in batches that became durable.
-    folded: u64,
-    /// Host actions taken, and how many of them the scheduler refused with an error.
-    host_actions: u64,
-    refused_actions: u64,
-    /// Answers that blocked a request until the host's `resume()` (401: an expired login).
-    unauthorized: u64,
-    /// Operations rejected for a stale version guard.
-    conflicts: u64,
-    /// K3 verdicts: denials of a request the server may already have (answered by a query
-    /// first), and checks that failed (retried).
-    late_denials: u64,
-    failed_checks: u64,
+    /// What happened, counted (the seed's figures; summed over seeds for the report).
+    counts: Tally,
     /// Who is logged in: tabs open under this principal (K3).
     principal: &'static str,
-    /// Logins as another user (after a crash now and then, and at the end for what is left).
-    principal_switches: u64,
     /// Operations the host re-armed with `retry()`.
     host_retried: BTreeSet<String>,
     /// Every intent enqueued, to enqueue the same again (retention: known by its tombstone).
     intents: Vec<IntentInput>,
-    /// Operations compacted to tombstones, and enqueues of compacted intents again.
-    compacted: u64,
-    enqueued_again: u64,
-    /// Partial enqueues that admitted something (each also refused its invalid intent).
-    partial_enqueues: u64,
-    /// Issue 37: `whenSaved()` watches that resolved.
-    saved_resolved: u64,
-    /// Power losses, and the relaxed commits they dropped (W1).
-    power_losses: u64,
-    relaxed_lost: u64,
     /// The shared inbox (durable: every append is a strict commit), by its auto-increment key.
     intake: BTreeMap<u64, IntakeEntry>,
     next_intake: u64,
@@ -179,11 +151,6 @@ struct World {
     /// Operations of entries the dispatcher refused and set aside (quarantined), with the
     /// refusal's code: acknowledged, never admitted, and said so.
     quarantined: BTreeMap<String, &'static str>,
-    intake_appends: u64,
-    /// Appends by a tab that still takes itself for the leader after another took the lease.
-    stale_appends: u64,
-    readopted: u64,
-    intake_refused: u64,
 }
 
 /// The operation that superseded `op` (its outcome's `replacedBy`), if any.
@@ -212,27 +179,42 @@ fn ledger_state(scheduler: &Scheduler<CountingHost>) -> (Vec<Operation>, Vec<Fro
 }
 
 /// What one seed's world exercised.
+/// A seed's figures, and their sum over the seeds run.
 #[derive(Default)]
 struct Tally {
     steps: u64,
     acknowledged: usize,
+    /// Sends of requests that carry several operations.
     batched: u64,
+    /// Operations superseded by a later coalesced intent.
     superseded: u64,
+    /// Operations folded from their own records into pages, in batches that became durable.
     folded: u64,
+    /// Host actions taken, and how many of them the scheduler refused with an error.
     host_actions: u64,
     refused: u64,
+    /// Answers that blocked a request until the host's `resume()` (401: an expired login).
     unauthorized: u64,
+    /// Operations rejected for a stale version guard.
     conflicts: u64,
+    /// Logins as another user (after a crash now and then, and at the end for what is left).
     principal_switches: u64,
+    /// K3 verdicts: denials of a request the server may already have (answered by a query
+    /// first), and checks that failed (retried).
     late_denials: u64,
     failed_checks: u64,
+    /// Operations compacted to tombstones, and enqueues of compacted intents again.
     compacted: u64,
     enqueued_again: u64,
+    /// Partial enqueues that admitted something (each also refused its invalid intent).
     partial_enqueues: u64,
+    /// Issue 37: `whenSaved()` watches that resolved.
     saved_resolved: u64,
+    /// Power losses, and the relaxed commits they dropped (W1).
     power_losses: u64,
     relaxed_lost: u64,
     intake_appends: u64,
+    /// Appends by a tab that still takes itself for the leader after another took the lease.
     stale_appends: u64,
     readopted: u64,
     intake_refused: u64,
@@ -272,28 +254,8 @@ fn run_seed(seed: u64, steps: u64) -> Tally {
     }
     world.finish();
     Tally {
-        steps: world.steps,
         acknowledged: world.acknowledged.len(),
-        batched: world.batched_sends,
-        superseded: world.superseded,
-        folded: world.folded,
-        host_actions: world.host_actions,
-        refused: world.refused_actions,
-        unauthorized: world.unauthorized,
-        conflicts: world.conflicts,
-        principal_switches: world.principal_switches,
-        late_denials: world.late_denials,
-        failed_checks: world.failed_checks,
-        compacted: world.compacted,
-        enqueued_again: world.enqueued_again,
-        partial_enqueues: world.partial_enqueues,
-        saved_resolved: world.saved_resolved,
-        power_losses: world.power_losses,
-        relaxed_lost: world.relaxed_lost,
-        intake_appends: world.intake_appends,
-        stale_appends: world.stale_appends,
-        readopted: world.readopted,
-        intake_refused: world.intake_refused,
+        ..world.counts
     }
 }
 

@@ -91,7 +91,7 @@ impl World {
         if std::env::var("SIM_TRACE").is_ok() {
             eprintln!(
                 "step {} crash of {}",
-                self.steps,
+                self.counts.steps,
                 self.tabs[t].scheduler.config().owner
             );
         }
@@ -109,15 +109,16 @@ impl World {
     /// drops (answers, retry schedules, events, compaction) a query recovers.
     pub(super) fn power_loss(&mut self) {
         if std::env::var("SIM_TRACE").is_ok() {
-            eprintln!("step {} power loss", self.steps);
+            eprintln!("step {} power loss", self.counts.steps);
         }
         while !self.tabs.is_empty() {
             let tab = self.tabs.remove(0);
             self.die(tab);
         }
         let rng = &mut self.rng;
-        self.relaxed_lost += self.store.power_loss(|n| rng.below(n as u64 + 1) as usize) as u64;
-        self.power_losses += 1;
+        self.counts.relaxed_lost +=
+            self.store.power_loss(|n| rng.below(n as u64 + 1) as usize) as u64;
+        self.counts.power_losses += 1;
         let _ = self.open_tab();
     }
 
@@ -145,7 +146,7 @@ impl World {
         } else {
             "user-1"
         };
-        self.principal_switches += 1;
+        self.counts.principal_switches += 1;
     }
 
     /// The other user logs in: every open tab closes (logout), the lease lapses, and a tab of

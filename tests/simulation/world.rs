@@ -60,35 +60,15 @@ impl World {
             sequence_of: BTreeMap::new(),
             revised: BTreeSet::new(),
             faults_on: true,
-            steps: 0,
-            batched_sends: 0,
-            superseded: 0,
-            folded: 0,
-            host_actions: 0,
-            refused_actions: 0,
+            counts: Tally::default(),
             host_retried: BTreeSet::new(),
             principal: "user-1",
-            principal_switches: 0,
-            unauthorized: 0,
-            conflicts: 0,
-            late_denials: 0,
-            failed_checks: 0,
             intents: Vec::new(),
-            compacted: 0,
-            enqueued_again: 0,
-            partial_enqueues: 0,
-            saved_resolved: 0,
-            power_losses: 0,
-            relaxed_lost: 0,
             intake: BTreeMap::new(),
             next_intake: 0,
             intake_order: BTreeMap::new(),
             adopted_durable: BTreeSet::new(),
             quarantined: BTreeMap::new(),
-            intake_appends: 0,
-            stale_appends: 0,
-            readopted: 0,
-            intake_refused: 0,
         };
         let _ = world.open_tab();
         world
@@ -97,7 +77,7 @@ impl World {
     pub(super) fn fail(&self, message: &str) -> ! {
         panic!(
             "seed {} step {}: {message}\nreplay: SIM_SEED={} cargo test --test simulation",
-            self.seed, self.steps, self.seed
+            self.seed, self.counts.steps, self.seed
         );
     }
 
@@ -157,7 +137,7 @@ impl World {
     }
 
     pub(super) fn step(&mut self) {
-        self.steps += 1;
+        self.counts.steps += 1;
         if self.tabs.is_empty() && !self.open_tab() {
             // Every tab crashed; the dead leader's lease must lapse before another takes over.
             self.now += self.rng.below(LEASE_MS);
@@ -185,7 +165,7 @@ impl World {
                         let pick = self.rng.below(self.intents.len() as u64) as usize;
                         let intent = self.intents[pick].clone();
                         let compacted = self.store.tombstones_of([intent.id.as_str()]);
-                        self.enqueued_again += compacted.len() as u64;
+                        self.counts.enqueued_again += compacted.len() as u64;
                         vec![intent]
                     } else {
                         self.random_intents()
@@ -225,7 +205,7 @@ impl World {
                                 if std::env::var("SIM_TRACE").is_ok() {
                                     eprintln!(
                                         "step {} tab {} enqueue {id} seq {} leader {}",
-                                        self.steps,
+                                        self.counts.steps,
                                         self.tabs[l].scheduler.config().owner,
                                         op.intent.sequence,
                                         self.tabs[l].scheduler.is_leader()
@@ -260,7 +240,7 @@ impl World {
                 let order = self.tabs[t].wire.remove(i);
                 let faults = self.random_faults();
                 let status = self.server.handle(order.action, &order.request, faults);
-                self.unauthorized += u64::from(status.blocked.is_some());
+                self.counts.unauthorized += u64::from(status.blocked.is_some());
                 self.tabs[t]
                     .scheduler
                     .on_answer(self.now, order.attempt, status);
@@ -327,12 +307,12 @@ impl World {
         }
         match self.rng.below(100) {
             0..=5 => {
-                self.failed_checks += 1;
+                self.counts.failed_checks += 1;
                 Authorization::Unavailable("policy service down".into())
             }
             6..=9 => {
                 let late = order.action == RetryAction::Query || order.request.attempt > 1;
-                self.late_denials += u64::from(late);
+                self.counts.late_denials += u64::from(late);
                 Authorization::Denied("read-only".into())
             }
             _ => Authorization::Allowed,
