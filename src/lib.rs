@@ -16,10 +16,3 @@ pub mod api;
 /// The simulated world of the tests and benches (feature `testing`; see Cargo.toml).
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
-
-/// The module's allocator: Talc, in place of the dlmalloc `std` brings to wasm32, for less
-/// code in the `.wasm` (1.7 KB gzipped) at the same speed in our benchmarks (BENCHMARKS.md).
-/// The module is single-threaded (no `atomics`), which Talc's cell relies on.
-#[cfg(all(target_arch = "wasm32", not(target_feature = "atomics")))]
-#[global_allocator]
-static ALLOCATOR: talc::wasm::WasmDynamicTalc = talc::wasm::new_wasm_dynamic_allocator();
