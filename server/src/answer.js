@@ -10,7 +10,18 @@
  * @returns {Answer}
  */
 export function json(status, body, headers = {}) {
-  return { status, headers: { 'content-type': 'application/json', 'cache-control': 'no-store', ...headers }, body: JSON.stringify(body) };
+  return jsonText(status, JSON.stringify(body), headers);
+}
+
+/**
+ * An answer whose body is JSON text already (a stored outcome: sent byte for byte).
+ * @param {number} status
+ * @param {string} text
+ * @param {Record<string, string>} [headers]
+ * @returns {Answer}
+ */
+export function jsonText(status, text, headers = {}) {
+  return { status, headers: { 'content-type': 'application/json', 'cache-control': 'no-store', ...headers }, body: text };
 }
 
 /** An answer without a body (409: in progress). @param {number} status @returns {Answer} */

@@ -24,11 +24,21 @@ export interface PlanResult extends ApplyResult {
   statements?: PlannedStatement[];
 }
 
-/** What a store's `writeOnce` receives: the checked answer and the statements. */
+/** What a store's `writeOnce` receives: the checked answer, its text and the statements. */
 export interface Planned {
   status: number;
   answer: unknown;
+  /** The answer's JSON text: stored as it is and sent to every repeat. */
+  text: string;
   statements: PlannedStatement[];
+}
+
+/** A decided answer as the kit gives it to a store to write: `text` is what the store keeps. */
+export interface DecidedAnswer {
+  status: number;
+  answer: unknown;
+  /** The answer's JSON text, sent with this response: every repeat must get these bytes. */
+  text: string;
 }
 
 /** One submit as `apply` sees it. No request header or credential is passed or stored. */
@@ -44,7 +54,14 @@ export interface SubmitRequest {
 
 /** What `kit.decide` and `kit.lookup` give. */
 export type Decision =
-  | { state: 'done'; status: number; answer: ApplyResult; fresh: boolean }
+  | {
+      state: 'done';
+      status: number;
+      answer: ApplyResult;
+      /** The answer's JSON text as first sent: a repeat must be answered with these bytes. */
+      text: string;
+      fresh: boolean;
+    }
   | { state: 'busy' }
   | { state: 'reused' };
 
@@ -63,6 +80,9 @@ export interface StoredRow {
   /** A pending claim's lease end (ms since the epoch): past it, its holder is taken as dead. */
   lease_until?: number;
   status?: number;
+  /** The stored answer's JSON text, given back byte for byte (what the kit answers with). */
+  text?: string;
+  /** The stored answer as a value, for a store that kept no text (the kit then writes it out). */
   answer?: unknown;
 }
 
@@ -74,12 +94,12 @@ export interface Store<Tx = unknown> {
   >;
   commit(
     args: { principal: string; key: string; token: number; now: number },
-    fn: (tx: Tx) => Promise<{ status: number; answer: unknown }>,
+    fn: (tx: Tx) => Promise<DecidedAnswer>,
   ): Promise<{ state: 'lost' } | StoredRow>;
   /** Replaces a stored `accepted` answer with fn's (null: no change), in one locked transaction. */
   settle(
     args: { principal: string; key: string; now: number },
-    fn: (tx: Tx, answer: ApplyResult) => Promise<{ status: number; answer: unknown } | null>,
+    fn: (tx: Tx, answer: ApplyResult) => Promise<DecidedAnswer | null>,
   ): Promise<{ state: 'settled' | 'unchanged'; row: StoredRow | null }>;
   /**
    * Optional: claim, apply and settle in one transaction (both engines have it; Postgres holds
@@ -87,7 +107,7 @@ export interface Store<Tx = unknown> {
    */
   applyOnce?(
     args: { principal: string; key: string; digest: string; now: number; leaseMs: number },
-    fn: (tx: Tx) => Promise<{ status: number; answer: unknown }>,
+    fn: (tx: Tx) => Promise<DecidedAnswer>,
   ): Promise<StoredRow>;
   release(args: { principal: string; key: string; token: number }): Promise<void>;
   /**

@@ -1,8 +1,9 @@
 //! The protocol v1 handler: routes submit and query, claims the key (in the same transaction as
 //! the app's `apply` and the stored outcome, where the store can: both engines do), answers
-//! repeats, and 409 while a key is in progress.
+//! repeats, and 409 while a key is in progress. An answer is written as JSON text once, when it
+//! is decided; that text is stored and every repeat is sent those bytes.
 
-import { empty, errorAnswer, json, rejected, toWebResponse } from './answer.js';
+import { empty, errorAnswer, jsonText, rejected, toWebResponse } from './answer.js';
 import { SERVE, fromWebRequest } from './incoming.js';
 import { DEFAULT_LIMITS, ProtocolError, parseSubmit, statusOf } from './protocol.js';
 
@@ -84,7 +85,7 @@ export function createKit(options) {
     // was applied. 404 makes the client submit again, and that submit takes the claim over; a
     // 409 here would have it query for ever.
     if (row.state === 'pending') return row.lease_until < now() ? null : { state: 'busy' };
-    return { state: 'done', status: row.status, answer: row.answer, fresh: false };
+    return { state: 'done', status: row.status, ...storedAnswer(row), fresh: false };
   }
 
   /** @param {any} result @returns {import('./answer.js').Answer} */
@@ -93,7 +94,7 @@ export function createKit(options) {
     if (result.state === 'reused') {
       return rejected(422, 'idempotency_key_reused', 'this idempotency key was already used with a different request body');
     }
-    return json(result.status, result.answer);
+    return jsonText(result.status, result.text);
   }
 
   /** @param {string} principal @param {import('./incoming.js').Incoming} request */
@@ -189,20 +190,34 @@ export function createKit(options) {
     return { key, principal, body, blob: blob ?? null, digest, context };
   }
 
-  /** Checks what apply returned and splits off the HTTP status. @param {any} answer */
+  /**
+   * Checks what apply returned, splits off the HTTP status and writes the answer's text: the
+   * bytes stored and sent to this request and to every repeat.
+   * @param {any} answer
+   */
   function outcomeOf(answer) {
     if (!answer || !['applied', 'rejected', 'accepted'].includes(answer.outcome)) {
       throw new TypeError('apply must return { outcome: "applied" | "rejected" | "accepted" }');
     }
     const { status: _s, ...stored } = answer;
-    return { status: statusOf(answer), answer: stored };
+    return { status: statusOf(answer), answer: stored, text: JSON.stringify(stored) };
   }
 
   /** @param {any} row @param {string} digest */
   function settledOrBusy(row, digest) {
     if (row.digest !== digest) return { state: 'reused' };
     if (row.state === 'pending') return { state: 'busy' };
-    return { state: 'done', status: row.status, answer: row.answer, fresh: false };
+    return { state: 'done', status: row.status, ...storedAnswer(row), fresh: false };
+  }
+
+  /**
+   * A stored answer as its text (sent as it is) and its value. A store gives the text; a row
+   * written by a store that kept only the value (an earlier kit's JSONB) is written out once.
+   * @param {{ text?: string, answer?: unknown }} row
+   */
+  function storedAnswer(row) {
+    if (typeof row.text === 'string') return { answer: row.answer !== undefined ? row.answer : JSON.parse(row.text), text: row.text };
+    return { answer: row.answer, text: JSON.stringify(row.answer) };
   }
 
   return {
@@ -235,8 +250,7 @@ export function createKit(options) {
       if (!['applied', 'rejected', 'accepted'].includes(next.outcome)) {
         throw new TypeError('settle must return { outcome: "applied" | "rejected" | "accepted" } or null');
       }
-      const { status: _s, ...stored } = next;
-      return { status: statusOf(next), answer: stored };
+      return outcomeOf(next);
     });
     return result.state === 'settled';
   }

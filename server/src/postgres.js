@@ -1,32 +1,13 @@
 //! The Postgres engine (`pg`): any number of stateless processes on one database. The kit's submit
-//! runs in one transaction (postgres-apply.js; a `plan`'s in one round trip, postgres-write.js).
+//! runs in one transaction (postgres-apply.js; a `plan`'s with no read first, postgres-write.js).
 //! `claim` + `commit` stay for the Store interface: a claim is one INSERT … ON CONFLICT; the
 //! commit locks the key's row (FOR UPDATE) and checks the fencing token, so a process whose lease
 //! was taken over cannot settle the key, and the app's writes commit or roll back with the outcome.
 
-import { keyLock, postgresApplyOnce } from './postgres-apply.js';
+import { postgresApplyOnce, withClient } from './postgres-apply.js';
+import { named, plain } from './postgres-queries.js';
+import { DDL_LOCK, ddl, inspect, rowOf, statementsFor } from './postgres-schema.js';
 import { postgresWriteOnce } from './postgres-write.js';
-
-/** @param {string} schema */
-const ddl = (table) => `
-CREATE TABLE IF NOT EXISTS ${table} (
-  principal TEXT NOT NULL,
-  key TEXT NOT NULL,
-  digest TEXT NOT NULL,
-  state TEXT NOT NULL CHECK (state IN ('pending', 'done')),
-  token BIGINT NOT NULL,
-  lease_until BIGINT NOT NULL,
-  status INTEGER,
-  answer JSONB,
-  settled_at BIGINT,
-  PRIMARY KEY (principal, key)
-);
-CREATE INDEX IF NOT EXISTS ${table}_settled ON ${table} (settled_at) WHERE state = 'done';
-`;
-
-/** @param {any} r */
-const shape = (r) =>
-  r && { ...r, token: Number(r.token), lease_until: Number(r.lease_until), settled_at: r.settled_at == null ? null : Number(r.settled_at) };
 
 /**
  * @param {{ pool: any, table?: string }} options
@@ -35,115 +16,106 @@ const shape = (r) =>
 export function postgresStore({ pool, table = 'csk_outcomes' }) {
   if (!/^[a-z_][a-z0-9_]*$/.test(table)) throw new TypeError('table must be a plain identifier');
   const T = table;
-  const get = async (client, principal, key, lock = '') =>
-    shape((await client.query(`SELECT * FROM ${T} WHERE principal = $1 AND key = $2 ${lock}`, [principal, key])).rows[0]) ?? null;
-  // A key with no row may be being applied by another process (it holds the key's advisory
-  // lock, postgres-apply.js): taking that lock for this one statement says so.
-  const lookup = `SELECT t.*, t.key IS NULL AND NOT pg_try_advisory_xact_lock(${keyLock(T)}) AS busy
-    FROM (SELECT 1) AS one LEFT JOIN ${T} AS t ON t.principal = $1 AND t.key = $2`;
-  const wire = { prepare: true };
-  const applyOnce = postgresApplyOnce(pool, T, wire);
+  /** @type {ReturnType<typeof sqlFor> | null} */
+  let sql = null;
+  /** @param {boolean} jsonb */
+  const sqlFor = (jsonb) => {
+    const all = statementsFor(T, jsonb);
+    return { ...all, head: named(all.head), done: named(all.done), put: named(all.put) };
+  };
+  // The statements fit the table as init() found it; a store used before init() looks once.
+  const statements = async () => (sql ??= sqlFor((await inspect(pool, T)).jsonb));
+  const mode = { named: true };
+  const applyOnce = postgresApplyOnce(pool, statements, mode);
+  /** @param {any} client @param {string} text @param {unknown[]} values */
+  const one = async (client, text, values) => {
+    const { rows } = await client.query(plain(text, values));
+    return rows[0] ? rowOf(rows[0]) : null;
+  };
+
+  /**
+   * Runs `body` in a transaction: it gives its result and whether to commit (what it and the
+   * app's `fn` wrote on the client); anything else, or a throw, rolls back.
+   * @template R
+   * @param {(client: any, s: ReturnType<typeof sqlFor>) => Promise<[R, boolean]>} body
+   * @returns {Promise<R>}
+   */
+  const transaction = (body) =>
+    withClient(pool, async (client, broke) => {
+      const s = await statements();
+      await client.query('BEGIN');
+      let open = true;
+      try {
+        const [out, commit] = await body(client, s);
+        open = false;
+        await client.query(commit ? 'COMMIT' : 'ROLLBACK');
+        return out;
+      } finally {
+        if (open) await client.query('ROLLBACK').catch(broke);
+      }
+    });
+
   return {
     applyOnce,
-    writeOnce: postgresWriteOnce(pool, T, wire, applyOnce),
+    writeOnce: postgresWriteOnce(pool, T, statements, mode, applyOnce),
     async init() {
-      const client = await pool.connect();
-      try {
-        // DDL only when the table or its index is missing: CREATE INDEX IF NOT EXISTS takes a
-        // SHARE lock on the table even when the index exists, so a process starting beside
-        // others that serve would wait for (and stall) their applies. A catalog lookup does not.
-        const { rows } = await client.query('SELECT to_regclass($1) IS NOT NULL AND to_regclass($2) IS NOT NULL AS ready', [T, `${T}_settled`]);
-        if (rows[0].ready) return;
-        // Several processes may start at once: one lock makes the DDL run one at a time.
-        await client.query('SELECT pg_advisory_lock(47110039)');
-        try {
-          await client.query(ddl(T));
-        } finally {
-          await client.query('SELECT pg_advisory_unlock(47110039)').catch(() => {});
+      await withClient(pool, async (client) => {
+        // DDL only when the table, its index or its text column is missing: CREATE INDEX IF NOT
+        // EXISTS takes a SHARE lock on the table even when the index exists, so a process
+        // starting beside others that serve would wait for (and stall) their applies. A catalog
+        // lookup does not.
+        let found = await inspect(client, T);
+        if (!found.ready) {
+          // Several processes may start at once: one lock makes the DDL run one at a time.
+          await client.query(`SELECT pg_advisory_lock(${DDL_LOCK})`);
+          try {
+            await client.query(ddl(T));
+          } finally {
+            await client.query(`SELECT pg_advisory_unlock(${DDL_LOCK})`).catch(() => {});
+          }
+          found = await inspect(client, T);
         }
-      } finally {
-        client.release();
-      }
+        sql = sqlFor(found.jsonb);
+      });
     },
     async claim({ principal, key, digest, now, leaseMs }) {
-      const { rows } = await pool.query(
-        `INSERT INTO ${T} AS t (principal, key, digest, state, token, lease_until)
-         VALUES ($1, $2, $3, 'pending', 1, $4)
-         ON CONFLICT (principal, key) DO UPDATE SET token = t.token + 1, lease_until = EXCLUDED.lease_until
-         WHERE t.state = 'pending' AND t.lease_until < $5 AND t.digest = EXCLUDED.digest
-         RETURNING token`,
-        [principal, key, digest, now + leaseMs, now],
-      );
+      const s = await statements();
+      const { rows } = await pool.query(plain(s.claim, [principal, key, digest, now + leaseMs, now]));
       if (rows.length) return { state: 'claimed', token: Number(rows[0].token) };
-      const existing = await get(pool, principal, key);
+      const existing = await one(pool, s.get, [principal, key]);
       // Purged between the two statements: the caller sees it as busy and the client retries.
       return existing ?? { state: 'pending', digest };
     },
-    async commit({ principal, key, token, now }, fn) {
-      const client = await pool.connect();
-      try {
-        await client.query('BEGIN');
-        const current = await get(client, principal, key, 'FOR UPDATE');
-        if (!current || (current.state === 'pending' && current.token !== token)) {
-          await client.query('ROLLBACK');
-          return { state: 'lost' };
-        }
-        if (current.state === 'done') {
-          await client.query('ROLLBACK');
-          return current;
-        }
-        const { status, answer } = await fn(client);
-        await client.query(
-          `UPDATE ${T} SET state = 'done', status = $1, answer = $2, settled_at = $3 WHERE principal = $4 AND key = $5 AND token = $6`,
-          [status, JSON.stringify(answer), now, principal, key, token],
-        );
-        await client.query('COMMIT');
-        return { state: 'done', digest: current.digest, status, answer };
-      } catch (error) {
-        await client.query('ROLLBACK').catch(() => {});
-        throw error;
-      } finally {
-        client.release();
-      }
-    },
-    async settle({ principal, key, now }, fn) {
-      const client = await pool.connect();
-      try {
-        await client.query('BEGIN');
-        const current = await get(client, principal, key, 'FOR UPDATE');
-        const next = current?.state === 'done' && current.answer?.outcome === 'accepted' ? await fn(client, current.answer) : null;
-        if (!next) {
-          await client.query('ROLLBACK');
-          return { state: 'unchanged', row: current };
-        }
-        await client.query(
-          `UPDATE ${T} SET status = $1, answer = $2, settled_at = $3 WHERE principal = $4 AND key = $5 AND state = 'done'`,
-          [next.status, JSON.stringify(next.answer), now, principal, key],
-        );
-        await client.query('COMMIT');
-        return { state: 'settled', row: { ...current, status: next.status, answer: next.answer } };
-      } catch (error) {
-        await client.query('ROLLBACK').catch(() => {});
-        throw error;
-      } finally {
-        client.release();
-      }
-    },
+    commit: ({ principal, key, token, now }, fn) =>
+      transaction(async (client, s) => {
+        const current = await one(client, s.locked, [principal, key]);
+        if (!current || (current.state === 'pending' && current.token !== token)) return [{ state: 'lost' }, false];
+        if (current.state === 'done') return [current, false];
+        const { status, answer, text } = await fn(client);
+        await client.query(plain(s.settleClaim, [status, text, now, principal, key, token]));
+        return [{ state: 'done', digest: current.digest, status, answer, text }, true];
+      }),
+    settle: ({ principal, key, now }, fn) =>
+      transaction(async (client, s) => {
+        const current = await one(client, s.locked, [principal, key]);
+        const answer = current?.state !== 'done' ? null : current.text != null ? JSON.parse(current.text) : current.answer;
+        const next = answer?.outcome === 'accepted' ? await fn(client, answer) : null;
+        if (!next) return [{ state: 'unchanged', row: current }, false];
+        await client.query(plain(s.resettle, [next.status, next.text, now, principal, key]));
+        return [{ state: 'settled', row: { ...current, status: next.status, answer: next.answer, text: next.text } }, true];
+      }),
     async release({ principal, key, token }) {
-      await pool.query(`DELETE FROM ${T} WHERE principal = $1 AND key = $2 AND token = $3 AND state = 'pending'`, [principal, key, token]);
+      await pool.query(plain((await statements()).release, [principal, key, token]));
     },
     async get({ principal, key }) {
-      const { rows } = await pool.query(lookup, [principal, key]);
+      const { rows } = await pool.query(plain((await statements()).lookup, [principal, key]));
       const { busy, ...row } = rows[0];
-      if (row.key != null) return shape(row);
+      if (row.state != null) return rowOf(row);
       // Being applied elsewhere: in progress, with a lease that has not run out.
-      return busy ? { state: 'pending', digest: '', lease_until: Number.MAX_SAFE_INTEGER } : null;
+      return busy === 't' ? { state: 'pending', digest: '', lease_until: Number.MAX_SAFE_INTEGER } : null;
     },
     async purge({ before, limit }) {
-      const { rowCount } = await pool.query(
-        `DELETE FROM ${T} WHERE (principal, key) IN (SELECT principal, key FROM ${T} WHERE state = 'done' AND settled_at < $1 ORDER BY settled_at LIMIT $2)`,
-        [before, limit],
-      );
+      const { rowCount } = await pool.query(plain((await statements()).purge, [before, limit]));
       return rowCount ?? 0;
     },
     close: () => pool.end(),

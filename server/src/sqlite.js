@@ -1,6 +1,7 @@
 //! The SQLite engine (better-sqlite3, WAL): one connection per process, one transaction at a
 //! time (an async mutex, since `apply` may await), BEGIN IMMEDIATE so several processes on one
-//! file serialise their writes.
+//! file serialise their writes. An answer is stored as the JSON text the kit sent (`answer`,
+//! TEXT) and given back as that text.
 
 const SCHEMA = `
 CREATE TABLE IF NOT EXISTS csk_outcomes (
@@ -52,10 +53,13 @@ export function sqliteStore({ db }) {
       ? new /** @type {any} */ (db.constructor)(db.name, { readonly: true, fileMustExist: true })
       : db;
   let readOne;
-  const row = (principal, key) => {
-    const r = q.get.get(principal, key);
-    return r ? { ...r, answer: r.answer == null ? null : JSON.parse(r.answer) } : null;
+  /** A stored row with its answer's text as `text`. @param {any} r */
+  const shape = (r) => {
+    if (!r) return null;
+    const { answer, ...rest } = r;
+    return answer == null ? rest : { ...rest, text: answer };
   };
+  const row = (principal, key) => shape(q.get.get(principal, key));
   /** @type {Map<string, any>} */
   const statements = new Map();
   /** @param {string} text */
@@ -126,9 +130,9 @@ export function sqliteStore({ db }) {
           return existing;
         }
         const token = existing ? existing.token + 1 : 1;
-        const { status, answer } = await fn(db);
-        q.upsertDone.run(principal, key, digest, token, now, status, JSON.stringify(answer), now);
-        return { state: 'done', digest, status, answer };
+        const { status, answer, text } = await fn(db);
+        q.upsertDone.run(principal, key, digest, token, now, status, text, now);
+        return { state: 'done', digest, status, answer, text };
       }),
     // A plan's statements (prepared once each, a bounded cache) in the same one transaction.
     writeOnce(args, planned) {
@@ -140,7 +144,7 @@ export function sqliteStore({ db }) {
           if (prepared.reader) prepared.all(...(s.values ?? []));
           else prepared.run(...(s.values ?? []));
         }
-        return { status: planned.status, answer: planned.answer };
+        return { status: planned.status, answer: planned.answer, text: planned.text };
       }).then((row) => (ran && row.state === 'done' ? { ...row, fresh: true } : row));
     },
     commit: ({ principal, key, token, now }, fn) =>
@@ -149,26 +153,24 @@ export function sqliteStore({ db }) {
         if (!current) return { state: 'lost' };
         if (current.state === 'done') return current;
         if (current.token !== token) return { state: 'lost' };
-        const { status, answer } = await fn(db);
-        q.settle.run(status, JSON.stringify(answer), now, principal, key, token);
-        return { state: 'done', digest: current.digest, status, answer };
+        const { status, answer, text } = await fn(db);
+        q.settle.run(status, text, now, principal, key, token);
+        return { state: 'done', digest: current.digest, status, answer, text };
       }),
     settle: ({ principal, key, now }, fn) =>
       transaction(async () => {
         const current = row(principal, key);
-        if (!current || current.state !== 'done' || current.answer?.outcome !== 'accepted') {
-          return { state: 'unchanged', row: current };
-        }
-        const next = await fn(db, current.answer);
+        const answer = current?.state === 'done' && current.text != null ? JSON.parse(current.text) : null;
+        if (answer?.outcome !== 'accepted') return { state: 'unchanged', row: current };
+        const next = await fn(db, answer);
         if (!next) return { state: 'unchanged', row: current };
-        q.resettle.run(next.status, JSON.stringify(next.answer), now, principal, key);
-        return { state: 'settled', row: { ...current, status: next.status, answer: next.answer } };
+        q.resettle.run(next.status, next.text, now, principal, key);
+        return { state: 'settled', row: { ...current, status: next.status, answer: next.answer, text: next.text } };
       }),
     release: ({ principal, key, token }) => exclusive(() => void q.release.run(principal, key, token)),
     get: async ({ principal, key }) => {
       if (reader === db) return exclusive(() => row(principal, key));
-      const r = readOne.get(principal, key);
-      return r ? { ...r, answer: r.answer == null ? null : JSON.parse(r.answer) } : null;
+      return shape(readOne.get(principal, key));
     },
     purge: ({ before, limit }) =>
       transaction(() => {

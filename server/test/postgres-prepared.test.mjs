@@ -1,7 +1,8 @@
-//! The Postgres store's prepared statements: a connection that loses them (DISCARD ALL, a pooler
-//! in transaction mode) still applies every key once, with the statements inlined from then on;
-//! two stores on one pool share a connection's statements; values beyond ASCII go through the
-//! bound statements intact; a pool in pg's pipeline mode inlines them. CSK_PG_URL=postgres://…
+//! The Postgres store's statements through pg: named ones prepared once per connection; a
+//! connection that loses them (DISCARD ALL, a pooler in transaction mode) still applies every key
+//! once, with the statements sent unnamed from then on; two stores on one pool share a
+//! connection's statements; values beyond ASCII go through the bound statements intact; on a pool
+//! in pg's pipeline mode a step's statements are sent together. CSK_PG_URL=postgres://…
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import pg from 'pg';
@@ -37,13 +38,13 @@ test('postgres: a connection that loses its prepared statements still applies ea
   const { pool, kit } = await onOneConnection(engine);
   assert.equal((await submit(kit, 'p1')).status, 200);
   const { rows } = await pool.query('SELECT count(*)::int AS n FROM pg_prepared_statements');
-  assert.equal(rows[0].n, 4, 'head, done, BEGIN and COMMIT prepared on the connection');
+  assert.equal(rows[0].n, 2, 'the head and the outcome row prepared on the connection');
   await pool.query('DISCARD ALL');
   assert.equal((await submit(kit, 'p2')).status, 200);
   assert.equal((await submit(kit, 'p2')).status, 200, 'a repeat is answered from the store');
   assert.equal((await submit(kit, 'p3')).status, 200);
   const after = await pool.query('SELECT count(*)::int AS n FROM pg_prepared_statements');
-  assert.equal(after.rows[0].n, 0, 'inlined from then on: nothing prepared again');
+  assert.equal(after.rows[0].n, 0, 'unnamed from then on: nothing prepared again');
   for (const key of ['p1', 'p2', 'p3']) assert.equal(await engine.count('anonymous', key), 1, key);
   await kit.close();
   await engine.close();
@@ -89,51 +90,88 @@ test('postgres: keys, principals and answers beyond ASCII go through the bound s
   await engine.close();
 });
 
-test("postgres: a pool in pg's pipeline mode (no custom queries) applies each key once, its statements inlined", { skip, timeout: 30_000 }, async () => {
-  const engine = await postgresEngine();
-  const pool = new pg.Pool({ connectionString: engine.url, max: 1, pipeline: true });
-  const kit = createKit({
-    store: postgresStore({ pool }),
-    apply: async (request, tx) => {
-      await engine.write(tx, request.principal, request.key, 'x');
-      return { outcome: 'applied' };
-    },
-  });
-  assert.equal((await submit(kit, 'r1')).status, 200);
-  assert.equal((await submit(kit, 'r1')).status, 200, 'a repeat is answered from the store');
-  assert.equal((await submit(kit, 'r2')).status, 200);
-  for (const key of ['r1', 'r2']) assert.equal(await engine.count('anonymous', key), 1, key);
-  await kit.close();
-  await engine.close();
-});
-
-test('postgres: a plan writes a new key in one round trip, and after DISCARD ALL still writes once', { skip, timeout: 30_000 }, async () => {
-  const engine = await postgresEngine();
-  const pool = new pg.Pool({ connectionString: engine.url, max: 1 });
-  const kit = createKit({
-    store: postgresStore({ pool }),
-    plan: (request) => ({ outcome: 'applied', statements: [engine.note(request.principal, request.key, 'x')] }),
-  });
-  await kit.init();
-  assert.equal((await submit(kit, 'w0')).status, 200, 'warm: the statements prepared');
-  // Count what goes to the database on the one connection for a new key and for a repeat.
+/**
+ * Records, on the pool's one connection, each query as it is sent and as it is answered, through
+ * pg's public `client.query`: `> TEXT` when called, `< TEXT` when answered.
+ */
+async function watch(pool) {
   const client = await pool.connect();
-  const queries = [];
+  const log = [];
   const original = client.query;
   client.query = function (...args) {
-    queries.push(typeof args[0] === 'string' ? args[0] : args[0]?.text ?? args[0]?.constructor?.name);
-    return original.apply(this, args);
+    const text = typeof args[0] === 'string' ? args[0] : args[0]?.text;
+    const label = /^\s*(\w+(?: INTO \w+)?)/.exec(text ?? '')?.[1] ?? '?';
+    log.push(`> ${label}`);
+    const result = original.apply(this, args);
+    result?.then?.(() => log.push(`< ${label}`), () => log.push(`< ${label} failed`));
+    return result;
   };
   client.release();
-  assert.equal((await submit(kit, 'w1')).status, 200);
-  assert.deepEqual(queries, ['Round'], 'one round trip: BEGIN, the outcome, the statement and COMMIT in one write');
-  queries.length = 0;
-  assert.equal((await submit(kit, 'w1')).status, 200);
-  assert.ok(queries.length > 1, 'a repeat goes the general way, which reads the stored outcome');
-  await pool.query('DISCARD ALL');
-  assert.equal((await submit(kit, 'w2')).status, 200);
-  assert.equal((await submit(kit, 'w3')).status, 200);
-  for (const key of ['w0', 'w1', 'w2', 'w3']) assert.equal(await engine.count('anonymous', key), 1, key);
-  await kit.close();
-  await engine.close();
-});
+  return log;
+}
+
+/** The log cut into round trips: each ends when answers come after the queries sent. */
+function roundTrips(log) {
+  const trips = [];
+  let current = null;
+  for (const entry of log) {
+    if (entry.startsWith('>')) {
+      if (!current || current.answered) trips.push((current = { sent: [], answered: false }));
+      current.sent.push(entry.slice(2));
+    } else if (current) current.answered = true;
+  }
+  return trips.map((t) => t.sent);
+}
+
+for (const pipeline of [false, true]) {
+  const how = pipeline ? "in pg's pipeline mode" : 'of the default kind';
+  test(`postgres: a plan's new key on a pool ${how}: ${pipeline ? 'one round trip' : 'one statement a round trip'}; after DISCARD ALL it still writes once`, { skip, timeout: 30_000 }, async () => {
+    const engine = await postgresEngine();
+    const pool = new pg.Pool({ connectionString: engine.url, max: 1, pipeline });
+    const kit = createKit({
+      store: postgresStore({ pool }),
+      plan: (request) => ({ outcome: 'applied', statements: [engine.note(request.principal, request.key, 'x')] }),
+    });
+    await kit.init();
+    assert.equal((await submit(kit, 'w0')).status, 200, 'warm: the statements prepared');
+    const log = await watch(pool);
+    assert.equal((await submit(kit, 'w1')).status, 200);
+    const sent = ['BEGIN', 'INSERT INTO csk_outcomes', 'INSERT INTO notes', 'COMMIT'];
+    assert.deepEqual(roundTrips(log), pipeline ? [sent] : sent.map((s) => [s]));
+    log.length = 0;
+    assert.equal((await submit(kit, 'w1')).status, 200);
+    assert.ok(log.some((entry) => entry.startsWith('> SELECT')), 'a repeat goes the general way, which reads the stored outcome');
+    await pool.query('DISCARD ALL');
+    assert.equal((await submit(kit, 'w2')).status, 200);
+    assert.equal((await submit(kit, 'w3')).status, 200);
+    for (const key of ['w0', 'w1', 'w2', 'w3']) assert.equal(await engine.count('anonymous', key), 1, key);
+    await kit.close();
+    await engine.close();
+  });
+
+  test(`postgres: apply's new key on a pool ${how}: ${pipeline ? 'BEGIN with the head, the outcome with COMMIT' : 'one statement a round trip'}`, { skip, timeout: 30_000 }, async () => {
+    const engine = await postgresEngine();
+    const pool = new pg.Pool({ connectionString: engine.url, max: 1, pipeline });
+    const kit = createKit({
+      store: postgresStore({ pool }),
+      apply: async (request, tx) => {
+        await engine.write(tx, request.principal, request.key, 'x');
+        return { outcome: 'applied' };
+      },
+    });
+    assert.equal((await submit(kit, 'r1')).status, 200);
+    const log = await watch(pool);
+    assert.equal((await submit(kit, 'r2')).status, 200);
+    const trips = roundTrips(log);
+    assert.deepEqual(
+      trips,
+      pipeline
+        ? [['BEGIN', 'SELECT'], ['INSERT INTO notes'], ['INSERT INTO csk_outcomes', 'COMMIT']]
+        : [['BEGIN'], ['SELECT'], ['INSERT INTO notes'], ['INSERT INTO csk_outcomes'], ['COMMIT']],
+    );
+    assert.equal((await submit(kit, 'r1')).status, 200, 'a repeat is answered from the store');
+    for (const key of ['r1', 'r2']) assert.equal(await engine.count('anonymous', key), 1, key);
+    await kit.close();
+    await engine.close();
+  });
+}
