@@ -4,6 +4,9 @@
 // Nothing here touches the network or the database, so every rule is testable in isolation.
 
 import { createHash } from 'node:crypto';
+// The kit's canonical JSON (object keys sorted at every depth): one writer of it in the
+// repository, so this server's digests and the kit's spell a value the same way.
+import { canonicalJson } from '../../server/src/index.js';
 
 /** The only protocol version this server interprets. */
 export const PROTOCOL_VERSION = 1;
@@ -134,24 +137,6 @@ export function parseWireRequest(body) {
   if (ownerCanvasId != null) request.ownerCanvasId = ownerCanvasId;
   if (runId != null) request.runId = runId;
   return request;
-}
-
-/**
- * JSON with object keys sorted at every depth: one spelling per value, so a digest does not
- * depend on the key order a client's serialiser happened to use.
- *
- * @param {unknown} value JSON value.
- * @returns {string}
- */
-export function canonicalJson(value) {
-  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
-  if (isPlainObject(value)) {
-    const keys = Object.keys(value)
-      .filter((key) => value[key] !== undefined)
-      .sort();
-    return `{${keys.map((key) => `${JSON.stringify(key)}:${canonicalJson(value[key])}`).join(',')}}`;
-  }
-  return JSON.stringify(value ?? null);
 }
 
 /**

@@ -4,6 +4,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 
 import { adminState, frozen, query, startTestServer, submit, upsert } from '../testing/helpers.mjs';
+import { parseWireRequest, requestDigest } from '../protocol.mjs';
 
 test('a submit is applied, bumps the canvas version and carries canonical state', async (t) => {
   const { url } = await startTestServer(t);
@@ -179,4 +180,16 @@ test('a JSON body over the limit is refused 413', async (t) => {
   assert.equal(reply.status, 413);
   assert.equal(reply.body.error.code, 'payload_too_large');
   assert.equal((await query(url, 'r1')).status, 404);
+});
+
+test("a request digest is the one earlier builds stored (keys sorted by the kit's canonical JSON)", () => {
+  // Recorded from the build before this server used the kit's canonicalJson: a digest stored
+  // under a key must not change, or a resend of that request would be refused as a reused key.
+  const request = parseWireRequest({
+    id: 'r-1', operationIds: ['op-1', 'op-2'], kind: 'shape.upsert', ownerCanvasId: 'c1', protocolVersion: 1,
+    payload: { shapeId: 's1', shape: { y: 2, x: 1, label: 'ü🔑 "q"', tags: [], n: 1.5e-7 } },
+    canvasIds: ['c1', 'c2'], expectedVersions: { c2: 4, c1: 0 },
+  });
+  assert.equal(requestDigest(request), '363decec47d972f3ab54b4bcb94f2642e5997d3beacf0f614bc852aa233c200a');
+  assert.equal(requestDigest(request, { sha256: 'ab'.repeat(32), size: 12 }), '8837cab2a796890a7b3f801cfd19dcdc55708c81261d1027c81886d4a8eca703');
 });
