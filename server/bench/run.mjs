@@ -24,7 +24,7 @@ const SERVE = new URL('./serve.mjs', import.meta.url).pathname;
 // while has its code compiled: with 500, the 4-process runs measured V8's compiler threads, and
 // the bare handler's CPU per request fell from 498 to 252 us with 2,000).
 const PLAN = { requests: Number(process.env.BENCH_SERVER_REQUESTS ?? 6000), concurrency: 16, warm: Number(process.env.BENCH_SERVER_WARM ?? 2000), deadlineMs: 20_000 };
-const ONLY = process.env.BENCH_SERVER_ONLY; // e.g. pg4: one configuration
+const ONLY = process.env.BENCH_SERVER_ONLY?.split(','); // e.g. pg1,pg4: those configurations only
 const VERBOSE = Boolean(process.env.BENCH_SERVER_VERBOSE); // each measurement as it ends
 const ROUNDS = Math.max(1, Math.min(9, Number(process.env.BENCH_SERVER_ROUNDS ?? 3)));
 
@@ -123,7 +123,7 @@ const CONFIGS = [['sqlite', 1, 'sqlite1'], ['postgres', 1, 'pg1'], ['postgres', 
 // Postgres; `apply`: the app's code writes through `tx` in the transaction) and the bare handler,
 // in an order that rotates each round.
 const MODES = ['bare', 'plan', 'kit', 'baretx'];
-for (const [engine, processes, label] of CONFIGS.filter(([, , l]) => !ONLY || ONLY === l)) {
+for (const [engine, processes, label] of CONFIGS.filter(([, , l]) => !ONLY || ONLY.includes(l))) {
   const runs = { kit: [], plan: [], bare: [], baretx: [] };
   const ratios = { kit: [], plan: [], floor: [] };
   for (let round = 0; round < ROUNDS; round += 1) {

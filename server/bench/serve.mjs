@@ -4,7 +4,7 @@
 //! (its node:http adapter, as an app mounts it) with `apply` writing through `tx`, `plan` through
 //! it with a `plan` giving the same statement, `bare` parses the JSON and writes, `baretx` does
 //! bare's write inside BEGIN … COMMIT (on Postgres three round trips, as any code that must run
-//! between a check and a commit pays: `apply`'s floor).
+//! between a check and a commit pays).
 import { createServer } from 'node:http';
 import Database from 'better-sqlite3';
 import pg from 'pg';
@@ -45,8 +45,9 @@ if (engine === 'sqlite') {
     handler = bare(async (body) => void insert.run('anonymous', body.id, JSON.stringify(body.payload)));
   }
 } else {
-  // BENCH_SERVER_POOL: connections per process (8 unless given).
-  const pool = new pg.Pool({ connectionString: where, max: Number(process.env.BENCH_SERVER_POOL ?? 8) });
+  // BENCH_SERVER_POOL: connections per process (8 unless given). BENCH_SERVER_PIPELINE=1: the
+  // pool in pg's pipeline mode (every mode alike; the kit then sends a step's statements at once).
+  const pool = new pg.Pool({ connectionString: where, max: Number(process.env.BENCH_SERVER_POOL ?? 8), pipeline: process.env.BENCH_SERVER_PIPELINE === '1' });
   await pool.query(DOMAIN).catch(() => {});
   if (mode === 'plan') {
     const kit = createKit({

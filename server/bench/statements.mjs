@@ -2,10 +2,10 @@
 //! one connection, one request at a time, the backend's own CPU time per request (from /proc:
 //! Linux) for the bare handler's transaction (BEGIN, the domain INSERT, COMMIT) and for the
 //! kit's `apply` transaction (BEGIN, the head, the domain INSERT, the outcome INSERT, COMMIT), and
-//! the kit's with one of its parts left out each: the head's `set_config`, its advisory lock, the
-//! answer as JSONB (TEXT instead) and the settled index. Each statement is a round trip of its
-//! own here (the kit pipelines BEGIN with the head and the outcome with COMMIT), so the figures
-//! compare the statements' work, not the kit's round trips. `synchronous_commit = off`: the
+//! the kit's with one of its parts changed each: the head's `set_config` or its advisory lock left
+//! out, the answer as JSONB (as kit 0.1.0 kept it) instead of TEXT, no settled index. Each
+//! statement is a round trip of its own here, as the kit sends them on a pool of the default kind,
+//! so the figures compare the statements' work. `synchronous_commit = off`: the
 //! commit's flush is a wait, not CPU. Postgres is CSK_PG_URL, or a throw-away cluster started
 //! here (scripts/pg-cluster) on 127.0.0.1. Bounded: STATEMENTS_N requests per mix and round.
 import { execFileSync } from 'node:child_process';
@@ -51,10 +51,10 @@ const table = (name, answer, index) => `
     status INTEGER, answer ${answer}, settled_at BIGINT, PRIMARY KEY (principal, key));
   ${index ? `CREATE INDEX ${name}_settled ON ${name} (settled_at) WHERE state = 'done';` : ''}`;
 await client.query(`DROP TABLE IF EXISTS csk_notes; CREATE TABLE csk_notes (principal TEXT, key TEXT, payload TEXT);
-  ${table('csk_kit', 'JSONB', true)} ${table('csk_text', 'TEXT', true)} ${table('csk_noindex', 'JSONB', false)}`);
+  ${table('csk_kit', 'TEXT', true)} ${table('csk_jsonb', 'JSONB', true)} ${table('csk_noindex', 'TEXT', false)}`);
 
 const answer = JSON.stringify({ protocolVersion: 1, outcome: 'applied', canonicalState: { x: 1, y: 2, w: 10, h: 10 } });
-// The head and the outcome INSERT as postgres-apply.js writes them, prepared once (named).
+// The head and the outcome INSERT as postgres-schema.js writes them, prepared once (named).
 const head = (T, config = true, lock = true) => ({
   name: `head_${T}_${config}_${lock}`,
   text: `SELECT ${config ? "set_config('idle_in_transaction_session_timeout', $3, true)" : '$3::text'} AS lease,
@@ -82,8 +82,8 @@ const kitTx = async (T, config, lock) => {
   await client.query({ ...done(T), values: ['anonymous', key, 'a'.repeat(43), Date.now(), 200, answer] });
   await client.query('COMMIT');
 };
-// The kit's own applyOnce, as it runs (BEGIN with the head, the outcome with COMMIT: one write
-// each), on a pool of one connection, and the bare transaction on that connection.
+// The kit's own applyOnce, as it runs, on a pool of one connection, and the bare transaction on
+// that connection.
 const pool = new pg.Pool({ connectionString: url, max: 1 });
 pool.on('connect', (c) => void c.query('SET synchronous_commit = off'));
 const store = postgresStore({ pool, table: 'csk_real' });
@@ -93,7 +93,7 @@ const kitApply = () => {
   const key = `k${next++}`;
   return store.applyOnce({ principal: 'anonymous', key, digest: 'a'.repeat(43), now: Date.now(), leaseMs: 5000 }, async (tx) => {
     await tx.query({ ...note, values: ['anonymous', key, '{"x":1}'] });
-    return { status: 200, answer: JSON.parse(answer) };
+    return { status: 200, answer: JSON.parse(answer), text: answer };
   });
 };
 const poolBareTx = async () => {
@@ -114,7 +114,7 @@ const mixes = [
   ['the kit (apply)', () => kitTx('csk_kit')],
   ['the kit, no set_config', () => kitTx('csk_kit', false)],
   ['the kit, no advisory lock', () => kitTx('csk_kit', true, false)],
-  ['the kit, answer as TEXT', () => kitTx('csk_text')],
+  ['the kit, answer as JSONB', () => kitTx('csk_jsonb')],
   ['the kit, no settled index', () => kitTx('csk_noindex')],
 ];
 const results = new Map(mixes.map(([name]) => [name, []]));

@@ -35,15 +35,22 @@ export async function sqliteEngine() {
 }
 
 /** @returns {Promise<any>} */
-export async function postgresEngine() {
+export const postgresEngine = () => postgresEngineOn(pg);
+
+/**
+ * The Postgres engine on the `pg` module `driver` (the kit takes any pg 8: the tests run the
+ * newest and the lowest, `pg-min`).
+ * @returns {Promise<any>}
+ */
+export async function postgresEngineOn(driver) {
   const url = process.env.CSK_PG_URL;
-  const admin = new pg.Client({ connectionString: url });
+  const admin = new driver.Client({ connectionString: url });
   await admin.connect();
   const name = `csk_test_${process.pid}_${(counter += 1)}`;
   await admin.query(`CREATE DATABASE ${name}`);
   await admin.end();
   const dbUrl = url.replace(/\/[^/]*$/, `/${name}`);
-  const pool = new pg.Pool({ connectionString: dbUrl, max: 8 });
+  const pool = new driver.Pool({ connectionString: dbUrl, max: 8 });
   await pool.query('CREATE TABLE notes (principal TEXT, key TEXT, value TEXT)');
   const pools = [pool];
   return {
@@ -51,7 +58,7 @@ export async function postgresEngine() {
     url: dbUrl,
     store: postgresStore({ pool }),
     openStore: () => {
-      const p = new pg.Pool({ connectionString: dbUrl, max: 4 });
+      const p = new driver.Pool({ connectionString: dbUrl, max: 4 });
       pools.push(p);
       return postgresStore({ pool: p });
     },

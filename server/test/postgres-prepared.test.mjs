@@ -4,10 +4,17 @@
 //! connection's statements; values beyond ASCII go through the bound statements intact; on a pool
 //! in pg's pipeline mode a step's statements are sent together. CSK_PG_URL=postgres://…
 import { test } from 'node:test';
+import { readFileSync } from 'node:fs';
 import assert from 'node:assert/strict';
 import pg from 'pg';
+import pgMin from 'pg-min';
 import { createKit, postgresStore } from '../src/index.js';
-import { postgresEngine } from './engines.mjs';
+import { postgresEngineOn } from './engines.mjs';
+
+// The newest pg and the lowest the kit declares (pg-min); pipeline mode is the newest's only.
+const lowest = JSON.parse(readFileSync(new URL('../node_modules/pg-min/package.json', import.meta.url), 'utf8')).version;
+/** @type {[string, any][]} */
+const drivers = [['postgres', pg], [`postgres on pg ${lowest}`, pgMin]];
 
 const skip = !process.env.CSK_PG_URL;
 const submit = (kit, id) =>
@@ -20,8 +27,8 @@ const submit = (kit, id) =>
   );
 
 /** A kit on a one-connection pool, so every statement runs on the same connection. */
-async function onOneConnection(engine) {
-  const pool = new pg.Pool({ connectionString: engine.url, max: 1 });
+async function onOneConnection(engine, driver) {
+  const pool = new driver.Pool({ connectionString: engine.url, max: 1 });
   const kit = createKit({
     store: postgresStore({ pool }),
     apply: async (request, tx) => {
@@ -33,62 +40,64 @@ async function onOneConnection(engine) {
   return { pool, kit };
 }
 
-test('postgres: a connection that loses its prepared statements still applies each key once', { skip, timeout: 30_000 }, async () => {
-  const engine = await postgresEngine();
-  const { pool, kit } = await onOneConnection(engine);
-  assert.equal((await submit(kit, 'p1')).status, 200);
-  const { rows } = await pool.query('SELECT count(*)::int AS n FROM pg_prepared_statements');
-  assert.equal(rows[0].n, 2, 'the head and the outcome row prepared on the connection');
-  await pool.query('DISCARD ALL');
-  assert.equal((await submit(kit, 'p2')).status, 200);
-  assert.equal((await submit(kit, 'p2')).status, 200, 'a repeat is answered from the store');
-  assert.equal((await submit(kit, 'p3')).status, 200);
-  const after = await pool.query('SELECT count(*)::int AS n FROM pg_prepared_statements');
-  assert.equal(after.rows[0].n, 0, 'unnamed from then on: nothing prepared again');
-  for (const key of ['p1', 'p2', 'p3']) assert.equal(await engine.count('anonymous', key), 1, key);
-  await kit.close();
-  await engine.close();
-});
-
-test("postgres: two stores on one pool share the connection's prepared statements", { skip, timeout: 30_000 }, async () => {
-  const engine = await postgresEngine();
-  const { pool, kit } = await onOneConnection(engine);
-  const other = createKit({ store: postgresStore({ pool }), apply: async () => ({ outcome: 'applied' }) });
-  assert.equal((await submit(kit, 'q1')).status, 200);
-  assert.equal((await submit(other, 'q2')).status, 200);
-  assert.equal((await submit(kit, 'q3')).status, 200);
-  await kit.close();
-  await engine.close();
-});
-
-test('postgres: keys, principals and answers beyond ASCII go through the bound statements intact', { skip, timeout: 30_000 }, async () => {
-  const engine = await postgresEngine();
-  const pool = new pg.Pool({ connectionString: engine.url, max: 1 });
-  const kit = createKit({
-    store: postgresStore({ pool }),
-    apply: async (request, tx) => {
-      await engine.write(tx, request.principal, request.key, 'x');
-      return { outcome: 'applied', canonical: { key: request.key, note: 'ünïcödé 🔑' } };
-    },
+for (const [label, driver] of drivers) {
+  test(`${label}: a connection that loses its prepared statements still applies each key once`, { skip, timeout: 30_000 }, async () => {
+    const engine = await postgresEngineOn(driver);
+    const { pool, kit } = await onOneConnection(engine, driver);
+    assert.equal((await submit(kit, 'p1')).status, 200);
+    const { rows } = await pool.query('SELECT count(*)::int AS n FROM pg_prepared_statements');
+    assert.equal(rows[0].n, 2, 'the head and the outcome row prepared on the connection');
+    await pool.query('DISCARD ALL');
+    assert.equal((await submit(kit, 'p2')).status, 200);
+    assert.equal((await submit(kit, 'p2')).status, 200, 'a repeat is answered from the store');
+    assert.equal((await submit(kit, 'p3')).status, 200);
+    const after = await pool.query('SELECT count(*)::int AS n FROM pg_prepared_statements');
+    assert.equal(after.rows[0].n, 0, 'unnamed from then on: nothing prepared again');
+    for (const key of ['p1', 'p2', 'p3']) assert.equal(await engine.count('anonymous', key), 1, key);
+    await kit.close();
+    await engine.close();
   });
-  // Through decide: an idempotency-key header carries no such key.
-  const principal = 'пользователь-é';
-  const key = 'ключ-🔑-ß';
-  const submitted = { principal, key, digest: 'd1', body: { id: key } };
-  const first = await kit.decide(submitted);
-  assert.equal(first.state, 'done');
-  assert.equal(first.fresh, true);
-  assert.deepEqual(first.answer, { outcome: 'applied', canonical: { key, note: 'ünïcödé 🔑' } });
-  const again = await kit.decide(submitted);
-  assert.deepEqual({ ...again, fresh: true }, first, 'a repeat gets the stored outcome');
-  assert.equal(again.fresh, false);
-  assert.equal((await kit.decide({ ...submitted, digest: 'd2' })).state, 'reused');
-  const { rows } = await pool.query('SELECT principal, key FROM csk_outcomes');
-  assert.deepEqual(rows, [{ principal, key }]);
-  assert.equal(await engine.count(principal, key), 1);
-  await kit.close();
-  await engine.close();
-});
+
+  test(`${label}: two stores on one pool share the connection's prepared statements`, { skip, timeout: 30_000 }, async () => {
+    const engine = await postgresEngineOn(driver);
+    const { pool, kit } = await onOneConnection(engine, driver);
+    const other = createKit({ store: postgresStore({ pool }), apply: async () => ({ outcome: 'applied' }) });
+    assert.equal((await submit(kit, 'q1')).status, 200);
+    assert.equal((await submit(other, 'q2')).status, 200);
+    assert.equal((await submit(kit, 'q3')).status, 200);
+    await kit.close();
+    await engine.close();
+  });
+
+  test(`${label}: keys, principals and answers beyond ASCII go through the bound statements intact`, { skip, timeout: 30_000 }, async () => {
+    const engine = await postgresEngineOn(driver);
+    const pool = new driver.Pool({ connectionString: engine.url, max: 1 });
+    const kit = createKit({
+      store: postgresStore({ pool }),
+      apply: async (request, tx) => {
+        await engine.write(tx, request.principal, request.key, 'x');
+        return { outcome: 'applied', canonical: { key: request.key, note: 'ünïcödé 🔑' } };
+      },
+    });
+    // Through decide: an idempotency-key header carries no such key.
+    const principal = 'пользователь-é';
+    const key = 'ключ-🔑-ß';
+    const submitted = { principal, key, digest: 'd1', body: { id: key } };
+    const first = await kit.decide(submitted);
+    assert.equal(first.state, 'done');
+    assert.equal(first.fresh, true);
+    assert.deepEqual(first.answer, { outcome: 'applied', canonical: { key, note: 'ünïcödé 🔑' } });
+    const again = await kit.decide(submitted);
+    assert.deepEqual({ ...again, fresh: true }, first, 'a repeat gets the stored outcome');
+    assert.equal(again.fresh, false);
+    assert.equal((await kit.decide({ ...submitted, digest: 'd2' })).state, 'reused');
+    const { rows } = await pool.query('SELECT principal, key FROM csk_outcomes');
+    assert.deepEqual(rows, [{ principal, key }]);
+    assert.equal(await engine.count(principal, key), 1);
+    await kit.close();
+    await engine.close();
+  });
+}
 
 /**
  * Records, on the pool's one connection, each query as it is sent and as it is answered, through
@@ -123,11 +132,11 @@ function roundTrips(log) {
   return trips.map((t) => t.sent);
 }
 
-for (const pipeline of [false, true]) {
+for (const [label, driver, pipeline] of [[...drivers[0], false], [...drivers[1], false], [...drivers[0], true]]) {
   const how = pipeline ? "in pg's pipeline mode" : 'of the default kind';
-  test(`postgres: a plan's new key on a pool ${how}: ${pipeline ? 'one round trip' : 'one statement a round trip'}; after DISCARD ALL it still writes once`, { skip, timeout: 30_000 }, async () => {
-    const engine = await postgresEngine();
-    const pool = new pg.Pool({ connectionString: engine.url, max: 1, pipeline });
+  test(`${label}: a plan's new key on a pool ${how}: ${pipeline ? 'one round trip' : 'one statement a round trip'}; after DISCARD ALL it still writes once`, { skip, timeout: 30_000 }, async () => {
+    const engine = await postgresEngineOn(driver);
+    const pool = new driver.Pool({ connectionString: engine.url, max: 1, pipeline });
     const kit = createKit({
       store: postgresStore({ pool }),
       plan: (request) => ({ outcome: 'applied', statements: [engine.note(request.principal, request.key, 'x')] }),
@@ -149,9 +158,9 @@ for (const pipeline of [false, true]) {
     await engine.close();
   });
 
-  test(`postgres: apply's new key on a pool ${how}: ${pipeline ? 'BEGIN with the head, the outcome with COMMIT' : 'one statement a round trip'}`, { skip, timeout: 30_000 }, async () => {
-    const engine = await postgresEngine();
-    const pool = new pg.Pool({ connectionString: engine.url, max: 1, pipeline });
+  test(`${label}: apply's new key on a pool ${how}: ${pipeline ? 'BEGIN with the head, the outcome with COMMIT' : 'one statement a round trip'}`, { skip, timeout: 30_000 }, async () => {
+    const engine = await postgresEngineOn(driver);
+    const pool = new driver.Pool({ connectionString: engine.url, max: 1, pipeline });
     const kit = createKit({
       store: postgresStore({ pool }),
       apply: async (request, tx) => {
