@@ -11,7 +11,8 @@
 //! The kit's statements for a new key: BEGIN and the head (the key's lock, its row, the lease),
 //! then the app's, then the outcome row and COMMIT (postgres-queries.js says how they are sent).
 
-import { STATEMENT_LOST, bound, inOrder, plain } from './postgres-queries.js';
+import { STATEMENT_LOST, bound, inOrder, plain, withClient } from './postgres-queries.js';
+import { rowOf } from './postgres-schema.js';
 
 /**
  * @typedef {object} Sql The store's statements (postgres-schema.js), the submit's named.
@@ -20,30 +21,6 @@ import { STATEMENT_LOST, bound, inOrder, plain } from './postgres-queries.js';
  * @property {{ name: string, text: string }} put
  * @property {string} takeOver
  */
-
-/**
- * Runs `fn(client, broke)` on a client of `pool`. An error the database sends while no query runs
- * (it ended the connection: the lease ran out while `apply` awaited something else) is kept
- * instead of crashing the process, and so is any error `fn` reports through `broke` (a ROLLBACK
- * that failed); such a client is destroyed, not reused.
- * @template T
- * @param {any} pool
- * @param {(client: any, broke: (error: unknown) => void) => Promise<T>} fn
- * @returns {Promise<T>}
- */
-export async function withClient(pool, fn) {
-  const client = await pool.connect();
-  /** @type {unknown} */
-  let broken = null;
-  const broke = (/** @type {unknown} */ error) => void (broken ??= error ?? new Error('broken'));
-  client.on('error', broke);
-  try {
-    return await fn(client, broke);
-  } finally {
-    client.off('error', broke);
-    client.release(broken ? true : undefined);
-  }
-}
 
 /**
  * @param {any} pool
@@ -80,6 +57,7 @@ export function postgresApplyOnce(pool, statements, mode) {
     return withClient(pool, async (client, broke) => {
       let open = true;
       try {
+        // The head's columns: lease, mine, then the key's row (none when state is null).
         const [, mine, rowDigest, state, token, leaseUntil, rowStatus, answerText, answerJsonb] = await head(client, sql, [
           principal,
           key,
@@ -88,14 +66,7 @@ export function postgresApplyOnce(pool, statements, mode) {
         const existing =
           state == null
             ? null
-            : {
-                digest: /** @type {string} */ (rowDigest),
-                state,
-                token: Number(token),
-                lease_until: Number(leaseUntil),
-                status: rowStatus == null ? null : Number(rowStatus),
-                ...(answerText != null ? { text: answerText } : answerJsonb != null ? { answer: JSON.parse(answerJsonb) } : {}),
-              };
+            : rowOf({ digest: rowDigest, state, token, lease_until: leaseUntil, status: rowStatus, answer_text: answerText, answer_jsonb: answerJsonb });
         // Settled, or sent before with another body, or claimed by a live holder: answered as it is.
         if (existing && (existing.state === 'done' || existing.digest !== digest || existing.lease_until >= now)) return existing;
         // Another transaction holds the key (applying it now): in progress.

@@ -64,3 +64,27 @@ export async function inOrder(client, queries) {
   for (const query of queries) results.push(await client.query(query));
   return results;
 }
+
+/**
+ * Runs `fn(client, broke)` on a client of `pool`. An error the database sends while no query runs
+ * (it ended the connection: the lease ran out while `apply` awaited something else) is kept
+ * instead of crashing the process, and so is any error `fn` reports through `broke` (a ROLLBACK
+ * that failed); such a client is destroyed, not reused.
+ * @template T
+ * @param {any} pool
+ * @param {(client: any, broke: (error: unknown) => void) => Promise<T>} fn
+ * @returns {Promise<T>}
+ */
+export async function withClient(pool, fn) {
+  const client = await pool.connect();
+  /** @type {unknown} */
+  let broken = null;
+  const broke = (/** @type {unknown} */ error) => void (broken ??= error ?? new Error('broken'));
+  client.on('error', broke);
+  try {
+    return await fn(client, broke);
+  } finally {
+    client.off('error', broke);
+    client.release(broken ? true : undefined);
+  }
+}

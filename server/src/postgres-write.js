@@ -11,8 +11,7 @@
 //! (`applyOnce`), which answers the stored outcome, says 409, or takes an expired claim over and
 //! runs the statements there. So does a connection that lost its prepared statements.
 
-import { withClient } from './postgres-apply.js';
-import { STATEMENT_LOST, bound, inOrder } from './postgres-queries.js';
+import { STATEMENT_LOST, bound, inOrder, withClient } from './postgres-queries.js';
 
 /**
  * @param {any} pool

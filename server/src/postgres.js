@@ -4,8 +4,8 @@
 //! commit locks the key's row (FOR UPDATE) and checks the fencing token, so a process whose lease
 //! was taken over cannot settle the key, and the app's writes commit or roll back with the outcome.
 
-import { postgresApplyOnce, withClient } from './postgres-apply.js';
-import { named, plain } from './postgres-queries.js';
+import { postgresApplyOnce } from './postgres-apply.js';
+import { named, plain, withClient } from './postgres-queries.js';
 import { DDL_LOCK, ddl, inspect, rowOf, statementsFor } from './postgres-schema.js';
 import { postgresWriteOnce } from './postgres-write.js';
 
