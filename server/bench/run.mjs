@@ -119,8 +119,8 @@ async function measure(mode, engine, processes, label) {
 
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const CONFIGS = [['sqlite', 1, 'sqlite1'], ['postgres', 1, 'pg1'], ['postgres', 4, 'pg4']];
-// The kit two ways (`plan`: the outcome and its statements given up front, one round trip on
-// Postgres; `apply`: the app's code writes through `tx` in the transaction) and the bare handler,
+// The kit two ways (`plan`: the outcome and its statements given up front, written with no read
+// first; `apply`: the app's code writes through `tx` in the transaction) and the bare handler,
 // in an order that rotates each round.
 const MODES = ['bare', 'plan', 'kit', 'baretx'];
 for (const [engine, processes, label] of CONFIGS.filter(([, , l]) => !ONLY || ONLY.includes(l))) {

@@ -154,8 +154,9 @@ export type KitOptions<Tx = unknown> = KitOptionsBase<Tx> &
     | {
         /**
          * The answer and the statements that write it, decided without the database: on
-         * Postgres a new key then costs one round trip (BEGIN, the outcome, the statements and
-         * COMMIT in one write), where `apply` costs three. It runs before the key is looked up,
+         * Postgres the kit writes them with the outcome without reading the key first (on a pool
+         * in pg's pipeline mode, BEGIN, the outcome, the statements and COMMIT in one write: one
+         * round trip, where `apply` costs three). It runs before the key is looked up,
          * so it must have no effect of its own: for a key already applied it runs again and its
          * result is dropped. A statement that fails fails the request (500, nothing committed).
          */

@@ -1,6 +1,6 @@
 //! The conformance suite's `plan` part (a pure function giving the outcome and the statements
-//! that write it; one round trip on Postgres for a new key), run unchanged against every engine
-//! by sqlite.test.mjs and postgres.test.mjs.
+//! that write it, committed with the outcome with no read first), run unchanged against every
+//! engine by sqlite.test.mjs, postgres.test.mjs and postgres-lowest-pg.test.mjs.
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
