@@ -15,7 +15,7 @@ import { mkdtempSync, chmodSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import pg from 'pg';
-import { postgresCpu, postgresCpuSince } from './proc-cpu.mjs';
+import { postgresCpu, postgresCpuSince, postmasterOf } from './proc-cpu.mjs';
 
 const ROOT = resolve(new URL('../..', import.meta.url).pathname);
 const SERVE = new URL('./serve.mjs', import.meta.url).pathname;
@@ -47,6 +47,9 @@ if (!pgUrl) {
   execFileSync(join(ROOT, 'scripts/pg-cluster'), ['start', cluster, String(port)], { stdio: 'inherit' });
   pgUrl = `postgres://postgres@127.0.0.1:${port}/postgres`;
 }
+// The database's CPU: this cluster's processes when it is the one started here, else every
+// Postgres process on the machine.
+const postmaster = cluster ? postmasterOf(cluster) : undefined;
 
 async function freshPgDb(name) {
   const admin = new pg.Client({ connectionString: pgUrl });
@@ -100,13 +103,13 @@ async function measure(mode, engine, processes, label) {
   const endpoints = servers.map((s) => s.endpoint);
   await load(endpoints, `warm-${label}-${mode}`, PLAN.warm * processes, Date.now() + 20_000);
   await serverCpu(endpoints, true);
-  const database = postgresCpu();
+  const database = postgresCpu(postmaster);
   const loader = process.cpuUsage();
   const t0 = performance.now();
   const n = await load(endpoints, `${label}-${mode}`, PLAN.requests, Date.now() + PLAN.deadlineMs);
   const seconds = (performance.now() - t0) / 1000;
   const cpuUs = (1000 * (await serverCpu(endpoints))) / n;
-  const dbUs = (1000 * postgresCpuSince(database)) / n;
+  const dbUs = (1000 * postgresCpuSince(database, postmaster)) / n;
   const used = process.cpuUsage(loader);
   const loadUs = (used.user + used.system) / n;
   for (const s of servers) {
