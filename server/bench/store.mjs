@@ -1,13 +1,14 @@
 //! The kit on Postgres without HTTP (`node server/bench/store.mjs [OTHER/server]`): what a submit
 //! costs in CPU, Node's and the database's, through `kit.decide` with `apply` and with `plan`,
 //! against the bare handlers' writes (one autocommit INSERT; the INSERT inside BEGIN … COMMIT), in
-//! one process: 16 submits in flight on a pool of 8, a fresh table each measurement. Given another
-//! tree's `server/` directory, that tree's kit is measured too, in the same rounds, the mixes
-//! rotating each round: an A/B of two trees under the same load. CPU time per request is
-//! steadier than requests per second on a shared machine; the database's is its cluster's
-//! processes (from /proc: Linux). Postgres is CSK_PG_URL, or a throw-away cluster started here
-//! (scripts/pg-cluster, fsync on) on 127.0.0.1. Bounded: STORE_N submits a mix and round
-//! (default 3 000, after 500 to warm up), STORE_ROUNDS rounds (default 5).
+//! one process: 16 submits in flight on a pool of 8 (of the default kind, and in pg's pipeline
+//! mode), a fresh table each measurement. Given another tree's `server/` directory, that tree's
+//! kit is measured too, in the same rounds, the mixes rotating each round: an A/B of two trees
+//! under the same load. CPU time per request is steadier than requests per second on a shared
+//! machine; the database's is its cluster's processes (from /proc: Linux). Postgres is
+//! CSK_PG_URL, or a throw-away cluster started here (scripts/pg-cluster, fsync on) on 127.0.0.1.
+//! Bounded: STORE_N submits a mix and round (default 3 000, after 500 to warm up), STORE_ROUNDS
+//! rounds (default 5).
 import { execFileSync } from 'node:child_process';
 import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -78,7 +79,7 @@ const mixes = {
   },
 };
 for (const [tree, kit] of Object.entries(kits)) {
-  for (const pipeline of tree === 'this' ? [false, true] : [false]) {
+  for (const pipeline of [false, true]) {
     const pool = pipeline ? ', pipeline pool' : '';
     mixes[`${tree}: apply${pool}`] = async () => {
       const { pool: p, T } = await fresh(pipeline);
