@@ -84,7 +84,8 @@ const kitTx = async (T, config, lock) => {
 };
 // The kit's own applyOnce, as it runs, on a pool of one connection, and the bare transaction on
 // that connection.
-const pool = new pg.Pool({ connectionString: url, max: 1 });
+// Its one connection kept while the other mixes run (the backend measured must stay the same).
+const pool = new pg.Pool({ connectionString: url, max: 1, idleTimeoutMillis: 0 });
 pool.on('connect', (c) => void c.query('SET synchronous_commit = off'));
 const store = postgresStore({ pool, table: 'csk_real' });
 await store.init();
