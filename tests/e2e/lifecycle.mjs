@@ -69,7 +69,9 @@ let runs = 0;
 async function openTab(context, { db, owner, mode = "page", leaseMs = 2000 }) {
   const page = await context.newPage();
   page.on("console", (message) => {
-    if (message.type() === "error") print(`${owner}: ${message.text()}`);
+    // A query answered 404 (a request the server never got: it is sent again) is logged by
+    // the browser as a failed resource; not a problem.
+    if (message.type() === "error" && !message.text().startsWith("Failed to load resource")) print(`${owner}: ${message.text()}`);
   });
   page.on("pageerror", (error) => print(`${owner}: page error ${error.message}`));
   const cdp = await context.newCDPSession(page);
