@@ -166,15 +166,17 @@ impl Tab {
             fence,
         });
         self.emit_json(&events::leader_changed(true, Some(&owner), fence));
-        self.serve_pending_locally();
         self.adopt().await;
         self.catch_up().await;
-        if self.state.borrow().started {
-            driver.start()?;
+        let started = if self.state.borrow().started {
+            driver.start()
         } else {
             driver.wake(); // renews the lease until the host starts this tab
-        }
-        Ok(())
+            Ok(())
+        };
+        // Once started: a `whenSaved()` asked of the old leader covers what recovery finds.
+        self.serve_pending_locally();
+        started
     }
 
     /// Stops dispatching after losing the lock or the lease; follows and queues again.

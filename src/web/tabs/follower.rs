@@ -264,6 +264,9 @@ impl Tab {
     pub async fn act(&self, action: HostAction, arg: JsValue) -> Result<JsValue, SchedulerError> {
         let mut tries = 0;
         loop {
+            if matches!(action, HostAction::WhenSaved) {
+                self.until_started().await;
+            }
             let result = self.act_once(action, arg.clone()).await;
             let interrupted = matches!(action, HostAction::WhenSaved)
                 && matches!(&result, Err(e) if e.code == ErrorCode::SchedulerClosed)
@@ -272,6 +275,27 @@ impl Tab {
             if !interrupted || tries >= super::INTERRUPTED_TRIES {
                 return result;
             }
+        }
+    }
+
+    /// While this tab, elected, loads the ledger before starting (the host started it): wait
+    /// for the start, whose recovery finds the operations a `whenSaved()` covers. Bounded.
+    async fn until_started(&self) {
+        for _ in 0..1_000 {
+            let loading = {
+                let state = self.state.borrow();
+                match &state.role {
+                    Role::Promoting => state.started,
+                    Role::Leader(driver) => {
+                        state.started && !driver.inspect(|s, _| s.is_running() || s.is_closed())
+                    }
+                    _ => false,
+                }
+            };
+            if !loading {
+                return;
+            }
+            crate::web::clock::sleep(20).await;
         }
     }
 

@@ -142,11 +142,8 @@ impl Tab {
         state.epoch == epoch && !matches!(state.role, Role::Closed)
     }
 
-    /// A pause came while joining again: what the join took since is let go too.
+    /// A pause (or `stop()`) came while joining again: what the join took since is let go.
     fn let_go_after_pause(&self) {
-        if self.is_closed() {
-            return;
-        }
         let (lock, owner_lock) = {
             let mut state = self.state.borrow_mut();
             state.channel = None;
