@@ -3,9 +3,12 @@
 //!
 //! Pausing a dispatching tab stops its dispatcher as `stop()` does (in-flight fetches are
 //! aborted: each request stays recorded as dispatched, and whoever dispatches next asks the
-//! server what became of it before sending anything again; the last unwritten changes go out
-//! in one fenced write that also gives the lease up), then lets the Web Lock go, so the tab
-//! waiting next takes over at once. Any tab, paused, leaves the election queue, closes its
+//! server what became of it before sending anything again; changes still unwritten go out in
+//! one last fenced write), then lets the Web Lock go, so the tab waiting next takes over at
+//! once, taking the lease over. With Web Locks no write is made for the lease alone: a page in
+//! Chromium's back/forward cache whose transaction another tab waits for is evicted from it.
+//! Without them the last write gives the lease up, so the next tab need not wait for it to
+//! lapse. Any tab, paused, leaves the election queue, closes its
 //! channel and lets its owner lock go: a page kept in the back/forward cache then holds
 //! nothing another tab waits for. Coming back, it claims its owner again, reopens the
 //! channel and is elected as at open (leading again when no other tab does). An enqueue or a
@@ -68,7 +71,13 @@ impl Tab {
             )
         };
         if let Some(driver) = driver {
-            driver.stop();
+            // With Web Locks the next tab takes the lease over at once; without them it waits
+            // for a lease given up (or lapsed).
+            let has_locks = self.state.borrow().locks.is_some();
+            match has_locks {
+                true => driver.stop_keeping_lease(),
+                false => driver.stop(),
+            }
             self.emit_json(&events::leader_changed(false, None, None));
             let owner = self.owner();
             self.post(&TabMessage::Gone { owner });
