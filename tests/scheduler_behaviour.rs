@@ -552,6 +552,44 @@ fn s15_stop_aborts_in_flight_and_a_late_completion_changes_nothing() {
 }
 
 #[test]
+fn s15_a_paused_page_stops_with_no_write_for_the_lease_alone() {
+    // `stop()` gives the lease up in a last write; a page that pauses while another tab
+    // takes the lead over (by Web Lock, with a higher fence) writes only what waits.
+    let settled = || {
+        let mut h = harness();
+        h.enqueue(vec![edit("a", &["c"])]).unwrap();
+        h.answer_first(applied());
+        h.drain();
+        assert_eq!(op_phase(&h, "a"), OperationPhase::Resolved);
+        h
+    };
+    let mut h = settled();
+    let writes = h.store.writes;
+    h.scheduler.stop_keeping_lease();
+    h.drain();
+    assert_eq!(h.store.writes, writes, "nothing waited: no write");
+    assert!(h.scheduler.is_closed());
+
+    // What waits is still written (here the log of an attempt on the wire, which is aborted).
+    let mut h = harness();
+    h.enqueue(vec![edit("a", &["c"])]).unwrap();
+    let order = h.wire[0].clone();
+    h.scheduler.stop_keeping_lease();
+    h.drain();
+    assert_eq!(h.aborted, [order.attempt]);
+
+    let mut h = settled();
+    let writes = h.store.writes;
+    h.scheduler.stop();
+    h.drain();
+    assert_eq!(
+        h.store.writes,
+        writes + 1,
+        "stop() gives the lease up in a write"
+    );
+}
+
+#[test]
 fn s16_in_flight_counts_work_started_while_settling() {
     let mut h = harness_with(SchedulerConfig {
         concurrency: 1,

@@ -15,7 +15,7 @@ import { chromium } from "playwright-core";
 export const ROOT = resolve(fileURLToPath(new URL("..", import.meta.url)));
 
 /** Only these directories (relative to ROOT, URL = path) are served. */
-const SERVED = ["www/probe/", "www/editor/", "www/chaos/", "www/outage/", "www/tabs/", "www/hostile/", "www/shared/", "www/worker/", "www/bench/drag/", "pkg/", "worker/"];
+const SERVED = ["www/probe/", "www/editor/", "www/chaos/", "www/outage/", "www/tabs/", "www/lifecycle/", "www/hostile/", "www/shared/", "www/worker/", "www/bench/drag/", "pkg/", "worker/"];
 
 const CONTENT_TYPES = {
   ".html": "text/html; charset=utf-8",
@@ -59,7 +59,10 @@ export async function serve({ port: wanted = 0 } = {}) {
       if (file === null || !(await stat(file)).isFile()) throw new Error("not served");
       const body = await readFile(file);
       const type = CONTENT_TYPES[extname(file)] ?? "application/octet-stream";
-      response.writeHead(200, { "content-type": type, "cache-control": "no-store" }).end(body);
+      // `no-store` keeps a page out of Chromium's back/forward cache: the lifecycle test's
+      // pages, which must be able to enter it, are revalidated instead (`no-cache`).
+      const cache = file.startsWith(join(ROOT, "www", "lifecycle")) ? "no-cache" : "no-store";
+      response.writeHead(200, { "content-type": type, "cache-control": cache }).end(body);
     } catch {
       response.writeHead(404, { "content-type": "text/plain" }).end("not found\n");
     }

@@ -58,9 +58,8 @@ try {
   if (params.get("worker") === "1") {
     session = await startWorkerSession(`${options.epoch}w${workers}`);
   } else {
+    // No stop() on pagehide: the scheduler lets the lease go itself when the page leaves.
     session = await openSession({ ...options, ack });
-    // Frees the lease at once so the next page need not wait for it to lapse.
-    addEventListener("pagehide", () => session.stop());
   }
   window.chaos = {
     // Looked up on every call: killWorker() replaces the session.

@@ -99,10 +99,24 @@ impl<H: Host> Scheduler<H> {
 
     /// S15: final. Aborts what is on the wire, clears timers; later answers change nothing.
     pub fn stop(&mut self) {
+        self.stop_releasing(true);
+    }
+
+    /// As [`Scheduler::stop`], for a page that pauses while another tab takes the lead over
+    /// (it takes the lease over with a higher fence, which shuts this one out): the lease is
+    /// not given up in a write of its own, and the last write is made only when changes wait
+    /// to be written. A page kept in the back/forward cache whose transaction another tab
+    /// waits for is evicted from the cache.
+    pub fn stop_keeping_lease(&mut self) {
+        self.stop_releasing(false);
+    }
+
+    fn stop_releasing(&mut self, release_lease: bool) {
         if self.is_closed() {
             return;
         }
-        if self.is_leader() && !self.persist.failed {
+        let write = release_lease || self.ledger.has_changes();
+        if self.is_leader() && !self.persist.failed && write {
             // Hand the ledger over at once (a reload or another tab need not wait for the
             // lease to lapse): a last fenced write with the lease expiring now, carrying
             // whatever was still unwritten. Its answer is ignored like every late callback.

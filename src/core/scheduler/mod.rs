@@ -273,6 +273,12 @@ impl<H: Host> Scheduler<H> {
         self.lease.fenced
     }
 
+    /// Whether `start()` was called (and `stop()` was not): the ledger is recovered, and
+    /// every unsettled operation is known to the scheduler.
+    pub fn is_running(&self) -> bool {
+        self.lifecycle == Lifecycle::Running
+    }
+
     /// Whether `stop()` was called.
     pub fn is_closed(&self) -> bool {
         self.lifecycle == Lifecycle::Closed
@@ -319,10 +325,6 @@ impl<H: Host> Scheduler<H> {
 
     fn report_error(&mut self, code: ErrorCode, message: impl Into<String>) {
         self.report(Report::Error(SchedulerError::new(code, message)));
-    }
-
-    fn is_running(&self) -> bool {
-        self.lifecycle == Lifecycle::Running
     }
 
     /// Notes an enqueue: the user is at work for the next `ACTIVE_MS`.

@@ -372,7 +372,20 @@ impl Driver {
 
     /// S15: final; aborts in-flight fetches and clears the timer.
     pub fn stop(&self) {
-        self.with(|s, _| s.stop());
+        self.stop_with(true);
+    }
+
+    /// As [`Driver::stop`], for a paused page whose lead another tab takes over (the core's
+    /// [`Scheduler::stop_keeping_lease`]): no write of its own for the lease.
+    pub fn stop_keeping_lease(&self) {
+        self.stop_with(false);
+    }
+
+    fn stop_with(&self, release_lease: bool) {
+        self.with(|s, _| match release_lease {
+            true => s.stop(),
+            false => s.stop_keeping_lease(),
+        });
         let timer = self.state.borrow_mut().timer.take();
         if let Some((handle, _)) = timer {
             self.state.borrow().clock.clear_timer(handle);

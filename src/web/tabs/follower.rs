@@ -258,7 +258,48 @@ impl Tab {
     }
 
     /// Runs a host action: here while leading, by the leader otherwise.
+    ///
+    /// A `whenSaved()` whose dispatcher stopped under it while this tab stays open (a pause,
+    /// a lost lead) waits on through whoever dispatches now.
     pub async fn act(&self, action: HostAction, arg: JsValue) -> Result<JsValue, SchedulerError> {
+        let mut tries = 0;
+        loop {
+            if matches!(action, HostAction::WhenSaved) {
+                self.until_started().await;
+            }
+            let result = self.act_once(action, arg.clone()).await;
+            let interrupted = matches!(action, HostAction::WhenSaved)
+                && matches!(&result, Err(e) if e.code == ErrorCode::SchedulerClosed)
+                && !matches!(self.state.borrow().role, Role::Closed);
+            tries += 1;
+            if !interrupted || tries >= super::INTERRUPTED_TRIES {
+                return result;
+            }
+        }
+    }
+
+    /// While this tab, elected, loads the ledger before starting (the host started it): wait
+    /// for the start, whose recovery finds the operations a `whenSaved()` covers. Bounded.
+    async fn until_started(&self) {
+        for _ in 0..1_000 {
+            let loading = {
+                let state = self.state.borrow();
+                match &state.role {
+                    Role::Promoting => state.started,
+                    Role::Leader(driver) => {
+                        state.started && !driver.inspect(|s, _| s.is_running() || s.is_closed())
+                    }
+                    _ => false,
+                }
+            };
+            if !loading {
+                return;
+            }
+            crate::web::clock::sleep(20).await;
+        }
+    }
+
+    async fn act_once(&self, action: HostAction, arg: JsValue) -> Result<JsValue, SchedulerError> {
         if matches!(self.state.borrow().role, Role::Closed) {
             return Err(SchedulerError::new(
                 ErrorCode::SchedulerClosed,
@@ -523,13 +564,26 @@ impl Tab {
     /// # Errors
     ///
     /// `invalid_state` (see [`Driver::read`](crate::web::driver::Driver::read)).
+    /// `persisted` says whether the browser keeps the origin's storage persistent.
     pub fn stats(&self) -> Result<JsValue, SchedulerError> {
+        let stats = self.stats_here()?;
+        let persisted = self
+            .state
+            .borrow()
+            .persisted
+            .map_or(JsValue::NULL, JsValue::from);
+        let _ = Reflect::set(&stats, &"persisted".into(), &persisted);
+        Ok(stats)
+    }
+
+    fn stats_here(&self) -> Result<JsValue, SchedulerError> {
         if let Some(driver) = self.driver() {
             return driver.read(|s, _| to_js(&s.stats()));
         }
         let state = self.state.borrow();
         let idle = match state.role {
             Role::Closed => "stopped",
+            _ if state.paused => "paused",
             _ if !state.started => "not_started",
             _ => "not_leader",
         };

@@ -131,8 +131,8 @@ try {
     });
     scheduler = await openScheduler(mode, options);
     saved.attach(scheduler as unknown as SavedApi);
+    // Nothing on pagehide: the scheduler pauses and resumes with the page by itself.
     scheduler.start();
-    addEventListener("pagehide", () => scheduler?.stop());
   } else saved.render();
   createRoot(document.getElementById("app")!).render(createElement(Tldraw, { persistenceKey: canvasId, onMount, assets, assetUrls }));
 } catch (error) {
