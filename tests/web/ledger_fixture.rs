@@ -15,8 +15,8 @@
 //! - the event log's stored pages read back as the release read them;
 //! - the planted corrupt record is the one quarantine report;
 //! - each compacted operation's intent, enqueued again as the host first gave it, is accepted
-//!   as already there and sends nothing (its stored intent digest still matches), while an
-//!   altered one is refused `duplicate_operation`.
+//!   as already there: nothing is sent and `known(ids)` answers as before (its stored intent
+//!   digest still matches), while an altered one is refused `duplicate_operation`.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -277,6 +277,10 @@ async fn a_ledger_written_by_an_earlier_release_opens_and_nothing_a_user_sees_ch
     assert_eq!(
         report["callsAfterEnqueues"], 0,
         "an enqueue of a known intent sent something"
+    );
+    assert_eq!(
+        report["knownAfterEnqueues"], report["known"],
+        "known(ids) after the enqueues again"
     );
     assert_eq!(report["altered"], expected["alteredAnswer"]);
     assert_eq!(report["altered"]["code"], "duplicate_operation");
