@@ -24,6 +24,7 @@ fn harness() -> Harness<CountingHost> {
     harness_with(SchedulerConfig::default())
 }
 
+/// A request dead-letters after three failures; each operation is a request of its own.
 fn few_attempts() -> SchedulerConfig {
     SchedulerConfig {
         retry: RetryPolicy {
@@ -32,7 +33,7 @@ fn few_attempts() -> SchedulerConfig {
             max_attempts: 3,
             dead_letter_after_ms: 0,
         },
-        ..SchedulerConfig::default()
+        ..common::unbatched()
     }
 }
 
@@ -942,10 +943,11 @@ fn free_slot_with_unexamined_ready(
     pump_budget: usize,
     intents: Vec<IntentInput>,
 ) -> Harness<CountingHost> {
+    // One operation a request: the pump's budget counts operations examined one by one.
     let mut h = harness_with(SchedulerConfig {
         concurrency: 1,
         pump_budget,
-        ..SchedulerConfig::default()
+        ..common::unbatched()
     });
     h.auto_persist = false;
     // The second takes the one place ahead of the slot (S2), so the rest stays unexamined.

@@ -423,7 +423,8 @@ fn s11_due_retries_run_before_new_ready_work() {
 
 #[test]
 fn s12_one_pump_pass_examines_at_most_64_ready_operations_then_yields() {
-    let mut h = harness();
+    // One operation a request: a batch would take the waiting ones along unexamined.
+    let mut h = harness_with(common::unbatched());
     // 100 operations waiting on one canvas claimed by a first request: each is examined and parked.
     let mut intents = vec![edit("first", &["shared"])];
     intents.extend((0..100).map(|i| edit(&format!("w{i:03}"), &["shared"])));
@@ -593,7 +594,7 @@ fn s15_a_paused_page_stops_with_no_write_for_the_lease_alone() {
 fn s16_in_flight_counts_work_started_while_settling() {
     let mut h = harness_with(SchedulerConfig {
         concurrency: 1,
-        ..SchedulerConfig::default()
+        ..common::unbatched()
     });
     h.enqueue(vec![edit("a", &["c"]), edit("b", &["c"])])
         .unwrap();
@@ -625,7 +626,7 @@ fn s17_a_compile_error_is_reported_as_an_effect_and_the_scheduler_goes_on() {
 
 #[test]
 fn s18_start_recovers_claims_and_reschedules_with_stored_actions() {
-    let mut h = harness();
+    let mut h = harness_with(common::unbatched());
     h.enqueue(vec![
         edit("a", &["c"]),
         edit("b", &["c"]),
@@ -809,7 +810,7 @@ fn k2_a_fenced_write_stops_the_dispatcher_at_once() {
 fn w1_group_commit_writes_one_turn_in_one_transaction() {
     let config = SchedulerConfig {
         group_commit: true,
-        ..SchedulerConfig::default()
+        ..common::unbatched()
     };
     let mut h = Harness::new(config, CountingHost::new("r"));
     h.start();

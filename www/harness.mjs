@@ -90,11 +90,12 @@ export function buildEditor() {
 
 /**
  * Starts the reference server (www/server) on 127.0.0.1 with a fresh SQLite file in a
- * temporary directory (or `db`: a path or a postgres:// URL); resolves to its RunningServer plus
+ * temporary directory (or `db`: a path or a postgres:// URL; `batches: false`, a server that
+ * declines batches); resolves to its RunningServer plus
  * `dir`, and `close()` also removes the directory it made. With CANVAS_SCHEDULER_TEST_DB=
  * postgres://… (and no `db`) it gets a fresh database on that cluster instead.
  */
-export async function startReferenceServer({ port = 0, runApplyMs = 300, db } = {}) {
+export async function startReferenceServer({ port = 0, runApplyMs = 300, db, batches = true } = {}) {
   const { startServer } = await import("./server/server.mjs");
   if (!db) {
     const { freshDatabase, testPostgres } = await import("./server/testing/test-db.mjs");
@@ -104,7 +105,7 @@ export async function startReferenceServer({ port = 0, runApplyMs = 300, db } = 
   const dir = db ? null : await mkdtemp(join(tmpdir(), "canvas-scheduler-server-"));
   // A fresh admin token per server: `admin()` sends it, pages get it from the page's URL.
   const adminToken = `admin-${randomBytes(16).toString("hex")}`;
-  const server = await startServer({ db: db ?? join(dir, "server.sqlite"), port, host: "127.0.0.1", runApplyMs, adminToken });
+  const server = await startServer({ db: db ?? join(dir, "server.sqlite"), port, host: "127.0.0.1", runApplyMs, adminToken, batches });
   return {
     ...server,
     adminToken,

@@ -7,7 +7,8 @@ use wasm_bindgen::{JsCast, JsValue};
 use crate::web::json::{exact_text, is_array, object_keys, LoneSurrogate};
 
 use crate::core::config::{
-    BatchLimits, RetryPolicy, SchedulerConfig, DEFAULT_DEAD_LETTER_AFTER_MS, MAX_COALESCE_MS,
+    BatchLimits, RetryPolicy, SchedulerConfig, DEFAULT_BATCH_MAX_BYTES,
+    DEFAULT_BATCH_MAX_OPERATIONS, DEFAULT_DEAD_LETTER_AFTER_MS, MAX_COALESCE_MS,
 };
 use crate::core::error::{ErrorCode, SchedulerError};
 use crate::core::retention::RetentionPolicy;
@@ -302,8 +303,10 @@ pub fn decode_options(options: &JsValue) -> Result<OpenOptions, SchedulerError> 
     }
     if let Some(batch) = nested(options, "batch", &BATCH_KEYS)? {
         config.batch = BatchLimits {
-            max_operations: integer(&batch, "maxOperations", 1, 1_000)?.unwrap_or(32) as usize,
-            max_bytes: integer(&batch, "maxBytes", 1, 16 << 20)?.unwrap_or(65_536) as usize,
+            max_operations: integer(&batch, "maxOperations", 1, 1_000)?
+                .map_or(DEFAULT_BATCH_MAX_OPERATIONS, |n| n as usize),
+            max_bytes: integer(&batch, "maxBytes", 1, 16 << 20)?
+                .map_or(DEFAULT_BATCH_MAX_BYTES, |n| n as usize),
             kinds: kinds(&batch)?,
         };
     }

@@ -172,9 +172,10 @@ export interface SchedulerOptions<Kind extends string = string> {
    */
   retry?: { baseMs?: number; maxMs?: number; maxAttempts?: number; deadLetterAfterMs?: number };
   /**
-   * Holds an intent with a `coalesceKey` back this long (0 to 1000 ms, default 0) before it
-   * may be sent, so that a newer one with its key replaces it first: a drag sends its last
-   * position, not every one. A held operation keeps its place (later ones on its canvases
+   * Holds an intent with a `coalesceKey` back this long (0 to 1000 ms, default 32: two frames
+   * at 60 Hz) before it may be sent, so that a newer one with its key replaces it first: a
+   * drag sends its last position, not every one. Intents without a `coalesceKey` are never
+   * held. A held operation keeps its place (later ones on its canvases
    * wait behind it); `explain(id).reason` is `"coalescing"` meanwhile, and `flush(id)` ends the
    * hold. Its write waits too, so the updates made during a hold share one transaction (a
    * replaced one is stored without its payload): its `enqueue` resolves once that write is
@@ -183,12 +184,15 @@ export interface SchedulerOptions<Kind extends string = string> {
    */
   coalesceMs?: number;
   /**
-   * Request batching (off by default): ready operations of one kind on the same
-   * canvases share one request (the protocol's batch body), also in a burst that alternates
-   * canvases and with `compile` / `participants` set, up to `maxOperations` (1 to 1000,
-   * default 32) and `maxBytes` of payload (default 65536). Every kind batches unless `kinds`
-   * names the ones that may (1 to 64 exact operation types); `asset.upload` (a multipart body
-   * with its own lane), `run.start` and `run.cancel` never do.
+   * Request batching (on by default): ready operations of one kind on the same canvases share
+   * one request (a body with `payload.operations`, one entry per operation, applied atomically
+   * by the server), also in a burst that alternates canvases and with `compile` /
+   * `participants` set, up to `maxOperations` (1 to 1000, default 32; 1 turns batching off)
+   * and `maxBytes` of payload (default 65536). Every kind batches unless `kinds` names the ones
+   * that may (1 to 64 exact operation types); `asset.upload` (a multipart body with its own
+   * lane), `run.start` and `run.cancel` never do. A server that takes no batches declines one
+   * (`rejected` with error code `batch_not_supported`, nothing applied): each of its operations
+   * is then sent on its own, and no batch follows until the scheduler is opened again.
    */
   batch?: { maxOperations?: number; maxBytes?: number; kinds?: Kind[] };
   /** Largest payload accepted at enqueue, in JSON bytes (default 262144): a larger one is

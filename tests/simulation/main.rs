@@ -186,6 +186,8 @@ struct Tally {
     acknowledged: usize,
     /// Sends of requests that carry several operations.
     batched: u64,
+    /// Batches a server without batches declined (each operation then went alone).
+    declined: u64,
     /// Operations superseded by a later coalesced intent.
     superseded: u64,
     /// Operations folded from their own records into pages, in batches that became durable.
@@ -225,6 +227,7 @@ impl Tally {
         self.steps += other.steps;
         self.acknowledged += other.acknowledged;
         self.batched += other.batched;
+        self.declined += other.declined;
         self.superseded += other.superseded;
         self.folded += other.folded;
         self.host_actions += other.host_actions;
@@ -255,6 +258,7 @@ fn run_seed(seed: u64, steps: u64) -> Tally {
     world.finish();
     Tally {
         acknowledged: world.acknowledged.len(),
+        declined: world.server.declined,
         ..world.counts
     }
 }
@@ -286,11 +290,12 @@ fn simulation_invariants_hold_across_seeds() {
     // Written to the stderr handle itself (not captured by the test harness), so CI logs show it.
     let _ = writeln!(
         std::io::stderr(),
-        "simulation: {} seeds, {} steps, {} acknowledged operations, {} batched sends, {} superseded, {} folded into pages, {} host actions ({} refused), {} unauthorized answers, {} version conflicts, {} logins as another user, {} denials after a send, {} failed authorization checks, {} compacted, {} compacted intents enqueued again, {} partial enqueues, {} whenSaved resolved, {} power losses dropping {} relaxed commits, {} intake appends ({} by a leader whose lease was taken over), {} adopted again after a crash before clearing, {} set aside",
+        "simulation: {} seeds, {} steps, {} acknowledged operations, {} batched sends ({} declined), {} superseded, {} folded into pages, {} host actions ({} refused), {} unauthorized answers, {} version conflicts, {} logins as another user, {} denials after a send, {} failed authorization checks, {} compacted, {} compacted intents enqueued again, {} partial enqueues, {} whenSaved resolved, {} power losses dropping {} relaxed commits, {} intake appends ({} by a leader whose lease was taken over), {} adopted again after a crash before clearing, {} set aside",
         seeds.len(),
         total.steps,
         total.acknowledged,
         total.batched,
+        total.declined,
         total.superseded,
         total.folded,
         total.host_actions,
@@ -315,6 +320,7 @@ fn simulation_invariants_hold_across_seeds() {
     assert!(
         seeds.len() < 100
             || (total.batched > 0
+                && total.declined > 0
                 && total.superseded > 0
                 && total.folded > 0
                 && total.refused > 0
@@ -332,6 +338,6 @@ fn simulation_invariants_hold_across_seeds() {
                 && total.intake_appends > 0
                 && total.stale_appends > 0
                 && total.readopted > 0),
-        "batching, coalescing, folding, host actions (taken and refused) expired logins, version conflicts, a second user, power losses dropping relaxed commits, intake appends (by a stale leader too) and adoptions again after a crash must be exercised"
+        "batching (declined too), coalescing, folding, host actions (taken and refused) expired logins, version conflicts, a second user, power losses dropping relaxed commits, intake appends (by a stale leader too) and adoptions again after a crash must be exercised"
     );
 }

@@ -70,6 +70,9 @@ impl World {
             adopted_durable: BTreeSet::new(),
             quarantined: BTreeMap::new(),
         };
+        // A quarter of the worlds' servers take no batches: they decline each one, and the
+        // scheduler falls back to one operation a request.
+        world.server.declines_batches = world.rng.chance(25);
         let _ = world.open_tab();
         world
     }

@@ -53,7 +53,8 @@ export async function openSession({ server, database, seed, epoch, ack, batch = 
         endpoint: server,
         leaseMs: 1000,
         retry: { baseMs: 50, maxMs: 1000, maxAttempts: 1000 },
-        ...(batch > 1 ? { batch: { maxOperations: batch, maxBytes: 65_536 } } : {}),
+        // `batch` 0 or 1: one operation a request (batching is on by default).
+        batch: { maxOperations: Math.max(batch, 1), maxBytes: 65_536 },
         // Every settled operation kept whole: the final check reads each one's sequence (a
         // compacted one keeps only its outcome).
         retain: { settled: 1_000_000 },

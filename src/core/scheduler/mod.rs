@@ -175,6 +175,8 @@ pub struct Scheduler<H: Host> {
     counters: Counters,
     /// A `participants` or `compile` hook is running (the host may read meanwhile).
     in_hook: bool,
+    /// The server declined a batch (`batch`): every request carries one operation from now on.
+    batches_declined: bool,
 }
 
 impl<H: Host> Scheduler<H> {
@@ -233,6 +235,7 @@ impl<H: Host> Scheduler<H> {
             coalescing: coalesce_hold::CoalesceHolds::default(),
             counters: Counters::default(),
             in_hook: false,
+            batches_declined: false,
         })
     }
 
