@@ -17,18 +17,59 @@
 // { settled: 1, blocked: [] }; app.sqlite holds one row, for one operation, with the kind the
 // page enqueued; the kit stored one answer. Then a reload: one more edit, two rows, no key and
 // no operation applied twice. The quick start's code must stay within 15 lines.
+// Before that, and beside it: every relative link of README.md and docs/*.md points to a file
+// and heading that exist (tests/package/markdown.mjs), and every other `ts` block of README.md
+// and of the docs written for editors (DOC_SNIPPETS) type-checks against the installed package
+// (tsc --strict, each block a module of its own, with the names it assumes declared before
+// it: SNIPPET_NAMES below).
 // KEEP_README_APP=1 keeps the temporary directory (its path is printed).
 import assert from "node:assert/strict";
 import { execFile, spawn } from "node:child_process";
-import { mkdir, mkdtemp, readFile, rm, symlink, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, readdir, readFile, rm, symlink, writeFile } from "node:fs/promises";
 import { createRequire } from "node:module";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { launchChromium } from "../../www/harness.mjs";
 import { ROOT } from "./contents.mjs";
+import { brokenLinks, fencedBlocks } from "./markdown.mjs";
 
 const MAX_LINES = 15;
+/** The docs whose `ts` blocks are type-checked, beside README.md. */
+const DOC_SNIPPETS = ["docs/guide.md", "docs/options.md", "docs/installing.md", "docs/worker-mode.md"];
+/**
+ * What the snippets assume their reader has at hand (an editor's own names, a scheduler): each
+ * line is put before a snippet that uses the name without defining or importing it. (Not as
+ * globals: the DOM has a `Scheduler` and a `scheduler` of its own.)
+ */
+const SNIPPET_NAMES = {
+  Scheduler: 'import { Scheduler } from "canvas-scheduler";',
+  SchedulerEvent: 'import type { SchedulerEvent } from "canvas-scheduler";',
+  OperationIntent: 'import type { OperationIntent } from "canvas-scheduler";',
+  scheduler: 'declare const scheduler: import("canvas-scheduler").Scheduler;',
+  database: "declare const database: string;",
+  endpoint: "declare const endpoint: string;",
+  id: "declare const id: string;",
+  page: "declare const page: string;",
+  record: "declare const record: { id: string; x: number; y: number };",
+  intent: 'declare const intent: import("canvas-scheduler").OperationIntent;',
+  onEvent: 'declare function onEvent(event: import("canvas-scheduler").SchedulerEvent): void;',
+  getToken: "declare function getToken(): Promise<string>;",
+  rollBack: "declare function rollBack(operationId: string, canonical?: unknown): void;",
+  change: "declare const change: { id: string }[];",
+  toIntent: 'declare function toIntent(edit: { id: string }): import("canvas-scheduler").OperationIntent;',
+  revert: "declare function revert(edit: { id: string }, code: string): void;",
+};
+
+/** A snippet as a module: the declarations of the names it uses but does not define, then it. */
+function snippetModule(body) {
+  const header = Object.entries(SNIPPET_NAMES).filter(([name]) => {
+    const uses = new RegExp(`(?<![.\\w$])${name}\\b`).test(body.replace(/\/\/.*$/gm, ""));
+    const defines = new RegExp(`(import[^;]*[{,\\s]${name}[\\s,}]|(const|let|var|function|class|type|interface)\\s+${name}\\b)`).test(body);
+    return uses && !defines;
+  });
+  return `${header.map(([, line]) => line).join("\n")}\n${body}export {};\n`;
+}
 const started = performance.now();
 const seconds = (since) => ((performance.now() - since) / 1000).toFixed(1);
 const say = (line) => console.log(`readme: ${line}`);
@@ -61,7 +102,7 @@ export function quickStart(readme) {
   const section = /^## Quick start\n([\s\S]*?)(?=^## )/m.exec(readme)?.[1];
   assert.ok(section, 'README.md has no "## Quick start" section followed by another section');
   const blocks = {};
-  for (const [, language, body] of section.matchAll(/^```(\w*)\n([\s\S]*?)^```$/gm)) {
+  for (const { language, body } of fencedBlocks(section)) {
     assert.ok(["js", "ts", "sh"].includes(language), `quick start: a \`${language}\` block (expected js, ts, sh)`);
     assert.ok(!(language in blocks), `quick start: more than one \`${language}\` block`);
     blocks[language] = body;
@@ -132,7 +173,13 @@ async function main() {
       throw new Error(`pkg/${target} is missing: run scripts/build (both targets) first`);
     });
   }
-  const { server, page, shell } = quickStart(await readFile(join(ROOT, "README.md"), "utf8"));
+  const documents = ["README.md", ...(await readdir(join(ROOT, "docs"))).filter((name) => name.endsWith(".md")).map((name) => `docs/${name}`)];
+  const broken = documents.flatMap((name) => brokenLinks(join(ROOT, name), ROOT));
+  assert.deepEqual(broken, [], `links that point nowhere:\n  ${broken.join("\n  ")}`);
+  say(`links: every relative link of ${documents.join(", ")} resolves`);
+
+  const readme = await readFile(join(ROOT, "README.md"), "utf8");
+  const { server, page, shell } = quickStart(readme);
   const lines = codeLines(server).length + codeLines(page).length;
   assert.ok(lines <= MAX_LINES, `the quick start's code is ${lines} lines, more than ${MAX_LINES}`);
   say(`quick start: ${codeLines(server).length} lines of server, ${codeLines(page).length} of page (${lines} <= ${MAX_LINES})`);
@@ -161,7 +208,10 @@ async function main() {
     await run("npm", ["install", ...tarballs, ...flags], { cwd: app, timeoutMs: 300_000 });
     const apps = join(ROOT, "tests", "package", "apps");
     const vite = JSON.parse(await readFile(join(apps, "web-vite", "package.json"), "utf8")).devDependencies.vite;
-    await run("npm", ["install", "-D", `vite@${vite}`, ...flags], { cwd: app, timeoutMs: 300_000 });
+    // And vite-plugin-wasm, which only the bundler entry's Vite configuration in
+    // docs/installing.md imports (a snippet checked below).
+    const plugin = JSON.parse(await readFile(join(apps, "bundler-vite", "package.json"), "utf8")).devDependencies["vite-plugin-wasm"];
+    await run("npm", ["install", "-D", `vite@${vite}`, `vite-plugin-wasm@${plugin}`, ...flags], { cwd: app, timeoutMs: 300_000 });
     for (const dep of ["better-sqlite3", "bindings", "file-uri-to-path"]) {
       await symlink(join(ROOT, "server", "node_modules", dep), join(app, "node_modules", dep));
     }
@@ -190,9 +240,29 @@ async function main() {
         files: ["server.mjs", "shims.d.ts"],
       }),
     );
-    for (const config of ["tsconfig.page.json", "tsconfig.server.json"]) {
+    // Every other ts block of the README and the docs, each a module of its own.
+    const snippets = [];
+    for (const name of ["README.md", ...DOC_SNIPPETS]) {
+      const text = name === "README.md" ? readme.replace(/^## Quick start\n[\s\S]*?(?=^## )/m, "") : await readFile(join(ROOT, name), "utf8");
+      for (const { language, body, line } of fencedBlocks(text)) {
+        if (language !== "ts") continue;
+        const file = `${name.replace(/[/.]/g, "_")}_${String(line).padStart(4, "0")}.ts`;
+        snippets.push(file);
+        await mkdir(join(app, "snippets"), { recursive: true });
+        await writeFile(join(app, "snippets", file), `// ${name}, the block at line ${line}\n${snippetModule(body)}`);
+      }
+    }
+    assert.ok(snippets.length >= 6, `only ${snippets.length} ts blocks found in the README and the docs`);
+    // skipLibCheck: the libraries' own declarations (Vite's want Node's) are not what is checked
+    // here; the package's are, with main.ts above.
+    await writeFile(
+      join(app, "tsconfig.snippets.json"),
+      JSON.stringify({ compilerOptions: { ...strict, skipLibCheck: true, module: "ESNext", moduleResolution: "bundler", lib: ["ES2022", "DOM"], types: [] }, include: ["snippets"] }),
+    );
+    for (const config of ["tsconfig.page.json", "tsconfig.server.json", "tsconfig.snippets.json"]) {
       await run(process.execPath, [tsc, "-p", config], { cwd: app, timeoutMs: 120_000 });
     }
+    say(`type-checked: main.ts, server.mjs, and ${snippets.length} ts blocks of ${["README.md", ...DOC_SNIPPETS].join(", ")}`);
 
     // Run it: the kit, then Vite, both on 127.0.0.1.
     const kitUrl = `http://127.0.0.1:${kitPort}`;
