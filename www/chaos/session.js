@@ -34,8 +34,11 @@ export async function openSession({ server, database, seed, epoch, ack, batch = 
   const random = mulberry32((seed ^ Math.imul(Number.parseInt(epoch, 36) + 1, 0x9e3779b1)) >>> 0);
   const events = { settled: 0, blocked: 0, dead_lettered: 0, error: 0, quarantined: 0, leader_changed: 0 };
   const problems = [];
+  /** `storage_failed` and `storage_recovered`, in order, with the time the page heard each. */
+  const storage = [];
   const onEvent = (event) => {
     events[event.type] = (events[event.type] ?? 0) + 1;
+    if (event.type === "storage_failed" || event.type === "storage_recovered") storage.push({ ...event, at: Date.now() });
     if (event.type === "blocked" || event.type === "dead_lettered" || event.type === "error" || event.type === "quarantined") {
       if (problems.length < 50) problems.push(event);
     }
@@ -117,7 +120,7 @@ export async function openSession({ server, database, seed, epoch, ack, batch = 
       await scheduler.sync?.(ids);
       return ledgerView(scheduler, ids);
     },
-    events: () => ({ events, problems }),
+    events: () => ({ events, problems, storage }),
     resume: () => scheduler.resume(),
     /** Enqueues a refused intent again, unchanged (same id and content), as the README says. */
     async enqueueAgain(id) {
