@@ -3,17 +3,17 @@
 // chaos page (www/chaos) enqueueing edits of incompressible text while the reference server
 // is down (its `offline` fault). No test calls resume(). Two tests, each with its own server,
 // browser context and ledger:
-//   1. an edit too big for what is left: 60 KB edits until the origin is near its quota, then
-//      250 KB ones until one is refused (`storage_unavailable`) while smaller writes still fit.
-//      The scheduler tries storage again on its own and says `storage_recovered`; with the
-//      server back, every acknowledged edit is delivered at the same quota (compaction frees
-//      what settles); once the quota is lifted, the refused edit is enqueued again and delivered.
-//   2. the origin over its quota (the issue's setup): 60 KB edits until one is refused. Past the
-//      quota Chromium refuses every write, even a lease renewal of a few hundred bytes, so
-//      nothing can be written, and a leader that cannot renew its lease sends nothing once the
-//      lease ends: with the server back, the test waits 15 s and reports what was delivered.
-//      Once the quota is lifted, every acknowledged edit is delivered with no app code at all
-//      (no resume(), no enqueue), and enqueues work again.
+//   1. a write too big for what is left: ten 60 KB edits, then a paste of twelve 250 KB edits
+//      in one enqueueMany, refused (`storage_unavailable`) while smaller writes still fit. The
+//      scheduler tries storage again on its own and says `storage_recovered`; with the server
+//      back, every acknowledged edit is delivered at the same quota; once the quota is lifted,
+//      the refused paste is enqueued again and delivered.
+//   2. the origin filled up (the issue's setup): 60 KB edits until one is refused. What is left
+//      may hold a lease renewal but not the next freeze (past the quota Chromium refuses every
+//      write, even a few hundred bytes), so delivery stalls: with the server back, the test
+//      waits 15 s and reports what was delivered meanwhile. Once the quota is lifted, every
+//      acknowledged edit is delivered with no app code at all (no resume(), no enqueue), and
+//      enqueues work again.
 // Both: every acknowledged edit applied exactly once, none lost, none of the refused ones ever
 // reached the server, `storage_failed` (named QuotaExceededError) and `storage_recovered` seen.
 // Chromium only: no other engine here sets an origin's quota (the output says so).
@@ -31,11 +31,12 @@ setTimeout(() => {
 }, BUDGET_MS).unref();
 
 const QUOTA_BYTES = 3_000_000;
-/** Characters of incompressible text in an edit: a small one, and one too big for what is left. */
+/** Characters of incompressible text in an edit. */
 const SMALL = 60_000;
+/** Test 1: edits before the paste, and the paste: intents of `BIG` characters (3.0 MB in all). */
+const EDITS = 10;
+const PASTE = 12;
 const BIG = 250_000;
-/** Test 1 switches to big edits once the origin's usage is within this of the quota. */
-const NEAR = 350_000;
 const AT_QUOTA_MS = 15_000;
 const DRAIN_MS = 90_000;
 const OFFLINE = { offline: true };
@@ -101,23 +102,26 @@ function assertRecovered(events) {
   assert.equal(events.at(-1).type, "storage_recovered", "storage works again");
 }
 
-/** Test 1: an edit too big for what is left; delivery goes on at the same quota. */
+/** Test 1: a write too big for what is left; delivery goes on at the same quota. */
 async function tooBig({ context, statics, server, say }) {
   await admin(server, "/admin/faults", OFFLINE);
   const { page, liftQuota } = await open(context, statics, server, "big");
   const acked = [];
-  let refused = null;
-  for (let i = 0; i < 200 && refused === null; i += 1) {
-    const big = (await usage(page)) > QUOTA_BYTES - NEAR;
-    const result = await enqueue(page, big ? BIG : SMALL);
-    if (result.code) refused = result;
-    else acked.push(result.id);
+  for (let i = 0; i < EDITS; i += 1) {
+    const result = await enqueue(page, SMALL);
+    assert.equal(result.code, undefined, `edit ${i} fits: ${result.message}`);
+    acked.push(result.id);
   }
-  assert.ok(refused, "the quota never refused an edit");
+  // A paste: one enqueueMany (one transaction) bigger than what is left.
+  const refused = await page.evaluate(
+    ([n, pad]) => window.chaos.burstMany(n, pad).then(() => null, (error) => ({ code: error.code, ids: error.operationIds, message: error.message })),
+    [PASTE, BIG],
+  );
+  assert.ok(refused, "the quota never refused the paste");
   assert.equal(refused.code, "storage_unavailable", refused.message);
   const left = await usage(page);
-  say(`${acked.length} edits acknowledged, then a ${BIG}-character one refused at ${left} bytes used of ${QUOTA_BYTES}: ${refused.message}`);
-  assert.ok(left < QUOTA_BYTES, "smaller writes still fit");
+  say(`${acked.length} edits acknowledged, then a paste of ${PASTE} × ${BIG} characters refused at ${left} bytes used of ${QUOTA_BYTES}: ${refused.message}`);
+  assert.ok(left < QUOTA_BYTES - 1_000_000, "smaller writes still fit");
   // With no app code the scheduler tries storage again (a lease renewal fits): it recovers.
   const deadline = Date.now() + 20_000;
   while ((await storageEvents(page)).at(-1)?.type !== "storage_recovered" && Date.now() < deadline) await sleep(200);
@@ -125,21 +129,19 @@ async function tooBig({ context, statics, server, say }) {
   await admin(server, "/admin/faults", ONLINE);
   const started = Date.now();
   const operations = await delivered(page, server, acked, "at the same quota");
-  say(`server back: all ${acked.length} delivered in ${((Date.now() - started) / 1000).toFixed(1)} s at ${QUOTA_BYTES} bytes; ${await usage(page)} bytes used after compaction`);
-  assertClean(operations, acked, [refused.id]);
-  // Space comes back: the refused edit, enqueued again, is stored and delivered.
+  say(`server back: all ${acked.length} delivered in ${((Date.now() - started) / 1000).toFixed(1)} s at ${QUOTA_BYTES} bytes, no resume()`);
+  assertClean(operations, acked, refused.ids);
+  // Space comes back: the refused paste, enqueued again, is stored and delivered.
   await liftQuota();
-  const again = await page.evaluate((id) => window.chaos.enqueueAgain(id).then(() => null, (e) => e.code), refused.id);
-  assert.equal(again, null, "the refused edit enqueued again once the quota is lifted");
-  const after = await enqueue(page, SMALL);
-  assert.equal(after.code, undefined, "a new edit too");
-  const all = [...acked, refused.id, after.id];
+  const again = await page.evaluate((ids) => window.chaos.enqueueManyAgain(ids).then(() => null, (e) => e.code), refused.ids);
+  assert.equal(again, null, "the refused paste enqueued again once the quota is lifted");
+  const all = [...acked, ...refused.ids];
   assertClean(await delivered(page, server, all, "after the quota was lifted"), all, []);
   assertRecovered(await storageEvents(page));
-  return `${acked.length} delivered at the quota, the refused one after it was lifted; storage events ${JSON.stringify((await storageEvents(page)).map((e) => e.type))}`;
+  return `${acked.length} delivered at the quota, the refused paste of ${PASTE} after it was lifted; storage events ${JSON.stringify((await storageEvents(page)).map((e) => e.type))}`;
 }
 
-/** Test 2: the origin over its quota; delivery waits for space, with no app code. */
+/** Test 2: the origin filled up; delivery waits for space, with no app code. */
 async function overQuota({ context, statics, server, say }) {
   await admin(server, "/admin/faults", OFFLINE);
   const { page, liftQuota } = await open(context, statics, server, "over");
@@ -152,17 +154,14 @@ async function overQuota({ context, statics, server, say }) {
   }
   assert.equal(refused.length, 1, "the quota never refused an edit");
   assert.equal(refused[0].code, "storage_unavailable", refused[0].message);
-  // Even a small edit: past the quota every write is refused.
-  const small = await enqueue(page, 0);
-  if (small.code) refused.push(small);
-  else acked.push(small.id);
+
   say(`${acked.length} edits acknowledged, then refused (${refused.length}) at ${await usage(page)} bytes used of ${QUOTA_BYTES}: ${refused[0].message}`);
   await admin(server, "/admin/faults", ONLINE);
   await sleep(AT_QUOTA_MS);
   const whileOver = await applied(server);
   const atQuota = acked.filter((id) => whileOver[id]).length;
   const events = await storageEvents(page);
-  say(`server back for ${AT_QUOTA_MS / 1000} s at the quota: ${atQuota} of ${acked.length} delivered; storage events ${JSON.stringify(events.map((e) => e.type))}`);
+  say(`server back for ${AT_QUOTA_MS / 1000} s at the quota: ${atQuota} of ${acked.length} delivered, ${await usage(page)} bytes used; storage events ${JSON.stringify(events.map((e) => e.type))}`);
   assert.equal(events[0]?.type, "storage_failed", "storage_failed was said");
   assert.equal(events[0].name, "QuotaExceededError");
   // Space comes back: no resume(), no enqueue: the scheduler's own try writes, and it delivers.
@@ -176,12 +175,12 @@ async function overQuota({ context, statics, server, say }) {
   assert.equal(after.code, undefined, "enqueue works again");
   const all = [...acked, after.id];
   assertClean(await delivered(page, server, all, "the new edit"), all, refused.map((r) => r.id));
-  return `${acked.length} acknowledged, ${atQuota} delivered while over the quota, all once the quota was lifted, 0 lost, 0 refused sent`;
+  return `${acked.length} acknowledged, ${atQuota} delivered at the quota, all once it was lifted, 0 lost, 0 refused sent`;
 }
 
 const TESTS = [
-  ["an edit too big for what is left: delivered at the same quota, no resume()", tooBig],
-  ["the origin over its quota: delivered once space returns, no app code", overQuota],
+  ["a write too big for what is left: delivered at the same quota, no resume()", tooBig],
+  ["the origin filled up: delivered once space returns, no app code", overQuota],
 ];
 
 const statics = await serve();
