@@ -374,3 +374,21 @@ fn host_actions_are_refused_while_writes_fail_and_resume_tries_at_once() {
         OperationPhase::Pending
     );
 }
+
+#[test]
+fn an_intent_written_before_and_enqueued_again_while_writes_fail_is_not_refused() {
+    let mut h = harness();
+    h.enqueue(vec![edit("a", &["c1"])]).unwrap();
+    let a = h.wire_ids()[0].clone();
+    fill_disk(&mut h);
+    // An answer waits to be written: the next write carries it, and fails.
+    h.answer(&a, applied());
+    assert!(h.scheduler.is_storage_failing());
+    let barrier = h.enqueue(vec![edit("a", &["c1"])]).unwrap();
+    h.advance(2_000);
+    assert_eq!(
+        h.scheduler.barrier_state(barrier),
+        Some(true),
+        "it is in storage already: nothing of it waits for a write"
+    );
+}

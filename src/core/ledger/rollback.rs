@@ -20,6 +20,13 @@ impl Ledger {
         self.marked.contains(id)
     }
 
+    /// Whether operation `id` is held and was never written (its enqueue's write is pending).
+    pub fn is_unwritten(&self, id: &str) -> bool {
+        self.operations
+            .get(id)
+            .is_some_and(|slot| slot.home == Home::Unwritten)
+    }
+
     /// Removes an operation that was never written (its enqueue was refused) and returns it;
     /// `None`, changing nothing, if it was written.
     pub fn forget_unwritten(&mut self, id: &str) -> Option<Operation> {

@@ -134,7 +134,14 @@ impl<H: Host> Scheduler<H> {
         self.note_activity(now);
         let fresh = self.validate_batch(&inputs, &principal)?;
         if fresh.is_empty() {
-            // Everything is already in the ledger: wait for whatever write still carries it.
+            // Everything is already in the ledger: written (nothing to wait for), or wait for
+            // the write that carries it (refused with it if that write fails).
+            if inputs
+                .iter()
+                .all(|input| !self.ledger.is_unwritten(&input.id))
+            {
+                return Ok(self.persist.durable);
+            }
             return Ok(self.open_barrier());
         }
         // Recorded until written: a failed write takes it back (`refusal`).
