@@ -935,7 +935,7 @@ fn k1_an_operation_enqueued_after_its_dependency_was_discarded_is_blocked_too() 
 }
 
 /// Two free slots and `intents` ready, none examined yet: a pump pass (`pump_budget`) went to
-/// as many operations enqueued before them that block at once (no participants, S5), and
+/// as many operations enqueued before them that block at once (no participants), and
 /// yielded. A flush may freeze one of them and park the next.
 fn free_slot_with_unexamined_ready(
     pump_budget: usize,

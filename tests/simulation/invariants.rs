@@ -64,7 +64,7 @@ impl World {
         if self.tabs[t].unwritten_attempts.contains(&order.attempt) {
             // Launched while writes failed: only a request whose dispatch marker is durable
             // is sent (its count of attempts waits in memory), and, as long as writes fail,
-            // only while the lease last written is this tab's and unexpired (K2).
+            // only while the lease last written is this tab's and unexpired (the fence).
             if durable.phase == RequestPhase::Frozen {
                 self.fail("sent while storage fails, with no durable dispatch marker");
             }

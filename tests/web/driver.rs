@@ -301,7 +301,7 @@ async fn drained(driver: &Driver) {
     }
 }
 
-/// W5 through the whole stack: a storage fault refuses the enqueue whose write it hit, which
+/// Through the whole stack: a storage fault refuses the enqueue whose write it hit, which
 /// leaves nothing behind and is never sent; the host hears `storage_failed` with the error's
 /// name; the next enqueue tries at once and works, with no `resume()`, and
 /// `storage_recovered` says so. A connection the browser closed is opened again by the driver

@@ -144,7 +144,8 @@ pub struct Ledger {
     /// a badge or a worker's mirror: counted, never walked).
     resolved: usize,
     requests: StrMap<FrozenRequest>,
-    /// Requests whose stored copy carries the dispatch marker (S7): they may be sent again
+    /// Requests whose stored copy carries the dispatch marker (written before a first send):
+    /// they may be sent again
     /// with nothing written first, while the lease lasts (storage failing, see `rollback`).
     marked: BTreeSet<String>,
     lease: Option<Lease>,

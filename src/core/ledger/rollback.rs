@@ -3,7 +3,7 @@
 //!
 //! An enqueue whose write failed is refused, and leaves nothing behind
 //! (`Scheduler::refuse_admissions` decides what goes): its operations were never written, the
-//! requests frozen from them never left (S7), and the operations it replaced (coalescing) are
+//! requests frozen from them never left (nothing leaves before its freeze is written), and the operations it replaced (coalescing) are
 //! put back as storage still holds them. A request whose stored copy carries its dispatch
 //! marker may be sent again while writes fail: nothing about it needs writing first.
 
@@ -14,8 +14,8 @@ use crate::core::model::{FrozenRequest, Operation, OperationPhase};
 use crate::core::operation_pages::Home;
 
 impl Ledger {
-    /// Whether the stored copy of request `id` carries its dispatch marker (S7): a send of it
-    /// needs no write first (its retries and queries; K8 already takes it as possibly sent).
+    /// Whether the stored copy of request `id` carries its dispatch marker: a send of it needs
+    /// no write first (its retries and queries; a revision already takes it as possibly sent).
     pub fn marker_durable(&self, id: &str) -> bool {
         self.marked.contains(id)
     }

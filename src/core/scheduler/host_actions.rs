@@ -41,7 +41,7 @@ impl<H: Host> Scheduler<H> {
         self.sync_timer(now);
     }
 
-    /// S13: write again now (storage failing or not: the scheduler also tries on its own, see
+    /// Writes again now (storage failing or not: the scheduler also tries on its own, see
     /// `storage`); once durable, release resolved requests and reschedule the rest, blocked
     /// `unauthorized` ones included. Returns the barrier to await, or `None` when not running.
     pub fn resume(&mut self, now: Millis) -> Option<BatchNo> {
@@ -464,7 +464,7 @@ impl<H: Host> Scheduler<H> {
         Ok(())
     }
 
-    /// Refused after stop (S15).
+    /// Refused after `stop()`.
     pub(super) fn check_open(&self) -> Result<(), SchedulerError> {
         if self.is_closed() {
             return Err(SchedulerError::new(

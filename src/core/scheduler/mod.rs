@@ -465,7 +465,7 @@ impl<H: Host> Scheduler<H> {
 
     /// Arms the single wake-up the driver keeps: a yielded pump pass, the earliest due retry,
     /// the next lease renewal, or the next try of a failing storage. Dispatch wake-ups are
-    /// cleared while held, stopped, offline or failing (S14, S15).
+    /// cleared while held, stopped, offline or failing.
     fn sync_timer(&mut self, now: Millis) {
         self.follow_clock(now);
         // While storage fails, retries still fall due (`storage`: some go with no write).

@@ -181,7 +181,7 @@ impl<H: Host> Scheduler<H> {
         self.sync_timer(now);
     }
 
-    /// S11: launches due retries while slots are free.
+    /// Launches due retries while slots are free (they go before new ready work).
     fn run_due_retries(&mut self, now: Millis) {
         while self.occupied() < self.config.concurrency {
             let Some(entry) = self.retries.pop_due(now) else {
@@ -390,6 +390,7 @@ impl<H: Host> Scheduler<H> {
 
     fn launch_unwritten(&mut self, now: Millis, request_id: &str, action: RetryAction) {
         if !self.sending_open() || !self.sendable_unwritten(now, request_id) {
+            // It waits for storage: the first write that succeeds offers it again.
             return;
         }
         let Some(kind) = self.ledger.request(request_id).map(|r| r.kind.clone()) else {

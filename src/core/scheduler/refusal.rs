@@ -100,7 +100,8 @@ impl<H: Host> Scheduler<H> {
     }
 
     /// A write failed: every admission not yet written is refused, newest first. The
-    /// requests frozen from its operations go (never sent: S7), what it replaced is put back
+    /// requests frozen from its operations go (never sent: their freeze was not written), what
+    /// it replaced is put back
     /// and offered again, and the host never hears of it.
     pub(super) fn refuse_admissions(&mut self) {
         let admissions = std::mem::take(&mut self.admissions);

@@ -1,4 +1,4 @@
-//! Storage that fails and recovers by itself (W5).
+//! Storage that fails and recovers by itself.
 //!
 //! A failed write (a full quota, an aborted transaction, a closed database) puts the
 //! scheduler in trouble, reported once ([`Report::StorageFailed`]). What the failed batch
@@ -8,9 +8,9 @@
 //! - storage is tried again on a backoff of its own ([`StorageTrouble::retry_at`], the named
 //!   wake-up `sync_timer` arms); an enqueue or `resume()` tries at once;
 //! - requests whose dispatch marker is durable are still sent and their answers recorded in
-//!   memory, while the lease last written is unexpired (K2: a leader that cannot renew stops
+//!   memory, while the lease last written is unexpired (the fence: a leader that cannot renew stops
 //!   sending when its lease ends); nothing is frozen, since a freeze must be durable before
-//!   its first send (S7);
+//!   its first send;
 //! - claims stay held; host actions other than enqueue are refused (`storage_unavailable`).
 //!
 //! The first write that succeeds ends it ([`Report::StorageRecovered`]): resolved requests are
@@ -188,7 +188,7 @@ impl<H: Host> Scheduler<H> {
     }
 
     /// Whether request `id` may be sent while writes fail: its dispatch marker is durable and
-    /// the lease last written is ours and unexpired (K2).
+    /// the lease last written is ours and unexpired.
     pub(super) fn sendable_unwritten(&self, now: Millis, id: &str) -> bool {
         self.ledger.marker_durable(id)
             && self

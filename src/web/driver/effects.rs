@@ -101,8 +101,8 @@ impl Driver {
             });
             return;
         }
-        // A connection the browser closed (or another tab's upgrade) is opened again first
-        // (W5): so the core's next try of failing storage can succeed with no host call.
+        // A connection the browser closed (or another tab's upgrade) is opened again first, so
+        // the core's next try of failing storage can succeed with no host call.
         spawn(async move {
             let result = match store.reopen().await {
                 Ok(()) => store.apply(&batch).await,

@@ -347,7 +347,7 @@ impl Driver {
         }
     }
 
-    /// S13: writes again now (the scheduler also tries on its own while storage fails), then
+    /// Writes again now (the scheduler also tries on its own while storage fails), then
     /// releases and reschedules; `storage_unavailable` if that write fails. A connection closed under us
     /// (`versionchange` from another tab, `close`) is opened again first (W5).
     pub async fn resume(&self) -> Result<(), SchedulerError> {
