@@ -441,16 +441,18 @@ fn s12_one_pump_pass_examines_at_most_64_ready_operations_then_yields() {
 }
 
 #[test]
-fn s13_persist_failure_keeps_every_claim_sends_nothing_and_resume_recovers() {
+fn s13_a_failed_write_keeps_every_claim_an_enqueue_whose_write_fails_leaves_nothing_and_resume_tries_now(
+) {
     let mut h = harness();
     h.enqueue(vec![edit("a", &["c"])]).unwrap();
     let a = h.wire_ids()[0].clone();
-    h.fail_persists = 1;
+    // The answer's write fails, and so does the next (the enqueue's try).
+    h.fail_persists = 2;
     h.answer(&a, applied());
-    assert!(h
-        .reports
-        .iter()
-        .any(|r| matches!(r, Report::Error(e) if e.code() == "storage_unavailable")));
+    assert!(h.reports.iter().any(|r| matches!(
+        r,
+        Report::StorageFailed { error } if error.code == "QuotaExceededError"
+    )));
     assert_eq!(
         h.scheduler.claims().get("c"),
         Some(&a),
@@ -461,10 +463,14 @@ fn s13_persist_failure_keeps_every_claim_sends_nothing_and_resume_recovers() {
         RequestPhase::Dispatched,
         "nothing durable changed"
     );
-    assert_eq!(
-        h.enqueue(vec![edit("b", &["c"])]).unwrap_err().code(),
-        "storage_unavailable"
+    let sequence = h.scheduler.ledger().meta().last_sequence;
+    let refused = h.enqueue(vec![edit("b", &["c"])]).unwrap();
+    assert_eq!(h.scheduler.barrier_state(refused), Some(false), "refused");
+    assert!(
+        h.scheduler.ledger().operation("b").is_none(),
+        "a refused enqueue leaves nothing behind"
     );
+    assert_eq!(h.scheduler.ledger().meta().last_sequence, sequence);
     assert_eq!(h.scheduler.stats().idle_reason, Some("storage_unavailable"));
     let barrier = h.scheduler.resume(h.now).unwrap();
     h.drain();
@@ -472,26 +478,32 @@ fn s13_persist_failure_keeps_every_claim_sends_nothing_and_resume_recovers() {
     assert_eq!(h.store.request(&a).unwrap().phase, RequestPhase::Resolved);
     assert!(
         h.scheduler.claims().is_empty(),
-        "resume releases resolved requests"
+        "the write releases resolved requests"
     );
+    assert!(h
+        .reports
+        .iter()
+        .any(|r| matches!(r, Report::StorageRecovered)));
     h.enqueue(vec![edit("b", &["c"])]).unwrap();
     assert_eq!(h.wire_operations(), ["b"]);
 }
 
 #[test]
-fn s13_a_failed_dispatch_marker_sends_nothing_and_resume_reschedules() {
+fn s13_an_enqueue_whose_write_fails_is_refused_and_never_sent() {
     let mut h = harness();
     h.fail_persists = 1;
     let barrier = h.enqueue(vec![edit("a", &["c"])]).unwrap();
     assert_eq!(
         h.scheduler.barrier_state(barrier),
         Some(false),
-        "the enqueue is not durable"
+        "the enqueue is refused"
     );
-    assert!(h.wire.is_empty());
-    h.scheduler.resume(h.now).unwrap();
-    h.drain();
-    h.advance(0);
+    assert!(h.scheduler.ledger().operation("a").is_none());
+    h.advance(60_000);
+    assert!(h.sent.is_empty(), "nothing of it is ever sent");
+    assert!(!h.scheduler.is_storage_failing(), "storage was tried again");
+    let barrier = h.enqueue(vec![edit("a", &["c"])]).unwrap();
+    assert_eq!(h.scheduler.barrier_state(barrier), Some(true));
     assert_eq!(h.wire_operations(), ["a"]);
     assert!(h.store.operation("a").is_some());
 }

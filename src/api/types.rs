@@ -255,6 +255,13 @@ export type SchedulerEvent =
       /** The canvases it holds until released (`retry` or `discard`). */
       heldCanvasIds: string[]; release: ReleaseAction[] }
   | { type: "error"; code: ErrorCode; message: string }
+  /** A write failed (once, as storage starts failing): `name` is the browser's error, e.g.
+   * `QuotaExceededError`. Nothing is lost; an enqueue whose write failed was refused
+   * (`storage_unavailable`) and left nothing behind. The scheduler tries storage again on its
+   * own; `resume()` tries now. */
+  | { type: "storage_failed"; name: string; message: string }
+  /** A write succeeded after `storage_failed`: enqueues work again, delivery goes on. */
+  | { type: "storage_recovered" }
   | { type: "leader_changed"; leader: boolean; owner?: string; fence?: number }
   | { type: "quarantined"; store: string; key: string; reason: string }
   /** The unsettled count changed (at most once per animation frame). */

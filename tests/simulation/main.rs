@@ -50,7 +50,8 @@ use canvas_scheduler::core::io::{
     AttemptOutcome, AttemptStatus, Effect, PersistBatch, PersistResult, Report, SendOrder,
 };
 use canvas_scheduler::core::model::{
-    BlobRef, FrozenRequest, Millis, Operation, OperationPhase, RetryAction, Settlement, UPLOAD_KIND,
+    BlobRef, FrozenRequest, Millis, Operation, OperationPhase, RequestPhase, RetryAction,
+    Settlement, UPLOAD_KIND,
 };
 use canvas_scheduler::core::retention::{RetentionPolicy, LOOKUP_ROUNDS};
 use canvas_scheduler::core::safe_error::SafeError;
@@ -109,6 +110,8 @@ struct Tab {
     saved_watches: Vec<(Vec<String>, usize)>,
     /// Its adoption pass of the intake not yet cleared (one at a time).
     adoption: Option<AdoptionPass>,
+    /// Attempts launched while its writes failed (sent with no write first).
+    unwritten_attempts: BTreeSet<u64>,
 }
 
 struct World {
@@ -151,6 +154,8 @@ struct World {
     /// Operations of entries the dispatcher refused and set aside (quarantined), with the
     /// refusal's code: acknowledged, never admitted, and said so.
     quarantined: BTreeMap<String, &'static str>,
+    /// Every write fails until then (a full disk), faults on.
+    storage_full_until: Millis,
 }
 
 /// The operation that superseded `op` (its outcome's `replacedBy`), if any.
@@ -220,6 +225,12 @@ struct Tally {
     stale_appends: u64,
     readopted: u64,
     intake_refused: u64,
+    /// Storage: times it started failing, and recovered by itself; sends made while it was
+    /// failing; operations whose enqueue was refused because its write failed.
+    storage_failures: u64,
+    storage_recoveries: u64,
+    unwritten_sends: u64,
+    refused_enqueues: u64,
 }
 
 impl Tally {
@@ -247,6 +258,10 @@ impl Tally {
         self.stale_appends += other.stale_appends;
         self.readopted += other.readopted;
         self.intake_refused += other.intake_refused;
+        self.storage_failures += other.storage_failures;
+        self.storage_recoveries += other.storage_recoveries;
+        self.unwritten_sends += other.unwritten_sends;
+        self.refused_enqueues += other.refused_enqueues;
     }
 }
 
@@ -290,7 +305,7 @@ fn simulation_invariants_hold_across_seeds() {
     // Written to the stderr handle itself (not captured by the test harness), so CI logs show it.
     let _ = writeln!(
         std::io::stderr(),
-        "simulation: {} seeds, {} steps, {} acknowledged operations, {} batched sends ({} declined), {} superseded, {} folded into pages, {} host actions ({} refused), {} unauthorized answers, {} version conflicts, {} logins as another user, {} denials after a send, {} failed authorization checks, {} compacted, {} compacted intents enqueued again, {} partial enqueues, {} whenSaved resolved, {} power losses dropping {} relaxed commits, {} intake appends ({} by a leader whose lease was taken over), {} adopted again after a crash before clearing, {} set aside",
+        "simulation: {} seeds, {} steps, {} acknowledged operations, {} batched sends ({} declined), {} superseded, {} folded into pages, {} host actions ({} refused), {} unauthorized answers, {} version conflicts, {} logins as another user, {} denials after a send, {} failed authorization checks, {} compacted, {} compacted intents enqueued again, {} partial enqueues, {} whenSaved resolved, {} power losses dropping {} relaxed commits, {} intake appends ({} by a leader whose lease was taken over), {} adopted again after a crash before clearing, {} set aside, storage failing {} times and recovering by itself {} times ({} sends meanwhile, {} enqueued operations refused)",
         seeds.len(),
         total.steps,
         total.acknowledged,
@@ -315,6 +330,10 @@ fn simulation_invariants_hold_across_seeds() {
         total.stale_appends,
         total.readopted,
         total.intake_refused,
+        total.storage_failures,
+        total.storage_recoveries,
+        total.unwritten_sends,
+        total.refused_enqueues,
     );
     assert!(total.acknowledged > 0);
     assert!(
@@ -337,7 +356,10 @@ fn simulation_invariants_hold_across_seeds() {
                 && total.relaxed_lost > 0
                 && total.intake_appends > 0
                 && total.stale_appends > 0
-                && total.readopted > 0),
-        "batching (declined too), coalescing, folding, host actions (taken and refused) expired logins, version conflicts, a second user, power losses dropping relaxed commits, intake appends (by a stale leader too) and adoptions again after a crash must be exercised"
+                && total.readopted > 0
+                && total.storage_recoveries > 0
+                && total.unwritten_sends > 0
+                && total.refused_enqueues > 0),
+        "batching (declined too), coalescing, folding, host actions (taken and refused) expired logins, version conflicts, a second user, power losses dropping relaxed commits, intake appends (by a stale leader too) and adoptions again after a crash, and storage failing and recovering by itself must be exercised"
     );
 }

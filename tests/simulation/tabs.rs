@@ -39,6 +39,7 @@ impl World {
             left: 0,
             saved_watches: Vec::new(),
             adoption: None,
+            unwritten_attempts: BTreeSet::new(),
         });
         let t = self.tabs.len() - 1;
         // The new leader adopts the intake before it starts: before recovery (D1) sends.

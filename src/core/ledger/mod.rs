@@ -31,6 +31,7 @@ mod batch;
 mod chain;
 mod compaction;
 mod load;
+mod rollback;
 #[cfg(test)]
 mod tests;
 mod tombstones;
@@ -120,6 +121,8 @@ struct InFlight {
     compacted: Vec<Tombstone>,
     /// Requests this batch deletes (every operation they carried is compacted).
     dropped_requests: Vec<String>,
+    /// Requests this batch writes with their dispatch marker (see [`Ledger::marker_durable`]).
+    marked: Vec<String>,
 }
 
 /// A batch may compact a slice (see [`Ledger::take_batch_at`]); when is the scheduler's
@@ -141,6 +144,10 @@ pub struct Ledger {
     /// a badge or a worker's mirror: counted, never walked).
     resolved: usize,
     requests: StrMap<FrozenRequest>,
+    /// Requests whose stored copy carries the dispatch marker (written before a first send):
+    /// they may be sent again
+    /// with nothing written first, while the lease lasts (storage failing, see `rollback`).
+    marked: BTreeSet<String>,
     lease: Option<Lease>,
     events: VecDeque<EventRecord>,
     /// Stored events below this seq are past the log's limit (a load that read no event).

@@ -262,7 +262,7 @@ impl<H: Host> Scheduler<H> {
             Lifecycle::Closed => return Some("stopped"),
             Lifecycle::Running => {}
         }
-        if self.persist.failed {
+        if self.persist.trouble.is_some() {
             Some("storage_unavailable")
         } else if !self.is_leader() {
             Some("not_leader")

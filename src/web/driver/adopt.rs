@@ -84,7 +84,7 @@ impl Driver {
             });
         }
         if let Some(barrier) = barrier {
-            self.wait_barrier(barrier).await?;
+            self.wait_written(barrier).await?;
         }
         let now = self.inspect(|_, now| now);
         store.clear_inbox(now, &adopted, &refused).await?;

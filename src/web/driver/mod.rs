@@ -241,7 +241,7 @@ impl Driver {
     pub async fn enqueue(&self, intents: Vec<IntentInput>) -> Result<(), SchedulerError> {
         self.learn_tombstones(&intents).await?;
         let barrier = self.with(|s, now| s.enqueue(now, intents))?;
-        self.wait_barrier(barrier).await
+        self.wait_written(barrier).await
     }
 
     /// Partial enqueue (`enqueueMany(intents, { atomic: false })`): the core decides what is
@@ -258,7 +258,7 @@ impl Driver {
         self.learn_tombstones(&decoded).await?;
         let (verdicts, barrier) = self.with(|s, now| s.enqueue_partial(now, slots))?;
         if let Some(barrier) = barrier {
-            self.wait_barrier(barrier).await?;
+            self.wait_written(barrier).await?;
         }
         Ok(verdicts)
     }
@@ -347,7 +347,8 @@ impl Driver {
         }
     }
 
-    /// S13: writes again, then releases and reschedules. A connection closed under us
+    /// Writes again now (the scheduler also tries on its own while storage fails), then
+    /// releases and reschedules; `storage_unavailable` if that write fails. A connection closed under us
     /// (`versionchange` from another tab, `close`) is opened again first (W5).
     pub async fn resume(&self) -> Result<(), SchedulerError> {
         let store = self.state.borrow().store.clone();
@@ -355,7 +356,7 @@ impl Driver {
             store.reopen().await.map_err(unavailable)?;
         }
         match self.with(|s, now| s.resume(now)) {
-            Some(barrier) => self.wait_barrier(barrier).await,
+            Some(barrier) => self.wait_written(barrier).await,
             None => Ok(()),
         }
     }
@@ -492,19 +493,33 @@ impl Driver {
         self.with(f)
     }
 
-    /// Waits until a barrier is durable; a storage failure is `storage_unavailable`.
+    /// Waits until a host action's write is durable; `storage_unavailable` if it failed (what
+    /// it changed stays in memory and goes with the next write that succeeds) or never can.
     pub async fn wait_barrier(&self, barrier: BatchNo) -> Result<(), SchedulerError> {
+        self.wait_for(
+            barrier,
+            "what it changed is written once storage works again",
+        )
+        .await
+    }
+
+    /// Waits for the write an enqueue or `resume()` made: `storage_unavailable` when it failed
+    /// (an enqueue is then refused and leaves nothing behind) or never can.
+    pub async fn wait_written(&self, barrier: BatchNo) -> Result<(), SchedulerError> {
+        self.wait_for(
+            barrier,
+            "an enqueue it carried was refused and kept nothing: enqueue it again",
+        )
+        .await
+    }
+
+    async fn wait_for(&self, barrier: BatchNo, then: &str) -> Result<(), SchedulerError> {
         loop {
             let signal = {
                 let mut state = self.state.borrow_mut();
                 match state.scheduler.barrier_state(barrier) {
                     Some(true) => return Ok(()),
-                    Some(false) => {
-                        return Err(SchedulerError::new(
-                            ErrorCode::StorageUnavailable,
-                            "the write did not become durable; call resume(), then enqueue the same intents again (an unchanged intent is not added twice)",
-                        ))
-                    }
+                    Some(false) => return Err(not_written(&state.scheduler, then)),
                     None => {
                         let signal = Signal::new();
                         state.barrier_waiters.push((barrier, signal.clone()));
@@ -515,4 +530,18 @@ impl Driver {
             signal.wait().await;
         }
     }
+}
+
+/// Why a write did not happen, as the caller's error.
+fn not_written(scheduler: &Scheduler<WebHost>, then: &str) -> SchedulerError {
+    let why = match scheduler.storage_error() {
+        Some(error) => format!("{}: {}", error.code, error.message),
+        None if scheduler.is_closed() => "the scheduler was stopped".to_owned(),
+        None if scheduler.is_fenced() => "another dispatcher took the ledger".to_owned(),
+        None => "storage failed".to_owned(),
+    };
+    SchedulerError::new(
+        ErrorCode::StorageUnavailable,
+        format!("the write did not become durable ({why}); {then} (the scheduler tries storage again on its own, and says storage_recovered)"),
+    )
 }
