@@ -36,6 +36,7 @@ mod effects;
 mod finish;
 mod intake;
 mod invariants;
+mod known;
 mod tabs;
 mod world;
 
@@ -151,6 +152,9 @@ struct World {
     /// Operations of entries the dispatcher refused and set aside (quarantined), with the
     /// refusal's code: acknowledged, never admitted, and said so.
     quarantined: BTreeMap<String, &'static str>,
+    /// A `known(ids)` under way, and the stream that decides when one begins and answers.
+    look_up: Option<known::KnownLookUp>,
+    look_up_rng: SimRng,
 }
 
 /// The operation that superseded `op` (its outcome's `replacedBy`), if any.
@@ -218,6 +222,8 @@ struct Tally {
     stale_appends: u64,
     readopted: u64,
     intake_refused: u64,
+    /// Ids a `known(ids)` had to answer (stored when its look-up began and when it answered).
+    known_checked: u64,
 }
 
 impl Tally {
@@ -244,6 +250,7 @@ impl Tally {
         self.stale_appends += other.stale_appends;
         self.readopted += other.readopted;
         self.intake_refused += other.intake_refused;
+        self.known_checked += other.known_checked;
     }
 }
 
@@ -286,7 +293,7 @@ fn simulation_invariants_hold_across_seeds() {
     // Written to the stderr handle itself (not captured by the test harness), so CI logs show it.
     let _ = writeln!(
         std::io::stderr(),
-        "simulation: {} seeds, {} steps, {} acknowledged operations, {} batched sends, {} superseded, {} folded into pages, {} host actions ({} refused), {} unauthorized answers, {} version conflicts, {} logins as another user, {} denials after a send, {} failed authorization checks, {} compacted, {} compacted intents enqueued again, {} partial enqueues, {} whenSaved resolved, {} power losses dropping {} relaxed commits, {} intake appends ({} by a leader whose lease was taken over), {} adopted again after a crash before clearing, {} set aside",
+        "simulation: {} seeds, {} steps, {} acknowledged operations, {} batched sends, {} superseded, {} folded into pages, {} host actions ({} refused), {} unauthorized answers, {} version conflicts, {} logins as another user, {} denials after a send, {} failed authorization checks, {} compacted, {} compacted intents enqueued again, {} partial enqueues, {} whenSaved resolved, {} power losses dropping {} relaxed commits, {} intake appends ({} by a leader whose lease was taken over), {} adopted again after a crash before clearing, {} set aside, {} ids known() had to answer",
         seeds.len(),
         total.steps,
         total.acknowledged,
@@ -310,6 +317,7 @@ fn simulation_invariants_hold_across_seeds() {
         total.stale_appends,
         total.readopted,
         total.intake_refused,
+        total.known_checked,
     );
     assert!(total.acknowledged > 0);
     assert!(
@@ -331,7 +339,8 @@ fn simulation_invariants_hold_across_seeds() {
                 && total.relaxed_lost > 0
                 && total.intake_appends > 0
                 && total.stale_appends > 0
-                && total.readopted > 0),
-        "batching, coalescing, folding, host actions (taken and refused) expired logins, version conflicts, a second user, power losses dropping relaxed commits, intake appends (by a stale leader too) and adoptions again after a crash must be exercised"
+                && total.readopted > 0
+                && total.known_checked > 0),
+        "batching, coalescing, folding, host actions (taken and refused) expired logins, version conflicts, a second user, power losses dropping relaxed commits, intake appends (by a stale leader too), adoptions again after a crash and known() under way must be exercised"
     );
 }

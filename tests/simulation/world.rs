@@ -69,6 +69,8 @@ impl World {
             intake_order: BTreeMap::new(),
             adopted_durable: BTreeSet::new(),
             quarantined: BTreeMap::new(),
+            look_up: None,
+            look_up_rng: SimRng::new(seed ^ 0x6b6e_6f77_6e28_2900),
         };
         let _ = world.open_tab();
         world
@@ -295,6 +297,7 @@ impl World {
         self.tabs.retain(|tab| {
             !(tab.scheduler.is_closed() && tab.wire.is_empty() && tab.persists.is_empty())
         });
+        self.known_turn();
         self.check_invariants();
         self.check_saved();
     }
