@@ -280,6 +280,13 @@ impl Driver {
         self.state.borrow_mut().scheduler.end_look_up();
     }
 
+    /// Most tombstones kept at hand (`MEMORY_LIMIT`): tests lower it to reach the limit with
+    /// few operations.
+    #[cfg(feature = "testing")]
+    pub fn set_memory_limit(&self, limit: usize) {
+        self.state.borrow_mut().scheduler.set_memory_limit(limit);
+    }
+
     /// Retention: looks up, by id, the stored tombstones of the ids `intents` name that the
     /// scheduler does not hold (none when the ledger has no tombstones), so an intent already
     /// settled and compacted is known and never sent twice. Called between
