@@ -454,6 +454,43 @@ fn k6_event_pages_load_beside_single_event_records_and_bad_pages_are_set_aside()
     }
 }
 
+/// D4 for the event log: garbage among its records (not JSON, an event under another seq's
+/// key, a page under a key between two pages) is set aside alone; the page after it loads,
+/// though its first seq is below the garbage's key.
+#[test]
+fn d4_garbage_in_the_event_log_is_set_aside_alone() {
+    let events: Vec<canvas_scheduler::core::model::EventRecord> = (1..=6)
+        .map(|seq| canvas_scheduler::core::model::EventRecord {
+            seq,
+            at: 1_000 + seq,
+            kind: EventKind::Claimed,
+            request_id: None,
+            operation_id: Some(format!("op-{seq}")),
+            attempt: None,
+            fence: Some(1),
+            detail: None,
+        })
+        .collect();
+    let text = |events: &[canvas_scheduler::core::model::EventRecord]| to_string(events);
+    let seq = |i: usize| events[i].seq;
+    let last = events.len() - 1;
+    let page = vec![
+        (seq(1).to_string(), text(&events[..2])),
+        // Between the two pages: not JSON, and a lone event under a key not its seq.
+        ((seq(1) + 1).to_string(), "not json".to_string()),
+        ((seq(1) + 2).to_string(), to_string(&events[0])),
+        (seq(last).to_string(), text(&events[2..])),
+        ((seq(last) + 100).to_string(), "[]".to_string()),
+    ];
+    let mut loader = LedgerLoader::new();
+    loader.add_page(RecordStore::Events, 10, page).unwrap();
+    let (loaded, quarantined) = loader.finish();
+    assert_eq!(loaded.events, events, "every legible page loads");
+    let keys: Vec<u64> = quarantined.iter().map(|q| q.key.parse().unwrap()).collect();
+    assert_eq!(keys, [seq(1) + 1, seq(1) + 2, seq(last) + 100]);
+    assert!(quarantined.iter().all(|q| q.store == "events"));
+}
+
 #[test]
 fn k7_flush_runs_a_waiting_retry_now_or_says_why() {
     let mut h = harness();

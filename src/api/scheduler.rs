@@ -273,8 +273,10 @@ impl Scheduler {
     ///
     /// A settled operation is compacted as it settles (`retain`). It is answered whole (from
     /// the archive) or with its tombstone, the `CompactedOperation`, as `known(ids)` gives it,
-    /// only while the scheduler has it at hand: settled in this session, or looked up by
-    /// `known(ids)` or by an enqueue of its id. Otherwise this answers `undefined`, though the
+    /// only while the scheduler has it at hand: the 4,096 tombstones most recently compacted
+    /// in this session, answered by `known(ids)` or looked up by an enqueue of their id (those
+    /// of the last `known(ids)` of up to 4,096 ids stay until something else is compacted or
+    /// asked for). Otherwise this answers `undefined`, though the
     /// ledger may know the id: settled history lives in IndexedDB, which this synchronous call
     /// cannot read, and opening a ledger reads none of it (SPEC §7, issue 38). For a certain
     /// answer, `await known([id])`.
@@ -311,7 +313,8 @@ impl Scheduler {
     }
 
     /// Why the operation is where it is; an unknown id throws `unknown_operation`. Answers
-    /// inside `compile` and `participants` too.
+    /// inside `compile` and `participants` too. Knows what `operation(id)` knows: a compacted
+    /// operation at hand is `resolved`, its `reason` the outcome.
     #[wasm_bindgen(js_name = explain, skip_typescript)]
     pub fn explain_js(&self, id: JsValue) -> Result<JsValue, JsValue> {
         self.explain(&operation_id(&id)?)

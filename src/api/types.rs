@@ -294,6 +294,9 @@ export interface CompactedOperation {
   outcome: "applied" | "rejected" | "discarded";
   settledAt: number;
   principal?: string;
+  /** A coalesced intent replaced it (`outcome` is `"discarded"`): the operation that did, as
+   * its record's `outcome.error.details.replacedBy` said before it was compacted. */
+  replacedBy?: string;
 }
 
 /** Why an operation is where it is (`explain(id)`). */

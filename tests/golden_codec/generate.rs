@@ -358,6 +358,7 @@ fn tombstone(rng: &mut Rng, key: u64) -> Tombstone {
         settlement: settlement(rng),
         settled_at: rng.integer(),
         replaced_by: maybe(rng, 20, |r| id(r, "op")),
+        chain_end: None,
         whole: None,
     }
 }

@@ -36,6 +36,7 @@ mod effects;
 mod finish;
 mod intake;
 mod invariants;
+mod known;
 mod tabs;
 mod world;
 
@@ -156,6 +157,9 @@ struct World {
     quarantined: BTreeMap<String, &'static str>,
     /// Every write fails until then (a full disk), faults on.
     storage_full_until: Millis,
+    /// A `known(ids)` under way, and the stream that decides when one begins and answers.
+    look_up: Option<known::KnownLookUp>,
+    look_up_rng: SimRng,
 }
 
 /// The operation that superseded `op` (its outcome's `replacedBy`), if any.
@@ -231,6 +235,8 @@ struct Tally {
     storage_recoveries: u64,
     unwritten_sends: u64,
     refused_enqueues: u64,
+    /// Ids a `known(ids)` had to answer (stored when its look-up began and when it answered).
+    known_checked: u64,
 }
 
 impl Tally {
@@ -262,6 +268,7 @@ impl Tally {
         self.storage_recoveries += other.storage_recoveries;
         self.unwritten_sends += other.unwritten_sends;
         self.refused_enqueues += other.refused_enqueues;
+        self.known_checked += other.known_checked;
     }
 }
 
@@ -305,7 +312,7 @@ fn simulation_invariants_hold_across_seeds() {
     // Written to the stderr handle itself (not captured by the test harness), so CI logs show it.
     let _ = writeln!(
         std::io::stderr(),
-        "simulation: {} seeds, {} steps, {} acknowledged operations, {} batched sends ({} declined), {} superseded, {} folded into pages, {} host actions ({} refused), {} unauthorized answers, {} version conflicts, {} logins as another user, {} denials after a send, {} failed authorization checks, {} compacted, {} compacted intents enqueued again, {} partial enqueues, {} whenSaved resolved, {} power losses dropping {} relaxed commits, {} intake appends ({} by a leader whose lease was taken over), {} adopted again after a crash before clearing, {} set aside, storage failing {} times and recovering by itself {} times ({} sends meanwhile, {} enqueued operations refused)",
+        "simulation: {} seeds, {} steps, {} acknowledged operations, {} batched sends ({} declined), {} superseded, {} folded into pages, {} host actions ({} refused), {} unauthorized answers, {} version conflicts, {} logins as another user, {} denials after a send, {} failed authorization checks, {} compacted, {} compacted intents enqueued again, {} partial enqueues, {} whenSaved resolved, {} power losses dropping {} relaxed commits, {} intake appends ({} by a leader whose lease was taken over), {} adopted again after a crash before clearing, {} set aside, storage failing {} times and recovering by itself {} times ({} sends meanwhile, {} enqueued operations refused), {} ids known() had to answer",
         seeds.len(),
         total.steps,
         total.acknowledged,
@@ -334,6 +341,7 @@ fn simulation_invariants_hold_across_seeds() {
         total.storage_recoveries,
         total.unwritten_sends,
         total.refused_enqueues,
+        total.known_checked,
     );
     assert!(total.acknowledged > 0);
     assert!(
@@ -359,7 +367,8 @@ fn simulation_invariants_hold_across_seeds() {
                 && total.readopted > 0
                 && total.storage_recoveries > 0
                 && total.unwritten_sends > 0
-                && total.refused_enqueues > 0),
-        "batching (declined too), coalescing, folding, host actions (taken and refused) expired logins, version conflicts, a second user, power losses dropping relaxed commits, intake appends (by a stale leader too) and adoptions again after a crash, and storage failing and recovering by itself must be exercised"
+                && total.refused_enqueues > 0
+                && total.known_checked > 0),
+        "batching (declined too), coalescing, folding, host actions (taken and refused) expired logins, version conflicts, a second user, power losses dropping relaxed commits, intake appends (by a stale leader too) and adoptions again after a crash, and storage failing and recovering by itself, and known() under way must be exercised"
     );
 }

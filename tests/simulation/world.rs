@@ -70,6 +70,8 @@ impl World {
             adopted_durable: BTreeSet::new(),
             quarantined: BTreeMap::new(),
             storage_full_until: 0,
+            look_up: None,
+            look_up_rng: SimRng::new(seed ^ 0x6b6e_6f77_6e28_2900),
         };
         // A quarter of the worlds' servers take no batches: they decline each one, and the
         // scheduler falls back to one operation a request.
@@ -305,6 +307,7 @@ impl World {
         self.tabs.retain(|tab| {
             !(tab.scheduler.is_closed() && tab.wire.is_empty() && tab.persists.is_empty())
         });
+        self.known_turn();
         self.check_invariants();
         self.check_saved();
     }

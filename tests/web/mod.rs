@@ -15,6 +15,7 @@ mod hostile_inputs;
 mod hostile_net;
 mod hostile_tabs;
 mod json;
+mod known;
 mod ledger_fixture;
 mod lifecycle;
 mod options_shape;

@@ -13,6 +13,7 @@ mod completion;
 mod enqueue;
 mod host_actions;
 mod inspect;
+mod known;
 mod pump;
 mod recovery;
 mod refusal;
@@ -39,7 +40,8 @@ use super::ready_queue::ReadyQueue;
 use super::retry_queue::{RetryEntry, RetryQueue};
 
 pub use batch::{BatchEntry, BatchPayload};
-pub use inspect::{Compacted, Explanation, FlushOutcome, Known, SchedulerStats, RELEASE_ACTIONS};
+pub use inspect::{Explanation, FlushOutcome, SchedulerStats, RELEASE_ACTIONS};
+pub use known::{Compacted, Known};
 pub use saved::{PendingEntry, Saved};
 pub use storage::{storage_retry_delay, STORAGE_RETRY_BASE_MS, STORAGE_RETRY_MAX_MS};
 

@@ -16,7 +16,7 @@ use crate::core::error::{ErrorCode, SchedulerError};
 use crate::core::intent::{check_batch, into_intent, IntentInput};
 use crate::core::io::Report;
 use crate::core::model::{Operation, OperationPhase};
-use crate::core::scheduler::{Compacted, Known, RELEASE_ACTIONS};
+use crate::core::scheduler::{Known, RELEASE_ACTIONS};
 use crate::core::SchedulerStats;
 use crate::web::driver::Signal;
 use crate::web::json::to_js;
@@ -442,7 +442,8 @@ impl Tab {
 
     /// Retention: what the ledger knows of each of `ids` — the record, the tombstone of a
     /// compacted operation (looked up in the ledger), or `undefined` — in order. While
-    /// following: the relayed view of an operation this tab enqueued, else its tombstone.
+    /// following: the relayed view of an operation this tab enqueued, else what the ledger
+    /// stores of it (the working stores, then the tombstones and the archive, in one read).
     ///
     /// # Errors
     ///
@@ -456,23 +457,20 @@ impl Tab {
                 .collect());
         }
         let store = self.store();
-        let found = store
-            .tombstones(&ids)
+        let stored = store
+            .known_records(&ids)
             .await
             .map_err(crate::web::store::unavailable)?;
-        let views = ids.iter().map(|id| self.state.borrow().views.get(id));
+        let state = self.state.borrow();
         Ok(ids
             .iter()
-            .zip(views.collect::<Vec<_>>())
-            .map(|(id, view)| {
-                view.or_else(|| {
-                    // Whole while the archive keeps it, else its tombstone.
-                    found.iter().find(|t| &t.id == id).map(|t| match &t.whole {
-                        Some(op) => to_js(op.as_ref()),
-                        None => to_js(&Compacted::from(t)),
-                    })
-                })
-                .unwrap_or(JsValue::UNDEFINED)
+            .zip(stored)
+            .map(|(id, stored)| {
+                state
+                    .views
+                    .get(id)
+                    .or_else(|| stored.as_ref().map(known_js))
+                    .unwrap_or(JsValue::UNDEFINED)
             })
             .collect())
     }
