@@ -108,6 +108,10 @@ async fn replay(name: &str, expected: &Value, owner: &str) -> Value {
     let open = Closure::<dyn FnMut(JsValue) -> Promise>::new(Scheduler::open_js);
     let mut options = expected["options"].clone();
     options["owner"] = Value::from(owner);
+    // The defaults of the release that wrote the ledger (one operation a request, no coalescing
+    // hold), so that its calls compare with that release's one for one.
+    options["batch"] = serde_json::json!({ "maxOperations": 1 });
+    options["coalesceMs"] = Value::from(0);
     let args: Array = [
         open.as_ref().clone(),
         JsValue::from_str(name),
