@@ -366,6 +366,7 @@ impl<H: Host> Scheduler<H> {
                 kind,
                 stage,
                 denied: None,
+                sent_at: None,
             },
         );
         self.maybe_flush(now);
