@@ -145,7 +145,7 @@ fn editing() -> Vec<(Millis, Vec<IntentInput>)> {
     edits
 }
 
-/// K1/S10 through an outage from `from` to `until`: the attempts that went at the network's
+/// Through an outage from `from` to `until`: the attempts that went at the network's
 /// pace (less than `baseMs` after the canvas's previous one) are at most twice `MAX_RUN` in all
 /// (a submit and its query each time), and once the endpoint has been failing for `maxMs`,
 /// consecutive attempts on each canvas are at least `maxMs` apart (up to the clock's step).

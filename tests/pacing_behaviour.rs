@@ -1,4 +1,4 @@
-//! Retry pacing that tells an outage from bad luck (S10, K1), on the protocol model with the
+//! Retry pacing that tells an outage from bad luck, on the protocol model with the
 //! default options: a flaky endpoint (30 % 503, 20 % 429 `Retry-After: 0`, 20 % of submits'
 //! answers lost after the change was applied, 40 ms round trips) drains at the network's pace,
 //! with no edit far behind the others and nothing dead-lettered; a ten-minute write outage in
@@ -193,7 +193,7 @@ fn unavailable() -> AttemptStatus {
     }
 }
 
-/// K1 on a flaky endpoint: one second into the bad day's 40 edits over ten canvases, the write
+/// An outage on a flaky endpoint: one second into the bad day's 40 edits over ten canvases, the write
 /// path goes down for ten minutes (every submit 503 `Retry-After: 0`; queries still meet the
 /// mix: 404 for what never arrived, 503 and 429 at random). The failures go at the network's
 /// pace only until they are longer than the mix's bad luck makes them; once the outage is
@@ -265,7 +265,7 @@ fn k1_a_ten_minute_write_outage_on_a_flaky_endpoint_backs_off_to_max_ms() {
     }
 }
 
-/// S10 with K1: a healthy endpoint that answers half the attempts `429 Retry-After: 0` is
+/// A healthy endpoint that answers half the attempts `429 Retry-After: 0` is
 /// neither hammered (after each 429 the request waits at least half a round trip, the pace's
 /// least, before it goes again) nor stalled (40 edits on one canvas drain within 10 s).
 #[test]

@@ -1,4 +1,4 @@
-//! How long a failed request waits (S10): bad luck is retried at the network's pace, an
+//! How long a failed request waits: bad luck is retried at the network's pace, an
 //! outage and a request failing on its own back off.
 //!
 //! Each failure of a request is judged with the endpoint's state (`core::endpoint`):
@@ -13,8 +13,8 @@
 //! - **Its own**: the request's *misses* (its failures in a row outside an outage) reached the
 //!   endpoint's threshold, and others were answered meanwhile: it fails while the endpoint
 //!   works, so it keeps to its own curve until it is resolved; other requests' answers
-//!   neither reset its step nor bring it forward (K1: a poisoned request does not retry at
-//!   the healthy edits' pace). Alone on the wire, a request cannot tell its own failures from
+//!   neither reset its step nor bring it forward (a poisoned request does not retry at the
+//!   healthy edits' pace). Alone on the wire, a request cannot tell its own failures from
 //!   an outage; the endpoint's run judges it then. An `accepted` that never turns into a
 //!   verdict, and an answer too long to read, are the request's own at once.
 //!
@@ -23,7 +23,7 @@
 //! step its failure earned, never sooner; one that met bad luck resubmits at once.
 //!
 //! All of this lives in memory: a reload starts every request afresh. The failures counted
-//! toward the dead letter (K1, `core::poison`) are in the ledger and never reset here.
+//! toward the dead letter (`core::poison`) are in the ledger and never reset here.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -206,7 +206,7 @@ mod tests {
                 step: 1,
                 floor: 2_100
             }),
-            "K1: a 404 after the failed submit keeps the step it earned"
+            "a 404 after the failed submit keeps the step it earned"
         );
         backoff.scheduled("r1", true);
         assert_eq!(
@@ -251,7 +251,7 @@ mod tests {
         assert_eq!(
             backoff.fail("p", None, 3, 4),
             Wait::Backoff { step: 2, floor: 0 },
-            "K1: poison keeps its step"
+            "poison keeps its step"
         );
         backoff.forget("p");
         assert!(!backoff.is_own("p"));

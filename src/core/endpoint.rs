@@ -16,14 +16,18 @@
 //! once it is longer than random loss makes it at the rate the endpoint has shown: the
 //! shortest run that happens by chance less than once in [`FAKED_ONCE_IN`] tries, given the
 //! share of proper answers among recent attempts (at least [`MIN_RUN`], at most [`MAX_RUN`]
-//! failures). The bar is high because a wrong call is costly: a flaky endpoint judged down
-//! makes its requests back off while each attempt could succeed. An endpoint that has
-//! always answered is judged down after 3 failures in a row, one that missed one attempt in
-//! the last sixty after 5, one that answers half its attempts after 30, and one that answers
-//! a third of them after 40. A proper answer ends the run, and the outage with it.
+//! failures), or once it has lasted `maxMs` with at least 3 failures (at any rate of
+//! attempts, a flaky endpoint answers something in that time). The bar is high because a
+//! wrong call is costly: a flaky endpoint judged down makes its requests back off while each
+//! attempt could succeed. An endpoint that has always answered is judged down after 3
+//! failures in a row, one that missed one attempt in the last sixty after 5, one that
+//! answers half its attempts after 30, and one that answers a third of them after 40. A
+//! proper answer ends the run, and the outage with it.
 //!
-//! The share counts the last few dozen attempts outside outages, and starts from an even
-//! guess (1 answer in 2 attempts) that the first answers soon outweigh. Everything here lives
+//! The share is that of requests' first attempts, over the last few dozen requests outside
+//! outages: each request counts once, so one request failing again and again (poison) does
+//! not make a working endpoint look flaky. It starts from an even guess (1 answer in 2
+//! attempts) that the first answers soon outweigh. Everything here lives
 //! in memory: a reload starts from that guess again.
 
 use super::model::Millis;
@@ -45,12 +49,14 @@ const WINDOW: u32 = 64;
 pub struct EndpointHealth {
     /// Failures since the last proper answer, over every request.
     run: u32,
+    /// Those of them that were a request's first attempt.
+    first_misses: u32,
     /// When the run's first failure came.
     failing_since: Option<Millis>,
     /// When the run was judged an outage.
     judged_down_at: Option<Millis>,
-    /// Proper answers and misses outside outages that make the share, as of the last proper
-    /// answer (a run is judged by the share seen before it).
+    /// Proper answers and misses of requests' first attempts outside outages: the share, as
+    /// of the last proper answer (a run is judged by the share seen before it).
     share: (u32, u32),
     /// Proper answers since the scheduler started (`core::backoff`, `core::poison`: whether
     /// others were answered meanwhile).
@@ -63,6 +69,7 @@ impl Default for EndpointHealth {
     fn default() -> Self {
         Self {
             run: 0,
+            first_misses: 0,
             failing_since: None,
             judged_down_at: None,
             share: PRIOR,
@@ -73,14 +80,17 @@ impl Default for EndpointHealth {
 }
 
 impl EndpointHealth {
-    /// The endpoint gave a proper answer: the run and any outage are over. The run counts
-    /// toward the share only now that it proved to be bad luck: an outage tells nothing of
-    /// how often the working endpoint answers.
-    pub fn answered(&mut self) {
+    /// The endpoint gave a proper answer, to a request's `first` attempt or a later one: the
+    /// run and any outage are over. The run counts toward the share only now that it proved to
+    /// be bad luck: an outage tells nothing of how often the working endpoint answers.
+    pub fn answered(&mut self, first: bool) {
         self.answers = self.answers.wrapping_add(1);
         if self.judged_down_at.is_none() {
             let (answers, misses) = self.share;
-            let mut share = (answers.saturating_add(1), misses.saturating_add(self.run));
+            let mut share = (
+                answers.saturating_add(u32::from(first)),
+                misses.saturating_add(self.first_misses),
+            );
             while share.0.saturating_add(share.1) >= WINDOW {
                 share = (share.0 / 2, share.1 / 2);
             }
@@ -94,12 +104,17 @@ impl EndpointHealth {
         self.answers
     }
 
-    /// An attempt failed in a way that may be the endpoint's. Returns how long the endpoint has
-    /// been failing when the run is (now) judged an outage, `None` while it may be bad luck.
-    pub fn failed(&mut self, now: Millis) -> Option<Millis> {
+    /// An attempt (a request's `first` or a later one) failed in a way that may be the
+    /// endpoint's, at `now`. Returns how long the endpoint has been failing when the run is
+    /// (now) judged an outage, `None` while it may be bad luck. A run that has lasted
+    /// `patience` ms (`maxMs`) with at least [`MIN_RUN`] failures is judged an outage however
+    /// slowly its attempts came.
+    pub fn failed(&mut self, now: Millis, patience: Millis, first: bool) -> Option<Millis> {
         self.run = self.run.saturating_add(1);
+        self.first_misses = self.first_misses.saturating_add(u32::from(first));
         let since = *self.failing_since.get_or_insert(now);
-        if self.judged_down_at.is_none() && self.run >= self.threshold() {
+        let long = self.run >= MIN_RUN && now.saturating_sub(since) >= patience;
+        if self.judged_down_at.is_none() && (long || self.run >= self.threshold()) {
             self.judged_down_at = Some(now);
         }
         self.judged_down_at.map(|_| now.saturating_sub(since))
@@ -158,6 +173,7 @@ impl EndpointHealth {
     /// The share of proper answers and the round trip stay.
     pub fn restart(&mut self) {
         self.run = 0;
+        self.first_misses = 0;
         self.failing_since = None;
         self.judged_down_at = None;
     }
@@ -217,18 +233,22 @@ mod tests {
     #[test]
     fn a_long_run_is_an_outage_until_a_proper_answer() {
         let mut health = with_share(20, 20);
-        assert_eq!(health.failed(100), None, "one failure is bad luck");
-        assert_eq!(health.failed(150), None);
         assert_eq!(
-            health.failed(400),
+            health.failed(100, 60_000, true),
+            None,
+            "one failure is bad luck"
+        );
+        assert_eq!(health.failed(150, 60_000, true), None);
+        assert_eq!(
+            health.failed(400, 60_000, true),
             Some(300),
             "three in a row: down since the first"
         );
         assert_eq!(health.outage_age(1_100), Some(1_000));
         assert!(!health.is_news(300), "before the outage was judged");
         assert!(health.is_news(400));
-        assert_eq!(health.failed(2_000), Some(1_900));
-        health.answered();
+        assert_eq!(health.failed(2_000, 60_000, true), Some(1_900));
+        health.answered(true);
         assert_eq!(
             health.share,
             (20, 0),
@@ -236,9 +256,25 @@ mod tests {
         );
         assert_eq!(health.answers(), 1);
         assert_eq!(health.outage_age(2_100), None);
-        assert_eq!(health.failed(2_200), None, "a new run starts as bad luck");
+        assert_eq!(
+            health.failed(2_200, 60_000, true),
+            None,
+            "a new run starts as bad luck"
+        );
+        let mut slow = with_share(0, 20);
+        assert_eq!(slow.failed(10_000, 30_000, true), None);
+        assert_eq!(
+            slow.failed(30_000, 30_000, true),
+            None,
+            "two failures are not a run"
+        );
+        assert_eq!(
+            slow.failed(40_000, 30_000, true),
+            Some(30_000),
+            "three failures over maxMs: down, however slowly they came"
+        );
         let before = health.threshold();
-        health.answered();
+        health.answered(true);
         assert_eq!(health.share, (21, 1), "one miss, one answer");
         assert!(
             health.threshold() > before,
@@ -250,9 +286,9 @@ mod tests {
     fn the_share_follows_the_last_few_dozen_attempts() {
         let mut health = EndpointHealth::default();
         for _ in 0..100 {
-            health.failed(0);
-            health.failed(0);
-            health.answered();
+            health.failed(0, 60_000, true);
+            health.failed(0, 60_000, true);
+            health.answered(true);
         }
         let (answers, misses) = health.share;
         assert!(answers + misses < WINDOW);
@@ -262,7 +298,7 @@ mod tests {
         );
         assert_eq!(health.threshold(), MAX_RUN);
         for _ in 0..200 {
-            health.answered();
+            health.answered(true);
         }
         assert_eq!(health.share.1, 0, "old misses are forgotten");
         assert_eq!(health.threshold(), MIN_RUN);

@@ -23,7 +23,7 @@ impl<H: Host> Scheduler<H> {
         match status.outcome {
             AttemptOutcome::Applied | AttemptOutcome::Rejected => {
                 if action == RetryAction::Submit || self.lost_in_this_run(request_id) {
-                    self.endpoint_answered(now);
+                    self.endpoint_answered(now, self.is_first_attempt(request_id));
                 }
                 self.settle(now, request_id, status)
             }
@@ -38,7 +38,7 @@ impl<H: Host> Scheduler<H> {
     }
 
     /// An answer that leaves the request unresolved: count it toward the dead letter when it
-    /// is poison's (K1), and schedule the next attempt after the wait it earned (S9, S10).
+    /// is poison's, and schedule the next attempt after the wait it earned.
     fn retry_later(
         &mut self,
         now: Millis,
@@ -63,7 +63,7 @@ impl<H: Host> Scheduler<H> {
             // so a server that only ever says "later" ends in a dead letter; so does an
             // answer too long to read, where it was once retried for ever.
             if action == RetryAction::Submit {
-                self.endpoint_answered(now);
+                self.endpoint_answered(now, self.is_first_attempt(request_id));
             }
             self.poison
                 .outage_class_failure(request_id, self.health.answers());
@@ -75,13 +75,14 @@ impl<H: Host> Scheduler<H> {
             // (`core::endpoint`, `core::backoff`). It counts toward the dead letter only when
             // the request fails on its own (more misses in a row than random loss makes),
             // with a status from the server (a lost answer says nothing of the request), and
-            // the endpoint answered others since its previous failure (K1).
+            // the endpoint answered others since its previous failure.
             let threshold = self.health.threshold();
             let answers = self.health.answers();
             if action == RetryAction::Submit {
                 self.backoff.submit_failed(request_id, now);
             }
-            let outage = self.health.failed(now);
+            let first = self.is_first_attempt(request_id);
+            let outage = self.health.failed(now, self.config.retry.max_ms, first);
             let wait = self.backoff.fail(request_id, outage, threshold, answers);
             let answered_since = self.poison.outage_class_failure(request_id, answers);
             let counts = answered_since && self.backoff.is_own(request_id) && is_definite(code);
@@ -151,6 +152,13 @@ impl<H: Host> Scheduler<H> {
             None,
             Some(format!("{} at {due}{after}", next.as_str())),
         );
+    }
+
+    /// Whether the attempt just answered was the request's first.
+    fn is_first_attempt(&self, request_id: &str) -> bool {
+        self.ledger
+            .request(request_id)
+            .is_some_and(|r| r.attempt <= 1)
     }
 
     /// Whether a verdict a query finds for `request_id` is news of the endpoint: the write path
@@ -306,12 +314,12 @@ impl<H: Host> Scheduler<H> {
 
 impl<H: Host> Scheduler<H> {
     /// The endpoint gave a proper answer to a submit (a verdict, `accepted`, an answer too long
-    /// to read): its write path works. Its run of failures and any outage are over
+    /// to read), the request's `first` attempt or a later one: its write path works. Its run of failures and any outage are over
     /// (`core::endpoint`), backoff starts again, and retries that waited on backoff alone are
     /// due now (`core::backoff`). An answer to a query shows only that reads work: in a write
     /// outage a query still finds the verdict of a request applied before it.
-    pub(super) fn endpoint_answered(&mut self, now: Millis) {
-        self.health.answered();
+    pub(super) fn endpoint_answered(&mut self, now: Millis, first: bool) {
+        self.health.answered(first);
         let waiting = self.backoff.reset();
         self.retry_now(now, waiting);
     }

@@ -144,7 +144,7 @@ pub struct Scheduler<H: Host> {
     online: bool,
     ready: ReadyQueue,
     retries: RetryQueue,
-    /// How long each failed request waits (S10): bad luck, outage or its own.
+    /// How long each failed request waits: bad luck, outage or its own.
     backoff: Backoff,
     /// The endpoint's answers, round trip and outages, as seen from here.
     health: EndpointHealth,
