@@ -5,30 +5,28 @@
 //! `accepted`, or with an answer too long to read (the endpoint works; the answer is the
 //! fault), or a query that finds the verdict of a submit whose failure is news
 //! ([`EndpointHealth::is_news`]: its answer was lost, and the write path worked then). A
-//! *failure* is an
-//! attempt that may be the endpoint's: a transport error, 408, 421, 425, 429, 5xx, a body
-//! that is not a protocol answer, a hook that failed. Any other answer to a query is
-//! neither: a server whose write path is down still answers "never received" (404), or the
-//! verdict of a request applied before its outage began.
+//! *failure* is an attempt that may be the endpoint's: a transport error, 408, 421, 425, 429,
+//! 5xx, a body that is not a protocol answer, a hook that failed. Any other answer to a query
+//! is neither: a server whose write path is down still answers "never received" (404), or
+//! the verdict of a request applied before its outage began.
 //!
 //! The failures since the last proper answer, over every request, are the endpoint's *run*.
 //! A flaky endpoint makes short runs; an outage makes one long run. A run is judged an outage
 //! once it is longer than random loss makes it at the rate the endpoint has shown: the
 //! shortest run that happens by chance less than once in [`FAKED_ONCE_IN`] tries, given the
-//! share of proper answers among recent attempts (at least [`MIN_RUN`], at most [`MAX_RUN`]
-//! failures), or once it has lasted `maxMs` with at least 3 failures (at any rate of
-//! attempts, a flaky endpoint answers something in that time). The bar is high because a
+//! share of requests whose first attempt got a proper answer (at least [`MIN_RUN`], at most
+//! [`MAX_RUN`] failures), or once it has lasted `maxMs` with at least 3 failures (at any rate
+//! of attempts, a flaky endpoint answers something in that time). The bar is high because a
 //! wrong call is costly: a flaky endpoint judged down makes its requests back off while each
 //! attempt could succeed. An endpoint that has always answered is judged down after 3
-//! failures in a row, one that missed one attempt in the last sixty after 5, one that
-//! answers half its attempts after 30, and one that answers a third of them after 40. A
-//! proper answer ends the run, and the outage with it.
+//! failures in a row, one that failed one request in the last sixty after 5, one that
+//! answers half of them after 30, and one that answers a third of them after 40. A proper
+//! answer ends the run, and the outage with it.
 //!
-//! The share is that of requests' first attempts, over the last few dozen requests outside
-//! outages: each request counts once, so one request failing again and again (poison) does
-//! not make a working endpoint look flaky. It starts from an even guess (1 answer in 2
-//! attempts) that the first answers soon outweigh. Everything here lives
-//! in memory: a reload starts from that guess again.
+//! The share counts each request once, by its first attempt, over the last few dozen requests
+//! outside outages: one request failing again and again (poison) does not make a working
+//! endpoint look flaky. It starts from an even guess (1 answer in 2) that the first answers
+//! soon outweigh. Everything here lives in memory: a reload starts from that guess again.
 
 use super::model::Millis;
 

@@ -2,6 +2,7 @@
 //! dead-letter, and — once that record is durable — release claims and wake what waited.
 
 use super::Scheduler;
+use crate::core::backoff::Wait;
 use crate::core::host::Host;
 use crate::core::io::{AttemptOutcome, AttemptStatus, Report, ANSWER_TOO_LARGE};
 use crate::core::jitter;
@@ -47,46 +48,11 @@ impl<H: Host> Scheduler<H> {
         status: AttemptStatus,
     ) {
         let accepted = status.outcome == AttemptOutcome::Accepted;
-        let code = status.error.as_ref().map(|e| e.code.as_str());
-        // S9: a query that finds nothing means the server never received the request, which
-        // goes again. K1: it is not a proper answer (a server whose write path is down
-        // answers it too): it tells nothing of the endpoint's health.
-        let not_found = !accepted && action == RetryAction::Query && code == Some(NOT_FOUND);
         let final_failure = !accepted && status.retryable == Some(false);
-        // An answer too long to read came from an endpoint that works: the failure is this
-        // request's own (its answer).
-        let unreadable = code == Some(ANSWER_TOO_LARGE);
         let (wait, counts) = if final_failure {
             (None, true)
-        } else if accepted || unreadable {
-            // K1: an `accepted` (or 409 in progress) that never turns into a verdict counts,
-            // so a server that only ever says "later" ends in a dead letter; so does an
-            // answer too long to read, where it was once retried for ever.
-            if action == RetryAction::Submit {
-                self.endpoint_answered(now, self.is_first_attempt(request_id));
-            }
-            self.poison
-                .outage_class_failure(request_id, self.health.answers());
-            (Some(self.backoff.own_failure(request_id)), true)
-        } else if not_found {
-            (None, false)
         } else {
-            // A failure that may be the endpoint's: bad luck, an outage or poison
-            // (`core::endpoint`, `core::backoff`). It counts toward the dead letter only when
-            // the request fails on its own (more misses in a row than random loss makes),
-            // with a status from the server (a lost answer says nothing of the request), and
-            // the endpoint answered others since its previous failure.
-            let threshold = self.health.threshold();
-            let answers = self.health.answers();
-            if action == RetryAction::Submit {
-                self.backoff.submit_failed(request_id, now);
-            }
-            let first = self.is_first_attempt(request_id);
-            let outage = self.health.failed(now, self.config.retry.max_ms, first);
-            let wait = self.backoff.fail(request_id, outage, threshold, answers);
-            let answered_since = self.poison.outage_class_failure(request_id, answers);
-            let counts = answered_since && self.backoff.is_own(request_id) && is_definite(code);
-            (Some(wait), counts)
+            self.judge(now, request_id, action, &status)
         };
         let mut failures = 0;
         let mut attempt = 0;
@@ -119,10 +85,70 @@ impl<H: Host> Scheduler<H> {
         } else {
             RetryAction::Submit
         };
-        // S10, clamped: no wait from outside is longer than max(maxMs, 24 h), and the stored
-        // due time is always a storable number; `Retry-After` only raises the wait (K1). A
-        // resubmit after "never received" waits the step its failure earned when it was
-        // backing off, and goes at once after bad luck.
+        self.schedule_next(now, request_id, next, wait, attempt, &status);
+    }
+
+    /// What an unresolved answer says of the endpoint and of the request: the wait it earned
+    /// (`None` after "never received": decided by the failure before it) and whether it
+    /// counts toward the dead letter.
+    fn judge(
+        &mut self,
+        now: Millis,
+        request_id: &str,
+        action: RetryAction,
+        status: &AttemptStatus,
+    ) -> (Option<Wait>, bool) {
+        let code = status.error.as_ref().map(|e| e.code.as_str());
+        if status.outcome == AttemptOutcome::Accepted || code == Some(ANSWER_TOO_LARGE) {
+            // K1: an `accepted` (or 409 in progress) that never turns into a verdict counts,
+            // so a server that only ever says "later" ends in a dead letter; so does an
+            // answer too long to read (the endpoint works, the answer is the fault), where it
+            // was once retried for ever. Both are the request's own.
+            if action == RetryAction::Submit {
+                self.endpoint_answered(now, self.is_first_attempt(request_id));
+            }
+            self.poison
+                .outage_class_failure(request_id, self.health.answers());
+            return (Some(self.backoff.own_failure(request_id)), true);
+        }
+        if action == RetryAction::Query && code == Some(NOT_FOUND) {
+            // S9: the server never received the request, which goes again. K1: not a proper
+            // answer (a server whose write path is down answers it too): it tells nothing of
+            // the endpoint.
+            return (None, false);
+        }
+        // A failure that may be the endpoint's: bad luck, an outage or poison
+        // (`core::endpoint`, `core::backoff`). It counts toward the dead letter only when the
+        // request fails on its own (more misses in a row than random loss makes, while others
+        // were answered), with a status from the server (a lost answer says nothing of the
+        // request), and the endpoint answered others since its previous failure.
+        let threshold = self.health.threshold();
+        let answers = self.health.answers();
+        if action == RetryAction::Submit {
+            self.backoff.submit_failed(request_id, now);
+        }
+        let first = self.is_first_attempt(request_id);
+        let outage = self.health.failed(now, self.config.retry.max_ms, first);
+        let wait = self.backoff.fail(request_id, outage, threshold, answers);
+        let answered_since = self.poison.outage_class_failure(request_id, answers);
+        let counts = answered_since && self.backoff.is_own(request_id) && is_definite(code);
+        (Some(wait), counts)
+    }
+
+    /// Schedules `next` after the wait the failure earned, with jitter, or later if the server
+    /// or the host asked: `Retry-After` only raises the wait; no wait from outside is longer
+    /// than max(maxMs, 24 h), and the stored due time is always a storable number. A resubmit
+    /// after "never received" waits the step its failure earned when the request was backing
+    /// off, and goes at once after bad luck.
+    fn schedule_next(
+        &mut self,
+        now: Millis,
+        request_id: &str,
+        next: RetryAction,
+        wait: Option<Wait>,
+        attempt: u32,
+        status: &AttemptStatus,
+    ) {
         let wait = wait.or_else(|| {
             self.backoff
                 .never_received(request_id, self.health.outage_age(now))
@@ -142,8 +168,10 @@ impl<H: Host> Scheduler<H> {
         self.backoff.scheduled(request_id, ours);
         self.ledger.schedule_retry(request_id, due, next);
         // K6: the log says what the retry follows (the error's code, never its text).
-        let after = code
-            .map(|code| format!(" after {code}"))
+        let after = status
+            .error
+            .as_ref()
+            .map(|error| format!(" after {}", error.code))
             .unwrap_or_default();
         self.event(
             EventKind::RetryScheduled,
