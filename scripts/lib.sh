@@ -17,8 +17,14 @@ elapsed() {
     awk -v start="$1" -v now="$EPOCHREALTIME" 'BEGIN { printf "%.1f", now - start }'
 }
 
-# step NAME COMMAND [ARGS...]: runs one step, printing its duration.
+# step NAME COMMAND [ARGS...]: runs one step, printing its duration. For a developer's partial
+# run, ONLY_STEPS=REGEX (grep -E) runs only the steps whose name matches it and says which were
+# skipped; CI never sets it.
 step() {
+    if [[ -n ${ONLY_STEPS:-} ]] && ! grep -qE -- "$ONLY_STEPS" <<<"$1"; then
+        echo "--- [$SCRIPT_NAME] skipped (ONLY_STEPS): $1"
+        return 0
+    fi
     STEP_NAME=$1
     shift
     STEP_STARTED=$EPOCHREALTIME

@@ -22,6 +22,8 @@ fn batching(max_operations: usize, max_bytes: usize) -> Harness<CountingHost> {
             max_bytes,
             kinds: None,
         },
+        // Coalescing replaces unsent intents here; the hold has tests of its own (`holding`).
+        coalesce_ms: 0,
         ..SchedulerConfig::default()
     };
     let mut h = Harness::new(config, CountingHost::new("r"));
@@ -570,6 +572,8 @@ fn holding(coalesce_ms: u64) -> Harness<CountingHost> {
     let config = SchedulerConfig {
         concurrency: 2,
         coalesce_ms,
+        // What the hold does to each request, one operation a request.
+        batch: BatchLimits::off(),
         ..SchedulerConfig::default()
     };
     let mut h = Harness::new(config, CountingHost::new("r"));

@@ -81,11 +81,12 @@ impl Host for Merging {
     }
 }
 
+/// Replacement of unsent intents, each request watched alone: no hold, no batch.
 fn config() -> SchedulerConfig {
     SchedulerConfig {
         concurrency: 1,
         max_payload_bytes: 1_024,
-        ..SchedulerConfig::default()
+        ..common::unbatched()
     }
 }
 

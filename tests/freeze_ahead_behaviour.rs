@@ -20,12 +20,13 @@ fn one_slot_grouped() -> Harness<CountingHost> {
     harness(true)
 }
 
+/// One operation a request: what is frozen ahead is one request per operation.
 fn harness(group_commit: bool) -> Harness<CountingHost> {
     let mut h = Harness::new(
         SchedulerConfig {
             concurrency: 1,
             group_commit,
-            ..SchedulerConfig::default()
+            ..common::unbatched()
         },
         CountingHost::new("r"),
     );
@@ -133,7 +134,7 @@ fn s18_a_crash_with_a_request_frozen_ahead_recovers_it_as_a_submit_with_the_same
     let mut restarted = Harness::over(
         SchedulerConfig {
             concurrency: 2,
-            ..SchedulerConfig::default()
+            ..common::unbatched()
         },
         CountingHost::new("s"),
         h.store.clone(),

@@ -89,11 +89,12 @@ impl Host for ReadingHost {
     }
 }
 
+/// Each operation compiled for a request of its own (a batch compiles its members too).
 fn harness() -> Harness<ReadingHost> {
     let mut h = Harness::new(
         SchedulerConfig {
             concurrency: 2,
-            ..SchedulerConfig::default()
+            ..common::unbatched()
         },
         ReadingHost {
             ids: CountingHost::new("r"),

@@ -157,10 +157,10 @@ fn s18_a_loaded_ledger_of_records_is_folded_once_the_scheduler_is_quiet() {
     h.scheduler.release(h.now, hold);
     assert_eq!(h.store.record_counts(), (0, 7));
     // A new session that folds at 2 folds the loaded records (up to a page a batch) as soon
-    // as it is quiet.
+    // as it is quiet. It sends one operation a request: op0 alone, the rest held.
     let config = SchedulerConfig {
         fold_records_at: 2,
-        ..SchedulerConfig::default()
+        ..common::unbatched()
     };
     let mut next = Harness::over(
         config,

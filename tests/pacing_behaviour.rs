@@ -1,5 +1,5 @@
-//! Retry pacing that tells an outage from bad luck, on the protocol model with the
-//! default options: a flaky endpoint (30 % 503, 20 % 429 `Retry-After: 0`, 20 % of submits'
+//! Retry pacing that tells an outage from bad luck, on the protocol model with the default
+//! retry policy, one operation a request and batched: a flaky endpoint (30 % 503, 20 % 429 `Retry-After: 0`, 20 % of submits'
 //! answers lost after the change was applied, 40 ms round trips) drains at the network's pace,
 //! with no edit far behind the others and nothing dead-lettered; a ten-minute write outage in
 //! the middle of the same mix backs off to one request per `maxMs` per canvas and dead-letters
@@ -10,7 +10,7 @@ mod common;
 
 use std::collections::BTreeMap;
 
-use canvas_scheduler::core::config::{BatchLimits, RetryPolicy, SchedulerConfig};
+use canvas_scheduler::core::config::{RetryPolicy, SchedulerConfig};
 use canvas_scheduler::core::io::{AttemptOutcome, AttemptStatus};
 use canvas_scheduler::core::model::{Millis, RetryAction};
 use canvas_scheduler::core::safe_error::SafeError;
@@ -29,18 +29,16 @@ const TAIL_WITHIN_MEDIANS: u64 = 5;
 /// than this then.
 const BATCHED_TAIL_MS: Millis = 2_500;
 
-fn defaults() -> SchedulerConfig {
-    SchedulerConfig::default()
+/// One operation a request, nothing held back: each edit's own retries are what is paced.
+fn one_at_a_time() -> SchedulerConfig {
+    common::unbatched()
 }
 
+/// The default options: batches of up to 32 operations, a 32 ms coalescing hold.
 fn batching() -> SchedulerConfig {
-    SchedulerConfig {
-        batch: BatchLimits {
-            max_operations: 32,
-            ..BatchLimits::default()
-        },
-        ..SchedulerConfig::default()
-    }
+    let config = SchedulerConfig::default();
+    assert_eq!(config.batch.max_operations, 32, "the defaults batch");
+    config
 }
 
 /// 40 edits over `canvases` through the bad day on every seed; asserts each drained within
@@ -99,22 +97,23 @@ fn drains_at_the_network_pace(
     );
 }
 
-/// Before: 388–862 s on seeds 1–8 (every failure while the endpoint answered was read as
+/// One operation a request (`batch` off, no coalescing hold), so each edit's own retries are
+/// paced. Before: 388–862 s on seeds 1–8 (every failure while the endpoint answered was read as
 /// poison and kept its backoff step). Now: 7.9–12.0 s on seeds 1–20 (median 10.7 s), the
 /// slowest edit at most 2.6x the median.
 #[test]
 fn s10_forty_edits_on_one_canvas_drain_a_flaky_endpoint_at_its_pace() {
-    drains_at_the_network_pace(defaults, 1, ONE_CANVAS_MS, 0);
+    drains_at_the_network_pace(one_at_a_time, 1, ONE_CANVAS_MS, 0);
 }
 
-/// Before: 32–316 s on seeds 1–8, one request waiting minutes. Now: 2.5–4.6 s on seeds 1–20
+/// One operation a request. Before: 32–316 s on seeds 1–8, one request waiting minutes. Now: 2.5–4.6 s on seeds 1–20
 /// (median 3.3 s), the slowest edit at most 2.7x the median.
 #[test]
 fn s10_forty_edits_over_ten_canvases_drain_a_flaky_endpoint_at_its_pace() {
-    drains_at_the_network_pace(defaults, 10, TEN_CANVASES_MS, 0);
+    drains_at_the_network_pace(one_at_a_time, 10, TEN_CANVASES_MS, 0);
 }
 
-/// The same with `batch: {maxOperations: 32}`: the edits a canvas has waiting share a
+/// The same with the default options (batches of up to 32 operations, a 32 ms hold): the edits a canvas has waiting share a
 /// request, so most settle with the first answer and the median edit waits a few round
 /// trips; the tail is bounded by [`BATCHED_TAIL_MS`] instead. On seeds 1–20: one canvas
 /// 0.1–1.9 s, ten canvases 0.7–2.2 s.
@@ -132,12 +131,12 @@ fn s10_the_bounds_hold_over_a_thousand_seeds() {
     for (name, config, canvases, limit, floor) in [
         (
             "one canvas",
-            defaults as fn() -> SchedulerConfig,
+            one_at_a_time as fn() -> SchedulerConfig,
             1,
             ONE_CANVAS_MS,
             0,
         ),
-        ("ten canvases", defaults, 10, TEN_CANVASES_MS, 0),
+        ("ten canvases", one_at_a_time, 10, TEN_CANVASES_MS, 0),
         (
             "one canvas, batched",
             batching,
@@ -204,14 +203,16 @@ fn unavailable() -> AttemptStatus {
 /// same millisecond (jitter). Nothing dead-letters, and everything drains within three
 /// backoff steps of recovery: the endpoint is still flaky then, only a submit can show that
 /// the write path is back (a query's 404 says nothing), 30 % of submits succeed, and each
-/// canvas probes once per `maxMs`. On seeds 1–5: at most 28–30 requests on one canvas in the
+/// canvas probes once per `maxMs`. One operation a request, so that every canvas has a
+/// request waiting through the outage (batched, most edits are applied before it). On seeds
+/// 1–5: at most 28–30 requests on one canvas in the
 /// ten minutes, drained 17–55 s after recovery.
 #[test]
 fn k1_a_ten_minute_write_outage_on_a_flaky_endpoint_backs_off_to_max_ms() {
     let policy = RetryPolicy::default();
     for seed in 1..=5 {
         let run = deliver(
-            defaults(),
+            one_at_a_time(),
             edits_over(40, 10),
             FlakyMix::BAD_DAY,
             seed,
@@ -280,44 +281,45 @@ fn s10_retry_after_0_on_a_healthy_endpoint_neither_hammers_nor_stalls() {
         rate_limited: 50,
         lost: 0,
     };
-    let mut figures = Vec::new();
-    for seed in SEEDS {
-        let run = deliver(
-            defaults(),
-            edits_over(40, 1),
-            mix,
-            seed,
-            RTT_MS,
-            600_000,
-            &mut |_, _, _| None,
-        );
-        let drained = run.drained_ms.expect("drained");
-        assert!(drained <= 10_000, "seed {seed}: stalled, {drained} ms");
-        assert_eq!(run.dead_lettered, 0);
-        let mut retries_after_429 = Vec::new();
-        for (i, sent) in run.sent.iter().enumerate() {
-            if sent.answer.as_deref() != Some("http_429") {
-                continue;
+    for config in [one_at_a_time as fn() -> SchedulerConfig, batching] {
+        let mut figures = Vec::new();
+        let mut rate_limited = 0;
+        for seed in SEEDS {
+            let run = deliver(
+                config(),
+                edits_over(40, 1),
+                mix,
+                seed,
+                RTT_MS,
+                600_000,
+                &mut |_, _, _| None,
+            );
+            let drained = run.drained_ms.expect("drained");
+            assert!(drained <= 10_000, "seed {seed}: stalled, {drained} ms");
+            assert_eq!(run.dead_lettered, 0);
+            let mut retries_after_429 = Vec::new();
+            for (i, sent) in run.sent.iter().enumerate() {
+                if sent.answer.as_deref() != Some("http_429") {
+                    continue;
+                }
+                let next = run.sent[i + 1..].iter().find(|s| s.request == sent.request);
+                if let Some(next) = next {
+                    retries_after_429.push(next.at - sent.at - RTT_MS);
+                }
             }
-            let next = run.sent[i + 1..].iter().find(|s| s.request == sent.request);
-            if let Some(next) = next {
-                retries_after_429.push(next.at - sent.at - RTT_MS);
-            }
+            let least = retries_after_429
+                .iter()
+                .min()
+                .copied()
+                .unwrap_or(Millis::MAX);
+            assert!(
+                least >= RTT_MS / 2,
+                "seed {seed}: a retry {least} ms after its 429"
+            );
+            rate_limited += retries_after_429.len();
+            figures.push((drained, least));
         }
-        let least = retries_after_429
-            .iter()
-            .min()
-            .copied()
-            .unwrap_or(Millis::MAX);
-        assert!(
-            least >= RTT_MS / 2,
-            "seed {seed}: a retry {least} ms after its 429"
-        );
-        assert!(
-            !retries_after_429.is_empty(),
-            "seed {seed}: the mix rate-limited something"
-        );
-        figures.push((drained, least));
+        assert!(rate_limited > 0, "the mix rate-limited something");
+        println!("429 Retry-After: 0 on half the attempts, 40 edits on one canvas: (drained ms, least wait after a 429 ms) {figures:?}");
     }
-    println!("429 Retry-After: 0 on half the attempts, 40 edits on one canvas: (drained ms, least wait after a 429 ms) {figures:?}");
 }

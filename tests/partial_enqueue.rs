@@ -257,12 +257,18 @@ fn i37_4_explicit_sequences_are_checked_against_the_accepted_ones() {
 fn i37_4_what_refuses_the_whole_call_is_an_error_and_changes_nothing() {
     let mut h = idle();
     h.auto_persist = true;
-    h.fail_persists = 1;
+    h.fail_persists = 2;
     h.enqueue(vec![edit("a", &["c1"])]).unwrap();
-    let error = h
-        .enqueue_partial(slots(vec![edit("b", &["c2"])]))
-        .unwrap_err();
-    assert_eq!(error.code(), "storage_unavailable");
+    // Storage failing refuses nothing up front: the call tries, and when its write fails
+    // too, what it accepted is refused with nothing left behind.
+    let (verdicts, barrier) = h.enqueue_partial(slots(vec![edit("b", &["c2"])])).unwrap();
+    assert_eq!(codes(&verdicts), ["ok"]);
+    assert_eq!(
+        barrier.map(|b| h.scheduler.barrier_state(b)),
+        Some(Some(false))
+    );
+    assert!(h.scheduler.ledger().operation("a").is_none());
+    assert!(h.scheduler.ledger().operation("b").is_none());
     h.scheduler.stop();
     let error = h
         .enqueue_partial(slots(vec![edit("c", &["c3"])]))

@@ -157,6 +157,7 @@ fn records_written_by_the_modules_codec_have_the_members_their_derives_name() {
         settlement: Settlement::Discarded,
         settled_at: 9,
         replaced_by: Some("op-9".into()),
+        chain_end: Some("op-12".into()),
         whole: None,
     };
     check(&tombstone, &[]);
@@ -254,6 +255,7 @@ fn views_written_by_the_modules_codec_have_the_members_their_derives_name() {
             outcome: Settlement::Rejected,
             settled_at: 5,
             principal: full.then(|| "p".into()),
+            replaced_by: full.then(|| "op-2".into()),
         };
         check_view(&compacted, &[]);
         // `operation(id)`: the record, or the tombstone's view, with nothing around either.

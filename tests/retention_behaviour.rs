@@ -23,11 +23,13 @@ fn policy(settled: usize, settled_ms: u64) -> RetentionPolicy {
     }
 }
 
+/// One operation a request, nothing held back: the figures below count sends and settlements
+/// operation by operation (the simulation covers compaction with batches and holds).
 fn harness(retain: RetentionPolicy) -> Harness<CountingHost> {
     let config = SchedulerConfig {
         concurrency: 4,
         retain,
-        ..SchedulerConfig::default()
+        ..common::unbatched()
     };
     let mut h = Harness::new(config, CountingHost::new("r"));
     h.start();
@@ -48,7 +50,7 @@ fn restart_as(
         concurrency: 4,
         retain,
         principal,
-        ..SchedulerConfig::default()
+        ..common::unbatched()
     };
     let mut r = Harness::over(
         config,

@@ -31,11 +31,12 @@ impl Host for FaultyHost {
     }
 }
 
+/// One operation a request: each operation's state is its own request's.
 fn harness() -> Harness<FaultyHost> {
     let mut h = Harness::new(
         SchedulerConfig {
             concurrency: 1,
-            ..SchedulerConfig::default()
+            ..common::unbatched()
         },
         FaultyHost(CountingHost::new("r")),
     );

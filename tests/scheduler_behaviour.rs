@@ -436,7 +436,8 @@ fn s11_due_retries_run_before_new_ready_work() {
 
 #[test]
 fn s12_one_pump_pass_examines_at_most_64_ready_operations_then_yields() {
-    let mut h = harness();
+    // One operation a request: a batch would take the waiting ones along unexamined.
+    let mut h = harness_with(common::unbatched());
     // 100 operations waiting on one canvas claimed by a first request: each is examined and parked.
     let mut intents = vec![edit("first", &["shared"])];
     intents.extend((0..100).map(|i| edit(&format!("w{i:03}"), &["shared"])));
@@ -453,16 +454,18 @@ fn s12_one_pump_pass_examines_at_most_64_ready_operations_then_yields() {
 }
 
 #[test]
-fn s13_persist_failure_keeps_every_claim_sends_nothing_and_resume_recovers() {
+fn s13_a_failed_write_keeps_every_claim_an_enqueue_whose_write_fails_leaves_nothing_and_resume_tries_now(
+) {
     let mut h = harness();
     h.enqueue(vec![edit("a", &["c"])]).unwrap();
     let a = h.wire_ids()[0].clone();
-    h.fail_persists = 1;
+    // The answer's write fails, and so does the next (the enqueue's try).
+    h.fail_persists = 2;
     h.answer(&a, applied());
-    assert!(h
-        .reports
-        .iter()
-        .any(|r| matches!(r, Report::Error(e) if e.code() == "storage_unavailable")));
+    assert!(h.reports.iter().any(|r| matches!(
+        r,
+        Report::StorageFailed { error } if error.code == "QuotaExceededError"
+    )));
     assert_eq!(
         h.scheduler.claims().get("c"),
         Some(&a),
@@ -473,10 +476,14 @@ fn s13_persist_failure_keeps_every_claim_sends_nothing_and_resume_recovers() {
         RequestPhase::Dispatched,
         "nothing durable changed"
     );
-    assert_eq!(
-        h.enqueue(vec![edit("b", &["c"])]).unwrap_err().code(),
-        "storage_unavailable"
+    let sequence = h.scheduler.ledger().meta().last_sequence;
+    let refused = h.enqueue(vec![edit("b", &["c"])]).unwrap();
+    assert_eq!(h.scheduler.barrier_state(refused), Some(false), "refused");
+    assert!(
+        h.scheduler.ledger().operation("b").is_none(),
+        "a refused enqueue leaves nothing behind"
     );
+    assert_eq!(h.scheduler.ledger().meta().last_sequence, sequence);
     assert_eq!(h.scheduler.stats().idle_reason, Some("storage_unavailable"));
     let barrier = h.scheduler.resume(h.now).unwrap();
     h.drain();
@@ -484,26 +491,32 @@ fn s13_persist_failure_keeps_every_claim_sends_nothing_and_resume_recovers() {
     assert_eq!(h.store.request(&a).unwrap().phase, RequestPhase::Resolved);
     assert!(
         h.scheduler.claims().is_empty(),
-        "resume releases resolved requests"
+        "the write releases resolved requests"
     );
+    assert!(h
+        .reports
+        .iter()
+        .any(|r| matches!(r, Report::StorageRecovered)));
     h.enqueue(vec![edit("b", &["c"])]).unwrap();
     assert_eq!(h.wire_operations(), ["b"]);
 }
 
 #[test]
-fn s13_a_failed_dispatch_marker_sends_nothing_and_resume_reschedules() {
+fn s13_an_enqueue_whose_write_fails_is_refused_and_never_sent() {
     let mut h = harness();
     h.fail_persists = 1;
     let barrier = h.enqueue(vec![edit("a", &["c"])]).unwrap();
     assert_eq!(
         h.scheduler.barrier_state(barrier),
         Some(false),
-        "the enqueue is not durable"
+        "the enqueue is refused"
     );
-    assert!(h.wire.is_empty());
-    h.scheduler.resume(h.now).unwrap();
-    h.drain();
-    h.advance(0);
+    assert!(h.scheduler.ledger().operation("a").is_none());
+    h.advance(60_000);
+    assert!(h.sent.is_empty(), "nothing of it is ever sent");
+    assert!(!h.scheduler.is_storage_failing(), "storage was tried again");
+    let barrier = h.enqueue(vec![edit("a", &["c"])]).unwrap();
+    assert_eq!(h.scheduler.barrier_state(barrier), Some(true));
     assert_eq!(h.wire_operations(), ["a"]);
     assert!(h.store.operation("a").is_some());
 }
@@ -565,10 +578,48 @@ fn s15_stop_aborts_in_flight_and_a_late_completion_changes_nothing() {
 }
 
 #[test]
+fn s15_a_paused_page_stops_with_no_write_for_the_lease_alone() {
+    // `stop()` gives the lease up in a last write; a page that pauses while another tab
+    // takes the lead over (by Web Lock, with a higher fence) writes only what waits.
+    let settled = || {
+        let mut h = harness();
+        h.enqueue(vec![edit("a", &["c"])]).unwrap();
+        h.answer_first(applied());
+        h.drain();
+        assert_eq!(op_phase(&h, "a"), OperationPhase::Resolved);
+        h
+    };
+    let mut h = settled();
+    let writes = h.store.writes;
+    h.scheduler.stop_keeping_lease();
+    h.drain();
+    assert_eq!(h.store.writes, writes, "nothing waited: no write");
+    assert!(h.scheduler.is_closed());
+
+    // What waits is still written (here the log of an attempt on the wire, which is aborted).
+    let mut h = harness();
+    h.enqueue(vec![edit("a", &["c"])]).unwrap();
+    let order = h.wire[0].clone();
+    h.scheduler.stop_keeping_lease();
+    h.drain();
+    assert_eq!(h.aborted, [order.attempt]);
+
+    let mut h = settled();
+    let writes = h.store.writes;
+    h.scheduler.stop();
+    h.drain();
+    assert_eq!(
+        h.store.writes,
+        writes + 1,
+        "stop() gives the lease up in a write"
+    );
+}
+
+#[test]
 fn s16_in_flight_counts_work_started_while_settling() {
     let mut h = harness_with(SchedulerConfig {
         concurrency: 1,
-        ..SchedulerConfig::default()
+        ..common::unbatched()
     });
     h.enqueue(vec![edit("a", &["c"]), edit("b", &["c"])])
         .unwrap();
@@ -600,7 +651,7 @@ fn s17_a_compile_error_is_reported_as_an_effect_and_the_scheduler_goes_on() {
 
 #[test]
 fn s18_start_recovers_claims_and_reschedules_with_stored_actions() {
-    let mut h = harness();
+    let mut h = harness_with(common::unbatched());
     h.enqueue(vec![
         edit("a", &["c"]),
         edit("b", &["c"]),
@@ -784,7 +835,7 @@ fn k2_a_fenced_write_stops_the_dispatcher_at_once() {
 fn w1_group_commit_writes_one_turn_in_one_transaction() {
     let config = SchedulerConfig {
         group_commit: true,
-        ..SchedulerConfig::default()
+        ..common::unbatched()
     };
     let mut h = Harness::new(config, CountingHost::new("r"));
     h.start();

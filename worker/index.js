@@ -4,7 +4,10 @@
 // app's own worker module calling `serve()` from ./serve.js). Calls are messages; `stats()`,
 // `claims()`, `explain(id)` and `operation(id)` answer from a mirror the worker keeps up to
 // date (./mirror.js); `onEvent` and the async hooks `headers`, `authorize`, `classifyError`
-// run on the page. README "Worker mode" says what differs.
+// run on the page. README "Worker mode" says what differs. The page's lifecycle is heard here
+// (a worker has no page events) and told to the worker: `pagehide` and `freeze` pause its
+// scheduler, `pageshow` from the back/forward cache and `resume` start it again. Persistent
+// storage is asked here too: `navigator.storage.persist()` exists only in a Window.
 import { Mirror } from "./mirror.js";
 /** @import { WorkerSchedulerOptions } from "./index.js" */
 /** @import { EnqueueManyOptions, OperationIntent, PendingOperation, SavedState, SchedulerEvent } from "../pkg/web/canvas_scheduler.js" */
@@ -63,6 +66,12 @@ export class Scheduler {
   /** @type {Error | null} */
   #ended = null; // the reason every call now rejects with
   #stopped = false;
+  /** What the browser said of persistent storage, asked on the page (null: not yet, or no API). */
+  /** @type {boolean | null} */
+  #persisted = null;
+  /** The page's lifecycle listeners, removed at the end. */
+  /** @type {(() => void) | null} */
+  #unlisten = null;
 
   /**
    * @param {symbol} token
@@ -114,7 +123,55 @@ export class Scheduler {
       worker.terminate();
       throw error;
     }
+    scheduler.#listen();
+    scheduler.#askPersistence(rest.persist !== false);
     return scheduler;
+  }
+
+  /** Tells the worker when the page leaves or freezes, and when it comes back. */
+  #listen() {
+    if (typeof document === "undefined") return;
+    /** @param {"hidden" | "shown"} state */
+    const tell = (state) => {
+      if (this.#stopped || this.#ended) return;
+      try {
+        this.#worker.postMessage({ t: "lifecycle", state });
+      } catch {
+        // The worker is gone: the lock watch ends the proxy.
+      }
+    };
+    const hidden = () => tell("hidden");
+    const shown = () => tell("shown");
+    const restored = (/** @type {PageTransitionEvent} */ event) => {
+      if (event.persisted) shown();
+    };
+    addEventListener("pagehide", hidden);
+    addEventListener("pageshow", restored);
+    document.addEventListener("freeze", hidden);
+    document.addEventListener("resume", shown);
+    this.#unlisten = () => {
+      removeEventListener("pagehide", hidden);
+      removeEventListener("pageshow", restored);
+      document.removeEventListener("freeze", hidden);
+      document.removeEventListener("resume", shown);
+    };
+  }
+
+  /**
+   * Asks for persistent storage once (with `ask`; else only reads whether it is), without
+   * waiting: `stats().persisted` reports the answer once there is one.
+   * @param {boolean} ask
+   */
+  async #askPersistence(ask) {
+    try {
+      const storage = typeof navigator === "undefined" ? undefined : navigator.storage;
+      if (typeof storage?.persisted !== "function") return;
+      let persisted = await storage.persisted();
+      if (!persisted && ask && typeof storage.persist === "function") persisted = await storage.persist();
+      if (typeof persisted === "boolean") this.#persisted = persisted;
+    } catch {
+      // No answer: stats() says what the worker knows.
+    }
   }
 
   /**
@@ -219,6 +276,7 @@ export class Scheduler {
   #end(error) {
     if (this.#ended) return;
     this.#ended = error;
+    this.#unlisten?.();
     for (const call of this.#calls.values()) call.reject(error);
     this.#calls.clear();
     this.#worker.terminate();
@@ -377,7 +435,9 @@ export class Scheduler {
   }
 
   stats() {
-    return structuredClone(this.#mirror.stats);
+    const stats = structuredClone(this.#mirror.stats);
+    if (stats && this.#persisted !== null) stats.persisted = this.#persisted;
+    return stats;
   }
 
   /** @param {string} id */
@@ -395,7 +455,7 @@ export class Scheduler {
     return this.#call("discard", id);
   }
 
-  /** @param {{ after?: number, limit?: number } | undefined} options */
+  /** @param {{ after?: number, limit?: number }} [options] */
   events(options) {
     return this.#call("events", options);
   }

@@ -45,6 +45,7 @@
  * The messages between the page (./index.js) and the worker (./serve.js), as ./serve.js
  * describes them. What the worker gets:
  * @typedef {{ t: "open", options: SchedulerOptions, pageHooks: string[] }
+ *   | { t: "lifecycle", state: "hidden" | "shown" }
  *   | { t: "call", id: number, method: string, args: unknown[] }
  *   | { t: "hold", hold: number }
  *   | { t: "release", hold: number }

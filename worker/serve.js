@@ -10,6 +10,8 @@
 // Protocol (every message is a plain object with `t`):
 //   in:  open {options, pageHooks} · call {id, method, args} (method "watch": track the ids
 //        args[0]) · hold {hold} · release {hold} · start · stop {id} · hookResult {id, value | error}
+//        · lifecycle {state: "hidden" | "shown"} (the page left or froze, or came back: a worker
+//        has no page events of its own, so the page's side tells it)
 //   out: alive {lock} (held while the worker lives) · opened {state} · openFailed {error}
 //        result {id, value | error, state}
 //        event {event, state} · state {state} · hook {id, name, args} · batch {messages}: those
@@ -258,6 +260,11 @@ export function serve(hooks = {}) {
         holds.delete(data.hold);
         return release && synchronous(release);
       }
+      case "lifecycle":
+        // Not in the declarations: worker mode's own call (the page's side hears the page).
+        /** @type {Scheduler & { pageLifecycle(state: string): void }} */ (scheduler).pageLifecycle(data.state);
+        post({ t: "state" }, []);
+        return undefined;
       case "stop":
         clearInterval(/** @type {number | undefined} */ (pollTimer));
         /** @type {Scheduler} */ (scheduler).stop();

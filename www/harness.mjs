@@ -15,7 +15,7 @@ import { chromium } from "playwright-core";
 export const ROOT = resolve(fileURLToPath(new URL("..", import.meta.url)));
 
 /** Only these directories (relative to ROOT, URL = path) are served. */
-const SERVED = ["www/probe/", "www/editor/", "www/chaos/", "www/outage/", "www/tabs/", "www/hostile/", "www/shared/", "www/worker/", "www/bench/drag/", "pkg/", "worker/"];
+const SERVED = ["www/probe/", "www/editor/", "www/chaos/", "www/outage/", "www/tabs/", "www/lifecycle/", "www/hostile/", "www/shared/", "www/worker/", "www/bench/drag/", "pkg/", "worker/"];
 
 const CONTENT_TYPES = {
   ".html": "text/html; charset=utf-8",
@@ -59,7 +59,10 @@ export async function serve({ port: wanted = 0 } = {}) {
       if (file === null || !(await stat(file)).isFile()) throw new Error("not served");
       const body = await readFile(file);
       const type = CONTENT_TYPES[extname(file)] ?? "application/octet-stream";
-      response.writeHead(200, { "content-type": type, "cache-control": "no-store" }).end(body);
+      // `no-store` keeps a page out of Chromium's back/forward cache: the lifecycle test's
+      // pages, which must be able to enter it, are revalidated instead (`no-cache`).
+      const cache = file.startsWith(join(ROOT, "www", "lifecycle")) ? "no-cache" : "no-store";
+      response.writeHead(200, { "content-type": type, "cache-control": cache }).end(body);
     } catch {
       response.writeHead(404, { "content-type": "text/plain" }).end("not found\n");
     }
@@ -87,11 +90,12 @@ export function buildEditor() {
 
 /**
  * Starts the reference server (www/server) on 127.0.0.1 with a fresh SQLite file in a
- * temporary directory (or `db`: a path or a postgres:// URL); resolves to its RunningServer plus
+ * temporary directory (or `db`: a path or a postgres:// URL; `batches: false`, a server that
+ * declines batches); resolves to its RunningServer plus
  * `dir`, and `close()` also removes the directory it made. With CANVAS_SCHEDULER_TEST_DB=
  * postgres://… (and no `db`) it gets a fresh database on that cluster instead.
  */
-export async function startReferenceServer({ port = 0, runApplyMs = 300, db } = {}) {
+export async function startReferenceServer({ port = 0, runApplyMs = 300, db, batches = true } = {}) {
   const { startServer } = await import("./server/server.mjs");
   if (!db) {
     const { freshDatabase, testPostgres } = await import("./server/testing/test-db.mjs");
@@ -101,7 +105,7 @@ export async function startReferenceServer({ port = 0, runApplyMs = 300, db } = 
   const dir = db ? null : await mkdtemp(join(tmpdir(), "canvas-scheduler-server-"));
   // A fresh admin token per server: `admin()` sends it, pages get it from the page's URL.
   const adminToken = `admin-${randomBytes(16).toString("hex")}`;
-  const server = await startServer({ db: db ?? join(dir, "server.sqlite"), port, host: "127.0.0.1", runApplyMs, adminToken });
+  const server = await startServer({ db: db ?? join(dir, "server.sqlite"), port, host: "127.0.0.1", runApplyMs, adminToken, batches });
   return {
     ...server,
     adminToken,

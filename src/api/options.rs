@@ -7,7 +7,8 @@ use wasm_bindgen::{JsCast, JsValue};
 use crate::web::json::{exact_text, is_array, object_keys, LoneSurrogate};
 
 use crate::core::config::{
-    BatchLimits, RetryPolicy, SchedulerConfig, DEFAULT_DEAD_LETTER_AFTER_MS, MAX_COALESCE_MS,
+    BatchLimits, RetryPolicy, SchedulerConfig, DEFAULT_BATCH_MAX_BYTES,
+    DEFAULT_BATCH_MAX_OPERATIONS, DEFAULT_DEAD_LETTER_AFTER_MS, MAX_COALESCE_MS,
 };
 use crate::core::error::{ErrorCode, SchedulerError};
 use crate::core::retention::RetentionPolicy;
@@ -16,7 +17,9 @@ use crate::web::transport::DEFAULT_MAX_ANSWER_BYTES;
 /// Default per-attempt timeout.
 pub const DEFAULT_ATTEMPT_TIMEOUT_MS: u32 = 30_000;
 
-const KEYS: [&str; 22] = [
+/// Every option `Scheduler.open` reads; any other key is refused. The declarations
+/// (`SchedulerOptions` in `types.rs`) name the same ones: a browser test compares the two.
+pub const KEYS: [&str; 23] = [
     "transport",
     "database",
     "endpoint",
@@ -39,7 +42,21 @@ const KEYS: [&str; 22] = [
     "classifyError",
     "onEvent",
     "owner",
+    "persist",
 ];
+
+/// The keys of each option that is an object, by option name (compared with the
+/// declarations as [`KEYS`] is).
+pub const NESTED_KEYS: [(&str, &[&str]); 4] = [
+    ("transport", &TRANSPORT_KEYS),
+    ("retry", &RETRY_KEYS),
+    ("batch", &BATCH_KEYS),
+    ("retain", &RETAIN_KEYS),
+];
+const TRANSPORT_KEYS: [&str; 2] = ["submit", "query"];
+const RETRY_KEYS: [&str; 4] = ["baseMs", "maxMs", "maxAttempts", "deadLetterAfterMs"];
+const BATCH_KEYS: [&str; 3] = ["maxOperations", "maxBytes", "kinds"];
+const RETAIN_KEYS: [&str; 4] = ["settled", "settledMs", "tombstones", "tombstoneMs"];
 
 /// The host's hooks, as JS functions.
 #[derive(Clone, Default)]
@@ -76,6 +93,8 @@ pub struct OpenOptions {
     pub hooks: Hooks,
     /// The host's own transport (W3), replacing `fetch`.
     pub transport: Option<crate::web::js_transport::JsTransport>,
+    /// `persist` (default true): ask the browser to keep the ledger's storage persistent.
+    pub persist: bool,
 }
 
 fn bad(message: impl Into<String>) -> SchedulerError {
@@ -156,6 +175,17 @@ fn kinds(object: &JsValue) -> Result<Option<Vec<String>>, SchedulerError> {
     Ok(Some(kinds))
 }
 
+fn boolean(object: &JsValue, key: &str) -> Result<Option<bool>, SchedulerError> {
+    let value = field(object, key)?;
+    if value.is_undefined() {
+        return Ok(None);
+    }
+    value
+        .as_bool()
+        .map(Some)
+        .ok_or_else(|| bad_field(key, "must be true or false"))
+}
+
 fn function(object: &JsValue, key: &str) -> Result<Option<Function>, SchedulerError> {
     let value = field(object, key)?;
     if value.is_undefined() {
@@ -223,7 +253,7 @@ pub fn decode_options(options: &JsValue) -> Result<OpenOptions, SchedulerError> 
     }
     check_keys(options, &KEYS, "options")?;
     let database = text(options, "database", true)?.unwrap_or_default();
-    let transport = match nested(options, "transport", &["submit", "query"])? {
+    let transport = match nested(options, "transport", &TRANSPORT_KEYS)? {
         Some(object) => Some(crate::web::js_transport::JsTransport {
             submit: function(&object, "submit")?
                 .ok_or_else(|| bad("transport.submit is required"))?,
@@ -258,11 +288,7 @@ pub fn decode_options(options: &JsValue) -> Result<OpenOptions, SchedulerError> 
     }
     let attempt_timeout_ms = integer(options, "attemptTimeoutMs", 100, 600_000)?
         .map_or(DEFAULT_ATTEMPT_TIMEOUT_MS, |t| t as u32);
-    if let Some(retry) = nested(
-        options,
-        "retry",
-        &["baseMs", "maxMs", "maxAttempts", "deadLetterAfterMs"],
-    )? {
+    if let Some(retry) = nested(options, "retry", &RETRY_KEYS)? {
         let base_ms = integer(&retry, "baseMs", 1, 3_600_000)?.unwrap_or(500);
         let max_ms = integer(&retry, "maxMs", 1, 86_400_000)?.unwrap_or(30_000.max(base_ms));
         let max_attempts = integer(&retry, "maxAttempts", 1, 10_000)?.unwrap_or(20) as u32;
@@ -275,10 +301,12 @@ pub fn decode_options(options: &JsValue) -> Result<OpenOptions, SchedulerError> 
             dead_letter_after_ms,
         };
     }
-    if let Some(batch) = nested(options, "batch", &["maxOperations", "maxBytes", "kinds"])? {
+    if let Some(batch) = nested(options, "batch", &BATCH_KEYS)? {
         config.batch = BatchLimits {
-            max_operations: integer(&batch, "maxOperations", 1, 1_000)?.unwrap_or(32) as usize,
-            max_bytes: integer(&batch, "maxBytes", 1, 16 << 20)?.unwrap_or(65_536) as usize,
+            max_operations: integer(&batch, "maxOperations", 1, 1_000)?
+                .map_or(DEFAULT_BATCH_MAX_OPERATIONS, |n| n as usize),
+            max_bytes: integer(&batch, "maxBytes", 1, 16 << 20)?
+                .map_or(DEFAULT_BATCH_MAX_BYTES, |n| n as usize),
             kinds: kinds(&batch)?,
         };
     }
@@ -293,11 +321,7 @@ pub fn decode_options(options: &JsValue) -> Result<OpenOptions, SchedulerError> 
     if let Some(ms) = integer(options, "coalesceMs", 0, MAX_COALESCE_MS)? {
         config.coalesce_ms = ms;
     }
-    if let Some(retain) = nested(
-        options,
-        "retain",
-        &["settled", "settledMs", "tombstones", "tombstoneMs"],
-    )? {
+    if let Some(retain) = nested(options, "retain", &RETAIN_KEYS)? {
         // Each limit a non-negative integer; 0 keeps nothing whole (compacted as it settles)
         // or no tombstone (an id is forgotten once compacted). Times up to ten years.
         let defaults = RetentionPolicy::default();
@@ -317,6 +341,7 @@ pub fn decode_options(options: &JsValue) -> Result<OpenOptions, SchedulerError> 
         None => format!("tab-{}", crate::web::driver::WebHost::fresh_id()),
     };
     config.validate()?;
+    let persist = boolean(options, "persist")?.unwrap_or(true);
     let hooks = Hooks {
         headers: function(options, "headers")?,
         compile: function(options, "compile")?,
@@ -334,5 +359,6 @@ pub fn decode_options(options: &JsValue) -> Result<OpenOptions, SchedulerError> 
         config,
         hooks,
         transport,
+        persist,
     })
 }

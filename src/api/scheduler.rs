@@ -57,7 +57,11 @@ fn name_intent(error: JsValue, intents: &JsValue, many: bool) -> JsValue {
 }
 
 /// The offline-first operation scheduler for one ledger (one IndexedDB database).
-#[wasm_bindgen]
+///
+/// Its TypeScript declaration is written by hand in `types.rs` (a class generic over the
+/// editor's operation kinds, with the documentation users hover), so no export here
+/// generates one.
+#[wasm_bindgen(skip_typescript)]
 #[derive(Clone)]
 pub struct Scheduler {
     tab: Tab,
@@ -72,10 +76,8 @@ impl Scheduler {
     /// and otherwise enqueues through the shared inbox until it is elected. Rejects with
     /// `invalid_options`, `invalid_concurrency`, `storage_unavailable`, or `owner_in_use`
     /// when another open tab of this ledger has the same `owner`.
-    #[wasm_bindgen(js_name = open, unchecked_return_type = "Promise<Scheduler>")]
-    pub fn open_js(
-        #[wasm_bindgen(unchecked_param_type = "SchedulerOptions")] options: JsValue,
-    ) -> Promise {
+    #[wasm_bindgen(js_name = open, skip_typescript)]
+    pub fn open_js(options: JsValue) -> Promise {
         promise(async move { Self::open(options).await.map(JsValue::from) })
     }
 
@@ -133,11 +135,8 @@ impl Scheduler {
     /// Adds one intent; resolves once it is durable. When the write fails (a full disk or
     /// quota) it rejects `storage_unavailable`: call `resume()`, then enqueue the same intent
     /// again, which resolves once it is durable (an unchanged intent is never added twice).
-    #[wasm_bindgen(unchecked_return_type = "Promise<void>")]
-    pub fn enqueue(
-        &self,
-        #[wasm_bindgen(unchecked_param_type = "OperationIntent")] intent: JsValue,
-    ) -> Promise {
+    #[wasm_bindgen(skip_typescript)]
+    pub fn enqueue(&self, intent: JsValue) -> Promise {
         self.open_ahead();
         let this = self.clone();
         promise(async move {
@@ -167,6 +166,7 @@ impl Scheduler {
     /// Starts dispatching (recovering interrupted work first) — now if this tab is the
     /// dispatching one, else as soon as it is elected. Inside `compile` or `participants` it
     /// throws `invalid_state` (it would change the ledger mid-step).
+    #[wasm_bindgen(skip_typescript)]
     pub fn start(&self) -> Result<(), JsValue> {
         refuse_inside_host_code("start")?;
         self.tab.start().map_err(to_js_error)
@@ -175,7 +175,7 @@ impl Scheduler {
     /// Holds new work while this tab dispatches; returns the release function (calling it
     /// twice is harmless). Inside `compile` or `participants` it throws `invalid_state` (it
     /// would change the ledger mid-step); a release called there takes effect after the step.
-    #[wasm_bindgen(unchecked_return_type = "() => void")]
+    #[wasm_bindgen(skip_typescript)]
     pub fn hold(&self) -> Result<Function, JsValue> {
         refuse_inside_host_code("hold")?;
         let hold = self.tab.hold().map_err(to_js_error)?;
@@ -206,7 +206,7 @@ impl Scheduler {
     }
 
     /// Writes again after a storage failure, then reschedules (S13).
-    #[wasm_bindgen(unchecked_return_type = "Promise<void>")]
+    #[wasm_bindgen(skip_typescript)]
     pub fn resume(&self) -> Promise {
         self.act(HostAction::Resume, JsValue::NULL, true)
     }
@@ -214,7 +214,7 @@ impl Scheduler {
     /// "Retry now" (S10): every backoff starts again and every scheduled retry is due now,
     /// waits the server asked for included (in the dispatching tab). Blocked requests stay
     /// blocked: `resume()` is for a renewed login, `retry(id)` for a dead letter.
-    #[wasm_bindgen(js_name = retryAllNow, unchecked_return_type = "Promise<void>")]
+    #[wasm_bindgen(js_name = retryAllNow, skip_typescript)]
     pub fn retry_all_now(&self) -> Promise {
         self.act(HostAction::RetryAllNow, JsValue::NULL, true)
     }
@@ -223,7 +223,7 @@ impl Scheduler {
     /// has its answer recorded). Operations waiting for a retry, a canvas, a dependency, a
     /// hold, the network or a blocked request are not waited for: `stats().pending` and
     /// `idleReason` say whether anything is left to send.
-    #[wasm_bindgen(unchecked_return_type = "Promise<void>")]
+    #[wasm_bindgen(skip_typescript)]
     pub fn settle(&self) -> Promise {
         let tab = self.tab.clone();
         promise(async move {
@@ -238,20 +238,21 @@ impl Scheduler {
     /// Issue 37: resolves once every operation enqueued before the call is settled (applied,
     /// rejected, discarded) or blocked (dead letters included), never while one of them may
     /// still be sent; `stop()` rejects it with `scheduler_closed`.
-    #[wasm_bindgen(js_name = whenSaved, unchecked_return_type = "Promise<SavedState>")]
+    #[wasm_bindgen(js_name = whenSaved, skip_typescript)]
     pub fn when_saved(&self) -> Promise {
         self.act(HostAction::WhenSaved, JsValue::NULL, false)
     }
 
     /// Issue 37: the unsettled operations in sequence order, for a badge: O(unsettled), no
     /// storage read. Answers inside `compile` and `participants` too.
-    #[wasm_bindgen(js_name = pending, unchecked_return_type = "PendingOperation[]")]
+    #[wasm_bindgen(js_name = pending, skip_typescript)]
     pub fn pending_js(&self) -> Result<JsValue, JsValue> {
         self.tab.pending().map_err(to_js_error)
     }
 
     /// Final: aborts in-flight fetches and hands the ledger to another tab; later answers
     /// change nothing.
+    #[wasm_bindgen(skip_typescript)]
     pub fn stop(&self) {
         if host_code::running() {
             let tab = self.tab.clone();
@@ -263,7 +264,7 @@ impl Scheduler {
 
     /// Canvas id → the request holding it (empty in a tab that does not dispatch). Answers
     /// inside `compile` and `participants` too.
-    #[wasm_bindgen(js_name = claims, unchecked_return_type = "Record<string, string>")]
+    #[wasm_bindgen(js_name = claims, skip_typescript)]
     pub fn claims_js(&self) -> Result<JsValue, JsValue> {
         self.tab.claims().map_err(to_js_error)
     }
@@ -272,16 +273,15 @@ impl Scheduler {
     ///
     /// A settled operation is compacted as it settles (`retain`). It is answered whole (from
     /// the archive) or with its tombstone, the `CompactedOperation`, as `known(ids)` gives it,
-    /// only while the scheduler has it at hand: settled in this session, or looked up by
-    /// `known(ids)` or by an enqueue of its id. Otherwise this answers `undefined`, though the
+    /// only while the scheduler has it at hand: the 4,096 tombstones most recently compacted
+    /// in this session, answered by `known(ids)` or looked up by an enqueue of their id (those
+    /// of the last `known(ids)` of up to 4,096 ids stay until something else is compacted or
+    /// asked for). Otherwise this answers `undefined`, though the
     /// ledger may know the id: settled history lives in IndexedDB, which this synchronous call
     /// cannot read, and opening a ledger reads none of it (SPEC §7, issue 38). For a certain
     /// answer, `await known([id])`.
-    #[wasm_bindgen(js_name = operation, unchecked_return_type = "OperationRecord | CompactedOperation | undefined")]
-    pub fn operation_js(
-        &self,
-        #[wasm_bindgen(unchecked_param_type = "string")] id: JsValue,
-    ) -> Result<JsValue, JsValue> {
+    #[wasm_bindgen(js_name = operation, skip_typescript)]
+    pub fn operation_js(&self, id: JsValue) -> Result<JsValue, JsValue> {
         match exact_text(&id) {
             Some(Ok(id)) => Ok(self
                 .tab
@@ -296,13 +296,8 @@ impl Scheduler {
     /// IndexedDB): the record (an archived one while `retain` keeps it whole), a
     /// `CompactedOperation`, or `undefined` (never stored, or its tombstone is gone), in
     /// order. After a reload, a host asks this before queuing an edit again.
-    #[wasm_bindgen(
-        unchecked_return_type = "Promise<(OperationRecord | CompactedOperation | undefined)[]>"
-    )]
-    pub fn known(
-        &self,
-        #[wasm_bindgen(unchecked_param_type = "string[]")] ids: JsValue,
-    ) -> Promise {
+    #[wasm_bindgen(skip_typescript)]
+    pub fn known(&self, ids: JsValue) -> Promise {
         let tab = self.tab.clone();
         promise(async move {
             // Read where a throw is caught (a Proxy, a getter): a coded error, never a trap.
@@ -318,59 +313,56 @@ impl Scheduler {
     }
 
     /// Why the operation is where it is; an unknown id throws `unknown_operation`. Answers
-    /// inside `compile` and `participants` too.
-    #[wasm_bindgen(js_name = explain, unchecked_return_type = "Explanation")]
-    pub fn explain_js(
-        &self,
-        #[wasm_bindgen(unchecked_param_type = "string")] id: JsValue,
-    ) -> Result<JsValue, JsValue> {
+    /// inside `compile` and `participants` too. Knows what `operation(id)` knows: a compacted
+    /// operation at hand is `resolved`, its `reason` the outcome.
+    #[wasm_bindgen(js_name = explain, skip_typescript)]
+    pub fn explain_js(&self, id: JsValue) -> Result<JsValue, JsValue> {
         self.explain(&operation_id(&id)?)
     }
 
     /// Counters, the idle reason, and who dispatches (`leader`, `leaderOwner`). Answers inside
     /// `compile` and `participants` too (`idleReason` none: the scheduler is busy there).
-    #[wasm_bindgen(js_name = stats, unchecked_return_type = "SchedulerStats")]
+    #[wasm_bindgen(js_name = stats, skip_typescript)]
     pub fn stats_js(&self) -> Result<JsValue, JsValue> {
         self.tab.stats().map_err(to_js_error)
     }
 
     /// Runs that operation now if claimable, otherwise says why (K7).
-    #[wasm_bindgen(js_name = flush, unchecked_return_type = "Promise<FlushResult>")]
-    pub fn flush_js(
-        &self,
-        #[wasm_bindgen(unchecked_param_type = "string")] id: JsValue,
-    ) -> Promise {
+    #[wasm_bindgen(js_name = flush, skip_typescript)]
+    pub fn flush_js(&self, id: JsValue) -> Promise {
         self.act_on(HostAction::Flush, &id, false)
     }
 
     /// Re-arms a dead-lettered or blocked operation with its same frozen request (K1). One
     /// blocked `dependency_discarded` is then sent without its dependency: the host decided.
-    #[wasm_bindgen(js_name = retry, unchecked_return_type = "Promise<void>")]
-    pub fn retry_js(
-        &self,
-        #[wasm_bindgen(unchecked_param_type = "string")] id: JsValue,
-    ) -> Promise {
+    #[wasm_bindgen(js_name = retry, skip_typescript)]
+    pub fn retry_js(&self, id: JsValue) -> Promise {
         self.act_on(HostAction::Retry, &id, true)
     }
 
     /// Resolves the operation as discarded; its dependents, and intents enqueued later that
     /// depend on it, are blocked `dependency_discarded` until discarded or retried (K1).
-    #[wasm_bindgen(js_name = discard, unchecked_return_type = "Promise<void>")]
-    pub fn discard_js(
-        &self,
-        #[wasm_bindgen(unchecked_param_type = "string")] id: JsValue,
-    ) -> Promise {
+    #[wasm_bindgen(js_name = discard, skip_typescript)]
+    pub fn discard_js(&self, id: JsValue) -> Promise {
         self.act_on(HostAction::Discard, &id, true)
+    }
+
+    /// Worker mode only (not declared): the page's side of worker mode tells its worker's
+    /// scheduler that the page left or froze (`"hidden"`) or came back (`"shown"`), as the
+    /// page's own listeners tell a scheduler in a Window. Anything else is ignored.
+    #[wasm_bindgen(js_name = pageLifecycle, skip_typescript)]
+    pub fn page_lifecycle(&self, state: JsValue) {
+        match state.as_string().as_deref() {
+            Some("hidden") => self.tab.pause(),
+            Some("shown") => self.tab.unpause(),
+            _ => {}
+        }
     }
 
     /// The event log (K6): entries with `seq > after`, at most `limit` (default 100, max 1000),
     /// read from IndexedDB when asked (an open reads none of the log).
-    #[wasm_bindgen(unchecked_return_type = "Promise<LedgerEvent[]>")]
-    pub fn events(
-        &self,
-        #[wasm_bindgen(unchecked_param_type = "{ after?: number; limit?: number } | undefined")]
-        options: JsValue,
-    ) -> Promise {
+    #[wasm_bindgen(skip_typescript)]
+    pub fn events(&self, options: JsValue) -> Promise {
         match Self::events_arg(&options) {
             Ok(arg) => self.act(HostAction::Events, arg, false),
             Err(error) => Promise::reject(&error),
@@ -581,6 +573,7 @@ impl Scheduler {
         let options = decode_options(&options).map_err(to_js_error)?;
         let max_payload_bytes = options.config.max_payload_bytes;
         let holds_keyed = options.config.coalesce_ms > 0;
+        let persist = options.persist;
         let sink: Option<EventSink> = options.hooks.on_event.clone().map(|handler| {
             Rc::new(move |event: &JsValue| events::deliver(&handler, event)) as EventSink
         });
@@ -607,6 +600,7 @@ impl Scheduler {
             config: options.config,
         };
         let tab = Tab::open(driver_options, sink).await.map_err(to_js_error)?;
+        tab.ask_persistence(persist);
         Ok(Scheduler {
             tab,
             max_payload_bytes,

@@ -157,8 +157,23 @@ impl RetryPolicy {
     }
 }
 
-/// Limits for request batching (several operations in one frozen request). As the `batch`
-/// option, given at all: `maxOperations` 32 and `maxBytes` 64 KiB unless it says otherwise.
+/// The default `batch.maxOperations`: on by default, since a canvas editor's changes come in
+/// bursts (a selection moved, a paste, a drag's last frame), and a request each costs a round
+/// trip and a server transaction each. A server that cannot take batches declines them, and the
+/// scheduler falls back to one operation a request (`scheduler::batch`).
+pub const DEFAULT_BATCH_MAX_OPERATIONS: usize = 32;
+
+/// The default `batch.maxBytes`: the payload bytes of one batch.
+pub const DEFAULT_BATCH_MAX_BYTES: usize = 64 * 1024;
+
+/// The default `coalesceMs`: two frames at 60 Hz, so a drag's updates of one record (same
+/// `coalesceKey`) replace each other before one is written and sent. Only intents with a
+/// `coalesceKey` are held.
+pub const DEFAULT_COALESCE_MS: Millis = 32;
+
+/// Limits for request batching (several operations in one frozen request): on by default
+/// ([`DEFAULT_BATCH_MAX_OPERATIONS`], [`DEFAULT_BATCH_MAX_BYTES`]); a member of the `batch`
+/// option left out takes its default, and `maxOperations: 1` turns batching off.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Deserialize)]
 pub struct BatchLimits {
     /// Most operations in one request; 1 disables batching.
@@ -174,17 +189,27 @@ pub struct BatchLimits {
 }
 
 fn batch_max_operations() -> usize {
-    32
+    DEFAULT_BATCH_MAX_OPERATIONS
 }
 
 fn batch_max_bytes() -> usize {
-    64 * 1024
+    DEFAULT_BATCH_MAX_BYTES
+}
+
+impl BatchLimits {
+    /// No batching: one operation a request.
+    pub fn off() -> Self {
+        Self {
+            max_operations: 1,
+            ..Self::default()
+        }
+    }
 }
 
 impl Default for BatchLimits {
     fn default() -> Self {
         Self {
-            max_operations: 1,
+            max_operations: batch_max_operations(),
             max_bytes: batch_max_bytes(),
             kinds: None,
         }
@@ -249,7 +274,8 @@ pub struct SchedulerConfig {
     #[serde(rename = "retain")]
     pub retain: RetentionPolicy,
     /// `coalesceMs` (issue 37): how long an operation with a `coalesceKey` is held back before
-    /// it may be frozen, so a newer one with its key replaces it first (0: not held).
+    /// it may be frozen, so a newer one with its key replaces it first (0: not held; default
+    /// [`DEFAULT_COALESCE_MS`]).
     #[serde(rename = "coalesceMs")]
     pub coalesce_ms: Millis,
 }
@@ -274,7 +300,7 @@ impl Default for SchedulerConfig {
             keep_lease: false,
             fold_records_at: crate::core::operation_pages::PAGE_LIMIT,
             retain: RetentionPolicy::default(),
-            coalesce_ms: 0,
+            coalesce_ms: DEFAULT_COALESCE_MS,
         }
     }
 }

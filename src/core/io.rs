@@ -285,6 +285,15 @@ pub enum Report {
     },
     /// A failure the host should know about.
     Error(SchedulerError),
+    /// A write failed (quota, aborted transaction, closed database): reported once as storage
+    /// starts failing. The scheduler retries on its own; enqueues whose write fails are
+    /// refused and leave nothing behind.
+    StorageFailed {
+        /// The storage error; its `code` is the error's name (e.g. `QuotaExceededError`).
+        error: SafeError,
+    },
+    /// A write succeeded after [`Report::StorageFailed`]: everything waiting was written.
+    StorageRecovered,
     /// This dispatcher gained or lost the lease.
     LeaderChanged {
         /// Whether we now lead.

@@ -135,8 +135,9 @@ fn body_id(body: &str) -> Result<Option<String>, JsonError> {
 
 /// A page of the event log (all events of one persist batch, keyed by its last seq): not
 /// empty, seqs strictly ascending, the last one equal to the key, the first one after the
-/// previous record's key (pages never overlap).
-fn check_event_page(page: &[EventRecord], key: &str, previous: Option<&str>) -> Result<(), String> {
+/// last event accepted before it (pages never overlap; a record set aside between them does
+/// not count).
+fn check_event_page(page: &[EventRecord], key: &str, after: u64) -> Result<(), String> {
     let (Some(first), Some(last)) = (page.first(), page.last()) else {
         return Err("empty event page".into());
     };
@@ -149,7 +150,6 @@ fn check_event_page(page: &[EventRecord], key: &str, previous: Option<&str>) -> 
     if page.windows(2).any(|pair| pair[0].seq >= pair[1].seq) {
         return Err("event page not in ascending seq order".into());
     }
-    let after = previous.and_then(|p| p.parse::<u64>().ok()).unwrap_or(0);
     if first.seq <= after {
         return Err(format!(
             "event page from {} overlaps the record at {after}",
@@ -225,9 +225,9 @@ impl LedgerLoader {
                     format!("{} cursor did not advance at key {key}", store.name()),
                 ));
             }
-            let previous = self.last_key[slot].replace(key.clone());
+            self.last_key[slot] = Some(key.clone());
             let text = value.into_text();
-            if let Err(reason) = self.accept(store, &key, &text, previous.as_deref()) {
+            if let Err(reason) = self.accept(store, &key, &text) {
                 let record = reported(text);
                 if store == RecordStore::Requests {
                     self.suspect(&record);
@@ -267,13 +267,7 @@ impl LedgerLoader {
         &self.quarantined
     }
 
-    fn accept(
-        &mut self,
-        store: RecordStore,
-        key: &str,
-        text: &str,
-        previous: Option<&str>,
-    ) -> Result<(), String> {
+    fn accept(&mut self, store: RecordStore, key: &str, text: &str) -> Result<(), String> {
         match store {
             RecordStore::Operations => {
                 let op: Operation = decode(text)?;
@@ -344,7 +338,8 @@ impl LedgerLoader {
             }
             RecordStore::Events if text.trim_start().starts_with('[') => {
                 let page: Vec<EventRecord> = decode(text)?;
-                check_event_page(&page, key, previous)?;
+                let after = self.snapshot.events.last().map_or(0, |event| event.seq);
+                check_event_page(&page, key, after)?;
                 self.snapshot.events.extend(page);
             }
             RecordStore::Events => {

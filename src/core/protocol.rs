@@ -6,6 +6,7 @@
 //! | --- | --- |
 //! | 2xx with `{outcome, error?, canonical?, operations?}` | that outcome |
 //! | 409 / 422 with `{outcome: "rejected", …}` | rejected |
+//! | `rejected` with error code `batch_not_supported`, to a request of several operations | the batch declined: none of it applied, each operation goes again on its own, and this scheduler sends no more batches (`scheduler::batch`) |
 //! | 409 without a rejection body | accepted, `in_progress`: query later |
 //! | 404 on a query | unresolved `not_found`: the core submits the same request again |
 //! | 401 / 403 | blocked `unauthorized` until `resume()` |
@@ -31,6 +32,9 @@ pub const NOT_FOUND: &str = "not_found";
 pub const IN_PROGRESS: &str = "in_progress";
 /// Code of a 2xx whose body is not a protocol answer.
 pub const INVALID_ANSWER: &str = "invalid_answer";
+/// Error code by which a server declines a request that carries several operations (a
+/// batch): it applied none of them and takes them one request each.
+pub const BATCH_NOT_SUPPORTED: &str = "batch_not_supported";
 /// Why a request waits after 401 or 403.
 pub const UNAUTHORIZED: &str = "unauthorized";
 /// Largest `canonical` state kept from an answer, in compact JSON bytes. A larger one is left

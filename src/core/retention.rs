@@ -116,15 +116,21 @@ pub struct Tombstone {
     /// When it settled.
     #[serde(rename = "settledAt")]
     pub settled_at: Millis,
-    /// For an operation a coalesced intent superseded: the end of its replacement chain when
-    /// it was compacted. A dependency on it is that operation's (it never reached the server),
-    /// so its `discarded` is not the host's discard (K1).
+    /// For an operation a coalesced intent superseded: the operation that replaced it, as its
+    /// outcome named it (`known(ids)` answers it). A dependency on it is that operation's (it
+    /// never reached the server), so its `discarded` is not the host's discard (K1). Earlier
+    /// builds wrote the end of the replacement chain here, with no `chainEnd`.
     #[serde(
         rename = "replacedBy",
         default,
         skip_serializing_if = "Option::is_none"
     )]
     pub replaced_by: Option<String>,
+    /// The end of its replacement chain when it was compacted, when that is not `replaced_by`
+    /// itself: a dependency follows it in one step, where a drag's chain is as long as the drag
+    /// and each link compacted is a look-up.
+    #[serde(rename = "chainEnd", default, skip_serializing_if = "Option::is_none")]
+    pub chain_end: Option<String>,
     /// The operation whole, while the archive keeps it (the newest `settled` settled
     /// operations younger than `settled_ms`): written to the `settled` store under `key` by
     /// the batch that compacts it, read back by a look-up. Not part of the tombstone's record.
@@ -141,6 +147,7 @@ crate::json_record!(Tombstone {
     settlement: "outcome" required,
     settled_at: "settledAt" required,
     replaced_by: "replacedBy" skip,
+    chain_end: "chainEnd" skip,
 });
 
 impl Tombstone {
@@ -159,8 +166,15 @@ impl Tombstone {
             settlement: outcome.settlement,
             settled_at: outcome.at,
             replaced_by: None,
+            chain_end: None,
             whole: None,
         })
+    }
+
+    /// Where a dependency on it goes next: the end of its replacement chain as compacted, or
+    /// the operation that replaced it (`None`: it was not replaced).
+    pub fn chain_end(&self) -> Option<&str> {
+        self.chain_end.as_deref().or(self.replaced_by.as_deref())
     }
 
     /// Whether `input` is the same intent again: compared as

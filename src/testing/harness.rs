@@ -176,14 +176,37 @@ impl<H: Host> Harness<H> {
         }
     }
 
+    /// `known(ids)` as the driver runs it, with `during` happening while its read of storage
+    /// is under way (batches land, answers come): the core names the ids to read, the store is
+    /// read as it was when the look-up began (the least a read could see), and the core
+    /// answers once `during` is done.
+    pub fn known_while(
+        &mut self,
+        ids: &[String],
+        during: impl FnOnce(&mut Self),
+    ) -> Vec<Option<crate::core::scheduler::Known>> {
+        let unread = self.scheduler.begin_known(ids);
+        let found = self.store.tombstones_of(unread.iter().map(String::as_str));
+        during(self);
+        self.scheduler.end_known(ids, found)
+    }
+
+    /// `known(ids)` as the driver runs it, with nothing happening meanwhile.
+    pub fn known(&mut self, ids: &[String]) -> Vec<Option<crate::core::scheduler::Known>> {
+        self.known_while(ids, |_| {})
+    }
+
     /// Enqueues and drains.
     pub fn enqueue(
         &mut self,
         inputs: Vec<IntentInput>,
     ) -> Result<u64, crate::core::error::SchedulerError> {
-        // As the driver does: tombstones of ids not at hand are looked up by key first.
+        // As the driver does: tombstones of ids not at hand are looked up by key first, and
+        // none leaves memory until the enqueue has used them.
+        self.scheduler.begin_look_up();
         self.learn_tombstones(&inputs);
         let result = self.scheduler.enqueue(self.now, inputs);
+        self.scheduler.end_look_up();
         self.drain();
         result
     }
@@ -195,8 +218,10 @@ impl<H: Host> Harness<H> {
         slots: Vec<Result<IntentInput, crate::core::error::SchedulerError>>,
     ) -> Result<PartialEnqueue, crate::core::error::SchedulerError> {
         let decoded: Vec<IntentInput> = slots.iter().flatten().cloned().collect();
+        self.scheduler.begin_look_up();
         self.learn_tombstones(&decoded);
         let result = self.scheduler.enqueue_partial(self.now, slots);
+        self.scheduler.end_look_up();
         self.drain();
         result
     }

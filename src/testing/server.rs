@@ -17,6 +17,8 @@ struct Stored {
     outcome: AttemptOutcome,
     /// Queries left before an accepted run becomes applied.
     polls_left: u32,
+    /// Declined as a batch (applied nothing): a repeat or a query gets the decline again.
+    declined: bool,
 }
 
 /// Fault switches for one answer.
@@ -51,6 +53,11 @@ pub struct SimServer {
     pub submits: u64,
     /// Queries received.
     pub queries: u64,
+    /// A server without batches: it declines every request of several operations
+    /// (`rejected`, `batch_not_supported`), applying none of them, and stores the decline.
+    pub declines_batches: bool,
+    /// Batches declined (submits of a new key).
+    pub declined: u64,
 }
 
 impl SimServer {
@@ -104,7 +111,24 @@ impl SimServer {
                     Some(SafeError::new("idempotency_key_reused", "different body")),
                 );
             }
-            return status(stored.outcome, None);
+            return if stored.declined {
+                decline()
+            } else {
+                status(stored.outcome, None)
+            };
+        }
+        if self.declines_batches && request.operation_ids.len() > 1 {
+            self.declined += 1;
+            self.stored.insert(
+                request.id.clone(),
+                Stored {
+                    digest: request.digest.clone(),
+                    outcome: AttemptOutcome::Rejected,
+                    polls_left: 0,
+                    declined: true,
+                },
+            );
+            return decline();
         }
         let conflict = request
             .expected_versions
@@ -117,6 +141,7 @@ impl SimServer {
                     digest: request.digest.clone(),
                     outcome: AttemptOutcome::Rejected,
                     polls_left: 0,
+                    declined: false,
                 },
             );
             let mut answer = status(
@@ -139,6 +164,7 @@ impl SimServer {
                 digest: request.digest.clone(),
                 outcome,
                 polls_left: if accepted { 2 } else { 0 },
+                declined: false,
             },
         );
         status(outcome, None)
@@ -167,6 +193,9 @@ impl SimServer {
                 Some(SafeError::new("not_found", "never received")),
             );
         };
+        if stored.declined {
+            return decline();
+        }
         if stored.outcome == AttemptOutcome::Accepted {
             if stored.polls_left == 0 {
                 stored.outcome = AttemptOutcome::Applied;
@@ -181,6 +210,19 @@ impl SimServer {
     pub fn has(&self, request_id: &str) -> bool {
         self.stored.contains_key(request_id)
     }
+}
+
+/// The decline of a batch, as the wire carries it: 422 with a rejection body.
+fn decline() -> AttemptStatus {
+    crate::core::protocol::map_answer(
+        RetryAction::Submit,
+        422,
+        Some(
+            r#"{"outcome":"rejected","error":{"code":"batch_not_supported","message":"this server takes one operation a request"}}"#,
+        ),
+        None,
+        0,
+    )
 }
 
 fn status(outcome: AttemptOutcome, error: Option<SafeError>) -> AttemptStatus {

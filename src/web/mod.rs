@@ -10,6 +10,8 @@ pub mod driver;
 pub mod host_code;
 pub mod js_transport;
 pub mod json;
+pub mod page_lifecycle;
+pub mod persist;
 pub mod probe;
 pub mod store;
 pub mod tabs;

@@ -3,8 +3,20 @@
 
 pub mod flaky;
 
+use canvas_scheduler::core::config::{BatchLimits, SchedulerConfig};
 use canvas_scheduler::core::intent::IntentInput;
 use serde_json::json;
+
+/// The default options with one operation a request and nothing held back (`batch` off,
+/// `coalesceMs` 0): for tests about what each single request does, which the default batching
+/// and hold would merge or delay.
+pub fn unbatched() -> SchedulerConfig {
+    SchedulerConfig {
+        batch: BatchLimits::off(),
+        coalesce_ms: 0,
+        ..SchedulerConfig::default()
+    }
+}
 
 /// The codes `enqueue` may answer with on a healthy, open scheduler (SPEC §6): what refuses
 /// the intents themselves, never a failed write, a lost lease or a stopped scheduler.

@@ -10,6 +10,9 @@ impl World {
             match effect {
                 Effect::Persist(batch) => self.tabs[t].persists.push(batch),
                 Effect::Send(order) => {
+                    if self.tabs[t].scheduler.is_storage_failing() {
+                        self.counts.unwritten_sends += 1;
+                    }
                     if !self.tabs[t].holds.is_empty() || !self.tabs[t].online {
                         self.fail(&format!(
                             "{} sent while held or offline (S14)",
@@ -59,8 +62,23 @@ impl World {
                 }
                 Effect::Abort(attempt) => self.tabs[t].wire.retain(|o| o.attempt != attempt),
                 Effect::SetTimer(at) => self.tabs[t].timer = at,
-                Effect::Report(Report::Error(e)) if e.code() == "storage_unavailable" => {
-                    self.tabs[t].storage_failed = true
+                Effect::Report(Report::StorageFailed { error }) => {
+                    // Once as storage starts failing, with the store's error.
+                    if self.tabs[t].storage_failed {
+                        self.fail("storage_failed reported twice without storage_recovered");
+                    }
+                    if error.code.is_empty() || !self.tabs[t].scheduler.is_storage_failing() {
+                        self.fail(&format!("storage_failed out of place: {error:?}"));
+                    }
+                    self.tabs[t].storage_failed = true;
+                    self.counts.storage_failures += 1;
+                }
+                Effect::Report(Report::StorageRecovered) => {
+                    if !self.tabs[t].storage_failed || self.tabs[t].scheduler.is_storage_failing() {
+                        self.fail("storage_recovered without storage_failed before it");
+                    }
+                    self.tabs[t].storage_failed = false;
+                    self.counts.storage_recoveries += 1;
                 }
                 Effect::Report(Report::Settled { error: Some(e), .. })
                     if e.code == "superseded" =>
@@ -127,15 +145,30 @@ impl World {
     }
 
     pub(super) fn acknowledge(&mut self, t: usize) {
-        let tab = &mut self.tabs[t];
         let mut still = Vec::new();
-        for (barrier, ids) in tab.pending_acks.drain(..) {
-            match tab.scheduler.barrier_state(barrier) {
+        for (barrier, ids) in std::mem::take(&mut self.tabs[t].pending_acks) {
+            match self.tabs[t].scheduler.barrier_state(barrier) {
                 Some(true) => self.acknowledged.extend(ids),
-                Some(false) => {} // the editor was told: not durable (it may re-enqueue)
+                Some(false) => {
+                    // Refused: the editor was told (it may enqueue them again). An enqueue
+                    // whose write failed leaves nothing behind: what was not written is gone.
+                    let scheduler = &self.tabs[t].scheduler;
+                    let storage = !scheduler.is_closed() && !scheduler.is_fenced();
+                    for id in ids.iter().filter(|_| storage) {
+                        let written =
+                            self.acknowledged.contains(id) || self.store.operation(id).is_some();
+                        if !written && scheduler.ledger().operation(id).is_some() {
+                            self.fail(&format!("refused {id} is still in the ledger"));
+                        }
+                    }
+                    if storage {
+                        self.counts.refused_enqueues += ids.len() as u64;
+                    }
+                }
                 None => still.push((barrier, ids)),
             }
         }
+        let tab = &mut self.tabs[t];
         tab.pending_acks = still;
         let mut still = Vec::new();
         for (barrier, id) in tab.pending_discards.drain(..) {
@@ -175,7 +208,9 @@ impl World {
     /// what follows from the answer collected and the enqueues it made durable acknowledged.
     pub(super) fn answer_persist(&mut self, t: usize, fail: bool) {
         let batch = self.tabs[t].persists.remove(0);
-        let result = if fail {
+        let result = if fail && self.now < self.storage_full_until {
+            MemoryStore::failure("QuotaExceededError")
+        } else if fail {
             MemoryStore::failure("AbortError")
         } else {
             self.apply(t, &batch)

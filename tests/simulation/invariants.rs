@@ -3,7 +3,7 @@
 use super::*;
 
 impl World {
-    pub(super) fn check_send(&self, t: usize, order: &SendOrder) {
+    pub(super) fn check_send(&mut self, t: usize, order: &SendOrder) {
         // K3: never sent with another principal's credentials.
         if order.request.principal != self.tabs[t].scheduler.config().principal {
             self.fail(&format!(
@@ -50,8 +50,37 @@ impl World {
         if durable.body != order.request.body || durable.digest != order.request.digest {
             self.fail("sent body differs from the durable frozen body");
         }
-        if durable.attempt < order.request.attempt {
-            self.fail("dispatch marker not durable before send");
+        // Nothing sent that was never durable: an enqueue refused (its write failed) is not.
+        for op in &order.request.operation_ids {
+            if self.store.operation(op).is_none() {
+                self.fail(&format!("{op} sent, but its enqueue was never written"));
+            }
+        }
+        let failing = self.tabs[t].scheduler.is_storage_failing();
+        if failing {
+            // Its authorization step may end after storage works again: the same attempt.
+            self.tabs[t].unwritten_attempts.insert(order.attempt);
+        }
+        if self.tabs[t].unwritten_attempts.contains(&order.attempt) {
+            // Launched while writes failed: only a request whose dispatch marker is durable
+            // is sent (its count of attempts waits in memory), and, as long as writes fail,
+            // only while the lease last written is this tab's and unexpired (the fence).
+            if durable.phase == RequestPhase::Frozen {
+                self.fail("sent while storage fails, with no durable dispatch marker");
+            }
+            let owner = &self.tabs[t].scheduler.config().owner;
+            let leased = self
+                .store
+                .lease()
+                .is_some_and(|lease| &lease.owner == owner && lease.expires_at > self.now);
+            if failing && !leased {
+                self.fail("sent while storage fails, past the lease last written");
+            }
+        } else if durable.attempt < order.request.attempt {
+            self.fail(&format!(
+                "dispatch marker not durable before send: {} attempt {} stored {}",
+                order.request.id, order.request.attempt, durable.attempt
+            ));
         }
         for op in &order.request.operation_ids {
             let deps = self

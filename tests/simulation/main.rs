@@ -36,6 +36,7 @@ mod effects;
 mod finish;
 mod intake;
 mod invariants;
+mod known;
 mod tabs;
 mod world;
 
@@ -50,7 +51,8 @@ use canvas_scheduler::core::io::{
     AttemptOutcome, AttemptStatus, Effect, PersistBatch, PersistResult, Report, SendOrder,
 };
 use canvas_scheduler::core::model::{
-    BlobRef, FrozenRequest, Millis, Operation, OperationPhase, RetryAction, Settlement, UPLOAD_KIND,
+    BlobRef, FrozenRequest, Millis, Operation, OperationPhase, RequestPhase, RetryAction,
+    Settlement, UPLOAD_KIND,
 };
 use canvas_scheduler::core::retention::{RetentionPolicy, LOOKUP_ROUNDS};
 use canvas_scheduler::core::safe_error::SafeError;
@@ -109,6 +111,8 @@ struct Tab {
     saved_watches: Vec<(Vec<String>, usize)>,
     /// Its adoption pass of the intake not yet cleared (one at a time).
     adoption: Option<AdoptionPass>,
+    /// Attempts launched while its writes failed (sent with no write first).
+    unwritten_attempts: BTreeSet<u64>,
 }
 
 struct World {
@@ -151,6 +155,11 @@ struct World {
     /// Operations of entries the dispatcher refused and set aside (quarantined), with the
     /// refusal's code: acknowledged, never admitted, and said so.
     quarantined: BTreeMap<String, &'static str>,
+    /// Every write fails until then (a full disk), faults on.
+    storage_full_until: Millis,
+    /// A `known(ids)` under way, and the stream that decides when one begins and answers.
+    look_up: Option<known::KnownLookUp>,
+    look_up_rng: SimRng,
 }
 
 /// The operation that superseded `op` (its outcome's `replacedBy`), if any.
@@ -186,6 +195,8 @@ struct Tally {
     acknowledged: usize,
     /// Sends of requests that carry several operations.
     batched: u64,
+    /// Batches a server without batches declined (each operation then went alone).
+    declined: u64,
     /// Operations superseded by a later coalesced intent.
     superseded: u64,
     /// Operations folded from their own records into pages, in batches that became durable.
@@ -218,6 +229,14 @@ struct Tally {
     stale_appends: u64,
     readopted: u64,
     intake_refused: u64,
+    /// Storage: times it started failing, and recovered by itself; sends made while it was
+    /// failing; operations whose enqueue was refused because its write failed.
+    storage_failures: u64,
+    storage_recoveries: u64,
+    unwritten_sends: u64,
+    refused_enqueues: u64,
+    /// Ids a `known(ids)` had to answer (stored when its look-up began and when it answered).
+    known_checked: u64,
 }
 
 impl Tally {
@@ -225,6 +244,7 @@ impl Tally {
         self.steps += other.steps;
         self.acknowledged += other.acknowledged;
         self.batched += other.batched;
+        self.declined += other.declined;
         self.superseded += other.superseded;
         self.folded += other.folded;
         self.host_actions += other.host_actions;
@@ -244,6 +264,11 @@ impl Tally {
         self.stale_appends += other.stale_appends;
         self.readopted += other.readopted;
         self.intake_refused += other.intake_refused;
+        self.storage_failures += other.storage_failures;
+        self.storage_recoveries += other.storage_recoveries;
+        self.unwritten_sends += other.unwritten_sends;
+        self.refused_enqueues += other.refused_enqueues;
+        self.known_checked += other.known_checked;
     }
 }
 
@@ -255,6 +280,7 @@ fn run_seed(seed: u64, steps: u64) -> Tally {
     world.finish();
     Tally {
         acknowledged: world.acknowledged.len(),
+        declined: world.server.declined,
         ..world.counts
     }
 }
@@ -286,11 +312,12 @@ fn simulation_invariants_hold_across_seeds() {
     // Written to the stderr handle itself (not captured by the test harness), so CI logs show it.
     let _ = writeln!(
         std::io::stderr(),
-        "simulation: {} seeds, {} steps, {} acknowledged operations, {} batched sends, {} superseded, {} folded into pages, {} host actions ({} refused), {} unauthorized answers, {} version conflicts, {} logins as another user, {} denials after a send, {} failed authorization checks, {} compacted, {} compacted intents enqueued again, {} partial enqueues, {} whenSaved resolved, {} power losses dropping {} relaxed commits, {} intake appends ({} by a leader whose lease was taken over), {} adopted again after a crash before clearing, {} set aside",
+        "simulation: {} seeds, {} steps, {} acknowledged operations, {} batched sends ({} declined), {} superseded, {} folded into pages, {} host actions ({} refused), {} unauthorized answers, {} version conflicts, {} logins as another user, {} denials after a send, {} failed authorization checks, {} compacted, {} compacted intents enqueued again, {} partial enqueues, {} whenSaved resolved, {} power losses dropping {} relaxed commits, {} intake appends ({} by a leader whose lease was taken over), {} adopted again after a crash before clearing, {} set aside, storage failing {} times and recovering by itself {} times ({} sends meanwhile, {} enqueued operations refused), {} ids known() had to answer",
         seeds.len(),
         total.steps,
         total.acknowledged,
         total.batched,
+        total.declined,
         total.superseded,
         total.folded,
         total.host_actions,
@@ -310,11 +337,17 @@ fn simulation_invariants_hold_across_seeds() {
         total.stale_appends,
         total.readopted,
         total.intake_refused,
+        total.storage_failures,
+        total.storage_recoveries,
+        total.unwritten_sends,
+        total.refused_enqueues,
+        total.known_checked,
     );
     assert!(total.acknowledged > 0);
     assert!(
         seeds.len() < 100
             || (total.batched > 0
+                && total.declined > 0
                 && total.superseded > 0
                 && total.folded > 0
                 && total.refused > 0
@@ -331,7 +364,11 @@ fn simulation_invariants_hold_across_seeds() {
                 && total.relaxed_lost > 0
                 && total.intake_appends > 0
                 && total.stale_appends > 0
-                && total.readopted > 0),
-        "batching, coalescing, folding, host actions (taken and refused) expired logins, version conflicts, a second user, power losses dropping relaxed commits, intake appends (by a stale leader too) and adoptions again after a crash must be exercised"
+                && total.readopted > 0
+                && total.storage_recoveries > 0
+                && total.unwritten_sends > 0
+                && total.refused_enqueues > 0
+                && total.known_checked > 0),
+        "batching (declined too), coalescing, folding, host actions (taken and refused) expired logins, version conflicts, a second user, power losses dropping relaxed commits, intake appends (by a stale leader too) and adoptions again after a crash, and storage failing and recovering by itself, and known() under way must be exercised"
     );
 }

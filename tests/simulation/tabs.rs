@@ -20,10 +20,15 @@ impl World {
             return false;
         }
         let host = CountingHost::new(&format!("t{}", self.next_tab));
-        let scheduler = match Scheduler::new(config, host, self.store.snapshot()) {
+        let mut scheduler = match Scheduler::new(config, host, self.store.snapshot()) {
             Ok(s) => s,
             Err(e) => self.fail(&format!("new: {e}")),
         };
+        if self.config.retain != RetentionPolicy::default() {
+            // Memory keeps a few tombstones: nearly every look-up reads storage, and a batch
+            // that compacts pushes tombstones out of memory.
+            scheduler.set_memory_limit(2 + (self.seed % 7) as usize);
+        }
         self.tabs.push(Tab {
             scheduler,
             persists: Vec::new(),
@@ -39,6 +44,7 @@ impl World {
             left: 0,
             saved_watches: Vec::new(),
             adoption: None,
+            unwritten_attempts: BTreeSet::new(),
         });
         let t = self.tabs.len() - 1;
         // The new leader adopts the intake before it starts: before recovery (D1) sends.

@@ -69,7 +69,13 @@ impl World {
             intake_order: BTreeMap::new(),
             adopted_durable: BTreeSet::new(),
             quarantined: BTreeMap::new(),
+            storage_full_until: 0,
+            look_up: None,
+            look_up_rng: SimRng::new(seed ^ 0x6b6e_6f77_6e28_2900),
         };
+        // A quarter of the worlds' servers take no batches: they decline each one, and the
+        // scheduler falls back to one operation a request.
+        world.server.declines_batches = world.rng.chance(25);
         let _ = world.open_tab();
         world
     }
@@ -219,7 +225,13 @@ impl World {
                 }
             }
             15..=44 if awake && !self.tabs[t].persists.is_empty() => {
-                let fail = self.faults_on && self.rng.chance(3);
+                if self.faults_on && self.rng.chance(1) {
+                    // The disk fills up for a while: every write fails until then; the
+                    // scheduler recovers by itself once it is over (no resume()).
+                    self.storage_full_until = self.now + self.rng.below(4_000);
+                }
+                let full = self.faults_on && self.now < self.storage_full_until;
+                let fail = full || (self.faults_on && self.rng.chance(3));
                 self.answer_persist(t, fail);
             }
             45..=74
@@ -268,8 +280,8 @@ impl World {
                     }
                 }
             }
-            87..=89 if self.tabs[t].storage_failed => {
-                self.tabs[t].storage_failed = false;
+            // The host's "try now" while storage fails (the scheduler also tries on its own).
+            87..=89 if self.tabs[t].storage_failed && self.rng.chance(30) => {
                 self.tabs[t].scheduler.resume(self.now);
                 self.collect(t);
             }
@@ -295,6 +307,7 @@ impl World {
         self.tabs.retain(|tab| {
             !(tab.scheduler.is_closed() && tab.wire.is_empty() && tab.persists.is_empty())
         });
+        self.known_turn();
         self.check_invariants();
         self.check_saved();
     }

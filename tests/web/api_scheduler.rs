@@ -543,20 +543,23 @@ async fn drained_within(scheduler: &Scheduler, ms: f64) -> Option<f64> {
 }
 
 /// An in-page server whose first `failures` submits answer `answer` (a JS expression), then
-/// applies each key once (`globalThis[seen].applied`: request id → times applied); the
+/// applies each key once (`globalThis[seen].applied`: operation id → times applied, batches
+/// included; `keys`: the request ids applied, which a repeat or a query is answered from); the
 /// scheduler over it, started, with `retry` options.
 async fn flaky(run: &str, seen: &str, failures: u32, answer: &str, retry: &str) -> Scheduler {
     let options = js(&format!(
         "{{ database: 'cs-api-{run}', owner: 'tab-{run}', retry: {retry},
            transport: {{
              submit: async (request) => {{
-               const s = (globalThis.{seen} ??= {{ calls: 0, applied: {{}} }});
+               const s = (globalThis.{seen} ??= {{ calls: 0, applied: {{}}, keys: {{}} }});
                s.calls += 1;
                if (s.calls <= {failures}) return {answer};
-               s.applied[request.id] = (s.applied[request.id] ?? 0) + 1;
+               if (s.keys[request.id]) return {{ outcome: 'applied' }};
+               s.keys[request.id] = true;
+               for (const id of request.operationIds) s.applied[id] = (s.applied[id] ?? 0) + 1;
                return {{ outcome: 'applied' }};
              }},
-             query: async (request) => globalThis.{seen}.applied[request.id] ? {{ outcome: 'applied' }} : {{ status: 404 }},
+             query: async (request) => globalThis.{seen}?.keys[request.id] ? {{ outcome: 'applied' }} : {{ status: 404 }},
            }} }}"
     ));
     let scheduler = match Scheduler::open(options).await {

@@ -34,8 +34,9 @@ async fn issue37_coalesce_merges_diffs_and_a_replaced_intent_keeps_no_payload() 
     let run = unique("coalesce-hook");
     let g = format!("globalThis.{}", state_name(&run));
     js_sys::eval(&format!("{g} = {{ sent: [], errors: [], calls: 0 }}")).expect("state");
+    // One operation a request: the bodies sent are read one payload each.
     let scheduler = open(&format!(
-        "{{ database: 'cs-coalesce-{run}', owner: 'tab-{run}',
+        "{{ database: 'cs-coalesce-{run}', owner: 'tab-{run}', batch: {{ maxOperations: 1 }},
            coalesce: (older, newer) => {{
              {g}.calls += 1;
              if (newer.payload.fail) throw new Error('cannot merge');

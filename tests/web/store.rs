@@ -102,7 +102,8 @@ async fn w1_apply_then_load_round_trips_exactly_like_the_memory_store() {
     // Meta is derived at load (no store holds it since schema 5): the loader takes the highest
     // sequence it read; the memory store keeps what it was given.
     assert_eq!(reloaded.snapshot.meta.last_sequence, 4);
-    // The event log is read when asked for (issue 38), not by the load: its highest seq only.
+    // The load reads the event log only to set aside what is not its own: it keeps none of it,
+    // and `events()` reads it when asked.
     let same_meta = |mut snapshot: LedgerSnapshot| {
         snapshot.meta = reloaded.snapshot.meta.clone();
         snapshot.events.clear();

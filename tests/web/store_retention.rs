@@ -306,6 +306,7 @@ async fn tombstones_are_paged_looked_up_by_id_and_trimmed_by_age_and_count() {
         settlement: Settlement::Rejected,
         settled_at: key,
         replaced_by: None,
+        chain_end: None,
         whole: None,
     };
     let done = assert_done;
@@ -418,6 +419,7 @@ fn applied_tombstone(key: u64, id: String) -> Tombstone {
         settlement: Settlement::Applied,
         settled_at: key,
         replaced_by: None,
+        chain_end: None,
         whole: None,
     }
 }

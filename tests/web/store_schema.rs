@@ -301,8 +301,7 @@ async fn d4_corrupt_and_foreign_records_are_quarantined_and_the_rest_loads() {
         .collect();
     assert_eq!(ids, ["op-000001", "op-000002"]);
     assert_eq!(loaded.snapshot.requests.len(), 1);
-    // The event log is read when asked for (issue 38), not by the load: the two legible
-    // events answer, the others are passed over there (a diagnostic, never queued work).
+    // The two legible events answer; the others are set aside like any store's garbage.
     assert_eq!(ledger.events_after(0, 100).await.expect("events").len(), 2);
     let mut set_aside: Vec<String> = loaded
         .quarantined
@@ -312,7 +311,13 @@ async fn d4_corrupt_and_foreign_records_are_quarantined_and_the_rest_loads() {
     set_aside.sort();
     assert_eq!(
         set_aside,
-        ["operations/42", "operations/op-bad", "requests/req-foreign"]
+        [
+            "events/7",
+            "events/x",
+            "operations/42",
+            "operations/op-bad",
+            "requests/req-foreign"
+        ]
     );
     assert!(loaded.quarantined.iter().all(|q| !q.reason.is_empty()));
 
@@ -556,7 +561,6 @@ async fn d4_string_records_that_are_not_json_or_not_a_record_are_quarantined_as_
         .collect();
     assert_eq!(ids, ["op-000001", "op-000002"]);
     assert_eq!(loaded.snapshot.requests.len(), 1);
-    // The log is read when asked for (issue 38): the record that is not JSON is passed over.
     assert_eq!(ledger.events_after(0, 100).await.expect("events").len(), 1);
     let mut set_aside: Vec<String> = loaded
         .quarantined
@@ -565,6 +569,7 @@ async fn d4_string_records_that_are_not_json_or_not_a_record_are_quarantined_as_
         .collect();
     set_aside.sort();
     let expected = [
+        "events/5",
         "operation_pages/9",
         "operations/op-a",
         "operations/op-b",
@@ -718,5 +723,78 @@ async fn w1_a_transaction_dropped_without_commit_writes_nothing() {
         vec![JsValue::from_str("committed")],
         "the dropped transaction was aborted, its put never landed"
     );
+    delete_database(&name).await;
+}
+
+/// Garbage in the event log is set aside at open like any store's (D4): a record under a key
+/// that is not a seq, one that is not JSON, one whose key is not its event's seq, and one
+/// between two pages (the page after it still loads); the log goes on from its own records,
+/// not from a garbage key above them.
+#[wasm_bindgen_test]
+async fn d4_garbage_in_the_event_log_is_set_aside_at_open_and_the_log_goes_on_from_its_own() {
+    let name = db_name("corrupt-events");
+    let ledger = IdbLedger::open(&name).await.expect("open");
+    let fence = acquire_fence(&ledger, "tab-a", 1_000).await;
+    // Five pages of two events each (keyed 2, 4, 6, 8, 10): more records than a load page.
+    for page in 0..5 {
+        let mut written = operations_batch(fence, page + 1, 1);
+        written.events = vec![event(2 * page + 1), event(2 * page + 2)];
+        assert!(matches!(
+            ledger.apply(&written).await,
+            PersistResult::Done { .. }
+        ));
+    }
+    let garbage: [(JsValue, JsValue); 4] = [
+        (JsValue::from_str("garbage"), js(&event(11))),
+        (JsValue::from_f64(5.0), JsValue::from_str("not json")),
+        (JsValue::from_f64(1e12), js(&event(12))),
+        (JsValue::from_f64(-3.0), js(&[event(13)][..])),
+    ];
+    for (key, value) in &garbage {
+        raw_put(&name, schema::EVENTS, key.clone(), value.clone()).await;
+    }
+
+    let loaded = acquire(&ledger, "tab-a", 2_000).await;
+    let mut set_aside: Vec<String> = loaded
+        .quarantined
+        .iter()
+        .map(|q| format!("{}/{}", q.store, q.key))
+        .collect();
+    set_aside.sort();
+    assert_eq!(
+        set_aside,
+        [
+            "events/-3",
+            "events/1000000000000",
+            "events/5",
+            "events/garbage"
+        ]
+    );
+    assert!(loaded.quarantined.iter().all(|q| !q.reason.is_empty()));
+    assert_eq!(
+        loaded.snapshot.meta.last_event_seq, 10,
+        "from the log's own records"
+    );
+    assert!(loaded.snapshot.events.is_empty(), "the load keeps no event");
+    let seqs: Vec<u64> = ledger
+        .events_after(0, 100)
+        .await
+        .expect("events")
+        .iter()
+        .map(|e| e.seq)
+        .collect();
+    assert_eq!(seqs, (1..=10).collect::<Vec<u64>>());
+    // Moved to `quarantine`, gone from the log; the next open is clean.
+    let mut kept: Vec<String> = raw_keys(&name, schema::QUARANTINE)
+        .await
+        .iter()
+        .filter_map(JsValue::as_string)
+        .collect();
+    kept.sort();
+    assert_eq!(kept, set_aside);
+    assert_eq!(raw_keys(&name, schema::EVENTS).await.len(), 5);
+    let again = acquire(&ledger, "tab-a", 3_000).await;
+    assert!(again.quarantined.is_empty(), "{:?}", again.quarantined);
+    ledger.close();
     delete_database(&name).await;
 }

@@ -165,6 +165,60 @@ async fn issue_38_a_follower_knows_operations_settled_and_compacted() {
     b.stop();
 }
 
+/// A tab that does not dispatch knows what another tab enqueued: its `known(ids)` reads the
+/// working stores (the operation pending, the dispatching tab holding it back), then the
+/// tombstones once it is settled and compacted; an id never enqueued is `undefined`.
+#[wasm_bindgen_test]
+async fn a_follower_knows_what_another_tab_enqueued_pending_or_compacted() {
+    let run = unique("follower_known");
+    let keep_nothing = "retain: { settled: 0 },";
+    let a = open_tab_with(&run, "a", keep_nothing).await;
+    let b = open_tab_with(&run, "b", keep_nothing).await;
+    for tab in [&a, &b] {
+        tab.start().expect("start");
+    }
+    wait_for("b to learn the leader", || {
+        stats_of(&b).1.as_deref() == Some("a")
+    })
+    .await;
+    let release = a.hold().expect("hold");
+    let (x, z) = (format!("{run}-x"), format!("{run}-z"));
+    for id in [&x, &z] {
+        let intent = js(&format!(
+            "({{ id: '{id}', operationType: 'shape.upsert', canvasIds: ['c0'], payload: {{}} }})"
+        ));
+        a.enqueue(intent).await.expect("a enqueues");
+    }
+    let known = |ids: String| {
+        let answer = b.known(js(&ids));
+        async move {
+            let answer = wasm_bindgen_futures::JsFuture::from(answer).await;
+            js_sys::Array::from(&answer.expect("known"))
+        }
+    };
+    let answers = known(format!("['{x}', '{run}-never']")).await;
+    assert_eq!(
+        field(&answers.get(0), "phase").as_string().as_deref(),
+        Some("pending"),
+        "{:?}",
+        answers.get(0)
+    );
+    assert!(answers.get(1).is_undefined());
+    release.call0(&JsValue::NULL).expect("release");
+    wait_for("x to be compacted", || {
+        field(&a.operation(&x), "compacted").as_bool() == Some(true)
+    })
+    .await;
+    let answers = known(format!("['{x}']")).await;
+    assert_eq!(field(&answers.get(0), "compacted").as_bool(), Some(true));
+    assert_eq!(
+        field(&answers.get(0), "outcome").as_string().as_deref(),
+        Some("applied")
+    );
+    a.stop();
+    b.stop();
+}
+
 /// Tabs "a" (dispatching) and "b" (following it) of ledger `run`, both started.
 async fn leader_and_follower(run: &str) -> (Scheduler, Scheduler) {
     let a = open_tab(run, "a").await;

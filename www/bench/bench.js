@@ -334,7 +334,8 @@ async function throughputInstant({ n, chunk, concurrency, canvases, batch, run =
   for (let i = 0; i < n; i++) intents.push(shapeIntent(`t-${i}`, `c${Math.floor(i / run) % canvases}`, i));
   const transport = applyingTransport;
   const options = { database: `bench-instant-${batch ? "b" : "n"}-${Date.now()}`, transport, concurrency };
-  if (batch) options.batch = batch;
+  // Without `batch`: one operation a request (batching is on by default).
+  options.batch = batch ?? { maxOperations: 1 };
   return runScheduler(options, intents, chunk, deadlineMs);
 }
 
@@ -347,7 +348,8 @@ async function endToEnd({ endpoint, n, chunk, canvases, run, batch, deadlineMs, 
   const intents = [];
   for (let i = 0; i < n; i++) intents.push(shapeIntent(`${tag}-${i}`, `${tag}-c${Math.floor(i / run) % canvases}`, i));
   const options = { database: `bench-${tag}-${Date.now()}`, endpoint, concurrency };
-  if (batch) options.batch = batch;
+  // Without `batch`: one operation a request (batching is on by default).
+  options.batch = batch ?? { maxOperations: 1 };
   // Worker mode (README): the same API with the scheduler in a dedicated worker.
   const Impl = worker ? (await import("../../worker/index.js")).Scheduler : Scheduler;
   return runScheduler(options, intents, chunk, deadlineMs, Impl);

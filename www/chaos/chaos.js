@@ -1,8 +1,10 @@
 // The page behind tests/e2e/chaos.mjs: runs the scheduler (session.js) in the page, or with
 // ?worker=1 in a dedicated worker through the package's worker mode (/worker/), and exposes window.chaos: the session's methods
 // (burst(n, pad), which enqueues n intents and resolves with the ids whose enqueue resolved;
+// burstMany(n, pad), the same in one enqueueMany;
 // flood(ms, max), which enqueues back to back for ms and resolves with {count, ms};
-// stats(), ledger(ids), events(), resume(), enqueueAgain(id) for a refused intent), acked(),
+// stats(), ledger(ids), events(), resume(), enqueueAgain(id) and enqueueManyAgain(ids) for
+// refused intents), acked(),
 // and in worker mode killWorker(), which terminates the worker mid-work and resolves once a
 // new one has opened the same ledger.
 //
@@ -24,7 +26,7 @@ const options = {
 };
 const ACK_KEY = `chaos:${options.database}:acked`;
 /** What window.chaos passes on to the session (session.js), in the page or in the worker. */
-const SESSION_METHODS = ["burst", "flood", "stats", "ledger", "events", "resume", "enqueueAgain", "stop"];
+const SESSION_METHODS = ["burst", "burstMany", "flood", "stats", "ledger", "events", "resume", "enqueueAgain", "enqueueManyAgain", "stop"];
 
 function ack(id) {
   const list = localStorage.getItem(ACK_KEY);
@@ -58,9 +60,8 @@ try {
   if (params.get("worker") === "1") {
     session = await startWorkerSession(`${options.epoch}w${workers}`);
   } else {
+    // No stop() on pagehide: the scheduler lets the lease go itself when the page leaves.
     session = await openSession({ ...options, ack });
-    // Frees the lease at once so the next page need not wait for it to lapse.
-    addEventListener("pagehide", () => session.stop());
   }
   window.chaos = {
     // Looked up on every call: killWorker() replaces the session.

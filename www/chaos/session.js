@@ -18,7 +18,8 @@ const phase = (name) => void (document.body.dataset.phase = name);
 function noise(n) {
   const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
   const bytes = new Uint8Array(n);
-  crypto.getRandomValues(bytes);
+  // getRandomValues fills at most 65 536 bytes a call.
+  for (let at = 0; at < n; at += 65_536) crypto.getRandomValues(bytes.subarray(at, at + 65_536));
   let out = "";
   for (const byte of bytes) out += alphabet[byte & 63];
   return out;
@@ -34,8 +35,11 @@ export async function openSession({ server, database, seed, epoch, ack, batch = 
   const random = mulberry32((seed ^ Math.imul(Number.parseInt(epoch, 36) + 1, 0x9e3779b1)) >>> 0);
   const events = { settled: 0, blocked: 0, dead_lettered: 0, error: 0, quarantined: 0, leader_changed: 0 };
   const problems = [];
+  /** `storage_failed` and `storage_recovered`, in order, with the time the page heard each. */
+  const storage = [];
   const onEvent = (event) => {
     events[event.type] = (events[event.type] ?? 0) + 1;
+    if (event.type === "storage_failed" || event.type === "storage_recovered") storage.push({ ...event, at: Date.now() });
     if (event.type === "blocked" || event.type === "dead_lettered" || event.type === "error" || event.type === "quarantined") {
       if (problems.length < 50) problems.push(event);
     }
@@ -53,7 +57,8 @@ export async function openSession({ server, database, seed, epoch, ack, batch = 
         endpoint: server,
         leaseMs: 1000,
         retry: { baseMs: 50, maxMs: 1000, maxAttempts: 1000 },
-        ...(batch > 1 ? { batch: { maxOperations: batch, maxBytes: 65_536 } } : {}),
+        // `batch` 0 or 1: one operation a request (batching is on by default).
+        batch: { maxOperations: Math.max(batch, 1), maxBytes: 65_536 },
         // Every settled operation kept whole: the final check reads each one's sequence (a
         // compacted one keeps only its outcome).
         retain: { settled: 1_000_000 },
@@ -69,15 +74,20 @@ export async function openSession({ server, database, seed, epoch, ack, batch = 
   scheduler.start();
   let counter = 0;
   const refused = new Map(); // id -> the intent whose enqueue was refused
-  /** Enqueues one new shape edit on a random canvas; resolves with its id once durable. */
-  const enqueueOne = async (pad) => {
+  /** A new shape edit on a random canvas, with `pad` characters of incompressible text. */
+  const newIntent = (pad) => {
     const id = `op-${epoch}-${counter}`;
     counter += 1;
     const canvasId = CANVASES[Math.floor(random() * CANVASES.length)];
     const shape = { kind: "rect", x: Math.floor(random() * 800), y: Math.floor(random() * 500), w: 10, h: 10, by: id };
     const payload = { shapeId: `shape-${id}`, shape };
     if (pad > 0) payload.pad = noise(pad);
-    const intent = { id, operationType: "shape.upsert", canvasIds: [canvasId], payload };
+    return { id, operationType: "shape.upsert", canvasIds: [canvasId], payload };
+  };
+  /** Enqueues one new shape edit on a random canvas; resolves with its id once durable. */
+  const enqueueOne = async (pad) => {
+    const intent = newIntent(pad);
+    const { id } = intent;
     try {
       await scheduler.enqueue(intent);
     } catch (error) {
@@ -102,6 +112,22 @@ export async function openSession({ server, database, seed, epoch, ack, batch = 
      * Enqueues one intent after another, each as soon as the last resolved, for `ms` or until
      * `max` were acknowledged; resolves with how many and how long that took.
      */
+    /**
+     * Enqueues `n` new intents in one `enqueueMany` (one transaction); resolves with their ids
+     * once durable. A refusal carries `operationIds`, and each may be enqueued again.
+     */
+    async burstMany(n, pad = 0) {
+      const intents = Array.from({ length: n }, () => newIntent(pad));
+      try {
+        await scheduler.enqueueMany(intents);
+      } catch (error) {
+        for (const intent of intents) refused.set(intent.id, intent);
+        if (error instanceof Error) error.operationIds = intents.map((intent) => intent.id);
+        throw error;
+      }
+      for (const intent of intents) ack(intent.id);
+      return intents.map((intent) => intent.id);
+    },
     async flood(ms, max) {
       const started = performance.now();
       let count = 0;
@@ -117,12 +143,17 @@ export async function openSession({ server, database, seed, epoch, ack, batch = 
       await scheduler.sync?.(ids);
       return ledgerView(scheduler, ids);
     },
-    events: () => ({ events, problems }),
+    events: () => ({ events, problems, storage }),
     resume: () => scheduler.resume(),
     /** Enqueues a refused intent again, unchanged (same id and content), as the README says. */
     async enqueueAgain(id) {
       await scheduler.enqueue(refused.get(id));
       ack(id);
+    },
+    /** Enqueues refused intents again, unchanged, in one `enqueueMany`. */
+    async enqueueManyAgain(ids) {
+      await scheduler.enqueueMany(ids.map((id) => refused.get(id)));
+      for (const id of ids) ack(id);
     },
     stop: () => scheduler.stop(),
   };

@@ -25,7 +25,6 @@ try {
     },
   });
   scheduler.start();
-  addEventListener("pagehide", () => scheduler.stop());
   window.outage = {
     async enqueue(id, canvasId) {
       const payload = { shapeId: `shape-${id}`, shape: { kind: "rect", x: 1, y: 2, w: 10, h: 10, by: id } };

@@ -27,6 +27,9 @@ export const ALLOWED_HOST = '127.0.0.1';
  *   flush costs (`npm run bench`'s durability matrix).
  * @property {string | null} [adminToken] The token `/admin/*` requires in an `x-admin-token`
  *   header (8..256 characters). Absent = the admin API is off (every admin route answers 404).
+ * @property {boolean} [batches] Whether requests of several operations (batches) are taken.
+ *   Default true; false declines each one (422 `batch_not_supported`, nothing applied), as a
+ *   server without batches answers them.
  */
 
 /**
@@ -41,6 +44,7 @@ export const ALLOWED_HOST = '127.0.0.1';
  * @property {number} maxBlobBytes
  * @property {() => number} now
  * @property {boolean} fsync
+ * @property {boolean} batches
  */
 
 function integerIn(name, value, min, max) {
@@ -77,7 +81,14 @@ export function resolveOptions(options) {
     now: options.now ?? Date.now,
     fsync: fsyncOf(options.fsync),
     adminToken: adminTokenOf(options.adminToken),
+    batches: booleanOf('batches', options.batches),
   };
+}
+
+function booleanOf(name, value) {
+  if (value === undefined) return true;
+  if (typeof value !== 'boolean') throw new Error(`${name} must be true or false, got ${value}`);
+  return value;
 }
 
 function fsyncOf(fsync) {
@@ -97,9 +108,10 @@ function adminTokenOf(token) {
 export const USAGE = `usage: node server.mjs --db PATH|postgres://… [--port 0] [--host 127.0.0.1] [--run-apply-ms 300]
                       [--tokens user-a:tokA,user-b:tokB] [--seed N]
                       [--max-body-bytes N] [--max-blob-bytes N] [--admin-token TOKEN]
-                      [--fsync on|off]
+                      [--fsync on|off] [--batches on|off]
   /admin/* answers only with --admin-token, to requests sending x-admin-token: TOKEN.
-  --fsync off: commits do not wait for the disk (to measure what the flush costs; never for data).`;
+  --fsync off: commits do not wait for the disk (to measure what the flush costs; never for data).
+  --batches off: requests of several operations are declined (422 batch_not_supported).`;
 
 function onOff(name, text) {
   if (text === undefined) return undefined;
@@ -136,6 +148,7 @@ export function parseCliArgs(argv) {
       'max-blob-bytes': { type: 'string' },
       'admin-token': { type: 'string' },
       fsync: { type: 'string' },
+      batches: { type: 'string' },
       help: { type: 'boolean' },
     },
   });
@@ -152,5 +165,6 @@ export function parseCliArgs(argv) {
     maxBlobBytes: integerArg('max-blob-bytes', values['max-blob-bytes']),
     adminToken: values['admin-token'],
     fsync: onOff('fsync', values.fsync),
+    batches: onOff('batches', values.batches),
   };
 }

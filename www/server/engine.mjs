@@ -113,8 +113,9 @@ function payloadRejection(request, message) {
  * @param {import('./store.mjs').Store} options.store
  * @param {number} options.runApplyMs Delay between accepting a `run.start` and applying it.
  * @param {() => number} [options.now] Clock (ms since the epoch).
+ * @param {boolean} [options.batches] Whether batches are taken (default); false declines each.
  */
-export function createEngine({ store, runApplyMs, now = Date.now }) {
+export function createEngine({ store, runApplyMs, now = Date.now, batches = true }) {
   /** Keys whose first submit is being received but not yet decided. */
   const receiving = new Set();
   // The reference server's keys are global: one kit principal; ownership is the domain row's.
@@ -424,6 +425,11 @@ export function createEngine({ store, runApplyMs, now = Date.now }) {
     async function decide(request, blob, principal, at) {
       if (request.protocolVersion !== PROTOCOL_VERSION) {
         return rejection(request, 422, wireError('unsupported_protocol_version', `this server speaks protocol ${PROTOCOL_VERSION}`));
+      }
+      if (!batches && request.operationIds.length > 1) {
+        // A server without batches declines each one, applying none of it; the client sends
+        // each operation again on its own, under a new key.
+        return rejection(request, 422, wireError('batch_not_supported', 'this server takes one operation a request'));
       }
       if (request.operationIds.length > 1 || DOCUMENT_KINDS.includes(request.kind)) {
         return await decideDocument(request, principal, at);

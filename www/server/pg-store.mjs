@@ -6,6 +6,7 @@
 import pg from 'pg';
 
 import { emptyDocument, normaliseDocument } from './operations.mjs';
+import { assetOf } from './store.mjs';
 
 const SCHEMA = `
 CREATE TABLE IF NOT EXISTS canvases (id TEXT PRIMARY KEY, version INTEGER NOT NULL, document TEXT NOT NULL);
@@ -242,17 +243,18 @@ export class PgStore {
   }
 
   async getAsset(id) {
-    const row = await this.one('SELECT * FROM assets WHERE id = $1', [id]);
-    if (!row) return null;
-    return {
-      id: row.id,
-      requestId: row.request_id,
-      contentType: row.content_type,
-      filename: row.filename,
-      size: row.size,
-      sha256: row.sha256,
-      data: row.data,
-    };
+    return assetOf(await this.one('SELECT * FROM assets WHERE id = $1', [id]));
+  }
+
+  /** The asset that the upload operation `operationId` stored (store.mjs). */
+  async getAssetByOperation(operationId) {
+    return assetOf(
+      await this.one(
+        `SELECT assets.* FROM operation_log JOIN assets ON assets.request_id = operation_log.request_id
+         WHERE operation_log.operation_id = $1 ORDER BY operation_log.seq LIMIT 1`,
+        [operationId],
+      ),
+    );
   }
 
   async getRun(id) {

@@ -51,7 +51,7 @@ const ADMIN_BODY_LIMIT = 64 * 1024;
 export async function startServer(options) {
   const config = resolveOptions(options);
   const store = /^postgres(ql)?:\/\//.test(config.db) ? await openPgStore(config.db, { fsync: config.fsync }) : openStore(config.db, { fsync: config.fsync });
-  const engine = createEngine({ store, runApplyMs: config.runApplyMs, now: config.now });
+  const engine = createEngine({ store, runApplyMs: config.runApplyMs, now: config.now, batches: config.batches });
   const faults = createFaultInjector(config.faults);
   let closing = false;
 
@@ -201,7 +201,7 @@ export async function startServer(options) {
 
   async function handleAsset(req, res, path) {
     if (req.method !== 'GET') {
-      sendJson(res, 405, errorBody('method_not_allowed', 'GET /assets/{id}'), { allow: 'GET, OPTIONS' });
+      sendJson(res, 405, errorBody('method_not_allowed', 'GET /assets/{id} or /assets/by-operation/{operationId}'), { allow: 'GET, OPTIONS' });
       return;
     }
     if (!authenticate(config.tokens, req.headers.authorization).ok) {
@@ -210,13 +210,16 @@ export async function startServer(options) {
       });
       return;
     }
+    // `/assets/{assetId}`, or `/assets/by-operation/{operationId}`: the asset an upload
+    // operation stored, addressed by the id its client chose before sending it.
+    const byOperation = path.startsWith('/assets/by-operation/');
     let id;
     try {
-      id = decodeURIComponent(path.slice('/assets/'.length));
+      id = decodeURIComponent(path.slice(byOperation ? '/assets/by-operation/'.length : '/assets/'.length));
     } catch {
       id = null;
     }
-    const asset = id ? await store.getAsset(id) : null;
+    const asset = !id ? null : byOperation ? await store.getAssetByOperation(id) : await store.getAsset(id);
     if (!asset) {
       sendJson(res, 404, errorBody('not_found', 'no such asset'));
       return;

@@ -173,6 +173,10 @@ export class Store {
          VALUES (@id, @requestId, @contentType, @filename, @size, @sha256, @data, @createdAt)`,
       ),
       getAsset: prepare('SELECT * FROM assets WHERE id = ?'),
+      getAssetByOperation: prepare(
+        `SELECT assets.* FROM operation_log JOIN assets ON assets.request_id = operation_log.request_id
+         WHERE operation_log.operation_id = ? ORDER BY operation_log.seq LIMIT 1`,
+      ),
       getRun: prepare('SELECT * FROM runs WHERE id = ?'),
       putRun: prepare(
         `INSERT INTO runs (id, status, start_request_id, cancel_request_id, updated_at)
@@ -331,17 +335,16 @@ export class Store {
    * @returns {{id: string, requestId: string, contentType: string, filename: string | null, size: number, sha256: string, data: Buffer} | null}
    */
   getAsset(id) {
-    const row = this.sql.getAsset.get(id);
-    if (!row) return null;
-    return {
-      id: row.id,
-      requestId: row.request_id,
-      contentType: row.content_type,
-      filename: row.filename,
-      size: row.size,
-      sha256: row.sha256,
-      data: row.data,
-    };
+    return assetOf(this.sql.getAsset.get(id));
+  }
+
+  /**
+   * The asset that the upload operation `operationId` stored: its URL is known before the
+   * upload lands, so an app can put it in its document at once.
+   * @param {string} operationId
+   */
+  getAssetByOperation(operationId) {
+    return assetOf(this.sql.getAssetByOperation.get(operationId));
   }
 
   /**
@@ -460,4 +463,21 @@ export class Store {
   close() {
     if (this.db.open) this.db.close();
   }
+}
+
+/**
+ * An `assets` row, decoded (null for none).
+ * @returns {{id: string, requestId: string, contentType: string, filename: string | null, size: number, sha256: string, data: Buffer} | null}
+ */
+export function assetOf(row) {
+  if (!row) return null;
+  return {
+    id: row.id,
+    requestId: row.request_id,
+    contentType: row.content_type,
+    filename: row.filename,
+    size: row.size,
+    sha256: row.sha256,
+    data: row.data,
+  };
 }

@@ -166,10 +166,7 @@ function acked() {
   return out;
 }
 
-addEventListener("pagehide", () => {
-  // What a host does when its tab goes away: the next leader need not wait for anything.
-  scheduler?.stop();
-});
+// No stop() on pagehide: the scheduler hands the ledger over itself when its page leaves.
 
 try {
   await init();

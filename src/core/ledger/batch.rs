@@ -5,7 +5,7 @@ use std::collections::BTreeSet;
 
 use super::{Compact, Dirty, InFlight, Ledger, Slot};
 use crate::core::io::{BatchNo, LeaseWrite, PersistBatch};
-use crate::core::model::{FrozenRequest, OperationPhase};
+use crate::core::model::{FrozenRequest, OperationPhase, RequestPhase};
 use crate::core::operation_pages::{insert_sorted, Home, PAGE_LIMIT};
 
 impl Ledger {
@@ -182,8 +182,15 @@ impl Ledger {
             trim_archive: slice.archive_trim.clone(),
             relaxed,
         };
+        let marked = batch
+            .requests
+            .iter()
+            .filter(|r| r.phase != RequestPhase::Frozen)
+            .map(|r| r.id.clone())
+            .collect();
         self.in_flight = Some(InFlight {
             no,
+            marked,
             dirty,
             plan,
             homes,
@@ -230,6 +237,7 @@ impl Ledger {
     pub fn confirm_batch(&mut self, no: BatchNo) {
         if self.in_flight.as_ref().is_some_and(|batch| batch.no == no) {
             if let Some(batch) = self.in_flight.take() {
+                self.marked.extend(batch.marked);
                 self.pages.confirm(&batch.plan);
                 // A page gone frees the settled copies it held for a slice that skipped them.
                 if !batch.plan.dropped.is_empty() {
@@ -282,6 +290,9 @@ impl Ledger {
             self.keep_tombstone(tombstone);
         }
         self.tombstone_count = self.tombstone_count.min(self.retain.tombstones as u64);
+        for id in &requests {
+            self.marked.remove(id);
+        }
         requests
             .iter()
             .filter_map(|id| self.requests.remove(id))

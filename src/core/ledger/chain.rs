@@ -107,8 +107,8 @@ impl Ledger {
                     Some(next) => next,
                     None => return (target, ChainEnd::Stored(&slot.op)),
                 }
-            } else if let Some(tombstone) = self.tombstones.get(target) {
-                match tombstone.replaced_by.as_deref() {
+            } else if let Some(tombstone) = self.tombstone(target) {
+                match tombstone.chain_end() {
                     Some(next) => next,
                     None => return (target, ChainEnd::Compacted(tombstone)),
                 }

@@ -236,8 +236,10 @@ impl Ledger {
             key = tombstone_key(now, key);
             if let Some(mut tombstone) = Tombstone::of(&slot.op, key) {
                 // Superseded: its dependents are its replacement's, compacted or not.
-                if replaced_by(&slot.op).is_some() {
-                    tombstone.replaced_by = Some(self.walk(id).0.to_owned());
+                if let Some(next) = replaced_by(&slot.op) {
+                    let end = self.walk(id).0;
+                    tombstone.chain_end = (end != next).then(|| end.to_owned());
+                    tombstone.replaced_by = Some(next.to_owned());
                 }
                 if self.archive_keep > 0
                     && tombstone.settled_at.saturating_add(self.archive_ms) > now

@@ -4,7 +4,7 @@
 use std::collections::BTreeSet;
 
 use super::{Ledger, LedgerSnapshot, Slot};
-use crate::core::model::{Millis, Operation, OperationPhase};
+use crate::core::model::{Millis, Operation, OperationPhase, RequestPhase};
 use crate::core::operation_pages::{insert_sorted, Home, PageBook, PageHomes};
 
 impl Ledger {
@@ -92,6 +92,9 @@ impl Ledger {
                         }
                     }
                 }
+            }
+            if request.phase != RequestPhase::Frozen {
+                ledger.marked.insert(request.id.clone());
             }
             ledger.requests.insert(request.id.clone(), request);
         }

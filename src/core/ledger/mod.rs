@@ -31,6 +31,7 @@ mod batch;
 mod chain;
 mod compaction;
 mod load;
+mod rollback;
 #[cfg(test)]
 mod tests;
 mod tombstones;
@@ -120,6 +121,8 @@ struct InFlight {
     compacted: Vec<Tombstone>,
     /// Requests this batch deletes (every operation they carried is compacted).
     dropped_requests: Vec<String>,
+    /// Requests this batch writes with their dispatch marker (see [`Ledger::marker_durable`]).
+    marked: Vec<String>,
 }
 
 /// A batch may compact a slice (see [`Ledger::take_batch_at`]); when is the scheduler's
@@ -141,6 +144,10 @@ pub struct Ledger {
     /// a badge or a worker's mirror: counted, never walked).
     resolved: usize,
     requests: StrMap<FrozenRequest>,
+    /// Requests whose stored copy carries the dispatch marker (written before a first send):
+    /// they may be sent again
+    /// with nothing written first, while the lease lasts (storage failing, see `rollback`).
+    marked: BTreeSet<String>,
     lease: Option<Lease>,
     events: VecDeque<EventRecord>,
     /// Stored events below this seq are past the log's limit (a load that read no event).
@@ -174,10 +181,18 @@ pub struct Ledger {
     /// Operations that name dependencies (some settled or gone since: skipped), so that a
     /// slice finds what unsettled work depends on without walking every operation.
     with_dependencies: BTreeSet<String>,
-    /// Tombstones at hand: compacted in this session or looked up (at most `MEMORY_LIMIT`).
-    tombstones: StrMap<Tombstone>,
-    /// `tombstones` by key then id: the oldest at hand is the first.
+    /// Tombstones at hand: compacted in this session or looked up (at most `memory_limit`
+    /// while no look-up is under way).
+    tombstones: StrMap<tombstones::AtHand>,
+    /// `tombstones` by last use then id: the least recently used is the first.
     tombstone_order: BTreeSet<(u64, String)>,
+    /// Uses of tombstones at hand so far: the stamp of the next.
+    tombstone_uses: u64,
+    /// Look-ups of stored tombstones under way (see [`Ledger::begin_look_up`]): while one is,
+    /// no tombstone leaves memory.
+    look_ups: usize,
+    /// Most tombstones at hand once no look-up is under way.
+    memory_limit: usize,
     /// The highest tombstone key written.
     last_tombstone_key: u64,
     /// Tombstones stored, as counted at load plus those written since (at most the limit).
@@ -206,6 +221,7 @@ impl Ledger {
         Self {
             event_limit: event_limit.max(1),
             fold_at: PAGE_LIMIT,
+            memory_limit: super::retention::MEMORY_LIMIT,
             ..Self::default()
         }
     }

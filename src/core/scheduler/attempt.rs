@@ -26,11 +26,15 @@ impl<H: Host> Scheduler<H> {
                 self.ledger.confirm_batch(no);
                 self.persist.durable = no;
                 self.take_lease(now, lease);
+                self.admissions_written(no);
                 self.advance_attempts(now, no);
                 if self.resume_barrier.is_some_and(|b| b <= no) {
                     self.resume_barrier = None;
-                    self.reschedule_after_resume(now);
+                    if self.persist.trouble.is_none() {
+                        self.reschedule_after_resume(now);
+                    }
                 }
+                self.storage_written(now);
                 // Retention: what the batch compacted goes once its attempts have finished
                 // and resolved requests are released; a compacted request holds no canvas.
                 for request in self.ledger.drop_compacted() {
@@ -42,8 +46,7 @@ impl<H: Host> Scheduler<H> {
                 self.pump(now);
             }
             PersistResult::Failed(PersistFailure::Storage(error)) => {
-                self.ledger.restore_batch(no);
-                self.storage_failed(error);
+                self.storage_failed(now, no, error);
             }
             PersistResult::Failed(PersistFailure::Fenced { current }) => {
                 self.ledger.restore_batch(no);
@@ -89,42 +92,6 @@ impl<H: Host> Scheduler<H> {
         }
     }
 
-    /// S13: keep every claim, send nothing more; `resume()` writes again.
-    fn storage_failed(&mut self, error: SafeError) {
-        self.persist.failed = true;
-        self.persist.answered.clear();
-        // An answer whose write failed may have let its canvases go (`commit()`): they are
-        // held again, by it or by what was frozen after it in the same unwritten batch, until
-        // resume() writes the answer (S13).
-        for id in self.attempts_in(|stage| matches!(stage, Stage::Completing(_))) {
-            if let Some(request) = self.ledger.request(&id) {
-                let free: Vec<String> = request
-                    .canvas_ids
-                    .iter()
-                    .filter(|c| self.claims.holder(c).is_none())
-                    .cloned()
-                    .collect();
-                let _ = self.claims.claim(&id, &free);
-            }
-        }
-        let waiting: Vec<String> = self
-            .active
-            .iter()
-            .filter(|(_, a)| a.stage != Stage::Sending)
-            .map(|(id, _)| id.clone())
-            .collect();
-        for id in waiting {
-            self.active.remove(&id);
-        }
-        self.report_error(
-            ErrorCode::StorageUnavailable,
-            format!(
-                "{}: {} (claims kept; call resume())",
-                error.code, error.message
-            ),
-        );
-    }
-
     fn advance_attempts(&mut self, now: Millis, durable: BatchNo) {
         let due: Vec<(String, Stage)> = self
             .active
@@ -150,7 +117,10 @@ impl<H: Host> Scheduler<H> {
             self.active.remove(request_id);
             return;
         };
-        if !self.may_dispatch() || !request.is_unresolved() || request.blocked.is_some() {
+        if !self.may_send_now(now, request_id)
+            || !request.is_unresolved()
+            || request.blocked.is_some()
+        {
             return self.unsent(now, &request);
         }
         if body_digest(&request.body) != request.digest {
@@ -315,6 +285,9 @@ impl<H: Host> Scheduler<H> {
             active.stage = Stage::Sending;
         }
         self.complete(now, request_id, action, status);
+        if self.persist.trouble.is_some() {
+            return self.answered_unwritten(now, request_id);
+        }
         let barrier = self.want_barrier();
         if let Some(active) = self.active.get_mut(request_id) {
             active.stage = Stage::Completing(barrier);
@@ -370,9 +343,8 @@ impl<H: Host> Scheduler<H> {
             None => status,
         };
         self.complete(now, &request_id, action, status);
-        if self.persist.failed {
-            // The record stays in memory; resume() persists it and moves the claims.
-            self.active.remove(&request_id);
+        if self.persist.trouble.is_some() {
+            self.answered_unwritten(now, &request_id);
         } else {
             let barrier = self.want_barrier();
             if let Some(active) = self.active.get_mut(&request_id) {
@@ -395,5 +367,15 @@ impl<H: Host> Scheduler<H> {
             self.maybe_flush(now);
         }
         self.sync_timer(now);
+    }
+
+    /// An answer recorded while writes fail: it waits in memory for the next write that
+    /// succeeds (a resolved request keeps its canvases until then), and what is due and may be
+    /// sent without a write goes now (`storage`).
+    fn answered_unwritten(&mut self, now: Millis, request_id: &str) {
+        self.active.remove(request_id);
+        self.retry_unwritten(now, request_id);
+        self.slot_freed();
+        self.pump(now);
     }
 }

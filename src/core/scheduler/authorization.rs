@@ -41,7 +41,10 @@ impl<H: Host> Scheduler<H> {
             self.sync_timer(now);
             return;
         };
-        if !self.may_dispatch() || !request.is_unresolved() || request.blocked.is_some() {
+        if !self.may_send_now(now, &request_id)
+            || !request.is_unresolved()
+            || request.blocked.is_some()
+        {
             // Held, offline, discarded or resolved while the host decided.
             self.unsent(now, &request);
         } else {

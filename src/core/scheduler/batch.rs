@@ -11,13 +11,23 @@
 //! looks at most [`SCAN_PER_MEMBER`] × `maxOperations` of them.
 //! With a `compile` hook each member is compiled under the batch's request id, and joins only
 //! if its compiled kind, owner, run and canvases are the first's and it guards no version.
+//!
+//! A server that cannot take batches declines one: it answers a request of several operations
+//! `rejected` with the error code [`BATCH_NOT_SUPPORTED`], having applied none of them. The
+//! request is resolved as declined (no operation settles), each of its operations is frozen
+//! again on its own under a new key once the request's claims are released, and this scheduler
+//! gathers no batch again until it is opened anew (a server upgraded meanwhile gets batches
+//! again after a reload). Batches frozen before the decline arrived are sent, and declined,
+//! as they were frozen.
 
 use super::Scheduler;
 use crate::core::config::BatchLimits;
 use crate::core::host::{CompiledRequest, Host};
+use crate::core::io::{AttemptOutcome, AttemptStatus};
 use crate::core::json::{ToJson, Writer};
-use crate::core::model::{Intent, Millis, UPLOAD_KIND};
+use crate::core::model::{FrozenRequest, Intent, Millis, UPLOAD_KIND};
 use crate::core::payload::Payload;
+use crate::core::protocol::BATCH_NOT_SUPPORTED;
 
 /// Never in a batch: an upload is a multipart body with its own exclusive lane, and a run's
 /// start or cancel is answered `accepted` and followed on its own (the reference server
@@ -85,6 +95,18 @@ impl ToJson for BatchPayload<'_> {
     }
 }
 
+/// Whether `status` declines `request` as a batch: a rejection with the code
+/// [`BATCH_NOT_SUPPORTED`] of a request that carries several operations. (To a request of one
+/// operation the code is an ordinary rejection: there is nothing to take apart.)
+pub(super) fn declines_batch(request: &FrozenRequest, status: &AttemptStatus) -> bool {
+    request.operation_ids.len() > 1
+        && status.outcome == AttemptOutcome::Rejected
+        && status
+            .error
+            .as_ref()
+            .is_some_and(|e| e.code == BATCH_NOT_SUPPORTED)
+}
+
 fn sorted(mut ids: Vec<String>) -> Vec<String> {
     ids.sort();
     ids.dedup();
@@ -112,6 +134,7 @@ impl<H: Host> Scheduler<H> {
             .unwrap_or(&first.operation_type)
             .to_owned();
         if max_operations < 2
+            || self.batches_declined
             || !batchable_kind(&self.config.batch, &first.operation_type)
             || !compiled.expected_versions.is_empty()
         {

@@ -232,15 +232,20 @@ impl<H: Host> Scheduler<H> {
             r.retry_at = None;
             r.retry_action = None;
         });
+        // A batch the server declined applied nothing: each operation goes again alone.
+        let declined = super::batch::declines_batch(&request, &status);
+        self.batches_declined |= declined;
         // A batch's shared canonical state is stored once, on the request; each operation
         // stores only its own (its settled event still carries the shared one).
         let shared_canonical = request.operation_ids.len() == 1;
         for id in &request.operation_ids {
             let verdict = status.operations.iter().find(|v| &v.operation_id == id);
-            if verdict.is_some_and(|v| v.error.as_ref().is_some_and(|e| e.code == "batch_aborted"))
-            {
-                // An atomic batch failed because of another member: this one was not applied,
-                // so it is frozen again on its own once the batch's claims are released.
+            let aborted = verdict
+                .is_some_and(|v| v.error.as_ref().is_some_and(|e| e.code == "batch_aborted"));
+            if declined || aborted {
+                // Declined, or an atomic batch failed because of another member: this one
+                // was not applied, so it is frozen again on its own once the batch's claims
+                // are released.
                 self.ledger.update_operation(id, |op| op.request_id = None);
                 continue;
             }

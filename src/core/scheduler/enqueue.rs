@@ -87,8 +87,8 @@ impl<H: Host> Scheduler<H> {
     ///
     /// # Errors
     ///
-    /// What refuses the whole call: `scheduler_closed`, `storage_unavailable` after a failed
-    /// write, `lease_lost`.
+    /// What refuses the whole call: `scheduler_closed`, `lease_lost`. (Storage failing refuses
+    /// nothing here: the accepted ones are tried, and refused together if the write fails.)
     pub fn enqueue_partial(
         &mut self,
         now: Millis,
@@ -110,10 +110,11 @@ impl<H: Host> Scheduler<H> {
         Ok((verdicts, Some(barrier)))
     }
 
-    /// What refuses any enqueue, whatever its intents: a stopped scheduler, a failed write
-    /// not yet resumed, a lost lease.
+    /// What refuses any enqueue, whatever its intents: a stopped scheduler, a lost lease.
+    /// While storage fails an enqueue is tried at once (`storage`): refused if that write
+    /// fails, with nothing left behind.
     fn check_admitting(&self) -> Result<(), SchedulerError> {
-        self.check_writable()?;
+        self.check_open()?;
         if self.lease.fenced {
             return Err(SchedulerError::new(
                 ErrorCode::LeaseLost,
@@ -133,15 +134,29 @@ impl<H: Host> Scheduler<H> {
         self.note_activity(now);
         let fresh = self.validate_batch(&inputs, &principal)?;
         if fresh.is_empty() {
-            // Everything is already in the ledger: wait for whatever write still carries it.
+            // Everything is already in the ledger: written (nothing to wait for), or wait for
+            // the write that carries it (refused with it if that write fails).
+            if inputs
+                .iter()
+                .all(|input| !self.ledger.is_unwritten(&input.id))
+            {
+                return Ok(self.persist.durable);
+            }
             return Ok(self.open_barrier());
         }
+        // Recorded until written: a failed write takes it back (`refusal`).
+        let keys = fresh
+            .iter()
+            .filter_map(|input| input.coalesce_key.clone())
+            .collect();
+        self.begin_admission(keys);
         let mut sequence = self.ledger.meta().last_sequence;
         let mut admitted = Vec::with_capacity(fresh.len());
         for input in fresh {
             sequence = input.sequence.unwrap_or(sequence + 1);
             let intent = into_intent(input, sequence, principal.clone());
             admitted.push(intent.id.clone());
+            self.note_inserted(&intent.id);
             self.ledger.insert_operation(Operation::new(intent));
         }
         for id in &admitted {
@@ -154,6 +169,9 @@ impl<H: Host> Scheduler<H> {
             }
             self.index(id);
         }
+        self.end_admission();
+        // While storage fails, the enqueue is its try (`storage`).
+        self.persist.try_now = true;
         // A hold exists only with `coalesceMs` set.
         let held = admitted
             .iter()
@@ -216,6 +234,7 @@ impl<H: Host> Scheduler<H> {
         if !replaceable {
             return;
         }
+        self.note_replaced(old.clone());
         let merged = match self.host.coalesce(&old.intent, &new, self) {
             Ok(merged) => merged,
             Err(error) => {

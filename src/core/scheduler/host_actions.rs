@@ -41,13 +41,14 @@ impl<H: Host> Scheduler<H> {
         self.sync_timer(now);
     }
 
-    /// S13: persist again; once durable, release resolved requests and reschedule the rest.
-    /// Returns the barrier to await, or `None` when not running.
+    /// Writes again now (storage failing or not: the scheduler also tries on its own, see
+    /// `storage`); once durable, release resolved requests and reschedule the rest, blocked
+    /// `unauthorized` ones included. Returns the barrier to await, or `None` when not running.
     pub fn resume(&mut self, now: Millis) -> Option<BatchNo> {
         if !self.is_running() || self.lease.fenced {
             return None;
         }
-        self.persist.failed = false;
+        self.persist.try_now = true;
         self.ledger.require_strict();
         let barrier = self.want_barrier();
         self.resume_barrier = Some(barrier);
@@ -100,10 +101,24 @@ impl<H: Host> Scheduler<H> {
 
     /// S15: final. Aborts what is on the wire, clears timers; later answers change nothing.
     pub fn stop(&mut self) {
+        self.stop_releasing(true);
+    }
+
+    /// As [`Scheduler::stop`], for a page that pauses while another tab takes the lead over
+    /// (it takes the lease over with a higher fence, which shuts this one out): the lease is
+    /// not given up in a write of its own, and the last write is made only when changes wait
+    /// to be written. A page kept in the back/forward cache whose transaction another tab
+    /// waits for is evicted from the cache.
+    pub fn stop_keeping_lease(&mut self) {
+        self.stop_releasing(false);
+    }
+
+    fn stop_releasing(&mut self, release_lease: bool) {
         if self.is_closed() {
             return;
         }
-        if self.is_leader() && !self.persist.failed {
+        let write = release_lease || self.ledger.has_changes();
+        if self.is_leader() && self.persist.trouble.is_none() && write {
             // Hand the ledger over at once (a reload or another tab need not wait for the
             // lease to lapse): a last fenced write with the lease expiring now, carrying
             // whatever was still unwritten. Its answer is ignored like every late callback.
@@ -448,18 +463,28 @@ impl<H: Host> Scheduler<H> {
         Ok(self.after_call(now))
     }
 
-    /// A call that writes: refused after stop, and while storage is failed (S13).
+    /// A host action that writes (retry, discard, revise): refused after stop, and while
+    /// storage is failing (it would change what a failed write left waiting; enqueues try).
     pub(super) fn check_writable(&self) -> Result<(), SchedulerError> {
+        self.check_open()?;
+        if let Some(trouble) = &self.persist.trouble {
+            return Err(SchedulerError::new(
+                ErrorCode::StorageUnavailable,
+                format!(
+                    "storage is failing ({}); the scheduler tries again on its own, resume() tries now",
+                    trouble.error.code
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Refused after `stop()`.
+    pub(super) fn check_open(&self) -> Result<(), SchedulerError> {
         if self.is_closed() {
             return Err(SchedulerError::new(
                 ErrorCode::SchedulerClosed,
                 "the scheduler was stopped",
-            ));
-        }
-        if self.persist.failed {
-            return Err(SchedulerError::new(
-                ErrorCode::StorageUnavailable,
-                "storage failed; call resume() first",
             ));
         }
         Ok(())

@@ -6,7 +6,7 @@ use crate::core::collections::str_map::StrMap;
 use super::{Lifecycle, Scheduler, Stage};
 use crate::core::error::{ErrorCode, SchedulerError};
 use crate::core::host::Host;
-use crate::core::model::{Millis, Operation, OperationPhase, UPLOAD_KIND};
+use crate::core::model::{Millis, OperationPhase, UPLOAD_KIND};
 
 /// Why an operation is where it is (D3).
 #[derive(serde::Serialize, Clone, Debug, PartialEq)]
@@ -47,6 +47,25 @@ pub struct Explanation {
     /// request again; `discard(id)` gives it up, with the user's consent).
     #[serde(rename = "release", skip_serializing_if = "Option::is_none")]
     pub release: Option<Vec<String>>,
+}
+
+impl Explanation {
+    /// An explanation of `operation_id` with nothing decided yet (`pending`, no reason).
+    fn of(operation_id: &str, request_id: Option<String>, blockers: Vec<String>) -> Self {
+        Self {
+            operation_id: operation_id.to_owned(),
+            state: "pending",
+            reason: String::new(),
+            canvas_id: None,
+            request_id,
+            dependency_id: None,
+            due_at: None,
+            attempt: None,
+            blockers,
+            held_canvas_ids: None,
+            release: None,
+        }
+    }
 }
 
 /// K1: how the host releases what a blocked request holds.
@@ -168,93 +187,7 @@ crate::json_record!(SchedulerStats write_only {
     leader_owner: "leaderOwner" required,
 });
 
-/// What the ledger knows of an id: the operation whole, or the tombstone it was compacted to.
-#[derive(serde::Serialize, Clone, Debug, PartialEq)]
-#[serde(untagged)]
-pub enum Known {
-    /// Stored whole.
-    Operation(Box<crate::core::model::Operation>),
-    /// Settled and compacted (retention).
-    Tombstone(Compacted),
-}
-
-/// A compacted operation as `operation(id)` answers it: `{ id, compacted: true, outcome,
-/// settledAt, principal? }`.
-#[derive(serde::Serialize, Clone, Debug, PartialEq)]
-pub struct Compacted {
-    /// The operation id.
-    #[serde(rename = "id")]
-    pub id: String,
-    /// Always true: tells this shape from an operation record.
-    #[serde(rename = "compacted")]
-    pub compacted: bool,
-    /// How it settled.
-    #[serde(rename = "outcome")]
-    pub outcome: crate::core::model::Settlement,
-    /// When it settled.
-    #[serde(rename = "settledAt")]
-    pub settled_at: Millis,
-    /// Its principal (K3).
-    #[serde(rename = "principal", skip_serializing_if = "Option::is_none")]
-    pub principal: Option<String>,
-}
-
-crate::json_record!(Compacted write_only {
-    id: "id" required,
-    compacted: "compacted" required,
-    outcome: "outcome" required,
-    settled_at: "settledAt" required,
-    principal: "principal" skip,
-});
-
-impl Compacted {
-    /// The settled record a tab reports for it when nothing more is known: its id, resolved,
-    /// with its outcome (no request, error or canonical answer: the tombstone keeps none).
-    pub fn settled_record(&self) -> Operation {
-        let mut op = Operation::default();
-        op.intent.id.clone_from(&self.id);
-        op.intent.principal.clone_from(&self.principal);
-        op.phase = OperationPhase::Resolved;
-        op.outcome = Some(Box::new(crate::core::model::OperationOutcome {
-            settlement: self.outcome,
-            at: self.settled_at,
-            ..Default::default()
-        }));
-        op
-    }
-}
-
-impl From<&crate::core::retention::Tombstone> for Compacted {
-    fn from(t: &crate::core::retention::Tombstone) -> Self {
-        Self {
-            id: t.id.clone(),
-            compacted: true,
-            outcome: t.settlement,
-            settled_at: t.settled_at,
-            principal: t.principal.clone(),
-        }
-    }
-}
-
 impl<H: Host> Scheduler<H> {
-    /// The operation `id` whole, or its tombstone when it was compacted and the tombstone is
-    /// at hand (compacted in this session, or looked up: see `learn_tombstones`).
-    pub fn known(&self, id: &str) -> Option<Known> {
-        if let Some(op) = self.operation_view(id) {
-            return Some(Known::Operation(Box::new(op.clone())));
-        }
-        self.ledger
-            .tombstone(id)
-            .map(|t| Known::Tombstone(Compacted::from(t)))
-    }
-
-    /// The operation `id` whole: in the ledger, or compacted with its archived copy at hand.
-    pub(super) fn operation_view(&self, id: &str) -> Option<&Operation> {
-        self.ledger
-            .operation(id)
-            .or_else(|| self.ledger.tombstone(id)?.whole.as_deref())
-    }
-
     /// A gate that stops everything, if any (in D2's words).
     fn gate(&self) -> Option<&'static str> {
         match self.lifecycle {
@@ -262,7 +195,7 @@ impl<H: Host> Scheduler<H> {
             Lifecycle::Closed => return Some("stopped"),
             Lifecycle::Running => {}
         }
-        if self.persist.failed {
+        if self.persist.trouble.is_some() {
             Some("storage_unavailable")
         } else if !self.is_leader() {
             Some("not_leader")
@@ -275,27 +208,22 @@ impl<H: Host> Scheduler<H> {
         }
     }
 
-    /// D3: explains one operation; an unknown id is an error.
+    /// D3: explains one operation; an unknown id is an error. A compacted one at hand (its
+    /// tombstone, without the archive's whole copy) is `resolved` as it settled.
     pub fn explain(&self, now: Millis, operation_id: &str) -> Result<Explanation, SchedulerError> {
-        let op = self.operation_view(operation_id).ok_or_else(|| {
-            SchedulerError::new(
-                ErrorCode::UnknownOperation,
-                format!("no operation {operation_id}"),
-            )
-        })?;
-        let mut out = Explanation {
-            operation_id: operation_id.to_owned(),
-            state: "pending",
-            reason: String::new(),
-            canvas_id: None,
-            request_id: op.request_id.clone(),
-            dependency_id: None,
-            due_at: None,
-            attempt: None,
-            blockers: op.blockers.clone(),
-            held_canvas_ids: None,
-            release: None,
+        let Some(op) = self.operation_view(operation_id) else {
+            let tombstone = self.ledger.tombstone(operation_id).ok_or_else(|| {
+                SchedulerError::new(
+                    ErrorCode::UnknownOperation,
+                    format!("no operation {operation_id}"),
+                )
+            })?;
+            let mut out = Explanation::of(operation_id, None, Vec::new());
+            out.state = "resolved";
+            out.reason = tombstone.settlement.as_str().to_owned();
+            return Ok(out);
         };
+        let mut out = Explanation::of(operation_id, op.request_id.clone(), op.blockers.clone());
         if op.phase == OperationPhase::Resolved {
             out.state = "resolved";
             out.reason = op

@@ -13,9 +13,12 @@ mod completion;
 mod enqueue;
 mod host_actions;
 mod inspect;
+mod known;
 mod pump;
 mod recovery;
+mod refusal;
 mod saved;
+mod storage;
 mod wall_clock;
 
 use crate::core::collections::str_map::StrMap;
@@ -38,8 +41,10 @@ use super::ready_queue::ReadyQueue;
 use super::retry_queue::{RetryEntry, RetryQueue};
 
 pub use batch::{BatchEntry, BatchPayload};
-pub use inspect::{Compacted, Explanation, FlushOutcome, Known, SchedulerStats, RELEASE_ACTIONS};
+pub use inspect::{Explanation, FlushOutcome, SchedulerStats, RELEASE_ACTIONS};
+pub use known::{Compacted, Known};
 pub use saved::{PendingEntry, Saved};
+pub use storage::{storage_retry_delay, STORAGE_RETRY_BASE_MS, STORAGE_RETRY_MAX_MS};
 
 /// Handle returned by [`Scheduler::hold`].
 pub type HoldId = u64;
@@ -94,8 +99,13 @@ struct PersistState {
     durable: BatchNo,
     /// Someone waits on the open batch even if it writes nothing.
     barrier_wanted: bool,
-    /// Storage failed; nothing more is written or sent until `resume()` (S13).
-    failed: bool,
+    /// Writes are failing: what waits to be written is tried again at a due time, and only
+    /// what is durable is sent (`storage`).
+    trouble: Option<storage::StorageTrouble>,
+    /// An enqueue or `resume()` asks that the next batch be tried now, storage failing or not.
+    try_now: bool,
+    /// Batches whose write failed: their enqueues and `resume()`s were refused.
+    refused: storage::Refusals,
     /// A `CommitSoon` is outstanding (group commit).
     commit_requested: bool,
     /// Inside `commit()`: write now.
@@ -180,6 +190,12 @@ pub struct Scheduler<H: Host> {
     counters: Counters,
     /// A `participants` or `compile` hook is running (the host may read meanwhile).
     in_hook: bool,
+    /// The server declined a batch (`batch`): every request carries one operation from now on.
+    batches_declined: bool,
+    /// Enqueues not yet written, oldest first (`refusal`), and the one under way with the
+    /// length of the effect queue when it began.
+    admissions: Vec<refusal::Admission>,
+    admitting: Option<(refusal::Admission, usize)>,
 }
 
 impl<H: Host> Scheduler<H> {
@@ -239,6 +255,9 @@ impl<H: Host> Scheduler<H> {
             coalescing: coalesce_hold::CoalesceHolds::default(),
             counters: Counters::default(),
             in_hook: false,
+            batches_declined: false,
+            admissions: Vec::new(),
+            admitting: None,
         })
     }
 
@@ -279,6 +298,12 @@ impl<H: Host> Scheduler<H> {
         self.lease.fenced
     }
 
+    /// Whether `start()` was called (and `stop()` was not): the ledger is recovered, and
+    /// every unsettled operation is known to the scheduler.
+    pub fn is_running(&self) -> bool {
+        self.lifecycle == Lifecycle::Running
+    }
+
     /// Whether `stop()` was called.
     pub fn is_closed(&self) -> bool {
         self.lifecycle == Lifecycle::Closed
@@ -289,12 +314,17 @@ impl<H: Host> Scheduler<H> {
         self.lease.fence.is_some() && !self.lease.fenced
     }
 
-    /// Whether a barrier returned by `enqueue`/`resume`/`retry`/`discard` is durable (`Some(true)`),
-    /// can no longer become durable without `resume()` (`Some(false)`), or is still pending.
+    /// Whether the write behind a barrier returned by `enqueue`/`resume`/`retry`/`discard`/
+    /// `revise` is durable (`Some(true)`), failed or never will happen (`Some(false)`: the
+    /// enqueues it carried were refused and left nothing behind; a host action's change waits
+    /// in memory for the next write; or the scheduler stopped or lost its lease), or is still
+    /// pending.
     pub fn barrier_state(&self, barrier: BatchNo) -> Option<bool> {
-        if barrier <= self.persist.durable {
+        if self.persist.refused.covers(barrier) {
+            Some(false)
+        } else if barrier <= self.persist.durable {
             Some(true)
-        } else if self.persist.failed || self.lease.fenced || self.is_closed() {
+        } else if self.lease.fenced || self.is_closed() {
             Some(false)
         } else {
             None
@@ -330,10 +360,6 @@ impl<H: Host> Scheduler<H> {
         self.report(Report::Error(SchedulerError::new(code, message)));
     }
 
-    fn is_running(&self) -> bool {
-        self.lifecycle == Lifecycle::Running
-    }
-
     /// Notes an enqueue: the user is at work for the next `ACTIVE_MS`.
     pub(super) fn note_activity(&mut self, now: Millis) {
         self.active_until = now.saturating_add(pump::ACTIVE_MS);
@@ -363,11 +389,12 @@ impl<H: Host> Scheduler<H> {
 
     /// Whether new attempts may start now.
     fn may_dispatch(&self) -> bool {
-        self.is_running()
-            && self.holds.is_empty()
-            && self.online
-            && !self.persist.failed
-            && self.is_leader()
+        self.sending_open() && self.persist.trouble.is_none()
+    }
+
+    /// Whether anything may be sent now, storage failing or not (see `storage`).
+    fn sending_open(&self) -> bool {
+        self.is_running() && self.holds.is_empty() && self.online && self.is_leader()
     }
 
     /// Attempts that hold a concurrency slot (S2): from the decision to send until the answer
@@ -453,13 +480,17 @@ impl<H: Host> Scheduler<H> {
     }
 
     /// Arms the single wake-up the driver keeps: a yielded pump pass, the earliest due retry,
-    /// or the next lease renewal. Cleared while held, stopped, offline or failed (S14, S15).
+    /// the next lease renewal, or the next try of a failing storage. Dispatch wake-ups are
+    /// cleared while held, stopped, offline or failing.
     fn sync_timer(&mut self, now: Millis) {
         self.follow_clock(now);
-        let desired = if self.may_dispatch() {
+        // While storage fails, retries still fall due (`storage`: some go with no write).
+        let retrying = self.persist.trouble.is_some() && self.sending_open();
+        let desired = if self.may_dispatch() || retrying {
+            let dispatching = self.may_dispatch();
             let mut due: Option<Millis> = None;
             let mut consider = |at: Millis| due = Some(due.map_or(at, |d| d.min(at)));
-            if self.yielded {
+            if self.yielded && dispatching {
                 consider(now);
             }
             if self.occupied() < self.config.concurrency {
@@ -467,7 +498,7 @@ impl<H: Host> Scheduler<H> {
                     consider(entry.due_at);
                 }
             }
-            if let Some(end) = self.coalescing.next_end() {
+            if let Some(end) = self.coalescing.next_end().filter(|_| dispatching) {
                 consider(end);
             }
             due
@@ -482,7 +513,7 @@ impl<H: Host> Scheduler<H> {
         let desired = earliest(desired, renew_at);
         // Retention: wake when the oldest settled operation outgrows the age limit. One due
         // already runs with the next quiet batch (a wake-up now would find the same work).
-        let compact_at = (self.is_leader() && !self.is_closed() && !self.persist.failed)
+        let compact_at = (self.is_leader() && !self.is_closed() && self.persist.trouble.is_none())
             .then(|| self.ledger.compaction_due())
             .flatten()
             .filter(|at| *at > now);
@@ -497,7 +528,21 @@ impl<H: Host> Scheduler<H> {
             .persist
             .write_due
             .filter(|_| self.persist.in_flight.is_none() && !self.persist.commit_requested);
+        // Storage failing: the next try of the write (`storage`).
+        let storage_retry_at = self
+            .persist
+            .trouble
+            .as_ref()
+            .filter(|_| {
+                !self.is_closed()
+                    && !self.lease.fenced
+                    && self.persist.in_flight.is_none()
+                    && !self.persist.commit_requested
+            })
+            // A held enqueue's write (`coalesceMs`) goes no sooner.
+            .map(|trouble| trouble.retry_at.max(self.persist.write_due.unwrap_or(0)));
         let desired = earliest(earliest(earliest(desired, compact_at), resume_at), write_at);
+        let desired = earliest(desired, storage_retry_at);
         if desired != self.timer {
             self.timer = desired;
             self.effects.push_back(Effect::SetTimer(desired));
@@ -510,7 +555,7 @@ impl<H: Host> Scheduler<H> {
     fn keeps_lease_alive(&self) -> bool {
         self.is_leader()
             && !self.is_closed()
-            && !self.persist.failed
+            && self.persist.trouble.is_none()
             && ((self.may_dispatch() && self.has_work()) || self.config.keep_lease)
     }
 

@@ -148,10 +148,14 @@ impl<H: Host> Scheduler<H> {
         });
     }
 
-    /// One pump pass. Does nothing while held, stopped, offline, failed or not leading.
+    /// One pump pass. Does nothing while held, stopped, offline or not leading; while storage
+    /// fails, only due retries that need no write go (`storage`).
     pub(super) fn pump(&mut self, now: Millis) {
         if !self.may_dispatch() {
             self.withdraw_ahead(now);
+            if self.persist.trouble.is_some() && self.sending_open() {
+                self.run_due_retries(now);
+            }
             return;
         }
         self.yielded = false;
@@ -160,6 +164,25 @@ impl<H: Host> Scheduler<H> {
         // that freed the slot in the same turn, without waiting for a commit.
         self.promote_ahead(now);
         // S11: due retries run before new ready work.
+        self.run_due_retries(now);
+        // S12: examine at most `pump_budget` ready operations, then yield.
+        let mut budget = self.ready.len().min(self.config.pump_budget);
+        while self.has_room() && budget > 0 {
+            budget -= 1;
+            let Some((_, id)) = self.ready.pop() else {
+                break;
+            };
+            self.counters.scanned += 1;
+            self.examine(now, &id);
+        }
+        if !self.ready.is_empty() && self.has_room() {
+            self.yielded = true;
+        }
+        self.sync_timer(now);
+    }
+
+    /// Launches due retries while slots are free (they go before new ready work).
+    fn run_due_retries(&mut self, now: Millis) {
         while self.occupied() < self.config.concurrency {
             let Some(entry) = self.retries.pop_due(now) else {
                 break;
@@ -183,20 +206,6 @@ impl<H: Host> Scheduler<H> {
             self.counters.retried += 1;
             self.launch(now, &entry.request_id, entry.action);
         }
-        // S12: examine at most `pump_budget` ready operations, then yield.
-        let mut budget = self.ready.len().min(self.config.pump_budget);
-        while self.has_room() && budget > 0 {
-            budget -= 1;
-            let Some((_, id)) = self.ready.pop() else {
-                break;
-            };
-            self.counters.scanned += 1;
-            self.examine(now, &id);
-        }
-        if !self.ready.is_empty() && self.has_room() {
-            self.yielded = true;
-        }
-        self.sync_timer(now);
     }
 
     /// Tries to freeze and launch one ready operation.
@@ -337,8 +346,16 @@ impl<H: Host> Scheduler<H> {
     }
 
     /// Counts the attempt in the ledger and waits for it to be durable before sending (S7).
+    /// While storage fails, a request whose dispatch marker is durable goes at once, counted in
+    /// memory, while the lease lasts; any other waits for storage (`storage`).
     pub(super) fn launch(&mut self, now: Millis, request_id: &str, action: RetryAction) {
-        if self.active.contains_key(request_id) || !self.may_dispatch() {
+        if self.active.contains_key(request_id) {
+            return;
+        }
+        if self.persist.trouble.is_some() {
+            return self.launch_unwritten(now, request_id, action);
+        }
+        if !self.may_dispatch() {
             return;
         }
         let Some(kind) = self.ledger.request(request_id).map(|r| r.kind.clone()) else {
@@ -370,6 +387,30 @@ impl<H: Host> Scheduler<H> {
             },
         );
         self.maybe_flush(now);
+    }
+
+    fn launch_unwritten(&mut self, now: Millis, request_id: &str, action: RetryAction) {
+        if !self.sending_open() || !self.sendable_unwritten(now, request_id) {
+            // It waits for storage: the first write that succeeds offers it again.
+            return;
+        }
+        let Some(kind) = self.ledger.request(request_id).map(|r| r.kind.clone()) else {
+            return;
+        };
+        self.ledger.mark_sent(request_id, action);
+        self.next_attempt += 1;
+        self.active.insert(
+            request_id.to_owned(),
+            Attempt {
+                id: self.next_attempt,
+                action,
+                kind,
+                stage: Stage::Barrier(self.persist.durable),
+                denied: None,
+                sent_at: None,
+            },
+        );
+        self.send(now, request_id);
     }
 
     /// S2: gives free slots to requests frozen ahead, oldest first. One whose freeze is durable
@@ -426,7 +467,7 @@ impl<H: Host> Scheduler<H> {
     /// in order, and a crash or a failed write loses both together.
     fn release_answered(&mut self, now: Millis) {
         let answered = std::mem::take(&mut self.persist.answered);
-        if answered.is_empty() || self.persist.failed || !self.is_running() {
+        if answered.is_empty() || self.persist.trouble.is_some() || !self.is_running() {
             return;
         }
         for id in answered {
@@ -476,11 +517,18 @@ impl<H: Host> Scheduler<H> {
             return;
         }
         if self.persist.in_flight.is_some()
-            || self.persist.failed
+            || !self.may_write(now)
             || self.lease.fenced
             || self.lifecycle == super::Lifecycle::Closed
         {
             return;
+        }
+        let trouble = self.persist.trouble.is_some();
+        if trouble {
+            // A try of failing storage: it renews the lease (so sending may go on once it is
+            // written) and goes even with nothing else to write.
+            self.lease.renew_wanted = true;
+            self.persist.barrier_wanted = true;
         }
         let lease_write = if self.lease.renew_wanted && self.lease.fence.is_some() {
             Some(crate::core::io::LeaseWrite::Renew {
@@ -520,7 +568,10 @@ impl<H: Host> Scheduler<H> {
         let backlog = self.ledger.settled_count() >= COMPACT_BACKLOG
             && backlog_due
             && !self.ledger.last_slice_idle();
+        // A try of failing storage writes only what waits: the smallest write that can work.
+        let fold = fold && !trouble;
         let compact = (self.is_leader()
+            && !trouble
             && (quiet || busy_due || backlog || self.config.retain.keeps_nothing())
             && self.ledger.wants_compaction(now))
         .then_some(Compact {
@@ -547,6 +598,7 @@ impl<H: Host> Scheduler<H> {
         self.persist.next_no += 1;
         self.persist.in_flight = Some(no);
         self.persist.barrier_wanted = false;
+        self.persist.try_now = false;
         self.persist.write_due = None;
         self.lease.renew_wanted = false;
         if compact.is_some() && !quiet {

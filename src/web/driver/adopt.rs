@@ -55,12 +55,19 @@ impl Driver {
                     continue;
                 }
             };
-            if let Err(error) = self.learn_tombstones(&entry.intents).await {
-                stopped = Some(error);
-                break;
-            }
-            let result =
-                self.with(|s, now| s.adopt(now, entry.intents.clone(), entry.principal.clone()));
+            self.begin_look_up();
+            let learnt = self.learn_tombstones(&entry.intents).await;
+            let result = learnt.map(|()| {
+                self.with(|s, now| s.adopt(now, entry.intents.clone(), entry.principal.clone()))
+            });
+            self.end_look_up();
+            let result = match result {
+                Ok(result) => result,
+                Err(error) => {
+                    stopped = Some(error);
+                    break;
+                }
+            };
             let refusal = match result {
                 Ok(b) => {
                     barrier = Some(b);
@@ -84,7 +91,7 @@ impl Driver {
             });
         }
         if let Some(barrier) = barrier {
-            self.wait_barrier(barrier).await?;
+            self.wait_written(barrier).await?;
         }
         let now = self.inspect(|_, now| now);
         store.clear_inbox(now, &adopted, &refused).await?;

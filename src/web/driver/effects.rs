@@ -5,7 +5,9 @@ use web_sys::AbortController;
 
 use super::Driver;
 use crate::core::clock::Clock;
-use crate::core::io::{AttemptStatus, Effect, SendOrder};
+use crate::core::io::{
+    AttemptStatus, Effect, PersistBatch, PersistFailure, PersistResult, SendOrder,
+};
 use crate::core::model::{Millis, UPLOAD_KIND};
 use crate::core::scrub::Secrets;
 use crate::web::clock::BrowserClock;
@@ -20,16 +22,7 @@ impl Driver {
             let effect = self.state.borrow_mut().scheduler.poll_effect();
             let Some(effect) = effect else { break };
             match effect {
-                Effect::Persist(batch) => {
-                    // The transaction opens here, in this turn's group commit; only its
-                    // answer is awaited.
-                    let applied = self.state.borrow().store.apply(&batch);
-                    let (this, no) = (self.clone(), batch.no);
-                    spawn(async move {
-                        let result = applied.await;
-                        this.with(|s, now| s.on_persisted(now, no, result));
-                    });
-                }
+                Effect::Persist(batch) => self.persist(batch),
                 Effect::Send(order) => self.send(*order),
                 Effect::Authorize(order) => self.authorize(*order),
                 Effect::Abort(attempt) => {
@@ -64,7 +57,7 @@ impl Driver {
     }
 
     /// Wakes the waiters whose barrier or settle is decided; true when a barrier waiter woke
-    /// (an enqueue became durable).
+    /// (an enqueue became durable, or was refused).
     pub(super) fn wake_waiters(&self) -> bool {
         let (barriers, settled) = {
             let mut state = self.state.borrow_mut();
@@ -92,6 +85,31 @@ impl Driver {
             signal.resolve();
         }
         woke
+    }
+
+    /// Writes a batch and hands the result to the core.
+    fn persist(&self, batch: PersistBatch) {
+        let store = self.state.borrow().store.clone();
+        let (this, no) = (self.clone(), batch.no);
+        if store.is_open() {
+            // The transaction opens here, in this turn's group commit; only its answer is
+            // awaited.
+            let applied = store.apply(&batch);
+            spawn(async move {
+                let result = applied.await;
+                this.with(|s, now| s.on_persisted(now, no, result));
+            });
+            return;
+        }
+        // A connection the browser closed (or another tab's upgrade) is opened again first, so
+        // the core's next try of failing storage can succeed with no host call.
+        spawn(async move {
+            let result = match store.reopen().await {
+                Ok(()) => store.apply(&batch).await,
+                Err(error) => PersistResult::Failed(PersistFailure::Storage(error)),
+            };
+            this.with(|s, now| s.on_persisted(now, no, result));
+        });
     }
 
     pub(super) fn arm(&self, at: Option<Millis>) {

@@ -23,8 +23,7 @@ use crate::core::io::{AttemptId, BatchNo, Report};
 use crate::core::loader::Quarantined;
 use crate::core::model::Millis;
 use crate::core::partial::Verdict;
-use crate::core::retention::MEMORY_LIMIT;
-use crate::core::scheduler::{Compacted, Known};
+use crate::core::scheduler::Known;
 use crate::core::Scheduler;
 use crate::web::clock::BrowserClock;
 use crate::web::js_transport::JsTransport;
@@ -239,9 +238,11 @@ impl Driver {
 
     /// Durable enqueue: resolves once the intents are in IndexedDB.
     pub async fn enqueue(&self, intents: Vec<IntentInput>) -> Result<(), SchedulerError> {
-        self.learn_tombstones(&intents).await?;
-        let barrier = self.with(|s, now| s.enqueue(now, intents))?;
-        self.wait_barrier(barrier).await
+        self.begin_look_up();
+        let learnt = self.learn_tombstones(&intents).await;
+        let admitted = learnt.and_then(|()| self.with(|s, now| s.enqueue(now, intents)));
+        self.end_look_up();
+        self.wait_written(admitted?).await
     }
 
     /// Partial enqueue (`enqueueMany(intents, { atomic: false })`): the core decides what is
@@ -255,17 +256,41 @@ impl Driver {
         for input in slots.iter().flatten() {
             decoded.push(input.clone());
         }
-        self.learn_tombstones(&decoded).await?;
-        let (verdicts, barrier) = self.with(|s, now| s.enqueue_partial(now, slots))?;
+        self.begin_look_up();
+        let learnt = self.learn_tombstones(&decoded).await;
+        let admitted = learnt.and_then(|()| self.with(|s, now| s.enqueue_partial(now, slots)));
+        self.end_look_up();
+        let (verdicts, barrier) = admitted?;
         if let Some(barrier) = barrier {
-            self.wait_barrier(barrier).await?;
+            self.wait_written(barrier).await?;
         }
         Ok(verdicts)
     }
 
+    /// An enqueue (or an adoption) begins to look its ids up: from the first round of
+    /// [`Driver::learn_tombstones`] until the intents are admitted, no tombstone leaves memory
+    /// ([`Scheduler::begin_look_up`]), so an id at hand when a round began, and so not read,
+    /// is still known when they are admitted. Ended by [`Driver::end_look_up`] on every path.
+    pub(crate) fn begin_look_up(&self) {
+        self.state.borrow_mut().scheduler.begin_look_up();
+    }
+
+    /// See [`Driver::begin_look_up`].
+    pub(crate) fn end_look_up(&self) {
+        self.state.borrow_mut().scheduler.end_look_up();
+    }
+
+    /// Most tombstones kept at hand (`MEMORY_LIMIT`): tests lower it to reach the limit with
+    /// few operations.
+    #[cfg(feature = "testing")]
+    pub fn set_memory_limit(&self, limit: usize) {
+        self.state.borrow_mut().scheduler.set_memory_limit(limit);
+    }
+
     /// Retention: looks up, by id, the stored tombstones of the ids `intents` name that the
     /// scheduler does not hold (none when the ledger has no tombstones), so an intent already
-    /// settled and compacted is known and never sent twice.
+    /// settled and compacted is known and never sent twice. Called between
+    /// [`Driver::begin_look_up`] and [`Driver::end_look_up`].
     pub(crate) async fn learn_tombstones(
         &self,
         intents: &[IntentInput],
@@ -296,44 +321,26 @@ impl Driver {
         Ok(())
     }
 
-    /// The record of each of `ids` as `operation(id)` answers it, looking tombstones up in
-    /// the ledger first (a compacted operation is known by its tombstone), in order.
+    /// The record of each of `ids` as `operation(id)` answers it, in order: what the
+    /// scheduler holds, else what the ledger's tombstones and archive hold. The core decides
+    /// what to read and answers once it is read, with nothing leaving memory meanwhile
+    /// ([`Scheduler::begin_known`]): a batch that lands during the read does not make an id
+    /// that was at hand, and so not read, unknown.
     pub async fn known(&self, ids: Vec<String>) -> Result<Vec<Option<Known>>, SchedulerError> {
-        let (store, unknown) = {
-            let state = self.state.borrow();
-            let ledger = state.scheduler.ledger();
-            let unknown: Vec<String> = ids
-                .iter()
-                .filter(|id| ledger.operation(id).is_none() && ledger.tombstone(id).is_none())
-                .cloned()
-                .collect();
-            (state.store.clone(), unknown)
+        let (store, unread) = {
+            let mut state = self.state.borrow_mut();
+            let unread = state.scheduler.begin_known(&ids);
+            (state.store.clone(), unread)
         };
-        let mut found = store.tombstones(&unknown).await.map_err(unavailable)?;
-        // Answered from what was found, not from the tombstones kept at hand: memory keeps
-        // at most `MEMORY_LIMIT` of them, and a look-up may find any number.
-        found.sort_unstable_by(|a, b| a.id.cmp(&b.id));
-        let answers = {
-            let state = self.state.borrow();
-            ids.iter()
-                .map(|id| {
-                    state.scheduler.known(id).or_else(|| {
-                        let at = found.binary_search_by(|t| t.id.as_str().cmp(id)).ok()?;
-                        // Whole while the archive keeps it, else its tombstone.
-                        Some(match &found[at].whole {
-                            Some(op) => Known::Operation(op.clone()),
-                            None => Known::Tombstone(Compacted::from(&found[at])),
-                        })
-                    })
-                })
-                .collect()
-        };
-        // The newest stay at hand for `operation(id)`, as many as memory keeps.
-        found.sort_unstable_by_key(|t| t.key);
-        let at_hand = found.len().saturating_sub(MEMORY_LIMIT);
-        found.drain(..at_hand);
-        self.state.borrow_mut().scheduler.learn_tombstones(found);
-        Ok(answers)
+        let found = store.tombstones(&unread).await;
+        let mut state = self.state.borrow_mut();
+        match found {
+            Ok(found) => Ok(state.scheduler.end_known(&ids, found)),
+            Err(error) => {
+                state.scheduler.end_look_up();
+                Err(unavailable(error))
+            }
+        }
     }
 
     /// Opens the transaction of the batch an enqueue is about to make (see
@@ -347,7 +354,8 @@ impl Driver {
         }
     }
 
-    /// S13: writes again, then releases and reschedules. A connection closed under us
+    /// Writes again now (the scheduler also tries on its own while storage fails), then
+    /// releases and reschedules; `storage_unavailable` if that write fails. A connection closed under us
     /// (`versionchange` from another tab, `close`) is opened again first (W5).
     pub async fn resume(&self) -> Result<(), SchedulerError> {
         let store = self.state.borrow().store.clone();
@@ -355,7 +363,7 @@ impl Driver {
             store.reopen().await.map_err(unavailable)?;
         }
         match self.with(|s, now| s.resume(now)) {
-            Some(barrier) => self.wait_barrier(barrier).await,
+            Some(barrier) => self.wait_written(barrier).await,
             None => Ok(()),
         }
     }
@@ -372,7 +380,20 @@ impl Driver {
 
     /// S15: final; aborts in-flight fetches and clears the timer.
     pub fn stop(&self) {
-        self.with(|s, _| s.stop());
+        self.stop_with(true);
+    }
+
+    /// As [`Driver::stop`], for a paused page whose lead another tab takes over (the core's
+    /// [`Scheduler::stop_keeping_lease`]): no write of its own for the lease.
+    pub fn stop_keeping_lease(&self) {
+        self.stop_with(false);
+    }
+
+    fn stop_with(&self, release_lease: bool) {
+        self.with(|s, _| match release_lease {
+            true => s.stop(),
+            false => s.stop_keeping_lease(),
+        });
         let timer = self.state.borrow_mut().timer.take();
         if let Some((handle, _)) = timer {
             self.state.borrow().clock.clear_timer(handle);
@@ -479,19 +500,33 @@ impl Driver {
         self.with(f)
     }
 
-    /// Waits until a barrier is durable; a storage failure is `storage_unavailable`.
+    /// Waits until a host action's write is durable; `storage_unavailable` if it failed (what
+    /// it changed stays in memory and goes with the next write that succeeds) or never can.
     pub async fn wait_barrier(&self, barrier: BatchNo) -> Result<(), SchedulerError> {
+        self.wait_for(
+            barrier,
+            "what it changed is written once storage works again",
+        )
+        .await
+    }
+
+    /// Waits for the write an enqueue or `resume()` made: `storage_unavailable` when it failed
+    /// (an enqueue is then refused and leaves nothing behind) or never can.
+    pub async fn wait_written(&self, barrier: BatchNo) -> Result<(), SchedulerError> {
+        self.wait_for(
+            barrier,
+            "an enqueue it carried was refused and kept nothing: enqueue it again",
+        )
+        .await
+    }
+
+    async fn wait_for(&self, barrier: BatchNo, then: &str) -> Result<(), SchedulerError> {
         loop {
             let signal = {
                 let mut state = self.state.borrow_mut();
                 match state.scheduler.barrier_state(barrier) {
                     Some(true) => return Ok(()),
-                    Some(false) => {
-                        return Err(SchedulerError::new(
-                            ErrorCode::StorageUnavailable,
-                            "the write did not become durable; call resume(), then enqueue the same intents again (an unchanged intent is not added twice)",
-                        ))
-                    }
+                    Some(false) => return Err(not_written(&state.scheduler, then)),
                     None => {
                         let signal = Signal::new();
                         state.barrier_waiters.push((barrier, signal.clone()));
@@ -502,4 +537,18 @@ impl Driver {
             signal.wait().await;
         }
     }
+}
+
+/// Why a write did not happen, as the caller's error.
+fn not_written(scheduler: &Scheduler<WebHost>, then: &str) -> SchedulerError {
+    let why = match scheduler.storage_error() {
+        Some(error) => format!("{}: {}", error.code, error.message),
+        None if scheduler.is_closed() => "the scheduler was stopped".to_owned(),
+        None if scheduler.is_fenced() => "another dispatcher took the ledger".to_owned(),
+        None => "storage failed".to_owned(),
+    };
+    SchedulerError::new(
+        ErrorCode::StorageUnavailable,
+        format!("the write did not become durable ({why}); {then} (the scheduler tries storage again on its own, and says storage_recovered)"),
+    )
 }

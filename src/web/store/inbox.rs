@@ -20,7 +20,6 @@ use crate::core::error::SchedulerError;
 use crate::core::intent::IntentInput;
 use crate::core::model::{FrozenRequest, Millis, Operation};
 use crate::core::packed::decode_page;
-use crate::core::retention::Tombstone;
 use crate::core::scheduler::{Compacted, Known};
 
 /// One `enqueue`/`enqueueMany` call of a tab that does not dispatch.
@@ -330,13 +329,4 @@ pub(super) async fn read_queued(
             e.intents.into_iter().map(move |i| (principal.clone(), i))
         })
         .collect())
-}
-
-/// A settled and compacted operation as `operation(id)` answers it: whole while the archive
-/// keeps it, else its tombstone.
-pub(super) fn known_of(tombstone: &Tombstone) -> Known {
-    match &tombstone.whole {
-        Some(op) => Known::Operation(op.clone()),
-        None => Known::Tombstone(Compacted::from(tombstone)),
-    }
 }

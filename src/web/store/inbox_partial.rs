@@ -7,7 +7,7 @@ use std::collections::BTreeSet;
 
 use wasm_bindgen::JsValue;
 
-use super::inbox::{js, known_of, read_queued, stored_operation, APPEND_STORES};
+use super::inbox::{js, read_queued, stored_operation, APPEND_STORES};
 use super::schema::INBOX;
 use super::tombstones::look_up_in;
 use super::{unavailable, IdbLedger, InboxEntry};
@@ -163,7 +163,7 @@ fn add_accepted(
             }
             None if holdings.queued_intent(&input.id).is_some() => {}
             None => match holdings.tombstone(&input.id) {
-                Some(t) => present.push(known_of(t)),
+                Some(t) => present.push(Known::from(t)),
                 None => fresh.push(input.clone()),
             },
         }

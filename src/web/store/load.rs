@@ -96,11 +96,14 @@ async fn load(
     let mut loader = LedgerLoader::new();
     // The stored values of records the loader set aside, to move them unchanged.
     let mut raw_values = RawValues::new();
-    // The event log is read when asked for (`events()`, issue 38): only its highest seq here.
+    // The event log is read whole (it is bounded by `eventLogLimit`) to set aside what is not
+    // the log's, as every other store's records are (D4); its events are not kept: `events()`
+    // reads them when asked.
     for store in [
         RecordStore::Operations,
         RecordStore::OperationPages,
         RecordStore::Requests,
+        RecordStore::Events,
     ] {
         read_store(
             tx,
@@ -120,7 +123,9 @@ async fn load(
     snapshot.last_tombstone_key = super::tombstones::last_tombstone_key(tx)
         .await
         .map_err(js)?;
-    snapshot.meta.last_event_seq = super::tombstones::last_key(tx, EVENTS).await.map_err(js)?;
+    // The highest seq of the log's own records: new events follow it.
+    let events = std::mem::take(&mut snapshot.events);
+    snapshot.meta.last_event_seq = events.last().map_or(0, |event| event.seq);
     for report in rejected {
         let stored_at = raw_values
             .iter()

@@ -21,6 +21,7 @@ pub(crate) mod events;
 mod faults;
 mod inbox;
 mod inbox_partial;
+mod known;
 mod lease;
 mod load;
 pub mod requests;

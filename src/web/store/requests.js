@@ -285,12 +285,11 @@ export async function countTombstones(tx, index) {
 
 /**
  * The highest key stored (of an array key, its first member), 0 when none: one step of a
- * reverse key cursor (`tombstones`; `events` with `numbers`: only number keys count).
+ * reverse key cursor (`tombstones`).
  * @param {IDBObjectStore} store
- * @param {boolean} [numbers]
  */
-export async function lastKey(store, numbers = false) {
-  const last = await settle(store.openKeyCursor(numbers ? IDBKeyRange.upperBound(Infinity) : null, "prev"));
+export async function lastKey(store) {
+  const last = await settle(store.openKeyCursor(null, "prev"));
   if (last === null) return 0;
   return Array.isArray(last.key) ? last.key[0] : last.key;
 }

@@ -101,6 +101,12 @@ impl Drop for Tx {
     }
 }
 
+/// The answer of a request already made, to be awaited later (several can be issued first,
+/// then awaited in order).
+pub fn answer_of(request: &web_sys::IdbRequest) -> JsFuture {
+    JsFuture::from(settle(request))
+}
+
 /// The record under `key`, `None` when there is none.
 ///
 /// # Errors

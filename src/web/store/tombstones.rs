@@ -38,7 +38,7 @@ extern "C" {
     fn count_tombstones(tx: &IdbTransaction, index: &JsValue) -> Promise;
 
     #[wasm_bindgen(js_name = lastKey)]
-    fn last_key_of(store: &IdbObjectStore, numbers: bool) -> Promise;
+    fn last_key_of(store: &IdbObjectStore) -> Promise;
 
     /// Notes the page of `ids` a batch of this ledger writes under `time`.
     #[wasm_bindgen(js_name = notePage)]
@@ -56,18 +56,7 @@ extern "C" {
 ///
 /// The request's error.
 pub async fn last_tombstone_key(tx: &Tx) -> Result<u64, JsValue> {
-    let answer = JsFuture::from(last_key_of(&tx.store(TOMBSTONES)?, false)).await?;
-    Ok(answer.as_f64().map_or(0, |n| n.max(0.0) as u64))
-}
-
-/// The highest number key of `store` (keys of other types, a foreign record's, are passed
-/// over), 0 when none: one step of a reverse key cursor in a load's transaction.
-///
-/// # Errors
-///
-/// The request's error.
-pub async fn last_key(tx: &Tx, store: &str) -> Result<u64, JsValue> {
-    let answer = JsFuture::from(last_key_of(&tx.store(store)?, true)).await?;
+    let answer = JsFuture::from(last_key_of(&tx.store(TOMBSTONES)?)).await?;
     Ok(answer.as_f64().map_or(0, |n| n.max(0.0) as u64))
 }
 

@@ -53,6 +53,9 @@ impl Tab {
 
     /// Waits in the lock's queue; when granted, takes over.
     pub(super) fn queue_for_lock(&self) {
+        if self.is_paused() {
+            return; // joins again when the page is back
+        }
         let locks = self.state.borrow().locks.clone();
         let Some(locks) = locks else { return };
         self.request_lock(Rc::new(locks.request(&self.lock_name(), false, false)));
@@ -60,6 +63,9 @@ impl Tab {
 
     /// Steals the lock from a leader that stopped renewing its lease (frozen).
     pub(super) fn steal_lock(&self) {
+        if self.is_paused() {
+            return;
+        }
         let locks = self.state.borrow().locks.clone();
         let Some(locks) = locks else { return };
         self.give_up_lock();
@@ -114,7 +120,7 @@ impl Tab {
     pub(super) async fn promote(&self, takeover: bool) -> Result<(), SchedulerError> {
         let (options, store) = {
             let mut state = self.state.borrow_mut();
-            if !matches!(state.role, Role::Follower) {
+            if !matches!(state.role, Role::Follower) || state.paused {
                 return Ok(());
             }
             state.role = Role::Promoting;
@@ -160,15 +166,17 @@ impl Tab {
             fence,
         });
         self.emit_json(&events::leader_changed(true, Some(&owner), fence));
-        self.serve_pending_locally();
         self.adopt().await;
         self.catch_up().await;
-        if self.state.borrow().started {
-            driver.start()?;
+        let started = if self.state.borrow().started {
+            driver.start()
         } else {
             driver.wake(); // renews the lease until the host starts this tab
-        }
-        Ok(())
+            Ok(())
+        };
+        // Once started: a `whenSaved()` asked of the old leader covers what recovery finds.
+        self.serve_pending_locally();
+        started
     }
 
     /// Stops dispatching after losing the lock or the lease; follows and queues again.
@@ -227,7 +235,7 @@ impl Tab {
         let delay = self.tick_ms();
         let weak = Rc::downgrade(&self.state);
         let mut state = self.state.borrow_mut();
-        if matches!(state.role, Role::Closed) {
+        if matches!(state.role, Role::Closed) || state.paused {
             return;
         }
         let handle = state.clock.set_timer(

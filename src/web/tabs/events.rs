@@ -67,6 +67,12 @@ pub fn event_json(report: &Report) -> JsonText {
             event.member("code", error.code());
             event.member("message", &error.message);
         }
+        Report::StorageFailed { error } => {
+            event.member("type", "storage_failed");
+            event.member("name", &error.code);
+            event.member("message", &error.message);
+        }
+        Report::StorageRecovered => event.member("type", "storage_recovered"),
         Report::LeaderChanged { leader, fence } => {
             event.member("type", "leader_changed");
             event.member("leader", leader);

@@ -16,7 +16,7 @@ use crate::core::error::{ErrorCode, SchedulerError};
 use crate::core::intent::{check_batch, into_intent, IntentInput};
 use crate::core::io::Report;
 use crate::core::model::{Operation, OperationPhase};
-use crate::core::scheduler::{Compacted, Known, RELEASE_ACTIONS};
+use crate::core::scheduler::{Known, RELEASE_ACTIONS};
 use crate::core::SchedulerStats;
 use crate::web::driver::Signal;
 use crate::web::json::to_js;
@@ -258,7 +258,48 @@ impl Tab {
     }
 
     /// Runs a host action: here while leading, by the leader otherwise.
+    ///
+    /// A `whenSaved()` whose dispatcher stopped under it while this tab stays open (a pause,
+    /// a lost lead) waits on through whoever dispatches now.
     pub async fn act(&self, action: HostAction, arg: JsValue) -> Result<JsValue, SchedulerError> {
+        let mut tries = 0;
+        loop {
+            if matches!(action, HostAction::WhenSaved) {
+                self.until_started().await;
+            }
+            let result = self.act_once(action, arg.clone()).await;
+            let interrupted = matches!(action, HostAction::WhenSaved)
+                && matches!(&result, Err(e) if e.code == ErrorCode::SchedulerClosed)
+                && !matches!(self.state.borrow().role, Role::Closed);
+            tries += 1;
+            if !interrupted || tries >= super::INTERRUPTED_TRIES {
+                return result;
+            }
+        }
+    }
+
+    /// While this tab, elected, loads the ledger before starting (the host started it): wait
+    /// for the start, whose recovery finds the operations a `whenSaved()` covers. Bounded.
+    async fn until_started(&self) {
+        for _ in 0..1_000 {
+            let loading = {
+                let state = self.state.borrow();
+                match &state.role {
+                    Role::Promoting => state.started,
+                    Role::Leader(driver) => {
+                        state.started && !driver.inspect(|s, _| s.is_running() || s.is_closed())
+                    }
+                    _ => false,
+                }
+            };
+            if !loading {
+                return;
+            }
+            crate::web::clock::sleep(20).await;
+        }
+    }
+
+    async fn act_once(&self, action: HostAction, arg: JsValue) -> Result<JsValue, SchedulerError> {
         if matches!(self.state.borrow().role, Role::Closed) {
             return Err(SchedulerError::new(
                 ErrorCode::SchedulerClosed,
@@ -401,7 +442,8 @@ impl Tab {
 
     /// Retention: what the ledger knows of each of `ids` — the record, the tombstone of a
     /// compacted operation (looked up in the ledger), or `undefined` — in order. While
-    /// following: the relayed view of an operation this tab enqueued, else its tombstone.
+    /// following: the relayed view of an operation this tab enqueued, else what the ledger
+    /// stores of it (the working stores, then the tombstones and the archive, in one read).
     ///
     /// # Errors
     ///
@@ -415,23 +457,20 @@ impl Tab {
                 .collect());
         }
         let store = self.store();
-        let found = store
-            .tombstones(&ids)
+        let stored = store
+            .known_records(&ids)
             .await
             .map_err(crate::web::store::unavailable)?;
-        let views = ids.iter().map(|id| self.state.borrow().views.get(id));
+        let state = self.state.borrow();
         Ok(ids
             .iter()
-            .zip(views.collect::<Vec<_>>())
-            .map(|(id, view)| {
-                view.or_else(|| {
-                    // Whole while the archive keeps it, else its tombstone.
-                    found.iter().find(|t| &t.id == id).map(|t| match &t.whole {
-                        Some(op) => to_js(op.as_ref()),
-                        None => to_js(&Compacted::from(t)),
-                    })
-                })
-                .unwrap_or(JsValue::UNDEFINED)
+            .zip(stored)
+            .map(|(id, stored)| {
+                state
+                    .views
+                    .get(id)
+                    .or_else(|| stored.as_ref().map(known_js))
+                    .unwrap_or(JsValue::UNDEFINED)
             })
             .collect())
     }
@@ -523,13 +562,26 @@ impl Tab {
     /// # Errors
     ///
     /// `invalid_state` (see [`Driver::read`](crate::web::driver::Driver::read)).
+    /// `persisted` says whether the browser keeps the origin's storage persistent.
     pub fn stats(&self) -> Result<JsValue, SchedulerError> {
+        let stats = self.stats_here()?;
+        let persisted = self
+            .state
+            .borrow()
+            .persisted
+            .map_or(JsValue::NULL, JsValue::from);
+        let _ = Reflect::set(&stats, &"persisted".into(), &persisted);
+        Ok(stats)
+    }
+
+    fn stats_here(&self) -> Result<JsValue, SchedulerError> {
         if let Some(driver) = self.driver() {
             return driver.read(|s, _| to_js(&s.stats()));
         }
         let state = self.state.borrow();
         let idle = match state.role {
             Role::Closed => "stopped",
+            _ if state.paused => "paused",
             _ if !state.started => "not_started",
             _ => "not_leader",
         };

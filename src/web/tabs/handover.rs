@@ -32,8 +32,8 @@ impl Tab {
         }
     }
 
-    fn ask_to_lead(&self) {
-        if matches!(self.state.borrow().role, Role::Follower) {
+    pub(super) fn ask_to_lead(&self) {
+        if matches!(self.state.borrow().role, Role::Follower) && !self.is_paused() {
             let from = self.owner();
             self.post(&TabMessage::Visible { from });
         }
@@ -83,7 +83,8 @@ impl Tab {
                     return;
                 }
                 let idle = matches!(tab.state.borrow().role, Role::Follower)
-                    && tab.state.borrow().lock.is_none();
+                    && tab.state.borrow().lock.is_none()
+                    && !tab.is_paused();
                 if !idle {
                     lock.release(); // stopped (or queued again) meanwhile
                     return;

@@ -137,6 +137,11 @@ impl LockRequest {
         let _ = JsFuture::from(self.finished.clone()).await;
     }
 
+    /// Resolves as [`LockRequest::finished`] does, as a promise that outlives the request.
+    pub fn ended(&self) -> Promise {
+        self.finished.clone()
+    }
+
     /// Releases a held lock, or withdraws a request still waiting in the queue.
     pub fn release(&self) {
         settle(&self.release, &JsValue::UNDEFINED);

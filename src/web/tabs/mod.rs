@@ -21,6 +21,7 @@ mod election;
 pub mod events;
 mod follower;
 mod handover;
+mod lifecycle;
 mod locks;
 mod partial;
 mod relay;
@@ -43,6 +44,7 @@ use crate::core::HoldId;
 use crate::web::clock::BrowserClock;
 use crate::web::driver::{Driver, DriverOptions, Signal};
 use crate::web::json::to_js;
+use crate::web::page_lifecycle::PageLifecycle;
 use crate::web::store::{unavailable, IdbLedger};
 use crate::web::wake::WakeSignals;
 
@@ -121,6 +123,18 @@ struct TabState {
     last_pending: Option<usize>,
     /// `visibilitychange` listener (a visible follower asks a hidden leader to hand over).
     visibility: Option<WakeSignals>,
+    /// `pagehide` / `pageshow` / `freeze` / `resume` listeners (a Window only).
+    lifecycle: Option<PageLifecycle>,
+    /// The page is hidden in the back/forward cache or frozen: nothing dispatches here, and
+    /// the tab holds no lock, queue place or channel (see `lifecycle.rs`).
+    paused: bool,
+    /// Counts pauses and resumptions: a join under way gives up when it changed.
+    epoch: u64,
+    /// The locks a pause let go, until the browser has taken them back: joining again waits
+    /// for them (our own lock, not yet released, is not another tab's).
+    releasing: Vec<js_sys::Promise>,
+    /// Whether the origin's storage is persistent, as the browser last said (`stats()`).
+    persisted: Option<bool>,
 }
 
 /// One tab's share of a ledger: dispatches when elected, enqueues through the inbox
@@ -132,6 +146,17 @@ pub struct Tab {
 
 fn closed() -> SchedulerError {
     SchedulerError::new(ErrorCode::SchedulerClosed, "the scheduler was stopped")
+}
+
+/// How often an enqueue or `whenSaved()` interrupted by a stopped dispatcher is tried again.
+pub(super) const INTERRUPTED_TRIES: usize = 8;
+
+/// What a call interrupted every time it was tried answers.
+pub(super) fn interrupted() -> SchedulerError {
+    SchedulerError::new(
+        ErrorCode::StorageUnavailable,
+        "the dispatching tab kept changing under this call; call it again",
+    )
 }
 
 impl Tab {
@@ -188,6 +213,11 @@ impl Tab {
             pending_armed: false,
             last_pending: None,
             visibility: None,
+            lifecycle: None,
+            paused: false,
+            epoch: 0,
+            releasing: Vec::new(),
+            persisted: None,
         };
         let tab = Tab {
             state: Rc::new(RefCell::new(state)),
@@ -197,6 +227,7 @@ impl Tab {
         tab.elect_at_open().await?;
         tab.arm_tick();
         tab.watch_visibility();
+        tab.watch_lifecycle();
         Ok(tab)
     }
 
@@ -221,6 +252,18 @@ impl Tab {
         }
         self.state.borrow_mut().owner_lock = Some(request);
         Ok(())
+    }
+
+    /// Asks the browser, without waiting, to keep the origin's storage persistent (with
+    /// `ask`; else only reads whether it is), for `stats().persisted`.
+    pub fn ask_persistence(&self, ask: bool) {
+        let weak = Rc::downgrade(&self.state);
+        crate::web::task::spawn(async move {
+            let persisted = crate::web::persist::persistence(ask).await;
+            if let Some(state) = weak.upgrade() {
+                state.borrow_mut().persisted = persisted;
+            }
+        });
     }
 
     /// This tab's owner id.
@@ -258,19 +301,38 @@ impl Tab {
     /// # Errors
     ///
     /// The codes of [`Driver::enqueue`] and of the inbox checks.
+    ///
+    /// A dispatcher stopped under the enqueue (the page paused, or the lead was lost) may or
+    /// may not have written the intents in its last write: they are enqueued again through
+    /// whoever dispatches now, where an intent already stored unchanged is not added twice.
     pub async fn enqueue(&self, intents: Vec<IntentInput>) -> Result<(), SchedulerError> {
         if self.is_closed() {
             return Err(closed());
         }
-        let result = self.enqueue_here_or_inbox(intents).await;
+        let mut result = Err(interrupted());
+        for _ in 0..INTERRUPTED_TRIES {
+            match self.enqueue_here_or_inbox(intents.clone()).await {
+                Some(done) => {
+                    result = done;
+                    break;
+                }
+                None => continue,
+            }
+        }
         self.note_pending();
         result
     }
 
-    async fn enqueue_here_or_inbox(&self, intents: Vec<IntentInput>) -> Result<(), SchedulerError> {
+    /// `None`: the dispatcher was stopped under the enqueue ([`Tab::stopped_under`]).
+    async fn enqueue_here_or_inbox(
+        &self,
+        intents: Vec<IntentInput>,
+    ) -> Option<Result<(), SchedulerError>> {
         match self.driver() {
             Some(driver) => {
-                self.after_own_inbox().await?;
+                if let Err(error) = self.after_own_inbox().await {
+                    return Some(Err(error));
+                }
                 // Kept until settled, so this tab still hears them if it stops leading.
                 let ids: Vec<String> = intents.iter().map(|i| i.id.clone()).collect();
                 let fresh: Vec<String> = {
@@ -286,9 +348,12 @@ impl Tab {
                         state.mine.remove(id);
                     }
                 }
-                result
+                match result {
+                    Err(_) if self.stopped_under(&driver) => None,
+                    other => Some(other),
+                }
             }
-            None => self.enqueue_to_inbox(intents).await,
+            None => Some(self.enqueue_to_inbox(intents).await),
         }
     }
 
@@ -314,6 +379,12 @@ impl Tab {
             ErrorCode::StorageUnavailable,
             "intents this tab enqueued earlier cannot be moved out of the inbox; call resume()",
         ))
+    }
+
+    /// Whether `driver`, which this tab led with, was stopped while the tab stays open (a
+    /// pause, a lost lead): a call it failed may go on through whoever dispatches now.
+    pub(super) fn stopped_under(&self, driver: &Driver) -> bool {
+        !self.is_closed() && driver.inspect(|s, _| s.is_closed())
     }
 
     /// Starts dispatching now if this tab leads, and whenever it is elected later.
@@ -391,6 +462,7 @@ impl Tab {
         let mut state = self.state.borrow_mut();
         state.channel = None;
         state.visibility = None;
+        state.lifecycle = None;
         if let Some(lock) = state.owner_lock.take() {
             lock.release();
         }

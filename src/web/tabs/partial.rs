@@ -6,7 +6,7 @@
 use std::collections::BTreeSet;
 
 use super::follower::views_of;
-use super::{closed, Tab};
+use super::{closed, interrupted, Tab, INTERRUPTED_TRIES};
 use crate::core::clock::Clock;
 use crate::core::error::SchedulerError;
 use crate::core::intent::IntentInput;
@@ -23,13 +23,32 @@ impl Tab {
     /// # Errors
     ///
     /// What refuses the whole call: `scheduler_closed`, `storage_unavailable`, `lease_lost`.
+    /// A dispatcher stopped under the call is handled as in [`Tab::enqueue`].
     pub async fn enqueue_partial(&self, slots: Slots) -> Result<Vec<Verdict>, SchedulerError> {
         if matches!(self.state.borrow().role, super::Role::Closed) {
             return Err(closed());
         }
-        let result = match self.driver() {
+        let mut result = Err(interrupted());
+        for _ in 0..INTERRUPTED_TRIES {
+            if let Some(done) = self.enqueue_partial_here_or_inbox(slots.clone()).await {
+                result = done;
+                break;
+            }
+        }
+        self.note_pending();
+        result
+    }
+
+    /// `None`: the dispatcher was stopped under the call.
+    async fn enqueue_partial_here_or_inbox(
+        &self,
+        slots: Slots,
+    ) -> Option<Result<Vec<Verdict>, SchedulerError>> {
+        Some(match self.driver() {
             Some(driver) => {
-                self.after_own_inbox().await?;
+                if let Err(error) = self.after_own_inbox().await {
+                    return Some(Err(error));
+                }
                 // Kept until settled, so this tab still hears them if it stops leading; a
                 // refused one, or every one of a failed call, is forgotten again.
                 let mut ids = Vec::with_capacity(slots.len());
@@ -61,12 +80,13 @@ impl Tab {
                     state.mine.remove(id);
                 }
                 drop(state);
+                if result.is_err() && self.stopped_under(&driver) {
+                    return None;
+                }
                 result
             }
             None => self.enqueue_partial_to_inbox(slots).await,
-        };
-        self.note_pending();
-        result
+        })
     }
 
     /// A tab that does not dispatch: the inbox transaction decides and writes; then as

@@ -81,4 +81,69 @@ window.ab = async ({ n, deadlineMs }) => {
   return Object.fromEntries(kinds.map((kind) => [kind, { p50Ms: median(samples[kind]), count: samples[kind].length }]));
 };
 
+/**
+ * The `load` part (AB_PART=load): each build in `order`, one after another, sends a backlog of
+ * `backlog` operations to the reference server at `endpoint` (concurrency 2, 20 canvases) while
+ * `n` awaited enqueues run, each after the raw 1-record transaction; per build: the enqueue
+ * p50, the raw p50 of the same moments, and the operations delivered per second meanwhile.
+ */
+window.abLoad = async ({ endpoint, backlog, n, deadlineMs, order }) => {
+  const stamp = Date.now();
+  const open = indexedDB.open(`ab-load-raw-${stamp}`, 1);
+  open.onupgradeneeded = () => open.result.createObjectStore("records");
+  const db = await request(open);
+  const out = {};
+  try {
+    for (const name of order) {
+      let settled = 0;
+      const errors = [];
+      const tag = `${name}-${stamp}`;
+      const scheduler = await builds[name].Scheduler.open({
+        database: `ab-load-${tag}`,
+        endpoint,
+        concurrency: 2,
+        onEvent: (event) => {
+          if (event.type === "settled") settled += 1;
+          else if (["error", "blocked", "dead_lettered"].includes(event.type)) errors.push(event.type);
+        },
+      });
+      const latencies = [];
+      const raw = [];
+      const deadline = now() + deadlineMs;
+      let window = 0;
+      let delivered = 0;
+      try {
+        const intents = [];
+        for (let i = 0; i < backlog; i++) intents.push(intent(`${tag}-b-${i}`, `${tag}-c${i % 20}`, i));
+        await scheduler.enqueueMany(intents);
+        scheduler.start();
+        const settledBefore = settled;
+        const t0 = now();
+        for (let i = 0; i < n && now() < deadline; i++) {
+          let t = now();
+          await putOne(db, `${tag}-r-${i}`, rawRecord(`${tag}-r-${i}`, i));
+          raw.push(now() - t);
+          t = now();
+          await scheduler.enqueue(intent(`${tag}-e-${i}`, `${tag}-c${i % 20}`, i));
+          latencies.push(now() - t);
+        }
+        window = now() - t0;
+        delivered = settled - settledBefore;
+      } finally {
+        scheduler.stop();
+      }
+      out[name] = {
+        p50Ms: median(latencies),
+        rawP50Ms: median(raw),
+        count: latencies.length,
+        deliveredPerSec: (delivered / window) * 1000,
+        errors: errors.length,
+      };
+    }
+  } finally {
+    db.close();
+  }
+  return out;
+};
+
 document.body.dataset.ready = "1";

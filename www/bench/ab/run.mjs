@@ -8,17 +8,27 @@
 // Serves them on 127.0.0.1 with cross-origin isolation (5 µs timers), runs AB_RUNS runs
 // (default 3) of AB_ROUNDS rounds (default 1 000) in headless chromium, and prints each
 // build's p50 and its ratio to the raw 1-record transaction of the same rounds.
+//
+// AB_PART=load measures under load instead: against the reference server (www/server,
+// 127.0.0.1, a fresh SQLite file), each build in turn (the order rotating from run to run)
+// sends a backlog of AB_BACKLOG operations (default 2 000) at concurrency 2 while AB_ROUNDS
+// awaited enqueues (default 300) run, each after the raw 1-record transaction; printed per
+// build: the enqueue p50, its ratio to the raw p50 of the same moments, and the operations
+// delivered per second meanwhile.
 import { createServer } from "node:http";
 import { readFile, stat } from "node:fs/promises";
 import { extname, join, normalize, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { chromium } from "playwright-core";
-import { CHROMIUM_ARGS, chromiumPath } from "../../harness.mjs";
+import { CHROMIUM_ARGS, chromiumPath, startReferenceServer } from "../../harness.mjs";
 
 const HERE = fileURLToPath(new URL(".", import.meta.url));
 const TYPES = { ".html": "text/html; charset=utf-8", ".js": "text/javascript; charset=utf-8", ".wasm": "application/wasm" };
+const PART = process.env.AB_PART ?? "held";
+if (!["held", "load"].includes(PART)) throw new Error(`AB_PART is held or load, not ${PART}`);
 const RUNS = Number(process.env.AB_RUNS ?? 3);
-const ROUNDS = Number(process.env.AB_ROUNDS ?? 1000);
+const ROUNDS = Number(process.env.AB_ROUNDS ?? (PART === "load" ? 300 : 1000));
+const BACKLOG = Number(process.env.AB_BACKLOG ?? 2000);
 
 const builds = new Map();
 for (const arg of process.argv.slice(2)) {
@@ -64,14 +74,38 @@ try {
   const query = [...builds.keys()].map((name) => `build=${encodeURIComponent(name)}`).join("&");
   await page.goto(`http://127.0.0.1:${server.address().port}/?${query}`);
   await page.waitForSelector("body[data-ready]", { state: "attached", timeout: 60_000 });
-  for (let run = 1; run <= RUNS; run++) {
-    const result = await page.evaluate((plan) => window.ab(plan), { n: ROUNDS, deadlineMs: 120_000 });
-    const raw = result.raw.p50Ms;
-    const cells = [...builds.keys()].map((name) => `${name} ${result[name].p50Ms.toFixed(3)} ms (${(result[name].p50Ms / raw).toFixed(3)})`);
-    console.log(`run ${run}: raw 1-record txn ${raw.toFixed(3)} ms | ${cells.join(" | ")} | ${result.raw.count} rounds`);
+  if (PART === "load") await load(page);
+  else {
+    for (let run = 1; run <= RUNS; run++) {
+      const result = await page.evaluate((plan) => window.ab(plan), { n: ROUNDS, deadlineMs: 120_000 });
+      const raw = result.raw.p50Ms;
+      const cells = [...builds.keys()].map((name) => `${name} ${result[name].p50Ms.toFixed(3)} ms (${(result[name].p50Ms / raw).toFixed(3)})`);
+      console.log(`run ${run}: raw 1-record txn ${raw.toFixed(3)} ms | ${cells.join(" | ")} | ${result.raw.count} rounds`);
+    }
   }
 } finally {
   clearTimeout(watchdog);
   await browser.close();
   server.close();
+}
+
+/** AB_PART=load: the builds in turn against one reference server, the order rotating. */
+async function load(page) {
+  const reference = await startReferenceServer({ runApplyMs: 200 });
+  try {
+    const names = [...builds.keys()];
+    for (let run = 1; run <= RUNS; run++) {
+      const order = names.map((_, at) => names[(at + run - 1) % names.length]);
+      const plan = { endpoint: reference.url, backlog: BACKLOG, n: ROUNDS, deadlineMs: 120_000, order };
+      const result = await page.evaluate((given) => window.abLoad(given), plan);
+      const cells = order.map((name) => {
+        const r = result[name];
+        const errors = r.errors > 0 ? `, ${r.errors} errors` : "";
+        return `${name} ${r.p50Ms.toFixed(3)} ms (${(r.p50Ms / r.rawP50Ms).toFixed(3)} of raw ${r.rawP50Ms.toFixed(3)}), ${r.deliveredPerSec.toFixed(0)} delivered/s, ${r.count} rounds${errors}`;
+      });
+      console.log(`run ${run} (load): ${cells.join(" | ")}`);
+    }
+  } finally {
+    await reference.close();
+  }
 }

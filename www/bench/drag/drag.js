@@ -19,9 +19,9 @@ async function open(mode, counts) {
   const scheduler = await Scheduler.open({
     database: query.get("db"),
     endpoint: query.get("server"),
-    // "…-coalesce": each update held back two frames, so the next replaces it unwritten and
-    // unsent.
-    ...(mode.endsWith("-coalesce") ? { coalesceMs: 32 } : {}),
+    // "…-coalesce": each update held back two frames (the default), so the next replaces it
+    // unwritten and unsent; the other modes hold nothing.
+    coalesceMs: mode.endsWith("-coalesce") ? 32 : 0,
     onEvent: (event) => {
       if (event.type === "settled") counts[event.outcome] = (counts[event.outcome] ?? 0) + 1;
     },

@@ -468,10 +468,8 @@ async function boot(): Promise<void> {
   render();
 }
 
-addEventListener("pagehide", () => {
-  // Frees the lease at once so the next page need not wait for it to lapse.
-  scheduler?.stop();
-});
+// No stop() on pagehide: the scheduler pauses when the page leaves (handing the ledger to
+// another tab at once) and starts again if the page comes back from the back/forward cache.
 
 // ---- controls -----------------------------------------------------------------------------
 

@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 
-import { adminState, frozen, startTestServer, submit, upsert } from '../testing/helpers.mjs';
+import { adminState, frozen, query, startTestServer, submit, upsert } from '../testing/helpers.mjs';
 
 const batch = (id, operations, canvasIds, expectedVersions = {}) =>
   frozen({
@@ -116,4 +116,43 @@ test('a batch must match its operationIds and may not hold uploads or runs', asy
   assert.equal(outside.status, 422);
   assert.equal(outside.body.error.code, 'canvas_not_in_request');
   assert.deepEqual((await adminState(url)).canvases, {});
+});
+
+test('started with batches off, a batch is declined and stored, applying nothing; each operation alone is applied', async (t) => {
+  const { url } = await startTestServer(t, { batches: false });
+  const operations = [
+    { operationId: 'o1', payload: { shapeId: 's1', shape: { x: 1 } } },
+    { operationId: 'o2', payload: { shapeId: 's2', shape: { x: 2 } } },
+  ];
+  const declined = await submit(url, batch('r1', operations, ['c1']));
+  assert.equal(declined.status, 422);
+  assert.equal(declined.body.outcome, 'rejected');
+  assert.equal(declined.body.error.code, 'batch_not_supported');
+  // Stored: a repeat and a query get the same decline.
+  assert.deepEqual((await submit(url, batch('r1', operations, ['c1']))).body, declined.body);
+  const asked = await query(url, 'r1');
+  assert.equal(asked.status, 422);
+  assert.deepEqual(asked.body, declined.body);
+  let state = await adminState(url);
+  assert.equal(state.canvases.c1?.version ?? 0, 0, 'nothing applied');
+  assert.equal(state.operations.o1, undefined);
+  // Each operation on its own, under a key of its own, as the client falls back.
+  for (const [key, { operationId, payload }] of [['r2', operations[0]], ['r3', operations[1]]]) {
+    const alone = await submit(url, frozen({ id: key, kind: 'shape.upsert', operationIds: [operationId], payload, canvasIds: ['c1'] }));
+    assert.equal(alone.status, 200);
+    assert.equal(alone.body.outcome, 'applied');
+  }
+  state = await adminState(url);
+  assert.deepEqual(state.canvases.c1.order, ['o1', 'o2']);
+  assert.equal(state.canvases.c1.version, 2);
+});
+
+test('batches are taken by default', async (t) => {
+  const { url } = await startTestServer(t);
+  const reply = await submit(url, batch('r1', [
+    { operationId: 'o1', payload: { shapeId: 's1', shape: {} } },
+    { operationId: 'o2', payload: { shapeId: 's2', shape: {} } },
+  ], ['c1']));
+  assert.equal(reply.status, 200);
+  await assert.rejects(startTestServer(t, { batches: 'no' }), /batches must be true or false/);
 });

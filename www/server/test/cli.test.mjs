@@ -62,3 +62,11 @@ test('unknown flags and a missing db are usage errors', async () => {
   assert.notEqual((await noDb.exited)[0], 0);
   assert.match(noDb.output().stderr, /db is required/);
 });
+
+test('--batches on|off', async () => {
+  const { parseCliArgs, resolveOptions } = await import('../config.mjs');
+  assert.equal(resolveOptions(parseCliArgs(['--db', ':memory:', '--batches', 'off'])).batches, false);
+  assert.equal(resolveOptions(parseCliArgs(['--db', ':memory:', '--batches', 'on'])).batches, true);
+  assert.equal(resolveOptions(parseCliArgs(['--db', ':memory:'])).batches, true);
+  assert.throws(() => parseCliArgs(['--db', ':memory:', '--batches', 'maybe']), /--batches must be on or off/);
+});

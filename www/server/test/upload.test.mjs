@@ -27,6 +27,12 @@ test('a multipart upload is stored and can be fetched back byte for byte', async
   assert.equal(fetched.headers.get('content-type'), 'image/png');
   assert.ok(Buffer.from(await fetched.arrayBuffer()).equals(bytes));
   assert.equal((await fetch(`${url}/assets/asset-nope`)).status, 404);
+  // Also by the upload operation's id, which the client knew before the upload landed.
+  const byOperation = await fetch(`${url}/assets/by-operation/op-u1`);
+  assert.equal(byOperation.status, 200);
+  assert.equal(byOperation.headers.get('content-type'), 'image/png');
+  assert.ok(Buffer.from(await byOperation.arrayBuffer()).equals(bytes));
+  assert.equal((await fetch(`${url}/assets/by-operation/op-nope`)).status, 404);
 
   // The same upload again: the stored answer, no second asset.
   const repeat = await submitUpload(url, upload('u1'), new Blob([bytes], { type: 'image/png' }));

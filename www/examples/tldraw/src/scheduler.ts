@@ -12,23 +12,30 @@ export interface AppScheduler {
   stats(): unknown;
   pending(): unknown[];
   claims(): Record<string, string>;
+  known(ids: string[]): Promise<unknown[]>;
+  operation(id: string): unknown;
+  explain(id: string): unknown;
 }
 
 export type ExampleOptions = Omit<SchedulerOptions, "compile" | "participants" | "coalesce" | "transport">;
 
+/** `example`: the example's options; `defaults`: only what must be given (the package's
+ * defaults: batching on, `coalesceMs` 32); `unbatched`: one operation a request, nothing held
+ * back (the defaults before they were an editor's). The e2e test measures each. */
+export type OptionsPreset = "example" | "defaults" | "unbatched";
+
 /** The example's options: what an editor should set (README, "Options for a canvas editor"). */
-export function exampleOptions(endpoint: string, database: string, onEvent: (event: SchedulerEvent) => void): ExampleOptions {
+export function exampleOptions(preset: OptionsPreset, endpoint: string, database: string, onEvent: (event: SchedulerEvent) => void): ExampleOptions {
+  const given = { database, endpoint, onEvent };
+  if (preset === "defaults") return given;
+  if (preset === "unbatched") return { ...given, batch: { maxOperations: 1 }, coalesceMs: 0 };
   return {
-    database,
-    endpoint,
+    ...given,
+    // A drag of thousands of records sends them in a few large requests. Batching (32
+    // operations, 64 KiB) and `coalesceMs: 32` (a dragged record's update waits two frames
+    // for the next one to replace it) are the package's defaults.
     batch: { maxOperations: 256, maxBytes: 262_144 },
     retry: { baseMs: 100, maxMs: 2_000 },
-    // A dragged record's update waits two frames for the next one to replace it: a drag
-    // writes and sends its last position, and its updates share their writes. In the page it
-    // pays for no send and no transaction per move; in worker mode the page gets fewer
-    // messages back.
-    coalesceMs: 32,
-    onEvent,
   };
 }
 
