@@ -1,8 +1,11 @@
 //! Defaults that drain (S10, issue 31): an editor's ordinary faults — the server busy (503),
 //! rate limited (429, `Retry-After: 0`), answers lost after the change was applied — must not
-//! leave work pending for minutes with the default retry options. Every test runs one
+//! leave work pending for minutes with the default retry options. The day's model runs one
 //! scheduler against the protocol model (`SimServer`) on the virtual clock, with a seeded mix
-//! of faults and a fixed round trip, and measures the virtual time until nothing is pending.
+//! of faults and a 40 ms round trip per attempt (`common::flaky`), and measures the virtual
+//! time until nothing is pending. The other tests here pin how the backoff follows the
+//! endpoint: a verdict, the network coming back and `retryAllNow()` bring waiting retries
+//! forward; a query's "never received" in an outage resets nothing.
 
 mod common;
 
@@ -11,32 +14,12 @@ use canvas_scheduler::core::host::CountingHost;
 use canvas_scheduler::core::io::{AttemptOutcome, AttemptStatus};
 use canvas_scheduler::core::model::{Millis, RetryAction};
 use canvas_scheduler::core::safe_error::SafeError;
-use canvas_scheduler::testing::{Harness, ServerFaults, SimRng as Rng, SimServer};
+use canvas_scheduler::testing::Harness;
 use common::edit;
+use common::flaky::{deliver, edits_over, FlakyMix};
 
 /// One round trip on the wire.
 const RTT_MS: Millis = 40;
-/// The fault mix an editor meets on an ordinary bad day (issue 31).
-const BUSY_PERCENT: u64 = 30;
-const RATE_LIMITED_PERCENT: u64 = 20;
-const LOST_ANSWER_PERCENT: u64 = 20;
-
-/// The server is busy or rate limited for any request; an answer lost after the change was
-/// applied can only follow a submit (a query applies nothing).
-fn faults(rng: &mut Rng, action: RetryAction) -> ServerFaults {
-    let roll = rng.below(100);
-    ServerFaults {
-        server_error: roll < BUSY_PERCENT,
-        too_many: (BUSY_PERCENT..BUSY_PERCENT + RATE_LIMITED_PERCENT)
-            .contains(&roll)
-            .then_some(0),
-        drop_after_apply: action == RetryAction::Submit
-            && (BUSY_PERCENT + RATE_LIMITED_PERCENT
-                ..BUSY_PERCENT + RATE_LIMITED_PERCENT + LOST_ANSWER_PERCENT)
-                .contains(&roll),
-        ..ServerFaults::default()
-    }
-}
 
 /// What one run came to.
 #[derive(Debug)]
@@ -54,50 +37,26 @@ fn drain(retry: RetryPolicy, seed: u64, count: usize, limit_ms: Millis) -> Drain
         retry,
         ..SchedulerConfig::default()
     };
-    let mut h = Harness::new(config, CountingHost::new("drain"));
-    let mut server = SimServer::default();
-    let mut rng = Rng::new(seed);
-    h.start();
-    let started = h.now;
-    let edits = (0..count)
-        .map(|i| edit(&format!("e{i}"), &["page-1"]))
-        .collect();
-    h.enqueue(edits).expect("enqueue");
-    while h.scheduler.stats().pending > 0 && h.now - started < limit_ms {
-        if h.wire.is_empty() {
-            // Nothing on the wire: wait for the scheduler's timer (a retry's due time).
-            match h.timer {
-                Some(at) => h.advance(at.saturating_sub(h.now).max(1)),
-                None => break,
-            }
-            continue;
-        }
-        h.advance(RTT_MS);
-        while let Some(order) = (!h.wire.is_empty()).then(|| h.wire.remove(0)) {
-            let answer =
-                server.handle(order.action, &order.request, faults(&mut rng, order.action));
-            h.scheduler.on_answer(h.now, order.attempt, answer);
-            h.drain();
-        }
-    }
-    assert!(
-        server.applied.values().all(|&n| n == 1),
-        "exactly once under the fault mix"
+    let run = deliver(
+        config,
+        edits_over(count, 1),
+        FlakyMix::BAD_DAY,
+        seed,
+        RTT_MS,
+        limit_ms,
+        &mut |_, _, _| None,
     );
-    let stats = h.scheduler.stats();
     Drained {
-        ms: h.now - started,
-        pending: stats.pending,
-        dead_lettered: h
-            .reports
-            .iter()
-            .filter(|r| format!("{r:?}").starts_with("DeadLettered"))
-            .count(),
+        ms: run.drained_ms.unwrap_or(limit_ms),
+        pending: count - run.latencies.len() - run.dead_lettered,
+        dead_lettered: run.dead_lettered,
     }
 }
 
 /// How much longer than the tuned options the defaults may take to drain the fault mix.
-const DEFAULTS_WITHIN: f64 = 10.0;
+const DEFAULTS_WITHIN: f64 = 1.5;
+/// The longest the day's 91 edits may take to drain with the defaults: 40 s of virtual time.
+const DAY_DRAINS_WITHIN_MS: Millis = 40_000;
 
 fn tuned() -> RetryPolicy {
     RetryPolicy {
@@ -107,12 +66,15 @@ fn tuned() -> RetryPolicy {
     }
 }
 
-/// The issue's run, on the model: 91 edits on one canvas through the fault mix. Before the
-/// backoff followed the endpoint, the defaults left 23 to 72 edits pending after 15 minutes
-/// in every seed (each query that found nothing waited a longer backoff, and the steps only
-/// grew). Now every seed drains well within those 15 minutes, the defaults and the tuned
-/// options alike. (A seed whose run reaches `maxAttempts` for one request dead-letters it in
-/// both; K1 bounds attempts and is unchanged: such a seed is reported, not hidden.)
+/// The issue's run, on the model: 91 edits on one canvas through the fault mix (30 % 503, 20 %
+/// 429 `Retry-After: 0`, 20 % of submits' answers lost after the change was applied, 40 ms
+/// round trips). Before the backoff followed the endpoint, the defaults left 23 to 72 edits
+/// pending after 15 minutes in every seed; when every failure while others were answered
+/// kept its backoff step (a random 503 read as poison), the day took 19 to 34 minutes. Now a
+/// failure is bad luck until the endpoint's failures are longer than random loss makes them,
+/// and bad luck is retried after about one round trip: every seed drains in 21–27 s with the
+/// defaults (0.23–0.29 s an edit), the same time as with the tuned options (1.00–1.02×: the
+/// curve is hardly used), and nothing dead-letters.
 #[test]
 fn s10_the_defaults_drain_an_ordinary_fault_mix() {
     let mut ratios = Vec::new();
@@ -120,31 +82,32 @@ fn s10_the_defaults_drain_an_ordinary_fault_mix() {
         let tuned = drain(tuned(), seed, 91, 2_700_000);
         let defaults = drain(RetryPolicy::default(), seed, 91, 2_700_000);
         println!("seed {seed}: defaults {defaults:?}, tuned {tuned:?}");
-        if defaults.dead_lettered > 0 {
-            assert_eq!(
-                tuned.dead_lettered, defaults.dead_lettered,
-                "seed {seed}: K1 alike"
-            );
-            continue;
-        }
         assert_eq!(
-            defaults.pending, 0,
-            "seed {seed}: the defaults drain within 15 minutes"
+            defaults.dead_lettered, 0,
+            "seed {seed}: random loss is not poison"
         );
+        assert_eq!(
+            tuned.dead_lettered, 0,
+            "seed {seed}: random loss is not poison"
+        );
+        assert_eq!(defaults.pending, 0, "seed {seed}: the defaults drain");
         assert_eq!(tuned.pending, 0, "seed {seed}: the tuned options drain");
+        assert!(
+            defaults.ms <= DAY_DRAINS_WITHIN_MS,
+            "seed {seed}: the day drained in {} ms with the defaults",
+            defaults.ms
+        );
         ratios.push(defaults.ms as f64 / tuned.ms as f64);
     }
-    assert!(ratios.len() >= 6, "most seeds drain: {ratios:?}");
     println!("defaults / tuned drain time: {ratios:.2?}");
-    // The bound the defaults keep. Issue 31 asked for 2x; SPEC S10 fixes the default delay
-    // (500 ms doubling to 30 s, against the tuned 100 ms to 2 s), and a request that meets a
-    // run of 503s waits that curve out: 4.6-6.8x on these seeds.
     assert!(
         ratios.iter().all(|&r| r <= DEFAULTS_WITHIN),
         "the defaults drain within {DEFAULTS_WITHIN}x the tuned options' time: {ratios:.2?}"
     );
 }
 
+/// A scheduler whose endpoint has answered 64 requests properly (so three failures in a row
+/// are longer than its bad luck: an outage), with one edit on each of `canvases` on the wire.
 fn one_canvas_each(canvases: &[&str]) -> Harness<CountingHost> {
     let config = SchedulerConfig {
         concurrency: canvases.len(),
@@ -152,6 +115,14 @@ fn one_canvas_each(canvases: &[&str]) -> Harness<CountingHost> {
     };
     let mut h = Harness::new(config, CountingHost::new("drain"));
     h.start();
+    for i in 0..64 {
+        h.enqueue(vec![edit(&format!("warm-{i}"), &["warm"])])
+            .expect("enqueue");
+        while h
+            .answer_first(AttemptStatus::outcome(AttemptOutcome::Applied))
+            .is_some()
+        {}
+    }
     let edits = canvases
         .iter()
         .map(|c| edit(&format!("on-{c}"), &[c]))
@@ -167,6 +138,13 @@ fn busy() -> AttemptStatus {
     }
 }
 
+fn not_found() -> AttemptStatus {
+    AttemptStatus {
+        error: Some(SafeError::new("not_found", "never received")),
+        ..AttemptStatus::outcome(AttemptOutcome::Unresolved)
+    }
+}
+
 fn due_of(h: &Harness<CountingHost>, operation: &str) -> Option<Millis> {
     let request = h
         .scheduler
@@ -177,35 +155,73 @@ fn due_of(h: &Harness<CountingHost>, operation: &str) -> Option<Millis> {
     h.scheduler.ledger().request(&request)?.retry_at
 }
 
+/// How long `operation`'s retry waits from now.
+fn wait_of(h: &Harness<CountingHost>, operation: &str) -> Millis {
+    due_of(h, operation).expect("a retry is scheduled") - h.now
+}
+
+/// Whether a wait is a backoff step of `step_ms` in an outage `age_ms` old: no shorter than
+/// the step or the age, and at most a quarter longer (jitter).
+fn is_step(wait: Millis, step_ms: Millis, age_ms: Millis) -> bool {
+    let step = step_ms.max(age_ms);
+    (step..=step + step / 4).contains(&wait)
+}
+
+/// The longest wait after bad luck here: one and a half times the pace, whose floor is 20 ms
+/// (the harness answers within the tick it sent).
+const PACE_MAX_MS: Millis = 30;
+
+/// Waits until `request`'s retry is sent and answers it `status`; returns its action.
+fn attempt(h: &mut Harness<CountingHost>, request: &str, status: AttemptStatus) -> RetryAction {
+    let due = h
+        .scheduler
+        .ledger()
+        .request(request)
+        .and_then(|r| r.retry_at);
+    h.advance(due.map_or(0, |due| due.saturating_sub(h.now)));
+    let action = h
+        .wire
+        .iter()
+        .find(|o| o.request.id == request)
+        .map(|o| o.action)
+        .expect("the retry was sent when due");
+    h.answer(request, status);
+    action
+}
+
 /// S9 with K1: a query that finds nothing after a failed submit is not a proper answer from
-/// the endpoint (a server whose write path is down answers it too): the same request goes
-/// again after the step its failure earned, not at once, and the step is not reset; the 503s,
-/// with nothing else answered, are an outage and count no failure toward the dead letter.
+/// the endpoint (a server whose write path is down answers it too). After bad luck the same
+/// request goes again at once; once the endpoint's failures are longer than bad luck makes
+/// them (an outage), it goes again after the step its failure earned, never sooner, and the
+/// step is not reset; the 503s, with nothing else answered, count no failure toward the dead
+/// letter.
 #[test]
 fn k1_a_query_that_finds_nothing_after_a_failed_submit_resets_no_backoff() {
     let mut h = one_canvas_each(&["a"]);
     let request = h.wire_ids()[0].clone();
+    let failing_since = h.now;
     h.answer(&request, busy());
-    assert_eq!(
-        due_of(&h, "on-a"),
-        Some(h.now + 500),
-        "first backoff step: 500 ms"
+    assert!(
+        wait_of(&h, "on-a") <= PACE_MAX_MS,
+        "bad luck: about a round trip"
     );
-    h.advance(500);
-    let query = h.wire.remove(0);
-    assert_eq!(query.action, RetryAction::Query);
-    let not_found = AttemptStatus {
-        error: Some(SafeError::new("not_found", "never received")),
-        ..AttemptStatus::outcome(AttemptOutcome::Unresolved)
-    };
-    h.scheduler.on_answer(h.now, query.attempt, not_found);
-    h.drain();
+    assert_eq!(attempt(&mut h, &request, not_found()), RetryAction::Query);
     assert_eq!(
-        due_of(&h, "on-a"),
-        Some(h.now + 500),
-        "the resubmit waits the step the 503 earned"
+        wait_of(&h, "on-a"),
+        1,
+        "bad luck: the resubmit goes at once"
     );
-    h.advance(499);
+    for _ in 0..2 {
+        assert_eq!(attempt(&mut h, &request, busy()), RetryAction::Submit);
+        assert_eq!(attempt(&mut h, &request, not_found()), RetryAction::Query);
+    }
+    // The third 503 in a row, nothing else answered: the endpoint is judged down.
+    let resubmit_wait = wait_of(&h, "on-a");
+    assert!(
+        is_step(resubmit_wait, 500, h.now - failing_since),
+        "the resubmit waits the step the 503 earned: {resubmit_wait} ms"
+    );
+    h.advance(resubmit_wait - 1);
     assert!(h.wire.is_empty(), "not at once");
     h.advance(1);
     let resubmit = h.wire.first().expect("submitted again after the step");
@@ -215,22 +231,32 @@ fn k1_a_query_that_finds_nothing_after_a_failed_submit_resets_no_backoff() {
     assert_eq!(failures, Some(0), "an outage counts no failure");
     // The next failure goes on from the step reached: the 404 reset nothing.
     h.answer(&request, busy());
-    assert_eq!(due_of(&h, "on-a"), Some(h.now + 1_000));
+    let wait = wait_of(&h, "on-a");
+    assert!(
+        is_step(wait, 1_000, h.now - failing_since),
+        "the second step, or as long as the endpoint has been failing: {wait} ms"
+    );
 }
 
 /// S10: a verdict from the endpoint shows it is up: a request that waited on a long backoff on
-/// another canvas is due at once; a wait the server asked for is left alone.
+/// another canvas is due at once, and its backoff starts again from the first step; a wait
+/// the server asked for is left alone.
 #[test]
 fn s10_a_verdict_resets_backoff_and_brings_waiting_retries_forward() {
     let mut h = one_canvas_each(&["a", "b", "c"]);
     let [a, b, c] = [0, 1, 2].map(|i| h.wire_ids()[i].clone());
-    // a fails three times in a row: its backoff grows (500, 1 000, 2 000 ms).
+    // a fails four times in a row while nothing else is answered: after the third the
+    // endpoint is judged down, and a backs off (500, then 1 000 ms, or as long as the
+    // endpoint has been failing).
+    let failing_since = h.now;
     h.answer(&a, busy());
-    for wait in [500, 1_000] {
-        h.advance(wait);
-        h.answer(&a, busy());
-    }
-    assert_eq!(due_of(&h, "on-a"), Some(h.now + 2_000));
+    attempt(&mut h, &a, busy());
+    attempt(&mut h, &a, busy());
+    let wait = wait_of(&h, "on-a");
+    assert!(is_step(wait, 500, h.now - failing_since), "{wait} ms");
+    attempt(&mut h, &a, busy());
+    let wait = wait_of(&h, "on-a");
+    assert!(is_step(wait, 1_000, h.now - failing_since), "{wait} ms");
     // c is told to come back in a minute.
     h.answer(
         &c,
@@ -247,11 +273,13 @@ fn s10_a_verdict_resets_backoff_and_brings_waiting_retries_forward() {
         Some(h.now + 60_000),
         "c keeps the server's wait"
     );
+    // a failed three times in a row outside the outage while b was answered: on an endpoint
+    // that never failed before, that is not bad luck. It backs off from the first step.
     h.answer(&a, busy());
-    assert_eq!(
-        due_of(&h, "on-a"),
-        Some(h.now + 500),
-        "from the first step again"
+    let wait = wait_of(&h, "on-a");
+    assert!(
+        is_step(wait, 500, 0),
+        "from the first step again: {wait} ms"
     );
 }
 
@@ -262,8 +290,8 @@ fn s10_online_and_retry_all_now_bring_retries_forward() {
     let mut h = one_canvas_each(&["a", "b"]);
     let [a, b] = [0, 1].map(|i| h.wire_ids()[i].clone());
     h.answer(&a, busy());
-    h.advance(500);
-    h.answer(&a, busy());
+    attempt(&mut h, &a, busy());
+    attempt(&mut h, &a, busy());
     h.answer(
         &b,
         AttemptStatus {
@@ -271,7 +299,7 @@ fn s10_online_and_retry_all_now_bring_retries_forward() {
             ..busy()
         },
     );
-    assert_eq!(due_of(&h, "on-a"), Some(h.now + 1_000));
+    assert!(wait_of(&h, "on-a") >= 500, "a backs off");
     h.scheduler.set_online(h.now, false);
     h.scheduler.set_online(h.now, true);
     h.drain();

@@ -141,8 +141,9 @@ fn while_writes_fail_a_request_whose_dispatch_marker_is_durable_is_still_sent_an
     h.answer(&a, unavailable(300));
     assert!(h.scheduler.is_storage_failing());
     let sends = h.sent.len();
-    // Due after its backoff (500 ms), before storage is tried again (1 s).
-    h.advance(600);
+    // Due after its pause (under a second: the endpoint is not judged down by one failure),
+    // before storage is tried again (1 s).
+    h.advance(900);
     assert_eq!(h.wire_ids(), [b.clone(), a.clone()], "a's retry left");
     assert_eq!(h.sent.len(), sends + 1);
     assert_eq!(h.store.request(&a).unwrap().attempt, 1, "counted in memory");
@@ -175,7 +176,7 @@ fn while_writes_fail_a_query_that_finds_nothing_resubmits_the_same_request_once(
     let a = h.wire_ids()[0].clone();
     fill_disk(&mut h);
     h.answer(&a, AttemptStatus::transport_unknown("connection reset"));
-    h.advance(600);
+    h.advance(900);
     let query = h.wire[0].clone();
     assert_eq!(
         query.action,

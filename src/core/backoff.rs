@@ -1,93 +1,175 @@
-//! Backoff that follows the endpoint (S10): a request's wait grows with its failures since the
-//! endpoint last answered properly, not with every attempt it ever made.
+//! How long a failed request waits: bad luck is retried at the network's pace, an
+//! outage and a request failing on its own back off.
 //!
-//! A failed attempt of a request is its *step*; the wait is `retry.delay(step)`. A proper
-//! answer from the endpoint (a verdict) shows it is up again: every step goes back to 0 and
-//! retries waiting on backoff alone are due now. Going `online` and the host's `retryAllNow()`
-//! do the same. A query's "never received" after a failed submit is *not* such an answer (a
-//! server whose write path is down still answers it, K1): the submit it sends waits the step
-//! the failure earned. A wait the server asked for (`Retry-After`) raises the wait but still
-//! earns a step; like one the host set (`retryAt`), only `retryAllNow()` moves it. A request
-//! whose last failure counted toward its dead letter (`core::poison`: the endpoint answered
-//! others meanwhile) failed on its own: another request's verdict neither resets its step nor
-//! brings its retry forward, so a poisoned request keeps to its backoff curve.
+//! Each failure of a request is judged with the endpoint's state (`core::endpoint`):
+//! - **Bad luck**: the endpoint is not judged down and the request has not missed as often in
+//!   a row as random loss cannot fake. It waits about one round trip ([`Wait::Pace`]); its
+//!   step does not grow. A flaky endpoint drains at its own pace.
+//! - **Outage**: the endpoint's run of failures is longer than bad luck makes. The request
+//!   backs off on the curve, one step a failure, and never waits less than the endpoint has
+//!   been failing (up to `maxMs`): after `maxMs` of outage every canvas sends at most one
+//!   request per `maxMs`. When the endpoint answers again the step starts over, and retries
+//!   that waited on backoff alone are due at once.
+//! - **Its own**: the request's *misses* (its failures in a row outside an outage) reached the
+//!   endpoint's threshold, and others were answered meanwhile: it fails while the endpoint
+//!   works, so it keeps to its own curve until it is resolved; other requests' answers
+//!   neither reset its step nor bring it forward (a poisoned request does not retry at the
+//!   healthy edits' pace). Alone on the wire, a request cannot tell its own failures from
+//!   an outage; the endpoint's run judges it then. An `accepted` that never turns into a
+//!   verdict, and an answer too long to read, are the request's own at once.
 //!
-//! Steps live in memory: a reload starts every request at step 0. The failures counted toward
-//! the dead letter (K1) are the request's own, in the ledger, and are never reset here.
+//! A query's "never received" after a failed submit is not a proper answer (a server whose
+//! write path is down answers it too): a request that was backing off resubmits after the
+//! step its failure earned, never sooner; one that met bad luck resubmits at once.
+//!
+//! All of this lives in memory: a reload starts every request afresh. The failures counted
+//! toward the dead letter (`core::poison`) are in the ledger and never reset here.
 
 use std::collections::{BTreeMap, BTreeSet};
 
-/// Backoff steps of requests waiting to be retried.
+use super::model::Millis;
+
+/// The wait a failure earned, before jitter and before any wait the server asked for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Wait {
+    /// Bad luck: about one round trip.
+    Pace,
+    /// Backing off: the curve's `step`, and no less than `floor` ms (how long the endpoint
+    /// has been failing, in an outage).
+    Backoff {
+        /// The step on the curve (0 for the first).
+        step: u32,
+        /// The shortest wait.
+        floor: Millis,
+    },
+}
+
+/// What the pacing knows of one failing request.
+#[derive(Clone, Copy, Debug, Default)]
+struct Pacing {
+    /// Failures in a row outside an outage.
+    misses: u32,
+    /// The endpoint's proper answers at the first of them.
+    answers_at_first_miss: u64,
+    /// The step of the next backoff.
+    step: u32,
+    /// Failing on its own: it keeps its curve until resolved.
+    own: bool,
+    /// When its first failed submit was answered.
+    submit_failed_at: Option<Millis>,
+}
+
+/// The pacing of requests waiting to be retried.
 #[derive(Debug, Default)]
 pub struct Backoff {
-    /// Request id → failed attempts since the endpoint last answered.
-    steps: BTreeMap<String, u64>,
-    /// Requests whose scheduled retry waits on backoff alone.
+    requests: BTreeMap<String, Pacing>,
+    /// Requests whose scheduled retry waits on the scheduler's own wait alone (not one the
+    /// server or the host chose): those may go at once when the endpoint answers again.
     waiting: BTreeSet<String>,
-    /// Requests that failed on their own (a failure counted toward the dead letter, K1).
-    own: BTreeSet<String>,
 }
 
 impl Backoff {
-    /// Counts a failed attempt of `request_id` and returns its step (0 for the first failure
-    /// since the endpoint last answered). `chosen_wait` is true when the server or the host
-    /// chose the wait: it still earns a step (K1: `Retry-After: 0` cannot keep the wait short),
-    /// but the retry no longer waits on backoff alone.
-    /// `own` is true when the failure counted toward the dead letter: from then on until the
-    /// request is forgotten, its step survives [`Backoff::reset`].
-    pub fn fail(&mut self, request_id: &str, chosen_wait: bool, own: bool) -> u32 {
-        let step = self.steps.get(request_id).copied().unwrap_or(0);
-        self.steps
-            .insert(request_id.to_owned(), step.saturating_add(1));
-        // Once a request failed on its own it stays so until it is resolved: an outage-class
-        // failure in between proves nothing about the request.
-        if own {
-            self.own.insert(request_id.to_owned());
+    /// A failure of `request_id` that may be the endpoint's. `outage` is how long the endpoint
+    /// has been failing when it is judged down (`None`: it may be bad luck); `threshold` is
+    /// the misses in a row that random loss cannot fake (`EndpointHealth::threshold`), and
+    /// `answers` the endpoint's proper answers so far.
+    pub fn fail(
+        &mut self,
+        request_id: &str,
+        outage: Option<Millis>,
+        threshold: u32,
+        answers: u64,
+    ) -> Wait {
+        let pacing = self.requests.entry(request_id.to_owned()).or_default();
+        if outage.is_none() {
+            if pacing.misses == 0 {
+                pacing.answers_at_first_miss = answers;
+            }
+            pacing.misses = pacing.misses.saturating_add(1);
+            pacing.own |= pacing.misses >= threshold && answers != pacing.answers_at_first_miss;
         }
-        if chosen_wait || self.own.contains(request_id) {
-            self.waiting.remove(request_id);
+        if pacing.own || outage.is_some() {
+            let step = pacing.step;
+            pacing.step = step.saturating_add(1);
+            Wait::Backoff {
+                step,
+                floor: outage.unwrap_or(0),
+            }
         } else {
-            self.waiting.insert(request_id.to_owned());
+            Wait::Pace
         }
-        u32::try_from(step).unwrap_or(u32::MAX)
     }
 
-    /// A query found `request_id` never received: the step its last failure earned (`None`
-    /// if it has not failed since the endpoint last answered: then it may go at once). The
-    /// resubmit waits on backoff alone unless `chosen_wait`.
-    pub fn never_received(&mut self, request_id: &str, chosen_wait: bool) -> Option<u32> {
-        let step = self.steps.get(request_id).copied()?.checked_sub(1)?;
-        if chosen_wait {
-            self.waiting.remove(request_id);
-        } else {
+    /// A submit of `request_id` failed at `now` (it may still have been applied, its answer
+    /// lost).
+    pub fn submit_failed(&mut self, request_id: &str, now: Millis) {
+        let pacing = self.requests.entry(request_id.to_owned()).or_default();
+        pacing.submit_failed_at.get_or_insert(now);
+    }
+
+    /// When the first failed submit of `request_id` was answered, if one failed: a verdict a
+    /// query finds later was reached by that submit or a later one, so the write path worked
+    /// at that time or after it.
+    pub fn submit_failed_at(&self, request_id: &str) -> Option<Millis> {
+        self.requests.get(request_id)?.submit_failed_at
+    }
+
+    /// A failure that is the request's own whatever the endpoint does (an `accepted` that is
+    /// not yet a verdict, an answer too long to read): it backs off on its own curve.
+    pub fn own_failure(&mut self, request_id: &str) -> Wait {
+        let pacing = self.requests.entry(request_id.to_owned()).or_default();
+        pacing.own = true;
+        let step = pacing.step;
+        pacing.step = step.saturating_add(1);
+        Wait::Backoff { step, floor: 0 }
+    }
+
+    /// A query found `request_id` never received: the wait its last failure earned when it was
+    /// backing off (`floor`: how long the endpoint has been failing, in an outage), `None`
+    /// when it met bad luck (it may go at once).
+    pub fn never_received(&self, request_id: &str, floor: Option<Millis>) -> Option<Wait> {
+        let pacing = self.requests.get(request_id)?;
+        let step = pacing.step.checked_sub(1)?;
+        (pacing.own || floor.is_some()).then_some(Wait::Backoff {
+            step,
+            floor: floor.unwrap_or(0),
+        })
+    }
+
+    /// The retry of `request_id` is scheduled; `ours` when its due time is the scheduler's own
+    /// wait, not a longer one the server (`Retry-After`) or the host (`retryAt`) chose.
+    pub fn scheduled(&mut self, request_id: &str, ours: bool) {
+        if ours {
             self.waiting.insert(request_id.to_owned());
+        } else {
+            self.waiting.remove(request_id);
         }
-        Some(u32::try_from(step).unwrap_or(u32::MAX))
+    }
+
+    /// Whether `request_id` fails on its own (`core::poison` counts only such failures).
+    pub fn is_own(&self, request_id: &str) -> bool {
+        self.requests.get(request_id).is_some_and(|p| p.own)
     }
 
     /// The endpoint answered: every step starts again, except those of requests failing on
-    /// their own. Returns the requests whose scheduled retry waited on backoff alone (they may
-    /// go now).
+    /// their own. Returns the requests whose scheduled retry waited on the scheduler's own
+    /// wait (they may go now).
     pub fn reset(&mut self) -> Vec<String> {
-        let kept: Vec<(String, u64)> = self
-            .own
-            .iter()
-            .filter_map(|id| self.steps.get(id).map(|s| (id.clone(), *s)))
-            .collect();
-        self.steps.clear();
-        for (id, step) in kept {
-            self.steps.insert(id, step);
+        for pacing in self.requests.values_mut().filter(|p| !p.own) {
+            pacing.step = 0;
         }
-        let waiting = self.waiting.iter().cloned().collect();
-        self.waiting.clear();
-        waiting
+        let requests = &self.requests;
+        let (due, kept): (Vec<String>, Vec<String>) = std::mem::take(&mut self.waiting)
+            .into_iter()
+            .partition(|id| !requests.get(id).is_some_and(|p| p.own));
+        self.waiting = kept.into_iter().collect();
+        due
     }
 
     /// `request_id` is resolved or gone: forget it.
     pub fn forget(&mut self, request_id: &str) {
-        self.steps.remove(request_id);
+        self.requests.remove(request_id);
         self.waiting.remove(request_id);
-        self.own.remove(request_id);
     }
 }
 
@@ -95,37 +177,96 @@ impl Backoff {
 mod tests {
     use super::*;
 
+    const STEP0: Wait = Wait::Backoff { step: 0, floor: 0 };
+
     #[test]
-    fn s10_steps_grow_with_failures_and_start_again_when_the_endpoint_answers() {
+    fn s10_bad_luck_keeps_the_pace_and_an_outage_backs_off() {
         let mut backoff = Backoff::default();
-        assert_eq!(backoff.fail("r1", false, false), 0);
-        assert_eq!(backoff.fail("r1", false, false), 1);
+        for answers in 0..4 {
+            assert_eq!(backoff.fail("r1", None, 5, answers), Wait::Pace, "bad luck");
+        }
         assert_eq!(
-            backoff.fail("r1", true, false),
-            2,
-            "K1: a chosen wait still earns a step"
+            backoff.fail("r1", Some(700), 5, 4),
+            Wait::Backoff {
+                step: 0,
+                floor: 700
+            },
+            "the endpoint is down: back off, no less than it has been down"
         );
-        assert_eq!(backoff.fail("r1", false, false), 3);
         assert_eq!(
-            backoff.never_received("r1", false),
-            Some(3),
-            "K1: a 404 after the failed submit keeps the step it earned"
+            backoff.fail("r1", Some(2_000), 5, 4),
+            Wait::Backoff {
+                step: 1,
+                floor: 2_000
+            }
         );
-        assert_eq!(backoff.never_received("r3", false), None);
-        assert_eq!(backoff.fail("r2", true, false), 0);
-        assert_eq!(backoff.fail("p", false, false), 0);
-        assert_eq!(backoff.fail("p", false, true), 1);
-        assert_eq!(backoff.reset(), ["r1"], "only r1 waits on backoff alone");
-        assert_eq!(backoff.fail("r1", false, false), 0);
         assert_eq!(
-            backoff.fail("p", false, false),
-            2,
-            "K1: poison keeps its step"
+            backoff.never_received("r1", Some(2_100)),
+            Some(Wait::Backoff {
+                step: 1,
+                floor: 2_100
+            }),
+            "a 404 after the failed submit keeps the step it earned"
         );
-        assert_eq!(backoff.reset(), ["r1"], "p waits its step out");
-        assert_eq!(backoff.fail("p", false, false), 3);
-        backoff.forget("r1");
+        backoff.scheduled("r1", true);
+        assert_eq!(
+            backoff.reset(),
+            ["r1"],
+            "the endpoint answered: r1 goes now"
+        );
+        assert_eq!(
+            backoff.fail("r1", None, 5, 5),
+            STEP0,
+            "the fifth miss in a row outside the outage: its own, from the first step"
+        );
+        assert!(backoff.is_own("r1"));
+    }
+
+    #[test]
+    fn s10_alone_on_the_wire_a_request_is_never_its_own() {
+        let mut backoff = Backoff::default();
+        for _ in 0..10 {
+            assert_eq!(backoff.fail("r1", None, 3, 7), Wait::Pace);
+        }
+        assert!(!backoff.is_own("r1"), "nobody else was answered meanwhile");
+        assert_eq!(backoff.fail("r1", None, 3, 8), STEP0, "now someone was");
+    }
+
+    #[test]
+    fn k1_a_request_failing_on_its_own_keeps_its_curve() {
+        let mut backoff = Backoff::default();
+        for answers in 0..2 {
+            assert_eq!(backoff.fail("p", None, 3, answers), Wait::Pace);
+        }
+        assert_eq!(backoff.never_received("p", None), None, "bad luck: at once");
+        assert_eq!(backoff.fail("p", None, 3, 2), STEP0);
+        assert_eq!(
+            backoff.fail("p", None, 3, 3),
+            Wait::Backoff { step: 1, floor: 0 }
+        );
+        backoff.scheduled("p", true);
+        backoff.scheduled("q", true);
+        assert_eq!(backoff.fail("q", None, 3, 3), Wait::Pace);
+        assert_eq!(backoff.reset(), ["q"], "p waits its step out");
+        assert_eq!(
+            backoff.fail("p", None, 3, 4),
+            Wait::Backoff { step: 2, floor: 0 },
+            "poison keeps its step"
+        );
         backoff.forget("p");
+        assert!(!backoff.is_own("p"));
+        assert_eq!(backoff.own_failure("a"), STEP0, "accepted: its own curve");
+        assert_eq!(
+            backoff.own_failure("a"),
+            Wait::Backoff { step: 1, floor: 0 }
+        );
+    }
+
+    #[test]
+    fn s10_a_wait_the_server_chose_is_not_brought_forward() {
+        let mut backoff = Backoff::default();
+        backoff.fail("r", Some(0), 3, 0);
+        backoff.scheduled("r", false);
         assert!(backoff.reset().is_empty());
     }
 }

@@ -1,6 +1,8 @@
 //! Scheduler options, validated once (S2, S10, K1, K2).
 
+use super::backoff::Wait;
 use super::error::{ErrorCode, SchedulerError};
+use super::jitter;
 use super::model::Millis;
 use super::retention::RetentionPolicy;
 
@@ -11,6 +13,10 @@ pub const DEFAULT_MAX_PAYLOAD_BYTES: usize = 256 * 1024;
 /// `retryAt`) can impose, unless `retry.maxMs` is longer: one day.
 pub const MAX_WAIT_FLOOR_MS: Millis = 86_400_000;
 
+/// The shortest pace of retries after bad luck (unless `retry.baseMs` is shorter): an
+/// endpoint on the same machine answers within a millisecond, and retries are still spaced.
+pub const MIN_PACE_MS: Millis = 20;
+
 /// The latest time the ledger ever stores: JS numbers are exact integers up to 2^53 - 1, and
 /// the browser store refuses a record holding a larger one.
 pub const MAX_TIME: Millis = (1 << 53) - 1;
@@ -20,7 +26,7 @@ pub const MAX_TIME: Millis = (1 << 53) - 1;
 #[derive(Clone, Debug, PartialEq, Eq, serde::Deserialize)]
 #[serde(from = "RetryOptions")]
 pub struct RetryPolicy {
-    /// First backoff step (S10: 500 ms).
+    /// First backoff step (S10: 500 ms), and the longest pace of retries after bad luck.
     pub base_ms: Millis,
     /// Backoff ceiling (S10: 30 000 ms).
     pub max_ms: Millis,
@@ -74,10 +80,38 @@ impl Default for RetryPolicy {
 }
 
 impl RetryPolicy {
-    /// S10: `min(max, base · 2^min(attempt, 6))`, at least 1 ms.
-    pub fn delay(&self, attempt: u32) -> Millis {
-        let factor = 1u64 << attempt.min(6);
+    /// S10: `min(max, base · 2^min(step, 6))`, at least 1 ms: the backoff curve.
+    pub fn delay(&self, step: u32) -> Millis {
+        let factor = 1u64 << step.min(6);
         self.base_ms.saturating_mul(factor).min(self.max_ms).max(1)
+    }
+
+    /// The pace of retries after bad luck: the endpoint's smoothed round trip (`baseMs` before
+    /// the first answer), no less than [`MIN_PACE_MS`] and no more than `baseMs`.
+    pub fn pace(&self, round_trip: Option<Millis>) -> Millis {
+        round_trip
+            .unwrap_or(self.base_ms)
+            .clamp(MIN_PACE_MS.min(self.base_ms), self.base_ms)
+            .max(1)
+    }
+
+    /// The wait a failure earned (`core::backoff`), with jitter: `draw` is in
+    /// `0..jitter::SCALE` (`core::jitter`, from the request and its attempt). Bad luck waits
+    /// from half to one and a half times the pace; backing off waits the curve's step (or
+    /// the floor, up to `maxMs`) plus up to a quarter more, so a wait at the cap is never
+    /// shorter than `maxMs` and requests that failed together do not retry together.
+    pub fn earned(&self, wait: Wait, round_trip: Option<Millis>, draw: u64) -> Millis {
+        let draw = draw.min(jitter::SCALE - 1);
+        match wait {
+            Wait::Pace => {
+                let pace = self.pace(round_trip);
+                (pace / 2 + pace.saturating_mul(draw) / jitter::SCALE).max(1)
+            }
+            Wait::Backoff { step, floor } => {
+                let step = self.delay(step).max(floor.min(self.max_ms));
+                step.saturating_add(step.saturating_mul(draw) / (4 * jitter::SCALE))
+            }
+        }
     }
 
     /// The longest wait anything from outside may ask for: `max(maxMs, 24 h)`.
@@ -85,22 +119,23 @@ impl RetryPolicy {
         self.max_ms.max(MAX_WAIT_FLOOR_MS)
     }
 
-    /// S10: the absolute due time of the next attempt after attempt number `attempt`. The
-    /// server's `Retry-After` wins, then the host's `retryAt`, then backoff; `Retry-After` only
-    /// raises the wait, never below the backoff `attempt` earned (K1); a wait from outside
-    /// is clamped to [`RetryPolicy::max_wait`], every sum saturates, and the result is at least
-    /// `now + 1` and never past [`MAX_TIME`], so the record that stores it is always storable.
+    /// S10: the absolute due time of the next attempt, `earned` ms from `now` by the
+    /// scheduler's own pacing ([`RetryPolicy::earned`]). The server's `Retry-After` wins, then
+    /// the host's `retryAt`, then the earned wait; `Retry-After` only raises the wait, never
+    /// below what was earned (K1); a wait from outside is clamped to
+    /// [`RetryPolicy::max_wait`], every sum saturates, and the result is at least `now + 1`
+    /// and never past [`MAX_TIME`], so the record that stores it is always storable.
     pub fn due_at(
         &self,
         now: Millis,
-        attempt: u32,
+        earned: Millis,
         retry_after_ms: Option<Millis>,
         retry_at: Option<Millis>,
     ) -> Millis {
         let wait = match (retry_after_ms, retry_at) {
-            (Some(after), _) => after.min(self.max_wait()).max(self.delay(attempt)),
+            (Some(after), _) => after.min(self.max_wait()).max(earned),
             (None, Some(at)) => at.saturating_sub(now),
-            (None, None) => self.delay(attempt),
+            (None, None) => earned,
         };
         now.saturating_add(wait.clamp(1, self.max_wait()))
             .min(MAX_TIME)
@@ -344,22 +379,23 @@ mod tests {
         assert_eq!(policy.due_at(now, 0, Some(u64::MAX), None), now + day);
         assert_eq!(policy.due_at(now, 0, Some(7_000), None), now + 7_000);
         assert_eq!(
-            policy.due_at(now, 0, Some(0), None),
+            policy.due_at(now, 500, Some(0), None),
             now + 500,
-            "K1: Retry-After: 0 never lowers the wait below the step's backoff"
+            "K1: Retry-After: 0 never lowers the wait below what was earned"
         );
-        assert_eq!(policy.due_at(now, 3, Some(1_000), None), now + 4_000);
-        assert_eq!(policy.due_at(now, 3, Some(9_000), None), now + 9_000);
+        assert_eq!(policy.due_at(now, 4_000, Some(1_000), None), now + 4_000);
+        assert_eq!(policy.due_at(now, 4_000, Some(9_000), None), now + 9_000);
         assert_eq!(policy.due_at(now, 0, None, Some(u64::MAX)), now + day);
         assert_eq!(policy.due_at(now, 0, None, Some(now - 5)), now + 1);
         assert_eq!(
             policy.due_at(now, 0, None, Some(now + 60_000)),
             now + 60_000
         );
-        assert_eq!(policy.due_at(now, 3, None, None), now + 4_000);
+        assert_eq!(policy.due_at(now, 4_000, None, None), now + 4_000);
+        assert_eq!(policy.due_at(now, 0, None, None), now + 1, "at least 1 ms");
         // Saturating and bounded even with a clock at the end of time.
         assert_eq!(policy.due_at(u64::MAX, 0, Some(u64::MAX), None), MAX_TIME);
-        assert_eq!(policy.due_at(MAX_TIME, 60, None, None), MAX_TIME);
+        assert_eq!(policy.due_at(MAX_TIME, 30_000, None, None), MAX_TIME);
         // A longer retry.maxMs raises the clamp.
         let patient = RetryPolicy {
             max_ms: 2 * day,
@@ -368,6 +404,46 @@ mod tests {
         assert_eq!(patient.due_at(now, 0, Some(u64::MAX), None), now + 2 * day);
         assert_eq!(policy.bounded_due(now, MAX_TIME), now + day);
         assert_eq!(policy.bounded_due(now, now + 5), now + 5);
+    }
+
+    #[test]
+    fn s10_bad_luck_waits_about_a_round_trip_and_backoff_at_least_its_step() {
+        let policy = RetryPolicy::default();
+        assert_eq!(policy.pace(None), 500, "before any answer: baseMs");
+        assert_eq!(policy.pace(Some(40)), 40);
+        assert_eq!(
+            policy.pace(Some(1)),
+            MIN_PACE_MS,
+            "spaced even on a fast network"
+        );
+        assert_eq!(policy.pace(Some(9_000)), 500, "never longer than baseMs");
+        let last = jitter::SCALE - 1;
+        assert_eq!(policy.earned(Wait::Pace, Some(40), 0), 20);
+        assert_eq!(policy.earned(Wait::Pace, Some(40), last), 59);
+        let step = |step, floor| Wait::Backoff { step, floor };
+        assert_eq!(policy.earned(step(0, 0), Some(40), 0), 500);
+        assert_eq!(policy.earned(step(0, 0), Some(40), last), 624);
+        assert_eq!(policy.earned(step(9, 0), None, 0), 30_000, "the cap");
+        assert_eq!(
+            policy.earned(step(9, 0), None, last),
+            37_492,
+            "at the cap, jitter only lengthens the wait"
+        );
+        assert_eq!(
+            policy.earned(step(0, 7_000), None, 0),
+            7_000,
+            "an outage's floor"
+        );
+        assert_eq!(
+            policy.earned(step(0, 3_600_000), None, 0),
+            30_000,
+            "the floor stops at maxMs"
+        );
+        let tiny = RetryPolicy {
+            base_ms: 5,
+            ..RetryPolicy::default()
+        };
+        assert_eq!(tiny.pace(Some(40)), 5, "baseMs below the shortest pace");
     }
 
     #[test]

@@ -1,11 +1,13 @@
-//! Dead letters for poison, not outages (K1).
+//! Dead letters for poison, not outages or bad luck (K1).
 //!
-//! A failure that says nothing about the request itself — a transport error, 408, 421, 425,
-//! 429 or 5xx — counts toward `maxAttempts` only when the endpoint has given a *proper answer*
-//! (a verdict or `accepted`, to any request) since this request's previous failure: then the
-//! endpoint works and it is this request it keeps failing. While the endpoint fails every
-//! request, no failure counts. A query's "never received" (404) is not a proper answer: a
-//! server whose write path is down answers it too.
+//! A failure that may be the endpoint's — a transport error, 408, 421, 425, 429, 5xx — never
+//! marks a request as poison on its own. It counts toward `maxAttempts` only when all of this
+//! holds: the request fails on its own (`core::backoff`: more misses in a row than random loss
+//! makes at the endpoint's rate, while others were answered), the failure is a status the
+//! server gave (a lost answer says nothing of the request), and the endpoint gave a *proper
+//! answer* (a submit answered with a verdict or `accepted`, `core::endpoint`) since this
+//! request's previous failure. While the endpoint fails every request, no failure counts. A
+//! query's answer is not a proper answer: a server whose write path is down answers them.
 //!
 //! The time of a request's first counted failure is kept too: `maxAttempts` counted failures
 //! dead-letter it only once `deadLetterAfterMs` has passed since then. Both live in memory, so a
@@ -24,24 +26,18 @@ struct Watch {
     first_counted: Option<Millis>,
 }
 
-/// Proper answers of the endpoint and the failing requests that wait for one.
+/// The failing requests and what the endpoint had answered at their last failure.
 #[derive(Debug, Default)]
 pub struct PoisonWatch {
-    answers: u64,
     requests: StrMap<Watch>,
 }
 
 impl PoisonWatch {
-    /// The endpoint gave a proper answer (a verdict or `accepted`) to some request.
-    pub fn answered(&mut self) {
-        self.answers = self.answers.wrapping_add(1);
-    }
-
-    /// A failure of `request_id` that may be the endpoint's (transport, 408, 425, 429, 5xx):
-    /// whether it counts toward the dead letter, that is, whether the endpoint answered some
-    /// request properly since this request's previous failure.
-    pub fn outage_class_failure(&mut self, request_id: &str) -> bool {
-        let answers = self.answers;
+    /// A failure of `request_id` that may be the endpoint's (transport, 408, 425, 429, 5xx),
+    /// when the endpoint has given `answers` proper answers in all
+    /// (`EndpointHealth::answers`): whether it answered some request properly since this
+    /// request's previous failure.
+    pub fn outage_class_failure(&mut self, request_id: &str, answers: u64) -> bool {
         match self.requests.get_mut(request_id) {
             Some(watch) => {
                 let counts = watch.answers_seen != answers;
@@ -61,10 +57,9 @@ impl PoisonWatch {
         }
     }
 
-    /// A failure of `request_id` counted at `now`: returns how long ago its first counted
-    /// failure was (0 for this one).
-    pub fn counted(&mut self, request_id: &str, now: Millis) -> Millis {
-        let answers = self.answers;
+    /// A failure of `request_id` counted at `now`, with `answers` proper answers so far:
+    /// returns how long ago its first counted failure was (0 for this one).
+    pub fn counted(&mut self, request_id: &str, answers: u64, now: Millis) -> Millis {
         let watch = self.requests.get_or_insert_with(request_id, || Watch {
             answers_seen: answers,
             first_counted: None,
@@ -100,24 +95,23 @@ mod tests {
     fn k1_failures_count_only_when_the_endpoint_answered_since_the_last_one() {
         let mut watch = PoisonWatch::default();
         assert!(
-            !watch.outage_class_failure("r1"),
+            !watch.outage_class_failure("r1", 0),
             "a first failure proves nothing"
         );
         assert!(
-            !watch.outage_class_failure("r1"),
+            !watch.outage_class_failure("r1", 0),
             "nothing answered: an outage"
         );
-        watch.answered();
         assert!(
-            watch.outage_class_failure("r1"),
+            watch.outage_class_failure("r1", 1),
             "others are answered: poison"
         );
-        assert!(!watch.outage_class_failure("r1"));
-        assert_eq!(watch.counted("r1", 1_000), 0);
-        assert_eq!(watch.counted("r1", 61_000), 60_000);
+        assert!(!watch.outage_class_failure("r1", 1));
+        assert_eq!(watch.counted("r1", 1, 1_000), 0);
+        assert_eq!(watch.counted("r1", 1, 61_000), 60_000);
         assert_eq!(watch.first_counted("r1"), Some(1_000));
         watch.forget("r1");
         assert_eq!(watch.first_counted("r1"), None);
-        assert!(!watch.outage_class_failure("r1"));
+        assert!(!watch.outage_class_failure("r1", 1));
     }
 }

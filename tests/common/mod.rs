@@ -1,6 +1,8 @@
 //! Intent builders shared by the native test files. Not every file uses every builder.
 #![allow(dead_code)]
 
+pub mod flaky;
+
 use canvas_scheduler::core::config::{BatchLimits, SchedulerConfig};
 use canvas_scheduler::core::intent::IntentInput;
 use serde_json::json;

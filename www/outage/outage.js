@@ -1,11 +1,13 @@
-// The page behind tests/e2e/outages.mjs (issue #36, K1): one scheduler on the reference server,
-// with the retry options the test gives, and window.outage:
+// The page behind tests/e2e/outages.mjs (issue #36, K1) and tests/e2e/flaky.mjs: one scheduler
+// on the reference server, with the retry (and batch) options the test gives, and
+// window.outage:
 //   enqueue(id, canvasId)  enqueues one shape edit; resolves once durable;
 //   whenSaved()            the scheduler's whenSaved();
 //   pending(), explain(id), retry(id) as the scheduler answers them;
 //   events()               every event but `pending`, each with `at` (Date.now() when it came);
 //   stop()                 stops the scheduler.
-// Page parameters: ?server=<endpoint>&db=<IndexedDB name>&retry=<JSON of the retry option>.
+// Page parameters: ?server=<endpoint>&db=<IndexedDB name>&retry=<JSON of the retry option>
+// [&batch=<JSON of the batch option>].
 import init, { Scheduler } from "/pkg/web/canvas_scheduler.js";
 
 const params = new URLSearchParams(location.search);
@@ -17,6 +19,7 @@ try {
     database: params.get("db") ?? "outage",
     endpoint: (params.get("server") ?? "").replace(/\/+$/, ""),
     retry: JSON.parse(params.get("retry") ?? "{}"),
+    ...(params.has("batch") ? { batch: JSON.parse(params.get("batch")) } : {}),
     onEvent: (event) => {
       if (event.type !== "pending" && events.length < 10_000) events.push({ ...event, at: Date.now() });
     },

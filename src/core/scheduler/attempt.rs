@@ -303,6 +303,9 @@ impl<H: Host> Scheduler<H> {
         let Some((request_id, action, _)) = self.sending(attempt) else {
             return;
         };
+        if let Some(active) = self.active.get_mut(&request_id) {
+            active.sent_at = Some(now);
+        }
         self.counters.sent += 1;
         self.event(
             EventKind::Dispatched,
@@ -332,6 +335,9 @@ impl<H: Host> Scheduler<H> {
             return;
         };
         self.follow_clock(now);
+        if let Some(sent_at) = self.active.get(&request_id).and_then(|a| a.sent_at) {
+            self.note_round_trip(now, sent_at, &status);
+        }
         let status = match denied {
             Some(reason) => Self::after_denial(status, &reason),
             None => status,

@@ -2,12 +2,14 @@
 //! dead-letter, and — once that record is durable — release claims and wake what waited.
 
 use super::Scheduler;
+use crate::core::backoff::Wait;
 use crate::core::host::Host;
 use crate::core::io::{AttemptOutcome, AttemptStatus, Report, ANSWER_TOO_LARGE};
+use crate::core::jitter;
 use crate::core::model::{
     EventKind, Millis, OperationOutcome, RequestPhase, RetryAction, Settlement,
 };
-use crate::core::protocol::NOT_FOUND;
+use crate::core::protocol::{INVALID_ANSWER, NOT_FOUND};
 use crate::core::safe_error::SafeError;
 
 impl<H: Host> Scheduler<H> {
@@ -21,6 +23,9 @@ impl<H: Host> Scheduler<H> {
     ) {
         match status.outcome {
             AttemptOutcome::Applied | AttemptOutcome::Rejected => {
+                if action == RetryAction::Submit || self.lost_in_this_run(request_id) {
+                    self.endpoint_answered(now, self.is_first_attempt(request_id));
+                }
                 self.settle(now, request_id, status)
             }
             AttemptOutcome::Accepted | AttemptOutcome::Unresolved => {
@@ -28,96 +33,181 @@ impl<H: Host> Scheduler<H> {
                     self.block_request(now, request_id, &reason, status.error);
                     return;
                 }
-                let accepted = status.outcome == AttemptOutcome::Accepted;
-                // S9: a query that finds nothing means the server never received the request,
-                // which goes again. K1: it is not a proper answer (a server whose write path is
-                // down answers it too), so it resets no backoff: the submit waits the step the
-                // failed submit earned.
-                let not_found = !accepted
-                    && action == RetryAction::Query
-                    && status.error.as_ref().is_some_and(|e| e.code == NOT_FOUND);
-                let final_failure = !accepted && status.retryable == Some(false);
-                // K1: an `accepted` (or 409 in progress) that never turns into a verdict counts,
-                // so a server that only ever says "later" ends in a dead letter; a failure that
-                // may be the endpoint's counts only once the endpoint answered others since.
-                // An answer too long to read came from an endpoint that works: the failure is
-                // this request's own (its answer), and it counts like one (K1), where it was
-                // retried for ever while nothing else could be answered.
-                let unreadable = status
-                    .error
-                    .as_ref()
-                    .is_some_and(|e| e.code == ANSWER_TOO_LARGE);
-                let counts = if accepted {
-                    self.poison.answered();
-                    true
-                } else if not_found {
-                    false
-                } else if unreadable {
-                    self.poison.answered();
-                    self.poison.outage_class_failure(request_id);
-                    true
-                } else {
-                    final_failure || self.poison.outage_class_failure(request_id)
-                };
-                let mut failures = 0;
-                self.ledger.update_request(request_id, |r| {
-                    if accepted {
-                        r.phase = RequestPhase::Accepted;
-                    }
-                    if counts {
-                        r.failures = r.failures.saturating_add(1);
-                    }
-                    r.error = status.error.clone();
-                    failures = r.failures;
-                });
-                let spread = if counts {
-                    self.poison.counted(request_id, now)
-                } else {
-                    0
-                };
-                let spent = counts
-                    && failures >= self.config.retry.max_attempts
-                    && spread >= self.config.retry.dead_letter_after_ms;
-                if final_failure || spent {
-                    return self.dead_letter(now, request_id, status.error);
-                }
-                // S9: a missing receipt is unknown, so the only write a retry may do is this
-                // same frozen request; after a submit or an `accepted`, ask first.
-                let next = if accepted || action == RetryAction::Submit {
-                    RetryAction::Query
-                } else {
-                    RetryAction::Submit
-                };
-                // S10, clamped: no wait from outside is longer than max(maxMs, 24 h), and
-                // the stored due time is always a storable number. Backoff counts the
-                // request's failures since the endpoint last answered (`core::backoff`);
-                // `Retry-After` only raises it (K1).
-                let retry = self.config.retry.clone();
-                let chosen = status.retry_after_ms.is_some() || status.retry_at.is_some();
-                let due = if not_found {
-                    match self.backoff.never_received(request_id, chosen) {
-                        Some(step) => retry.due_at(now, step, status.retry_after_ms, None),
-                        None => retry.due_at_once(now, status.retry_after_ms),
-                    }
-                } else {
-                    let step = self.backoff.fail(request_id, chosen, counts);
-                    retry.due_at(now, step, status.retry_after_ms, status.retry_at)
-                };
-                self.ledger.schedule_retry(request_id, due, next);
-                // K6: the log says what the retry follows (the error's code, never its text).
-                let after = status
-                    .error
-                    .as_ref()
-                    .map(|error| format!(" after {}", error.code))
-                    .unwrap_or_default();
-                self.event(
-                    EventKind::RetryScheduled,
-                    now,
-                    Some(request_id),
-                    None,
-                    Some(format!("{} at {due}{after}", next.as_str())),
-                );
+                self.retry_later(now, request_id, action, status);
             }
+        }
+    }
+
+    /// An answer that leaves the request unresolved: count it toward the dead letter when it
+    /// is poison's, and schedule the next attempt after the wait it earned.
+    fn retry_later(
+        &mut self,
+        now: Millis,
+        request_id: &str,
+        action: RetryAction,
+        status: AttemptStatus,
+    ) {
+        let accepted = status.outcome == AttemptOutcome::Accepted;
+        let final_failure = !accepted && status.retryable == Some(false);
+        let (wait, counts) = if final_failure {
+            (None, true)
+        } else {
+            self.judge(now, request_id, action, &status)
+        };
+        let mut failures = 0;
+        let mut attempt = 0;
+        self.ledger.update_request(request_id, |r| {
+            if accepted {
+                r.phase = RequestPhase::Accepted;
+            }
+            if counts {
+                r.failures = r.failures.saturating_add(1);
+            }
+            r.error = status.error.clone();
+            failures = r.failures;
+            attempt = r.attempt;
+        });
+        let spread = if counts {
+            self.poison.counted(request_id, self.health.answers(), now)
+        } else {
+            0
+        };
+        let spent = counts
+            && failures >= self.config.retry.max_attempts
+            && spread >= self.config.retry.dead_letter_after_ms;
+        if final_failure || spent {
+            return self.dead_letter(now, request_id, status.error);
+        }
+        // S9: a missing receipt is unknown, so the only write a retry may do is this same
+        // frozen request; after a submit or an `accepted`, ask first.
+        let next = if accepted || action == RetryAction::Submit {
+            RetryAction::Query
+        } else {
+            RetryAction::Submit
+        };
+        self.schedule_next(now, request_id, next, wait, attempt, &status);
+    }
+
+    /// What an unresolved answer says of the endpoint and of the request: the wait it earned
+    /// (`None` after "never received": decided by the failure before it) and whether it
+    /// counts toward the dead letter.
+    fn judge(
+        &mut self,
+        now: Millis,
+        request_id: &str,
+        action: RetryAction,
+        status: &AttemptStatus,
+    ) -> (Option<Wait>, bool) {
+        let code = status.error.as_ref().map(|e| e.code.as_str());
+        if status.outcome == AttemptOutcome::Accepted || code == Some(ANSWER_TOO_LARGE) {
+            // K1: an `accepted` (or 409 in progress) that never turns into a verdict counts,
+            // so a server that only ever says "later" ends in a dead letter; so does an
+            // answer too long to read (the endpoint works, the answer is the fault), where it
+            // was once retried for ever. Both are the request's own.
+            if action == RetryAction::Submit {
+                self.endpoint_answered(now, self.is_first_attempt(request_id));
+            }
+            self.poison
+                .outage_class_failure(request_id, self.health.answers());
+            return (Some(self.backoff.own_failure(request_id)), true);
+        }
+        if action == RetryAction::Query && code == Some(NOT_FOUND) {
+            // S9: the server never received the request, which goes again. K1: not a proper
+            // answer (a server whose write path is down answers it too): it tells nothing of
+            // the endpoint.
+            return (None, false);
+        }
+        // A failure that may be the endpoint's: bad luck, an outage or poison
+        // (`core::endpoint`, `core::backoff`). It counts toward the dead letter only when the
+        // request fails on its own (more misses in a row than random loss makes, while others
+        // were answered), with a status from the server (a lost answer says nothing of the
+        // request), and the endpoint answered others since its previous failure.
+        let threshold = self.health.threshold();
+        let answers = self.health.answers();
+        if action == RetryAction::Submit {
+            self.backoff.submit_failed(request_id, now);
+        }
+        let first = self.is_first_attempt(request_id);
+        let outage = self.health.failed(now, self.config.retry.max_ms, first);
+        let wait = self.backoff.fail(request_id, outage, threshold, answers);
+        let answered_since = self.poison.outage_class_failure(request_id, answers);
+        let counts = answered_since && self.backoff.is_own(request_id) && is_definite(code);
+        (Some(wait), counts)
+    }
+
+    /// Schedules `next` after the wait the failure earned, with jitter, or later if the server
+    /// or the host asked: `Retry-After` only raises the wait; no wait from outside is longer
+    /// than max(maxMs, 24 h), and the stored due time is always a storable number. A resubmit
+    /// after "never received" waits the step its failure earned when the request was backing
+    /// off, and goes at once after bad luck.
+    fn schedule_next(
+        &mut self,
+        now: Millis,
+        request_id: &str,
+        next: RetryAction,
+        wait: Option<Wait>,
+        attempt: u32,
+        status: &AttemptStatus,
+    ) {
+        let wait = wait.or_else(|| {
+            self.backoff
+                .never_received(request_id, self.health.outage_age(now))
+        });
+        let retry = &self.config.retry;
+        let (due, ours) = match wait {
+            Some(wait) => {
+                let draw = jitter::draw(request_id, attempt);
+                let earned = retry.earned(wait, self.health.round_trip(), draw);
+                let ours = status.retry_at.is_none()
+                    && status.retry_after_ms.is_none_or(|after| after <= earned);
+                let due = retry.due_at(now, earned, status.retry_after_ms, status.retry_at);
+                (due, ours)
+            }
+            None => (retry.due_at_once(now, status.retry_after_ms), true),
+        };
+        self.backoff.scheduled(request_id, ours);
+        self.ledger.schedule_retry(request_id, due, next);
+        // K6: the log says what the retry follows (the error's code, never its text).
+        let after = status
+            .error
+            .as_ref()
+            .map(|error| format!(" after {}", error.code))
+            .unwrap_or_default();
+        self.event(
+            EventKind::RetryScheduled,
+            now,
+            Some(request_id),
+            None,
+            Some(format!("{} at {due}{after}", next.as_str())),
+        );
+    }
+
+    /// Whether the attempt just answered was the request's first.
+    fn is_first_attempt(&self, request_id: &str) -> bool {
+        self.ledger
+            .request(request_id)
+            .is_some_and(|r| r.attempt <= 1)
+    }
+
+    /// Whether a verdict a query finds for `request_id` is news of the endpoint: the write path
+    /// applied one of its submits whose answer was lost, at the first one's failure or later
+    /// (`Backoff::submit_failed_at`), and that is news if it is within the current run, or
+    /// since the run was judged an outage (`EndpointHealth::is_news`).
+    fn lost_in_this_run(&self, request_id: &str) -> bool {
+        self.backoff
+            .submit_failed_at(request_id)
+            .is_some_and(|at| self.health.is_news(at))
+    }
+
+    /// The driver's answer to an attempt that left `sent_at`: the round trip, when the
+    /// server answered it (a transport error may come at once or after a long timeout).
+    pub(super) fn note_round_trip(&mut self, now: Millis, sent_at: Millis, status: &AttemptStatus) {
+        let code = status.error.as_ref().map(|e| e.code.as_str());
+        let answered = status.outcome != AttemptOutcome::Unresolved
+            || is_definite(code)
+            || matches!(code, Some(NOT_FOUND | ANSWER_TOO_LARGE));
+        if answered {
+            self.health.round_trip_sample(now.saturating_sub(sent_at));
         }
     }
 
@@ -134,8 +224,6 @@ impl<H: Host> Scheduler<H> {
         self.retries.cancel(request_id);
         self.backoff.forget(request_id);
         self.poison.forget(request_id);
-        self.poison.answered();
-        self.endpoint_answered(now);
         self.ledger.update_request(request_id, |r| {
             r.phase = RequestPhase::Resolved;
             r.outcome = Some(settlement);
@@ -258,9 +346,13 @@ impl<H: Host> Scheduler<H> {
 }
 
 impl<H: Host> Scheduler<H> {
-    /// The endpoint gave a proper answer (a verdict): backoff
-    /// starts again, and retries that waited on backoff alone are due now (`core::backoff`).
-    pub(super) fn endpoint_answered(&mut self, now: Millis) {
+    /// The endpoint gave a proper answer to a submit (a verdict, `accepted`, an answer too long
+    /// to read), the request's `first` attempt or a later one: its write path works. Its run of failures and any outage are over
+    /// (`core::endpoint`), backoff starts again, and retries that waited on backoff alone are
+    /// due now (`core::backoff`). An answer to a query shows only that reads work: in a write
+    /// outage a query still finds the verdict of a request applied before it.
+    pub(super) fn endpoint_answered(&mut self, now: Millis, first: bool) {
+        self.health.answered(first);
         let waiting = self.backoff.reset();
         self.retry_now(now, waiting);
     }
@@ -284,4 +376,10 @@ impl<H: Host> Scheduler<H> {
             self.retries.schedule(&id, now, action);
         }
     }
+}
+
+/// Whether a failure's code is a status the server gave (`http_<status>`, a body that is not a
+/// protocol answer), not a lost answer or a hook of the host that failed.
+fn is_definite(code: Option<&str>) -> bool {
+    code.is_some_and(|code| code.starts_with("http_") || code == INVALID_ANSWER)
 }

@@ -57,11 +57,12 @@ impl<H: Host> Scheduler<H> {
         Some(barrier)
     }
 
-    /// The host's "retry now" (`retryAllNow()`): every backoff starts again and every
-    /// scheduled retry is due now, including waits the server asked for (S10). Blocked
-    /// requests (unauthorized, dead letters) stay as they are: `resume()` and `retry(id)` are
-    /// for them.
+    /// The host's "retry now" (`retryAllNow()`): every backoff starts again, failures from
+    /// here are judged afresh, and every scheduled retry is due now, including waits the
+    /// server asked for (S10). Blocked requests (unauthorized, dead letters) stay as they are:
+    /// `resume()` and `retry(id)` are for them.
     pub fn retry_all_now(&mut self, now: Millis) {
+        self.health.restart();
         self.backoff.reset();
         let scheduled: Vec<String> = self
             .ledger

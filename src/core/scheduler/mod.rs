@@ -30,6 +30,7 @@ use std::collections::VecDeque;
 use super::backoff::Backoff;
 use super::claims::CanvasClaims;
 use super::config::SchedulerConfig;
+use super::endpoint::EndpointHealth;
 use super::error::{ErrorCode, SchedulerError};
 use super::host::Host;
 use super::io::{AttemptId, BatchNo, Effect, Report};
@@ -73,6 +74,8 @@ struct Attempt {
     /// K3: the authorization step denied this attempt of a request the server may already
     /// have: it queries instead, and the denial stands only if the server never got it.
     denied: Option<String>,
+    /// When the host put it on the wire (the round trip's start).
+    sent_at: Option<Millis>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -151,8 +154,10 @@ pub struct Scheduler<H: Host> {
     online: bool,
     ready: ReadyQueue,
     retries: RetryQueue,
-    /// Backoff steps since the endpoint last answered (S10).
+    /// How long each failed request waits: bad luck, outage or its own.
     backoff: Backoff,
+    /// The endpoint's answers, round trip and outages, as seen from here.
+    health: EndpointHealth,
     /// Which failures count toward the dead letter (K1: poison, not outages).
     poison: PoisonWatch,
     claims: CanvasClaims,
@@ -220,6 +225,7 @@ impl<H: Host> Scheduler<H> {
             ready: ReadyQueue::default(),
             retries: RetryQueue::default(),
             backoff: Backoff::default(),
+            health: EndpointHealth::default(),
             poison: PoisonWatch::default(),
             claims: CanvasClaims::default(),
             waiting: StrMap::new(),
@@ -333,8 +339,11 @@ impl<H: Host> Scheduler<H> {
             self.withdraw_ahead(now);
         }
         if back {
-            // The network came back: what waited on backoff goes now (S10).
-            self.endpoint_answered(now);
+            // The network came back: what waited on backoff goes now, and failures from
+            // here are judged afresh (S10).
+            self.health.restart();
+            let waiting = self.backoff.reset();
+            self.retry_now(now, waiting);
         }
         if online {
             self.pump(now);

@@ -383,6 +383,7 @@ impl<H: Host> Scheduler<H> {
                 kind,
                 stage,
                 denied: None,
+                sent_at: None,
             },
         );
         self.maybe_flush(now);
@@ -406,6 +407,7 @@ impl<H: Host> Scheduler<H> {
                 kind,
                 stage: Stage::Barrier(self.persist.durable),
                 denied: None,
+                sent_at: None,
             },
         );
         self.send(now, request_id);

@@ -6,8 +6,9 @@
 //!
 //! The core remembers the latest `now` it was given. A `now` below it means the clock went
 //! back by the difference: every due time kept in memory (scheduled retries, the lease's
-//! renewal, the dead-letter window, `coalesceMs` holds) moves back by as much, so each wait keeps what was left of
-//! it in real time and stays on the retry curve. Stored times (`retryAt` of a request) are not
+//! renewal, the dead-letter window, the start of the endpoint's run of failures, `coalesceMs`
+//! holds) moves back by as much, so each wait keeps what was left of it in real time and stays
+//! on the retry curve. Stored times (`retryAt` of a request) are not
 //! rewritten: the next answer stores fresh ones, and after a reload a stored due time waits at
 //! most `max(maxMs, 24 h)` (`RetryPolicy::bounded_due`). A clock moved forward needs nothing:
 //! waits end early, never late.
@@ -24,6 +25,7 @@ impl<H: Host> Scheduler<H> {
             let back = self.clock_high - now;
             self.retries.shift_earlier(back);
             self.poison.shift_earlier(back);
+            self.health.shift_earlier(back);
             self.coalescing.shift_earlier(back);
             self.lease.renewed_at = self.lease.renewed_at.saturating_sub(back);
             // The armed wake-up was for the old clock: the next sync arms a fresh one.
