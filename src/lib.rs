@@ -3,7 +3,7 @@
 //! - [`core`] is a sans-IO state machine: events in, effects out. It never touches
 //!   `web_sys`, `js_sys` or the wall clock, so `cargo test` covers it natively.
 //! - `web` (wasm32 only) carries effects out with IndexedDB, `fetch` and browser timers.
-//! - `api` (wasm32 only) is the JavaScript surface of SPEC section 6.
+//! - `api` (wasm32 only) is the JavaScript surface (the `Scheduler` class).
 
 pub mod core;
 

@@ -1,5 +1,6 @@
-//! SPEC K3 on a virtual clock: a principal is always compared (an omitted one is anonymous,
-//! never a wildcard), and the authorization step is an effect whose verdict the core reads.
+//! Logins and principals on a virtual clock: a principal is always compared (an omitted one is
+//! anonymous, never a wildcard), and the authorization step is an effect whose verdict the core
+//! reads.
 
 mod common;
 
@@ -243,7 +244,7 @@ fn k3_a_denial_after_a_send_waits_for_the_host_when_the_server_has_not_received_
 /// Simulation seed 3817: the first submit left and its answer never came (the copy was
 /// still on its way: a tab paused past its lease). The retry was denied, the query that
 /// asked first found nothing, and the request was settled rejected; then the late copy
-/// applied. K3: a change the server kept is never reported rejected.
+/// applied. A change the server kept is never reported rejected.
 #[test]
 fn k3_a_denial_and_a_404_never_reject_a_request_a_late_copy_still_applies() {
     let mut server = SimServer::default();

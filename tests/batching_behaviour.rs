@@ -561,7 +561,7 @@ fn batch_works_with_compile_and_participants_set() {
     assert_eq!(blocked.blockers, ["no such record"]);
     assert!(
         h.wire.is_empty(),
-        "p3 waits behind the blocked one on its canvas (S4)"
+        "p3 waits behind the blocked one on its canvas"
     );
     h.scheduler.discard(h.now, "bad").unwrap();
     h.drain();
@@ -581,10 +581,10 @@ fn holding(coalesce_ms: u64) -> Harness<CountingHost> {
     h
 }
 
-/// Issue 37, `coalesceMs`: a drag's updates arrive every 16 ms; each is held 32 ms, so each
+/// `coalesceMs`: a drag's updates arrive every 16 ms; each is held 32 ms, so each
 /// is replaced before it could be frozen, and only the last position is sent, 32 ms after it.
 /// An edit on another canvas goes at once; a later edit on the drag's canvas never passes a
-/// held update (S4).
+/// held update.
 #[test]
 fn coalesce_ms_holds_a_drag_back_so_only_its_last_position_is_sent() {
     let mut h = holding(32);
@@ -631,7 +631,7 @@ fn coalesce_ms_holds_a_drag_back_so_only_its_last_position_is_sent() {
     }
 }
 
-/// Issue 37, `coalesceMs` writes too: a drag's updates, 16 ms apart and each held 32 ms, share
+/// `coalesceMs` writes too: a drag's updates, 16 ms apart and each held 32 ms, share
 /// a transaction per 32 ms instead of one each; the replaced ones are written settled and
 /// without their payload. Each enqueue is durable (its barrier) only once that write
 /// commits, never before; an edit that is not held is written at once, with the held ones.

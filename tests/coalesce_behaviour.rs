@@ -1,4 +1,4 @@
-//! Issue 37 item 3: coalescing that saves work. A replaced intent is written without its
+//! Coalescing that saves work. A replaced intent is written without its
 //! payload in the batch that stores its replacement, and is still recognised when enqueued
 //! again; an optional `coalesce(older, newer)` hook merges diffs; a merge that fails replaces
 //! nothing, so both are sent in order.

@@ -1,4 +1,4 @@
-//! Defaults that drain (S10, issue 31): an editor's ordinary faults — the server busy (503),
+//! Defaults that drain: an editor's ordinary faults — the server busy (503),
 //! rate limited (429, `Retry-After: 0`), answers lost after the change was applied — must not
 //! leave work pending for minutes with the default retry options. The day's model runs one
 //! scheduler against the protocol model (`SimServer`) on the virtual clock, with a seeded mix
@@ -189,7 +189,7 @@ fn attempt(h: &mut Harness<CountingHost>, request: &str, status: AttemptStatus) 
     action
 }
 
-/// S9 with K1: a query that finds nothing after a failed submit is not a proper answer from
+/// A query that finds nothing after a failed submit is not a proper answer from
 /// the endpoint (a server whose write path is down answers it too). After bad luck the same
 /// request goes again at once; once the endpoint's failures are longer than bad luck makes
 /// them (an outage), it goes again after the step its failure earned, never sooner, and the
@@ -238,7 +238,7 @@ fn k1_a_query_that_finds_nothing_after_a_failed_submit_resets_no_backoff() {
     );
 }
 
-/// S10: a verdict from the endpoint shows it is up: a request that waited on a long backoff on
+/// A verdict from the endpoint shows it is up: a request that waited on a long backoff on
 /// another canvas is due at once, and its backoff starts again from the first step; a wait
 /// the server asked for is left alone.
 #[test]
@@ -283,7 +283,7 @@ fn s10_a_verdict_resets_backoff_and_brings_waiting_retries_forward() {
     );
 }
 
-/// S10: the network coming back (`online`) brings every backoff forward; `retryAllNow()`
+/// The network coming back (`online`) brings every backoff forward; `retryAllNow()`
 /// brings every scheduled retry forward, a wait the server asked for included.
 #[test]
 fn s10_online_and_retry_all_now_bring_retries_forward() {

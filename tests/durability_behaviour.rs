@@ -1,6 +1,6 @@
-//! W1's second freedom: a batch that holds only answers, retry schedules, events (or
-//! compaction, folding, a lease renewal) commits with relaxed durability; a batch with an
-//! enqueue, a freeze, a first dispatch marker (S7) or a host call's change is strict. The
+//! Relaxed durability where it is allowed: a batch that holds only answers, retry schedules, events
+//! (or compaction, folding, a lease renewal) commits with relaxed durability; a batch with an
+//! enqueue, a freeze, a first dispatch marker or a host call's change is strict. The
 //! simulation drops any suffix of relaxed commits at a power loss (tests/simulation/); this
 //! states which batch is which, step by step.
 
@@ -53,7 +53,7 @@ fn unavailable() -> AttemptStatus {
 fn w1_an_enqueue_and_its_first_send_are_strict_its_answers_and_retries_relaxed() {
     let mut h = harness();
     h.enqueue(vec![edit("a", &["c1"])]).expect("enqueue");
-    // The enqueue, then its freeze and dispatch marker (S7), before the first byte.
+    // The enqueue, then its freeze and dispatch marker, before the first byte.
     let admitted = write_all(&mut h);
     assert!(!admitted.is_empty() && admitted.iter().all(|relaxed| !relaxed));
     assert_eq!(h.wire.len(), 1, "sent once its freeze is durable");

@@ -1,4 +1,4 @@
-//! Freeze ahead (SPEC S2, issue 38 item 2): up to `concurrency` requests are frozen ahead of a
+//! Freeze ahead: up to `concurrency` requests are frozen ahead of a
 //! free slot (durable, claims held, unsent), so an answer is followed by the next send in the
 //! same turn, without waiting for a commit; what is frozen ahead recovers as a submit.
 
@@ -15,7 +15,7 @@ fn one_slot() -> Harness<CountingHost> {
     harness(false)
 }
 
-/// As the browser runs it: one transaction a turn (group commit, W1).
+/// As the browser runs it: one transaction a turn (group commit).
 fn one_slot_grouped() -> Harness<CountingHost> {
     harness(true)
 }
@@ -225,7 +225,7 @@ fn s9_the_next_request_on_a_canvas_is_compiled_after_the_answers_turn_into_its_b
         .request_id
         .is_some());
     assert_eq!(h.persists.len(), 1, "b's freeze rides the answer's write");
-    assert!(h.wire.is_empty(), "b waits for that write (S7)");
+    assert!(h.wire.is_empty(), "b waits for that write");
     assert!(h.persist_next());
     h.drain();
     assert_eq!(h.wire_operations(), ["b"]);

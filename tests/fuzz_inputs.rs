@@ -1,12 +1,12 @@
 //! Property-based fuzzing (proptest) of the two places where untrusted bytes enter the core:
 //!
-//! - **Host input** (SPEC §6 "bad input changes nothing"): arbitrary JSON and malformed
+//! - **Host input** ("bad input changes nothing", docs/guarantees.md): arbitrary JSON and malformed
 //!   IntentInput-shaped objects (random keys, wrong types, huge strings, deep nesting,
 //!   `__proto__` keys, NaN-like strings, duplicate ids, dependency cycles, explicit sequences)
 //!   go through the JSON decoder (`core::json::from_str::<IntentInput>` on their text),
 //!   `check_fields` and `Scheduler::enqueue`. Nothing panics; every refusal carries a stable
 //!   code; a refused enqueue leaves the ledger exactly as it was.
-//! - **Storage** (D4, D5): a real ledger written by the [`Harness`] is corrupted record by
+//! - **Storage**: a real ledger written by the [`Harness`] is corrupted record by
 //!   record (flipped fields, truncated bodies, changed digests, repeated sequences, wrong keys,
 //!   garbage, reordered or oversized pages) and read back through [`LedgerLoader`], with some
 //!   or all of its operations stored in operation pages (entries corrupted, operations copied
@@ -1057,7 +1057,7 @@ fn loader_case(
         prop_assert_eq!(loaded.requests.len(), original.requests.len());
     }
 
-    // D5: a body that does not match its digest is never loaded, and no altered body is.
+    // A body that does not match its digest is never loaded, and no altered body is.
     let clean_bodies: BTreeMap<&str, &str> = clean.stores[1]
         .iter()
         .filter_map(|(_, v)| Some((v["digest"].as_str()?, v["body"].as_str()?)))
@@ -1085,7 +1085,7 @@ fn loader_case(
     prop_assert_eq!(ids.len(), loaded.operations.len());
     prop_assert_eq!(sequences.len(), loaded.operations.len());
     prop_assert!(sequences.iter().all(|s| *s <= loaded.meta.last_sequence));
-    // D4: a sequence no conforming scheduler could have written is corrupt: quarantined.
+    // A sequence no conforming scheduler could have written is corrupt: quarantined.
     if let Some(unsafe_op) = loaded
         .operations
         .iter()

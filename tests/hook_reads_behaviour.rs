@@ -1,4 +1,4 @@
-//! Issue 37 item 5: `participants` and `compile` read the scheduler as it stands in the middle
+//! `participants` and `compile` read the scheduler as it stands in the middle
 //! of its step (stats, claims, explain, pending, known), and a hook that decides by what it
 //! read still freezes and sends its operation.
 
@@ -138,7 +138,7 @@ fn issue37_hooks_read_a_consistent_scheduler_and_the_operation_is_still_sent() {
     assert_eq!(second.claims, [("c1".to_owned(), "r-1".to_owned())]);
     assert_eq!(second.in_flight, 1);
     assert!(second.earlier.as_deref().is_some_and(|a| a.contains("r-1")));
-    // Both slots taken: `c` may be frozen ahead (S2), but `a` claims its canvas: its
+    // Both slots taken: `c` may be frozen ahead, but `a` claims its canvas: its
     // participants are read, it waits, and it is not compiled.
     let ran = |h: &Harness<ReadingHost>| h.scheduler.host().seen.borrow().len();
     assert_eq!(ran(&h), 5);

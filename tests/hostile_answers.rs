@@ -1,4 +1,4 @@
-//! Issue 26, items 1, 3 and 7 on a virtual clock: time from outside is bounded, only the
+//! Hostile answers on a virtual clock: time from outside is bounded, only the
 //! protocol rejects for good, answers are bounded. The answers are real HTTP answers mapped by
 //! `core::protocol::map_answer`, exactly as the browser transport maps them; the store refuses
 //! a record JS could not read back, as IndexedDB's codec does.
@@ -210,7 +210,7 @@ fn k1_a_proxys_html_400_dead_letters_with_its_status_and_retry_sends_it_again() 
         r,
         Report::DeadLettered { error: Some(e), .. } if e.code == "http_400"
     )));
-    // #36: `pending()` says what it holds and how to release it, as the event does.
+    // `pending()` says what it holds and how to release it, as the event does.
     let pending = h.scheduler.pending(h.now);
     assert_eq!(
         (pending[0].state, pending[0].reason.as_str()),
@@ -253,7 +253,7 @@ fn p7_421_is_retried_and_only_a_protocol_body_rejects_for_good() {
     );
     let a = h.scheduler.ledger().operation("a").unwrap();
     assert!(a.blockers.is_empty(), "421 is retried: {:?}", a.blockers);
-    // b's verdict shows the endpoint answers: a's backoff is brought forward (S10).
+    // b's verdict shows the endpoint answers: a's backoff is brought forward.
     assert_eq!(h.wire_ids(), [ids[0].clone()], "421 is retried");
     let b = h.scheduler.ledger().operation("b").unwrap();
     assert_eq!(

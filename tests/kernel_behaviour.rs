@@ -1,4 +1,6 @@
-//! SPEC K1–K8 and D1–D5 on a virtual clock, each test named after the behaviour it proves.
+//! Dead letters, the lease, principals, safe errors, the event log, `flush`, revisions,
+//! recovery, `stats`, `explain`, validated reads and digests on a virtual clock, each test named
+//! after the behaviour it proves.
 
 mod common;
 
@@ -42,7 +44,7 @@ fn unresolved() -> AttemptStatus {
 }
 
 /// Fails every attempt of `request` until it is dead-lettered: the server says "later"
-/// (`accepted`) each time, which always counts (K1), so this is the request's own failure.
+/// (`accepted`) each time, which always counts, so this is the request's own failure.
 fn exhaust(h: &mut Harness<CountingHost>, request: &str) {
     for _ in 0..10 {
         if h.wire_ids().iter().any(|id| id == request) {
@@ -52,7 +54,7 @@ fn exhaust(h: &mut Harness<CountingHost>, request: &str) {
     }
 }
 
-/// K1: a dead letter the host can act on: its report and `explain` name the canvases it holds
+/// A dead letter the host can act on: its report and `explain` name the canvases it holds
 /// and how to release them, and `retry` releases them.
 #[test]
 fn k1_a_dead_letter_says_which_canvases_it_holds_and_how_to_release_them() {
@@ -454,8 +456,8 @@ fn k6_event_pages_load_beside_single_event_records_and_bad_pages_are_set_aside()
     }
 }
 
-/// D4 for the event log: garbage among its records (not JSON, an event under another seq's
-/// key, a page under a key between two pages) is set aside alone; the page after it loads,
+/// Validated reads for the event log: garbage among its records (not JSON, an event under another
+/// seq's key, a page under a key between two pages) is set aside alone; the page after it loads,
 /// though its first seq is below the garbage's key.
 #[test]
 fn d4_garbage_in_the_event_log_is_set_aside_alone() {
@@ -606,7 +608,7 @@ fn d3_explain_covers_every_state() {
     assert_eq!(
         reason(&h, "e"),
         "frozen_ahead",
-        "frozen while the slot is taken (S2)"
+        "frozen while the slot is taken"
     );
     assert_eq!(
         reason(&h, "d"),
@@ -904,7 +906,7 @@ fn w4_adopted_intents_keep_the_enqueuing_sessions_principal_and_bad_ones_change_
     h.drain();
     let stored = h.store.operation("from-b").expect("adopted and durable");
     assert_eq!(stored.intent.principal.as_deref(), Some("user-b"));
-    assert!(h.wire.is_empty(), "K3: never sent under user-a");
+    assert!(h.wire.is_empty(), "Never sent under user-a");
     // Adopting the same intent again (a crash between adoption and clearing the inbox) is
     // harmless; a bad batch is refused whole.
     h.scheduler

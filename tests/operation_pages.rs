@@ -1,4 +1,4 @@
-//! Operations stored in pages (D4, S18): first writes go to storage as pages, later writes as
+//! Operations stored in pages: first writes go to storage as pages, later writes as
 //! records that supersede the page copies, and a page goes with its last current copy. The
 //! loader's page checks, and what a load does when a record it needs was set aside.
 
@@ -121,7 +121,7 @@ fn s18_records_written_one_by_one_are_folded_into_a_page_when_the_scheduler_is_q
     }
     h.drain();
     h.advance(ACTIVE_MS);
-    // Settled, they leave the working stores (issue 38) but for d, which holds the highest
+    // Settled, they leave the working stores but for d, which holds the highest
     // sequence; the others are in the archive.
     let durable = h.store.snapshot();
     assert_eq!(durable.operations.len(), 1);
@@ -140,7 +140,7 @@ fn s18_nothing_is_folded_while_requests_are_in_flight() {
         h.answer_first(AttemptStatus::outcome(AttemptOutcome::Applied));
         h.drain();
     }
-    // All settled: compacted once the user pauses (issue 38) but for c, which holds the
+    // All settled: compacted once the user pauses but for c, which holds the
     // highest sequence, one record: nothing to fold.
     h.advance(ACTIVE_MS);
     assert_eq!(h.store.record_counts(), (0, 1));
@@ -226,7 +226,7 @@ fn s18_first_writes_are_pages_and_settled_operations_retire_them() {
     }
     h.drain();
     h.advance(ACTIVE_MS);
-    // Settled, they leave the working stores (issue 38): the pages went with their last
+    // Settled, they leave the working stores: the pages went with their last
     // current copies, and only the one holding the highest sequence stays, as a record.
     let durable = h.store.snapshot();
     assert_eq!(durable.operations.len(), 1);

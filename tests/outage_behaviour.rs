@@ -1,5 +1,5 @@
-//! K1 on the protocol model: the attempt bound is for poison, not for outages. Each test runs
-//! one scheduler with the default retry options against `SimServer` on the virtual clock,
+//! Outages and poison on the protocol model: the attempt bound is for poison, not for outages. Each
+//! test runs one scheduler with the default retry options against `SimServer` on the virtual clock,
 //! through ten minutes of a fault, and states the bound: nothing dead-letters during an outage,
 //! every operation drains within one backoff step (`maxMs`) of recovery, the endpoint's
 //! failures go at the network's pace only until they are longer than bad luck makes them
@@ -202,7 +202,7 @@ fn k1_a_ten_minute_write_outage_with_retry_after_0_dead_letters_nothing() {
         }
     });
     assert!(run.dead.is_empty(), "dead-lettered: {:?}", run.dead);
-    assert_eq!(run.counted, 0, "K1: no failure of an outage counts");
+    assert_eq!(run.counted, 0, "No failure of an outage counts");
     assert_backs_off(&run, 0, OUTAGE_MS);
     assert_drains_within_a_step(&run, OUTAGE_MS, 22);
     let first = run.submits.values().map(Vec::len).max().unwrap_or(0);
@@ -222,7 +222,7 @@ fn k1_a_ten_minute_full_outage_dead_letters_nothing() {
         }
     });
     assert!(run.dead.is_empty(), "dead-lettered: {:?}", run.dead);
-    assert_eq!(run.counted, 0, "K1: no failure of an outage counts");
+    assert_eq!(run.counted, 0, "No failure of an outage counts");
     assert_backs_off(&run, 0, OUTAGE_MS);
     assert_drains_within_a_step(&run, OUTAGE_MS, 22);
 }
@@ -239,7 +239,7 @@ fn k1_a_flapping_endpoint_dead_letters_nothing() {
         }
     });
     assert!(run.dead.is_empty(), "dead-lettered: {:?}", run.dead);
-    assert_eq!(run.counted, 0, "K1: no failure of an outage counts");
+    assert_eq!(run.counted, 0, "No failure of an outage counts");
     for phase in 0..OUTAGE_MS / 25_000 {
         assert_backs_off(&run, phase * 25_000, phase * 25_000 + 20_000);
     }
@@ -305,7 +305,7 @@ fn k1_one_poisoned_request_among_healthy_ones_dead_letters_on_time() {
     assert_eq!(run.server.applied.len(), 140, "every healthy edit applied");
 }
 
-/// #36: a wall clock set back by an hour while a retry waits. The driver's timers count real
+/// A wall clock set back by an hour while a retry waits. The driver's timers count real
 /// time (`setTimeout`), as modelled here: the armed timer keeps what was left of its delay.
 /// The retry must not wait the hour, nor come sooner: every wait stays what it was, whatever
 /// `now` does.
@@ -367,7 +367,7 @@ fn k1_a_wall_clock_set_back_an_hour_stalls_no_retry() {
 
 /// A server whose answers outgrow `maxAnswerBytes` (a reference server that sent whole tldraw
 /// documents): every answer is `answer_too_large`, and nothing else can be answered behind it
-/// on its canvas. The endpoint works, the answer is the fault: each counts (K1), and the
+/// on its canvas. The endpoint works, the answer is the fault: each counts, and the
 /// request dead-letters on time instead of being retried for ever (the example's hang).
 #[test]
 fn k1_answers_too_large_to_read_count_and_dead_letter_on_time() {

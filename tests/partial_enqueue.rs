@@ -1,4 +1,4 @@
-//! Issue 37 item 4, partial enqueue (`enqueueMany(intents, { atomic: false })`): the core
+//! Partial enqueue (`enqueueMany(intents, { atomic: false })`): the core
 //! stores every valid intent in one batch, in call order, and refuses each other one with the
 //! code a lone enqueue of it would get; a refused intent changes nothing.
 

@@ -1,4 +1,4 @@
-//! The stored records, the views and the wire bodies are serde types (issue 40): their derives
+//! The stored records, the views and the wire bodies are serde types: their derives
 //! write the same members, names and skip rules as the module's own codec (`core::json`,
 //! `json_record!`), which the module keeps for size (ARCHITECTURE), and records read back the
 //! same record. JSON-text fields (payloads, canonical states, error details) are strings holding

@@ -1,6 +1,6 @@
-//! Retention (SPEC §7) on a virtual clock: settled operations past the policy are compacted to
-//! tombstones in slices while the scheduler is quiet; nothing unsettled is compacted; the same
-//! intent again is known by its tombstone and never sent twice.
+//! Retention (docs/guarantees.md, "Retention and known()") on a virtual clock: settled operations
+//! past the policy are compacted to tombstones in slices while the scheduler is quiet; nothing
+//! unsettled is compacted; the same intent again is known by its tombstone and never sent twice.
 
 mod common;
 
@@ -40,7 +40,7 @@ fn restart(h: &Harness<CountingHost>, retain: RetentionPolicy) -> Harness<Counti
     restart_as(h, retain, None)
 }
 
-/// A restart on the same store, signed in as `principal` (K3).
+/// A restart on the same store, signed in as `principal`.
 fn restart_as(
     h: &Harness<CountingHost>,
     retain: RetentionPolicy,
@@ -196,7 +196,7 @@ fn the_same_intent_again_resolves_from_its_tombstone_and_is_never_sent_twice() {
     assert_eq!(error.code(), "duplicate_operation");
 }
 
-/// K3 with retention: a tombstone keeps its principal, and another principal's intent under
+/// Principals with retention: a tombstone keeps its principal, and another principal's intent under
 /// that id is `duplicate_operation`, as it is while the operation is whole.
 #[test]
 fn k3_another_principals_intent_under_a_compacted_id_is_a_duplicate() {
@@ -434,10 +434,7 @@ fn compacting_in_the_batch_resume_writes_still_releases_the_canvas() {
         .unwrap();
     h.fail_persists = 1;
     h.answer_first(applied());
-    assert!(
-        h.wire.is_empty(),
-        "S13: nothing more after the failed write"
-    );
+    assert!(h.wire.is_empty(), "Nothing more after the failed write");
     h.scheduler.resume(h.now);
     h.drain();
     assert_eq!(tombstone_ids(&h.store), vec!["a"]);
@@ -470,7 +467,7 @@ fn a_dependency_on_a_compacted_discarded_operation_is_blocked_as_a_whole_one_is(
 
 #[test]
 fn settled_operations_past_the_policy_are_compacted_within_a_second_while_work_never_stops() {
-    // Issue 38 item 1: a burst of work that never pauses (a backlog always in flight) must
+    // A burst of work that never pauses (a backlog always in flight) must
     // not leave its settled history whole until a quiet moment: the tab may close first, and
     // the next open would read it all.
     let kept = 10;
@@ -683,7 +680,7 @@ fn a_dependency_on_a_compacted_superseded_operation_is_met_by_its_replacement() 
     assert_eq!(r.wire_operations(), vec!["y"]);
 }
 
-/// K1 across compaction: when the replacement was discarded by the host, a dependency on
+/// Dead letters across compaction: when the replacement was discarded by the host, a dependency on
 /// the superseded one is blocked `dependency_discarded`, whole or compacted.
 #[test]
 fn a_dependency_on_a_compacted_superseded_operation_whose_replacement_was_discarded_waits() {

@@ -1,4 +1,4 @@
-//! Issue 37: `pending()` and the `whenSaved()` decision on a virtual clock.
+//! `pending()` and the `whenSaved()` decision on a virtual clock.
 
 mod common;
 
@@ -64,7 +64,7 @@ fn pending_lists_unsettled_operations_in_sequence_order_with_their_canvases() {
     assert_eq!(pending[1].state, "queued");
     assert_eq!(
         pending[1].reason, "frozen_ahead",
-        "frozen behind the full slot (S2)"
+        "frozen behind the full slot"
     );
     assert_eq!(pending[2].state, "queued");
     assert_eq!(pending[2].canvas_ids, ["c1"]);

@@ -1,4 +1,6 @@
-//! SPEC S1–S18 on a virtual clock, each test named after the behaviour it proves.
+//! The scheduler's core promises (order, in flight, exactly once, retries, storage failures,
+//! hold, stop, settle, host code, recovery) on a virtual clock, each test named after the behaviour
+//! it proves.
 
 mod common;
 
@@ -358,7 +360,7 @@ fn s10_retry_after_wins_over_backoff_and_the_due_time_is_absolute() {
             ..unresolved()
         },
     );
-    // K1: a Retry-After shorter than the wait the failure earned does not lower it. Bad luck
+    // A Retry-After shorter than the wait the failure earned does not lower it. Bad luck
     // before any round trip is known waits from half to one and a half times baseMs.
     h.answer(
         &e,
@@ -424,7 +426,7 @@ fn s11_due_retries_run_before_new_ready_work() {
         },
     );
     // b became ready meanwhile, but the slot was taken by nothing; hold to queue both.
-    // (K1: the 5 ms Retry-After is raised to the wait the failure earned: bad luck before
+    // (the 5 ms Retry-After is raised to the wait the failure earned: bad luck before
     // any round trip is known waits from half to one and a half times baseMs.)
     let hold = h.scheduler.hold(h.now).unwrap();
     h.enqueue(vec![edit("b", &["c2"])]).unwrap();
@@ -899,7 +901,7 @@ fn s9_a_rejection_carries_the_requests_canonical_when_the_operation_has_none() {
     );
 }
 
-/// S4 at scale (issue 31: `scanned` reached 1.8 million for 4 000 sends on one canvas): when a
+/// Canvas order at scale (`scanned` reached 1.8 million for 4 000 sends on one canvas): when a
 /// busy canvas is released, only its next operation is woken, so the work per send does not
 /// grow with the queue behind it. Every operation is examined about once when it arrives and
 /// once when its turn comes, in order.
@@ -927,7 +929,7 @@ fn s4_a_released_canvas_wakes_only_its_next_operation() {
 }
 
 /// Bad input changes nothing, and the error says which intent of the call it was about
-/// (issue 31: `enqueueMany` reports the index of the intent refused; the JS boundary adds
+/// (`enqueueMany` reports the index of the intent refused; the JS boundary adds
 /// its id).
 #[test]
 fn an_enqueue_error_names_the_intent_of_the_call_it_refused() {

@@ -244,7 +244,7 @@ export class Scheduler {
         try {
           this.#onEvent?.(data.event);
         } catch {
-          // What onEvent throws is ignored (S17).
+          // What onEvent throws is ignored.
         }
         return;
       case "hook":
@@ -373,7 +373,7 @@ export class Scheduler {
   }
 
   /**
-   * Issue 37: answered by the worker's scheduler.
+   * Answered by the worker's scheduler.
    * @returns {Promise<SavedState>}
    */
   whenSaved() {
@@ -381,7 +381,7 @@ export class Scheduler {
   }
 
   /**
-   * Issue 37: from the mirror (as fresh as its last update).
+   * From the mirror (as fresh as its last update).
    * @returns {PendingOperation[]}
    */
   pending() {

@@ -197,7 +197,7 @@ export function serve(hooks = {}) {
       try {
         hooks.onEvent?.(event, scheduler);
       } catch {
-        // What onEvent throws is ignored (S17).
+        // What onEvent throws is ignored.
       }
       post({ t: "event", event }, tracker.idsOf(event));
     };

@@ -1,4 +1,4 @@
-//! The server kit's throughput (issue 39, `BENCH_ONLY=server npm run bench`): requests/s through
+//! The server kit's throughput (`BENCH_ONLY=server npm run bench`): requests/s through
 //! canvas-scheduler-server (with `plan`, and with `apply`) against a bare handler doing the same
 //! domain write, on SQLite (1 process) and on Postgres (1 and 4 processes); and, for `apply`, a
 //! bare handler doing the write inside BEGIN … COMMIT (what code run between a check and a commit

@@ -1,4 +1,4 @@
-//! What the database spends on the kit's statements (issue 39, `node server/bench/statements.mjs`):
+//! What the database spends on the kit's statements (`node server/bench/statements.mjs`):
 //! one connection, one request at a time, the backend's own CPU time per request (from /proc:
 //! Linux) for the bare handler's transaction (BEGIN, the domain INSERT, COMMIT) and for the
 //! kit's `apply` transaction (BEGIN, the head, the domain INSERT, the outcome INSERT, COMMIT), and

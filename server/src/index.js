@@ -1,4 +1,5 @@
-//! canvas-scheduler-server: a wire protocol v1 server kit (SPEC §7) with exactly-once apply.
+//! canvas-scheduler-server: a wire protocol v1 server kit (docs/protocol.md) with exactly-once
+//! apply.
 
 export { createKit } from './kit.js';
 export { sqliteStore } from './sqlite.js';

@@ -1,5 +1,5 @@
-//! Wire protocol v1 (SPEC §7) for the kit: checking a submit within limits, and the digest that
-//! decides "same request". No database here, and no HTTP request or response (a multipart body
+//! Wire protocol v1 (docs/protocol.md) for the kit: checking a submit within limits, and the digest
+//! that decides "same request". No database here, and no HTTP request or response (a multipart body
 //! is read with the web FormData parser).
 
 import * as crypto from 'node:crypto';
@@ -148,8 +148,8 @@ function parseJson(text) {
 }
 
 /**
- * The HTTP status of an outcome (SPEC §7): applied 200, accepted 202, rejected 422 (or 409 for a
- * conflict the app names so).
+ * The HTTP status of an outcome (docs/protocol.md): applied 200, accepted 202, rejected 422 (or 409
+ * for a conflict the app names so).
  * @param {{outcome: string, status?: number}} answer
  */
 export function statusOf(answer) {

@@ -1,4 +1,4 @@
-//! The conformance suite (SPEC §7 and issue 39): one body of tests, run unchanged against every
+//! The conformance suite (docs/protocol.md): one body of tests, run unchanged against every
 //! engine by sqlite.test.mjs and postgres.test.mjs.
 
 import { test } from 'node:test';
@@ -191,8 +191,9 @@ export function conformance(label, makeEngine, how = {}) {
     assert.equal(dead.state, 'claimed');
     assert.equal((await query(kit, 'k6b')).status, 409, 'within the lease: in progress');
     clock += 5_001;
-    // The client (SPEC §7) queries after a failed submit; a 409 for ever would leave it asking
-    // for ever (and dead-letter it). Nothing was applied: 404, "submit the same request again".
+    // The client (docs/protocol.md) queries after a failed submit; a 409 for ever would leave it
+    // asking for ever (and dead-letter it). Nothing was applied: 404, "submit the same request
+    // again".
     const asked = await query(kit, 'k6b');
     assert.equal(asked.status, 404);
     assert.equal((await asked.json()).error.code, 'not_found');

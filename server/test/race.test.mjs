@@ -1,4 +1,4 @@
-//! Races across processes (issue 39, item 7a): 50 concurrent submits of one key spread over 4
+//! Races across processes: 50 concurrent submits of one key spread over 4
 //! server processes on one Postgres apply once, and all 50 get the first answer's exact bytes.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';

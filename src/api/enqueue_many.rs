@@ -1,4 +1,4 @@
-//! `enqueueMany`'s options and its partial form (issue 37 item 4): `{ atomic: false }` stores
+//! `enqueueMany`'s options and its partial form: `{ atomic: false }` stores
 //! every valid intent and answers one result per intent. The options are checked strictly
 //! (`invalid_options`: not an object, an unknown key, `atomic` not a boolean), before any
 //! intent is read; the decision itself is the core's ([`crate::core::partial`]).

@@ -1,5 +1,5 @@
 //! Events reach `onEvent` as plain objects (typed as `SchedulerEvent`; built in
-//! [`crate::web::tabs::events`]). A handler that throws never reaches the scheduler (S17).
+//! [`crate::web::tabs::events`]). A handler that throws never reaches the scheduler.
 
 use js_sys::Function;
 use wasm_bindgen::JsValue;

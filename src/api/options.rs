@@ -91,7 +91,7 @@ pub struct OpenOptions {
     pub config: SchedulerConfig,
     /// JS hooks.
     pub hooks: Hooks,
-    /// The host's own transport (W3), replacing `fetch`.
+    /// The host's own transport, replacing `fetch`.
     pub transport: Option<crate::web::js_transport::JsTransport>,
     /// `persist` (default true): ask the browser to keep the ledger's storage persistent.
     pub persist: bool,
@@ -226,7 +226,7 @@ fn check_keys(object: &JsValue, allowed: &[&str], what: &str) -> Result<(), Sche
 }
 
 /// The endpoint must be an absolute http(s) URL without credentials, query or fragment, whose
-/// `/requests` paths stay on its own origin: nothing is ever sent anywhere else (SPEC §7).
+/// `/requests` paths stay on its own origin: nothing is ever sent anywhere else (docs/protocol.md).
 fn check_endpoint(endpoint: &str) -> Result<(), SchedulerError> {
     let refused = || bad("endpoint must be an http(s) URL without credentials, query or fragment");
     if !(endpoint.starts_with("http://") || endpoint.starts_with("https://")) {

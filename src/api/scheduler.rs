@@ -1,5 +1,5 @@
-//! The `Scheduler` class of SPEC §6, a thin layer over the browser driver. Every failure is a
-//! JS `Error` with a stable `code`; bad input changes nothing in the ledger.
+//! The `Scheduler` class (the JavaScript API), a thin layer over the browser driver. Every failure
+//! is a JS `Error` with a stable `code`; bad input changes nothing in the ledger.
 
 use std::rc::Rc;
 
@@ -72,7 +72,7 @@ pub struct Scheduler {
 
 #[wasm_bindgen]
 impl Scheduler {
-    /// Opens the ledger and joins its tabs (W4): this tab dispatches when no other does,
+    /// Opens the ledger and joins its tabs: this tab dispatches when no other does,
     /// and otherwise enqueues through the shared inbox until it is elected. Rejects with
     /// `invalid_options`, `invalid_concurrency`, `storage_unavailable`, or `owner_in_use`
     /// when another open tab of this ledger has the same `owner`.
@@ -151,7 +151,7 @@ impl Scheduler {
     /// Adds several intents in one transaction. By default all or none: an intent refused is
     /// named by the error's `index` and `operationId`. With `{ atomic: false }`, every valid
     /// intent is stored (in one transaction) and the promise resolves to one result per
-    /// intent (issue 37 item 4). Bad options reject with `invalid_options`; a failed write
+    /// intent. Bad options reject with `invalid_options`; a failed write
     /// rejects as in `enqueue`. Declared by hand, as two overloads (types.rs).
     #[wasm_bindgen(js_name = enqueueMany, skip_typescript)]
     pub fn enqueue_many_js(&self, intents: JsValue, options: JsValue) -> Promise {
@@ -205,13 +205,13 @@ impl Scheduler {
         })
     }
 
-    /// Writes again after a storage failure, then reschedules (S13).
+    /// Writes again after a storage failure, then reschedules.
     #[wasm_bindgen(skip_typescript)]
     pub fn resume(&self) -> Promise {
         self.act(HostAction::Resume, JsValue::NULL, true)
     }
 
-    /// "Retry now" (S10): every backoff starts again and every scheduled retry is due now,
+    /// "Retry now": every backoff starts again and every scheduled retry is due now,
     /// waits the server asked for included (in the dispatching tab). Blocked requests stay
     /// blocked: `resume()` is for a renewed login, `retry(id)` for a dead letter.
     #[wasm_bindgen(js_name = retryAllNow, skip_typescript)]
@@ -235,7 +235,7 @@ impl Scheduler {
         })
     }
 
-    /// Issue 37: resolves once every operation enqueued before the call is settled (applied,
+    /// Resolves once every operation enqueued before the call is settled (applied,
     /// rejected, discarded) or blocked (dead letters included), never while one of them may
     /// still be sent; `stop()` rejects it with `scheduler_closed`.
     #[wasm_bindgen(js_name = whenSaved, skip_typescript)]
@@ -243,7 +243,7 @@ impl Scheduler {
         self.act(HostAction::WhenSaved, JsValue::NULL, false)
     }
 
-    /// Issue 37: the unsettled operations in sequence order, for a badge: O(unsettled), no
+    /// The unsettled operations in sequence order, for a badge: O(unsettled), no
     /// storage read. Answers inside `compile` and `participants` too.
     #[wasm_bindgen(js_name = pending, skip_typescript)]
     pub fn pending_js(&self) -> Result<JsValue, JsValue> {
@@ -278,7 +278,7 @@ impl Scheduler {
     /// of the last `known(ids)` of up to 4,096 ids stay until something else is compacted or
     /// asked for). Otherwise this answers `undefined`, though the
     /// ledger may know the id: settled history lives in IndexedDB, which this synchronous call
-    /// cannot read, and opening a ledger reads none of it (SPEC §7, issue 38). For a certain
+    /// cannot read, and opening a ledger reads none of it (docs/protocol.md). For a certain
     /// answer, `await known([id])`.
     #[wasm_bindgen(js_name = operation, skip_typescript)]
     pub fn operation_js(&self, id: JsValue) -> Result<JsValue, JsValue> {
@@ -327,13 +327,13 @@ impl Scheduler {
         self.tab.stats().map_err(to_js_error)
     }
 
-    /// Runs that operation now if claimable, otherwise says why (K7).
+    /// Runs that operation now if claimable, otherwise says why.
     #[wasm_bindgen(js_name = flush, skip_typescript)]
     pub fn flush_js(&self, id: JsValue) -> Promise {
         self.act_on(HostAction::Flush, &id, false)
     }
 
-    /// Re-arms a dead-lettered or blocked operation with its same frozen request (K1). One
+    /// Re-arms a dead-lettered or blocked operation with its same frozen request. One
     /// blocked `dependency_discarded` is then sent without its dependency: the host decided.
     #[wasm_bindgen(js_name = retry, skip_typescript)]
     pub fn retry_js(&self, id: JsValue) -> Promise {
@@ -341,7 +341,7 @@ impl Scheduler {
     }
 
     /// Resolves the operation as discarded; its dependents, and intents enqueued later that
-    /// depend on it, are blocked `dependency_discarded` until discarded or retried (K1).
+    /// depend on it, are blocked `dependency_discarded` until discarded or retried.
     #[wasm_bindgen(js_name = discard, skip_typescript)]
     pub fn discard_js(&self, id: JsValue) -> Promise {
         self.act_on(HostAction::Discard, &id, true)
@@ -359,7 +359,7 @@ impl Scheduler {
         }
     }
 
-    /// The event log (K6): entries with `seq > after`, at most `limit` (default 100, max 1000),
+    /// The event log: entries with `seq > after`, at most `limit` (default 100, max 1000),
     /// read from IndexedDB when asked (an open reads none of the log).
     #[wasm_bindgen(skip_typescript)]
     pub fn events(&self, options: JsValue) -> Promise {

@@ -1,4 +1,4 @@
-//! Canvas claims (S4): an unresolved request claims every canvas it touches; operations that
+//! Canvas claims: an unresolved request claims every canvas it touches; operations that
 //! need a claimed canvas wait on it. A waiting operation also reserves its canvases against
 //! later operations, so operations sharing a canvas leave in `sequence` order.
 
@@ -43,7 +43,7 @@ impl CanvasClaims {
     }
 
     /// Releases the canvases a request holds; returns, per canvas, its earliest waiter: the
-    /// only one that may take it next (S4: a canvas's operations go in order). The others
+    /// only one that may take it next (a canvas's operations go in order). The others
     /// keep waiting, and their reservations, until the one before them leaves; waking them
     /// all made every release cost the whole queue of a busy canvas.
     pub fn release(&mut self, request_id: &str, canvases: &[String]) -> Vec<(u64, String)> {

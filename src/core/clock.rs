@@ -1,4 +1,4 @@
-//! The clock port (W2): `now`, `set_timer`, `clear_timer`. The core itself only ever receives
+//! The clock port: `now`, `set_timer`, `clear_timer`. The core itself only ever receives
 //! `now` as an argument and asks for wake-ups through [`Effect::SetTimer`](super::io::Effect);
 //! drivers carry those out through a [`Clock`]. [`VirtualClock`] is the test implementation;
 //! the browser one lives in `web::clock`.

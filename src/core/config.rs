@@ -1,4 +1,4 @@
-//! Scheduler options, validated once (S2, S10, K1, K2).
+//! Scheduler options, validated once.
 
 use super::backoff::Wait;
 use super::error::{ErrorCode, SchedulerError};
@@ -26,18 +26,18 @@ pub const MAX_TIME: Millis = (1 << 53) - 1;
 #[derive(Clone, Debug, PartialEq, Eq, serde::Deserialize)]
 #[serde(from = "RetryOptions")]
 pub struct RetryPolicy {
-    /// First backoff step (S10: 500 ms), and the longest pace of retries after bad luck.
+    /// First backoff step (500 ms), and the longest pace of retries after bad luck.
     pub base_ms: Millis,
-    /// Backoff ceiling (S10: 30 000 ms).
+    /// Backoff ceiling (30 000 ms).
     pub max_ms: Millis,
-    /// Failed attempts before a request is dead-lettered (K1).
+    /// Failed attempts before a request is dead-lettered.
     pub max_attempts: u32,
-    /// K1: the shortest time over which `max_attempts` counted failures may dead-letter a
+    /// The shortest time over which `max_attempts` counted failures may dead-letter a
     /// request (default 10 minutes), timed from its first counted failure.
     pub dead_letter_after_ms: Millis,
 }
 
-/// K1's default `retry.deadLetterAfterMs`: 10 minutes.
+/// The default `retry.deadLetterAfterMs`: 10 minutes.
 pub const DEFAULT_DEAD_LETTER_AFTER_MS: Millis = 600_000;
 
 /// The `retry` option as given.
@@ -80,7 +80,7 @@ impl Default for RetryPolicy {
 }
 
 impl RetryPolicy {
-    /// S10: `min(max, base · 2^min(step, 6))`, at least 1 ms: the backoff curve.
+    /// The backoff curve: `min(max, base · 2^min(step, 6))`, at least 1 ms.
     pub fn delay(&self, step: u32) -> Millis {
         let factor = 1u64 << step.min(6);
         self.base_ms.saturating_mul(factor).min(self.max_ms).max(1)
@@ -119,10 +119,10 @@ impl RetryPolicy {
         self.max_ms.max(MAX_WAIT_FLOOR_MS)
     }
 
-    /// S10: the absolute due time of the next attempt, `earned` ms from `now` by the
+    /// The absolute due time of the next attempt, `earned` ms from `now` by the
     /// scheduler's own pacing ([`RetryPolicy::earned`]). The server's `Retry-After` wins, then
     /// the host's `retryAt`, then the earned wait; `Retry-After` only raises the wait, never
-    /// below what was earned (K1); a wait from outside is clamped to
+    /// below what was earned; a wait from outside is clamped to
     /// [`RetryPolicy::max_wait`], every sum saturates, and the result is at least `now + 1`
     /// and never past [`MAX_TIME`], so the record that stores it is always storable.
     pub fn due_at(
@@ -224,19 +224,19 @@ impl Default for BatchLimits {
 #[derive(Clone, Debug, PartialEq, Eq, serde::Deserialize)]
 #[serde(default)]
 pub struct SchedulerConfig {
-    /// Requests in flight at most (S2).
+    /// Requests in flight at most.
     #[serde(rename = "concurrency")]
     pub concurrency: usize,
-    /// Retry policy (S10, K1).
+    /// Retry policy.
     #[serde(rename = "retry")]
     pub retry: RetryPolicy,
-    /// Ready operations examined per pump pass before yielding (S12).
+    /// Ready operations examined per pump pass before yielding.
     #[serde(skip)]
     pub pump_budget: usize,
-    /// The principal requests are created and sent under (K3).
+    /// The principal requests are created and sent under.
     #[serde(rename = "principal")]
     pub principal: Option<String>,
-    /// K3: the host has an authorization step: every send first asks it
+    /// The host has an authorization step: every send first asks it
     /// ([`Effect::Authorize`](super::io::Effect::Authorize)) and waits for the verdict.
     #[serde(skip)]
     pub authorize: bool,
@@ -246,21 +246,21 @@ pub struct SchedulerConfig {
     /// Request batching limits.
     #[serde(rename = "batch")]
     pub batch: BatchLimits,
-    /// Events kept in the log (K6).
+    /// Events kept in the log.
     #[serde(rename = "eventLogLimit")]
     pub event_log_limit: usize,
-    /// This dispatcher's lease owner id (K2).
+    /// This dispatcher's lease owner id.
     #[serde(rename = "owner")]
     pub owner: String,
-    /// Lease duration (K2).
+    /// Lease duration.
     #[serde(rename = "leaseMs")]
     pub lease_ms: Millis,
-    /// Group commit (W1): instead of writing at once, ask the driver for one
+    /// Group commit: instead of writing at once, ask the driver for one
     /// [`Effect::CommitSoon`](super::io::Effect::CommitSoon) per turn of the event loop, so all
     /// changes of that turn share one transaction.
     #[serde(skip)]
     pub group_commit: bool,
-    /// Renew the lease on its interval even when idle, held or offline (W4: other tabs take
+    /// Renew the lease on its interval even when idle, held or offline (other tabs take
     /// a lease that stops being renewed as the sign of a frozen leader).
     #[serde(skip)]
     pub keep_lease: bool,
@@ -270,10 +270,10 @@ pub struct SchedulerConfig {
     #[serde(skip)]
     pub fold_records_at: usize,
     /// How long settled operations stay whole, and how many tombstones stay (the `retain`
-    /// option, SPEC §7 Retention).
+    /// option; docs/guarantees.md, "Retention and known()").
     #[serde(rename = "retain")]
     pub retain: RetentionPolicy,
-    /// `coalesceMs` (issue 37): how long an operation with a `coalesceKey` is held back before
+    /// `coalesceMs`: how long an operation with a `coalesceKey` is held back before
     /// it may be frozen, so a newer one with its key replaces it first (0: not held; default
     /// [`DEFAULT_COALESCE_MS`]).
     #[serde(rename = "coalesceMs")]
@@ -339,7 +339,7 @@ impl SchedulerConfig {
         Ok(())
     }
 
-    /// K2: renew every lease/3, but at least every 250 ms apart.
+    /// Renew every lease/3, but at least every 250 ms apart.
     pub fn renew_interval(&self) -> Millis {
         (self.lease_ms / 3).max(250)
     }
@@ -381,7 +381,7 @@ mod tests {
         assert_eq!(
             policy.due_at(now, 500, Some(0), None),
             now + 500,
-            "K1: Retry-After: 0 never lowers the wait below what was earned"
+            "Retry-After: 0 never lowers the wait below what was earned"
         );
         assert_eq!(policy.due_at(now, 4_000, Some(1_000), None), now + 4_000);
         assert_eq!(policy.due_at(now, 4_000, Some(9_000), None), now + 9_000);

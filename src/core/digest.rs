@@ -1,4 +1,4 @@
-//! Request digests (D5): a hash of the exact frozen body, stored at freeze and checked before
+//! Request digests: a hash of the exact frozen body, stored at freeze and checked before
 //! every resend. It detects corruption and bugs, not adversaries, so FNV-1a is enough.
 
 /// The digest of a frozen body, as stored in the ledger (`fnv1a64:<16 hex digits>`).

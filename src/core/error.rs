@@ -2,7 +2,7 @@
 
 use std::fmt;
 
-/// Every failure the scheduler can report, each with a stable `code` string (SPEC §6).
+/// Every failure the scheduler can report, each with a stable `code` string (docs/guide.md).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum ErrorCode {
     /// An intent failed validation (a field of the wrong type or shape).
@@ -37,10 +37,10 @@ pub enum ErrorCode {
     CorruptRecord,
     /// This instance does not hold the lease.
     NotLeader,
-    /// K3: the operation (or the dispatcher's work) belongs to another principal than the
+    /// The operation (or the dispatcher's work) belongs to another principal than the
     /// session that asked.
     OtherPrincipal,
-    /// W4: another live tab of this ledger was opened with the same `owner`.
+    /// Another live tab of this ledger was opened with the same `owner`.
     OwnerInUse,
     /// The host's `coalesce` hook threw or returned what cannot be a payload: the two
     /// intents are both sent, unmerged (an `error` event, never an enqueue's error).
@@ -48,7 +48,7 @@ pub enum ErrorCode {
 }
 
 impl ErrorCode {
-    /// W4: an adoption of an inbox entry refused with this code refuses the entry itself (it
+    /// An adoption of an inbox entry refused with this code refuses the entry itself (it
     /// is quarantined); any other refusal (storage, a lost lease, a stopped scheduler) leaves
     /// the entry in the inbox for a later pass or the next leader.
     pub fn refuses_inbox_entry(&self) -> bool {

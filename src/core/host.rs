@@ -1,5 +1,5 @@
 //! The host's pure hooks: participants, compile and request ids. They are functions of the
-//! intent, called synchronously by the core; a hook's error blocks only that operation (S6).
+//! intent, called synchronously by the core; a hook's error blocks only that operation.
 //! `participants` and `compile` are handed the scheduler as it stands (read-only): the host's
 //! synchronous reads made while a hook runs answer from it.
 
@@ -22,7 +22,7 @@ pub struct CompiledRequest {
     pub protocol_version: Option<u32>,
     /// Body payload.
     pub payload: Payload,
-    /// Canvases the body touches; must equal the participants (S6).
+    /// Canvases the body touches; must equal the participants.
     pub canvas_ids: Vec<String>,
     /// Version guards.
     pub expected_versions: ExpectedVersions,
@@ -35,7 +35,7 @@ pub struct CompiledRequest {
 /// `explain`, `claims`, `pending`, `known`) answer from it; `stats().idleReason` is none (the
 /// scheduler is busy freezing), and this operation is explained as `ready`.
 pub trait Host: Sized {
-    /// The canvases an intent touches (S5). Default: its `canvasIds`.
+    /// The canvases an intent touches. Default: its `canvasIds`.
     fn participants(
         &self,
         intent: &Intent,
@@ -44,7 +44,7 @@ pub trait Host: Sized {
         Ok(intent.canvas_ids.clone())
     }
 
-    /// Turns an intent into a request body (S6). Default: [`default_compile`].
+    /// Turns an intent into a request body. Default: [`default_compile`].
     fn compile(
         &self,
         intent: &Intent,
@@ -54,7 +54,7 @@ pub trait Host: Sized {
         Ok(default_compile(intent))
     }
 
-    /// Issue 37: merges a pending, unfrozen intent and the newer one with its `coalesceKey`
+    /// Merges a pending, unfrozen intent and the newer one with its `coalesceKey`
     /// that replaces it: the payload the replacement carries (diffs merged). `Ok(None)`, the
     /// default: the newer payload as it is (absolute updates). An error replaces nothing.
     fn coalesce(
@@ -70,7 +70,7 @@ pub trait Host: Sized {
     fn create_request_id(&mut self) -> String;
 }
 
-/// The verdict of the K3 authorization step, the answer to an
+/// The verdict of the authorization step, the answer to an
 /// [`Effect::Authorize`](super::io::Effect::Authorize) (`Scheduler::on_authorized`). The
 /// driver reads the host's answer strictly: only `{allowed: true}` is [`Allowed`], only
 /// `{allowed: false}` is [`Denied`]; anything else (a throw, `undefined`, a string,
@@ -106,8 +106,8 @@ pub fn default_compile(intent: &Intent) -> CompiledRequest {
     }
 }
 
-/// The wire body of a frozen request (SPEC §7): serialized once at freeze, sent byte for byte.
-/// The module writes it with `core::json` (below); its derive writes the same bytes through
+/// The wire body of a frozen request (docs/protocol.md): serialized once at freeze, sent byte for
+/// byte. The module writes it with `core::json` (below); its derive writes the same bytes through
 /// `serde_json` (`tests/record_shapes.rs`).
 #[derive(serde::Serialize)]
 pub struct WireBody<'a> {

@@ -22,7 +22,7 @@ pub const MAX_LIST_LEN: usize = 1_024;
 /// Largest integer JS can hold exactly.
 pub const MAX_SAFE_INTEGER: u64 = (1 << 53) - 1;
 
-/// An intent as the host hands it in (SPEC §1); `sequence` is assigned when absent.
+/// An intent as the host hands it in; `sequence` is assigned when absent.
 #[derive(serde::Serialize, serde::Deserialize, Clone, Debug, Default, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct IntentInput {
@@ -297,7 +297,7 @@ pub fn same_intent(stored: &Intent, input: &IntentInput) -> bool {
 }
 
 /// The checks an intent batch passes before anything is stored, without the ledger: fields,
-/// no id twice, no cycle inside the batch. A tab that does not dispatch (W4) runs these
+/// no id twice, no cycle inside the batch. A tab that does not dispatch runs these
 /// before writing to the shared inbox; the dispatcher checks again against the ledger.
 pub fn check_batch(batch: &[IntentInput], max_payload_bytes: usize) -> Result<(), SchedulerError> {
     if batch.is_empty() {

@@ -15,7 +15,7 @@ pub type AttemptId = u64;
 /// Number of a persist batch; batches are written in order, one at a time.
 pub type BatchNo = u64;
 
-/// How the store must treat the lease in this batch's transaction (K2).
+/// How the store must treat the lease in this batch's transaction.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum LeaseWrite {
     /// Extend our lease; refused unless the stored fence is still ours.
@@ -30,7 +30,7 @@ pub enum LeaseWrite {
 pub struct PersistBatch {
     /// Batch number; `Persisted(no)` makes everything up to it durable.
     pub no: BatchNo,
-    /// The fence every write is checked against (K2); `None` before any lease is held.
+    /// The fence every write is checked against; `None` before any lease is held.
     pub fence: Option<u64>,
     /// The lease change, if any, evaluated first in the same transaction.
     pub lease: Option<LeaseWrite>,
@@ -59,10 +59,10 @@ pub struct PersistBatch {
     /// Archived operations (`settled` store, keyed as their tombstones) past the policy to
     /// delete: keyed below `below`, then all but the newest `keep`.
     pub trim_archive: Option<TombstoneTrim>,
-    /// The batch may commit with relaxed durability (W1): it holds only what a query
+    /// The batch may commit with relaxed durability: it holds only what a query
     /// recovers if a power loss drops it (answers, retry schedules, events, compaction,
     /// folding, lease renewals). A batch with an enqueue, a freeze, a first dispatch marker
-    /// (S7) or a host call's change is strict, and flushes every relaxed one before it.
+    /// or a host call's change is strict, and flushes every relaxed one before it.
     pub relaxed: bool,
 }
 
@@ -88,9 +88,9 @@ impl PersistBatch {
 /// Why a persist failed.
 #[derive(Clone, Debug, PartialEq)]
 pub enum PersistFailure {
-    /// Storage error: quota, aborted transaction, closed database (S13, W5).
+    /// Storage error: quota, aborted transaction, closed database.
     Storage(SafeError),
-    /// The stored fence is newer than ours, or the lease is held by someone else (K2).
+    /// The stored fence is newer than ours, or the lease is held by someone else.
     Fenced {
         /// The lease as found in storage.
         current: Option<Lease>,
@@ -120,7 +120,7 @@ pub struct SendOrder {
     pub request: FrozenRequest,
 }
 
-/// The server's (or the transport's) verdict on one attempt (SPEC §1 Outcome).
+/// The server's (or the transport's) verdict on one attempt.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Deserialize)]
 pub enum AttemptOutcome {
     /// Applied; may carry canonical state.
@@ -157,15 +157,15 @@ pub struct AttemptStatus {
     pub outcome: AttemptOutcome,
     /// Error detail (transport_unknown, http status, server error).
     pub error: Option<SafeError>,
-    /// Retry-After, in ms from now (S10: wins over backoff).
+    /// Retry-After, in ms from now (wins over backoff).
     pub retry_after_ms: Option<Millis>,
     /// Canonical state for the whole request.
     pub canonical: Option<JsonText>,
     /// The request must wait for the host (e.g. `unauthorized` on 401/403).
     pub blocked: Option<String>,
-    /// K4: `Some(false)` means the error will not go away by retrying.
+    /// `Some(false)` means the error will not go away by retrying.
     pub retryable: Option<bool>,
-    /// K4: an absolute time before which not to retry.
+    /// An absolute time before which not to retry.
     pub retry_at: Option<Millis>,
     /// Per-operation verdicts of a batched request.
     pub operations: Vec<OperationVerdict>,
@@ -189,7 +189,7 @@ impl AttemptStatus {
         }
     }
 
-    /// K3: the authorization step denied the send: failed for good, reason bounded to 256 chars.
+    /// The authorization step denied the send: failed for good, reason bounded to 256 chars.
     pub fn denied(reason: &str) -> Self {
         let reason: String = reason.chars().take(256).collect();
         Self {
@@ -202,7 +202,7 @@ impl AttemptStatus {
         }
     }
 
-    /// K3: the authorization check itself failed: retryable, nothing was sent.
+    /// The authorization check itself failed: retryable, nothing was sent.
     pub fn authorization_unavailable(message: &str) -> Self {
         Self {
             error: Some(SafeError::new("authorization_unavailable", message)),
@@ -227,7 +227,7 @@ impl AttemptStatus {
 
     /// An answer longer than the transport's byte limit (`maxAnswerBytes`): not read, and
     /// unknown like a lost one (the server may have applied the request), so it is retried;
-    /// each counts toward the dead letter (K1: the endpoint answered, the answer is the fault).
+    /// each counts toward the dead letter (the endpoint answered, the answer is the fault).
     pub fn answer_too_large(limit: usize) -> Self {
         Self {
             error: Some(SafeError::new(
@@ -238,7 +238,7 @@ impl AttemptStatus {
         }
     }
 
-    /// S8: the transport threw, the network failed or the attempt was aborted.
+    /// The transport threw, the network failed or the attempt was aborted.
     pub fn transport_unknown(message: &str) -> Self {
         Self {
             error: Some(SafeError::new("transport_unknown", message)),
@@ -247,7 +247,7 @@ impl AttemptStatus {
     }
 }
 
-/// Things the host hears about (`onEvent`); reporting can never fail the scheduler (S17).
+/// Things the host hears about (`onEvent`); reporting can never fail the scheduler.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Report {
     /// An operation settled.
@@ -280,7 +280,7 @@ pub enum Report {
         request_id: String,
         /// The last error.
         error: Option<SafeError>,
-        /// The canvases it holds until the host calls `retry` or `discard` (K1).
+        /// The canvases it holds until the host calls `retry` or `discard`.
         held_canvas_ids: Vec<String>,
     },
     /// A failure the host should know about.
@@ -310,7 +310,7 @@ pub enum Effect {
     Persist(PersistBatch),
     /// Send this attempt, then call `on_answer`.
     Send(Box<SendOrder>),
-    /// K3: ask the host's authorization step whether this attempt may be sent (under the
+    /// Ask the host's authorization step whether this attempt may be sent (under the
     /// session's principal), then call `on_authorized` with its verdict. Nothing is sent
     /// until then; only with [`SchedulerConfig::authorize`](super::config::SchedulerConfig).
     Authorize(Box<SendOrder>),

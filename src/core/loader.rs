@@ -1,4 +1,4 @@
-//! Validated reads from storage (D4). Records arrive as JSON text in key-ordered pages; every
+//! Validated reads from storage. Records arrive as JSON text in key-ordered pages; every
 //! page is checked (size respected, keys strictly advancing, no repeats) and every record is
 //! decoded and checked. A corrupt or foreign record is quarantined and reported — never
 //! silently dropped, never fatal to the rest of the ledger.

@@ -1,4 +1,4 @@
-//! The ledger model of SPEC §1: operations, frozen requests, the lease, the event log.
+//! The ledger model: operations, frozen requests, the lease, the event log.
 //! These are exactly the records the ledger store persists, each with its JSON form
 //! (`json_record!`: field order, names and defaults as stored since the first schema).
 
@@ -9,23 +9,23 @@ use super::payload::Payload;
 
 use super::safe_error::SafeError;
 
-/// The versions an intent expects of its canvases (SPEC §3, `expectedVersions`): canvas id →
+/// The versions an intent expects of its canvases (`expectedVersions`): canvas id →
 /// version, sorted by canvas id (the order the wire body writes them in).
 pub type ExpectedVersions = BTreeMap<String, u64>;
 
 /// Milliseconds since the Unix epoch. Due times are absolute so throttled timers lose nothing.
 pub type Millis = u64;
 
-/// The only wire protocol this build interprets (SPEC §7).
+/// The only wire protocol this build interprets (docs/protocol.md).
 pub const PROTOCOL_VERSION: u32 = 1;
 
-/// The operation type that travels in the exclusive upload lane (S3).
+/// The operation type that travels in the exclusive upload lane.
 pub const UPLOAD_KIND: &str = "asset.upload";
 
-/// The operation type that may have no participants besides uploads (S5).
+/// The operation type that may have no participants besides uploads.
 pub const RUN_CANCEL_KIND: &str = "run.cancel";
 
-/// A reference to a blob stored beside the ledger (W1), sent as the `blob` part of an upload.
+/// A reference to a blob stored beside the ledger, sent as the `blob` part of an upload.
 #[derive(serde::Serialize, serde::Deserialize, Clone, Debug, Default, PartialEq, Eq)]
 #[serde(deny_unknown_fields)]
 pub struct BlobRef {
@@ -49,7 +49,7 @@ pub struct Intent {
     /// Operation id, unique in the ledger.
     #[serde(rename = "id")]
     pub id: String,
-    /// Strictly increasing per ledger; ready operations are taken in this order (S1).
+    /// Strictly increasing per ledger; ready operations are taken in this order.
     #[serde(rename = "sequence")]
     pub sequence: u64,
     /// Kind of operation, e.g. `shape.upsert`, `asset.upload`, `run.start`.
@@ -85,10 +85,10 @@ pub struct Intent {
     /// 100 000 intents several times).
     #[serde(rename = "blob", default, skip_serializing_if = "Option::is_none")]
     pub blob: Option<Box<BlobRef>>,
-    /// Bumped when the host revises the intent (K8).
+    /// Bumped when the host revises the intent.
     #[serde(rename = "revision", default)]
     pub revision: u32,
-    /// The principal the intent was created under (K3).
+    /// The principal the intent was created under.
     #[serde(rename = "principal", default, skip_serializing_if = "Option::is_none")]
     pub principal: Option<String>,
 }
@@ -171,7 +171,7 @@ pub struct OperationOutcome {
     pub at: Millis,
 }
 
-/// One operation in the ledger (SPEC §1).
+/// One operation in the ledger.
 #[derive(serde::Serialize, serde::Deserialize, Clone, Debug, Default, PartialEq)]
 pub struct Operation {
     /// What the editor asked for.
@@ -262,7 +262,7 @@ impl RetryAction {
     }
 }
 
-/// A frozen request: its id is the idempotency key; `body` never changes once frozen (S7).
+/// A frozen request: its id is the idempotency key; `body` never changes once frozen.
 #[derive(serde::Serialize, serde::Deserialize, Clone, Debug, Default, PartialEq)]
 pub struct FrozenRequest {
     /// Request id = idempotency key.
@@ -287,7 +287,7 @@ pub struct FrozenRequest {
     /// Wire protocol version the body speaks.
     #[serde(rename = "protocolVersion")]
     pub protocol_version: u32,
-    /// Sorted, unique canvases the request claims (S4).
+    /// Sorted, unique canvases the request claims.
     #[serde(rename = "canvasIds")]
     pub canvas_ids: Vec<String>,
     /// Version guards sent with the body.
@@ -296,13 +296,13 @@ pub struct FrozenRequest {
     /// The exact bytes sent on every submit.
     #[serde(rename = "body")]
     pub body: String,
-    /// Digest of `body`, checked before every resend (D5).
+    /// Digest of `body`, checked before every resend.
     #[serde(rename = "digest")]
     pub digest: String,
-    /// Principal the request was created under (K3).
+    /// Principal the request was created under.
     #[serde(rename = "principal", default, skip_serializing_if = "Option::is_none")]
     pub principal: Option<String>,
-    /// Intent revisions frozen into the body, one per operation (K8).
+    /// Intent revisions frozen into the body, one per operation.
     #[serde(rename = "revisions", default)]
     pub revisions: Vec<u32>,
     /// Where it is in its life.
@@ -311,7 +311,7 @@ pub struct FrozenRequest {
     /// Number of sends (submits and queries) so far.
     #[serde(rename = "attempt")]
     pub attempt: u32,
-    /// Consecutive attempts with an unknown or failed outcome, bounded by `maxAttempts` (K1).
+    /// Consecutive attempts with an unknown or failed outcome, bounded by `maxAttempts`.
     #[serde(rename = "failures", default)]
     pub failures: u32,
     /// Absolute due time of the next attempt.
@@ -363,7 +363,7 @@ impl FrozenRequest {
     }
 }
 
-/// The dispatcher lease with its fence token (K2).
+/// The dispatcher lease with its fence token.
 #[derive(serde::Serialize, serde::Deserialize, Clone, Debug, Default, PartialEq, Eq)]
 pub struct Lease {
     /// Who dispatches.
@@ -381,13 +381,13 @@ pub struct Lease {
 pub const MAX_FENCE: u64 = (1 << 53) - 1;
 
 impl Lease {
-    /// K2: whether a stored fence is one a take-over can raise. One that is not (2^53 − 1
-    /// take-overs do not happen: the record was written by something else) is set aside (D4).
+    /// Whether a stored fence is one a take-over can raise. One that is not (2^53 − 1
+    /// take-overs do not happen: the record was written by something else) is set aside.
     pub fn fence_can_rise(fence: u64) -> bool {
         fence < MAX_FENCE
     }
 
-    /// K2: the fence a take-over stores after `previous` (the stored fence, or 0 for none or
+    /// The fence a take-over stores after `previous` (the stored fence, or 0 for none or
     /// one that could not be read). Writes are checked for *equality* with the stored fence
     /// (`apply`, `renew`), so what shuts the old holder out is only that the new fence differs
     /// from its own: one that cannot rise starts again from 1.
@@ -400,7 +400,7 @@ impl Lease {
     }
 }
 
-/// Kinds of entries in the event log (K6).
+/// Kinds of entries in the event log.
 #[derive(serde::Serialize, serde::Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum EventKind {
     /// An operation was frozen into a request and its canvases claimed.

@@ -1,4 +1,4 @@
-//! Partial enqueue (issue 37 item 4): which intents of an `enqueueMany(intents, { atomic:
+//! Partial enqueue: which intents of an `enqueueMany(intents, { atomic:
 //! false })` are stored and which are refused, each refusal with the code a lone `enqueue`
 //! of that intent would get. The accepted ones are then admitted together, as an atomic
 //! `enqueueMany` of exactly them would be: one persist batch, in call order, their sequences

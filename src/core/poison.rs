@@ -1,4 +1,4 @@
-//! Dead letters for poison, not outages or bad luck (K1).
+//! Dead letters for poison, not outages or bad luck.
 //!
 //! A failure that may be the endpoint's — a transport error, 408, 421, 425, 429, 5xx — never
 //! marks a request as poison on its own. It counts toward `maxAttempts` only when all of this

@@ -1,6 +1,6 @@
-//! Wire protocol v1 answers (SPEC §7): one HTTP answer — status, body, `Retry-After` — mapped to
-//! the [`AttemptStatus`] the core understands. Pure, so every row of the table is tested natively;
-//! the browser transport only fetches and hands the pieces here.
+//! Wire protocol v1 answers (docs/protocol.md): one HTTP answer — status, body, `Retry-After` —
+//! mapped to the [`AttemptStatus`] the core understands. Pure, so every row of the table is tested
+//! natively; the browser transport only fetches and hands the pieces here.
 //!
 //! | answer | status |
 //! | --- | --- |
@@ -11,7 +11,8 @@
 //! | 404 on a query | unresolved `not_found`: the core submits the same request again |
 //! | 401 / 403 | blocked `unauthorized` until `resume()` |
 //! | 408, 421, 425, 429, 5xx | unresolved `http_<status>`, honouring `Retry-After` |
-//! | any other 4xx (a proxy's 400, 404 on a submit, 405, 413, 431, …) | dead letter (K1), `http_<status>` |
+//! | any other 4xx (a proxy's 400, 404 on a submit, 405, 413, 431, …) | dead letter,
+//!`http_<status>` |
 //! | 2xx whose body is not such an answer | unresolved `invalid_answer` |
 //! | anything else (1xx, 3xx) | unresolved `http_<status>` |
 //!
@@ -42,7 +43,7 @@ pub const UNAUTHORIZED: &str = "unauthorized";
 /// reads the state from its server instead.
 pub const MAX_CANONICAL_BYTES: usize = 256 * 1024;
 
-/// Maps one HTTP answer to an attempt status (SPEC §7; the table is in the module docs).
+/// Maps one HTTP answer to an attempt status (the table is in the module docs).
 ///
 /// `body` is the response text (`None` or empty when there was none), `retry_after` the raw
 /// `Retry-After` header, `now` the current time (for an HTTP-date `Retry-After`).
@@ -103,7 +104,7 @@ pub fn map_answer(
             ..AttemptStatus::outcome(AttemptOutcome::Unresolved)
         },
         // Not the protocol's rejection: the path is wrong (a proxy, a wrong endpoint), not the
-        // change. A dead letter, so the host can retry(id) once the path is fixed (K1).
+        // change. A dead letter, so the host can retry(id) once the path is fixed.
         400..=499 => AttemptStatus {
             error: Some(http_error(status, body)),
             retryable: Some(false),
@@ -124,7 +125,7 @@ pub struct Answer {
     /// `applied`, `rejected` or `accepted`.
     #[serde(rename = "outcome")]
     pub outcome: AttemptOutcome,
-    /// A string (the code) or `{code, message, details}`, bounded (K5).
+    /// A string (the code) or `{code, message, details}`, bounded.
     #[serde(rename = "error", default, deserialize_with = "wire::error")]
     pub error: Option<SafeError>,
     /// Canonical state, unless null or over [`MAX_CANONICAL_BYTES`].
@@ -206,7 +207,7 @@ pub fn query_path(request_id: &str) -> Option<String> {
     Some(path)
 }
 
-/// A string error becomes the code; an object `{code, message, details}` is bounded (K5).
+/// A string error becomes the code; an object `{code, message, details}` is bounded.
 fn parse_error(value: Option<&str>) -> Result<Option<SafeError>, Invalid> {
     let Some(value) = value.filter(|text| *text != "null") else {
         return Ok(None);
@@ -289,7 +290,7 @@ const MONTH_NAMES: [&str; 12] = [
     "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
 ];
 
-/// `Sun, 06 Nov 1994 08:49:37 GMT` (RFC 9110 §5.6.7) → milliseconds since the Unix epoch.
+/// `Sun, 06 Nov 1994 08:49:37 GMT` (RFC 9110, section 5.6.7) → milliseconds since the Unix epoch.
 fn parse_imf_fixdate(value: &str) -> Option<Millis> {
     let bytes = value.as_bytes();
     // Fixed layout: "Www, DD Mmm YYYY HH:MM:SS GMT" is 29 bytes.
@@ -362,7 +363,7 @@ mod wire;
 #[cfg(test)]
 mod tests;
 
-/// Maps the answer of a pluggable JS transport (W3), given as JSON text: the protocol answer
+/// Maps the answer of a pluggable JS transport, given as JSON text: the protocol answer
 /// object itself (`{outcome, error?, canonical?, operations?}`), optionally with the HTTP
 /// `status` it stands for (default 200, or 409 for `rejected`) and `retryAfterMs` or a raw
 /// `retryAfter` header.

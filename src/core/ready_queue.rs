@@ -1,4 +1,4 @@
-//! The ready queue: operations that may be examined, taken in `sequence` order (S1).
+//! The ready queue: operations that may be examined, taken in `sequence` order.
 
 use crate::core::seq_set::SeqSet;
 

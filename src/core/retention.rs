@@ -1,7 +1,7 @@
-//! Retention (SPEC §7): how long settled operations stay whole, and the tombstones that stay
-//! once they are compacted.
+//! Retention (docs/guarantees.md, "Retention and known()"): how long settled operations stay whole,
+//! and the tombstones that stay once they are compacted.
 //!
-//! A settled operation leaves the ledger's working stores as soon as it may (issue 38: an
+//! A settled operation leaves the ledger's working stores as soon as it may (an
 //! open reads no settled history): it is *compacted* in the batch that records its settlement
 //! or within about a second of it — its operation record (or page copy), its request once
 //! every operation of that request is compacted, and its blob are deleted, and a
@@ -101,7 +101,7 @@ pub struct Tombstone {
     /// The operation id.
     #[serde(rename = "id")]
     pub id: String,
-    /// The principal the operation was recorded under (K3), as the operation had it.
+    /// The principal the operation was recorded under, as the operation had it.
     #[serde(rename = "principal", default, skip_serializing_if = "Option::is_none")]
     pub principal: Option<String>,
     /// [`intent_digest`] of its intent.
@@ -118,7 +118,7 @@ pub struct Tombstone {
     pub settled_at: Millis,
     /// For an operation a coalesced intent superseded: the operation that replaced it, as its
     /// outcome named it (`known(ids)` answers it). A dependency on it is that operation's (it
-    /// never reached the server), so its `discarded` is not the host's discard (K1). Earlier
+    /// never reached the server), so its `discarded` is not the host's discard. Earlier
     /// builds wrote the end of the replacement chain here, with no `chainEnd`.
     #[serde(
         rename = "replacedBy",

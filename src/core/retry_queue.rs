@@ -1,4 +1,4 @@
-//! The retry queue (S11): due time, then sequence; superseded entries carry stale tokens.
+//! The retry queue: due time, then sequence; superseded entries carry stale tokens.
 
 use std::cmp::Reverse;
 use std::collections::BTreeMap;

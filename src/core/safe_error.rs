@@ -1,4 +1,4 @@
-//! Safe errors (K5): bounded code and message, plain-JSON details or `{omitted: …}`.
+//! Safe errors: bounded code and message, plain-JSON details or `{omitted: …}`.
 
 use super::json::JsonText;
 

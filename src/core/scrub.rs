@@ -1,6 +1,6 @@
-//! K5 for what the server writes: an answer's error text may echo a request header (a proxy's
-//! "invalid token Bearer abc…", a server that quotes its input). Before an attempt's status is
-//! recorded or reported, every value `headers()` returned for that attempt is cut out of it.
+//! No secrets in what the server writes: an answer's error text may echo a request header (a
+//! proxy's "invalid token Bearer abc…", a server that quotes its input). Before an attempt's status
+//! is recorded or reported, every value `headers()` returned for that attempt is cut out of it.
 //!
 //! Not only whole values and words: *every substring* of a value at least [`MIN_SECRET_CHARS`]
 //! long is cut out (a server quoting `abc123` out of `cookie: sid=abc123`, or `s3cret` out of
@@ -221,7 +221,7 @@ mod tests {
         assert!(!format!("{status:?}").contains("tok-123456"));
     }
 
-    /// K5: a piece of a header value is a secret too, not only its whitespace-separated words.
+    /// A piece of a header value is a secret too, not only its whitespace-separated words.
     #[test]
     fn k5_every_substring_of_a_header_value_is_cut_out() {
         let secrets = Secrets::of_headers(&[

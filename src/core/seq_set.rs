@@ -1,5 +1,5 @@
 //! [`SeqSet`]: operations ordered by `(sequence, id)`, as the ready queue, the canvas waiters
-//! and the upload lane take them (S1, S4, S3). A `BTreeSet<(u64, String)>` with the calls
+//! and the upload lane take them. A `BTreeSet<(u64, String)>` with the calls
 //! those places make, so each reads as the pair it means.
 
 use std::collections::BTreeSet;

@@ -36,7 +36,7 @@ pub struct Harness<H: Host> {
     pub auto_persist: bool,
     /// Fail this many upcoming batches with a storage error.
     pub fail_persists: u32,
-    /// K3: attempts waiting for the authorization verdict (`config.authorize`), unless
+    /// Attempts waiting for the authorization verdict (`config.authorize`), unless
     /// `authorizer` answers them at once.
     pub authorizing: Vec<SendOrder>,
     /// Answers every authorization step at once, when set.

@@ -1,4 +1,4 @@
-//! An in-memory ledger store: applies a [`PersistBatch`] atomically under the K2 fence rules,
+//! An in-memory ledger store: applies a [`PersistBatch`] atomically under the lease's fence rules,
 //! exactly as the IndexedDB store does in one readwrite transaction.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -37,7 +37,7 @@ pub struct MemoryStore {
     /// Operation copies written (in pages and as records): what the batches cost in
     /// operations, which a burst must not make quadratic.
     pub operation_copies: u64,
-    /// Relaxed commits since the last strict one (W1), over the state before them: what a
+    /// Relaxed commits since the last strict one, over the state before them: what a
     /// power loss may drop, any suffix of them ([`MemoryStore::power_loss`]).
     volatile: Option<Volatile>,
     /// Benchmarks: keep no copy of the state before relaxed commits (the power-loss model
@@ -167,7 +167,7 @@ impl MemoryStore {
 
     /// Applies a batch, or refuses all of it.
     pub fn apply(&mut self, batch: &PersistBatch) -> PersistResult {
-        // K2: every write of a dispatcher carries its fence and is refused when stale.
+        // Every write of a dispatcher carries its fence and is refused when stale.
         if batch.fence.is_none() || self.lease.as_ref().map(|l| l.fence) != batch.fence {
             return PersistResult::Failed(PersistFailure::Fenced {
                 current: self.lease.clone(),
@@ -184,7 +184,7 @@ impl MemoryStore {
         if unstorable {
             return Self::failure("unstorable_record");
         }
-        // W1: a strict commit flushes every relaxed one before it; a relaxed one stays
+        // A strict commit flushes every relaxed one before it; a relaxed one stays
         // volatile until then.
         if batch.relaxed && !self.durable_only {
             if self.volatile.is_none() {
@@ -299,7 +299,7 @@ impl MemoryStore {
         Ok(lease)
     }
 
-    /// The machine loses power (W1): of the relaxed commits since the last strict one, only
+    /// The machine loses power: of the relaxed commits since the last strict one, only
     /// the first `keep(n)` of `n` survive (any suffix is lost). Blobs are stored strict on
     /// their own: they stay, but for those a lost commit deleted, which come back.
     pub fn power_loss(&mut self, keep: impl FnOnce(usize) -> usize) -> usize {

@@ -1,5 +1,5 @@
-//! A protocol-v1 server model (SPEC §7): applies a request at most once per idempotency key,
-//! answers repeats with the stored outcome, 404s a query for an unknown key, and keeps the
+//! A protocol-v1 server model (docs/protocol.md): applies a request at most once per idempotency
+//! key, answers repeats with the stored outcome, 404s a query for an unknown key, and keeps the
 //! order in which operations were applied per canvas, so invariants can be checked.
 
 use std::collections::BTreeMap;

@@ -1,4 +1,4 @@
-//! The browser implementation of the clock port (W2): [`BrowserClock`].
+//! The browser implementation of the clock port: [`BrowserClock`].
 //!
 //! Timers go through the *global* `setTimeout`/`clearTimeout` (bound by name, like
 //! `gloo-timers`), so the same code runs in a Window and in a Worker. Each armed timer keeps its

@@ -1,6 +1,6 @@
-//! A pluggable transport (W3): the host's own `submit(request, signal)` and
+//! A pluggable transport: the host's own `submit(request, signal)` and
 //! `query(request, signal)` functions replace `fetch`. Each returns (a Promise of) the protocol
-//! answer object; whatever it throws, or an aborted signal, is `transport_unknown` (S8). One
+//! answer object; whatever it throws, or an aborted signal, is `transport_unknown`. One
 //! that has not settled within `attemptTimeoutMs` ends the attempt `unresolved` with
 //! `hook_timeout` (the request may have arrived: it is queried before it is sent again).
 

@@ -1,16 +1,16 @@
-//! The `fetch` transport of wire protocol v1 (W3, SPEC §7): one attempt = one `fetch` with its
+//! The `fetch` transport of wire protocol v1 (docs/protocol.md): one attempt = one `fetch` with its
 //! own `AbortController`, aborted by the caller's signal or by a per-attempt timeout.
 //!
 //! `fetch` and `setTimeout` are bound on the *global* object (as `gloo-net` and `gloo-timers`
 //! do), so the transport works in a Window and in a Worker alike. Whatever goes wrong on the way
-//! — a network error, an abort, a timeout, an unreadable body — is `transport_unknown` (S8): the
+//! — a network error, an abort, a timeout, an unreadable body — is `transport_unknown`: the
 //! server may or may not have the request, so the core asks before it resends. The answer itself
 //! is interpreted by the pure [`map_answer`]. Header values are never logged nor put in errors
-//! (K5): they carry credentials.
+//! they carry credentials.
 //!
-//! Redirects are never followed (`redirect: "error"`, SPEC §7): a 3xx fails the fetch, so it is
-//! a transport failure, retried, never an outcome, and nothing (no body, no `headers()`) goes to
-//! an origin other than the endpoint's. The answer's body is read with a byte limit
+//! Redirects are never followed (`redirect: "error"`; docs/protocol.md): a 3xx fails the fetch, so
+//! it is a transport failure, retried, never an outcome, and nothing (no body, no `headers()`) goes
+//! to an origin other than the endpoint's. The answer's body is read with a byte limit
 //! (`maxAnswerBytes`); a longer one is `answer_too_large`, unresolved.
 
 use crate::core::json::quoted;
@@ -149,7 +149,7 @@ impl FetchTransport {
     ) -> Result<(String, RequestInit), String> {
         let request = &order.request;
         let init = RequestInit::new();
-        // A redirect fails the fetch: nothing is sent on to another URL (SPEC §7).
+        // A redirect fails the fetch: nothing is sent on to another URL (docs/protocol.md).
         init.set_redirect(RequestRedirect::Error);
         let fetch_headers = Headers::new().map_err(|_| "cannot create Headers".to_owned())?;
         for (name, value) in headers {
@@ -157,7 +157,7 @@ impl FetchTransport {
             if lower == "content-type" || lower == "idempotency-key" {
                 continue;
             }
-            // The name may be shown; the value never is (K5).
+            // The name may be shown; the value never is.
             fetch_headers
                 .append(name, value)
                 .map_err(|_| format!("the browser refused the header named {}", quoted(name)))?;

@@ -1,4 +1,4 @@
-//! Wake-up signals (W2): browsers throttle or suspend timers in background tabs and workers, so
+//! Wake-up signals: browsers throttle or suspend timers in background tabs and workers, so
 //! a timer may fire long after its due time. These signals let the driver re-check its absolute
 //! due times as soon as the page is visible again or the network comes back: throttling delays
 //! work, it never loses it.

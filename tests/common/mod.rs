@@ -18,7 +18,7 @@ pub fn unbatched() -> SchedulerConfig {
     }
 }
 
-/// The codes `enqueue` may answer with on a healthy, open scheduler (SPEC §6): what refuses
+/// The codes `enqueue` may answer with on a healthy, open scheduler (docs/guide.md): what refuses
 /// the intents themselves, never a failed write, a lost lease or a stopped scheduler.
 pub const ENQUEUE_CODES: [&str; 6] = [
     "invalid_intent",

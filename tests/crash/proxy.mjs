@@ -3,7 +3,7 @@
 // connection (it was just killed; nothing reached it) is skipped for the next one; a backend that
 // dies with the request in flight answers the client 502 (or, once the answer has begun, the
 // client's connection is reset): the client cannot know whether it was applied and retries
-// (SPEC §7). Request bodies are buffered (bounded) so a refused connection can be retried.
+// (docs/protocol.md). Request bodies are buffered (bounded) so a refused connection can be retried.
 import { createServer, request as httpRequest, Agent } from "node:http";
 
 const MAX_BODY = 4 << 20;

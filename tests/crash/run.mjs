@@ -1,4 +1,4 @@
-// Crash test of the server half (issue 39, item 7): the packed package in headless Chromium, 3
+// Crash test of the server half: the packed package in headless Chromium, 3
 // tabs on one ledger (one sends, the others enqueue through it), sends CRASH_OPS (5,000)
 // operations through 4 reference-server processes (www/server, an app on canvas-scheduler-server)
 // on one Postgres database, behind a round-robin proxy, while one process is SIGKILLed every

@@ -1,7 +1,7 @@
 // The hostile-environment page (www/hostile/) end to end: every case must behave as a careful
-// user expects (issue 26's probes: a huge Retry-After, redirects to another origin, a proxy's
-// HTML 400, an omitted principal, a hook that never settles, throwing host values, hooks that
-// call back in). The package is already built.
+// user expects (the hostile-environment probes: a huge Retry-After, redirects to another origin, a
+// proxy's HTML 400, an omitted principal, a hook that never settles, throwing host values, hooks
+// that call back in). The package is already built.
 import { runHostilePage } from "../../www/hostile/run.mjs";
 
 const started = performance.now();

@@ -1,4 +1,4 @@
-// Outages in a real browser (issue #36, SPEC K1): the outage page (www/outage/) in each engine
+// Outages in a real browser: the outage page (www/outage/) in each engine
 // of www/engines.mjs against the reference server's fault switches, with the retry curve scaled
 // down (baseMs 100, maxMs 1 500, maxAttempts 5, deadLetterAfterMs 8 000) so that 20 s of fault
 // is more than the attempt budget and the dead-letter time together: a client that counted
@@ -169,7 +169,7 @@ const SCENARIOS = {
   },
   async flap(browser, statics) {
     const run = await throughFault(browser, statics, "flap", { flapDownMs: 2_000, flapUpMs: 500 }, { flapDownMs: 0, flapUpMs: 0 });
-    // Each up phase is a verdict that may bring retries forward (S10): bounded, not on one curve.
+    // Each up phase is a verdict that may bring retries forward: bounded, not on one curve.
     assert.ok(run.most <= 40, `flap: at most 40 submits of one request in 20 s, not ${run.most}`);
     return `${run.operations} operations, none dead-lettered, drained ${run.drainedMs} ms after recovery, at most ${run.most} submits of one request`;
   },

@@ -1,4 +1,4 @@
-// Several tabs on one ledger (SPEC W4, issue #8), end to end: the tabs page (www/tabs) in three
+// Several tabs on one ledger, end to end: the tabs page (www/tabs) in three
 // pages of ONE browser context (so they share IndexedDB, BroadcastChannel and Web Locks), all
 // on the same ledger, against the reference server (www/server) with mild faults on, in each
 // engine of www/engines.mjs (ENGINES=chromium,firefox,webkit; default wasm-pack.toml's [test]
@@ -13,7 +13,7 @@
 //     lost, no operation and no idempotency key applied twice;
 //   - per-canvas order: for each tab and canvas, the tab's operations were applied in the order
 //     the tab enqueued them; and on each canvas all operations in ledger sequence order, with
-//     sequences unique across tabs (S4, from the dispatching tab's view of the ledger);
+//     sequences unique across tabs (from the dispatching tab's view of the ledger);
 //   - stats().leaderOwner converges to the leader's owner in every tab;
 //   - each tab got a `settled` event for each of its acknowledged operations applied while it
 //     was alive (whichever tab sent it); `leader_changed` events were seen and a takeover
@@ -24,7 +24,7 @@
 // from <dir> instead of pkg/web (e.g. one built from a clean checkout of a commit).
 // TABS_NO_LOCKS=1 (chromium only: it needs an init script) hides `navigator.locks` from every
 // page (as in a browser without Web Locks):
-// the fenced lease alone elects the leader (W4), and a crashed leader is replaced once its lease
+// the fenced lease alone elects the leader, and a crashed leader is replaced once its lease
 // lapses (tests/e2e/tabs_without_locks.mjs). Every loop and wait is bounded; the whole run is
 // bounded by LIMIT_MS. Exits non-zero on any failed check; the last line is the summary.
 import { spawnSync } from "node:child_process";
@@ -447,7 +447,7 @@ async function check(state, leaderOwner) {
     }
   }
 
-  // Per-canvas order (2): all operations on a canvas in ledger sequence order (S4), sequences
+  // Per-canvas order (2): all operations on a canvas in ledger sequence order, sequences
   // unique across the tabs' enqueues; from the dispatching tab's view of the ledger.
   const sequenceFaults = [];
   const leader = [...tabs.values()].find((tab) => tab.alive && tab.owner === leaderOwner) ?? liveTabs()[0];

@@ -1,4 +1,4 @@
-// W4 takeover end-to-end (issue #8), three tabs (pages of one browser context: one IndexedDB,
+// Takeover of the sending tab end-to-end, three tabs (pages of one browser context: one IndexedDB,
 // one set of Web Locks, one BroadcastChannel) on one ledger against the reference server:
 //   1. a frozen leader: the leading page's main thread is paused through CDP (Debugger.pause)
 //      with requests in flight; another tab must steal the lock and take over once the lease

@@ -1,4 +1,4 @@
-// Several tabs on one ledger in a browser without Web Locks (SPEC W4: "Without Web Locks, the
+// Several tabs on one ledger in a browser without Web Locks ("Without Web Locks, the
 // lease alone decides"): the scenario of tabs.mjs (three tabs, the leader closed and then
 // crashed mid-burst, every acknowledged operation applied exactly once and in order, at most
 // one leader at any sample) with `navigator.locks` hidden from every page. Replay with

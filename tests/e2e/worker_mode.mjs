@@ -1,4 +1,4 @@
-// Worker mode end-to-end (issue #30 item 4): the package's `canvas-scheduler/worker` proxy, as
+// Worker mode end-to-end: the package's `canvas-scheduler/worker` proxy, as
 // served from the repository (worker/), in headless Chromium against the reference server.
 // Each test gets a fresh browser context and ledger; the page is www/worker/ (window.wm).
 //   durable enqueue (reload right after it resolves, reopen: applied exactly once), onEvent,
@@ -256,7 +256,7 @@ const tests = [
       }
     });
   }],
-  ["issue 37: whenSaved() waits in the worker until applied; pending() comes through the mirror", async () => {
+  ["whenSaved() waits in the worker until applied; pending() comes through the mirror", async () => {
     await withPage(async (page) => {
       await open(page);
       const id = unique("saved");
@@ -303,7 +303,7 @@ const tests = [
       assert.equal((await settledEvent(page, dropped)).outcome, "discarded");
       assert.equal((await settledEvent(page, kept)).outcome, "applied");
 
-      // A proxy's HTML 400 dead-letters the request at once (K1: poison, where a 503 outage
+      // A proxy's HTML 400 dead-letters the request at once (poison, where a 503 outage
       // never dead-letters).
       await admin(server, "/admin/faults", { proxyRefusal: true });
       try {
@@ -349,7 +349,7 @@ const tests = [
       assert.equal((await settledEvent(page, id)).outcome, "applied");
       const state = await appliedOnce(id);
       assert.equal(state.canvases["canvas-c"].document.shapes[`s-${id}`].compiledBy, "worker");
-      // Issue 37: the hooks read the worker's scheduler mid-step; hold is refused there.
+      // The hooks read the worker's scheduler mid-step; hold is refused there.
       const sent = state.canvases["canvas-c"].document.shapes[`s-${id}`];
       for (const hook of ["readInCompile", "readInParticipants"]) {
         assert.deepEqual(sent[hook], { reason: "ready", pending: true, record: true, leader: true, claims: true, hold: "threw invalid_state" }, hook);
@@ -357,7 +357,7 @@ const tests = [
       assert.ok((await page.evaluate(() => window.wm.headerCalls.count)) >= 1, "the page's headers hook was asked");
       const authorized = await page.evaluate(() => window.wm.authorizeCalls);
       assert.ok(authorized.some((ids) => ids.includes(id)), `the page's authorize hook saw the request: ${JSON.stringify(authorized)}`);
-      // Issue 37 item 3: the worker's coalesce hook merges three intents of one key into the
+      // The worker's coalesce hook merges three intents of one key into the
       // last, in one enqueueMany; the replaced ones keep no payload.
       const drags = [1, 2, 3].map((x) => ({ ...shape(unique("drag"), "canvas-d", { x }), coalesceKey: "drag:d" }));
       for (const drag of drags) drag.payload.shapeId = "s-dragged";

@@ -72,7 +72,7 @@ import { reconcileAfterDrag } from "./tldraw-reconcile.mjs";
 
 const SHAPES = Number(process.env.TLDRAW_SHAPES ?? 2000);
 const MOVES = Number(process.env.TLDRAW_MOVES ?? 20);
-/** A drag as a person makes one: one shape, a move a frame (issue 37's per-move target). */
+/** A drag as a person makes one: one shape, a move a frame (the per-move target). */
 const SMALL_MOVES = 60;
 /** Records of the options presets' measure and of the server without batches. */
 const DEFAULTS_SHAPES = Number(process.env.TLDRAW_DEFAULTS_SHAPES ?? 200);

@@ -1,4 +1,4 @@
-// The packed canvas-scheduler-server tarball in a fresh Node app (issue 39): `npm pack server/`,
+// The packed canvas-scheduler-server tarball in a fresh Node app: `npm pack server/`,
 // install it offline into a new directory, type-check an app against its declarations with
 // tsc --strict, then run that app: the kit on SQLite behind node:http on 127.0.0.1, one submit,
 // one repeat, one query; and a kit with a `plan` deciding one key twice (written once).

@@ -58,7 +58,7 @@ impl World {
         }
     }
 
-    /// A partial enqueue (issue 37 item 4) of `intents` and one invalid intent at a random
+    /// A partial enqueue of `intents` and one invalid intent at a random
     /// place: that one is refused, alone, and never reaches the ledger; the barrier and the
     /// intents admitted (`Err` when none was, or the call was refused whole).
     pub(super) fn enqueue_partial(
@@ -149,7 +149,7 @@ impl World {
                 None
             }
             2 => {
-                // The host's "retry now" (S10): every scheduled retry is due at once.
+                // The host's "retry now": every scheduled retry is due at once.
                 tab.scheduler.retry_all_now(now);
                 None
             }

@@ -14,14 +14,11 @@ impl World {
                         self.counts.unwritten_sends += 1;
                     }
                     if !self.tabs[t].holds.is_empty() || !self.tabs[t].online {
-                        self.fail(&format!(
-                            "{} sent while held or offline (S14)",
-                            order.request.id
-                        ));
+                        self.fail(&format!("{} sent while held or offline", order.request.id));
                     }
                     self.check_send(t, &order);
                     if order.action == RetryAction::Submit {
-                        // The copy sent is the durable one (S7): the order check reads its
+                        // The copy sent is the durable one: the order check reads its
                         // sequence. An enqueue of the same id in a tab about to learn it was
                         // fenced may have numbered it otherwise, and is never written.
                         for id in &order.request.operation_ids {

@@ -76,7 +76,7 @@ impl World {
                 heals += 1;
                 continue;
             }
-            // What is left may belong to the other user (K3): it waits for their login.
+            // What is left may belong to the other user: it waits for their login.
             // Who is logged in is whoever the dispatching tab serves (a crash may have switched
             // users while an older tab of the first one kept the lease).
             if let Some(l) = self.leader() {
@@ -219,7 +219,7 @@ impl World {
                         .as_ref()
                         .is_some_and(|o| o.settlement.as_str() == "rejected");
                     if rejected && applied > 0 {
-                        // K3: a change the server kept is never reported rejected.
+                        // A change the server kept is never reported rejected.
                         self.fail(&format!(
                             "{id} settled rejected but the server applied it: {:?} req {:?}",
                             op.outcome, op.request_id

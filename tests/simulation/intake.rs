@@ -1,4 +1,4 @@
-//! The shared inbox, the intake store outside the fence (W4, SPEC W1): appends by any awake
+//! The shared inbox, the intake store outside the fence: appends by any awake
 //! tab, the dispatching tab's adoption passes, and their clearing once durable.
 
 use super::*;
@@ -6,7 +6,7 @@ use super::*;
 impl World {
     /// Tab `t` appends an enqueue to the intake, checked as a tab that does not dispatch checks
     /// it (without the ledger); acknowledged once appended. Any awake tab may: one that follows,
-    /// the leader (SPEC W1's freedom), or one that takes itself for the leader after another
+    /// the leader (the inbox needs no lease), or one that takes itself for the leader after another
     /// took the lease over (it has not written since).
     pub(super) fn append_intake(&mut self, t: usize) {
         let config = self.tabs[t].scheduler.config();
@@ -135,7 +135,7 @@ impl World {
             // Each tab's intake order is its operations' order: the entry's sequences all
             // follow those of the same tab's entry before it, whoever adopted which.
             let ledger = self.tabs[l].scheduler.ledger();
-            // K3: admitted under the principal of the session that appended it.
+            // Admitted under the principal of the session that appended it.
             for id in &new {
                 let principal = ledger.operation(id).map(|o| &o.intent.principal);
                 if principal.is_some_and(|p| *p != entry.principal) {

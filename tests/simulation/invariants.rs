@@ -4,7 +4,7 @@ use super::*;
 
 impl World {
     pub(super) fn check_send(&mut self, t: usize, order: &SendOrder) {
-        // K3: never sent with another principal's credentials.
+        // Never sent with another principal's credentials.
         if order.request.principal != self.tabs[t].scheduler.config().principal {
             self.fail(&format!(
                 "{} of {:?} sent by a tab of {:?}",
@@ -15,7 +15,7 @@ impl World {
         }
         // A tab whose lease another took over may still send a query it had scheduled: a
         // query changes nothing on the server, and the tab learns it is fenced at its next
-        // write (K2); a submit needs its dispatch marker durable first, which it cannot write.
+        // write; a submit needs its dispatch marker durable first, which it cannot write.
         // Such a query may name a request the new holder has since settled and compacted
         // (retention), so the store is no measure of it: the checks below are for the rest.
         let holds_lease = self
@@ -43,7 +43,7 @@ impl World {
                 }
             }
         }
-        // S7: the frozen body and the dispatch marker are durable before the first byte.
+        // The frozen body and the dispatch marker are durable before the first byte.
         let Some(durable) = self.store.request(&order.request.id) else {
             self.fail(&format!("{} sent before it was durable", order.request.id));
         };
@@ -189,7 +189,7 @@ impl World {
         if self.server.key_reuse > 0 {
             self.fail("an idempotency key was reused with another body");
         }
-        // S4: no two unresolved requests share a canvas, in the store and in each tab.
+        // No two unresolved requests share a canvas, in the store and in each tab.
         let mut owners: BTreeMap<String, String> = BTreeMap::new();
         for request in self
             .store
@@ -204,7 +204,7 @@ impl World {
                 }
             }
         }
-        // D3: explain never says `no_work` (or nothing) while an operation is pending and unblocked.
+        // Explain never says `no_work` (or nothing) while an operation is pending and unblocked.
         for tab in self
             .tabs
             .iter()
@@ -229,7 +229,7 @@ impl World {
         }
         if !self.with_dependencies {
             // Without dependencies nothing may hold an earlier operation back: per-canvas order,
-            // for each user (K3: another user's work waits for their login, not theirs).
+            // for each user (another user's work waits for their login, not theirs).
             for (canvas, ops) in &self.server.order {
                 for user in ["user-1", "user-2"] {
                     let seqs: Vec<u64> = ops
@@ -248,7 +248,7 @@ impl World {
         }
     }
 
-    /// Issue 37: `whenSaved()` never resolves while an operation it covers may still be sent.
+    /// `whenSaved()` never resolves while an operation it covers may still be sent.
     /// The leader takes a watch now and then; once the core says saved, every covered op
     /// still unsettled must be blocked (by a blocker or its request) and on no wire.
     pub(super) fn check_saved(&mut self) {

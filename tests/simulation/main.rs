@@ -3,7 +3,7 @@
 //! fail with 5xx/429, answer 401 (an expired login) or 409 (still receiving), reject stale
 //! version guards, or 404 a query; a store that fails writes; crashes that restart from the
 //! durable state only; a second "tab" taking over after the first pauses past its lease; a
-//! second user logging in after a crash (K3: each user's work is sent only under their
+//! second user logging in after a crash (each user's work is sent only under their
 //! login); and an editor that holds, goes offline, resumes, flushes, retries, discards and
 //! revises.
 //! Retention is on in half the seeds (a tiny policy: settled operations are compacted to
@@ -11,9 +11,9 @@
 //! nothing unsettled is ever compacted, a compacted operation enqueued again within the
 //! tombstone horizon is never sent, and a blob is never deleted while its upload can still
 //! be sent.
-//! One enqueue in five is partial (issue 37 item 4), with an invalid intent among the others:
+//! One enqueue in five is partial, with an invalid intent among the others:
 //! that one is refused alone and never stored, and the rest are acknowledged as any enqueue.
-//! Some enqueues go through the shared inbox, the intake store outside the fence (W4, SPEC W1):
+//! Some enqueues go through the shared inbox, the intake store outside the fence:
 //! any awake tab appends (a follower, the leader, or a leader whose lease another has taken
 //! over), acknowledged once appended; the dispatching tab adopts the entries in intake order
 //! (at its open before it starts, on a wake and on its timer) and clears them in a later step,
@@ -63,13 +63,13 @@ use common::{edit, of_kind, upload, ENQUEUE_CODES};
 const CANVASES: [&str; 6] = ["c0", "c1", "c2", "c3", "c4", "c5"];
 const LEASE_MS: Millis = 2_000;
 
-/// One entry of the shared inbox (W4; SPEC W1's intake store): one tab's enqueue, written
+/// One entry of the shared inbox (the intake store): one tab's enqueue, written
 /// outside the fence in a strict transaction of its own, so durable once appended.
 #[derive(Clone)]
 struct IntakeEntry {
     /// The appending tab's owner id.
     origin: String,
-    /// The principal of the appending session (K3: the operations are sent only under it).
+    /// The principal of the appending session (the operations are sent only under it).
     principal: Option<String>,
     intents: Vec<IntentInput>,
 }
@@ -99,15 +99,15 @@ struct Tab {
     pending_acks: Vec<(u64, Vec<String>)>,
     /// `discard(id)` calls whose promise has not resolved yet: their barrier, the id.
     pending_discards: Vec<(u64, String)>,
-    /// Holds the host took (S14): nothing may be sent while one is held.
+    /// Holds the host took: nothing may be sent while one is held.
     holds: Vec<HoldId>,
     /// What the host last told the scheduler about the network: nothing is sent offline.
     online: bool,
-    /// K3: attempts waiting for the host's authorization verdict.
+    /// Attempts waiting for the host's authorization verdict.
     authorizing: Vec<SendOrder>,
     /// Attempts that left (the host reported them sent).
     left: u64,
-    /// Issue 37: `whenSaved()` calls not yet resolved: the ids each covers, settled so far.
+    /// `whenSaved()` calls not yet resolved: the ids each covers, settled so far.
     saved_watches: Vec<(Vec<String>, usize)>,
     /// Its adoption pass of the intake not yet cleared (one at a time).
     adoption: Option<AdoptionPass>,
@@ -133,12 +133,12 @@ struct World {
     discarded: BTreeSet<String>,
     /// Operation → (its sequence, the principal it was enqueued under).
     sequence_of: BTreeMap<String, (u64, &'static str)>,
-    /// Operations the host revised (K8): their first intent is another one now.
+    /// Operations the host revised: their first intent is another one now.
     revised: BTreeSet<String>,
     faults_on: bool,
     /// What happened, counted (the seed's figures; summed over seeds for the report).
     counts: Tally,
-    /// Who is logged in: tabs open under this principal (K3).
+    /// Who is logged in: tabs open under this principal.
     principal: &'static str,
     /// Operations the host re-armed with `retry()`.
     host_retried: BTreeSet<String>,
@@ -210,8 +210,8 @@ struct Tally {
     conflicts: u64,
     /// Logins as another user (after a crash now and then, and at the end for what is left).
     principal_switches: u64,
-    /// K3 verdicts: denials of a request the server may already have (answered by a query
-    /// first), and checks that failed (retried).
+    /// Authorization verdicts: denials of a request the server may already have (answered by a
+    /// query first), and checks that failed (retried).
     late_denials: u64,
     failed_checks: u64,
     /// Operations compacted to tombstones, and enqueues of compacted intents again.
@@ -219,9 +219,9 @@ struct Tally {
     enqueued_again: u64,
     /// Partial enqueues that admitted something (each also refused its invalid intent).
     partial_enqueues: u64,
-    /// Issue 37: `whenSaved()` watches that resolved.
+    /// `whenSaved()` watches that resolved.
     saved_resolved: u64,
-    /// Power losses, and the relaxed commits they dropped (W1).
+    /// Power losses, and the relaxed commits they dropped.
     power_losses: u64,
     relaxed_lost: u64,
     intake_appends: u64,

@@ -47,7 +47,7 @@ impl World {
             unwritten_attempts: BTreeSet::new(),
         });
         let t = self.tabs.len() - 1;
-        // The new leader adopts the intake before it starts: before recovery (D1) sends.
+        // The new leader adopts the intake before it starts: before recovery sends.
         self.adopt_intake(t);
         if let Err(e) = self.tabs[t].scheduler.start(self.now) {
             self.fail(&format!("start: {e}"));
@@ -110,7 +110,7 @@ impl World {
         let _ = self.open_tab();
     }
 
-    /// The machine loses power (W1): every tab dies at once, as in [`World::crash`], and
+    /// The machine loses power: every tab dies at once, as in [`World::crash`], and
     /// storage keeps only a prefix of the relaxed commits since the last strict one. What it
     /// drops (answers, retry schedules, events, compaction) a query recovers.
     pub(super) fn power_loss(&mut self) {

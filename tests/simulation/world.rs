@@ -18,9 +18,9 @@ impl World {
             lease_ms: LEASE_MS,
             group_commit: rng.chance(50),
             // Several tabs renew the lease even when idle, as the browser's tab layer always
-            // configures them (W4); a single-instance host may let an idle lease lapse.
+            // configures them; a single-instance host may let an idle lease lapse.
             keep_lease: rng.chance(50),
-            // Half the worlds have an authorization step before every send (K3).
+            // Half the worlds have an authorization step before every send.
             authorize: rng.chance(50),
             // Fold loose records often (or never), so that folds meet crashes and faults.
             fold_records_at: [0, 2, 3, 5, 8][rng.below(5) as usize],
@@ -31,7 +31,7 @@ impl World {
             },
             // Retention in half the seeds: compacted within a few settlements or a few
             // hundred ms of settling; tombstones outlive the run (the horizon).
-            // Half the worlds hold coalescable intents back (`coalesceMs`, issue 37).
+            // Half the worlds hold coalescable intents back (`coalesceMs`).
             coalesce_ms: [0, 0, 20, 150][rng.below(4) as usize],
             retain: if rng.chance(50) {
                 RetentionPolicy {

@@ -54,7 +54,7 @@ export async function settleAndRead(scheduler: Scheduler): Promise<number> {
   return events.length + (flushed.started ? 1 : 0);
 }
 
-/** Issue 37: a badge from `pending()` and the saved events; `whenSaved()` before leaving. */
+/** A badge from `pending()` and the saved events; `whenSaved()` before leaving. */
 export async function badge(scheduler: Scheduler): Promise<string> {
   const unsaved: PendingOperation[] = scheduler.pending();
   const blocked = unsaved.filter((entry) => entry.state === "blocked");
@@ -84,7 +84,7 @@ export const retained: Parameters<typeof Scheduler.open>[0] = {
   retain: { settled: 1000, settledMs: 86_400_000, tombstones: 100_000, tombstoneMs: 2_592_000_000 },
 };
 
-/** Batching every kind, or only the exact operation types named (issue 37 item 2). */
+/** Batching every kind, or only the exact operation types named. */
 export const batched: Parameters<typeof Scheduler.open>[0] = {
   database: "ledger",
   endpoint: "https://api.example/v1",
@@ -110,7 +110,7 @@ export function recordIntent(record: ShapeRecord): OperationIntent {
   return { id: `put:${record.id}`, operationType: "record.put", canvasIds: [record.parentId ?? "page"], payload: record, coalesceKey: record.id };
 }
 
-/** Issue 37: `coalesce` merges a replaced intent's diff into its replacement. */
+/** `coalesce` merges a replaced intent's diff into its replacement. */
 export const merging: Parameters<typeof Scheduler.open>[0] = {
   database: "d",
   coalesce: (older, newer) => ({

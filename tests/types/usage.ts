@@ -53,7 +53,7 @@ export const badResult = async (): Promise<string> => probeStorage("db");
 // @ts-expect-error ProbeReport has no such field
 export const badField = (report: ProbeReport) => report.missing;
 
-/** Issue 37 item 4, partial enqueue: `{ atomic: false }` resolves to a result per intent;
+/** Partial enqueue: `{ atomic: false }` resolves to a result per intent;
  * without it (or with `{ atomic: true }`) `enqueueMany` stays all-or-none, `Promise<void>`. */
 export async function enqueueWhatFits(
   scheduler: import("canvas-scheduler").Scheduler,

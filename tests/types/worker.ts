@@ -38,7 +38,7 @@ export const sameReturns: Mirrors<PageMethods & keyof WorkerScheduler> = {
   pending: true,
 };
 
-/** Issue 37: serve()'s `compile` and `participants` are handed the worker's scheduler, whose
+/** serve()'s `compile` and `participants` are handed the worker's scheduler, whose
  * synchronous reads answer inside them. */
 export const hooksRead: WorkerHooks = {
   participants: (intent, scheduler) => (scheduler.explain(intent.id).reason === "ready" ? intent.canvasIds : []),

@@ -1,7 +1,7 @@
-//! Issue 37 item 4, partial enqueue as JavaScript sees it: `enqueueMany(intents, { atomic:
+//! Partial enqueue as JavaScript sees it: `enqueueMany(intents, { atomic:
 //! false })` stores the valid intents and resolves to one result per intent; the default
 //! stays all-or-none; bad options are refused with `invalid_options` and store nothing. In
-//! the dispatching tab and in one that does not dispatch (through the inbox, W4).
+//! the dispatching tab and in one that does not dispatch (through the inbox).
 
 use canvas_scheduler::api::scheduler::Scheduler;
 use js_sys::{Array, Reflect};

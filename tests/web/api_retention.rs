@@ -103,7 +103,7 @@ async fn a_compacted_operation_answers_its_tombstone_and_stats_count_it() {
     scheduler.stop();
 }
 
-/// Issue 37 item 5: `operation(id)` is synchronous and tombstones live in IndexedDB, so after
+/// `operation(id)` is synchronous and tombstones live in IndexedDB, so after
 /// a reload a compacted operation answers `undefined` until `known(ids)` looks it up (as the
 /// `.d.ts` says); from then on `operation(id)` answers the same tombstone `known` gave.
 #[wasm_bindgen_test]
@@ -170,7 +170,7 @@ async fn a_compacted_operation_after_a_reload_answers_operation_once_known_looke
     // Looked up, it is at hand: `operation(id)` answers what `known` gave.
     let stringify = |v: &JsValue| js_sys::JSON::stringify(v).ok().and_then(|s| s.as_string());
     assert_eq!(stringify(&second.operation(&a)), stringify(&tombstone));
-    // Issue 38: b is still in the archive: read whole, though the open read none of it.
+    // B is still in the archive: read whole, though the open read none of it.
     let b = format!("{run}-b");
     assert!(
         second.operation(&b).is_undefined(),
@@ -192,7 +192,7 @@ async fn a_compacted_operation_after_a_reload_answers_operation_once_known_looke
     second.stop();
 }
 
-/// Issue 38 item 1: with the default policy, settled operations leave the stores an open
+/// With the default policy, settled operations leave the stores an open
 /// reads (`operations`, `operation_pages`, `requests`) as they settle, whole in the archive
 /// (`settled`); the next open reads none of them, nor the event log, and both answer when
 /// asked (`known`, `events`).

@@ -1,4 +1,4 @@
-//! The `Scheduler` class as JavaScript sees it (SPEC §6): strict decoding of options and
+//! The `Scheduler` class as JavaScript sees it (docs/guide.md): strict decoding of options and
 //! intents with stable codes and an unchanged ledger, and the host hooks called safely.
 
 use canvas_scheduler::api::scheduler::Scheduler;
@@ -86,7 +86,7 @@ async fn a_malformed_options_are_refused_with_codes() {
             "{ database: 'd', endpoint: 'http://x', retry: { base: 1 } }",
             "invalid_options",
         ),
-        // K1: `retry.deadLetterAfterMs` is an integer from 0 to 7 days.
+        // `retry.deadLetterAfterMs` is an integer from 0 to 7 days.
         (
             "{ database: 'd', endpoint: 'http://x', retry: { deadLetterAfterMs: -1 } }",
             "invalid_options",
@@ -389,7 +389,7 @@ async fn a_hooks_are_called_safely_and_outcomes_reach_on_event() {
 async fn a_leader_changed_and_dead_lettered_reach_on_event() {
     let run = unique("dead");
     let events = format!("__events_{}", run.replace('-', "_"));
-    // A proxy's HTML 400: a 4xx without a protocol body dead-letters at once (K1).
+    // A proxy's HTML 400: a 4xx without a protocol body dead-letters at once.
     let options = js(&format!(
         "{{ database: 'cs-api-{run}', endpoint: '{}', owner: 'tab-{run}',
            retry: {{ baseMs: 1, maxMs: 5, maxAttempts: 2 }},
@@ -460,7 +460,7 @@ async fn a_leader_changed_and_dead_lettered_reach_on_event() {
         .ok()
         .and_then(|p| p.as_string());
     assert_eq!(outcome.as_deref(), Some("resolved"));
-    // K1: what is enqueued later depending on it waits for the host, never silently sent.
+    // What is enqueued later depending on it waits for the host, never silently sent.
     scheduler
         .enqueue(js(&format!(
             "{{ id: '{run}-after', operationType: 'shape.upsert', canvasIds: ['d'], payload: {{}}, dependencies: ['{run}-x'] }}"
@@ -578,7 +578,7 @@ async fn one_edit(scheduler: &Scheduler, run: &str) {
     scheduler.enqueue(intent).await.expect("durable");
 }
 
-/// S10: `retryAllNow()` sends a request the server told to wait a minute (503 with a
+/// `retryAllNow()` sends a request the server told to wait a minute (503 with a
 /// `Retry-After`) at once, and it is applied once.
 #[wasm_bindgen_test]
 async fn s10_retry_all_now_sends_what_waits_at_once() {
@@ -606,7 +606,7 @@ async fn s10_retry_all_now_sends_what_waits_at_once() {
     assert_eq!(applied.as_string().as_deref(), Some("1"), "applied once");
 }
 
-/// #36 (K1): the wall clock set back by an hour while a retry waits the 1.5 s the server asked
+/// The wall clock set back by an hour while a retry waits the 1.5 s the server asked
 /// for. The timer fires on time (it counts real time); the retry must go then, not an hour
 /// later.
 #[wasm_bindgen_test]
@@ -637,7 +637,7 @@ async fn k1_a_wall_clock_set_back_an_hour_stalls_no_retry() {
     assert_eq!(applied.as_string().as_deref(), Some("1"), "applied once");
 }
 
-/// S10: when the network comes back (`online`), a request waiting on a long backoff goes at
+/// When the network comes back (`online`), a request waiting on a long backoff goes at
 /// once instead of when its backoff ends.
 #[wasm_bindgen_test]
 async fn s10_online_sends_what_waits_on_backoff_at_once() {
@@ -662,7 +662,7 @@ async fn s10_online_sends_what_waits_on_backoff_at_once() {
     scheduler.stop();
 }
 
-/// K6/D2: `dispatched` is logged, and `sent` counted, when the request leaves (`fetch` is
+/// `dispatched` is logged, and `sent` counted, when the request leaves (`fetch` is
 /// called), not when the attempt starts: an attempt whose `headers()` throws never left.
 #[wasm_bindgen_test]
 async fn k6_dispatched_is_logged_only_for_attempts_that_left() {
@@ -723,7 +723,7 @@ async fn k6_dispatched_is_logged_only_for_attempts_that_left() {
     );
 }
 
-/// Issue 37: `pending()` lists what is unsent, `whenSaved()` waits until the server applied it
+/// `pending()` lists what is unsent, `whenSaved()` waits until the server applied it
 /// (never before), `onEvent` gets `pending` counts and `saved`, and `stop()` rejects a waiting
 /// `whenSaved()` with `scheduler_closed`.
 #[wasm_bindgen_test]
@@ -816,7 +816,7 @@ async fn issue37_when_saved_pending_and_saved_events_in_a_page() {
     assert_eq!(code_of(&error), "scheduler_closed");
 }
 
-/// Issue 37 item 2: `record.*` kinds batch against the reference server, one request per run
+/// `record.*` kinds batch against the reference server, one request per run
 /// of one kind, each applied; `batch.kinds` narrows it.
 #[wasm_bindgen_test]
 async fn issue37_record_kinds_batch_against_the_reference_server() {
@@ -884,7 +884,7 @@ async fn issue37_record_kinds_batch_against_the_reference_server() {
     }
 }
 
-/// Issue 37 item 2: a burst that alternates canvases batches per canvas, with `compile` and
+/// A burst that alternates canvases batches per canvas, with `compile` and
 /// `participants` set (each member compiled under the batch's request id), against the
 /// reference server.
 #[wasm_bindgen_test]
@@ -945,7 +945,7 @@ async fn issue37_an_interleaved_burst_batches_with_compile_and_participants_set(
     assert_eq!(compiled.as_f64(), Some(8.0), "each operation compiled once");
 }
 
-/// Issue 37 item 3: `coalesceMs` holds a drag's updates back so only the last is written
+/// `coalesceMs` holds a drag's updates back so only the last is written
 /// whole and sent (the earlier ones are replaced while held, their writes shared); each
 /// enqueue resolves once durable, the first no sooner than its hold allows; out of range it
 /// is `invalid_options`.

@@ -1,4 +1,4 @@
-//! W2: the browser clock fires timers through the global `setTimeout` (page and worker alike),
+//! The browser clock fires timers through the global `setTimeout` (page and worker alike),
 //! never early, in due order; cleared timers never fire; no closure outlives its timer.
 
 use std::cell::{Cell, RefCell};

@@ -1,4 +1,4 @@
-//! Issue 37 item 3 in the browser: the `coalesce(older, newer)` hook merges diffs, a replaced
+//! Coalescing in the browser: the `coalesce(older, newer)` hook merges diffs, a replaced
 //! intent is stored without its payload and is still the same intent when enqueued again, and
 //! a hook that throws replaces nothing (both sent in order, an `error` event with
 //! `coalesce_failed`).

@@ -1,5 +1,5 @@
-//! W1–W3 together: the scheduler on the IndexedDB ledger, the browser clock and the fetch
-//! transport against the reference server (started on 127.0.0.1 by the test command).
+//! The browser pieces together: the scheduler on the IndexedDB ledger, the browser clock and the
+//! fetch transport against the reference server (started on 127.0.0.1 by the test command).
 //! 200 operations on 10 canvases with dependencies; the server must see each exactly once and
 //! in per-canvas sequence order.
 
@@ -120,7 +120,7 @@ async fn w1_w3_two_hundred_operations_reach_the_server_once_each_in_canvas_order
     }
     let ids: Vec<String> = (0..200).map(|i| format!("{run}-op{i:03}")).collect();
     for id in &ids {
-        // Settled operations leave the ledger (issue 38): read as `operation(id)` answers.
+        // Settled operations leave the ledger: read as `operation(id)` answers.
         let settled = driver.inspect(|s, _| match s.known(id) {
             Some(canvas_scheduler::core::scheduler::Known::Operation(o)) => {
                 Some((o.phase, o.outcome.as_ref().map(|x| x.settlement)))
@@ -160,7 +160,7 @@ async fn w1_w3_two_hundred_operations_reach_the_server_once_each_in_canvas_order
             .filter_map(|v| v.as_str().and_then(|id| sequence.get(id).copied()))
             .collect();
         assert_eq!(order.len(), 20, "{canvas}");
-        // Dependencies may hold an earlier one back (S4); without them the order is strict.
+        // Dependencies may hold an earlier one back; without them the order is strict.
         let strict: Vec<u64> = order
             .iter()
             .copied()
@@ -225,7 +225,7 @@ fn shape(run: &str, i: u32, canvas: &str) -> IntentInput {
     }
 }
 
-/// S18 through the driver: operations enqueued one per turn are each written as a record, and
+/// Recovery through the driver: operations enqueued one per turn are each written as a record, and
 /// once enough have gathered the quiet scheduler folds them into pages (held here, so nothing
 /// is dispatched); a reload reads them all back.
 #[wasm_bindgen_test]
@@ -381,7 +381,7 @@ async fn w5_a_storage_fault_refuses_the_enqueue_it_hit_and_the_next_works_withou
     }
 }
 
-/// Reliability item 2: storage faults in the middle of a burst that is being dispatched. The
+/// Storage faults in the middle of a burst that is being dispatched. The
 /// host hears `storage_failed`, the scheduler tries storage again on its own (no `resume()`),
 /// says `storage_recovered`, and the server applies every operation exactly once.
 #[wasm_bindgen_test]
@@ -446,7 +446,7 @@ async fn w5_storage_chaos_during_a_burst_loses_nothing_sends_nothing_twice_and_n
     }
 }
 
-/// W1 in a real run: the enqueue's batch and the freeze's are strict; the answer's, which a
+/// Durability in a real run: the enqueue's batch and the freeze's are strict; the answer's, which a
 /// query recovers if a power loss drops it, is written relaxed.
 #[wasm_bindgen_test]
 async fn w1_an_answer_is_written_relaxed_and_the_enqueue_and_freeze_strict() {

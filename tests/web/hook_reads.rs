@@ -1,4 +1,4 @@
-//! Issue 37 item 5: reads work inside hooks. `compile` and `participants` read `stats`,
+//! Reads work inside hooks. `compile` and `participants` read `stats`,
 //! `operation`, `explain`, `claims` and `pending` (the scheduler as it stands in its step)
 //! and decide by what they read; the operation is still frozen, sent and applied. A call that
 //! would change the ledger mid-step (`hold`, `start`) is refused `invalid_state`.

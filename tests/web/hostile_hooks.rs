@@ -1,4 +1,4 @@
-//! Hostile hooks (issue 26, items 5 and 6), through the exported `Scheduler` with an in-page
+//! Hostile hooks, through the exported `Scheduler` with an in-page
 //! transport (no server):
 //!
 //! - every host hook is bounded by `attemptTimeoutMs`: a `headers`, `authorize`,
@@ -144,7 +144,7 @@ fn in_flight(scheduler: &Scheduler) -> f64 {
 
 /// One hook kind. It hangs once; the attempt ends `hook_timeout` after `attemptTimeoutMs`
 /// (the log's `retry_scheduled` entry says so) and frees its slot for another canvas. A hung
-/// hook is not the request's own failure (K1: it may be the network's or the host's), so even
+/// hook is not the request's own failure (it may be the network's or the host's), so even
 /// with one attempt allowed nothing dead-letters: the operation is retried on its own and
 /// delivered once, and the late answer changes nothing. With retries left, the same, and the
 /// next operation on its canvas after it.
@@ -178,7 +178,7 @@ async fn a_hook_that_never_settles_is_bounded(hang: &str) {
     let dead = Array::from(&state(&run, "events"))
         .iter()
         .any(|event| text(&event, "type").as_deref() == Some("dead_lettered"));
-    assert!(!dead, "{hang}: a hung hook dead-letters nothing (K1)");
+    assert!(!dead, "{hang}: a hung hook dead-letters nothing");
     // The hung call settles now, with an answer that would apply, reject or refuse: nothing
     // changes.
     state(&run, "late()");
@@ -353,7 +353,7 @@ async fn h6_compile_and_participants_may_call_the_scheduler_and_the_operation_is
         assert_eq!(seen.len(), 9, "{hook}: {seen:?}");
         for (method, result) in &seen {
             let allowed: &[&str] = match method.as_str() {
-                // Issue 37: the synchronous reads answer, from the step as it stands.
+                // The synchronous reads answer, from the step as it stands.
                 "stats" | "claims" | "operation" | "explain" | "pending" => &["ok"],
                 // A hold would change the ledger mid-step: refused, coded.
                 "hold" => &["invalid_state"],

@@ -1,4 +1,4 @@
-//! Hostile values (issue 26, items 6 and 9), through the exported `Scheduler`:
+//! Hostile values, through the exported `Scheduler`:
 //!
 //! - every read of a host value (getters, Proxy traps, revoked Proxies, `toJSON`, index
 //!   getters, `Symbol.toPrimitive`) happens where a throw becomes a coded error: `enqueue`,

@@ -1,4 +1,4 @@
-//! Issue 26 in the browser, against `www/server/testing/hostile.mjs` (two instances, two
+//! A hostile network in the browser, against `www/server/testing/hostile.mjs` (two instances, two
 //! origins, started by `scripts/test`): redirects are never followed and nothing reaches
 //! another origin, a proxy's 4xx is a dead letter, answers are read with a byte limit, a huge
 //! `Retry-After` does not stop the ledger, and server text never carries `headers()` values.

@@ -1,4 +1,4 @@
-//! `SchedulerConfig`'s derive (issue 40) reads `Scheduler.open`'s data options as the module's
+//! `SchedulerConfig`'s derive reads `Scheduler.open`'s data options as the module's
 //! own reader does (`api/options.rs`, kept for its refusals and its size: ARCHITECTURE): the
 //! same config from the same object, through `serde_wasm_bindgen`.
 

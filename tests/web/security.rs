@@ -1,12 +1,12 @@
-//! Security (reliability issue item 5), through the exported `Scheduler` against the
+//! Security, through the exported `Scheduler` against the
 //! token-enabled reference server (`CANVAS_SCHEDULER_TEST_AUTH_SERVER`, started by
 //! `scripts/test` with `--tokens user-a:tokA,user-b:tokB`):
 //!
-//! - K3: a request is never sent under another principal's credentials, and waits for a
+//! - Principals: a request is never sent under another principal's credentials, and waits for a
 //!   session of its own principal;
-//! - K5: no header value (token) reaches an event, the event log, `explain`, `operation` or a
-//!   rejected `Error`;
-//! - SPEC §7: a reused idempotency key with a different body is refused, through
+//! - No secrets in errors: no header value (token) reaches an event, the event log, `explain`,
+//! `operation` or a   rejected `Error`;
+//! - The protocol: a reused idempotency key with a different body is refused, through
 //!   `FetchTransport` (the server's own test is `www/server/test/protocol.test.mjs`).
 //!
 //! A `headers()` hook that *throws* an Error whose own message holds the token is covered too:

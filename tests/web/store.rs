@@ -1,5 +1,5 @@
-//! The IndexedDB ledger store against real browser storage: round trips, the K2 fence, and
-//! injected storage faults (W1, W5). Each result is compared with the in-memory store, whose
+//! The IndexedDB ledger store against real browser storage: round trips, the lease's fence, and
+//! injected storage faults. Each result is compared with the in-memory store, whose
 //! semantics the IndexedDB store must reproduce exactly.
 
 use canvas_scheduler::core::error::SchedulerError;
@@ -325,9 +325,9 @@ async fn k2_a_stale_or_missing_fence_is_refused_and_writes_nothing() {
     delete_database(&name).await;
 }
 
-/// #36: a lease record whose fence a take-over cannot raise (saturated at 2^53 - 1, a float
+/// A lease record whose fence a take-over cannot raise (saturated at 2^53 - 1, a float
 /// beyond it, negative, a string) made every open fail `storage_unavailable` (the next fence
-/// was not storable). It is set aside (D4), the fence starts again from 1 (writes are checked
+/// was not storable). It is set aside, the fence starts again from 1 (writes are checked
 /// for equality, so 1 still shuts the record's holder out), and the ledger opens and writes.
 #[wasm_bindgen_test]
 async fn k2_d4_a_lease_whose_fence_cannot_rise_is_set_aside_and_the_ledger_opens() {
@@ -752,7 +752,7 @@ async fn s18_a_page_with_json_text_loads_and_one_with_bad_bytes_is_set_aside() {
     );
 }
 
-/// S18 with the pipelined read: pages come in reads of the load's page size, each asked for
+/// Recovery with the pipelined read: pages come in reads of the load's page size, each asked for
 /// before the one before is decoded. They load in order, and a broken page in the middle is
 /// the only one set aside, moved to `quarantine` as stored (its stored value is paired with
 /// its report across reads).

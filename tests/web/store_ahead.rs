@@ -136,7 +136,7 @@ async fn held_driver(name: &str) -> (Driver, canvas_scheduler::core::HoldId) {
     (driver, hold)
 }
 
-/// Issue 38 (item 3): an enqueue made while a batch is being written goes into the next batch,
+/// An enqueue made while a batch is being written goes into the next batch,
 /// made in a later turn, so it opens no transaction ahead (one would commit having read the
 /// lease only, queued between the two batches).
 #[wasm_bindgen_test]
@@ -195,7 +195,7 @@ async fn w1_an_enqueue_opens_nothing_ahead_while_a_batch_is_written() {
     delete_database(&name).await;
 }
 
-/// Issue 38: an enqueue made as soon as the one before it is durable (its promise resolved)
+/// An enqueue made as soon as the one before it is durable (its promise resolved)
 /// goes into the next batch, even when that batch was already due when the first became
 /// durable (an enqueue made meanwhile): the commit waits for the microtasks to drain.
 #[wasm_bindgen_test]

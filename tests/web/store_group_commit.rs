@@ -1,4 +1,4 @@
-//! Group commit in real IndexedDB (W1): a whole batch is one transaction. (What it costs is
+//! Group commit in real IndexedDB: a whole batch is one transaction. (What it costs is
 //! measured by `npm run bench`: raw 1- and 100-record transactions, durable operations/s.)
 
 use canvas_scheduler::core::io::{PersistBatch, PersistResult};
@@ -42,7 +42,7 @@ async fn w1_a_batch_of_500_operations_is_one_transaction() {
     delete_database(&name).await;
 }
 
-/// W1: a batch the core marks relaxed (only what a query recovers) opens its transaction with
+/// A batch the core marks relaxed (only what a query recovers) opens its transaction with
 /// `durability: "relaxed"`; any other, `"strict"`. Both land alike. (Which batches the core
 /// marks is tests/durability_behaviour.rs; a power loss dropping relaxed ones, the simulation.)
 #[wasm_bindgen_test]

@@ -1,6 +1,7 @@
-//! Retention in IndexedDB (SPEC §7): a version-6 ledger upgrades in place, keeps its pending
-//! work (W1) and has its settled history compacted to tombstones by the slices; tombstones
-//! are looked up by id, trimmed by age and count, and the same intent again is never sent.
+//! Retention in IndexedDB (docs/guarantees.md, "Retention and known()"): a version-6 ledger
+//! upgrades in place, keeps its pending work and has its settled history compacted to tombstones by
+//! the slices; tombstones are looked up by id, trimmed by age and count, and the same intent again
+//! is never sent.
 
 use canvas_scheduler::core::config::SchedulerConfig;
 use canvas_scheduler::core::intent::IntentInput;
@@ -424,7 +425,7 @@ fn applied_tombstone(key: u64, id: String) -> Tombstone {
     }
 }
 
-/// Issue 38: `known(ids)` answers every tombstone the ledger holds, past the few thousand
+/// `known(ids)` answers every tombstone the ledger holds, past the few thousand
 /// kept in memory and across hundreds of pages (it answered 4,096 of 20,000 before).
 #[wasm_bindgen_test]
 async fn known_answers_every_tombstone_of_100000_compacted_operations() {
@@ -482,7 +483,7 @@ async fn known_answers_every_tombstone_of_100000_compacted_operations() {
     delete_database(&name).await;
 }
 
-/// Issue 38 (item 3): the lease holder's enqueue opens no transaction to look up tombstones
+/// The lease holder's enqueue opens no transaction to look up tombstones
 /// when no page may hold its ids: the page index is complete from the count after the load and
 /// notes the pages of the ledger's own batches. An id a page holds is still looked up and found,
 /// and so is any id before the count is done.

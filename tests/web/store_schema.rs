@@ -1,6 +1,6 @@
 //! The ledger database's life beyond one build and one tab: upgrades from an older schema
-//! keep queued work (W1), another connection's `versionchange` closes ours without a panic
-//! (W5), and corrupt or foreign records are quarantined and reported (D4).
+//! keep queued work, another connection's `versionchange` closes ours without a panic
+//!, and corrupt or foreign records are quarantined and reported.
 
 use canvas_scheduler::core::io::{PersistFailure, PersistResult};
 use canvas_scheduler::core::json::{self, ToJson};
@@ -149,7 +149,7 @@ async fn w1_a_version_5_ledger_upgrades_with_its_pages_and_shuts_version_5_build
     delete_database(&name).await;
 }
 
-/// Issue 38: version 10 moves the lease (as 4 and 6 did), so a version-8 build, which would
+/// Version 10 moves the lease (as 4 and 6 did), so a version-8 build, which would
 /// read a follower's settled and compacted operations as refused, cannot open the ledger.
 #[wasm_bindgen_test]
 async fn w1_a_version_8_ledger_upgrades_with_its_work_and_shuts_version_8_builds_out() {
@@ -495,7 +495,7 @@ async fn w1_a_ledger_of_older_object_records_and_newer_string_records_loads_whol
     assert_eq!(
         loaded.snapshot.meta,
         // From the records (`meta` is gone); the last event seq from the log's highest key
-        // (the load reads no event, issue 38).
+        // (the load reads no event).
         LedgerMeta {
             last_sequence: 17,
             last_event_seq: 4,
@@ -726,7 +726,7 @@ async fn w1_a_transaction_dropped_without_commit_writes_nothing() {
     delete_database(&name).await;
 }
 
-/// Garbage in the event log is set aside at open like any store's (D4): a record under a key
+/// Garbage in the event log is set aside at open like any store's: a record under a key
 /// that is not a seq, one that is not JSON, one whose key is not its event's seq, and one
 /// between two pages (the page after it still loads); the log goes on from its own records,
 /// not from a garbage key above them.

@@ -63,7 +63,7 @@ pub fn code_of(error: &wasm_bindgen::JsValue) -> String {
 }
 
 /// An endpoint behind a proxy that answers HTML 400 (the hostile server `scripts/test` starts):
-/// a 4xx without a protocol body dead-letters a request at once (K1, SPEC §7), where an
+/// a 4xx without a protocol body dead-letters a request at once (docs/protocol.md), where an
 /// unreachable endpoint never does (an outage dead-letters nothing).
 pub fn proxy_400() -> String {
     match option_env!("CANVAS_SCHEDULER_TEST_HOSTILE") {

@@ -1,4 +1,4 @@
-//! Several tabs on one ledger (SPEC W4), as several `Scheduler`s of one page or worker: they
+//! Several tabs on one ledger, as several `Scheduler`s of one page or worker: they
 //! share IndexedDB, the Web Lock and the `BroadcastChannel` exactly as tabs do. An in-page
 //! transport applies each idempotency key once and counts what reached it.
 
@@ -103,7 +103,7 @@ async fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
     panic!("timed out waiting for {what}");
 }
 
-/// Issue 38: settled operations leave the working stores as they settle (here with nothing
+/// Settled operations leave the working stores as they settle (here with nothing
 /// kept whole: only tombstones). A tab that does not dispatch still knows them: an intent that
 /// depends on one is accepted, the same intent again is present (settled, not sent again), and
 /// each tab hears its own outcomes.
@@ -481,7 +481,7 @@ async fn w4_a_newly_elected_tab_keeps_its_enqueue_order_across_the_inbox() {
     b.stop();
 }
 
-/// D4: a malformed `inbox` entry (written here with raw IndexedDB, as a damaged or foreign
+/// A malformed `inbox` entry (written here with raw IndexedDB, as a damaged or foreign
 /// record would be) is set aside in `quarantine` under `inbox/{key}`, and the leader's
 /// `onEvent` hears `{type: "quarantined", store: "inbox", key, reason}`.
 #[wasm_bindgen_test]
@@ -527,7 +527,7 @@ async fn d4_a_malformed_inbox_entry_is_quarantined_and_reported_to_the_leader() 
     );
 }
 
-/// Issue 38 item 3 (group commit on the inbox path): enqueues a tab that does not dispatch
+/// Enqueues a tab that does not dispatch
 /// makes while its last inbox append is written share the next transaction, each checked and
 /// answered on its own: one that reuses an earlier id with another intent is refused
 /// `duplicate_operation`, the others resolve, reach the server once each, and keep their call
@@ -610,7 +610,7 @@ async fn issue38_a_followers_enqueues_share_inbox_writes_and_are_answered_one_by
     }
 }
 
-/// Issue 37: a follower's `whenSaved()` covers what it enqueued before the call, though its
+/// A follower's `whenSaved()` covers what it enqueued before the call, though its
 /// intents sit in the shared inbox until the leader adopts them: it resolves only once the
 /// server applied them, whether the enqueue was awaited or not.
 #[wasm_bindgen_test]

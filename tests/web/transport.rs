@@ -1,6 +1,7 @@
-//! W3 / SPEC §7 against the real reference server (`www/server`), started by `scripts/test`,
-//! which passes its URL as `CANVAS_SCHEDULER_TEST_SERVER` at build time. Without it these tests
-//! fail: a protocol test that silently skips is worse than none.
+//! The `fetch` transport and the wire protocol (docs/protocol.md) against the real reference server
+//! (`www/server`), started by `scripts/test`, which passes its URL as
+//! `CANVAS_SCHEDULER_TEST_SERVER` at build time. Without it these tests fail: a protocol test that
+//! silently skips is worse than none.
 //!
 //! The page and the worker binaries share one server, so every id carries the global's
 //! constructor name and a random part. Faults are global to the server: each test sets all of
@@ -291,7 +292,7 @@ async fn p7_submit_applies_and_a_repeat_gets_the_stored_outcome() {
     assert_eq!(record["submits"], 2, "{record}");
 }
 
-/// W3: a query must reach the server, never the HTTP cache (`no-store`). A submit is a POST,
+/// A query must reach the server, never the HTTP cache (`no-store`). A submit is a POST,
 /// which no cache answers, and sets no cache mode: `no-store` cost Chromium about 1 ms a
 /// request (BENCHMARKS).
 #[wasm_bindgen_test]
@@ -352,7 +353,7 @@ async fn p7_other_4xx_is_a_dead_letter_with_the_http_status() {
     let draft = shape("mismatch");
     let request = draft.freeze_with_body_id("another-id");
     let status = send(&transport(), RetryAction::Submit, &request, None).await;
-    // A 400, even with a rejection body, is no protocol rejection (409/422): K1 dead letter.
+    // A 400, even with a rejection body, is no protocol rejection (409/422): a dead letter.
     assert_eq!(status.outcome, AttemptOutcome::Unresolved, "{status:?}");
     assert_eq!(status.retryable, Some(false), "{status:?}");
     let error = status.error.expect("error");
@@ -557,8 +558,8 @@ fn uploaded(status: &AttemptStatus, canvas: &str) -> (Value, Value) {
     (listed, asset["sha256"].clone())
 }
 
-/// W1 where the engine refuses to store a `Blob` (WebKit's ephemeral sessions; forced here
-/// with the injected refusal): the upload stored as bytes, read back by a later connection
+/// Blob storage where the engine refuses to store a `Blob` (WebKit's ephemeral sessions; forced
+/// here with the injected refusal): the upload stored as bytes, read back by a later connection
 /// (a reload), goes out as the same multipart request as the file itself — the same bytes,
 /// media type and file name reach the server.
 #[wasm_bindgen_test]

@@ -1,4 +1,4 @@
-//! SPEC §7's auth rows (401, 403 → blocked `unauthorized`) against the real reference server
+//! The protocol's auth rows (401, 403 → blocked `unauthorized`) against the real reference server
 //! started by `scripts/test` with `--tokens user-a:tokA,user-b:tokB`, whose URL it passes as
 //! `CANVAS_SCHEDULER_TEST_AUTH_SERVER` at build time. Without it these tests fail.
 //!

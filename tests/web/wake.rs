@@ -1,4 +1,4 @@
-//! W2: wake-up signals. Synthetic `online`/`offline` events on the global object (Window or
+//! Wake-up signals. Synthetic `online`/`offline` events on the global object (Window or
 //! WorkerGlobalScope) and, in a page, `visibilitychange` on the document reach the callback;
 //! dropping [`WakeSignals`] removes the listeners.
 

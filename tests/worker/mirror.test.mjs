@@ -69,7 +69,7 @@ test("an entry crosses as JSON text with its settled flag, and the page reads a 
   assert.equal(tracker.update(schedulerOf({ a: pending, b: resolved }), ["a", "b"])?.ops, undefined, "unchanged: not sent again");
 });
 
-test("issue 37: pending() reaches the page's mirror when it changes, and only then", () => {
+test("pending() reaches the page's mirror when it changes, and only then", () => {
   const tracker = new Tracker();
   const mirror = new Mirror();
   const records = { a: pending };

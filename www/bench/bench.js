@@ -242,7 +242,7 @@ async function enqueueLatency({ n, deadlineMs, database = `bench-enqueue-${Date.
   const release = scheduler.hold();
   const db = await openRawDb(`bench-enqueue-raw-${Date.now()}`);
   try {
-    // On a ledger with history (issue 38): measured once the tombstones are counted after the
+    // On a ledger with history: measured once the tombstones are counted after the
     // load, as an editor meets it a moment after opening.
     const counted = now() + 10_000;
     while (scheduler.stats().tombstones < tombstones && now() < counted) await new Promise((resolve) => setTimeout(resolve, 20));
@@ -398,11 +398,11 @@ async function fetchLoop({ endpoint, n, canvases, deadlineMs, tag, concurrency =
 
 /**
  * 4. Baseline with the scheduler's durability, in plain JS (no module): what any client that
- * keeps SPEC S2, S4 and W1 pays, written as leniently as they allow.
+ * keeps the in-flight bound, canvas order and durability pays, written as leniently as they allow.
  * - The `n` intents are written in one strict transaction (an `enqueueMany`).
  * - Each request is frozen (body and key, in a strict transaction that reads the lease record
  *   first, as the fence) before it is sent, up to `concurrency` frozen ahead of the free slots.
- * - A request claims its canvas from its freeze until its answer (S4). Operations are frozen in
+ * - A request claims its canvas from its freeze until its answer. Operations are frozen in
  *   sequence: one whose canvas is claimed waits, and those after it (with 20 canvases and 4
  *   requests out, rarely).
  * - An answer frees its slot for the next frozen request in the same turn, and its canvas for
@@ -461,8 +461,8 @@ async function durableLoop({ endpoint, n, canvases, deadlineMs, tag, concurrency
     [["lease", "lease", JSON.stringify({ holder: tag, until: Date.now() + 60_000 })], ...ops.map((op, i) => ["ops", op.id, JSON.stringify({ intent: op, sequence: i, phase: "pending" })])],
     "strict",
   );
-  let next = 0; // the next operation to freeze (taken in sequence order, S1)
-  const claimed = new Set(); // canvases of frozen or in-flight requests (S4)
+  let next = 0; // the next operation to freeze (taken in sequence order)
+  const claimed = new Set(); // canvases of frozen or in-flight requests
   const ready = []; // frozen, durable, unsent
   const answers = []; // answered, not yet written
   let freezing = 0; // frozen in transactions not yet complete
@@ -752,7 +752,7 @@ async function fillSettled({ database, n, chunk, deadlineMs }) {
 }
 
 /**
- * 11. A burst, then the tab closed at once (issue 38): `n` operations through an in-page
+ * 11. A burst, then the tab closed at once: `n` operations through an in-page
  * transport that applies them at once, with the default options (retention included:
  * 1 000 settled kept whole), `settle()`, then `stop()` `quietMs` later (0: at once). What the
  * next open reads is what retention compacted while the burst went on.
@@ -803,7 +803,7 @@ async function runLanes({ outstanding, rateMs, deadline, delivered }, step) {
 }
 
 /**
- * 9. `enqueue` while the scheduler sends at full speed (issue 30): the reference server at
+ * 9. `enqueue` while the scheduler sends at full speed: the reference server at
  * concurrency 2, default options, a backlog of `backlog` operations already dispatching. Then
  * `n` sequential awaited enqueues, each interleaved with the raw 1-record transaction of
  * measurement 2 in a raw database of this page (the same moments of a shared machine); then,
@@ -846,7 +846,7 @@ async function enqueueWhileSending({ endpoint, backlog, n, rateMs, outstanding =
     }
     const ms = now() - t0;
     const delivered = settled - settledBefore;
-    // Issue 38: the same with `outstanding` enqueues in flight at once (group commit), counted
+    // The same with `outstanding` enqueues in flight at once (group commit), counted
     // beside the operations delivered meanwhile.
     const inLanes = (step) => runLanes({ outstanding, rateMs, deadline, delivered: () => settled }, step);
     const many = await inLanes((i) => scheduler.enqueue(shapeIntent(`${tag}-m-${i}`, `${tag}-c${i % 20}`, i)));
@@ -879,7 +879,7 @@ async function enqueueWhileSending({ endpoint, backlog, n, rateMs, outstanding =
 }
 
 /**
- * 9b. Enqueue from a tab that does not dispatch (W4), beside the tab that does: two schedulers
+ * 9b. Enqueue from a tab that does not dispatch, beside the tab that does: two schedulers
  * of one ledger in this page (`owner` "lead" opened first takes the Web Lock and dispatches;
  * "follow" writes its enqueues to the shared inbox, the intake store outside the fence, and the
  * leader adopts them). A backlog of `backlog` operations keeps the leader's concurrency 2
@@ -952,7 +952,7 @@ async function followerEnqueue({ endpoint, backlog, n, rateMs, outstanding = 16,
 }
 
 /**
- * 10. Scale (issue 31): what one send costs as the queue grows. `pending` operations on
+ * 10. Scale: what one send costs as the queue grows. `pending` operations on
  * `canvases` canvases are made durable while the scheduler is held; then it is released with
  * an in-page transport that answers `applied` at once; after the first `warm` sends, the next
  * `measured` are timed, with `stats().scanned` (operations examined to find ready work) per
@@ -1021,7 +1021,7 @@ async function sendScale({ pending, warm, measured, canvases, chunk, deadlineMs 
 }
 
 /**
- * 12. The durability matrix (issue 38): from now on, every readwrite transaction this page
+ * 12. The durability matrix: from now on, every readwrite transaction this page
  * opens, the scheduler's and the raw baselines' alike, commits with `durability` ("strict" or
  * "relaxed") whatever its caller asked. Answers a counter of the transactions it changed, so
  * the runner can check the scheduler's went through it.

@@ -31,23 +31,23 @@ const PLAN = {
   enqueue: { n: 1000, deadlineMs: 30_000 },
   // 9. While sending: a backlog that keeps concurrency 2 busy for the whole measurement.
   load: { backlog: 2000, n: 300, rateMs: 3000, deadlineMs: 60_000 },
-  // 9b. A tab that does not dispatch enqueues beside the one that does (W4's inbox).
+  // 9b. A tab that does not dispatch enqueues beside the one that does (the shared inbox).
   follower: { backlog: 2000, n: 200, rateMs: 2000, deadlineMs: 90_000 },
   instant: { n: 5000, chunk: 500, concurrency: 8, canvases: 100, deadlineMs: 60_000 },
   e2e: { n: 1000, chunk: 500, canvases: 4, deadlineMs: 60_000 },
   fetchLoop: { n: 1000, canvases: 4, deadlineMs: 60_000 },
-  // Issue 38: no batching (the scheduler at concurrency 2) on 20 canvases against the loop at
-  // concurrency 2, and on one canvas (S4: one request at a time) against the loop at
+  // No batching (the scheduler at concurrency 2) on 20 canvases against the loop at
+  // concurrency 2, and on one canvas (one request at a time) against the loop at
   // concurrency 1; 400 operations each, at every server delay.
   canvasSpread: { n: 400, chunk: 400, deadlineMs: 60_000 },
   // The empty ledger is measured first and last: the first timed open of a run can pay a
   // warm-up; the baseline is the faster of the two (both printed).
   history: { sizes: (process.env.BENCH_HISTORY_SIZES ?? "0,10000,100000,0").split(",").map(Number), chunk: 2000, deadlineMs: 240_000 },
-  // 11. Issue 38: 20 000 operations applied, then stop() at once or after a minute of quiet, and
+  // 11. 20 000 operations applied, then stop() at once or after a minute of quiet, and
   // 100 000 then stop() at once; the reopen against an empty ledger's (measured first and
   // last, the faster is the baseline), and the origin's storage per operation.
   burst: { runs: [{ n: 0 }, { n: 20_000, quietMs: 0 }, { n: 20_000, quietMs: 60_000 }, { n: 100_000, quietMs: 0 }, { n: 0 }], chunk: 500, deadlineMs: 240_000 },
-  // 12. Issue 38's 2x2: client strict or relaxed (every readwrite transaction of the page), the
+  // 12. The durability 2x2: client strict or relaxed (every readwrite transaction of the page), the
   // server's commits flushed or not; each cell in a fresh page, no server delay.
   matrix: { n: 400, chunk: 400, canvases: 20, deadlineMs: 60_000, load: { backlog: 2000, n: 200, rateMs: 2000, deadlineMs: 40_000 } },
   // 10. 200 sends (after the first 50) with 250 and with 10 000 pending, on one canvas and on 20.
@@ -102,7 +102,8 @@ const ADMIN_TOKEN = `bench-${process.pid}`;
  */
 /**
  * `BENCH_KEEP_AHEAD=8,16`: the keeping loop again with that many requests frozen or in flight
- * (more than S2 allows), so that each transaction carries more freezes and answers.
+ * (more than the in-flight bound allows), so that each transaction carries more freezes and
+ * answers.
  */
 const KEEP_AHEAD = (process.env.BENCH_KEEP_AHEAD ?? "").split(",").filter(Boolean).map((d) => {
   const n = Number(d);
@@ -110,7 +111,7 @@ const KEEP_AHEAD = (process.env.BENCH_KEEP_AHEAD ?? "").split(",").filter(Boolea
   return n;
 });
 /**
- * `BENCH_E2E_ROUNDS=5`: issue 38's end-to-end spread (each against the fetch loop measured just
+ * `BENCH_E2E_ROUNDS=5`: the end-to-end spread (each against the fetch loop measured just
  * before it, beside the plain JS loops) that many times in a row, then each ratio's median.
  */
 const E2E_ROUNDS = (() => {
@@ -277,11 +278,11 @@ async function main() {
       const load = await call(page, "enqueueWhileSending", { endpoint: server.url, tag: `load${Date.now()}`, ...PLAN.load });
       expect(load.count > 0 && load.errors.length === 0, `enqueue while sending: ${JSON.stringify(load)}`);
       figure("enqueue latency p50 while sending (concurrency 2, defaults)", fmt(load.p50Ms, 3), "ms", fmt(load.rawP50Ms, 3), "ms (raw 1-record txn p50, interleaved)", load.p50Ms / load.rawP50Ms,
-        `p99 ${fmt(load.p99Ms, 2)} ms against the raw p99 ${fmt(load.rawP99Ms, 2)} ms (${fmt(load.p99Ms / load.rawP99Ms, 2)}x); ${load.count} enqueues, ${load.busy} of them with a send in flight; targets (issue 38): p50 <= 1.5x, p99 <= 2x the raw`);
+        `p99 ${fmt(load.p99Ms, 2)} ms against the raw p99 ${fmt(load.rawP99Ms, 2)} ms (${fmt(load.p99Ms / load.rawP99Ms, 2)}x); ${load.count} enqueues, ${load.busy} of them with a send in flight; targets: p50 <= 1.5x, p99 <= 2x the raw`);
       figure("enqueue rate while sending", fmt(load.enqueuePerSec), "enqueues/s", fmt(load.deliveredPerSec), "ops/s delivered meanwhile", load.enqueuePerSec / Math.max(load.deliveredPerSec, 1e-9),
         `awaited back to back for ${fmt(PLAN.load.rateMs)} ms; target >= 10x`);
       figure(`enqueue rate while sending, ${load.outstanding} outstanding`, fmt(load.manyPerSec), "enqueues/s", fmt(load.deliveredManyPerSec), "ops/s delivered meanwhile", load.manyPerSec / Math.max(load.deliveredManyPerSec, 1e-9),
-        `${load.outstanding} enqueues in flight at once for ${fmt(PLAN.load.rateMs)} ms; ${fmt(load.pendingAtEnd)} pending at the end; target >= 25x (issue 38)`);
+        `${load.outstanding} enqueues in flight at once for ${fmt(PLAN.load.rateMs)} ms; ${fmt(load.pendingAtEnd)} pending at the end; target >= 25x`);
       // What a plain-JS group commit with the same durability reaches in the same conditions
       // (bench.js, groupCommitter): the ceiling of any client that makes each enqueue durable.
       figure(`plain JS group commit while the scheduler sends, ${load.outstanding} outstanding`, fmt(load.plainPerSec), "puts/s", fmt(load.deliveredPlainPerSec), "ops/s delivered meanwhile", load.plainPerSec / Math.max(load.deliveredPlainPerSec, 1e-9),
@@ -289,7 +290,7 @@ async function main() {
     }
 
     // 9b. Enqueue from a tab that does not dispatch, through the shared inbox (the intake store
-    // outside the fence, SPEC W1), beside the dispatching tab's own in the same run.
+    // outside the fence), beside the dispatching tab's own in the same run.
     if (want("follower")) {
       const f = await call(page, "followerEnqueue", { endpoint: server.url, tag: `fol${Date.now()}`, ...PLAN.follower });
       expect(f.count > 0 && f.errors.length === 0 && f.followedSettled === f.followed, `follower enqueue: ${JSON.stringify(f)}`);
@@ -320,7 +321,7 @@ async function main() {
       const loop = await call(page, "fetchLoop", { endpoint: server.url, tag: `loop${delay}x${Date.now()}`, ...PLAN.fetchLoop });
       expect(loop.applied > 0 && loop.failures.length === 0, `fetch loop: ${JSON.stringify(loop.failures)}`);
       figure(`plain fetch loop, concurrency 2${at}`, fmt(loop.opsPerSec), "ops/s", "-", "", null, `${loop.applied} requests in ${fmt(loop.ms)} ms${loop.timedOut ? ", TIMED OUT" : ""}`);
-      // Issue 38's targets, each against the loop at its concurrency measured just before.
+      // The end-to-end targets, each against the loop at its concurrency measured just before.
       const spread = [
         ["20 canvases, concurrency 2", 20, 2, delay >= 30 ? 0.95 : 0.8],
         ["one canvas", 1, 1, 0.9],
@@ -334,11 +335,11 @@ async function main() {
         expect(e2e.applied > 0 && e2e.rejected === 0 && e2e.errors.length === 0, `end to end ${label}: ${JSON.stringify(e2e)}`);
         ratios.scheduler.push(e2e.opsPerSec / base.opsPerSec);
         figure(`end-to-end ops/s without batching, ${label}${at}${E2E_ROUNDS > 1 ? `, round ${round + 1}` : ""}`, fmt(e2e.opsPerSec), "ops/s", fmt(base.opsPerSec), `ops/s (plain fetch loop, concurrency ${concurrency})`, e2e.opsPerSec / base.opsPerSec,
-          `issue 38 target >= ${target}; ${e2e.applied}/${e2e.enqueued} applied in ${e2e.sent} requests, enqueue ${fmt(e2e.enqueueMs)} ms${e2e.timedOut || base.timedOut ? ", TIMED OUT" : ""}`);
+          `target >= ${target}; ${e2e.applied}/${e2e.enqueued} applied in ${e2e.sent} requests, enqueue ${fmt(e2e.enqueueMs)} ms${e2e.timedOut || base.timedOut ? ", TIMED OUT" : ""}`);
         // What the same durability costs without the scheduler: the floor a client keeping
-        // S2, S4 and W1 can reach on this page (bench.js, durableLoop).
-        // With one transaction at a time, as the scheduler commits, and with the next issued
-        // while one commits (SPEC W1 allows it; issue 38 item 4).
+        // the in-flight bound, canvas order and durability can reach on this page (bench.js,
+        // durableLoop). With one transaction at a time, as the scheduler commits, and with the next
+        // issued while one commits (relaxed durability allows it).
         for (const [outstanding, how] of [[1, "one commit at a time"], [2, "commits overlapping"]]) {
           const floor = await call(page, "durableLoop", { endpoint: server.url, tag: `d${outstanding}${tag}`, ...PLAN.canvasSpread, canvases, concurrency, outstanding });
           expect(floor.applied > 0 && floor.failures.length === 0, `durable loop: ${JSON.stringify(floor.failures)}`);
@@ -382,7 +383,7 @@ async function main() {
       for (const [name, r] of E2E_ROUNDS > 1 ? Object.entries(spreadRatios).filter(([n]) => n.endsWith(at)) : []) {
         const range = (xs) => `${fmt(Math.min(...xs), 3)}–${fmt(Math.max(...xs), 3)}`;
         figure(`end to end without batching, ${name}, median of ${E2E_ROUNDS} rounds`, fmt(median(r.scheduler), 3), "of the fetch loop", fmt(median(r.keeping), 3), "of the fetch loop (plain JS loop keeping what the scheduler keeps)", median(r.scheduler) / median(r.keeping),
-          `issue 38 target >= ${r.target}; the scheduler ${range(r.scheduler)}, the plain loop with its durability ${fmt(median(r.lean), 3)} (${range(r.lean)}), keeping its records ${range(r.keeping)}` +
+          `target >= ${r.target}; the scheduler ${range(r.scheduler)}, the plain loop with its durability ${fmt(median(r.lean), 3)} (${range(r.lean)}), keeping its records ${range(r.keeping)}` +
             Object.entries(r.without).map(([part, xs]) => `; keeping them without ${part} ${fmt(median(xs), 3)} (${range(xs)})`).join(""));
       }
       const batch = { maxOperations: 32, maxBytes: 65536 };
@@ -407,7 +408,7 @@ async function main() {
         for (const r of runs) expect(!r.timedOut, `scale: ${r.pending} pending on ${canvases} canvases timed out: ${JSON.stringify(r)}`);
         const [first, last] = [runs[0], runs[runs.length - 1]];
         figure(`time per send, ${fmt(last.pending)} pending on ${canvases} canvas(es), instant transport`, fmt(last.msPerSend, 3), "ms", fmt(first.msPerSend, 3), `ms (${fmt(first.pending)} pending, same run)`, last.msPerSend / first.msPerSend,
-          `${last.settled} and ${first.settled} sends after the first ${PLAN.scale.warm} (which took ${fmt(last.firstMs)} and ${fmt(first.firstMs)} ms and scanned ${fmt(last.firstScanned)} and ${fmt(first.firstScanned)}: the release looks at each waiting operation at most once); operations scanned per send ${fmt(last.scannedPerSend, 2)} against ${fmt(first.scannedPerSend, 2)}; issue 31 target: flat`);
+          `${last.settled} and ${first.settled} sends after the first ${PLAN.scale.warm} (which took ${fmt(last.firstMs)} and ${fmt(first.firstMs)} ms and scanned ${fmt(last.firstScanned)} and ${fmt(first.firstScanned)}: the release looks at each waiting operation at most once); operations scanned per send ${fmt(last.scannedPerSend, 2)} against ${fmt(first.scannedPerSend, 2)}; target: flat`);
       }
     }
 
@@ -454,7 +455,7 @@ async function main() {
         started.raw = await call(page, "rawOpen", { database, stores: LOAD_STORES });
         await page.close();
         // Then enqueues on that ledger, held, awaited one at a time: a new id is looked up
-        // among the tombstones only when a page may hold it (issue 38).
+        // among the tombstones only when a page may hold it.
         page = await benchPage(context, statics.url);
         const enqueued = await call(page, "enqueueLatency", { database, tombstones: filled.tombstones, n: 200, deadlineMs: 30_000 });
         await page.close();
@@ -524,7 +525,7 @@ async function main() {
 }
 
 /**
- * Issue 38's 2x2: the figures that sending and enqueueing are judged by, in a Chromium profile
+ * The durability 2x2: the figures that sending and enqueueing are judged by, in a Chromium profile
  * on disk, with the client's readwrite transactions all `strict` or all `relaxed` (the page's
  * IndexedDB forced either way, the raw baselines too) and the reference server's commits
  * flushed (`--fsync on`, as shipped) or not. A factor "bounds" a figure when removing its
@@ -593,7 +594,7 @@ async function durabilityMatrix(baseUrl, flushing, dir, stops) {
     rows.push({ name: `matrix bound: ${name}`, value: named, unit: "", baseline: "-", baselineUnit: "", ratio: null, note: `relaxing the client x${fmt(client, 2)}, fsync off x${fmt(server, 2)}` });
   }
 }
-/** The improvement above which a flush is said to bound a figure (the matrix, issue 38). */
+/** The improvement above which a flush is said to bound a figure (the matrix). */
 const BOUND_GAIN = 1.15;
 
 main().catch((error) => {

@@ -225,7 +225,7 @@ const CASES = [
   {
     name: "hook_reentry",
     what: "compile and onEvent hooks that call stats() and explain() back",
-    expected: "no trap: inside compile the reads answer (issue 37); the operation is sent; onEvent's calls answer",
+    expected: "no trap: inside compile the reads answer; the operation is sent; onEvent's calls answer",
     async run() {
       let scheduler;
       const inCompile = [];

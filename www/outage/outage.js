@@ -1,4 +1,4 @@
-// The page behind tests/e2e/outages.mjs (issue #36, K1) and tests/e2e/flaky.mjs: one scheduler
+// The page behind tests/e2e/outages.mjs and tests/e2e/flaky.mjs: one scheduler
 // on the reference server, with the retry (and batch) options the test gives, and
 // window.outage:
 //   enqueue(id, canvasId)  enqueues one shape edit; resolves once durable;

@@ -15,7 +15,7 @@
  * @property {boolean} offline Destroy every protocol socket at once.
  * @property {boolean} proxyRefusal Answer every protocol request 400 with an HTML body, as a
  *   misconfigured proxy in front of the endpoint would: no v1 body, so the client dead-letters
- *   the request at once (K1, SPEC §7) instead of retrying it as an outage.
+ *   the request at once (docs/protocol.md) instead of retrying it as an outage.
  * @property {boolean} writeOutage The write path is down while reads work: every submit is
  *   answered 503 with `Retry-After: retryAfterSeconds` (0 is a load shedder's usual answer),
  *   every query as usual (404 for a key never received).
@@ -25,7 +25,7 @@
  * @property {number} flapUpMs See `flapDownMs`.
  * @property {string[]} poisonOperations A submit whose body holds one of these operation ids is
  *   answered 503 (no Retry-After, nothing applied) every time, while the others succeed: a
- *   request the server refuses on its own (K1 poison).
+ *   request the server refuses on its own (poison).
  * @property {number} seed PRNG seed (unsigned 32-bit).
  */
 

@@ -1,5 +1,6 @@
-// Wire protocol v1 (SPEC §7): the shape of a frozen request body, the digest that decides whether
-// two bodies sent under one idempotency key are "the same request", and the answer constructors.
+// Wire protocol v1 (docs/protocol.md): the shape of a frozen request body, the digest that decides
+// whether two bodies sent under one idempotency key are "the same request", and the answer
+// constructors.
 //
 // Nothing here touches the network or the database, so every rule is testable in isolation.
 
@@ -112,7 +113,7 @@ export function parseWireRequest(body) {
     if (isReservedKey(canvasId)) throw reserved('canvas id', canvasId);
   }
   if (runId != null && isReservedKey(runId)) throw reserved('run id', runId);
-  // The client claims canvases by this list (S4), so it must already be sorted and unique.
+  // The client claims canvases by this list, so it must already be sorted and unique.
   for (let i = 1; i < canvasIds.length; i += 1) {
     if (!(canvasIds[i - 1] < canvasIds[i])) throw invalid('canvasIds must be sorted and unique');
   }
@@ -156,7 +157,7 @@ export function requestDigest(request, blob = null) {
 }
 
 /**
- * A stable error record (SPEC K5 shape): `{code, message, details?}`.
+ * A stable error record (bounded, as docs/protocol.md says): `{code, message, details?}`.
  *
  * @param {string} code
  * @param {string} message

@@ -1,4 +1,4 @@
-// The page behind tests/e2e/tabs.mjs (W4, issue #8): one of several tabs (pages of one browser
+// The page behind tests/e2e/tabs.mjs: one of several tabs (pages of one browser
 // context) on one ledger. It opens the scheduler on the reference server with its own `owner`,
 // starts it, and exposes window.tabs:
 //   run({minGapMs, maxGapMs, manyRate, maxOps})  enqueues shape.upsert intents on 4 shared

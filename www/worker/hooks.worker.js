@@ -1,7 +1,7 @@
 // An app's own worker module for worker mode (tests/e2e/worker_mode.mjs): serves the scheduler
 // with synchronous `compile` and `coalesce` hooks, which cannot cross from the page. It marks each shape it
 // compiles so the test can see on the server that the hook ran in the worker, and what the
-// worker's scheduler answered the hooks' reads (issue 37: reads work inside hooks).
+// worker's scheduler answered the hooks' reads (reads work inside hooks).
 import { serve } from "/worker/serve.js";
 
 /** What `participants` read, by operation id, for `compile` to send along. */
@@ -27,7 +27,7 @@ function read(scheduler, intent) {
 }
 
 serve({
-  // Merges a replaced intent into its replacement (issue 37 item 3): counts the merges and
+  // Merges a replaced intent into its replacement: counts the merges and
   // says where they ran, for the test to see on the server.
   coalesce: (older, newer, scheduler) => ({
     ...newer.payload,

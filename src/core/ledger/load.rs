@@ -112,7 +112,7 @@ impl Ledger {
             .min(crate::core::intent::MAX_SAFE_INTEGER);
         ledger.meta.last_sequence = ledger.meta.last_sequence.max(stored);
         ledger.meta.last_event_seq = ledger.meta.last_event_seq.max(snapshot.meta.last_event_seq);
-        // A browser load reads none of the log (issue 38: `events()` reads it when asked): what
+        // A browser load reads none of the log (`events()` reads it when asked): what
         // storage holds past the limit goes with the first event written.
         if ledger.events.is_empty() {
             ledger.event_floor = ledger

@@ -1,4 +1,4 @@
-//! The ledger (SPEC §1): operations, frozen requests, the lease, the event log. It is the only
+//! The ledger: operations, frozen requests, the lease, the event log. It is the only
 //! authority; every transition marks what it changed, and [`Ledger::take_batch`] turns the
 //! changes into one [`PersistBatch`](crate::core::io::PersistBatch) (group commit). A failed
 //! batch is put back.
@@ -301,7 +301,7 @@ impl Ledger {
         }
     }
 
-    /// Freezes a request and points its operations at it (S7).
+    /// Freezes a request and points its operations at it.
     ///
     /// Only the request is written: its `operationIds` are the durable pointer, and a load
     /// points each pending operation without one back at the unresolved request that lists
@@ -322,7 +322,7 @@ impl Ledger {
     /// The next batch commits strict: it carries a change the host or the server learns of
     /// before a later strict write would have flushed it (an enqueue's acknowledgement, a
     /// freeze, a host call's promise). Answers, retry schedules and events need not: a power
-    /// loss that drops them leaves the request unresolved, and a query recovers it (W1).
+    /// loss that drops them leaves the request unresolved, and a query recovers it.
     pub fn require_strict(&mut self) {
         self.dirty.strict = true;
     }
@@ -339,7 +339,8 @@ impl Ledger {
         Some(&mut slot.op)
     }
 
-    /// Counts a send; a submit marks the request dispatched (the conservative marker of S7).
+    /// Counts a send; a submit marks the request dispatched (the conservative marker: it may have
+    /// left).
     pub fn mark_sent(&mut self, id: &str, action: RetryAction) -> Option<u32> {
         let request = self.request_mut(id)?;
         request.attempt = request.attempt.saturating_add(1);
@@ -351,13 +352,13 @@ impl Ledger {
         request.retry_action = None;
         let attempt = request.attempt;
         if first {
-            // S7: the dispatch marker is durable before the first byte is sent.
+            // The dispatch marker is durable before the first byte is sent.
             self.dirty.strict = true;
         }
         Some(attempt)
     }
 
-    /// Stores the absolute due time and action of the next attempt (S10).
+    /// Stores the absolute due time and action of the next attempt.
     pub fn schedule_retry(&mut self, id: &str, due_at: Millis, action: RetryAction) {
         if let Some(request) = self.request_mut(id) {
             request.retry_at = Some(due_at);
@@ -419,7 +420,7 @@ impl Ledger {
         }
     }
 
-    /// Appends to the bounded event log (K6).
+    /// Appends to the bounded event log.
     pub fn append_event(&mut self, mut event: EventRecord) {
         // No meta write either: the log always keeps its newest entries, whose keys are the
         // highest `seq`, and a load takes the highest.

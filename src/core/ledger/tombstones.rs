@@ -170,7 +170,7 @@ impl Ledger {
         self.last_tombstone_key
     }
 
-    /// Sets the retention policy: the working stores keep nothing settled whole (issue 38),
+    /// Sets the retention policy: the working stores keep nothing settled whole,
     /// the archive keeps what `policy` keeps.
     pub fn set_retention(&mut self, policy: RetentionPolicy) {
         self.archive_keep = if policy.keeps_nothing() {

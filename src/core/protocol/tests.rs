@@ -1,4 +1,4 @@
-//! Every row of SPEC §7's answer table, plus `Retry-After` parsing.
+//! Every row of the answer table (docs/protocol.md, "Status codes"), plus `Retry-After` parsing.
 
 use serde_json::json;
 
@@ -21,7 +21,7 @@ struct Row {
     code: Option<&'static str>,
     blocked: Option<&'static str>,
     retry_after_ms: Option<Millis>,
-    /// `Some(false)`: dead-lettered at once (K1).
+    /// `Some(false)`: dead-lettered at once.
     retryable: Option<bool>,
 }
 

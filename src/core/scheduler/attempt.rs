@@ -1,4 +1,4 @@
-//! The life of an attempt after launch: the persist barrier (S7), the send checks (D5, K3, K8)
+//! The life of an attempt after launch: the persist barrier, the send checks
 //! and the answer; recording the answer is in `completion`.
 
 use super::{Scheduler, Stage};
@@ -17,7 +17,7 @@ impl<H: Host> Scheduler<H> {
     /// The driver finished writing batch `no`.
     pub fn on_persisted(&mut self, now: Millis, no: BatchNo, result: PersistResult) {
         if self.is_closed() || self.persist.in_flight != Some(no) {
-            return; // S15: nothing changes after stop; stale answers are ignored.
+            return; // Nothing changes after stop; stale answers are ignored.
         }
         self.follow_clock(now);
         self.persist.in_flight = None;
@@ -67,7 +67,7 @@ impl<H: Host> Scheduler<H> {
         }
     }
 
-    /// K2: a newer fence exists. Stop at once: abort what is on the wire, write nothing more.
+    /// A newer fence exists. Stop at once: abort what is on the wire, write nothing more.
     fn lose_lease(&mut self, now: Millis, current: Option<crate::core::model::Lease>) {
         let was_leader = self.is_leader();
         self.lease.fenced = true;
@@ -124,7 +124,7 @@ impl<H: Host> Scheduler<H> {
             return self.unsent(now, &request);
         }
         if body_digest(&request.body) != request.digest {
-            // D5: a body that no longer matches its digest is never sent.
+            // A body that no longer matches its digest is never sent.
             self.active.remove(request_id);
             self.block_request(now, request_id, "digest_mismatch", None);
             self.report_error(
@@ -141,7 +141,7 @@ impl<H: Host> Scheduler<H> {
             return;
         }
         if self.other_principal(&request.principal) {
-            // K3: never sent with another principal's credentials; it waits for its own.
+            // Never sent with another principal's credentials; it waits for its own.
             self.active.remove(request_id);
             self.slot_freed();
             return;
@@ -153,7 +153,7 @@ impl<H: Host> Scheduler<H> {
             return;
         }
         if self.config.authorize {
-            // K3: the host's check runs before every send; `on_authorized` carries on.
+            // The host's check runs before every send; `on_authorized` carries on.
             if let Some(active) = self.active.get_mut(request_id) {
                 active.stage = Stage::Authorizing;
             }
@@ -196,7 +196,7 @@ impl<H: Host> Scheduler<H> {
         })));
     }
 
-    /// K8: an operation's intent was revised after freezing. Only a request never sent may be
+    /// An operation's intent was revised after freezing. Only a request never sent may be
     /// dropped and re-frozen (a 404 does not prove a late copy will not arrive).
     fn revision_changed(&self, request: &crate::core::model::FrozenRequest) -> bool {
         // `attempt` was counted at launch: 1 means this is the first send, still unsent.
@@ -273,7 +273,7 @@ impl<H: Host> Scheduler<H> {
         }
     }
 
-    /// Records a verdict reached without sending (K3), exactly like an answer.
+    /// Records a verdict reached without sending, exactly like an answer.
     pub(super) fn answer_locally(
         &mut self,
         now: Millis,
@@ -317,7 +317,7 @@ impl<H: Host> Scheduler<H> {
     }
 
     /// The request an attempt on the wire carries, its action and the denial it was sent
-    /// after; `None` when the attempt is over, or after stop or a lost lease (S15).
+    /// after; `None` when the attempt is over, or after stop or a lost lease.
     fn sending(&self, attempt: AttemptId) -> Option<(String, RetryAction, Option<String>)> {
         if !self.is_running() || self.lease.fenced {
             return None;
@@ -330,7 +330,7 @@ impl<H: Host> Scheduler<H> {
 
     /// The driver's answer to a [`SendOrder`].
     pub fn on_answer(&mut self, now: Millis, attempt: AttemptId, status: AttemptStatus) {
-        // S15: a completion after stop changes nothing.
+        // A completion after stop changes nothing.
         let Some((request_id, action, denied)) = self.sending(attempt) else {
             return;
         };

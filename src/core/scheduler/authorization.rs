@@ -1,4 +1,4 @@
-//! K3's authorization step as an effect out and a verdict in: before every send the core asks
+//! The authorization step as an effect out and a verdict in: before every send the core asks
 //! [`Effect::Authorize`] and waits; [`Scheduler::on_authorized`] reads the host's verdict.
 //!
 //! - Allowed: the attempt goes on the wire.
@@ -9,7 +9,7 @@
 //!   accepted): the attempt becomes a query. The server's own verdict settles it; if the
 //!   server has no record of it, the request is blocked `unauthorized` (with the denial's
 //!   reason) for the host to retry or discard, never rejected: a 404 does not prove a late
-//!   copy of an earlier submit will not arrive (as K8's `revise` holds), and a change the
+//!   copy of an earlier submit will not arrive (as `revise` holds), and a change the
 //!   server kept is never reported rejected.
 
 use super::{Scheduler, Stage};
@@ -75,7 +75,7 @@ impl<H: Host> Scheduler<H> {
 
     /// The answer to the query a denial asked for: the server's own verdict if it has the
     /// request (applied, rejected, still processing); if it has no record of it yet, the
-    /// request waits blocked `unauthorized` with the denial as its error (S9: claims kept, no
+    /// request waits blocked `unauthorized` with the denial as its error (claims kept, no
     /// retry, the host decides: `resume()`/`retry()` check again, `discard()` gives up), since
     /// the denied body may not be sent again and a late copy may still apply; otherwise (no
     /// answer) the query is retried, and the check runs again first.

@@ -6,8 +6,8 @@
 //! the batch atomically under one key.
 //!
 //! A burst that alternates canvases still batches: the gathering looks past ready operations
-//! that cannot join, as long as none of them touches the batch's canvases (per-canvas order,
-//! S4, is never changed: a member never overtakes an earlier operation on its canvases), and
+//! that cannot join, as long as none of them touches the batch's canvases (per-canvas order
+//! is never changed: a member never overtakes an earlier operation on its canvases), and
 //! looks at most [`SCAN_PER_MEMBER`] × `maxOperations` of them.
 //! With a `compile` hook each member is compiled under the batch's request id, and joins only
 //! if its compiled kind, owner, run and canvases are the first's and it guards no version.
@@ -207,7 +207,7 @@ impl<H: Host> Scheduler<H> {
         members
     }
 
-    /// The body payload of a batch: one entry per operation, in order (SPEC §1, protocol v1).
+    /// The body payload of a batch: one entry per operation, in order (protocol v1).
     pub(super) fn batch_payload<'a>(
         first: &'a Intent,
         payload: &'a Payload,

@@ -1,10 +1,10 @@
-//! `coalesceMs` (issue 37): an operation with a `coalesceKey` is held back that long after it
+//! `coalesceMs`: an operation with a `coalesceKey` is held back that long after it
 //! was enqueued before it may be frozen, so a drag's updates replace each other in the ledger
 //! (`supersede`) instead of each being frozen and sent: the drag sends its last position.
 //!
 //! A held operation waits on its own canvases, as an operation waits on a claimed canvas
 //! (`claims.wait`): it reserves them, so a later operation touching them waits behind it and
-//! per-canvas order (S4) holds. When the hold ends (a wake-up at the earliest end) it is offered
+//! per-canvas order holds. When the hold ends (a wake-up at the earliest end) it is offered
 //! to the ready queue again; when a newer intent supersedes it, leaving the waiters wakes the
 //! next one. Holds live in memory: after a reload nothing is held.
 

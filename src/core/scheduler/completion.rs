@@ -1,4 +1,4 @@
-//! Recording an answer (S9, S10, K1, K4): settle applied/rejected requests, schedule retries or
+//! Recording an answer: settle applied/rejected requests, schedule retries or
 //! dead-letter, and — once that record is durable — release claims and wake what waited.
 
 use super::Scheduler;
@@ -13,7 +13,7 @@ use crate::core::protocol::{INVALID_ANSWER, NOT_FOUND};
 use crate::core::safe_error::SafeError;
 
 impl<H: Host> Scheduler<H> {
-    /// Records an attempt's outcome in the ledger (S9, S10, K1, K4).
+    /// Records an attempt's outcome in the ledger.
     pub(super) fn complete(
         &mut self,
         now: Millis,
@@ -78,7 +78,7 @@ impl<H: Host> Scheduler<H> {
         if final_failure || spent {
             return self.dead_letter(now, request_id, status.error);
         }
-        // S9: a missing receipt is unknown, so the only write a retry may do is this same
+        // A missing receipt is unknown, so the only write a retry may do is this same
         // frozen request; after a submit or an `accepted`, ask first.
         let next = if accepted || action == RetryAction::Submit {
             RetryAction::Query
@@ -100,7 +100,7 @@ impl<H: Host> Scheduler<H> {
     ) -> (Option<Wait>, bool) {
         let code = status.error.as_ref().map(|e| e.code.as_str());
         if status.outcome == AttemptOutcome::Accepted || code == Some(ANSWER_TOO_LARGE) {
-            // K1: an `accepted` (or 409 in progress) that never turns into a verdict counts,
+            // An `accepted` (or 409 in progress) that never turns into a verdict counts,
             // so a server that only ever says "later" ends in a dead letter; so does an
             // answer too long to read (the endpoint works, the answer is the fault), where it
             // was once retried for ever. Both are the request's own.
@@ -112,7 +112,7 @@ impl<H: Host> Scheduler<H> {
             return (Some(self.backoff.own_failure(request_id)), true);
         }
         if action == RetryAction::Query && code == Some(NOT_FOUND) {
-            // S9: the server never received the request, which goes again. K1: not a proper
+            // The server never received the request, which goes again. Not a proper
             // answer (a server whose write path is down answers it too): it tells nothing of
             // the endpoint.
             return (None, false);
@@ -167,7 +167,7 @@ impl<H: Host> Scheduler<H> {
         };
         self.backoff.scheduled(request_id, ours);
         self.ledger.schedule_retry(request_id, due, next);
-        // K6: the log says what the retry follows (the error's code, never its text).
+        // The log says what the retry follows (the error's code, never its text).
         let after = status
             .error
             .as_ref()
@@ -282,7 +282,7 @@ impl<H: Host> Scheduler<H> {
         }
     }
 
-    /// K1: out of attempts. Terminal and visible; claims stay until the host retries or discards.
+    /// Out of attempts. Terminal and visible; claims stay until the host retries or discards.
     fn dead_letter(&mut self, now: Millis, request_id: &str, error: Option<SafeError>) {
         let Some(request) = self.ledger.request(request_id).cloned() else {
             return;
@@ -328,7 +328,7 @@ impl<H: Host> Scheduler<H> {
         self.slot_freed();
     }
 
-    /// Releases a resolved request's canvases and wakes waiters and dependents (S9).
+    /// Releases a resolved request's canvases and wakes waiters and dependents.
     pub(super) fn release_request(&mut self, request_id: &str) {
         let Some(request) = self.ledger.request(request_id).cloned() else {
             return;

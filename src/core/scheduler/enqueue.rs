@@ -33,8 +33,8 @@ impl<H: Host> Scheduler<H> {
         self.admit(now, inputs, principal)
     }
 
-    /// W4: admits intents another tab wrote to the shared inbox, under the principal of the
-    /// session that enqueued them (K3: they are never sent under another). Validated like
+    /// Admits intents another tab wrote to the shared inbox, under the principal of the
+    /// session that enqueued them (they are never sent under another). Validated like
     /// [`Scheduler::enqueue`]; re-adopting an admitted intent is harmless.
     pub fn adopt(
         &mut self,
@@ -78,7 +78,7 @@ impl<H: Host> Scheduler<H> {
         self.ledger.learn_tombstones(found);
     }
 
-    /// Issue 37 item 4, `enqueueMany(intents, { atomic: false })`: admits the intents of
+    /// `enqueueMany(intents, { atomic: false })`: admits the intents of
     /// `slots` that are valid, in one batch and in call order, and refuses each other one
     /// with the error a lone [`Scheduler::enqueue`] of it would get ([`partition`]); a
     /// refused intent changes nothing. `slots` holds the caller's decoding errors in place.
@@ -161,7 +161,7 @@ impl<H: Host> Scheduler<H> {
         }
         for id in &admitted {
             if self.depends_on_discarded(id) {
-                // As the dependents a discard finds are (K1): never silently sent.
+                // As the dependents a discard finds are: never silently sent.
                 self.block_operation(now, id, "dependency_discarded");
             } else {
                 self.supersede(now, id);
@@ -386,7 +386,7 @@ fn replace_payload(op: &mut Operation, payload: Payload) {
 }
 
 /// Whether the ledger holds `input`'s id (see [`Holdings::holds`]). An id already stored is
-/// the same intent again only under the same principal (K3): another principal's operation
+/// the same intent again only under the same principal: another principal's operation
 /// with that id is `duplicate_operation`.
 fn held(ledger: &Ledger, input: &IntentInput, principal: &Option<String>) -> Option<Verdict> {
     if let Some(stored) = ledger.operation(&input.id) {

@@ -1,5 +1,5 @@
-//! Host actions: hold/release (S14), resume (S13), stop (S15), flush (K7), retry and
-//! discard (K1).
+//! Host actions: hold/release, resume, stop, flush, retry and
+//! discard.
 
 use super::{HoldId, Lifecycle, Scheduler, Stage};
 use crate::core::error::{ErrorCode, SchedulerError};
@@ -13,7 +13,7 @@ use crate::core::safe_error::SafeError;
 use super::inspect::FlushOutcome;
 
 impl<H: Host> Scheduler<H> {
-    /// S14: acquired synchronously; nothing new starts and timers are cleared while held.
+    /// Acquired synchronously; nothing new starts and timers are cleared while held.
     pub fn hold(&mut self, now: Millis) -> Result<HoldId, SchedulerError> {
         if self.is_closed() {
             return Err(SchedulerError::new(
@@ -59,7 +59,7 @@ impl<H: Host> Scheduler<H> {
 
     /// The host's "retry now" (`retryAllNow()`): every backoff starts again, failures from
     /// here are judged afresh, and every scheduled retry is due now, including waits the
-    /// server asked for (S10). Blocked requests (unauthorized, dead letters) stay as they are:
+    /// server asked for. Blocked requests (unauthorized, dead letters) stay as they are:
     /// `resume()` and `retry(id)` are for them.
     pub fn retry_all_now(&mut self, now: Millis) {
         self.health.restart();
@@ -86,7 +86,7 @@ impl<H: Host> Scheduler<H> {
             .collect();
         for (id, unresolved) in requests {
             if unresolved {
-                // The same re-offer as at start (S18): stored due time and action, unauthorized
+                // The same re-offer as at start: stored due time and action, unauthorized
                 // tried again, other principals' requests left waiting.
                 self.recover_request(now, &id);
             } else {
@@ -99,7 +99,7 @@ impl<H: Host> Scheduler<H> {
         }
     }
 
-    /// S15: final. Aborts what is on the wire, clears timers; later answers change nothing.
+    /// Final. Aborts what is on the wire, clears timers; later answers change nothing.
     pub fn stop(&mut self) {
         self.stop_releasing(true);
     }
@@ -144,7 +144,7 @@ impl<H: Host> Scheduler<H> {
         }
     }
 
-    /// K7: run that operation now if it is claimable; otherwise say why.
+    /// Run that operation now if it is claimable; otherwise say why.
     pub fn flush(
         &mut self,
         now: Millis,
@@ -214,12 +214,12 @@ impl<H: Host> Scheduler<H> {
         })
     }
 
-    /// S4 for a targeted run: the earlier ready operations a pump pass would have examined
-    /// before `op` and whose canvases (as their intents list them) reach it, sharing one with
-    /// it or with a later one of them (each reserves its canvases for the next), are examined
+    /// Canvas order for a targeted run: the earlier ready operations a pump pass would have
+    /// examined before `op` and whose canvases (as their intents list them) reach it, sharing one
+    /// with it or with a later one of them (each reserves its canvases for the next), are examined
     /// first, in sequence order,
     /// so a flush never sends an operation ahead of an earlier one on the same canvas. At most
-    /// a pump pass's worth (S12); returns whether every one of them was examined.
+    /// a pump pass's worth; returns whether every one of them was examined.
     fn examine_earlier_in_line(&mut self, now: Millis, op: &crate::core::model::Operation) -> bool {
         let earlier: Vec<(u64, &str)> = self
             .ready
@@ -256,7 +256,7 @@ impl<H: Host> Scheduler<H> {
         all
     }
 
-    /// K8: revises a pending operation's payload and version guards. An unfrozen intent is
+    /// Revises a pending operation's payload and version guards. An unfrozen intent is
     /// simply replaced. A frozen request that has not left yet is resolved `stale_revision`
     /// in the same write as the revision (its dispatch marker may land, it is never sent)
     /// and the operation is frozen again from the new intent. Once the request may have
@@ -330,7 +330,7 @@ impl<H: Host> Scheduler<H> {
         Ok(self.after_call(now))
     }
 
-    /// K1: clears a dead letter (or another host-resolvable block) and runs it again with the
+    /// Clears a dead letter (or another host-resolvable block) and runs it again with the
     /// same frozen request; an unknown outcome is queried first.
     pub fn retry(&mut self, now: Millis, operation_id: &str) -> Result<BatchNo, SchedulerError> {
         self.check_host_action(operation_id)?;
@@ -381,7 +381,7 @@ impl<H: Host> Scheduler<H> {
         Ok(self.after_call(now))
     }
 
-    /// K1: resolves an operation as discarded. Its dependents are blocked
+    /// Resolves an operation as discarded. Its dependents are blocked
     /// `dependency_discarded`, never silently sent. A request that may be on the wire or
     /// retrying (not blocked) cannot be discarded.
     pub fn discard(&mut self, now: Millis, operation_id: &str) -> Result<BatchNo, SchedulerError> {
@@ -497,7 +497,7 @@ impl<H: Host> Scheduler<H> {
         self.order_write(now)
     }
 
-    /// After an enqueue whose every operation is held back by `coalesceMs` (issue 37: a drag
+    /// After an enqueue whose every operation is held back by `coalesceMs` (a drag
     /// writes and sends its last position, not every one): its write waits until the first
     /// hold of the open batch would end, so the updates of a drag made meanwhile share one
     /// transaction, each replaced one written without its payload. Its promise still says

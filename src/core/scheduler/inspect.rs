@@ -1,4 +1,4 @@
-//! Why things are where they are (D2, D3): statistics with an idle reason, and `explain(id)`
+//! Why things are where they are: statistics with an idle reason, and `explain(id)`
 //! for every state an operation can be in.
 
 use crate::core::collections::str_map::StrMap;
@@ -8,7 +8,7 @@ use crate::core::error::{ErrorCode, SchedulerError};
 use crate::core::host::Host;
 use crate::core::model::{Millis, OperationPhase, UPLOAD_KIND};
 
-/// Why an operation is where it is (D3).
+/// Why an operation is where it is.
 #[derive(serde::Serialize, Clone, Debug, PartialEq)]
 pub struct Explanation {
     /// The operation.
@@ -17,8 +17,8 @@ pub struct Explanation {
     /// `pending`, `in_flight`, `blocked` or `resolved`.
     #[serde(rename = "state")]
     pub state: &'static str,
-    /// One of D2's idle reasons, or `ready`, `persisting`, `frozen_ahead`, `authorizing`, `sending`,
-    /// `settled`, `blocked`, `other_principal`, `not_started`, `stopped`.
+    /// One of the idle reasons of `stats()`, or `ready`, `persisting`, `frozen_ahead`,
+    /// `authorizing`, `sending`, `settled`, `blocked`, `other_principal`, `not_started`, `stopped`.
     #[serde(rename = "reason")]
     pub reason: String,
     /// The canvas that holds it back.
@@ -39,7 +39,7 @@ pub struct Explanation {
     /// Its blockers.
     #[serde(rename = "blockers")]
     pub blockers: Vec<String>,
-    /// K1: when its request is blocked (a dead letter, ...), the canvases that request holds:
+    /// When its request is blocked (a dead letter, ...), the canvases that request holds:
     /// nothing else touching them is sent until the host releases them.
     #[serde(rename = "heldCanvasIds", skip_serializing_if = "Option::is_none")]
     pub held_canvas_ids: Option<Vec<String>>,
@@ -68,10 +68,10 @@ impl Explanation {
     }
 }
 
-/// K1: how the host releases what a blocked request holds.
+/// How the host releases what a blocked request holds.
 pub const RELEASE_ACTIONS: [&str; 2] = ["retry", "discard"];
 
-/// The result of `flush(id)` (K7).
+/// The result of `flush(id)`.
 #[derive(serde::Serialize, Clone, Debug, PartialEq)]
 pub struct FlushOutcome {
     /// Whether an attempt started.
@@ -82,7 +82,7 @@ pub struct FlushOutcome {
     pub explanation: Explanation,
 }
 
-/// Counters and the current idle reason (D2).
+/// Counters and the current idle reason.
 #[derive(serde::Serialize, Clone, Debug, PartialEq)]
 pub struct SchedulerStats {
     /// Ready operations examined.
@@ -140,7 +140,7 @@ pub struct SchedulerStats {
     /// Our fence, when leading.
     #[serde(rename = "fence")]
     pub fence: Option<u64>,
-    /// The dispatching tab's owner id when known (W4): ours while we lead; the browser's
+    /// The dispatching tab's owner id when known: ours while we lead; the browser's
     /// tab layer fills it in for a tab that does not dispatch.
     #[serde(rename = "leaderOwner")]
     pub leader_owner: Option<String>,
@@ -188,7 +188,7 @@ crate::json_record!(SchedulerStats write_only {
 });
 
 impl<H: Host> Scheduler<H> {
-    /// A gate that stops everything, if any (in D2's words).
+    /// A gate that stops everything, if any (in the words of the idle reasons).
     fn gate(&self) -> Option<&'static str> {
         match self.lifecycle {
             Lifecycle::Idle => return Some("not_started"),
@@ -208,7 +208,7 @@ impl<H: Host> Scheduler<H> {
         }
     }
 
-    /// D3: explains one operation; an unknown id is an error. A compacted one at hand (its
+    /// Explains one operation; an unknown id is an error. A compacted one at hand (its
     /// tombstone, without the archive's whole copy) is `resolved` as it settled.
     pub fn explain(&self, now: Millis, operation_id: &str) -> Result<Explanation, SchedulerError> {
         let Some(op) = self.operation_view(operation_id) else {
@@ -256,7 +256,7 @@ impl<H: Host> Scheduler<H> {
             }
             if let Some(active) = self.active.get(&request.id) {
                 if matches!(active.stage, Stage::Ahead(_)) {
-                    // S2: frozen and durable, its canvases claimed, but not sent: it waits for
+                    // Frozen and durable, its canvases claimed, but not sent: it waits for
                     // a slot (the attempt it will make is not one of its sends yet).
                     out.state = "pending";
                     out.reason = "frozen_ahead".into();
@@ -348,7 +348,7 @@ impl<H: Host> Scheduler<H> {
         Ok(out)
     }
 
-    /// D2: counters, sizes and the idle reason.
+    /// Counters, sizes and the idle reason.
     pub fn stats(&self) -> SchedulerStats {
         let pending = self.indexed.len();
         SchedulerStats {

@@ -54,7 +54,7 @@ pub struct Compacted {
     /// When it settled.
     #[serde(rename = "settledAt")]
     pub settled_at: Millis,
-    /// Its principal (K3).
+    /// Its principal.
     #[serde(rename = "principal", skip_serializing_if = "Option::is_none")]
     pub principal: Option<String>,
     /// A coalesced intent superseded it (`outcome` is then `discarded`): the operation that

@@ -1,4 +1,4 @@
-//! The scheduler state machine (seed 000, SPEC §2 with K1–K8, D1–D5). Sans-IO: every entry
+//! The scheduler state machine (docs/guarantees.md says what it keeps). Sans-IO: every entry
 //! point takes `now`; effects are queued and drained with [`Scheduler::poll_effect`].
 //!
 //! The ledger is the authority; everything else here (ready queue, retry queue, claims,
@@ -52,12 +52,12 @@ pub type HoldId = u64;
 /// Where one attempt is between "decided to send" and "answer recorded".
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Stage {
-    /// Waiting for the batch holding its dispatch marker to be durable (S7).
+    /// Waiting for the batch holding its dispatch marker to be durable.
     Barrier(BatchNo),
-    /// Frozen ahead (S2): frozen in batch `BatchNo` while every slot was taken; it takes the
+    /// Frozen ahead: frozen in batch `BatchNo` while every slot was taken; it takes the
     /// next free slot, and is sent at once if that batch is durable and the lease is current.
     Ahead(BatchNo),
-    /// K3: waiting for the host's authorization verdict ([`Effect::Authorize`]).
+    /// Waiting for the host's authorization verdict ([`Effect::Authorize`]).
     Authorizing,
     /// On the wire.
     Sending,
@@ -71,7 +71,7 @@ struct Attempt {
     action: RetryAction,
     kind: String,
     stage: Stage,
-    /// K3: the authorization step denied this attempt of a request the server may already
+    /// The authorization step denied this attempt of a request the server may already
     /// have: it queries instead, and the denial stands only if the server never got it.
     denied: Option<String>,
     /// When the host put it on the wire (the round trip's start).
@@ -84,7 +84,7 @@ enum Lifecycle {
     Idle,
     /// Started.
     Running,
-    /// `stop()` was called; final (S15).
+    /// `stop()` was called; final.
     Closed,
 }
 
@@ -120,7 +120,7 @@ struct PersistState {
     answered: Vec<String>,
 }
 
-/// Lease state of this dispatcher (K2).
+/// Lease state of this dispatcher.
 #[derive(Debug, Default)]
 struct Leadership {
     /// The next batch must renew the lease.
@@ -133,7 +133,7 @@ struct Leadership {
     renewed_at: Millis,
 }
 
-/// Counters for D2.
+/// Counters for `stats()`.
 #[derive(Debug, Default, Clone, Copy)]
 struct Counters {
     scanned: u64,
@@ -158,7 +158,7 @@ pub struct Scheduler<H: Host> {
     backoff: Backoff,
     /// The endpoint's answers, round trip and outages, as seen from here.
     health: EndpointHealth,
-    /// Which failures count toward the dead letter (K1: poison, not outages).
+    /// Which failures count toward the dead letter (poison, not outages).
     poison: PoisonWatch,
     claims: CanvasClaims,
     /// Operation id → the canvases it waits on (reserved in `claims`).
@@ -206,7 +206,7 @@ impl<H: Host> Scheduler<H> {
         records: LedgerSnapshot,
     ) -> Result<Self, SchedulerError> {
         config.validate()?;
-        // K2: the driver takes the lease and loads the ledger in one transaction; we lead only
+        // The driver takes the lease and loads the ledger in one transaction; we lead only
         // if the loaded lease is ours. An instance never acquires with a stale in-memory view.
         let fence = records
             .lease
@@ -281,8 +281,8 @@ impl<H: Host> Scheduler<H> {
         &self.config
     }
 
-    /// Requests between "decided to send" and "answer durable", and those frozen ahead (S2
-    /// counts the sent and unanswered among these).
+    /// Requests between "decided to send" and "answer durable", and those frozen ahead (the
+    /// `concurrency` bound counts the sent and unanswered among these).
     pub fn in_flight(&self) -> usize {
         self.active.len()
     }
@@ -293,7 +293,7 @@ impl<H: Host> Scheduler<H> {
         self.persist.in_flight.is_some()
     }
 
-    /// Whether a newer fence exists: this instance may never write again (K2).
+    /// Whether a newer fence exists: this instance may never write again.
     pub fn is_fenced(&self) -> bool {
         self.lease.fenced
     }
@@ -331,7 +331,7 @@ impl<H: Host> Scheduler<H> {
         }
     }
 
-    /// Tells the scheduler whether the network is reachable (W2: re-check due work on `online`).
+    /// Tells the scheduler whether the network is reachable (re-check due work on `online`).
     pub fn set_online(&mut self, now: Millis, online: bool) {
         let back = online && !self.online;
         self.online = online;
@@ -340,7 +340,7 @@ impl<H: Host> Scheduler<H> {
         }
         if back {
             // The network came back: what waited on backoff goes now, and failures from
-            // here are judged afresh (S10).
+            // here are judged afresh.
             self.health.restart();
             let waiting = self.backoff.reset();
             self.retry_now(now, waiting);
@@ -352,7 +352,7 @@ impl<H: Host> Scheduler<H> {
     }
 
     fn report(&mut self, report: Report) {
-        // S17: reporting is an effect; the driver swallows whatever the host's handler throws.
+        // Reporting is an effect; the driver swallows whatever the host's handler throws.
         self.effects.push_back(Effect::Report(report));
     }
 
@@ -380,7 +380,7 @@ impl<H: Host> Scheduler<H> {
             && (self.ready.is_empty() || !self.may_dispatch())
     }
 
-    /// K3: whether work recorded under `principal` belongs to another principal than this
+    /// Whether work recorded under `principal` belongs to another principal than this
     /// session's. An omitted principal is one of its own (anonymous), never a wildcard: an
     /// anonymous session never sends a named principal's work, nor the reverse.
     fn other_principal(&self, principal: &Option<String>) -> bool {
@@ -397,8 +397,8 @@ impl<H: Host> Scheduler<H> {
         self.is_running() && self.holds.is_empty() && self.online && self.is_leader()
     }
 
-    /// Attempts that hold a concurrency slot (S2): from the decision to send until the answer
-    /// arrives. An answered attempt waiting for its write keeps its claims (S13) but no slot,
+    /// Attempts that hold a concurrency slot: from the decision to send until the answer
+    /// arrives. An answered attempt waiting for its write keeps its claims but no slot,
     /// so the next requests are frozen into the batch that writes the answer.
     fn occupied(&self) -> usize {
         self.active
@@ -416,7 +416,7 @@ impl<H: Host> Scheduler<H> {
             .collect()
     }
 
-    /// Requests frozen ahead, waiting for a slot (S2: at most `concurrency`).
+    /// Requests frozen ahead, waiting for a slot (at most `concurrency`).
     fn ahead(&self) -> usize {
         self.active
             .values()
@@ -439,7 +439,7 @@ impl<H: Host> Scheduler<H> {
     }
 
     /// Whether an operation of `kind` may be frozen now: an upload only into a free slot and
-    /// a free lane (S3), any other kind also ahead of the slots.
+    /// a free lane, any other kind also ahead of the slots.
     fn may_freeze(&self, kind: &str) -> bool {
         self.lane_free(kind) || (kind != UPLOAD_KIND && self.has_room())
     }
@@ -551,7 +551,7 @@ impl<H: Host> Scheduler<H> {
 
     /// Whether the lease should be renewed on the renewal interval: while work runs, and with
     /// [`SchedulerConfig::keep_lease`] (several tabs) whenever this dispatcher is open, so
-    /// an idle, held or offline leader is not mistaken for a frozen one (W4).
+    /// an idle, held or offline leader is not mistaken for a frozen one.
     fn keeps_lease_alive(&self) -> bool {
         self.is_leader()
             && !self.is_closed()

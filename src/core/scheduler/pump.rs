@@ -1,4 +1,4 @@
-//! The pump (S1–S7, S11, S12): due retries first, then up to `pump_budget` ready operations in
+//! The pump: due retries first, then up to `pump_budget` ready operations in
 //! sequence order; each is checked against the upload lane and canvas claims, compiled,
 //! frozen and launched behind the persist barrier.
 
@@ -46,7 +46,7 @@ const COMPACT_BACKLOG: usize = 32;
 /// How long after an enqueue the user counts as at work: meanwhile the main thread is theirs
 /// (a drag enqueues every frame): no folds, and while more than `ACTIVE_BACKLOG` settled
 /// operations wait, no quiet slices back to back (after a 2,000-record drag they took 15 ms
-/// a frame for seconds, in the page, issue 37) and a backlog's slices ride batches at most
+/// a frame for seconds, in the page) and a backlog's slices ride batches at most
 /// every `ACTIVE_SLICE_GAP_MS`.
 pub const ACTIVE_MS: Millis = 500;
 
@@ -81,7 +81,7 @@ impl<H: Host> Scheduler<H> {
         }
     }
 
-    /// S1: pending, unblocked, not carried by an unresolved request, every dependency resolved.
+    /// Pending, unblocked, not carried by an unresolved request, every dependency resolved.
     pub(super) fn is_ready(&self, id: &str) -> bool {
         self.ledger
             .operation(id)
@@ -126,7 +126,7 @@ impl<H: Host> Scheduler<H> {
         }
     }
 
-    /// Blocks an operation for the host (S5, S6): it never blocks the others.
+    /// Blocks an operation for the host: it never blocks the others.
     pub(super) fn block_operation(&mut self, now: Millis, id: &str, reason: &str) {
         self.ledger.block_operation(id, reason);
         self.unwait(id);
@@ -160,12 +160,12 @@ impl<H: Host> Scheduler<H> {
         }
         self.yielded = false;
         self.counters.passes += 1;
-        // S2: what was frozen ahead takes the free slots first: the send follows the answer
+        // What was frozen ahead takes the free slots first: the send follows the answer
         // that freed the slot in the same turn, without waiting for a commit.
         self.promote_ahead(now);
-        // S11: due retries run before new ready work.
+        // Due retries run before new ready work.
         self.run_due_retries(now);
-        // S12: examine at most `pump_budget` ready operations, then yield.
+        // Examine at most `pump_budget` ready operations, then yield.
         let mut budget = self.ready.len().min(self.config.pump_budget);
         while self.has_room() && budget > 0 {
             budget -= 1;
@@ -219,7 +219,7 @@ impl<H: Host> Scheduler<H> {
         };
         let intent = op.intent.clone();
         if self.other_principal(&intent.principal) {
-            // K3: another principal's work is never frozen or sent under ours.
+            // Another principal's work is never frozen or sent under ours.
             return;
         }
         let kind = intent.operation_type.clone();
@@ -236,7 +236,7 @@ impl<H: Host> Scheduler<H> {
         }
         let occupied = self.claims.occupied(intent.sequence, &canvases);
         if !occupied.is_empty() || self.held_for_coalescing(now, id) {
-            // S4: wait on the claimed canvases and reserve the rest against later operations
+            // Wait on the claimed canvases and reserve the rest against later operations
             // (held back for `coalesceMs`: wait on its own canvases, reserving them all).
             self.claims.wait(intent.sequence, id, &canvases);
             self.waiting
@@ -332,7 +332,7 @@ impl<H: Host> Scheduler<H> {
     }
 
     fn compile_failed(&mut self, now: Millis, id: &str, error: SafeError) {
-        // S6: the message is the blocker (`compile_failed` if none), and it is reported.
+        // The message is the blocker (`compile_failed` if none), and it is reported.
         let reason = if error.message.trim().is_empty() {
             "compile_failed".to_owned()
         } else {
@@ -345,7 +345,7 @@ impl<H: Host> Scheduler<H> {
         self.block_operation(now, id, &reason);
     }
 
-    /// Counts the attempt in the ledger and waits for it to be durable before sending (S7).
+    /// Counts the attempt in the ledger and waits for it to be durable before sending.
     /// While storage fails, a request whose dispatch marker is durable goes at once, counted in
     /// memory, while the lease lasts; any other waits for storage (`storage`).
     pub(super) fn launch(&mut self, now: Millis, request_id: &str, action: RetryAction) {
@@ -371,7 +371,7 @@ impl<H: Host> Scheduler<H> {
             Stage::Ahead(barrier)
         };
         if matches!(stage, Stage::Ahead(_)) {
-            // S18: never sent yet; if the page goes before it is, recovery submits it again.
+            // Never sent yet; if the page goes before it is, recovery submits it again.
             self.ledger
                 .schedule_retry(request_id, now, RetryAction::Submit);
         }
@@ -413,7 +413,7 @@ impl<H: Host> Scheduler<H> {
         self.send(now, request_id);
     }
 
-    /// S2: gives free slots to requests frozen ahead, oldest first. One whose freeze is durable
+    /// Gives free slots to requests frozen ahead, oldest first. One whose freeze is durable
     /// is sent now if the lease renewed with it (or since) is unexpired; otherwise it waits
     /// in its slot for its batch, or for a new one that renews the lease and proves the fence.
     fn promote_ahead(&mut self, now: Millis) {
@@ -461,9 +461,9 @@ impl<H: Host> Scheduler<H> {
         }
     }
 
-    /// S9 for this turn's answers, before their batch goes: a resolved request's canvases and
+    /// Settling this turn's answers, before their batch goes: a resolved request's canvases and
     /// dependents go now, to what is frozen into the batch that writes its answer. Nothing
-    /// frozen there is sent before that batch is durable (S7), so the server still sees them
+    /// frozen there is sent before that batch is durable, so the server still sees them
     /// in order, and a crash or a failed write loses both together.
     fn release_answered(&mut self, now: Millis) {
         let answered = std::mem::take(&mut self.persist.answered);
@@ -547,7 +547,7 @@ impl<H: Host> Scheduler<H> {
         // Retention: a slice of its own while quiet, with every batch when the policy keeps
         // nothing whole (compacted as it settles), and while busy with a batch at most every
         // BUSY_SLICE_MS, so that what settles past the policy is compacted within about a
-        // second even while work never stops (SPEC §7: a reopen reads no settled history).
+        // second even while work never stops (a reopen reads no settled history).
         let busy_due = self
             .persist
             .busy_slice_at
@@ -587,7 +587,7 @@ impl<H: Host> Scheduler<H> {
             return;
         }
         if self.config.group_commit && !self.persist.committing {
-            // W1: everything changed in this turn goes into the one transaction `commit()` writes.
+            // Everything changed in this turn goes into the one transaction `commit()` writes.
             if !self.persist.commit_requested {
                 self.persist.commit_requested = true;
                 self.effects.push_back(Effect::CommitSoon);

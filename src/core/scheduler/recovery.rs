@@ -1,4 +1,4 @@
-//! `start()` (S18, D1): rebuild every index from the ledger, validate the whole recovered
+//! `start()`: rebuild every index from the ledger, validate the whole recovered
 //! claim set before anything is sent, take the lease, and re-offer interrupted requests first.
 
 use super::{Lifecycle, Scheduler};
@@ -113,7 +113,7 @@ impl<H: Host> Scheduler<H> {
             return;
         }
         if self.other_principal(&request.principal) {
-            return; // K3: it waits, claims held, for a session of its own principal.
+            return; // It waits, claims held, for a session of its own principal.
         }
         let action = request.next_action();
         self.retries.schedule(

@@ -1,4 +1,4 @@
-//! "Is everything saved?" (issue 37): the unsettled operations as a badge lists them, and the
+//! "Is everything saved?": the unsettled operations as a badge lists them, and the
 //! decision `whenSaved()` waits on. The driver keeps each call's covered ids and asks
 //! [`Scheduler::saved_state`] after every step; the decision lives here so the simulation
 //! checks it (an op it covers is never still sendable when it says saved).

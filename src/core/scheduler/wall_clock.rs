@@ -1,4 +1,4 @@
-//! A wall clock set back (K1, S10): the host's `now` is `Date.now()`, which a user or NTP may
+//! A wall clock set back: the host's `now` is `Date.now()`, which a user or NTP may
 //! move backwards at any time, while the timers the driver arms (`setTimeout`) count real time.
 //! Every wait the core keeps in memory is an absolute due time on the old clock, so after the
 //! clock went back by an hour a retry due in 30 s would look an hour away when its timer

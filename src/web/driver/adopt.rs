@@ -1,4 +1,4 @@
-//! Adopting the shared inbox (W4): intents other tabs wrote are admitted into this
+//! Adopting the shared inbox: intents other tabs wrote are admitted into this
 //! dispatcher's ledger in append order, then removed from the inbox once durable here.
 
 use super::Driver;
@@ -15,7 +15,7 @@ pub struct Adoption {
     /// `None` when admitted; the refusal otherwise (the entry is quarantined).
     pub refused: Option<SchedulerError>,
     /// An entry that could not even be read (no origin, no ids): its inbox key and the reason
-    /// it was quarantined, for the leader's `onEvent` (D4: set aside, and said so).
+    /// it was quarantined, for the leader's `onEvent` (set aside, and said so).
     pub malformed: Option<(String, String)>,
 }
 

@@ -51,7 +51,7 @@ impl Driver {
         let sink = self.state.borrow().sink.clone();
         if let Some(sink) = sink {
             for report in &reports {
-                sink(report); // S17: the sink is the API layer's; it swallows host exceptions.
+                sink(report); // The sink is the API layer's; it swallows host exceptions.
             }
         }
     }
@@ -140,7 +140,7 @@ impl Driver {
         }
     }
 
-    /// K3: runs the host's `authorize` (outside any borrow) and hands its verdict to the core.
+    /// Runs the host's `authorize` (outside any borrow) and hands its verdict to the core.
     pub(super) fn authorize(&self, order: SendOrder) {
         let hooks = self.state.borrow().send_hooks.clone();
         let this = self.clone();
@@ -203,7 +203,7 @@ impl Driver {
                                 .await
                         }
                     };
-                    // K5: nothing headers() returned is stored or reported from here on.
+                    // Nothing headers() returned is stored or reported from here on.
                     Secrets::of_headers(&headers).scrub_status(&mut status);
                     hooks.classify(&mut status).await;
                     status

@@ -1,7 +1,7 @@
 //! The browser's [`Host`]: request ids from `crypto.randomUUID()` (a Window and a Worker both
 //! have it on their global), and the host's optional synchronous `compile` and `participants`
 //! hooks. A hook that throws, returns a Promise or returns the wrong shape blocks only that
-//! operation, with a message (S6).
+//! operation, with a message.
 
 use crate::core::model::ExpectedVersions;
 

@@ -31,7 +31,7 @@ use crate::web::store::{unavailable, AcquireError, IdbLedger};
 use crate::web::transport::FetchTransport;
 use crate::web::wake::{is_online, WakeReason, WakeSignals};
 
-/// How long after an open the stored tombstones are counted (issue 38: off the open's path).
+/// How long after an open the stored tombstones are counted (off the open's path).
 const COUNT_AFTER_MS: i32 = 100;
 
 pub use adopt::Adoption;
@@ -51,7 +51,7 @@ pub struct DriverOptions {
     pub endpoint: String,
     /// Per-attempt timeout; the attempt is aborted and counts as `transport_unknown`.
     pub attempt_timeout_ms: u32,
-    /// Records per page when loading the ledger (D4).
+    /// Records per page when loading the ledger.
     pub load_page_size: usize,
     /// Byte limit of one answer (`maxAnswerBytes`), for `fetch` and a custom transport alike.
     pub max_answer_bytes: usize,
@@ -61,7 +61,7 @@ pub struct DriverOptions {
     pub host: WebHost,
     /// The asynchronous hooks around each send (headers, authorize, classifyError).
     pub send_hooks: SendHooks,
-    /// The host's own transport instead of `fetch` (W3).
+    /// The host's own transport instead of `fetch`.
     pub js_transport: Option<JsTransport>,
 }
 
@@ -107,9 +107,9 @@ fn not_leader(error: AcquireError) -> SchedulerError {
 
 impl Driver {
     /// Opens the ledger, takes the lease and loads it (one transaction), ready to `start()`.
-    /// Quarantined records (D4) are returned for the host to see.
+    /// Quarantined records are returned for the host to see.
     ///
-    /// With `takeover` the lease is taken even from a live holder (W4: the caller holds the
+    /// With `takeover` the lease is taken even from a live holder (the caller holds the
     /// Web Lock; the fence bump shuts the old holder out).
     pub async fn open(
         options: DriverOptions,
@@ -133,7 +133,7 @@ impl Driver {
         let clock = BrowserClock::new();
         let config = SchedulerConfig {
             group_commit: true,
-            // K3: with an `authorize` hook every send waits for its verdict.
+            // With an `authorize` hook every send waits for its verdict.
             authorize: options.send_hooks.authorize.is_some(),
             ..options.config
         };
@@ -176,7 +176,7 @@ impl Driver {
             key,
         };
         // Retention: the tombstones are counted (and the index of their pages filled) a
-        // moment after the open, off its path (issue 38: an open reads no settled history).
+        // moment after the open, off its path (an open reads no settled history).
         // The count sees what this session wrote before it began: that part is subtracted.
         let weak = Rc::downgrade(&driver.state);
         let store = driver.store();
@@ -195,7 +195,7 @@ impl Driver {
         Ok((driver, loaded.quarantined))
     }
 
-    /// W2: due times are absolute; a throttled background timer may fire late, so work is
+    /// Due times are absolute; a throttled background timer may fire late, so work is
     /// re-checked when the page becomes visible and when the network comes back.
     fn watch_wake_signals(&self) {
         let (weak, key) = (Rc::downgrade(&self.state), self.key);
@@ -231,7 +231,7 @@ impl Driver {
         out
     }
 
-    /// S18: recovers and starts dispatching.
+    /// Recovers and starts dispatching.
     pub fn start(&self) -> Result<(), SchedulerError> {
         self.with(|s, now| s.start(now))
     }
@@ -356,7 +356,7 @@ impl Driver {
 
     /// Writes again now (the scheduler also tries on its own while storage fails), then
     /// releases and reschedules; `storage_unavailable` if that write fails. A connection closed under us
-    /// (`versionchange` from another tab, `close`) is opened again first (W5).
+    /// (`versionchange` from another tab, `close`) is opened again first.
     pub async fn resume(&self) -> Result<(), SchedulerError> {
         let store = self.state.borrow().store.clone();
         if !store.is_open() {
@@ -368,7 +368,7 @@ impl Driver {
         }
     }
 
-    /// S14: nothing new starts until the returned hold is released.
+    /// Nothing new starts until the returned hold is released.
     pub fn hold(&self) -> Result<crate::core::HoldId, SchedulerError> {
         self.with(|s, now| s.hold(now))
     }
@@ -378,7 +378,7 @@ impl Driver {
         self.with(|s, now| s.release(now, hold));
     }
 
-    /// S15: final; aborts in-flight fetches and clears the timer.
+    /// Final; aborts in-flight fetches and clears the timer.
     pub fn stop(&self) {
         self.stop_with(true);
     }
@@ -409,7 +409,7 @@ impl Driver {
         }
     }
 
-    /// Issue 37: resolves once every operation unsettled now is settled or blocked (the
+    /// Resolves once every operation unsettled now is settled or blocked (the
     /// decision is the core's [`Scheduler::saved_state`]); `scheduler_closed` on `stop()`.
     pub async fn when_saved(&self) -> Result<crate::core::scheduler::Saved, SchedulerError> {
         let mut covered = self.inspect(|s, _| s.saved_mark());
@@ -435,7 +435,7 @@ impl Driver {
         }
     }
 
-    /// S16: resolves once nothing is in flight, including work started while waiting.
+    /// Resolves once nothing is in flight, including work started while waiting.
     pub async fn settle(&self) {
         loop {
             let signal = {
@@ -451,7 +451,7 @@ impl Driver {
         }
     }
 
-    /// Tells the scheduler whether the network is up (W2).
+    /// Tells the scheduler whether the network is up.
     pub fn set_online(&self, online: bool) {
         self.with(|s, now| s.set_online(now, online));
     }

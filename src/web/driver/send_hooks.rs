@@ -1,7 +1,7 @@
 //! The host's asynchronous hooks around each send: `headers()` (asked before every send),
-//! `authorize` (K3) and `classifyError` (K4). Each may return a value or a Promise; whatever
+//! `authorize` and `classifyError`. Each may return a value or a Promise; whatever
 //! they throw or return malformed is turned into an attempt status, never into a panic, and
-//! no header value ever reaches an error or event (K5). Each is bounded by `attemptTimeoutMs`
+//! no header value ever reaches an error or event. Each is bounded by `attemptTimeoutMs`
 //! (see [`bounded`](crate::web::bounded)): one that never settles ends the attempt
 //! `unresolved` with `hook_timeout`.
 
@@ -32,7 +32,7 @@ pub struct SendHooks {
 }
 
 /// What a failing hook is reported as: only the error's class (`TypeError`, ...). The message
-/// of a hook that deals in credentials may carry one (K5), so it is never stored or reported.
+/// of a hook that deals in credentials may carry one, so it is never stored or reported.
 fn thrown_name(thrown: &JsValue) -> String {
     let name = Thrown::read(thrown)
         .name
@@ -114,7 +114,7 @@ impl SendHooks {
         Ok(pairs)
     }
 
-    /// K3: the host's verdict, read strictly (the core decides what it means): only a
+    /// The host's verdict, read strictly (the core decides what it means): only a
     /// boolean `allowed` decides; anything else — a throw, a rejection, `undefined`, a
     /// string, `{allowed: "yes"}`, a getter that throws — is a failed check.
     pub async fn authorize(&self, request: &FrozenRequest) -> Authorization {
@@ -140,7 +140,7 @@ impl SendHooks {
         read_verdict(&decision)
     }
 
-    /// K4: lets the host decide whether an unresolved attempt's error is retryable and when.
+    /// Lets the host decide whether an unresolved attempt's error is retryable and when.
     /// A failing policy is not retryable (`error_policy_failed`), as the kernel seed does.
     pub async fn classify(&self, status: &mut AttemptStatus) {
         let Some(hook) = &self.classify_error else {

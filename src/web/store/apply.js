@@ -27,7 +27,7 @@ import { HASHES, putPage } from "./requests.js";
  * @param {any[]} writes
  * @param {(stored: unknown) => unknown} decide
  * @param {boolean} abortInstead
- * @param {boolean} relaxed the batch holds only what a query recovers (W1): relaxed durability
+ * @param {boolean} relaxed the batch holds only what a query recovers: relaxed durability
  * @returns {Promise<unknown>}
  */
 export function applyBatch(slot, db, stores, leaseStore, leaseKey, writes, decide, abortInstead, relaxed) {

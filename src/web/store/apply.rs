@@ -242,8 +242,8 @@ struct LeaseCheck {
 
 impl IdbLedger {
     /// Writes `batch` in one readwrite transaction, strict unless the batch may be relaxed
-    /// (`PersistBatch::relaxed`, W1; a transaction opened ahead is strict), after checking
-    /// its fence against the stored lease in that same transaction (K2).
+    /// (`PersistBatch::relaxed`; a transaction opened ahead is strict), after checking
+    /// its fence against the stored lease in that same transaction.
     ///
     /// Returns `Done { lease }` with the lease as stored after the write; `Fenced` when the
     /// batch has no fence or the stored fence differs (nothing written); `Storage` for any

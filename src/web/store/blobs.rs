@@ -1,4 +1,4 @@
-//! Upload blobs stored beside the ledger (W1), one record per blob in two shapes, both read:
+//! Upload blobs stored beside the ledger, one record per blob in two shapes, both read:
 //! - `{ blob, mediaType, size }`: the `Blob` (or `File`) itself, stored by structured clone
 //!   (no copy through wasm memory);
 //! - `{ bytes, mediaType, size, name }`: its bytes as an `ArrayBuffer`, where the engine

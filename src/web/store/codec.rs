@@ -5,7 +5,7 @@
 //!
 //! Reads accept both forms, so a ledger written by an earlier build (plain JSON objects) still
 //! loads: a string is parsed as JSON; anything else goes through `JSON.stringify` first. Either
-//! way the loader gets JSON text (D4), and no per-type JS deserializer is needed.
+//! way the loader gets JSON text, and no per-type JS deserializer is needed.
 //!
 //! The reverse does not hold: an earlier build reads a string record as a JSON string, not a
 //! record, and quarantines it. So this format must ship with a schema version above 3
@@ -91,8 +91,8 @@ pub fn describe_key(key: &JsValue) -> String {
     }
 }
 
-/// A page as stored: `{ids, json}` — the ids for the `by_operation` index (W4's check that an
-/// id is not taken), the operations as one JSON text in the packed form
+/// A page as stored: `{ids, json}` — the ids for the `by_operation` index (the inbox's check that
+/// an id is not taken), the operations as one JSON text in the packed form
 /// ([`crate::core::packed`]) in UTF-8 bytes (read back by [`page_text`]). Bytes, not a JS string: a load reads every page, and copying a string into
 /// wasm re-encodes it from UTF-16 character by character, where bytes are one copy.
 pub fn page_value(page: &OperationPage) -> Result<JsValue, SafeError> {

@@ -1,5 +1,5 @@
-//! The event log (K6) read when asked for ([`IdbLedger::events_after`]): an open reads only
-//! its highest key (issue 38), and `events({ after, limit })` reads the pages above `after`.
+//! The event log read when asked for ([`IdbLedger::events_after`]): an open reads only
+//! its highest key, and `events({ after, limit })` reads the pages above `after`.
 
 use wasm_bindgen::JsValue;
 

@@ -1,4 +1,4 @@
-//! Fault injection for tests (W5): the next write transaction fails the way a real browser
+//! Fault injection for tests: the next write transaction fails the way a real browser
 //! fails it. Injected faults abort a *real* transaction after its writes were issued, so the
 //! test sees exactly what a user would: nothing written, a storage error reported.
 

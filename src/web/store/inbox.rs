@@ -1,4 +1,4 @@
-//! The shared inbox (W4): a tab that does not dispatch writes its intents here, durably, in
+//! The shared inbox: a tab that does not dispatch writes its intents here, durably, in
 //! its own transaction; the dispatching tab adopts them into the ledger in inbox order and
 //! then removes them. Only the dispatcher assigns sequences, so tabs never race on them.
 //!
@@ -27,7 +27,7 @@ use crate::core::scheduler::{Compacted, Known};
 pub struct InboxEntry {
     /// The enqueuing tab's owner id (its events are relayed to it).
     pub origin: String,
-    /// The principal of the enqueuing session (K3: recorded on the operations).
+    /// The principal of the enqueuing session (recorded on the operations).
     pub principal: Option<String>,
     /// When it was written.
     pub at: Millis,
@@ -125,13 +125,13 @@ pub struct StoredOperation {
     pub request_blocked: Option<String>,
     /// Whether the inbox still holds it.
     pub queued: bool,
-    /// Settled and compacted (issue 38: settled operations leave the working stores): its
+    /// Settled and compacted (settled operations leave the working stores): its
     /// tombstone; `operation` is then its archived record while the archive keeps it.
     pub compacted: Option<Compacted>,
 }
 
 /// The stores an inbox append reads and writes: the durable operations, the inbox, and what a
-/// tombstone look-up reads (settled and compacted ids, issue 38).
+/// tombstone look-up reads (settled and compacted ids).
 pub(super) const APPEND_STORES: [&str; 6] = [
     OPERATIONS,
     OPERATION_PAGES,
@@ -142,7 +142,7 @@ pub(super) const APPEND_STORES: [&str; 6] = [
 ];
 
 impl IdbLedger {
-    /// W4: appends `entries` to the inbox in one strict readwrite transaction (a tab's
+    /// Appends `entries` to the inbox in one strict readwrite transaction (a tab's
     /// enqueues that waited while its last append was written: group commit), each checked
     /// against the durable ledger and the inbox in that same transaction, the entries written
     /// before it included: an id already there with another intent is `duplicate_operation`
@@ -172,7 +172,7 @@ impl IdbLedger {
     /// The stored record of each of `ids` (`None`: not in the ledger, or unreadable), why its
     /// unresolved request is blocked if it is, and whether it is in the inbox still; one
     /// readonly transaction. A tab that does not dispatch reads what became of its operations
-    /// here, not from the channel (W4).
+    /// here, not from the channel.
     ///
     /// # Errors
     ///

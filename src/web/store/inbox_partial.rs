@@ -1,4 +1,4 @@
-//! A partial enqueue of a tab that does not dispatch (W4, issue 37 item 4): the core decides
+//! A partial enqueue of a tab that does not dispatch: the core decides
 //! which intents of the call go to the inbox ([`partition`]) from what the inbox transaction
 //! reads of the durable ledger and the inbox, and the accepted new ones are appended as one
 //! entry in that same transaction. A refused intent writes nothing.
@@ -41,7 +41,7 @@ struct InboxHoldings {
     queued: Vec<(Option<String>, IntentInput)>,
     /// A queued intent's id → (its place in `queued`, 0): the map `find_cycle` uses.
     queued_at: StrMap<(usize, usize)>,
-    /// Tombstones of the ids neither stored nor queued: settled and compacted (issue 38).
+    /// Tombstones of the ids neither stored nor queued: settled and compacted.
     compacted: Vec<Tombstone>,
 }
 
@@ -178,7 +178,7 @@ fn add_accepted(
     Ok((written, present))
 }
 
-/// The atomic append's checks (W4): `entry`'s intents all pass the partial append's checks
+/// The atomic append's checks: `entry`'s intents all pass the partial append's checks
 /// (an atomic enqueue admits exactly what a partial one would accept of them), or the first
 /// refused is the call's refusal and nothing is written.
 pub(super) async fn check_and_add(
@@ -205,7 +205,7 @@ pub(super) async fn check_and_add(
 }
 
 impl IdbLedger {
-    /// W4, partial: appends the intents of `slots` the checks accept to the inbox as `entry`
+    /// Partial: appends the intents of `slots` the checks accept to the inbox as `entry`
     /// (its `intents` are replaced), in one strict readwrite transaction that also reads what
     /// the checks need; refuses each other one with its own error. Nothing is written when
     /// none is new.

@@ -1,4 +1,4 @@
-//! Reading the lease without taking it (W4): a tab that does not dispatch watches it to see
+//! Reading the lease without taking it: a tab that does not dispatch watches it to see
 //! who leads and whether the leader still renews.
 
 use wasm_bindgen::JsValue;

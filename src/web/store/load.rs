@@ -1,6 +1,6 @@
 //! [`IdbLedger::acquire_and_load`]: take the lease and read the whole ledger in one readwrite
-//! transaction, so no other tab can write between the lease check and the read (K2, S18).
-//! Records are read in `getAll` pages, fed to [`LedgerLoader`] page by page (D4); whatever it
+//! transaction, so no other tab can write between the lease check and the read.
+//! Records are read in `getAll` pages, fed to [`LedgerLoader`] page by page; whatever it
 //! rejects — and records whose key or value is not what a ledger holds — moves to the
 //! `quarantine` store in the same transaction and is reported, never silently dropped.
 
@@ -27,7 +27,7 @@ use crate::core::safe_error::SafeError;
 pub struct LoadedLedger {
     /// Every valid record; `lease` is the lease just taken.
     pub snapshot: LedgerSnapshot,
-    /// Records set aside (D4), reported to the host.
+    /// Records set aside, reported to the host.
     pub quarantined: Vec<Quarantined>,
 }
 
@@ -40,7 +40,7 @@ struct SetAside {
 
 impl IdbLedger {
     /// Takes the lease for `owner` if it is absent, expired (`expires_at <= now`) or already
-    /// `owner`'s — or in any case with `takeover` (W4: the caller holds the Web Lock, so the
+    /// `owner`'s — or in any case with `takeover` (the caller holds the Web Lock, so the
     /// old holder is gone or was judged frozen; the fence bump shuts it out) — bumping the
     /// fence, then loads every record in pages of `page_size`, all in one readwrite
     /// transaction. The snapshot's `lease` is the lease just taken.
@@ -97,7 +97,7 @@ async fn load(
     // The stored values of records the loader set aside, to move them unchanged.
     let mut raw_values = RawValues::new();
     // The event log is read whole (it is bounded by `eventLogLimit`) to set aside what is not
-    // the log's, as every other store's records are (D4); its events are not kept: `events()`
+    // the log's, as every other store's records are; its events are not kept: `events()`
     // reads them when asked.
     for store in [
         RecordStore::Operations,
@@ -165,7 +165,7 @@ fn key_of(report: &Quarantined) -> JsValue {
     }
 }
 
-/// K2: reads the lease and takes it if free; an unreadable lease record is set aside and
+/// Reads the lease and takes it if free; an unreadable lease record is set aside and
 /// replaced (its fence, if legible, still counts: the new fence is above it).
 async fn take_lease(
     tx: &Tx,
@@ -225,7 +225,7 @@ async fn take_lease(
 /// page's last key, in this transaction, so keys and records line up. Far fewer round trips
 /// than a cursor (one per page instead of one per record). Records with a key of the wrong
 /// type or a value that is not JSON are set aside here; the rest go to the loader, which
-/// checks each page's size and that keys strictly advance (D4).
+/// checks each page's size and that keys strictly advance.
 ///
 /// Pipelined: the next page is asked for as soon as this one's last key is known, before
 /// this one is decoded, so the browser reads it while wasm decodes (operation pages are read

@@ -1,9 +1,9 @@
-//! The IndexedDB ledger store (SPEC W1, W5): the browser twin of
-//! [`MemoryStore`](crate::testing::MemoryStore), with the same K2 fence rules, each call one
-//! readwrite transaction, strict unless a batch holds only what a query recovers (W1: relaxed).
+//! The IndexedDB ledger store: the browser twin of
+//! [`MemoryStore`](crate::testing::MemoryStore), with the same fence rules, each call one
+//! readwrite transaction, strict unless a batch holds only what a query recovers (relaxed).
 //!
 //! - [`IdbLedger::acquire_and_load`] takes the lease and reads the whole ledger, validated
-//!   page by page (D4), in one transaction; corrupt records move to `quarantine`.
+//!   page by page, in one transaction; corrupt records move to `quarantine`.
 //! - [`IdbLedger::apply`] writes one [`PersistBatch`](crate::core::io::PersistBatch) (group
 //!   commit) after checking the fence in the same transaction; on any failure nothing is
 //!   written.
@@ -68,7 +68,7 @@ pub struct IdbLedger {
 }
 
 impl IdbLedger {
-    /// Opens the ledger database `name`, creating it or upgrading an older schema (W1).
+    /// Opens the ledger database `name`, creating it or upgrading an older schema.
     ///
     /// # Errors
     ///
@@ -111,7 +111,7 @@ impl IdbLedger {
         self.connection.close("closed by its owner");
     }
 
-    /// Injects a fault (tests, W5). `CloseConnection` acts now, `RefuseBlob` hits the next
+    /// Injects a fault (tests). `CloseConnection` acts now, `RefuseBlob` hits the next
     /// `Blob` put; the others hit the next write transaction.
     pub fn inject(&self, fault: StoreFault) {
         match fault {
@@ -133,7 +133,7 @@ impl IdbLedger {
     }
 
     /// Batches this handle wrote in a transaction of relaxed durability (tests: proves which
-    /// batches W1 lets a power loss drop).
+    /// relaxed batches a power loss may drop).
     pub fn relaxed_batches(&self) -> u64 {
         self.relaxed.get()
     }

@@ -1,4 +1,4 @@
-//! The ledger database schema and its upgrade steps (W1).
+//! The ledger database schema and its upgrade steps.
 //!
 //! Versions only ever *add* object stores; no step deletes a store or rewrites a record, so
 //! an upgrade can never drop queued work. Each step also checks what already exists, so a
@@ -9,12 +9,14 @@
 //! | 1 | `operations`, `requests`, `meta` |
 //! | 2 | `lease`, `events` |
 //! | 3 | `blobs`, `quarantine` |
-//! | 4 | `inbox` (auto-increment keys: intents of tabs that do not dispatch, W4); records become JSON text; `lease` becomes `dispatcher_lease` |
+//! | 4 | `inbox` (auto-increment keys: intents of tabs that do not dispatch); records become JSON
+//!text; `lease` becomes `dispatcher_lease` |
 //! | 5 | `operation_pages` (numeric keys; a multi-entry index `by_operation` on each page's `ids`); deletes `meta` |
 //! | 6 | `leader_lease`, deleting `dispatcher_lease`: operation pages are written in the packed form |
 //! | 7 | `tombstones` (numeric keys growing with time; an index `by_id` on `id`): settled operations past the retention policy are compacted to tombstones |
 //! | 8 | `tombstone_hashes`: tombstones are written a page per batch (`tombstones` under the key `[time]`), with the page's id hashes beside it |
-//! | 9 | `settled`: the archive (issue 38). A settled operation leaves the working stores as it is compacted, and its record stays whole here, keyed by its tombstone's key, read only by a look-up |
+//! | 9 | `settled`: the archive. A settled operation leaves the working stores as it is compacted,
+//!and its record stays whole here, keyed by its tombstone's key, read only by a look-up |
 //! | 10 | `ledger_lease`, deleting `leader_lease`: builds of version 8 and before are shut out |
 //!
 //! Within version 4, `events` went from one record per event (keyed by its `seq`) to one page
@@ -111,7 +113,7 @@ pub const BY_OPERATION: &str = "by_operation";
 pub const BLOBS: &str = "blobs";
 /// Where versions 1–4 kept ledger meta (deleted by the upgrade to 5).
 pub const META: &str = "meta";
-/// Records set aside by the loader (D4), keyed `"{store}/{key}"`.
+/// Records set aside by the loader, keyed `"{store}/{key}"`.
 pub const QUARANTINE: &str = "quarantine";
 
 /// Tombstones of compacted operations (`crate::core::retention`), keys growing with time
@@ -130,7 +132,7 @@ pub const TOMBSTONE_HASHES: &str = "tombstone_hashes";
 /// trimming by age is a key-range delete). Read only by look-ups (`known(ids)`).
 pub const SETTLED: &str = "settled";
 
-/// Intents written by tabs that do not dispatch (W4), keyed by an auto-increment number.
+/// Intents written by tabs that do not dispatch, keyed by an auto-increment number.
 pub const INBOX: &str = "inbox";
 
 /// Key of the lease record.

@@ -5,21 +5,21 @@
 /// A host action, run by the dispatching tab (`relay::serve`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum HostAction {
-    /// `flush(id)` (K7).
+    /// `flush(id)`.
     Flush,
-    /// `retry(id)` (K1).
+    /// `retry(id)`.
     Retry,
     /// `discard(id)`.
     Discard,
-    /// `resume()` (S13).
+    /// `resume()`.
     Resume,
-    /// `retryAllNow()` (S10).
+    /// `retryAllNow()`.
     RetryAllNow,
     /// `settle()`.
     Settle,
     /// `events({after, limit})`.
     Events,
-    /// `whenSaved()` (issue 37).
+    /// `whenSaved()`.
     WhenSaved,
 }
 

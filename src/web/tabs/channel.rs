@@ -1,4 +1,4 @@
-//! The tabs' `BroadcastChannel` (W4): hints and relays between tabs of one ledger. Nothing
+//! The tabs' `BroadcastChannel`: hints and relays between tabs of one ledger. Nothing
 //! here is needed for safety — a lost message delays work (the periodic rescan and lease
 //! watch catch up), it never loses or duplicates it.
 //!
@@ -36,7 +36,7 @@ pub enum TabMessage {
     /// operation, that operation's record after it.
     Event { event: JsValue, operation: JsValue },
     /// Host action `action` asked of the dispatcher by tab `from`, request id `rid`.
-    /// `principal` is the asking tab's (K3: the leader serves it only that principal's work).
+    /// `principal` is the asking tab's (the leader serves it only that principal's work).
     Act {
         rid: u64,
         from: String,

@@ -1,4 +1,4 @@
-//! Who dispatches (W4): the Web Lock for liveness, the fenced lease for safety.
+//! Who dispatches: the Web Lock for liveness, the fenced lease for safety.
 
 use std::rc::Rc;
 

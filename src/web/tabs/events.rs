@@ -1,5 +1,5 @@
 //! Event objects as `onEvent` receives them (typed `SchedulerEvent`), built as JSON so the
-//! dispatching tab can relay them to the tab that enqueued the operation (W4).
+//! dispatching tab can relay them to the tab that enqueued the operation.
 
 use js_sys::{Array, Reflect};
 use wasm_bindgen::JsValue;
@@ -58,7 +58,7 @@ pub fn event_json(report: &Report) -> JsonText {
             event.member("operationIds", operation_ids);
             event.member("requestId", request_id);
             optional(event, "error", error.as_ref());
-            // K1: what it holds and how the host lets go (the same shape as `explain`).
+            // What it holds and how the host lets go (the same shape as `explain`).
             event.member("heldCanvasIds", held_canvas_ids);
             event.member("release", &RELEASE_ACTIONS.map(String::from).to_vec());
         }
@@ -114,7 +114,7 @@ pub fn refused(operation_id: &str, error: &SchedulerError) -> JsonText {
     })
 }
 
-/// `quarantined`: a record set aside at load (D4) or an inbox entry the dispatcher refused.
+/// `quarantined`: a record set aside at load or an inbox entry the dispatcher refused.
 pub fn quarantined(store: &str, key: &str, reason: &str) -> JsonText {
     JsonText::object(|event| {
         event.member("type", "quarantined");

@@ -1,4 +1,4 @@
-//! A tab that does not dispatch (W4): enqueues through the inbox, asks the leader for host
+//! A tab that does not dispatch: enqueues through the inbox, asks the leader for host
 //! actions, and answers reads from what it knows (its own operations, as relayed).
 
 use std::cell::RefCell;
@@ -475,7 +475,7 @@ impl Tab {
             .collect())
     }
 
-    /// Why the operation is where it is (D3). While following, an operation of this tab is
+    /// Why the operation is where it is. While following, an operation of this tab is
     /// explained as waiting for the dispatching tab (`not_leader`) until it resolves.
     ///
     /// # Errors
@@ -512,7 +512,7 @@ impl Tab {
         Ok(explanation.into())
     }
 
-    /// Issue 37: the unsettled operations in sequence order. While following: this tab's own,
+    /// The unsettled operations in sequence order. While following: this tab's own,
     /// as the leader last relayed them (`queued` for `not_leader`, or `blocked`).
     ///
     /// # Errors
@@ -616,7 +616,7 @@ impl Tab {
         if ids.is_empty() {
             return;
         }
-        // What is durable (the old leader wrote it): whole, or compacted since (issue 38).
+        // What is durable (the old leader wrote it): whole, or compacted since.
         let Ok(found) = self.store().read_operations(&ids).await else {
             return;
         };

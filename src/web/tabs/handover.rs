@@ -1,4 +1,4 @@
-//! A visible tab is preferred as the dispatcher (W4), where it can be done safely: a hidden
+//! A visible tab is preferred as the dispatcher, where it can be done safely: a hidden
 //! leader with nothing in flight hands over to a visible follower that asks. The leader
 //! stops first (the lease is given up, nothing is in flight), then the visible tab steals
 //! the lock and takes the lease with a higher fence. If it never comes, the old leader,

@@ -1,4 +1,4 @@
-//! Web Locks (`navigator.locks`, W4): liveness for leader election. The browser grants a lock
+//! Web Locks (`navigator.locks`): liveness for leader election. The browser grants a lock
 //! to one context at a time and releases it when that context closes or crashes, so the tab
 //! waiting next learns at once that the leader is gone. Safety stays with the fenced lease.
 //!

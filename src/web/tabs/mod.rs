@@ -1,8 +1,8 @@
-//! Several tabs on one ledger (SPEC W4). Every tab opens a [`Tab`]; exactly one of them
+//! Several tabs on one ledger. Every tab opens a [`Tab`]; exactly one of them
 //! dispatches through a [`Driver`] at a time.
 //!
 //! - Election: the Web Lock `canvas-scheduler:{database}` decides who *may* lead (liveness:
-//!   the browser releases it when its tab closes or crashes); the fenced lease of K2 decides
+//!   the browser releases it when its tab closes or crashes); the fenced lease decides
 //!   who *can* write or send (safety: a former leader that wakes up is fenced out). A tab
 //!   that holds the lock takes the lease over at once; a tab that sees the lease unrenewed
 //!   for a whole lease period steals the lock (a frozen leader). Without Web Locks the lease
@@ -231,7 +231,7 @@ impl Tab {
         Ok(tab)
     }
 
-    /// W4: the owner names one live tab (the channel addresses answers and handovers to it,
+    /// The owner names one live tab (the channel addresses answers and handovers to it,
     /// the lease is taken in its name): a second tab of the ledger with the same owner is
     /// refused with `owner_in_use` until the first stops or closes. Without Web Locks there
     /// is nothing to ask; the default owner is random.
@@ -403,7 +403,7 @@ impl Tab {
         }
     }
 
-    /// A hold of this tab's dispatching (S14): in force while this tab leads.
+    /// A hold of this tab's dispatching: in force while this tab leads.
     ///
     /// # Errors
     ///

@@ -1,6 +1,6 @@
-//! Partial enqueue (`enqueueMany(intents, { atomic: false })`, issue 37 item 4) in either
+//! Partial enqueue (`enqueueMany(intents, { atomic: false })`) in either
 //! role: while this tab dispatches the core decides in its scheduler; otherwise in the inbox
-//! transaction, from the durable ledger and the inbox (W4). Either way the accepted intents
+//! transaction, from the durable ledger and the inbox. Either way the accepted intents
 //! are written in one transaction and each refused one changes nothing.
 
 use std::collections::BTreeSet;

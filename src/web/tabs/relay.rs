@@ -1,4 +1,4 @@
-//! What the tabs say to each other (W4): the leader relays its events and answers host
+//! What the tabs say to each other: the leader relays its events and answers host
 //! actions; followers wake it and learn who leads.
 
 use std::rc::Rc;
@@ -350,7 +350,7 @@ impl Tab {
                 }
                 for outcome in outcomes {
                     if let Some((key, reason)) = &outcome.malformed {
-                        // D4: the entry is set aside in `quarantine`; the leader's host hears it.
+                        // The entry is set aside in `quarantine`; the leader's host hears it.
                         self.emit_json(&events::quarantined("inbox", key, reason));
                     }
                     let Some(error) = outcome.refused else {
@@ -400,7 +400,7 @@ impl Tab {
     }
 }
 
-/// K3: a tab asks the dispatcher only about its own principal's work. An action on one
+/// A tab asks the dispatcher only about its own principal's work. An action on one
 /// operation (`flush`, `retry`, `discard`) needs the operation's principal to be the asking
 /// tab's; `resume`, `operations` and the event log need the dispatcher's to be. (The asking
 /// tab names its principal: this keeps an honest tab of another user off the leader's work;
@@ -420,7 +420,7 @@ fn own_work(
     match action {
         HostAction::Flush | HostAction::Retry | HostAction::Discard => {
             let id = arg.as_string().unwrap_or_default();
-            // Settled and compacted, at hand: its tombstone keeps the principal (K3).
+            // Settled and compacted, at hand: its tombstone keeps the principal.
             let owner = driver.inspect(|s, _| {
                 let ledger = s.ledger();
                 ledger

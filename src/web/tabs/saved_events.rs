@@ -1,4 +1,4 @@
-//! Issue 37's live events: `{type: "pending", count}` when the unsettled count changes and
+//! The live saved-state events: `{type: "pending", count}` when the unsettled count changes and
 //! `{type: "saved"}` when it reaches zero. Many changes in one frame are one event: a change
 //! arms a ~16 ms timer (a frame; a worker has no `requestAnimationFrame`), and the count is
 //! read when it fires. The count is the core's (`unsettled_count`) while leading, this tab's

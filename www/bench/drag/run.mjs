@@ -1,11 +1,11 @@
-// Main-thread cost of a drag in page mode and in worker mode (issue #30 items 3 and 4):
+// Main-thread cost of a drag in page mode and in worker mode:
 // 60 coalesced updates a second to one shape for DRAG_SECONDS (default 10) while the scheduler
 // sends to the reference server (127.0.0.1). Each mode runs in a fresh page; the page's
 // main-thread time is read from CDP (Performance.getMetrics: TaskDuration, ScriptDuration)
 // just before and after the drag. "none" builds the same intents and calls no scheduler: the
 // baseline; "page-held" is page mode held (nothing sent during the drag), the A/B that splits
 // an update's own cost from the sending's; "page-coalesce" and "worker-coalesce" add
-// `coalesceMs: 32` (issue 37: each update held two frames, so the next replaces it unwritten
+// `coalesceMs: 32` (each update held two frames, so the next replaces it unwritten
 // and unsent). DRAG_MODES (comma-separated) picks modes; "none" always runs.
 // Per update = (mode − none) / updates. Prints a table; fails only when something is
 // broken (an error, a refused enqueue), never for slowness; bounded by a watchdog.
@@ -72,7 +72,7 @@ try {
       `${r.mode.padEnd(13)} ${String(r.updates).padStart(7)}  ${perTask.toFixed(3).padStart(14)}  ${(perTask / baseTask).toFixed(2).padStart(13)}  ${perScript.toFixed(3).padStart(16)}  ${own.padStart(26)}  ${String(r.sent ?? "-").padStart(13)}`,
     );
   }
-  console.log("drag: targets: the scheduler's task ms/update <= 0.5 in worker mode (issue 30), <= 1.5 in page mode (issue 37; …-coalesce: coalesceMs: 32)");
+  console.log("drag: targets: the scheduler's task ms/update <= 0.5 in worker mode, <= 1.5 in page mode (…-coalesce: coalesceMs: 32)");
   console.log(`drag: baseline (none) ${baseTask.toFixed(3)} ms task, ${baseScript.toFixed(3)} ms script per update`);
 } catch (error) {
   failed = true;

@@ -6,7 +6,7 @@ import type { EditorState } from "./model.js";
 
 /**
  * The request body, built when the scheduler freezes the request — that is, once every earlier
- * operation on the canvas has settled (canvas claims, S4), so the known version in `state.base`
+ * operation on the canvas has settled (canvas claims), so the known version in `state.base`
  * is the version this edit was made against. A shape edit carries it as `expectedVersions`: if
  * another client changed the canvas meanwhile, the server refuses the edit and the editor
  * rolls back.

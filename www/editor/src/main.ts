@@ -193,7 +193,7 @@ function storageTrouble(message: string): void {
 }
 
 /**
- * "Retry saving": the scheduler writes again (S13: `resume()`), then every edit storage refused
+ * "Retry saving": the scheduler writes again (`resume()`), then every edit storage refused
  * is enqueued again as it was (an intent already in the ledger resolves once durable; it is
  * never added twice).
  */
@@ -336,7 +336,7 @@ async function openScheduler(): Promise<Scheduler> {
         leaseMs: LEASE_MS,
         attemptTimeoutMs: 10_000,
         // Short delays so a demo recovers quickly once back online. An outage never
-        // dead-letters (K1); an operation the server keeps refusing while others succeed does
+        // dead-letters; an operation the server keeps refusing while others succeed does
         // after 100 such failures over at least the default 10 minutes.
         retry: { baseMs: 250, maxMs: 2_000, maxAttempts: 100 },
         onEvent,

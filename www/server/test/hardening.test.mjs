@@ -1,4 +1,4 @@
-// The reference server is an example users copy (issue 26, item 10): the admin API needs a
+// The reference server is an example users copy: the admin API needs a
 // token and is never readable from any origin, assets are never sniffed, and an id that names
 // an Object.prototype property is refused instead of silently lost.
 

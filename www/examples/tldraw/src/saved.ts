@@ -1,6 +1,6 @@
 //! "Is everything saved?": the badge ("Saving… / All changes saved / N not saved (why)"), the
 //! `beforeunload` warning, and `whenSaved()`. This is the only file that depends on the saved
-//! state API of issue 37 (`scheduler.whenSaved()`, `scheduler.pending()`, events `pending` and
+//! state API (`scheduler.whenSaved()`, `scheduler.pending()`, events `pending` and
 //! `saved`). Until a scheduler has them, it keeps the same answers itself from what every
 //! version has: the ids it enqueued, and the `settled` / `blocked` / `dead_lettered` events.
 import type { SchedulerEvent } from "canvas-scheduler";
