@@ -37,7 +37,7 @@ export default function init(): Promise<void>;
 /**
  * The scheduler in a dedicated worker, behind the API of the page's `Scheduler` (`Kind`: the
  * editor's operation kinds, as there). `stats()`, `claims()`, `explain(id)` and
- * `operation(id)` answer from the page's mirror of the worker's state (README "Worker mode"
+ * `operation(id)` answer from the page's mirror of the worker's state (docs/worker-mode.md
  * says how fresh it is). The page's lifecycle is handled here too: when the page is hidden in
  * the back/forward cache or frozen, the worker's scheduler pauses (another tab may take
  * over), and when the page comes back it joins again; `persist` is asked on the page (a

@@ -4,7 +4,7 @@
 // app's own worker module calling `serve()` from ./serve.js). Calls are messages; `stats()`,
 // `claims()`, `explain(id)` and `operation(id)` answer from a mirror the worker keeps up to
 // date (./mirror.js); `onEvent` and the async hooks `headers`, `authorize`, `classifyError`
-// run on the page. README "Worker mode" says what differs. The page's lifecycle is heard here
+// run on the page. docs/worker-mode.md says what differs. The page's lifecycle is heard here
 // (a worker has no page events) and told to the worker: `pagehide` and `freeze` pause its
 // scheduler, `pageshow` from the back/forward cache and `resume` start it again. Persistent
 // storage is asked here too: `navigator.storage.persist()` exists only in a Window.
@@ -99,7 +99,7 @@ export class Scheduler {
       if (rest[name] !== undefined) {
         throw codedError(
           "invalid_options",
-          `${name} cannot cross to the scheduler's worker: give it to serve({ ${name} }) in your own worker module and pass that Worker as options.worker (README, Worker mode)`,
+          `${name} cannot cross to the scheduler's worker: give it to serve({ ${name} }) in your own worker module and pass that Worker as options.worker (docs/worker-mode.md)`,
         );
       }
     }
@@ -209,7 +209,7 @@ export class Scheduler {
             try {
               this.#worker.postMessage({ t: "open", options, pageHooks });
             } catch (/** @type {any} */ error) {
-              fail(codedError("invalid_options", `the options cannot be sent to the scheduler's worker (${error?.message}): only plain data crosses, hooks as README "Worker mode" says`));
+              fail(codedError("invalid_options", `the options cannot be sent to the scheduler's worker (${error?.message}): only plain data crosses, hooks as docs/worker-mode.md says`));
             }
             return;
           case "opened":

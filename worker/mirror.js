@@ -9,7 +9,8 @@
 // crosses `postMessage` as one copy where an object graph is cloned field by field, and the
 // page parses an entry only when `operation(id)` or `explain(id)` asks for it: a drag of 2,000
 // records names 4,000 entries a move, which the page mostly never reads. Records and
-// explanations come out of the module through JSON (README, "the JS views"), so the text holds
+// explanations come out of the module through JSON (the `OperationRecord` and `Explanation`
+// declarations say their shape), so the text holds
 // all they hold. Which operations: every id a call through the proxy
 // named (enqueue, flush, explain, ...) or an event named (settled, blocked, dead_lettered), and
 // the ids the page asked to watch. At most `LIMIT` ids are kept; past that the resolved ones

@@ -6,7 +6,7 @@ use super::jitter;
 use super::model::Millis;
 use super::retention::RetentionPolicy;
 
-/// Default payload limit for one intent, in serialized JSON bytes (documented in the README).
+/// Default payload limit for one intent, in serialized JSON bytes (documented in docs/options.md).
 pub const DEFAULT_MAX_PAYLOAD_BYTES: usize = 256 * 1024;
 
 /// The longest wait a server (`Retry-After`, `retryAfterMs`) or the host (`classifyError`'s

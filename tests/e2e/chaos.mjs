@@ -462,7 +462,7 @@ async function fullSpeed({ context, statics, server, say, browser }) {
     tooManyRate: 0.1,
     retryAfterSeconds: 1,
   });
-  // Batched, as an editor should run (README): unbatched, delivery (about 25 edits/s here)
+  // Batched, as the defaults run (docs/options.md): unbatched, delivery (about 25 edits/s here)
   // would take minutes to drain what a few seconds of flooding write.
   const w = world(context, statics, server, seed, say, false, 32);
   let page = await w.open();

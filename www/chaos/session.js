@@ -145,7 +145,7 @@ export async function openSession({ server, database, seed, epoch, ack, batch = 
     },
     events: () => ({ events, problems, storage }),
     resume: () => scheduler.resume(),
-    /** Enqueues a refused intent again, unchanged (same id and content), as the README says. */
+    /** Enqueues a refused intent again, unchanged (same id and content), as docs/guide.md ("Storage") says. */
     async enqueueAgain(id) {
       await scheduler.enqueue(refused.get(id));
       ack(id);

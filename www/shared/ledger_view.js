@@ -14,8 +14,8 @@ function view(scheduler, id, record) {
 /**
  * Sequence, phase, blockers (and for a pending one, `explain`) of each id in `ids`; null when
  * unknown or known only by its tombstone. An open reads no settled history: what
- * `operation(id)` does not have at hand is looked up with `known(ids)`, as the README tells a
- * host to after a reload.
+ * `operation(id)` does not have at hand is looked up with `known(ids)`, as docs/guide.md
+ * ("After a reload: known()") tells a host to.
  */
 export async function ledgerView(scheduler, ids) {
   const out = {};

@@ -24,7 +24,7 @@ export type ExampleOptions = Omit<SchedulerOptions, "compile" | "participants" |
  * back (the defaults before they were an editor's). The e2e test measures each. */
 export type OptionsPreset = "example" | "defaults" | "unbatched";
 
-/** The example's options: what an editor should set (README, "Options for a canvas editor"). */
+/** The example's options: what an editor should set (docs/options.md). */
 export function exampleOptions(preset: OptionsPreset, endpoint: string, database: string, onEvent: (event: SchedulerEvent) => void): ExampleOptions {
   const given = { database, endpoint, onEvent };
   if (preset === "defaults") return given;
