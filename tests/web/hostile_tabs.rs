@@ -2,10 +2,10 @@
 //! with an in-page transport that counts what reaches it (`globalThis.{run}.sent`):
 //!
 //! - Principals: a ledger written under `alice` opened anonymously sends nothing of alice's (and
-//! the   same id enqueued anonymously is `duplicate_operation`);
+//!   the same id enqueued anonymously is `duplicate_operation`);
 //! - Authorization: `authorize` answering anything but `{allowed: boolean}` is a failed check,
-//! retried;   a denial after a lost answer queries first, and a change the server kept is
-//! `applied`;
+//!   retried; a denial after a lost answer queries first, and a change the server kept is
+//!   `applied`;
 //! - Several tabs: a forged `leader` message does not demote a leader the stored lease confirms; a
 //!   forged `event` never reaches `onEvent`; a tab of another principal cannot act on the
 //!   leader's operations; a second open tab with the same `owner` is refused.

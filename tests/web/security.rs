@@ -5,7 +5,7 @@
 //! - Principals: a request is never sent under another principal's credentials, and waits for a
 //!   session of its own principal;
 //! - No secrets in errors: no header value (token) reaches an event, the event log, `explain`,
-//! `operation` or a   rejected `Error`;
+//!   `operation` or a rejected `Error`;
 //! - The protocol: a reused idempotency key with a different body is refused, through
 //!   `FetchTransport` (the server's own test is `www/server/test/protocol.test.mjs`).
 //!

@@ -224,7 +224,8 @@ export function createEngine({ store, runApplyMs, now = Date.now, batches = true
           ],
         };
       }
-      // A batch carries one entry per operation, in the order of operationIds (docs/protocol.md, "Batches").
+      // A batch carries one entry per operation, in the order of operationIds
+      // (docs/protocol.md, "Batches").
       const list = isPlainObject(request.payload) ? request.payload.operations : undefined;
       if (!Array.isArray(list) || list.length !== request.operationIds.length) {
         return { error: 'a batch payload needs operations: one entry per operationId' };
