@@ -19,7 +19,7 @@ elapsed() {
 
 # step NAME COMMAND [ARGS...]: runs one step, printing its duration. For a developer's partial
 # run, ONLY_STEPS=REGEX (grep -E) runs only the steps whose name matches it and says which were
-# skipped; CI never sets it.
+# skipped; CI never sets it. A step that runs is run whole: the scripts it calls see no filter.
 step() {
     if [[ -n ${ONLY_STEPS:-} ]] && ! grep -qE -- "$ONLY_STEPS" <<<"$1"; then
         echo "--- [$SCRIPT_NAME] skipped (ONLY_STEPS): $1"
@@ -29,7 +29,7 @@ step() {
     shift
     STEP_STARTED=$EPOCHREALTIME
     echo "==> [$SCRIPT_NAME] $STEP_NAME"
-    "$@"
+    ONLY_STEPS="" "$@"
     echo "<== [$SCRIPT_NAME] $STEP_NAME: ok in $(elapsed "$STEP_STARTED")s"
     STEP_NAME=""
 }
