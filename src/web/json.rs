@@ -7,7 +7,7 @@ use wasm_bindgen::prelude::wasm_bindgen;
 use wasm_bindgen::{JsCast, JsValue};
 
 use crate::core::intent::MAX_PAYLOAD_DEPTH;
-use crate::core::json::{exceeds_js_integers, quote_js_integers, JsonText, ToJson, Writer};
+use crate::core::json::{JsonText, ToJson, Writer};
 
 /// Longest string accepted anywhere in a payload, in UTF-16 units.
 pub const MAX_STRING_UNITS: u32 = 1 << 20;
@@ -346,22 +346,18 @@ pub fn to_string(value: &dyn ToJson) -> Result<String, String> {
     Ok(writer.finish())
 }
 
-/// A JSON value as a JS value with plain objects (not Maps): serialized to JSON text in wasm
-/// and parsed by the engine (`JSON.parse`): one string crosses the boundary instead of one
-/// call per field. `null` only if the engine refuses the text.
+/// How every view reaches the host (operations, events, `explain`, `stats`, `pending`, `known`,
+/// the log, what hooks are given): plain objects for maps, `null` for a `None` a view always
+/// writes (a member left out is the derive's `skip_serializing_if`), integers as numbers.
+const TO_HOST: serde_wasm_bindgen::Serializer = serde_wasm_bindgen::Serializer::json_compatible();
+
+/// A view as the JS value the host sees, through `serde_wasm_bindgen` and the view's serde
+/// derive (the members `tests/record_shapes.rs` holds to the module's stored codec).
 ///
-/// An integer beyond ±(2^53 - 1), which JS would read as another number (in JSON kept as
-/// text, such as a server's canonical state or error details), becomes a string of its exact
-/// decimal digits: only that number is replaced, never the object around it.
-pub fn to_js(value: &dyn ToJson) -> JsValue {
-    let mut writer = Writer::new();
-    value.write_json(&mut writer);
-    // The writer checked every integer it wrote itself; only text written as it came (a
-    // payload, a server's canonical state) is scanned (the scan was a tenth of `pending()`).
-    let beyond = writer.beyond_js() || (writer.wrote_raw() && exceeds_js_integers(writer.text()));
-    let mut text = writer.finish();
-    if beyond {
-        text = quote_js_integers(&text);
-    }
-    js_sys::JSON::parse(&text).unwrap_or(JsValue::NULL)
+/// A JSON text inside it (a payload, a server's canonical state, error details) arrives as the
+/// value it holds, an integer beyond ±(2^53 - 1) in it as a string of its exact digits
+/// (`JsonText`'s serde form). `null` only when a view's own integer is beyond that (no count
+/// or time reaches it).
+pub fn to_js<T: serde::Serialize + ?Sized>(value: &T) -> JsValue {
+    value.serialize(&TO_HOST).unwrap_or(JsValue::NULL)
 }

@@ -167,6 +167,13 @@ impl<V: crate::core::json::ToJson> crate::core::json::ToJson for StrMap<V> {
     }
 }
 
+/// A map in key order: a plain object through `serde_wasm_bindgen` (`claims()`).
+impl<V: serde::Serialize> serde::Serialize for StrMap<V> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_map(self.iter())
+    }
+}
+
 impl<V> FromIterator<(String, V)> for StrMap<V> {
     /// Builds the index in one pass (a sort, linear for keys already in order, as a load's
     /// are) instead of a search per key. A key given twice keeps its last

@@ -311,22 +311,26 @@ impl<'a> Members<'a> {
     }
 }
 
-/// serde's view of a JSON text: a string holding it. The records' derives (`core::model`)
-/// describe the stored shapes for native code and tests (`tests/record_shapes.rs` holds the
-/// module's own codec to them); the module writes and reads records with `core::json`
-/// (ARCHITECTURE, hand-made pieces).
+/// serde's view of a JSON text: the value it holds, as the module's own codec stores it
+/// (`tests/record_shapes.rs` holds the two to the same members) and as the host sees it
+/// (views go to JS through `serde_wasm_bindgen`, `web::json::to_host`). An integer beyond
+/// ±(2^53 - 1), which a JS number cannot hold (a server's canonical state, error details), is
+/// written as a string of its exact digits: only that number changes, never the object
+/// around it. The wire keeps the text's very bytes ([`wire`]).
 impl serde::Serialize for JsonText {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.serialize_str(&self.0)
+        if exceeds_js_integers(&self.0) {
+            return wire::serialize(&JsonText(quote_js_integers(&self.0).into()), serializer);
+        }
+        wire::serialize(self, serializer)
     }
 }
 
-/// Read from a string holding JSON text, checked as the module's reader checks a stored one
-/// (one value, no lone surrogate, nesting bounded).
+/// Read from the value itself, as its compact JSON text, checked as the module's reader checks
+/// a stored one (no lone surrogate, nesting bounded).
 impl<'de> serde::Deserialize<'de> for JsonText {
     fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        let text = String::deserialize(deserializer)?;
-        super::from_str::<JsonText>(&text).map_err(serde::de::Error::custom)
+        wire::deserialize(deserializer)
     }
 }
 

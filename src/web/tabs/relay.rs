@@ -319,7 +319,7 @@ impl Tab {
             return;
         };
         let operation = match events::operation_ids(&event).as_slice() {
-            [id] => driver.inspect(|s, _| s.ledger().operation(id).map(|op| to_js(op))),
+            [id] => driver.inspect(|s, _| s.ledger().operation(id).map(to_js)),
             _ => None,
         };
         self.post(&TabMessage::Event {
