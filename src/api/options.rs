@@ -1,10 +1,24 @@
 //! `Scheduler.open` options, validated once with clear, coded errors (`invalid_options`,
 //! `invalid_concurrency`). Unknown keys are refused: a typo must not silently mean a default.
+//!
+//! Read in two steps. A caught snapshot first (`boundary.js`'s `intentFields`, shared with the
+//! intent's reader): the object's keys listed and each option read inside a `try`, into a fresh
+//! object holding only the names the derive below declares; then `serde_wasm_bindgen::from_value`
+//! of that copy into [`RawOptions`]. `from_value` alone reads fields through the bindings
+//! (`obj[field]`), where a throwing getter or a revoked Proxy would throw through the module
+//! instead of settling `invalid_options`, and never lists keys, so a typo would silently mean a
+//! default (`h6_hostile_options_settle_invalid_options`,
+//! `a_malformed_options_are_refused_with_codes`). Each option arrives as the JS value it is
+//! ([`Given`]) and is checked here, naming it: serde's `String` would turn a lone surrogate into
+//! U+FFFD, and its errors name neither the option nor its range.
 
-use js_sys::{Function, Reflect};
+use js_sys::{Array, Function};
+use serde::de::{Deserializer, Error as _, Visitor};
+use serde::Deserialize;
+use wasm_bindgen::prelude::wasm_bindgen;
 use wasm_bindgen::{JsCast, JsValue};
 
-use crate::web::json::{exact_text, is_array, object_keys, LoneSurrogate};
+use crate::web::json::{exact_text, LoneSurrogate};
 
 use crate::core::config::{
     BatchLimits, RetryPolicy, SchedulerConfig, DEFAULT_BATCH_MAX_BYTES,
@@ -17,46 +31,183 @@ use crate::web::transport::DEFAULT_MAX_ANSWER_BYTES;
 /// Default per-attempt timeout.
 pub const DEFAULT_ATTEMPT_TIMEOUT_MS: u32 = 30_000;
 
-/// Every option `Scheduler.open` reads; any other key is refused. The declarations
-/// (`SchedulerOptions` in `types.rs`) name the same ones: a browser test compares the two.
-pub const KEYS: [&str; 23] = [
-    "transport",
-    "database",
-    "endpoint",
-    "principal",
-    "concurrency",
-    "leaseMs",
-    "attemptTimeoutMs",
-    "retry",
-    "batch",
-    "maxPayloadBytes",
-    "maxAnswerBytes",
-    "eventLogLimit",
-    "coalesceMs",
-    "retain",
-    "headers",
-    "compile",
-    "participants",
-    "coalesce",
-    "authorize",
-    "classifyError",
-    "onEvent",
-    "owner",
-    "persist",
-];
+#[wasm_bindgen(module = "/src/api/boundary.js")]
+extern "C" {
+    /// See `boundary.js`: `null`, `false`, the first unknown key, or the values of `names` in
+    /// order (the arrays at `lists` copied, at most `limit` items) and a bitmask of the
+    /// unreadable ones.
+    #[wasm_bindgen(js_name = intentFields)]
+    fn own_fields(value: &JsValue, names: &JsValue, lists: &JsValue, limit: u32) -> JsValue;
+}
 
-/// The keys of each option that is an object, by option name (compared with the
-/// declarations as [`KEYS`] is).
-pub const NESTED_KEYS: [(&str, &[&str]); 4] = [
-    ("transport", &TRANSPORT_KEYS),
-    ("retry", &RETRY_KEYS),
-    ("batch", &BATCH_KEYS),
-    ("retain", &RETAIN_KEYS),
-];
-const TRANSPORT_KEYS: [&str; 2] = ["submit", "query"];
-const RETRY_KEYS: [&str; 4] = ["baseMs", "maxMs", "maxAttempts", "deadLetterAfterMs"];
-const BATCH_KEYS: [&str; 3] = ["maxOperations", "maxBytes", "kinds"];
-const RETAIN_KEYS: [&str; 4] = ["settled", "settledMs", "tombstones", "tombstoneMs"];
+/// One option as the host gave it (`undefined` when absent), handed over by serde untouched
+/// (`serde_wasm_bindgen::preserve`) and checked by the reader, which names the option.
+#[derive(Default)]
+struct Given(JsValue);
+
+impl<'de> Deserialize<'de> for Given {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        serde_wasm_bindgen::preserve::deserialize(deserializer).map(Given)
+    }
+}
+
+/// `Scheduler.open`'s options: the names the module reads, each object option a struct of its
+/// own. The declarations (`SchedulerOptions` in `types.rs`) name the same ones: a browser test
+/// compares them with [`option_names`].
+#[derive(Deserialize, Default)]
+#[serde(default, rename_all = "camelCase")]
+struct RawOptions {
+    transport: Option<RawTransport>,
+    database: Given,
+    endpoint: Given,
+    principal: Given,
+    concurrency: Given,
+    lease_ms: Given,
+    attempt_timeout_ms: Given,
+    retry: Option<RawRetry>,
+    batch: Option<RawBatch>,
+    max_payload_bytes: Given,
+    max_answer_bytes: Given,
+    event_log_limit: Given,
+    coalesce_ms: Given,
+    retain: Option<RawRetain>,
+    headers: Given,
+    compile: Given,
+    participants: Given,
+    coalesce: Given,
+    authorize: Given,
+    classify_error: Given,
+    on_event: Given,
+    owner: Given,
+    persist: Given,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct RawTransport {
+    submit: Given,
+    query: Given,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default, rename_all = "camelCase")]
+struct RawRetry {
+    base_ms: Given,
+    max_ms: Given,
+    max_attempts: Given,
+    dead_letter_after_ms: Given,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default, rename_all = "camelCase")]
+struct RawBatch {
+    max_operations: Given,
+    max_bytes: Given,
+    kinds: Given,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default, rename_all = "camelCase")]
+struct RawRetain {
+    settled: Given,
+    settled_ms: Given,
+    tombstones: Given,
+    tombstone_ms: Given,
+}
+
+/// The member names a derived struct reads: serde hands them to `deserialize_struct`, which
+/// this deserializer answers by keeping them (and reading nothing).
+struct FieldNames<'a>(&'a mut &'static [&'static str]);
+
+impl<'de> Deserializer<'de> for FieldNames<'_> {
+    type Error = serde::de::value::Error;
+
+    fn deserialize_any<V: Visitor<'de>>(self, _: V) -> Result<V::Value, Self::Error> {
+        Err(Self::Error::custom("not a struct"))
+    }
+
+    fn deserialize_struct<V: Visitor<'de>>(
+        self,
+        _: &'static str,
+        fields: &'static [&'static str],
+        _: V,
+    ) -> Result<V::Value, Self::Error> {
+        *self.0 = fields;
+        Err(Self::Error::custom("names read"))
+    }
+
+    serde::forward_to_deserialize_any! {
+        bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string bytes byte_buf
+        option unit unit_struct newtype_struct seq tuple tuple_struct map enum identifier
+        ignored_any
+    }
+}
+
+fn names_of<'de, T: Deserialize<'de>>() -> &'static [&'static str] {
+    let mut names: &'static [&'static str] = &[];
+    let _ = T::deserialize(FieldNames(&mut names));
+    names
+}
+
+/// Every option `Scheduler.open` reads (the derive's names); any other key is refused.
+pub fn option_names() -> &'static [&'static str] {
+    names_of::<RawOptions>()
+}
+
+/// The names inside each option that is an object, by option name.
+pub fn nested_option_names() -> [(&'static str, &'static [&'static str]); 4] {
+    [
+        ("transport", names_of::<RawTransport>()),
+        ("retry", names_of::<RawRetry>()),
+        ("batch", names_of::<RawBatch>()),
+        ("retain", names_of::<RawRetain>()),
+    ]
+}
+
+/// Most items `batch.kinds` may hold.
+const MAX_KINDS: u32 = 64;
+
+/// A fresh plain object holding the options `value` has among `names` (the object options
+/// among them snapshotted in turn), every read of the host's value made where a throw is
+/// caught. `what` names the object in messages (`options`, `retry`, ...).
+fn snapshot(value: &JsValue, names: &[&str], what: &str) -> Result<JsValue, SchedulerError> {
+    let listed: Array = names.iter().map(|name| JsValue::from_str(name)).collect();
+    // `batch.kinds` is copied into a fresh array (one item more than allowed tells "too many").
+    let lists: Array = names
+        .iter()
+        .position(|name| *name == "kinds")
+        .map(|at| JsValue::from(at as u32))
+        .into_iter()
+        .collect();
+    let read = own_fields(value, &listed, &lists, MAX_KINDS + 1);
+    if read.is_null() {
+        return Err(bad_field(what, "must be an object"));
+    }
+    if let Some(key) = read.as_string() {
+        return Err(bad(format!("unknown option {what}.{key}")));
+    }
+    let Ok(values) = read.dyn_into::<Array>() else {
+        return Err(bad_field(what, "is unreadable"));
+    };
+    let unreadable = values.get(names.len() as u32).as_f64().unwrap_or(0.0) as u64;
+    let copy = js_sys::Object::new();
+    let nested = nested_option_names();
+    for (at, name) in names.iter().enumerate() {
+        if unreadable & (1 << at) != 0 {
+            return Err(bad_field(name, "is unreadable"));
+        }
+        let mut item = values.get(at as u32);
+        if item.is_undefined() {
+            continue;
+        }
+        if let Some((_, inner)) = nested.iter().find(|(option, _)| option == name) {
+            item = snapshot(&item, inner, name)?;
+        }
+        // A fresh object with no setters: setting a member runs no host code.
+        let _ = js_sys::Reflect::set(&copy, &JsValue::from_str(name), &item);
+    }
+    Ok(copy.into())
+}
 
 /// The host's hooks, as JS functions.
 #[derive(Clone, Default)]
@@ -106,37 +257,26 @@ fn bad_field(key: &str, what: &str) -> SchedulerError {
     bad(format!("{key} {what}"))
 }
 
-/// An object that is not an array (asked where a throw is caught: an unreadable Proxy is not).
-fn plain_enough(value: &JsValue) -> bool {
-    value.is_object() && !is_array(value) && object_keys(value).is_ok()
-}
-
-fn field(object: &JsValue, key: &str) -> Result<JsValue, SchedulerError> {
-    Reflect::get(object, &JsValue::from_str(key)).map_err(|_| bad_field(key, "is unreadable"))
-}
-
-fn text(object: &JsValue, key: &str, required: bool) -> Result<Option<String>, SchedulerError> {
-    let value = field(object, key)?;
-    if value.is_undefined() {
+fn text(value: &Given, key: &str, required: bool) -> Result<Option<String>, SchedulerError> {
+    if value.0.is_undefined() {
         return if required {
             Err(bad_field(key, "is required"))
         } else {
             Ok(None)
         };
     }
-    match exact_text(&value) {
+    match exact_text(&value.0) {
         Some(Ok(s)) if !s.is_empty() && s.chars().count() <= 256 => Ok(Some(s)),
         Some(Err(LoneSurrogate)) => Err(bad_field(key, "holds a lone surrogate")),
         _ => Err(bad_field(key, "must be a string of 1-256 characters")),
     }
 }
 
-fn integer(object: &JsValue, key: &str, min: u64, max: u64) -> Result<Option<u64>, SchedulerError> {
-    let value = field(object, key)?;
-    if value.is_undefined() {
+fn integer(value: &Given, key: &str, min: u64, max: u64) -> Result<Option<u64>, SchedulerError> {
+    if value.0.is_undefined() {
         return Ok(None);
     }
-    match value.as_f64() {
+    match value.0.as_f64() {
         Some(n) if n.is_finite() && n.fract() == 0.0 && n >= min as f64 && n <= max as f64 => {
             Ok(Some(n as u64))
         }
@@ -145,25 +285,22 @@ fn integer(object: &JsValue, key: &str, min: u64, max: u64) -> Result<Option<u64
 }
 
 /// `batch.kinds`: 1-64 distinct operation types, each as an intent's `operationType` must be.
-/// Read through `Reflect` (length, then each index) so a hostile array's throw is caught.
-fn kinds(object: &JsValue) -> Result<Option<Vec<String>>, SchedulerError> {
+/// The snapshot copied an array into a fresh one (at most one item more than allowed).
+fn kinds(value: &Given) -> Result<Option<Vec<String>>, SchedulerError> {
     const KEY: &str = "batch.kinds";
     const WHAT: &str =
         "must be an array of 1-64 operation types (1-64 characters of A-Z a-z 0-9 . _ -)";
-    let value = field(object, "kinds")?;
-    if value.is_undefined() {
+    if value.0.is_undefined() {
         return Ok(None);
     }
-    if !is_array(&value) {
+    let Some(items) = value.0.dyn_ref::<Array>() else {
         return Err(bad_field(KEY, WHAT));
-    }
-    let length = field(&value, "length")?.as_f64().unwrap_or(0.0);
-    if !(1.0..=64.0).contains(&length) {
+    };
+    if !(1..=MAX_KINDS).contains(&items.length()) {
         return Err(bad_field(KEY, WHAT));
     }
     let mut kinds = Vec::new();
-    for i in 0..length as u32 {
-        let item = Reflect::get_u32(&value, i).map_err(|_| bad_field(KEY, "is unreadable"))?;
+    for item in items.iter() {
         let kind = match exact_text(&item) {
             Some(Ok(kind)) if crate::core::intent::valid_kind(&kind) => kind,
             _ => return Err(bad_field(KEY, WHAT)),
@@ -175,54 +312,27 @@ fn kinds(object: &JsValue) -> Result<Option<Vec<String>>, SchedulerError> {
     Ok(Some(kinds))
 }
 
-fn boolean(object: &JsValue, key: &str) -> Result<Option<bool>, SchedulerError> {
-    let value = field(object, key)?;
-    if value.is_undefined() {
+fn boolean(value: &Given, key: &str) -> Result<Option<bool>, SchedulerError> {
+    if value.0.is_undefined() {
         return Ok(None);
     }
     value
+        .0
         .as_bool()
         .map(Some)
         .ok_or_else(|| bad_field(key, "must be true or false"))
 }
 
-fn function(object: &JsValue, key: &str) -> Result<Option<Function>, SchedulerError> {
-    let value = field(object, key)?;
-    if value.is_undefined() {
+fn function(value: &Given, key: &str) -> Result<Option<Function>, SchedulerError> {
+    if value.0.is_undefined() {
         return Ok(None);
     }
     value
+        .0
+        .clone()
         .dyn_into::<Function>()
         .map(Some)
         .map_err(|_| bad_field(key, "must be a function"))
-}
-
-fn nested(
-    object: &JsValue,
-    key: &str,
-    allowed: &[&str],
-) -> Result<Option<JsValue>, SchedulerError> {
-    let value = field(object, key)?;
-    if value.is_undefined() {
-        return Ok(None);
-    }
-    if !plain_enough(&value) {
-        return Err(bad_field(key, "must be an object"));
-    }
-    check_keys(&value, allowed, key)?;
-    Ok(Some(value))
-}
-
-fn check_keys(object: &JsValue, allowed: &[&str], what: &str) -> Result<(), SchedulerError> {
-    // `Object.keys` of a Proxy runs its traps: read where a throw is caught.
-    let keys = object_keys(object).map_err(|_| bad_field(what, "is unreadable"))?;
-    for key in keys.iter() {
-        let key = key.as_string().unwrap_or_default();
-        if !allowed.contains(&key.as_str()) {
-            return Err(bad(format!("unknown option {what}.{key}")));
-        }
-    }
-    Ok(())
 }
 
 /// The endpoint must be an absolute http(s) URL without credentials, query or fragment, whose
@@ -248,30 +358,31 @@ fn check_endpoint(endpoint: &str) -> Result<(), SchedulerError> {
 
 /// Validates the options object.
 pub fn decode_options(options: &JsValue) -> Result<OpenOptions, SchedulerError> {
-    if !plain_enough(options) {
-        return Err(bad("options must be an object"));
-    }
-    check_keys(options, &KEYS, "options")?;
-    let database = text(options, "database", true)?.unwrap_or_default();
-    let transport = match nested(options, "transport", &TRANSPORT_KEYS)? {
-        Some(object) => Some(crate::web::js_transport::JsTransport {
-            submit: function(&object, "submit")?
+    let copy = snapshot(options, option_names(), "options")?;
+    // The copy holds plain objects and the host's values as they were read: nothing serde
+    // reads from it runs host code, and each option comes back as given.
+    let raw: RawOptions =
+        serde_wasm_bindgen::from_value(copy).map_err(|e| bad(format!("options: {e}")))?;
+    let database = text(&raw.database, "database", true)?.unwrap_or_default();
+    let transport = match raw.transport {
+        Some(transport) => Some(crate::web::js_transport::JsTransport {
+            submit: function(&transport.submit, "submit")?
                 .ok_or_else(|| bad("transport.submit is required"))?,
-            query: function(&object, "query")?.ok_or_else(|| bad("transport.query is required"))?,
+            query: function(&transport.query, "query")?
+                .ok_or_else(|| bad("transport.query is required"))?,
         }),
         None => None,
     };
     // With a pluggable transport the endpoint is only informative.
-    let endpoint = text(options, "endpoint", transport.is_none())?
+    let endpoint = text(&raw.endpoint, "endpoint", transport.is_none())?
         .unwrap_or_else(|| "http://transport.invalid".into());
     check_endpoint(&endpoint)?;
     let mut config = SchedulerConfig {
-        principal: text(options, "principal", false)?,
+        principal: text(&raw.principal, "principal", false)?,
         ..SchedulerConfig::default()
     };
-    let concurrency = field(options, "concurrency")?;
-    if !concurrency.is_undefined() {
-        match concurrency.as_f64() {
+    if !raw.concurrency.0.is_undefined() {
+        match raw.concurrency.0.as_f64() {
             Some(n) if n.is_finite() && n.fract() == 0.0 && (1.0..=64.0).contains(&n) => {
                 config.concurrency = n as usize
             }
@@ -283,17 +394,23 @@ pub fn decode_options(options: &JsValue) -> Result<OpenOptions, SchedulerError> 
             }
         }
     }
-    if let Some(lease) = integer(options, "leaseMs", 1_000, 3_600_000)? {
+    if let Some(lease) = integer(&raw.lease_ms, "leaseMs", 1_000, 3_600_000)? {
         config.lease_ms = lease;
     }
-    let attempt_timeout_ms = integer(options, "attemptTimeoutMs", 100, 600_000)?
+    let attempt_timeout_ms = integer(&raw.attempt_timeout_ms, "attemptTimeoutMs", 100, 600_000)?
         .map_or(DEFAULT_ATTEMPT_TIMEOUT_MS, |t| t as u32);
-    if let Some(retry) = nested(options, "retry", &RETRY_KEYS)? {
-        let base_ms = integer(&retry, "baseMs", 1, 3_600_000)?.unwrap_or(500);
-        let max_ms = integer(&retry, "maxMs", 1, 86_400_000)?.unwrap_or(30_000.max(base_ms));
-        let max_attempts = integer(&retry, "maxAttempts", 1, 10_000)?.unwrap_or(20) as u32;
-        let dead_letter_after_ms = integer(&retry, "deadLetterAfterMs", 0, 604_800_000)?
-            .unwrap_or(DEFAULT_DEAD_LETTER_AFTER_MS);
+    if let Some(retry) = raw.retry {
+        let base_ms = integer(&retry.base_ms, "baseMs", 1, 3_600_000)?.unwrap_or(500);
+        let max_ms = integer(&retry.max_ms, "maxMs", 1, 86_400_000)?.unwrap_or(30_000.max(base_ms));
+        let max_attempts =
+            integer(&retry.max_attempts, "maxAttempts", 1, 10_000)?.unwrap_or(20) as u32;
+        let dead_letter_after_ms = integer(
+            &retry.dead_letter_after_ms,
+            "deadLetterAfterMs",
+            0,
+            604_800_000,
+        )?
+        .unwrap_or(DEFAULT_DEAD_LETTER_AFTER_MS);
         config.retry = RetryPolicy {
             base_ms,
             max_ms,
@@ -301,55 +418,56 @@ pub fn decode_options(options: &JsValue) -> Result<OpenOptions, SchedulerError> 
             dead_letter_after_ms,
         };
     }
-    if let Some(batch) = nested(options, "batch", &BATCH_KEYS)? {
+    if let Some(batch) = raw.batch {
         config.batch = BatchLimits {
-            max_operations: integer(&batch, "maxOperations", 1, 1_000)?
+            max_operations: integer(&batch.max_operations, "maxOperations", 1, 1_000)?
                 .map_or(DEFAULT_BATCH_MAX_OPERATIONS, |n| n as usize),
-            max_bytes: integer(&batch, "maxBytes", 1, 16 << 20)?
+            max_bytes: integer(&batch.max_bytes, "maxBytes", 1, 16 << 20)?
                 .map_or(DEFAULT_BATCH_MAX_BYTES, |n| n as usize),
-            kinds: kinds(&batch)?,
+            kinds: kinds(&batch.kinds)?,
         };
     }
-    if let Some(limit) = integer(options, "maxPayloadBytes", 1, 16 << 20)? {
+    if let Some(limit) = integer(&raw.max_payload_bytes, "maxPayloadBytes", 1, 16 << 20)? {
         config.max_payload_bytes = limit as usize;
     }
-    let max_answer_bytes = integer(options, "maxAnswerBytes", 1_024, 64 << 20)?
+    let max_answer_bytes = integer(&raw.max_answer_bytes, "maxAnswerBytes", 1_024, 64 << 20)?
         .map_or(DEFAULT_MAX_ANSWER_BYTES, |limit| limit as usize);
-    if let Some(limit) = integer(options, "eventLogLimit", 1, 100_000)? {
+    if let Some(limit) = integer(&raw.event_log_limit, "eventLogLimit", 1, 100_000)? {
         config.event_log_limit = limit as usize;
     }
-    if let Some(ms) = integer(options, "coalesceMs", 0, MAX_COALESCE_MS)? {
+    if let Some(ms) = integer(&raw.coalesce_ms, "coalesceMs", 0, MAX_COALESCE_MS)? {
         config.coalesce_ms = ms;
     }
-    if let Some(retain) = nested(options, "retain", &RETAIN_KEYS)? {
+    if let Some(retain) = raw.retain {
         // Each limit a non-negative integer; 0 keeps nothing whole (compacted as it settles)
         // or no tombstone (an id is forgotten once compacted). Times up to ten years.
         let defaults = RetentionPolicy::default();
         let years = 10 * 365 * 86_400_000;
         config.retain = RetentionPolicy {
-            settled: integer(&retain, "settled", 0, 1_000_000)?
+            settled: integer(&retain.settled, "settled", 0, 1_000_000)?
                 .map_or(defaults.settled, |n| n as usize),
-            settled_ms: integer(&retain, "settledMs", 0, years)?.unwrap_or(defaults.settled_ms),
-            tombstones: integer(&retain, "tombstones", 0, 10_000_000)?
+            settled_ms: integer(&retain.settled_ms, "settledMs", 0, years)?
+                .unwrap_or(defaults.settled_ms),
+            tombstones: integer(&retain.tombstones, "tombstones", 0, 10_000_000)?
                 .map_or(defaults.tombstones, |n| n as usize),
-            tombstone_ms: integer(&retain, "tombstoneMs", 0, years)?
+            tombstone_ms: integer(&retain.tombstone_ms, "tombstoneMs", 0, years)?
                 .unwrap_or(defaults.tombstone_ms),
         };
     }
-    config.owner = match text(options, "owner", false)? {
+    config.owner = match text(&raw.owner, "owner", false)? {
         Some(owner) => owner,
         None => format!("tab-{}", crate::web::driver::WebHost::fresh_id()),
     };
     config.validate()?;
-    let persist = boolean(options, "persist")?.unwrap_or(true);
+    let persist = boolean(&raw.persist, "persist")?.unwrap_or(true);
     let hooks = Hooks {
-        headers: function(options, "headers")?,
-        compile: function(options, "compile")?,
-        participants: function(options, "participants")?,
-        coalesce: function(options, "coalesce")?,
-        authorize: function(options, "authorize")?,
-        classify_error: function(options, "classifyError")?,
-        on_event: function(options, "onEvent")?,
+        headers: function(&raw.headers, "headers")?,
+        compile: function(&raw.compile, "compile")?,
+        participants: function(&raw.participants, "participants")?,
+        coalesce: function(&raw.coalesce, "coalesce")?,
+        authorize: function(&raw.authorize, "authorize")?,
+        classify_error: function(&raw.classify_error, "classifyError")?,
+        on_event: function(&raw.on_event, "onEvent")?,
     };
     Ok(OpenOptions {
         database,

@@ -215,6 +215,11 @@ async fn h6_hostile_options_settle_invalid_options() {
         format!("{{ {good}, principal: {{ [Symbol.toPrimitive]() {{ throw new Error('boom'); }} }} }}"),
         format!("{{ {good}, principal: 'user-\\uD800' }}"),
         format!("{{ database: 'cs-hostile-opt-{run}', transport: {REVOKED} }}"),
+        // Read through serde from a caught snapshot: a nested getter and an array item's
+        // getter throw where the snapshot is taken, never inside `from_value`.
+        format!("{{ {good}, retry: Object.defineProperty({{}}, 'baseMs', {{ get() {{ throw new Error('boom'); }}, enumerable: true }}) }}"),
+        format!("{{ {good}, batch: {{ kinds: Object.defineProperty(['a.b'], 0, {{ get() {{ throw new Error('boom'); }} }}) }} }}"),
+        format!("{{ {good}, owner: 'tab-\\uDC00' }}"),
     ];
     for source in cases {
         let opened = within(&Scheduler::open_js(js(&source)), 2_000).await;

@@ -1,6 +1,7 @@
 //! `SchedulerConfig`'s derive reads `Scheduler.open`'s data options as the module's
-//! own reader does (`api/options.rs`, kept for its refusals and its size: ARCHITECTURE): the
-//! same config from the same object, through `serde_wasm_bindgen`.
+//! own reader does (`api/options.rs`: its derive behind a caught snapshot, ARCHITECTURE): the
+//! same config from the same object, through `serde_wasm_bindgen`; and the option names that
+//! reader's derive declares are the ones `types.rs` declares.
 
 use canvas_scheduler::api::options::decode_options;
 use canvas_scheduler::core::config::SchedulerConfig;
@@ -124,15 +125,20 @@ fn sorted<'a>(names: impl IntoIterator<Item = &'a str>) -> Vec<String> {
 /// on either side alone fails here.
 #[wasm_bindgen_test]
 fn the_declared_options_are_the_options_the_module_reads() {
-    use canvas_scheduler::api::options::{KEYS, NESTED_KEYS};
+    use canvas_scheduler::api::options::{nested_option_names, option_names};
     let text = declarations();
+    let names = option_names();
+    assert!(
+        names.contains(&"database") && names.contains(&"onEvent"),
+        "{names:?}"
+    );
     let declared = members(braced(&text, "export interface SchedulerOptions<"));
     assert_eq!(
         sorted(declared.iter().map(|(name, _)| name.as_str())),
-        sorted(KEYS),
+        sorted(names.iter().copied()),
         "SchedulerOptions (types.rs) and the option names read by api/options.rs differ"
     );
-    for (option, keys) in NESTED_KEYS {
+    for (option, keys) in nested_option_names() {
         let (_, type_text) = declared.iter().find(|(name, _)| name == option).unwrap();
         let inner = type_text
             .strip_prefix('{')
