@@ -68,3 +68,91 @@ fn anything_but_plain_json_is_refused_with_its_path() {
         assert!(error.contains(expected), "{source}: {error}");
     }
 }
+
+/// Views reach JS through their serde derives (`web::json::to_js`): each is, as JSON text, the
+/// very text the module's stored codec writes for it: the same members, in the same order,
+/// absent and `null` where the codec has them, a JSON text member as the value it holds.
+#[wasm_bindgen_test]
+fn views_reach_js_as_the_text_the_modules_codec_writes() {
+    use canvas_scheduler::core::json::{self, JsonText, ToJson};
+    use canvas_scheduler::core::model::*;
+    use canvas_scheduler::core::safe_error::SafeError;
+    use canvas_scheduler::core::scheduler::{Compacted, Explanation, Known};
+    use canvas_scheduler::web::json::to_js;
+
+    fn same<T: ToJson + serde::Serialize + ?Sized>(value: &T) {
+        let seen = js_sys::JSON::stringify(&to_js(value)).unwrap();
+        assert_eq!(seen.as_string().unwrap(), json::to_string(value));
+    }
+    let mut intent = Intent::new("op-1".into(), 7, "shape.upsert".into());
+    intent.canvas_ids = vec!["c1".into()];
+    intent.payload = JsonText::compact(r#"{"s":"é\"q","x":[1,-2,0.5],"n":null}"#).unwrap();
+    intent.expected_versions.insert("c1".into(), 3);
+    intent.coalesce_key = Some("k".into());
+    let bare = Operation::new(intent.clone());
+    let mut op = Operation::new(intent);
+    op.phase = OperationPhase::Resolved;
+    op.request_id = Some("req".into());
+    op.outcome = Some(Box::new(OperationOutcome {
+        settlement: Settlement::Rejected,
+        request_id: Some("req".into()),
+        error: Some(
+            SafeError::new("conflict", "no")
+                .with_details(JsonText::compact(r#"{"a":[1,2]}"#).unwrap()),
+        ),
+        canonical: Some(JsonText::compact(r#"{"v":2}"#).unwrap()),
+        at: 99,
+    }));
+    same(&op);
+    same(&bare);
+    same(&[op.clone(), bare][..]);
+    let compacted = Compacted {
+        id: "op-1".into(),
+        compacted: true,
+        outcome: Settlement::Applied,
+        settled_at: 5,
+        principal: None,
+        replaced_by: Some("op-2".into()),
+    };
+    same(&compacted);
+    for full in [true, false] {
+        same(&Explanation {
+            operation_id: "op-1".into(),
+            state: "blocked",
+            reason: "dead_letter".into(),
+            canvas_id: full.then(|| "c1".into()),
+            request_id: None,
+            dependency_id: full.then(|| "op-0".into()),
+            due_at: full.then_some(12),
+            attempt: full.then_some(3),
+            blockers: vec!["b".into()],
+            held_canvas_ids: full.then(|| vec!["c1".into()]),
+            release: full.then(|| vec!["retry".into()]),
+        });
+        same(&EventRecord {
+            seq: 1,
+            at: 2,
+            kind: EventKind::RetryScheduled,
+            request_id: Some("r".into()),
+            operation_id: None,
+            attempt: full.then_some(1),
+            fence: Some(4),
+            detail: full.then(|| "x".into()),
+        });
+    }
+    // `operation(id)`: the record, or the tombstone's view, with nothing around either.
+    let known = to_js(&Known::Tombstone(compacted.clone()));
+    assert_eq!(
+        js_sys::JSON::stringify(&known)
+            .unwrap()
+            .as_string()
+            .unwrap(),
+        json::to_string(&compacted)
+    );
+    // An integer a JS number cannot hold becomes the string of its digits, the object kept.
+    let big = to_js(&JsonText::compact(r#"{"big":12345678901234567891,"ok":1}"#).unwrap());
+    assert_eq!(
+        js_sys::JSON::stringify(&big).unwrap().as_string().unwrap(),
+        r#"{"big":"12345678901234567891","ok":1}"#
+    );
+}
