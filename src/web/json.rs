@@ -333,8 +333,7 @@ fn write_number(number: f64, out: &mut Writer) -> Option<()> {
 /// An integer beyond ±(2^53 - 1), as serde-wasm-bindgen's JSON-compatible serializer refused
 /// it: such a value would silently change on its way through JS.
 ///
-/// Takes a trait object, as [`to_js`] does: one copy of each in the `.wasm`, where a generic
-/// brought one per record type (only `write_json` differs between them).
+/// Takes a trait object: one copy in the `.wasm`, where a generic brought one per record type (only `write_json` differs between them).
 pub fn to_string(value: &dyn ToJson) -> Result<String, String> {
     let mut writer = Writer::new();
     value.write_json(&mut writer);
@@ -346,18 +345,21 @@ pub fn to_string(value: &dyn ToJson) -> Result<String, String> {
     Ok(writer.finish())
 }
 
-/// How every view reaches the host (operations, events, `explain`, `stats`, `pending`, `known`,
-/// the log, what hooks are given): plain objects for maps, `null` for a `None` a view always
-/// writes (a member left out is the derive's `skip_serializing_if`), integers as numbers.
-const TO_HOST: serde_wasm_bindgen::Serializer = serde_wasm_bindgen::Serializer::json_compatible();
-
-/// A view as the JS value the host sees, through `serde_wasm_bindgen` and the view's serde
-/// derive (the members `tests/record_shapes.rs` holds to the module's stored codec).
+/// A view as the JS value the host sees: its serde derive (the members `tests/record_shapes.rs`
+/// holds to the module's stored codec) written by `serde_json` and parsed by the engine
+/// (`JSON.parse`), so one string crosses into JS instead of one call per member, and a
+/// `"__proto__"` key in a server's JSON (a canonical state, error details) stays an own
+/// property rather than reaching the prototype setter. Every view goes this way: operations and
+/// tombstones, events, `explain`, `flush`, `stats`, `pending`, `claims`, `whenSaved`, the log,
+/// what hooks are given.
 ///
 /// A JSON text inside it (a payload, a server's canonical state, error details) arrives as the
 /// value it holds, an integer beyond ±(2^53 - 1) in it as a string of its exact digits
-/// (`JsonText`'s serde form). `null` only when a view's own integer is beyond that (no count
-/// or time reaches it).
+/// (`JsonText`'s serde form). `null` only if serde_json or the engine refuses the view (a map
+/// keyed by other than strings; none is).
 pub fn to_js<T: serde::Serialize + ?Sized>(value: &T) -> JsValue {
-    value.serialize(&TO_HOST).unwrap_or(JsValue::NULL)
+    serde_json::to_string(value)
+        .ok()
+        .and_then(|text| js_sys::JSON::parse(&text).ok())
+        .unwrap_or(JsValue::NULL)
 }

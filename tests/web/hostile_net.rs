@@ -356,3 +356,66 @@ async fn an_integer_beyond_2_53_in_an_answer_is_a_string_and_the_object_is_kept(
     assert_eq!(field(&stored, "small").as_f64(), Some(7.0));
     scheduler.stop();
 }
+
+/// How `value` holds `{"__proto__": {"polluted": true}, "a": 1}`: its own keys (sorted),
+/// whether its prototype is still `Object.prototype`, the own `__proto__` member's `polluted`,
+/// and what `polluted` reads on the value and on a fresh object.
+fn proto_shape(value: &JsValue) -> String {
+    let _ = Reflect::set(&js("globalThis"), &"__protoSeen".into(), value);
+    js("(() => { const v = globalThis.__protoSeen; \
+        return JSON.stringify([Object.keys(v).sort(), Object.getPrototypeOf(v) === Object.prototype, \
+          Object.getOwnPropertyDescriptor(v, '__proto__')?.value?.polluted ?? null, \
+          v.polluted ?? null, ({}).polluted ?? null]); })()")
+    .as_string()
+    .unwrap_or_default()
+}
+
+/// A server's JSON holding a `"__proto__"` key (an applied answer's `canonical`, a rejection's
+/// error `details`) reaches the host as an own member, as `JSON.parse` makes it: in the
+/// `settled` event and in `operation(id)`, the object keeps `Object.prototype` and nothing
+/// else is polluted.
+#[wasm_bindgen_test]
+async fn a_proto_key_in_a_servers_json_stays_an_own_member_in_every_view() {
+    const OWN: &str = r#"[["__proto__","a"],true,true,null,null]"#;
+    for (route, outcome) in [("proto", "applied"), ("proto-details", "rejected")] {
+        let run = unique(route);
+        let events = format!("__proto_events_{}", run.replace('-', "_"));
+        js(&format!("globalThis.{events} = []"));
+        let endpoint = format!("{}/{route}", hostile());
+        let scheduler = open(
+            &run,
+            &endpoint,
+            &format!(
+                "onEvent: (event) => {{ if (event === null || event.type === 'settled') globalThis.{events}.push(event); }}"
+            ),
+        )
+        .await;
+        scheduler.start().expect("start");
+        JsFuture::from(scheduler.enqueue(intent("proto", "c1")))
+            .await
+            .expect("enqueue");
+        until("the settled event", || {
+            js(&format!("globalThis.{events}.length > 0")).is_truthy()
+        })
+        .await;
+        let event = js(&format!("globalThis.{events}[0]"));
+        assert!(!event.is_null(), "{route}: the settled event was null");
+        assert_eq!(
+            field(&event, "outcome").as_string().as_deref(),
+            Some(outcome),
+            "{route}"
+        );
+        let outcome_of = field(&scheduler.operation("proto"), "outcome");
+        let (from_event, stored) = if outcome == "applied" {
+            (field(&event, "canonical"), field(&outcome_of, "canonical"))
+        } else {
+            (
+                field(&field(&event, "error"), "details"),
+                field(&field(&outcome_of, "error"), "details"),
+            )
+        };
+        assert_eq!(proto_shape(&from_event), OWN, "{route}: the settled event");
+        assert_eq!(proto_shape(&stored), OWN, "{route}: operation(id)");
+        scheduler.stop();
+    }
+}

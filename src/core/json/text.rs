@@ -313,10 +313,10 @@ impl<'a> Members<'a> {
 
 /// serde's view of a JSON text: the value it holds, as the module's own codec stores it
 /// (`tests/record_shapes.rs` holds the two to the same members) and as the host sees it
-/// (views go to JS through `serde_wasm_bindgen`, `web::json::to_host`). An integer beyond
-/// ±(2^53 - 1), which a JS number cannot hold (a server's canonical state, error details), is
-/// written as a string of its exact digits: only that number changes, never the object
-/// around it. The wire keeps the text's very bytes ([`wire`]).
+/// (views go to JS written by `serde_json` and read by `JSON.parse`, `web::json::to_js`). An
+/// integer beyond ±(2^53 - 1), which a JS number cannot hold (a server's canonical state,
+/// error details), is written as a string of its exact digits: only that number changes, never
+/// the object around it. The wire keeps the text's very bytes ([`wire`]).
 impl serde::Serialize for JsonText {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         if exceeds_js_integers(&self.0) {

@@ -21,6 +21,10 @@
 //                                           `authorization` and `x-api-key` in its error
 //   /huge/requests…                         answers 200 applied, its `canonical` holding an
 //                                           integer beyond 2^53 (12345678901234567890)
+//   /proto/requests…                        answers 200 applied, its `canonical` holding a
+//                                           `"__proto__"` key ({"__proto__":{"polluted":true},"a":1})
+//   /proto-details/requests…                answers 422 rejected, its error's `details`
+//                                           holding the same `"__proto__"` key
 //   /utf8/requests…                         answers 200 applied as raw bytes in several writes: a
 //                                           byte order mark, characters split across writes, an
 //                                           invalid byte (0xFF) in `canonical.bad`
@@ -116,6 +120,16 @@ async function handle(req, res) {
     // Written as text: a JS number could not hold this integer.
     const answer = '{"outcome":"applied","canonical":{"big":12345678901234567890,"kept":"yes","small":7}}';
     send(res, 200, answer, { 'content-type': 'application/json' });
+  } else if (/^\/proto(-details)?\/requests(?:\/[^/]+)?$/.test(path)) {
+    req.resume();
+    // Written as text: a JS object literal would set the prototype instead of holding the key.
+    const hostile = '{"__proto__":{"polluted":true},"a":1}';
+    if (path.startsWith('/proto-details/')) {
+      const answer = `{"outcome":"rejected","error":{"code":"bad_shape","message":"no","details":${hostile}}}`;
+      send(res, 422, answer, { 'content-type': 'application/json' });
+    } else {
+      send(res, 200, `{"outcome":"applied","canonical":${hostile}}`, { 'content-type': 'application/json' });
+    }
   } else if (/^\/utf8\/requests(?:\/[^/]+)?$/.test(path)) {
     req.resume();
     const bytes = Buffer.concat([
