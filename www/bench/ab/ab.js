@@ -146,4 +146,38 @@ window.abLoad = async ({ endpoint, backlog, n, deadlineMs, order }) => {
   return out;
 };
 
+/**
+ * The `pending` part (AB_PART=pending): for each build a held scheduler with `n` unsettled
+ * operations on 20 canvases (as the browser benchmark's `pendingCost`), then `calls` rounds in
+ * which each build's `pending()` is called once, in a rotating order; per build, the median.
+ */
+window.abPending = async ({ n, calls, deadlineMs }) => {
+  const stamp = Date.now();
+  const schedulers = {};
+  const samples = Object.fromEntries(names.map((name) => [name, []]));
+  try {
+    for (const name of names) {
+      const scheduler = await builds[name].Scheduler.open({ database: `ab-pending-${name}-${stamp}`, transport });
+      schedulers[name] = scheduler;
+      scheduler.hold();
+      const intents = [];
+      for (let i = 0; i < n; i++) intents.push({ id: `pending-${i}`, operationType: "record.put", canvasIds: [`c${i % 20}`], payload: { id: `shape:${i}`, x: i, y: i } });
+      await scheduler.enqueueMany(intents);
+    }
+    const deadline = now() + deadlineMs;
+    for (let i = 0; i < calls && now() < deadline; i++) {
+      for (let k = 0; k < names.length; k++) {
+        const name = names[(k + i) % names.length];
+        const t = now();
+        const listed = schedulers[name].pending().length;
+        samples[name].push(now() - t);
+        if (listed !== n) throw new Error(`${name}: pending() listed ${listed} of ${n}`);
+      }
+    }
+  } finally {
+    for (const scheduler of Object.values(schedulers)) scheduler.stop();
+  }
+  return Object.fromEntries(names.map((name) => [name, { medianMs: median(samples[name]), count: samples[name].length }]));
+};
+
 document.body.dataset.ready = "1";

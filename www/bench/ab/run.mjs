@@ -15,6 +15,10 @@
 // awaited enqueues (default 300) run, each after the raw 1-record transaction; printed per
 // build: the enqueue p50, its ratio to the raw p50 of the same moments, and the operations
 // delivered per second meanwhile.
+//
+// AB_PART=pending measures `pending()`: each build holds AB_PENDING unsettled operations
+// (default 200,2000: one measurement each), then AB_ROUNDS rounds (default 101) call each
+// build's `pending()` once, in a rotating order; printed per build: the median.
 import { createServer } from "node:http";
 import { readFile, stat } from "node:fs/promises";
 import { extname, join, normalize, resolve } from "node:path";
@@ -25,9 +29,10 @@ import { CHROMIUM_ARGS, chromiumPath, startReferenceServer } from "../../harness
 const HERE = fileURLToPath(new URL(".", import.meta.url));
 const TYPES = { ".html": "text/html; charset=utf-8", ".js": "text/javascript; charset=utf-8", ".wasm": "application/wasm" };
 const PART = process.env.AB_PART ?? "held";
-if (!["held", "load"].includes(PART)) throw new Error(`AB_PART is held or load, not ${PART}`);
+if (!["held", "load", "pending"].includes(PART)) throw new Error(`AB_PART is held, load or pending, not ${PART}`);
 const RUNS = Number(process.env.AB_RUNS ?? 3);
-const ROUNDS = Number(process.env.AB_ROUNDS ?? (PART === "load" ? 300 : 1000));
+const ROUNDS = Number(process.env.AB_ROUNDS ?? { load: 300, pending: 101 }[PART] ?? 1000);
+const PENDING = (process.env.AB_PENDING ?? "200,2000").split(",").map(Number);
 const BACKLOG = Number(process.env.AB_BACKLOG ?? 2000);
 
 const builds = new Map();
@@ -75,7 +80,15 @@ try {
   await page.goto(`http://127.0.0.1:${server.address().port}/?${query}`);
   await page.waitForSelector("body[data-ready]", { state: "attached", timeout: 60_000 });
   if (PART === "load") await load(page);
-  else {
+  else if (PART === "pending") {
+    for (let run = 1; run <= RUNS; run++) {
+      for (const n of PENDING) {
+        const result = await page.evaluate((plan) => window.abPending(plan), { n, calls: ROUNDS, deadlineMs: 120_000 });
+        const cells = [...builds.keys()].map((name) => `${name} ${result[name].medianMs.toFixed(3)} ms`);
+        console.log(`run ${run}: pending() of ${n}: ${cells.join(" | ")} | ${result[[...builds.keys()][0]].count} rounds`);
+      }
+    }
+  } else {
     for (let run = 1; run <= RUNS; run++) {
       const result = await page.evaluate((plan) => window.ab(plan), { n: ROUNDS, deadlineMs: 120_000 });
       const raw = result.raw.p50Ms;
