@@ -314,8 +314,14 @@ impl<H: Host> Scheduler<H> {
             .end_of(operation_id)
             .filter(|end| *end > now)
         {
-            // `coalesceMs`: held back so a newer intent with its key can replace it.
-            out.reason = "coalescing".into();
+            // `coalesceMs`: held back so a newer intent with its key can replace it; or held
+            // back after its batch was aborted as a whole, until the wait that earned.
+            out.reason = if self.paced_after_abort(operation_id) {
+                "retry_scheduled"
+            } else {
+                "coalescing"
+            }
+            .into();
             out.due_at = Some(end);
             return Ok(out);
         }

@@ -8,6 +8,7 @@
 mod attempt;
 mod authorization;
 mod batch;
+mod batch_abort;
 mod coalesce_hold;
 mod completion;
 mod enqueue;
@@ -192,6 +193,10 @@ pub struct Scheduler<H: Host> {
     in_hook: bool,
     /// The server declined a batch (`batch`): every request carries one operation from now on.
     batches_declined: bool,
+    /// Operations of a batch aborted as a whole (`batch_abort`): each goes alone from now on.
+    alone: BTreeSet<String>,
+    /// How long each of them waits before it goes again, by operation id (`batch_abort`).
+    abort_pacing: Backoff,
     /// Enqueues not yet written, oldest first (`refusal`), and the one under way with the
     /// length of the effect queue when it began.
     admissions: Vec<refusal::Admission>,
@@ -256,6 +261,8 @@ impl<H: Host> Scheduler<H> {
             counters: Counters::default(),
             in_hook: false,
             batches_declined: false,
+            alone: BTreeSet::new(),
+            abort_pacing: Backoff::default(),
             admissions: Vec::new(),
             admitting: None,
         })
