@@ -148,7 +148,7 @@ impl Ledger {
                 .iter()
                 .filter(|id| {
                     self.operations
-                        .get(id)
+                        .get(id.as_str())
                         .is_some_and(|slot| slot.home == Home::Record)
                 })
                 .cloned(),

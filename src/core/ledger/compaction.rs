@@ -1,11 +1,10 @@
 //! Compaction slices: which settled operations leave the working stores in a batch, with
 //! their pages' other copies, and the trims of tombstones and the archive.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use super::chain::replaced_by;
 use super::{Dirty, Ledger, Slot};
-use crate::core::collections::str_map::StrMap;
 use crate::core::model::{Millis, Operation, OperationPhase};
 use crate::core::operation_pages::{insert_sorted, Home};
 use crate::core::retention::{
@@ -159,7 +158,7 @@ impl Ledger {
         // the whole queue, and the entries behind them are still reached. A quiet slice looks
         // as far as it takes.
         let mut limit = if window { SCAN_LIMIT } else { usize::MAX };
-        let mut chains = StrMap::new();
+        let mut chains = BTreeMap::new();
         let start = if self.scan_at < self.settled.len() {
             self.scan_at
         } else {
@@ -321,7 +320,7 @@ impl Ledger {
     /// [`Ledger::slice`], the one that walks: a chain is as long as a drag).
     /// `memo` keeps every id walked in this slice with its answer: the versions of one dragged
     /// record share their chain's end, so a slice walks each chain once, not once a version.
-    pub(super) fn chain_settled(&self, id: &str, memo: &mut StrMap<bool>) -> bool {
+    pub(super) fn chain_settled(&self, id: &str, memo: &mut BTreeMap<String, bool>) -> bool {
         let mut path: Vec<&str> = Vec::new();
         let mut target = id;
         let settled = loop {

@@ -8,9 +8,8 @@
 //! leaves the working stores, `tombstones` keeps what retention leaves at hand, and `chain`
 //! follows dependencies through replacement chains.
 
-use crate::core::collections::str_map::StrMap;
-use std::collections::BTreeSet;
 use std::collections::VecDeque;
+use std::collections::{BTreeMap, BTreeSet};
 
 use super::io::BatchNo;
 use super::model::{
@@ -139,11 +138,11 @@ pub struct Compact {
 /// The in-memory ledger with change tracking.
 #[derive(Debug, Default)]
 pub struct Ledger {
-    operations: StrMap<Slot>,
+    operations: BTreeMap<String, Slot>,
     /// How many of `operations` are resolved (`stats().settledKept`, asked on every update of
     /// a badge or a worker's mirror: counted, never walked).
     resolved: usize,
-    requests: StrMap<FrozenRequest>,
+    requests: BTreeMap<String, FrozenRequest>,
     /// Requests whose stored copy carries the dispatch marker (written before a first send):
     /// they may be sent again
     /// with nothing written first, while the lease lasts (storage failing, see `rollback`).
@@ -183,7 +182,7 @@ pub struct Ledger {
     with_dependencies: BTreeSet<String>,
     /// Tombstones at hand: compacted in this session or looked up (at most `memory_limit`
     /// while no look-up is under way).
-    tombstones: StrMap<tombstones::AtHand>,
+    tombstones: BTreeMap<String, tombstones::AtHand>,
     /// `tombstones` by last use then id: the least recently used is the first.
     tombstone_order: BTreeSet<(u64, String)>,
     /// Uses of tombstones at hand so far: the stamp of the next.
