@@ -16,9 +16,7 @@ use super::model::{
     EventKind, EventRecord, FrozenRequest, Lease, LedgerMeta, Millis, Operation, OperationOutcome,
     OperationPhase, RequestPhase, RetryAction,
 };
-use super::operation_pages::{
-    insert_sorted, Home, PageBook, PageHomes, PagePlan, StaleCopies, PAGE_LIMIT,
-};
+use super::operation_pages::{Home, PageBook, PageHomes, PagePlan, StaleCopies, PAGE_LIMIT};
 use super::retention::{RetentionPolicy, Tombstone};
 
 /// Settlement error code of an operation a coalesced intent replaced.
@@ -68,8 +66,8 @@ struct Dirty {
     requests: BTreeSet<String>,
     events: Vec<EventRecord>,
     trim_below: Option<u64>,
-    /// Page numbers, sorted.
-    stale_pages: Vec<u64>,
+    /// Page numbers.
+    stale_pages: BTreeSet<u64>,
     /// Something changed must be durable before the world learns of it (see
     /// [`Ledger::require_strict`]): the batch commits strict.
     strict: bool,
@@ -84,9 +82,7 @@ impl Dirty {
         self.events = events;
         self.trim_below = self.trim_below.max(older.trim_below);
         self.strict |= older.strict;
-        for no in older.stale_pages {
-            insert_sorted(&mut self.stale_pages, no);
-        }
+        self.stale_pages.extend(older.stale_pages);
     }
 
     fn is_empty(&self) -> bool {
@@ -104,7 +100,7 @@ struct Slot {
     op: Operation,
     home: Home,
     /// Stored pages holding an older copy of it (usually none): compacting it deletes them.
-    stale_in: Vec<u64>,
+    stale_in: BTreeSet<u64>,
 }
 
 /// A batch on its way to storage: what it wrote, and what changes once it is durable.
@@ -286,7 +282,7 @@ impl Ledger {
         let slot = Slot {
             op: operation,
             home: Home::Unwritten,
-            stale_in: Vec::new(),
+            stale_in: BTreeSet::new(),
         };
         if slot.op.phase == OperationPhase::Resolved {
             self.resolved += 1;
