@@ -120,13 +120,10 @@ impl PageBook {
             plan.written.push((no, operations.len()));
             pages.push(OperationPage { no, operations });
         }
-        // Copies each touched page loses (a batch touches few pages).
-        let mut losses: Vec<(u64, usize)> = Vec::new();
+        // Copies each touched page loses.
+        let mut losses: BTreeMap<u64, usize> = BTreeMap::new();
         for no in &superseded {
-            match losses.iter_mut().find(|(page, _)| page == no) {
-                Some((_, lost)) => *lost += 1,
-                None => losses.push((*no, 1)),
-            }
+            *losses.entry(*no).or_default() += 1;
         }
         let mut dropped = stale.clone();
         for (no, lost) in losses {
