@@ -1,7 +1,7 @@
 //! Why things are where they are: statistics with an idle reason, and `explain(id)`
 //! for every state an operation can be in.
 
-use crate::core::collections::str_map::StrMap;
+use std::collections::BTreeMap;
 
 use super::{Lifecycle, Scheduler, Stage};
 use crate::core::error::{ErrorCode, SchedulerError};
@@ -407,7 +407,7 @@ impl<H: Host> Scheduler<H> {
     }
 
     /// Canvas → request holding it.
-    pub fn claims(&self) -> StrMap<String> {
+    pub fn claims(&self) -> BTreeMap<String, String> {
         self.claims.snapshot()
     }
 }

@@ -22,11 +22,10 @@ mod saved;
 mod storage;
 mod wall_clock;
 
-use crate::core::collections::str_map::StrMap;
 use crate::core::seq_set::SeqSet;
 pub use pump::ACTIVE_MS;
-use std::collections::BTreeSet;
 use std::collections::VecDeque;
+use std::collections::{BTreeMap, BTreeSet};
 
 use super::backoff::Backoff;
 use super::claims::CanvasClaims;
@@ -163,17 +162,17 @@ pub struct Scheduler<H: Host> {
     poison: PoisonWatch,
     claims: CanvasClaims,
     /// Operation id → the canvases it waits on (reserved in `claims`).
-    waiting: StrMap<(u64, Vec<String>)>,
-    dependents: StrMap<BTreeSet<String>>,
+    waiting: BTreeMap<String, (u64, Vec<String>)>,
+    dependents: BTreeMap<String, BTreeSet<String>>,
     indexed: BTreeSet<String>,
     lane_waiters: SeqSet,
     /// Coalesce key → the latest pending operation carrying it.
-    coalescible: StrMap<String>,
-    deferred: StrMap<RetryEntry>,
+    coalescible: BTreeMap<String, String>,
+    deferred: BTreeMap<String, RetryEntry>,
     /// Holds not yet released (few: a vector).
     holds: Vec<HoldId>,
     next_hold: HoldId,
-    active: StrMap<Attempt>,
+    active: BTreeMap<String, Attempt>,
     next_attempt: AttemptId,
     persist: PersistState,
     resume_barrier: Option<BatchNo>,
@@ -233,15 +232,15 @@ impl<H: Host> Scheduler<H> {
             health: EndpointHealth::default(),
             poison: PoisonWatch::default(),
             claims: CanvasClaims::default(),
-            waiting: StrMap::new(),
-            dependents: StrMap::new(),
+            waiting: BTreeMap::new(),
+            dependents: BTreeMap::new(),
             indexed: BTreeSet::new(),
             lane_waiters: SeqSet::new(),
-            coalescible: StrMap::new(),
-            deferred: StrMap::new(),
+            coalescible: BTreeMap::new(),
+            deferred: BTreeMap::new(),
             holds: Vec::new(),
             next_hold: 0,
-            active: StrMap::new(),
+            active: BTreeMap::new(),
             next_attempt: 0,
             persist: PersistState {
                 next_no: 1,
