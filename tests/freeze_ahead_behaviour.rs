@@ -242,7 +242,7 @@ fn s13_an_answer_whose_write_failed_holds_its_canvas_again_and_nothing_is_sent()
     h.drain();
     assert!(h.wire.is_empty());
     assert!(
-        h.scheduler.claims().get("c").is_some(),
+        h.scheduler.claims().contains_key("c"),
         "the canvas stays held"
     );
     assert_eq!(

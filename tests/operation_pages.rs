@@ -183,7 +183,8 @@ fn s18_a_loaded_ledger_of_records_is_folded_once_the_scheduler_is_quiet() {
     );
     let durable = next.store.snapshot();
     assert_eq!(durable.operations.len(), 7);
-    assert_eq!(durable.operation_pages[0].1.len(), 6);
+    let (_, folded) = durable.operation_pages.first_key_value().expect("one page");
+    assert_eq!(folded.len(), 6);
     next.scheduler.release(next.now, hold);
 }
 

@@ -2,16 +2,16 @@
 //! need a claimed canvas wait on it. A waiting operation also reserves its canvases against
 //! later operations, so operations sharing a canvas leave in `sequence` order.
 
-use crate::core::collections::str_map::StrMap;
 use crate::core::seq_set::SeqSet;
+use std::collections::BTreeMap;
 
 use super::error::{ErrorCode, SchedulerError};
 
 /// Claims per canvas and the operations waiting on each.
 #[derive(Debug, Default)]
 pub struct CanvasClaims {
-    claims: StrMap<String>,
-    waiters: StrMap<SeqSet>,
+    claims: BTreeMap<String, String>,
+    waiters: BTreeMap<String, SeqSet>,
 }
 
 impl CanvasClaims {
@@ -22,7 +22,7 @@ impl CanvasClaims {
             .iter()
             .filter(|canvas| {
                 self.claims
-                    .get(canvas)
+                    .get(canvas.as_str())
                     .is_some_and(|holder| holder != request_id)
             })
             .map(String::as_str)
@@ -71,10 +71,10 @@ impl CanvasClaims {
         canvases
             .iter()
             .filter(|canvas| {
-                self.claims.contains_key(canvas)
+                self.claims.contains_key(canvas.as_str())
                     || self
                         .waiters
-                        .get(canvas)
+                        .get(canvas.as_str())
                         .and_then(SeqSet::first)
                         .is_some_and(|(first, _)| first < sequence)
             })
@@ -86,7 +86,8 @@ impl CanvasClaims {
     pub fn wait(&mut self, sequence: u64, id: &str, canvases: &[String]) {
         for canvas in canvases {
             self.waiters
-                .get_or_insert_with(canvas, SeqSet::new)
+                .entry(canvas.clone())
+                .or_default()
                 .insert(sequence, id);
         }
     }
@@ -110,7 +111,7 @@ impl CanvasClaims {
     }
 
     /// A snapshot of canvas → request.
-    pub fn snapshot(&self) -> StrMap<String> {
+    pub fn snapshot(&self) -> BTreeMap<String, String> {
         self.claims.clone()
     }
 

@@ -3,9 +3,8 @@
 //! ledger: a batch is validated whole before any of it is admitted.
 
 use super::model::ExpectedVersions;
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
-use super::collections::str_map::StrMap;
 use super::error::{ErrorCode, SchedulerError};
 use super::json::{JsonError, Reader};
 use super::model::{BlobRef, Intent};
@@ -239,9 +238,8 @@ pub fn find_cycle(batch: &[IntentInput]) -> Option<String> {
             .contains(&only.id)
             .then(|| only.id.clone());
     }
-    // Id → (place in the batch, visit state: 0 unvisited, 1 on the stack, 2 done). A StrMap:
-    // it shares its tree code with the core's other string-keyed maps.
-    let mut visits: StrMap<(usize, usize)> = StrMap::new();
+    // Id → (place in the batch, visit state: 0 unvisited, 1 on the stack, 2 done).
+    let mut visits: BTreeMap<String, (usize, usize)> = BTreeMap::new();
     for (place, input) in batch.iter().enumerate() {
         visits.insert(input.id.clone(), (place, 0));
     }
@@ -277,7 +275,7 @@ pub fn find_cycle(batch: &[IntentInput]) -> Option<String> {
     None
 }
 
-fn set_visit(visits: &mut StrMap<(usize, usize)>, id: &str, state: usize) {
+fn set_visit(visits: &mut BTreeMap<String, (usize, usize)>, id: &str, state: usize) {
     if let Some(visit) = visits.get_mut(id) {
         visit.1 = state;
     }

@@ -4,7 +4,6 @@
 pub mod backoff;
 pub mod claims;
 pub mod clock;
-pub mod collections;
 pub mod config;
 pub mod digest;
 pub mod endpoint;

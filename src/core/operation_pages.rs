@@ -18,8 +18,7 @@
 //! transaction (`Ledger::fold_candidates`). About 25 ms of IndexedDB work per 256 (the
 //! deletes), once per 256 records; a load then reads pages, not one record each.
 //!
-//! Pages are few (a few hundred for 100 000 operations), so they are kept in sorted vectors,
-//! not maps: every map type is more code in the `.wasm`.
+use std::collections::{BTreeMap, BTreeSet};
 
 use super::model::Operation;
 
@@ -57,23 +56,22 @@ pub struct PagePlan {
     pub dropped: Vec<u64>,
 }
 
-/// Each stored page, in page order, with the ids whose current copy it holds.
-pub type PageHomes = Vec<(u64, Vec<String>)>;
+/// Each stored page, by page number, with the ids whose current copy it holds.
+pub type PageHomes = BTreeMap<u64, Vec<String>>;
 
 /// Older copies still stored: an operation id and a page holding a superseded copy of it.
 pub type StaleCopies = Vec<(String, u64)>;
 
 /// The ids current in page `no`, if it is listed.
 pub fn homes_of(homes: &PageHomes, no: u64) -> Option<&Vec<String>> {
-    let at = homes.binary_search_by_key(&no, |(n, _)| *n).ok()?;
-    homes.get(at).map(|(_, ids)| ids)
+    homes.get(&no)
 }
 
-/// The stored pages and how many current copies each still holds, in page order.
+/// The stored pages and how many current copies each still holds, by page number.
 #[derive(Clone, Debug, Default)]
 pub struct PageBook {
-    current: Vec<(u64, usize)>,
-    /// The ids each stored page was written (or loaded) with, in page order: a superset of
+    current: BTreeMap<u64, usize>,
+    /// The ids each stored page was written (or loaded) with, by page number: a superset of
     /// those whose current copy it still holds, so a slice that deletes a page finds the
     /// copies to write again among its own ids, not by a scan of every operation.
     members: PageHomes,
@@ -81,27 +79,23 @@ pub struct PageBook {
 }
 
 impl PageBook {
-    /// The book of a loaded ledger: each stored page (in page order) with the ids current in
-    /// it. Pages holding none are returned, to be deleted by the next batch.
-    pub fn from_loaded(pages: PageHomes) -> (Self, Vec<u64>) {
+    /// The book of a loaded ledger: each stored page with the ids current in it. Pages
+    /// holding none are returned, to be deleted by the next batch.
+    pub fn from_loaded(pages: PageHomes) -> (Self, BTreeSet<u64>) {
         let mut book = Self {
-            next: pages.iter().map(|(no, _)| no + 1).max().unwrap_or(1),
+            next: pages.last_key_value().map_or(1, |(no, _)| no + 1),
             ..Self::default()
         };
-        let mut empty = Vec::new();
+        let mut empty = BTreeSet::new();
         for (no, ids) in pages {
             if ids.is_empty() {
-                insert_sorted(&mut empty, no);
+                empty.insert(no);
             } else {
-                book.current.push((no, ids.len()));
-                book.members.push((no, ids));
+                book.current.insert(no, ids.len());
+                book.members.insert(no, ids);
             }
         }
         (book, empty)
-    }
-
-    fn at(&self, no: u64) -> Option<usize> {
-        self.current.binary_search_by_key(&no, |(n, _)| *n).ok()
     }
 
     /// Splits `fresh` (operations never written, in id order, then those folded from records)
@@ -112,7 +106,7 @@ impl PageBook {
         &mut self,
         fresh: Vec<Operation>,
         superseded: Vec<u64>,
-        stale: &[u64],
+        stale: &BTreeSet<u64>,
     ) -> (Vec<OperationPage>, PagePlan) {
         let mut pages = Vec::new();
         let mut plan = PagePlan::default();
@@ -126,75 +120,60 @@ impl PageBook {
             plan.written.push((no, operations.len()));
             pages.push(OperationPage { no, operations });
         }
-        // Copies each touched page loses (a batch touches few pages).
-        let mut losses: Vec<(u64, usize)> = Vec::new();
+        // Copies each touched page loses.
+        let mut losses: BTreeMap<u64, usize> = BTreeMap::new();
         for no in &superseded {
-            match losses.iter_mut().find(|(page, _)| page == no) {
-                Some((_, lost)) => *lost += 1,
-                None => losses.push((*no, 1)),
-            }
+            *losses.entry(*no).or_default() += 1;
         }
-        let mut dropped = stale.to_vec();
+        let mut dropped = stale.clone();
         for (no, lost) in losses {
-            let left = self.at(no).map_or(0, |at| self.current[at].1);
-            if left <= lost {
-                insert_sorted(&mut dropped, no);
+            if self.current_in(no) <= lost {
+                dropped.insert(no);
             }
         }
-        plan.dropped = dropped;
+        plan.dropped = dropped.into_iter().collect();
         plan.superseded = superseded;
         (pages, plan)
     }
 
     /// The batch carrying `plan` is durable.
     pub fn confirm(&mut self, plan: &PagePlan) {
-        // New pages have the highest numbers: appending keeps the order.
         self.current.extend(plan.written.iter().copied());
         for no in &plan.superseded {
-            if let Some(at) = self.at(*no) {
-                self.current[at].1 = self.current[at].1.saturating_sub(1);
+            if let Some(left) = self.current.get_mut(no) {
+                *left = left.saturating_sub(1);
             }
         }
-        self.current.retain(|(no, _)| !plan.dropped.contains(no));
-        self.members.retain(|(no, _)| !plan.dropped.contains(no));
+        for no in &plan.dropped {
+            self.current.remove(no);
+            self.members.remove(no);
+        }
     }
 
-    /// `id` was written into page `no` by the batch just confirmed (new pages have the
-    /// highest numbers, so each goes at the end).
+    /// `id` was written into page `no` by the batch just confirmed.
     pub fn note_member(&mut self, no: u64, id: String) {
-        match self.members.last_mut() {
-            Some((last, ids)) if *last == no => ids.push(id),
-            _ => self.members.push((no, vec![id])),
-        }
+        self.members.entry(no).or_default().push(id);
     }
 
     /// The ids page `no` was written with (none when it is not stored); the current copies it
     /// holds are those among them whose home is still this page.
     pub fn members_of(&self, no: u64) -> &[String] {
-        homes_of(&self.members, no).map_or(&[], |ids| ids.as_slice())
+        self.members.get(&no).map_or(&[], |ids| ids.as_slice())
     }
 
     /// How many current copies page `no` holds (0 when it is not stored).
     pub fn current_in(&self, no: u64) -> usize {
-        self.at(no).map_or(0, |at| self.current[at].1)
+        self.current.get(&no).copied().unwrap_or(0)
     }
 
     /// Whether page `no` is stored.
     pub fn holds(&self, no: u64) -> bool {
-        self.at(no).is_some()
+        self.current.contains_key(&no)
     }
 
     /// Stored pages and their current copies, in page order.
     pub fn pages(&self) -> impl Iterator<Item = (u64, usize)> + '_ {
-        self.current.iter().copied()
-    }
-}
-
-/// Adds `no` to the sorted page numbers `set` unless it is there (page sets are small: a
-/// sorted vector, not one more tree type).
-pub fn insert_sorted(set: &mut Vec<u64>, no: u64) {
-    if let Err(at) = set.binary_search(&no) {
-        set.insert(at, no);
+        self.current.iter().map(|(&no, &left)| (no, left))
     }
 }
 
@@ -251,7 +230,7 @@ pub fn current_copies(
         let Some(op) = ops.get_mut(place).and_then(Option::take) else {
             continue;
         };
-        if let Some((_, ids)) = homes.get_mut(page) {
+        if let Some(ids) = pages.get(page).and_then(|(no, _)| homes.get_mut(no)) {
             ids.push(op.intent.id.clone());
         }
         current.push(op);
@@ -273,7 +252,7 @@ mod tests {
         let fresh: Vec<Operation> = (1..=PAGE_LIMIT as u64 + 1)
             .map(|i| op(&format!("o{i:04}"), i))
             .collect();
-        let (pages, plan) = book.plan(fresh, Vec::new(), &[]);
+        let (pages, plan) = book.plan(fresh, Vec::new(), &BTreeSet::new());
         assert_eq!(pages.len(), 2);
         assert_eq!(pages[0].operations.len(), PAGE_LIMIT);
         assert_eq!(pages[1].operations.len(), 1);
@@ -288,13 +267,13 @@ mod tests {
     #[test]
     fn a_page_is_dropped_with_its_last_current_copy_and_not_before() {
         let mut book = PageBook::default();
-        let (pages, plan) = book.plan(vec![op("a", 1), op("b", 2)], Vec::new(), &[]);
+        let (pages, plan) = book.plan(vec![op("a", 1), op("b", 2)], Vec::new(), &BTreeSet::new());
         book.confirm(&plan);
         let no = pages[0].no;
-        let (_, first) = book.plan(Vec::new(), vec![no], &[]);
+        let (_, first) = book.plan(Vec::new(), vec![no], &BTreeSet::new());
         assert!(first.dropped.is_empty(), "one copy is still current");
         book.confirm(&first);
-        let (_, second) = book.plan(Vec::new(), vec![no], &[]);
+        let (_, second) = book.plan(Vec::new(), vec![no], &BTreeSet::new());
         assert_eq!(second.dropped, vec![no]);
         book.confirm(&second);
         assert_eq!(book.pages().count(), 0);
@@ -302,18 +281,20 @@ mod tests {
 
     #[test]
     fn a_page_knows_its_ids_from_its_write_or_its_load_until_it_is_dropped() {
-        let (mut book, empty) =
-            PageBook::from_loaded(vec![(2, vec!["x".to_owned()]), (3, Vec::new())]);
-        assert_eq!(empty, vec![3]);
+        let (mut book, empty) = PageBook::from_loaded(PageHomes::from([
+            (2, vec!["x".to_owned()]),
+            (3, Vec::new()),
+        ]));
+        assert_eq!(empty, BTreeSet::from([3]));
         assert_eq!(book.members_of(2), ["x".to_owned()]);
         assert!(book.members_of(3).is_empty());
-        let (pages, plan) = book.plan(vec![op("a", 1), op("b", 2)], Vec::new(), &[]);
+        let (pages, plan) = book.plan(vec![op("a", 1), op("b", 2)], Vec::new(), &BTreeSet::new());
         let no = pages[0].no;
         book.confirm(&plan);
         book.note_member(no, "a".to_owned());
         book.note_member(no, "b".to_owned());
         assert_eq!(book.members_of(no), ["a".to_owned(), "b".to_owned()]);
-        let (_, drop) = book.plan(Vec::new(), vec![no, no, 2], &[]);
+        let (_, drop) = book.plan(Vec::new(), vec![no, no, 2], &BTreeSet::new());
         book.confirm(&drop);
         assert!(book.members_of(no).is_empty() && book.members_of(2).is_empty());
     }
@@ -321,12 +302,12 @@ mod tests {
     #[test]
     fn an_unconfirmed_plan_changes_no_count_and_no_number_is_reused() {
         let mut book = PageBook::default();
-        let (first, plan) = book.plan(vec![op("a", 1)], Vec::new(), &[]);
+        let (first, plan) = book.plan(vec![op("a", 1)], Vec::new(), &BTreeSet::new());
         book.confirm(&plan);
-        let (_, failed) = book.plan(vec![op("b", 2)], vec![first[0].no], &[]);
+        let (_, failed) = book.plan(vec![op("b", 2)], vec![first[0].no], &BTreeSet::new());
         assert_eq!(failed.dropped, vec![first[0].no]);
         // The batch failed: nothing confirmed, the next plan starts from the same counts.
-        let (again, retry) = book.plan(vec![op("b", 2)], vec![first[0].no], &[]);
+        let (again, retry) = book.plan(vec![op("b", 2)], vec![first[0].no], &BTreeSet::new());
         assert_eq!(retry.dropped, vec![first[0].no]);
         assert!(again[0].no > failed.written[0].0);
     }
@@ -355,7 +336,7 @@ mod tests {
         assert_eq!(homes_of(&homes, 7), Some(&vec!["b".to_owned()]));
         assert_eq!(homes_of(&homes, 9), Some(&Vec::new()), "nothing current");
         let (book, empty) = PageBook::from_loaded(homes);
-        assert_eq!(empty, vec![9]);
+        assert_eq!(empty, BTreeSet::from([9]));
         assert_eq!(book.pages().collect::<Vec<_>>(), vec![(3, 1), (7, 1)]);
     }
 }

@@ -16,9 +16,8 @@
 //! theirs, unless the ledger knows its id. Removing intents never makes a later check fail,
 //! so one pass of each suffices: linear in the call, but for the ledger's look-ups.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
-use crate::core::collections::str_map::StrMap;
 use crate::core::error::{ErrorCode, SchedulerError};
 use crate::core::intent::{check_fields, IntentInput, MAX_SAFE_INTEGER};
 
@@ -67,8 +66,8 @@ struct Call<'l> {
     dependencies: Vec<Vec<usize>>,
     /// For each slot, the slots of the new intents that depend on it.
     dependents: Vec<Vec<usize>>,
-    /// Each new intent's id → (its slot, 0): the map `find_cycle` uses, no more tree code.
-    fresh_ids: StrMap<(usize, usize)>,
+    /// Each new intent's id → its slot.
+    fresh_ids: BTreeMap<String, usize>,
 }
 
 /// Decides a partial enqueue. `slots` are the call's intents in order, each decoded or
@@ -143,10 +142,10 @@ fn unknown(input: &IntentInput, dependency: &str) -> SchedulerError {
 
 impl<'l> Call<'l> {
     fn new(slots: Vec<Slot>, ledger: &'l dyn Holdings) -> Self {
-        let mut fresh_ids = StrMap::new();
+        let mut fresh_ids = BTreeMap::new();
         for (at, slot) in slots.iter().enumerate() {
             if let Slot::Fresh(input) = slot {
-                fresh_ids.insert(input.id.clone(), (at, 0));
+                fresh_ids.insert(input.id.clone(), at);
             }
         }
         let mut dependencies = vec![Vec::new(); slots.len()];
@@ -154,7 +153,7 @@ impl<'l> Call<'l> {
         for (at, slot) in slots.iter().enumerate() {
             let Slot::Fresh(input) = slot else { continue };
             for dependency in &input.dependencies {
-                if let Some(&(on, _)) = fresh_ids.get(dependency) {
+                if let Some(&on) = fresh_ids.get(dependency) {
                     dependencies[at].push(on);
                     dependents[on].push(at);
                 }
@@ -204,7 +203,7 @@ impl<'l> Call<'l> {
             let Slot::Fresh(input) = slot else { continue };
             // An intent already held in the call is known to the ledger.
             let dependencies = input.dependencies.iter();
-            let mut absent = dependencies.filter(|d| !self.fresh_ids.contains_key(d));
+            let mut absent = dependencies.filter(|d| !self.fresh_ids.contains_key(d.as_str()));
             if let Some(dependency) = absent.find(|d| !self.ledger.knows(d)) {
                 missing.push((at, unknown(input, dependency)));
             }

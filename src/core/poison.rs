@@ -13,7 +13,7 @@
 //! dead-letter it only once `deadLetterAfterMs` has passed since then. Both live in memory, so a
 //! reload starts the window again (later, never sooner); the count itself is in the ledger.
 
-use crate::core::collections::str_map::StrMap;
+use std::collections::BTreeMap;
 
 use super::model::Millis;
 
@@ -29,7 +29,7 @@ struct Watch {
 /// The failing requests and what the endpoint had answered at their last failure.
 #[derive(Debug, Default)]
 pub struct PoisonWatch {
-    requests: StrMap<Watch>,
+    requests: BTreeMap<String, Watch>,
 }
 
 impl PoisonWatch {
@@ -60,7 +60,7 @@ impl PoisonWatch {
     /// A failure of `request_id` counted at `now`, with `answers` proper answers so far:
     /// returns how long ago its first counted failure was (0 for this one).
     pub fn counted(&mut self, request_id: &str, answers: u64, now: Millis) -> Millis {
-        let watch = self.requests.get_or_insert_with(request_id, || Watch {
+        let watch = self.requests.entry(request_id.to_owned()).or_insert(Watch {
             answers_seen: answers,
             first_counted: None,
         });

@@ -36,6 +36,9 @@ pub const INVALID_ANSWER: &str = "invalid_answer";
 /// Error code by which a server declines a request that carries several operations (a
 /// batch): it applied none of them and takes them one request each.
 pub const BATCH_NOT_SUPPORTED: &str = "batch_not_supported";
+/// Error code of one operation's verdict in a batch: not applied, only because another
+/// operation of the batch failed (`scheduler::batch_abort` when every operation has it).
+pub const BATCH_ABORTED: &str = "batch_aborted";
 /// Why a request waits after 401 or 403.
 pub const UNAUTHORIZED: &str = "unauthorized";
 /// Largest `canonical` state kept from an answer, in compact JSON bytes. A larger one is left

@@ -10,6 +10,8 @@
 //! more than the secret (a word the value shares); it never leaves a piece of one. Details
 //! (JSON) holding such a window are replaced whole by `{omitted: "error_details_redacted"}`.
 
+use std::collections::HashSet;
+
 use super::io::AttemptStatus;
 use super::json::JsonText;
 use super::safe_error::SafeError;
@@ -60,17 +62,13 @@ impl Secrets {
         self.0.is_empty()
     }
 
-    /// Every [`MIN_SECRET_CHARS`]-character window of a value (and of its JSON-escaped form),
-    /// sorted: looked up by binary search.
-    fn grams(&self) -> Vec<&str> {
-        let mut grams: Vec<&str> = self
-            .0
+    /// Every [`MIN_SECRET_CHARS`]-character window of a value (and of its JSON-escaped form).
+    /// Only looked up, never iterated, so its order cannot show.
+    fn grams(&self) -> HashSet<&str> {
+        self.0
             .iter()
             .flat_map(|value| windows(value).map(move |(a, b)| &value[a..b]))
-            .collect();
-        grams.sort_unstable();
-        grams.dedup();
-        grams
+            .collect()
     }
 
     /// `text` with every substring of a secret replaced by [`REDACTED`] (module docs).
@@ -79,7 +77,7 @@ impl Secrets {
         let mut covered = vec![false; text.len()];
         let mut any = false;
         for (a, b) in windows(text) {
-            if grams.binary_search(&&text[a..b]).is_ok() {
+            if grams.contains(&text[a..b]) {
                 covered[a..b].iter_mut().for_each(|c| *c = true);
                 any = true;
             }
@@ -112,8 +110,7 @@ impl Secrets {
             .collect();
         let escaped = Secrets(escaped);
         let (plain, escaped) = (self.grams(), escaped.grams());
-        let has = |grams: &[&str], gram: &str| grams.binary_search(&gram).is_ok();
-        windows(json).any(|(a, b)| has(&plain, &json[a..b]) || has(&escaped, &json[a..b]))
+        windows(json).any(|(a, b)| plain.contains(&json[a..b]) || escaped.contains(&json[a..b]))
     }
 
     /// One error, scrubbed in place (code, message, details).

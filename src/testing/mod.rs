@@ -12,4 +12,4 @@ pub use harness::Harness;
 pub use memory_store::MemoryStore;
 pub use operations::pending_upsert;
 pub use rng::SimRng;
-pub use server::{ServerFaults, SimServer};
+pub use server::{aborted_batch_answer, ServerFaults, SimServer};

@@ -17,8 +17,9 @@ struct Stored {
     outcome: AttemptOutcome,
     /// Queries left before an accepted run becomes applied.
     polls_left: u32,
-    /// Declined as a batch (applied nothing): a repeat or a query gets the decline again.
-    declined: bool,
+    /// A refusal that applied nothing (a batch declined, or aborted as a whole): a repeat or
+    /// a query gets it again.
+    refused: Option<AttemptStatus>,
 }
 
 /// Fault switches for one answer.
@@ -36,6 +37,10 @@ pub struct ServerFaults {
     pub unauthorized: bool,
     /// Answer 409 without a body without applying: still receiving an earlier copy.
     pub in_progress: bool,
+    /// Abort a new request of several operations as a whole (a serialization failure, say):
+    /// `rejected`, every operation's verdict `batch_aborted`, nothing applied; the answer is
+    /// stored under the key. A request of one operation is handled as usual.
+    pub abort_batch: bool,
 }
 
 /// The server's state.
@@ -58,6 +63,8 @@ pub struct SimServer {
     pub declines_batches: bool,
     /// Batches declined (submits of a new key).
     pub declined: u64,
+    /// Batches aborted as a whole (`ServerFaults::abort_batch`, submits of a new key).
+    pub aborted: u64,
 }
 
 impl SimServer {
@@ -92,7 +99,7 @@ impl SimServer {
             return answer;
         }
         let answer = match action {
-            RetryAction::Submit => self.submit(request),
+            RetryAction::Submit => self.submit(request, faults.abort_batch),
             RetryAction::Query => self.query(&request.id),
         };
         if faults.drop_after_apply {
@@ -101,7 +108,7 @@ impl SimServer {
         answer
     }
 
-    fn submit(&mut self, request: &FrozenRequest) -> AttemptStatus {
+    fn submit(&mut self, request: &FrozenRequest, abort_batch: bool) -> AttemptStatus {
         self.submits += 1;
         if let Some(stored) = self.stored.get(&request.id) {
             if stored.digest != request.digest {
@@ -111,24 +118,32 @@ impl SimServer {
                     Some(SafeError::new("idempotency_key_reused", "different body")),
                 );
             }
-            return if stored.declined {
-                decline()
-            } else {
-                status(stored.outcome, None)
-            };
+            return stored
+                .refused
+                .clone()
+                .unwrap_or_else(|| status(stored.outcome, None));
         }
-        if self.declines_batches && request.operation_ids.len() > 1 {
+        let batch = request.operation_ids.len() > 1;
+        let refusal = if self.declines_batches && batch {
             self.declined += 1;
+            Some(decline())
+        } else if abort_batch && batch {
+            self.aborted += 1;
+            Some(aborted_batch_answer(&request.operation_ids))
+        } else {
+            None
+        };
+        if let Some(refusal) = refusal {
             self.stored.insert(
                 request.id.clone(),
                 Stored {
                     digest: request.digest.clone(),
                     outcome: AttemptOutcome::Rejected,
                     polls_left: 0,
-                    declined: true,
+                    refused: Some(refusal.clone()),
                 },
             );
-            return decline();
+            return refusal;
         }
         let conflict = request
             .expected_versions
@@ -141,7 +156,7 @@ impl SimServer {
                     digest: request.digest.clone(),
                     outcome: AttemptOutcome::Rejected,
                     polls_left: 0,
-                    declined: false,
+                    refused: None,
                 },
             );
             let mut answer = status(
@@ -164,7 +179,7 @@ impl SimServer {
                 digest: request.digest.clone(),
                 outcome,
                 polls_left: if accepted { 2 } else { 0 },
-                declined: false,
+                refused: None,
             },
         );
         status(outcome, None)
@@ -193,8 +208,8 @@ impl SimServer {
                 Some(SafeError::new("not_found", "never received")),
             );
         };
-        if stored.declined {
-            return decline();
+        if let Some(refusal) = &stored.refused {
+            return refusal.clone();
         }
         if stored.outcome == AttemptOutcome::Accepted {
             if stored.polls_left == 0 {
@@ -223,6 +238,27 @@ fn decline() -> AttemptStatus {
         None,
         0,
     )
+}
+
+/// A batch aborted as a whole, as the wire carries it: 409 with a rejection body whose every
+/// operation answers `batch_aborted` (no member is to blame).
+pub fn aborted_batch_answer(operation_ids: &[String]) -> AttemptStatus {
+    let operations: Vec<_> = operation_ids
+        .iter()
+        .map(|id| {
+            json!({
+                "operationId": id,
+                "outcome": "rejected",
+                "error": {"code": "batch_aborted", "message": "the batch was aborted; nothing was applied"},
+            })
+        })
+        .collect();
+    let body = json!({
+        "outcome": "rejected",
+        "error": {"code": "serialization_failure", "message": "the transaction was aborted"},
+        "operations": operations,
+    });
+    crate::core::protocol::map_answer(RetryAction::Submit, 409, Some(&body.to_string()), None, 0)
 }
 
 fn status(outcome: AttemptOutcome, error: Option<SafeError>) -> AttemptStatus {

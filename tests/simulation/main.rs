@@ -136,6 +136,8 @@ struct World {
     /// Operations the host revised: their first intent is another one now.
     revised: BTreeSet<String>,
     faults_on: bool,
+    /// Its server aborts some batches as a whole (every member `batch_aborted`), faults on.
+    aborts_batches: bool,
     /// What happened, counted (the seed's figures; summed over seeds for the report).
     counts: Tally,
     /// Who is logged in: tabs open under this principal.
@@ -197,6 +199,8 @@ struct Tally {
     batched: u64,
     /// Batches a server without batches declined (each operation then went alone).
     declined: u64,
+    /// Batches the server aborted as a whole (each member then went alone, paced).
+    aborted: u64,
     /// Operations superseded by a later coalesced intent.
     superseded: u64,
     /// Operations folded from their own records into pages, in batches that became durable.
@@ -245,6 +249,7 @@ impl Tally {
         self.acknowledged += other.acknowledged;
         self.batched += other.batched;
         self.declined += other.declined;
+        self.aborted += other.aborted;
         self.superseded += other.superseded;
         self.folded += other.folded;
         self.host_actions += other.host_actions;
@@ -281,6 +286,7 @@ fn run_seed(seed: u64, steps: u64) -> Tally {
     Tally {
         acknowledged: world.acknowledged.len(),
         declined: world.server.declined,
+        aborted: world.server.aborted,
         ..world.counts
     }
 }
@@ -312,12 +318,13 @@ fn simulation_invariants_hold_across_seeds() {
     // Written to the stderr handle itself (not captured by the test harness), so CI logs show it.
     let _ = writeln!(
         std::io::stderr(),
-        "simulation: {} seeds, {} steps, {} acknowledged operations, {} batched sends ({} declined), {} superseded, {} folded into pages, {} host actions ({} refused), {} unauthorized answers, {} version conflicts, {} logins as another user, {} denials after a send, {} failed authorization checks, {} compacted, {} compacted intents enqueued again, {} partial enqueues, {} whenSaved resolved, {} power losses dropping {} relaxed commits, {} intake appends ({} by a leader whose lease was taken over), {} adopted again after a crash before clearing, {} set aside, storage failing {} times and recovering by itself {} times ({} sends meanwhile, {} enqueued operations refused), {} ids known() had to answer",
+        "simulation: {} seeds, {} steps, {} acknowledged operations, {} batched sends ({} declined, {} aborted as a whole), {} superseded, {} folded into pages, {} host actions ({} refused), {} unauthorized answers, {} version conflicts, {} logins as another user, {} denials after a send, {} failed authorization checks, {} compacted, {} compacted intents enqueued again, {} partial enqueues, {} whenSaved resolved, {} power losses dropping {} relaxed commits, {} intake appends ({} by a leader whose lease was taken over), {} adopted again after a crash before clearing, {} set aside, storage failing {} times and recovering by itself {} times ({} sends meanwhile, {} enqueued operations refused), {} ids known() had to answer",
         seeds.len(),
         total.steps,
         total.acknowledged,
         total.batched,
         total.declined,
+        total.aborted,
         total.superseded,
         total.folded,
         total.host_actions,
@@ -348,6 +355,7 @@ fn simulation_invariants_hold_across_seeds() {
         seeds.len() < 100
             || (total.batched > 0
                 && total.declined > 0
+                && total.aborted > 0
                 && total.superseded > 0
                 && total.folded > 0
                 && total.refused > 0
@@ -369,6 +377,6 @@ fn simulation_invariants_hold_across_seeds() {
                 && total.unwritten_sends > 0
                 && total.refused_enqueues > 0
                 && total.known_checked > 0),
-        "batching (declined too), coalescing, folding, host actions (taken and refused) expired logins, version conflicts, a second user, power losses dropping relaxed commits, intake appends (by a stale leader too) and adoptions again after a crash, and storage failing and recovering by itself, and known() under way must be exercised"
+        "batching (declined and aborted as a whole too), coalescing, folding, host actions (taken and refused) expired logins, version conflicts, a second user, power losses dropping relaxed commits, intake appends (by a stale leader too) and adoptions again after a crash, and storage failing and recovering by itself, and known() under way must be exercised"
     );
 }

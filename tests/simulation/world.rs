@@ -60,6 +60,7 @@ impl World {
             sequence_of: BTreeMap::new(),
             revised: BTreeSet::new(),
             faults_on: true,
+            aborts_batches: false,
             counts: Tally::default(),
             host_retried: BTreeSet::new(),
             principal: "user-1",
@@ -76,6 +77,9 @@ impl World {
         // A quarter of the worlds' servers take no batches: they decline each one, and the
         // scheduler falls back to one operation a request.
         world.server.declines_batches = world.rng.chance(25);
+        // A third of the others abort a batch as a whole now and then (a serialization
+        // failure: every member `batch_aborted`, none to blame); its members go again alone.
+        world.aborts_batches = !world.server.declines_batches && world.rng.chance(33);
         let _ = world.open_tab();
         world
     }
@@ -344,6 +348,7 @@ impl World {
             too_many: (15..18).contains(&roll).then_some(100),
             unauthorized: (18..20).contains(&roll),
             in_progress: (20..22).contains(&roll),
+            abort_batch: self.aborts_batches && (22..42).contains(&roll),
         }
     }
 }

@@ -220,14 +220,14 @@ async fn persist_is_a_boolean_option_and_stats_say_what_the_browser_granted() {
         .as_bool()
         .unwrap();
     let expected = if has_storage {
-        let granted = JsFuture::from(js_sys::Promise::from(js("navigator.storage.persisted()")))
-            .await
-            .unwrap();
         until("stats().persisted to be set", || {
             stat(&scheduler, "persisted").is_truthy() || stat(&scheduler, "persisted") == false
         })
         .await;
-        granted
+        // Asked once the scheduler has its answer (Firefox grants only after `persist()`).
+        JsFuture::from(js_sys::Promise::from(js("navigator.storage.persisted()")))
+            .await
+            .unwrap()
     } else {
         JsValue::NULL
     };

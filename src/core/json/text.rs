@@ -7,6 +7,7 @@
 //! the tree type, its parser (with float parsing) and its maps were a good part of the `.wasm`.
 
 use std::borrow::Cow;
+use std::collections::BTreeMap;
 
 use super::{escape_into, FromJson, JsonError, Reader, ToJson, Writer};
 
@@ -97,16 +98,12 @@ fn canonical_into(reader: &mut Reader<'_>, writer: &mut Writer) -> Result<(), Js
     match reader.peek() {
         Some(b'{') => {
             reader.object()?;
-            // Sorted by key as they come (a later duplicate replaces an earlier one).
-            let mut members: Vec<(Cow<'_, str>, String)> = Vec::new();
+            // In key order (a later duplicate replaces an earlier one).
+            let mut members: BTreeMap<Cow<'_, str>, String> = BTreeMap::new();
             while let Some(key) = reader.key()? {
                 let mut value = Writer::new();
                 canonical_into(reader, &mut value)?;
-                let value = value.finish();
-                match members.binary_search_by(|(k, _)| k.as_ref().cmp(key.as_ref())) {
-                    Ok(at) => members[at].1 = value,
-                    Err(at) => members.insert(at, (key, value)),
-                }
+                members.insert(key, value.finish());
             }
             writer.object();
             for (key, value) in &members {

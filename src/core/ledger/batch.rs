@@ -6,7 +6,7 @@ use std::collections::BTreeSet;
 use super::{Compact, Dirty, InFlight, Ledger, Slot};
 use crate::core::io::{BatchNo, LeaseWrite, PersistBatch};
 use crate::core::model::{FrozenRequest, OperationPhase, RequestPhase};
-use crate::core::operation_pages::{insert_sorted, Home, PAGE_LIMIT};
+use crate::core::operation_pages::{Home, PAGE_LIMIT};
 
 impl Ledger {
     /// Folds loose records into a page once `at` of them have gathered (0: never). A ledger
@@ -148,7 +148,7 @@ impl Ledger {
                 .iter()
                 .filter(|id| {
                     self.operations
-                        .get(id)
+                        .get(id.as_str())
                         .is_some_and(|slot| slot.home == Home::Record)
                 })
                 .cloned(),
@@ -257,7 +257,7 @@ impl Ledger {
                     if let Some(slot) = self.operations.get_mut(&id) {
                         if let Home::Page(old) = slot.home {
                             if home != slot.home && self.pages.holds(old) {
-                                insert_sorted(&mut slot.stale_in, old);
+                                slot.stale_in.insert(old);
                             }
                         }
                         slot.stale_in.retain(|no| self.pages.holds(*no));

@@ -1,13 +1,12 @@
 //! Compaction slices: which settled operations leave the working stores in a batch, with
 //! their pages' other copies, and the trims of tombstones and the archive.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use super::chain::replaced_by;
 use super::{Dirty, Ledger, Slot};
-use crate::core::collections::str_map::StrMap;
 use crate::core::model::{Millis, Operation, OperationPhase};
-use crate::core::operation_pages::{insert_sorted, Home};
+use crate::core::operation_pages::Home;
 use crate::core::retention::{
     tombstone_key, Tombstone, TombstoneTrim, ARCHIVE_TRIM_EVERY, KEYS_PER_MS, REWRITE_LIMIT,
     SCAN_LIMIT, SLICE_LIMIT,
@@ -72,18 +71,15 @@ impl Ledger {
 
     /// How many current copies each page loses to the operations in `dirty` (written again
     /// elsewhere by the batch that carries them), by page number.
-    pub(super) fn copies_leaving(&self, dirty: &Dirty) -> Vec<(u64, usize)> {
-        let mut leaving: Vec<(u64, usize)> = Vec::new();
+    pub(super) fn copies_leaving(&self, dirty: &Dirty) -> BTreeMap<u64, usize> {
+        let mut leaving: BTreeMap<u64, usize> = BTreeMap::new();
         for id in &dirty.operations {
             if let Some(Slot {
                 home: Home::Page(no),
                 ..
             }) = self.operations.get(id)
             {
-                match leaving.binary_search_by_key(no, |(page, _)| *page) {
-                    Ok(at) => leaving[at].1 += 1,
-                    Err(at) => leaving.insert(at, (*no, 1)),
-                }
+                *leaving.entry(*no).or_default() += 1;
             }
         }
         leaving
@@ -146,7 +142,7 @@ impl Ledger {
         let past_policy = |at: usize, settled_at: Millis| {
             at < excess || settled_at.saturating_add(settled_ms) <= now
         };
-        let mut doomed: Vec<u64> = Vec::new();
+        let mut doomed: BTreeSet<u64> = BTreeSet::new();
         let mut cost = 0;
         // Page copies this batch supersedes anyway (the operations it writes again): a page
         // whose other copies all go so is dropped by the batch's own plan, with nothing to
@@ -159,7 +155,7 @@ impl Ledger {
         // the whole queue, and the entries behind them are still reached. A quiet slice looks
         // as far as it takes.
         let mut limit = if window { SCAN_LIMIT } else { usize::MAX };
-        let mut chains = StrMap::new();
+        let mut chains = BTreeMap::new();
         let start = if self.scan_at < self.settled.len() {
             self.scan_at
         } else {
@@ -201,15 +197,13 @@ impl Ledger {
             }
             let mut pages = slot.stale_in.clone();
             if let Home::Page(no) = slot.home {
-                insert_sorted(&mut pages, no);
+                pages.insert(no);
             }
-            pages.retain(|no| self.pages.holds(*no) && doomed.binary_search(no).is_err());
+            pages.retain(|no| self.pages.holds(*no) && !doomed.contains(no));
             let more: usize = pages
                 .iter()
                 .map(|no| {
-                    let here = superseded_here
-                        .binary_search_by_key(no, |(page, _)| *page)
-                        .map_or(0, |at| superseded_here[at].1);
+                    let here = superseded_here.get(no).copied().unwrap_or(0);
                     self.pages.current_in(*no).saturating_sub(here)
                 })
                 .sum();
@@ -231,7 +225,7 @@ impl Ledger {
             }
             cost += more;
             for no in pages {
-                insert_sorted(&mut doomed, no);
+                doomed.insert(no);
             }
             key = tombstone_key(now, key);
             if let Some(mut tombstone) = Tombstone::of(&slot.op, key) {
@@ -321,7 +315,7 @@ impl Ledger {
     /// [`Ledger::slice`], the one that walks: a chain is as long as a drag).
     /// `memo` keeps every id walked in this slice with its answer: the versions of one dragged
     /// record share their chain's end, so a slice walks each chain once, not once a version.
-    pub(super) fn chain_settled(&self, id: &str, memo: &mut StrMap<bool>) -> bool {
+    pub(super) fn chain_settled(&self, id: &str, memo: &mut BTreeMap<String, bool>) -> bool {
         let mut path: Vec<&str> = Vec::new();
         let mut target = id;
         let settled = loop {

@@ -5,7 +5,7 @@ use std::collections::BTreeSet;
 
 use super::{Ledger, LedgerSnapshot, Slot};
 use crate::core::model::{Millis, Operation, OperationPhase, RequestPhase};
-use crate::core::operation_pages::{insert_sorted, Home, PageBook, PageHomes};
+use crate::core::operation_pages::{Home, PageBook, PageHomes};
 
 impl Ledger {
     /// A ledger holding already-validated durable records (nothing dirty).
@@ -27,7 +27,7 @@ impl Ledger {
             .map(|(at, op)| {
                 let home = homes.as_ref().and_then(|h| h.get(at).copied());
                 let home = home.unwrap_or(Home::Record);
-                let stale_in = Vec::new();
+                let stale_in = BTreeSet::new();
                 (op.intent.id.clone(), Slot { op, home, stale_in })
             })
             .collect();
@@ -48,7 +48,7 @@ impl Ledger {
         }
         for (id, no) in &snapshot.stale_copies {
             if let Some(slot) = ledger.operations.get_mut(id) {
-                insert_sorted(&mut slot.stale_in, *no);
+                slot.stale_in.insert(*no);
             }
         }
         let mut settled: Vec<(Millis, String)> = ledger
@@ -130,8 +130,8 @@ impl Ledger {
             self.pages.pages().map(|(no, _)| (no, Vec::new())).collect();
         for (id, slot) in self.operations.iter() {
             if let Home::Page(no) = slot.home {
-                if let Ok(at) = operation_pages.binary_search_by_key(&no, |(n, _)| *n) {
-                    operation_pages[at].1.push(id.clone());
+                if let Some(ids) = operation_pages.get_mut(&no) {
+                    ids.push(id.clone());
                 }
             }
         }

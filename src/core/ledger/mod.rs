@@ -8,18 +8,15 @@
 //! leaves the working stores, `tombstones` keeps what retention leaves at hand, and `chain`
 //! follows dependencies through replacement chains.
 
-use crate::core::collections::str_map::StrMap;
-use std::collections::BTreeSet;
 use std::collections::VecDeque;
+use std::collections::{BTreeMap, BTreeSet};
 
 use super::io::BatchNo;
 use super::model::{
     EventKind, EventRecord, FrozenRequest, Lease, LedgerMeta, Millis, Operation, OperationOutcome,
     OperationPhase, RequestPhase, RetryAction,
 };
-use super::operation_pages::{
-    insert_sorted, Home, PageBook, PageHomes, PagePlan, StaleCopies, PAGE_LIMIT,
-};
+use super::operation_pages::{Home, PageBook, PageHomes, PagePlan, StaleCopies, PAGE_LIMIT};
 use super::retention::{RetentionPolicy, Tombstone};
 
 /// Settlement error code of an operation a coalesced intent replaced.
@@ -69,8 +66,8 @@ struct Dirty {
     requests: BTreeSet<String>,
     events: Vec<EventRecord>,
     trim_below: Option<u64>,
-    /// Page numbers, sorted.
-    stale_pages: Vec<u64>,
+    /// Page numbers.
+    stale_pages: BTreeSet<u64>,
     /// Something changed must be durable before the world learns of it (see
     /// [`Ledger::require_strict`]): the batch commits strict.
     strict: bool,
@@ -85,9 +82,7 @@ impl Dirty {
         self.events = events;
         self.trim_below = self.trim_below.max(older.trim_below);
         self.strict |= older.strict;
-        for no in older.stale_pages {
-            insert_sorted(&mut self.stale_pages, no);
-        }
+        self.stale_pages.extend(older.stale_pages);
     }
 
     fn is_empty(&self) -> bool {
@@ -105,7 +100,7 @@ struct Slot {
     op: Operation,
     home: Home,
     /// Stored pages holding an older copy of it (usually none): compacting it deletes them.
-    stale_in: Vec<u64>,
+    stale_in: BTreeSet<u64>,
 }
 
 /// A batch on its way to storage: what it wrote, and what changes once it is durable.
@@ -139,11 +134,11 @@ pub struct Compact {
 /// The in-memory ledger with change tracking.
 #[derive(Debug, Default)]
 pub struct Ledger {
-    operations: StrMap<Slot>,
+    operations: BTreeMap<String, Slot>,
     /// How many of `operations` are resolved (`stats().settledKept`, asked on every update of
     /// a badge or a worker's mirror: counted, never walked).
     resolved: usize,
-    requests: StrMap<FrozenRequest>,
+    requests: BTreeMap<String, FrozenRequest>,
     /// Requests whose stored copy carries the dispatch marker (written before a first send):
     /// they may be sent again
     /// with nothing written first, while the lease lasts (storage failing, see `rollback`).
@@ -183,7 +178,7 @@ pub struct Ledger {
     with_dependencies: BTreeSet<String>,
     /// Tombstones at hand: compacted in this session or looked up (at most `memory_limit`
     /// while no look-up is under way).
-    tombstones: StrMap<tombstones::AtHand>,
+    tombstones: BTreeMap<String, tombstones::AtHand>,
     /// `tombstones` by last use then id: the least recently used is the first.
     tombstone_order: BTreeSet<(u64, String)>,
     /// Uses of tombstones at hand so far: the stamp of the next.
@@ -287,7 +282,7 @@ impl Ledger {
         let slot = Slot {
             op: operation,
             home: Home::Unwritten,
-            stale_in: Vec::new(),
+            stale_in: BTreeSet::new(),
         };
         if slot.op.phase == OperationPhase::Resolved {
             self.resolved += 1;

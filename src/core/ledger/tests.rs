@@ -10,11 +10,11 @@ fn op(id: &str, sequence: u64) -> Operation {
 
 #[test]
 fn page_homes_match_listed_ids_of_ordered_operations() {
-    let pages: PageHomes = vec![
+    let pages = PageHomes::from([
         (4, vec!["b".into(), "d".into(), "gone".into()]),
         (9, vec!["a".into(), "c".into()]),
         (11, vec!["c".into()]),
-    ];
+    ]);
     let in_order = [op("a", 1), op("b", 2), op("c", 3), op("d", 4), op("e", 5)];
     assert_eq!(
         page_homes(&in_order, &pages),
@@ -34,14 +34,14 @@ fn page_homes_match_listed_ids_of_ordered_operations() {
     );
     assert_eq!(page_homes(&[], &pages), Some(Vec::new()));
     assert_eq!(
-        page_homes(&in_order[..1], &Vec::new()),
+        page_homes(&in_order[..1], &PageHomes::new()),
         Some(vec![Home::Record])
     );
 }
 
 #[test]
 fn a_snapshot_out_of_id_order_loads_with_the_same_homes() {
-    let pages: PageHomes = vec![(4, vec!["b".into()]), (9, vec!["a".into()])];
+    let pages = PageHomes::from([(4, vec!["b".into()]), (9, vec!["a".into()])]);
     let snapshot = |operations: Vec<Operation>| LedgerSnapshot {
         operations,
         operation_pages: pages.clone(),

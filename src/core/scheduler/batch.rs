@@ -135,6 +135,7 @@ impl<H: Host> Scheduler<H> {
             .to_owned();
         if max_operations < 2
             || self.batches_declined
+            || self.goes_alone(&first.id)
             || !batchable_kind(&self.config.batch, &first.operation_type)
             || !compiled.expected_versions.is_empty()
         {
@@ -175,6 +176,7 @@ impl<H: Host> Scheduler<H> {
             let fits = candidate.operation_type == first.operation_type
                 && candidate.principal == first.principal
                 && !self.held_for_coalescing(now, &id)
+                && !self.goes_alone(&id)
                 && self.is_ready(&id)
                 && self.claims.occupied(sequence, canvases).is_empty();
             if !fits {

@@ -23,6 +23,14 @@ impl<H: Host> Scheduler<H> {
     ) {
         match status.outcome {
             AttemptOutcome::Applied | AttemptOutcome::Rejected => {
+                let aborted = self
+                    .ledger
+                    .request(request_id)
+                    .is_some_and(|r| super::batch_abort::aborts_every_operation(r, &status));
+                if aborted {
+                    // No proper answer: a failure, paced (`batch_abort`).
+                    return self.aborted_as_a_whole(now, request_id, status);
+                }
                 if action == RetryAction::Submit || self.lost_in_this_run(request_id) {
                     self.endpoint_answered(now, self.is_first_attempt(request_id));
                 }
@@ -183,7 +191,7 @@ impl<H: Host> Scheduler<H> {
     }
 
     /// Whether the attempt just answered was the request's first.
-    fn is_first_attempt(&self, request_id: &str) -> bool {
+    pub(super) fn is_first_attempt(&self, request_id: &str) -> bool {
         self.ledger
             .request(request_id)
             .is_some_and(|r| r.attempt <= 1)
@@ -212,7 +220,7 @@ impl<H: Host> Scheduler<H> {
     }
 
     /// Applied or rejected: the request and its operations are resolved for good.
-    fn settle(&mut self, now: Millis, request_id: &str, status: AttemptStatus) {
+    pub(super) fn settle(&mut self, now: Millis, request_id: &str, status: AttemptStatus) {
         let Some(request) = self.ledger.request(request_id).cloned() else {
             return;
         };
@@ -240,8 +248,7 @@ impl<H: Host> Scheduler<H> {
         let shared_canonical = request.operation_ids.len() == 1;
         for id in &request.operation_ids {
             let verdict = status.operations.iter().find(|v| &v.operation_id == id);
-            let aborted = verdict
-                .is_some_and(|v| v.error.as_ref().is_some_and(|e| e.code == "batch_aborted"));
+            let aborted = verdict.is_some_and(super::batch_abort::is_aborted);
             if declined || aborted {
                 // Declined, or an atomic batch failed because of another member: this one
                 // was not applied, so it is frozen again on its own once the batch's claims
@@ -263,6 +270,7 @@ impl<H: Host> Scheduler<H> {
                 at: now,
             };
             self.ledger.resolve_operation(id, outcome.clone());
+            self.forget_abort(id);
             self.indexed.remove(id);
             self.counters.settled += 1;
             self.event(
@@ -355,6 +363,7 @@ impl<H: Host> Scheduler<H> {
         self.health.answered(first);
         let waiting = self.backoff.reset();
         self.retry_now(now, waiting);
+        self.abort_waits_over();
     }
 
     /// Makes the scheduled retries of `requests` due now (in the ledger and the retry queue);

@@ -269,6 +269,7 @@ impl<H: Host> Scheduler<H> {
             .update_operation(&old_id, |op| replace_payload(op, Payload::default()));
         self.indexed.remove(&old_id);
         self.coalescing.forget(&old_id);
+        self.forget_abort(&old_id);
         self.ready.remove(old.intent.sequence, &old_id);
         self.lane_waiters.remove(old.intent.sequence, &old_id);
         self.unwait(&old_id);

@@ -405,7 +405,10 @@ impl<H: Host> Scheduler<H> {
             if request.blocked.is_none() || self.active.contains_key(&request.id) {
                 return Err(invalid_state(
                     operation_id,
-                    "its request may still reach the server; wait or hold first",
+                    "its request is on its way or waiting for a retry, so it may still reach \
+                     the server; only an operation not yet frozen into a request, or one whose \
+                     request is blocked (a dead letter, unauthorized) with no attempt under \
+                     way, can be discarded",
                 ));
             }
             self.ledger.update_request(&request.id, |r| {
@@ -428,6 +431,7 @@ impl<H: Host> Scheduler<H> {
                 },
             );
             self.indexed.remove(id);
+            self.forget_abort(id);
             self.unwait(id);
             if let Some(sequence) = self.ledger.operation(id).map(|o| o.intent.sequence) {
                 self.ready.remove(sequence, id);

@@ -1,7 +1,7 @@
 //! Why things are where they are: statistics with an idle reason, and `explain(id)`
 //! for every state an operation can be in.
 
-use crate::core::collections::str_map::StrMap;
+use std::collections::BTreeMap;
 
 use super::{Lifecycle, Scheduler, Stage};
 use crate::core::error::{ErrorCode, SchedulerError};
@@ -314,8 +314,14 @@ impl<H: Host> Scheduler<H> {
             .end_of(operation_id)
             .filter(|end| *end > now)
         {
-            // `coalesceMs`: held back so a newer intent with its key can replace it.
-            out.reason = "coalescing".into();
+            // `coalesceMs`: held back so a newer intent with its key can replace it; or held
+            // back after its batch was aborted as a whole, until the wait that earned.
+            out.reason = if self.paced_after_abort(operation_id) {
+                "retry_scheduled"
+            } else {
+                "coalescing"
+            }
+            .into();
             out.due_at = Some(end);
             return Ok(out);
         }
@@ -401,7 +407,7 @@ impl<H: Host> Scheduler<H> {
     }
 
     /// Canvas → request holding it.
-    pub fn claims(&self) -> StrMap<String> {
+    pub fn claims(&self) -> BTreeMap<String, String> {
         self.claims.snapshot()
     }
 }

@@ -10,6 +10,8 @@
 //! ([`Ledger::begin_look_up`](crate::core::ledger::Ledger::begin_look_up)), and an id known
 //! when it began is known when it ends.
 
+use std::collections::BTreeMap;
+
 use super::Scheduler;
 use crate::core::host::Host;
 use crate::core::json::JsonText;
@@ -149,14 +151,12 @@ impl<H: Host> Scheduler<H> {
     /// it answered with stay at hand for `operation(id)` and `explain(id)`, the most recently
     /// asked first, as many as memory keeps.
     pub fn end_known(&mut self, ids: &[String], mut found: Vec<Tombstone>) -> Vec<Option<Known>> {
-        found.sort_unstable_by(|a, b| a.id.cmp(&b.id));
+        let by_id: BTreeMap<&str, &Tombstone> = found.iter().map(|t| (t.id.as_str(), t)).collect();
         let answers: Vec<Option<Known>> = ids
             .iter()
             .map(|id| {
-                self.known(id).or_else(|| {
-                    let at = found.binary_search_by(|t| t.id.as_str().cmp(id)).ok()?;
-                    Some(Known::from(&found[at]))
-                })
+                self.known(id)
+                    .or_else(|| by_id.get(id.as_str()).map(|t| Known::from(*t)))
             })
             .collect();
         for id in ids {

@@ -8,6 +8,7 @@
 mod attempt;
 mod authorization;
 mod batch;
+mod batch_abort;
 mod coalesce_hold;
 mod completion;
 mod enqueue;
@@ -21,11 +22,10 @@ mod saved;
 mod storage;
 mod wall_clock;
 
-use crate::core::collections::str_map::StrMap;
 use crate::core::seq_set::SeqSet;
 pub use pump::ACTIVE_MS;
-use std::collections::BTreeSet;
 use std::collections::VecDeque;
+use std::collections::{BTreeMap, BTreeSet};
 
 use super::backoff::Backoff;
 use super::claims::CanvasClaims;
@@ -162,17 +162,17 @@ pub struct Scheduler<H: Host> {
     poison: PoisonWatch,
     claims: CanvasClaims,
     /// Operation id → the canvases it waits on (reserved in `claims`).
-    waiting: StrMap<(u64, Vec<String>)>,
-    dependents: StrMap<BTreeSet<String>>,
+    waiting: BTreeMap<String, (u64, Vec<String>)>,
+    dependents: BTreeMap<String, BTreeSet<String>>,
     indexed: BTreeSet<String>,
     lane_waiters: SeqSet,
     /// Coalesce key → the latest pending operation carrying it.
-    coalescible: StrMap<String>,
-    deferred: StrMap<RetryEntry>,
+    coalescible: BTreeMap<String, String>,
+    deferred: BTreeMap<String, RetryEntry>,
     /// Holds not yet released (few: a vector).
     holds: Vec<HoldId>,
     next_hold: HoldId,
-    active: StrMap<Attempt>,
+    active: BTreeMap<String, Attempt>,
     next_attempt: AttemptId,
     persist: PersistState,
     resume_barrier: Option<BatchNo>,
@@ -192,6 +192,10 @@ pub struct Scheduler<H: Host> {
     in_hook: bool,
     /// The server declined a batch (`batch`): every request carries one operation from now on.
     batches_declined: bool,
+    /// Operations of a batch aborted as a whole (`batch_abort`): each goes alone from now on.
+    alone: BTreeSet<String>,
+    /// How long each of them waits before it goes again, by operation id (`batch_abort`).
+    abort_pacing: Backoff,
     /// Enqueues not yet written, oldest first (`refusal`), and the one under way with the
     /// length of the effect queue when it began.
     admissions: Vec<refusal::Admission>,
@@ -228,15 +232,15 @@ impl<H: Host> Scheduler<H> {
             health: EndpointHealth::default(),
             poison: PoisonWatch::default(),
             claims: CanvasClaims::default(),
-            waiting: StrMap::new(),
-            dependents: StrMap::new(),
+            waiting: BTreeMap::new(),
+            dependents: BTreeMap::new(),
             indexed: BTreeSet::new(),
             lane_waiters: SeqSet::new(),
-            coalescible: StrMap::new(),
-            deferred: StrMap::new(),
+            coalescible: BTreeMap::new(),
+            deferred: BTreeMap::new(),
             holds: Vec::new(),
             next_hold: 0,
-            active: StrMap::new(),
+            active: BTreeMap::new(),
             next_attempt: 0,
             persist: PersistState {
                 next_no: 1,
@@ -256,6 +260,8 @@ impl<H: Host> Scheduler<H> {
             counters: Counters::default(),
             in_hook: false,
             batches_declined: false,
+            alone: BTreeSet::new(),
+            abort_pacing: Backoff::default(),
             admissions: Vec::new(),
             admitting: None,
         })

@@ -3,7 +3,6 @@
 //! frozen and launched behind the persist barrier.
 
 use super::{Attempt, Scheduler, Stage};
-use crate::core::collections::str_map::StrMap;
 use crate::core::digest::body_digest;
 use crate::core::host::{Host, WireBody};
 use crate::core::io::Effect;
@@ -13,7 +12,7 @@ use crate::core::model::{
     PROTOCOL_VERSION, RUN_CANCEL_KIND, UPLOAD_KIND,
 };
 use crate::core::safe_error::SafeError;
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 fn sorted_unique(mut ids: Vec<String>) -> Vec<String> {
     ids.sort();
@@ -24,13 +23,14 @@ fn sorted_unique(mut ids: Vec<String>) -> Vec<String> {
 /// Notes `op` as a dependent of each of its dependencies' targets (index and recovery share
 /// this): resolving the target wakes it, and a target with dependents is never superseded.
 pub(super) fn add_dependents(
-    dependents: &mut StrMap<BTreeSet<String>>,
+    dependents: &mut BTreeMap<String, BTreeSet<String>>,
     ledger: &Ledger,
     op: &Operation,
 ) {
     for dependency in &op.intent.dependencies {
         dependents
-            .get_or_insert_with(ledger.dependency_target(dependency), BTreeSet::new)
+            .entry(ledger.dependency_target(dependency).to_owned())
+            .or_default()
             .insert(op.intent.id.clone());
     }
 }

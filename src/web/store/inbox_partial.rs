@@ -3,7 +3,7 @@
 //! reads of the durable ledger and the inbox, and the accepted new ones are appended as one
 //! entry in that same transaction. A refused intent writes nothing.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use wasm_bindgen::JsValue;
 
@@ -11,7 +11,6 @@ use super::inbox::{js, read_queued, stored_operation, APPEND_STORES};
 use super::schema::INBOX;
 use super::tombstones::look_up_in;
 use super::{unavailable, IdbLedger, InboxEntry};
-use crate::core::collections::str_map::StrMap;
 use crate::core::error::{ErrorCode, SchedulerError};
 use crate::core::intent::{same_intent, IntentInput};
 use crate::core::model::Operation;
@@ -36,11 +35,11 @@ pub struct PartialAppend {
 struct InboxHoldings {
     principal: Option<String>,
     /// Each id looked up that is stored, with its operation (`None`: unreadable).
-    stored: StrMap<Option<Operation>>,
+    stored: BTreeMap<String, Option<Operation>>,
     /// Every queued intent with the principal it was enqueued under.
     queued: Vec<(Option<String>, IntentInput)>,
-    /// A queued intent's id → (its place in `queued`, 0): the map `find_cycle` uses.
-    queued_at: StrMap<(usize, usize)>,
+    /// A queued intent's id → its place in `queued`.
+    queued_at: BTreeMap<String, usize>,
     /// Tombstones of the ids neither stored nor queued: settled and compacted.
     compacted: Vec<Tombstone>,
 }
@@ -96,7 +95,7 @@ impl InboxHoldings {
     }
 
     fn queued_intent(&self, id: &str) -> Option<&(Option<String>, IntentInput)> {
-        let &(at, _) = self.queued_at.get(id)?;
+        let &at = self.queued_at.get(id)?;
         self.queued.get(at)
     }
 
@@ -109,14 +108,14 @@ impl InboxHoldings {
         slots: &[Result<IntentInput, SchedulerError>],
     ) -> Result<Self, SchedulerError> {
         let queued = read_queued(tx).await?;
-        let mut queued_at = StrMap::new();
+        let mut queued_at = BTreeMap::new();
         for (at, (_, intent)) in queued.iter().enumerate() {
             // The first entry with an id is the one the leader adopts.
             if !queued_at.contains_key(&intent.id) {
-                queued_at.insert(intent.id.clone(), (at, 0));
+                queued_at.insert(intent.id.clone(), at);
             }
         }
-        let mut stored = StrMap::new();
+        let mut stored = BTreeMap::new();
         let named = slots
             .iter()
             .flatten()

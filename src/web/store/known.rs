@@ -1,6 +1,8 @@
 //! What the ledger stores of ids, for `known(ids)` in a tab that does not dispatch: it holds
 //! none of the ledger in memory, so it reads the working stores and the tombstones.
 
+use std::collections::BTreeMap;
+
 use wasm_bindgen::JsValue;
 
 use super::codec::{decode, page_text};
@@ -11,6 +13,7 @@ use super::tombstones::{look_up_in, LOOK_UP_STORES};
 use super::IdbLedger;
 use crate::core::model::Operation;
 use crate::core::packed::decode_page;
+use crate::core::retention::Tombstone;
 use crate::core::safe_error::SafeError;
 use crate::core::scheduler::Known;
 
@@ -112,13 +115,11 @@ async fn read(tx: &Tx, index: &JsValue, ids: &[String]) -> Result<Vec<Option<Kno
         .filter(|at| answers[*at].is_none())
         .map(|at| ids[at].clone())
         .collect();
-    let mut found = look_up_in(tx, index, &missing).await?;
-    found.sort_unstable_by(|a, b| a.id.cmp(&b.id));
+    let found = look_up_in(tx, index, &missing).await?;
+    let by_id: BTreeMap<&str, &Tombstone> = found.iter().map(|t| (t.id.as_str(), t)).collect();
     for (id, answer) in ids.iter().zip(answers.iter_mut()) {
         if answer.is_none() {
-            if let Ok(at) = found.binary_search_by(|t| t.id.as_str().cmp(id)) {
-                *answer = Some(Known::from(&found[at]));
-            }
+            *answer = by_id.get(id.as_str()).map(|t| Known::from(*t));
         }
     }
     Ok(answers)

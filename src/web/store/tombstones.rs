@@ -4,6 +4,8 @@
 //! ([`IdbLedger::count_tombstones`]) — never loaded whole. The pages' layout and the index
 //! that finds them are in `requests.js` (its tombstone section).
 
+use std::collections::BTreeSet;
+
 use js_sys::{Array, Promise};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
@@ -151,9 +153,8 @@ pub async fn look_up_in(
             Some(tombstone)
         })
         .collect();
-    let mut asked: Vec<&str> = ids.iter().map(String::as_str).collect();
-    asked.sort_unstable();
-    tombstones.retain(|tombstone| asked.binary_search(&tombstone.id.as_str()).is_ok());
+    let asked: BTreeSet<&str> = ids.iter().map(String::as_str).collect();
+    tombstones.retain(|tombstone| asked.contains(tombstone.id.as_str()));
     Ok(tombstones)
 }
 

@@ -35,7 +35,6 @@ use std::rc::Rc;
 use wasm_bindgen::JsValue;
 
 use crate::core::clock::TimerHandle;
-use crate::core::collections::str_map::StrMap;
 use crate::core::error::{ErrorCode, SchedulerError};
 use crate::core::intent::IntentInput;
 use crate::core::json::JsonText;
@@ -88,7 +87,7 @@ struct TabState {
     hinted: BTreeSet<String>,
     hint_reads: u32,
     /// The last block reason delivered for each of `mine` (each is delivered once).
-    heard_blocked: StrMap<String>,
+    heard_blocked: BTreeMap<String, String>,
     /// Another tab has spoken on the channel: relay events while leading.
     relay: bool,
     channel: Option<Rc<TabChannel>>,
@@ -190,7 +189,7 @@ impl Tab {
             views: OperationViews::new(),
             hinted: BTreeSet::new(),
             hint_reads: 0,
-            heard_blocked: StrMap::new(),
+            heard_blocked: BTreeMap::new(),
             relay: false,
             channel: None,
             locks: LockManager::get(),

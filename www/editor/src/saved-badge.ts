@@ -1,4 +1,4 @@
-// The saved badge : "Saving…", "All changes saved" or "N not saved (why)",
+// The saved badge: "Saving…", "All changes saved" or "N not saved (why)",
 // from the scheduler's `pending()` (O(unsettled), no storage read: cheap on every event) plus
 // the edits this page holds that are not in the ledger yet (refused by storage, or whose
 // `enqueue` has not resolved). A dead letter names the canvases it holds and offers the two
