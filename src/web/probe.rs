@@ -14,7 +14,7 @@ use wasm_bindgen::JsCast;
 
 use super::store::errors::js_error;
 use super::store::requests::{get, Tx};
-use super::store::upgrade::{open_current, upgrade_to, UpgradeFailure};
+use super::store::upgrade::{open_upgraded, UpgradeFailure};
 use wasm_bindgen::JsValue;
 
 /// Object store the probe writes to.
@@ -144,23 +144,16 @@ pub async fn write_and_read(
 ///
 /// [`ProbeError::Unavailable`] when the database cannot be opened at that version.
 pub async fn open(database_name: &str) -> Result<Database, ProbeError> {
-    match upgrade_to(database_name, PROBE_SCHEMA_VERSION, create_store).await {
-        Ok(()) => {}
-        Err(UpgradeFailure::Newer) => {
-            return Err(ProbeError::Unavailable(format!(
-                "VersionError: the database is at a version above {PROBE_SCHEMA_VERSION}"
-            )))
-        }
-        Err(UpgradeFailure::Failed(error)) => {
-            return Err(ProbeError::Unavailable(format!(
-                "{}: {}",
-                error.code, error.message
-            )))
-        }
+    match open_upgraded(database_name, PROBE_SCHEMA_VERSION, create_store).await {
+        Ok(db) => Ok(db),
+        Err(UpgradeFailure::Newer) => Err(ProbeError::Unavailable(format!(
+            "VersionError: the database is at a version above {PROBE_SCHEMA_VERSION}"
+        ))),
+        Err(UpgradeFailure::Failed(error)) => Err(ProbeError::Unavailable(format!(
+            "{}: {}",
+            error.code, error.message
+        ))),
     }
-    open_current(database_name)
-        .await
-        .map_err(|error| ProbeError::Unavailable(error.message))
 }
 
 /// Version 1 of the probe database: its one store.

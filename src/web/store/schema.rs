@@ -82,7 +82,7 @@ use indexed_db_futures::database::Database;
 use wasm_bindgen::JsValue;
 use web_sys::{IdbDatabase, IdbIndexParameters, IdbObjectStoreParameters};
 
-use super::upgrade::{open_current, upgrade_to, UpgradeFailure};
+use super::upgrade::{open_current, open_upgraded, UpgradeFailure};
 use crate::core::safe_error::SafeError;
 
 /// The schema version this build writes.
@@ -237,9 +237,10 @@ fn has_every_store(db: &Database) -> bool {
 /// `storage_unavailable` when IndexedDB is missing, the open is refused, or a newer database
 /// lacks one of our stores.
 pub async fn open_database(name: &str) -> Result<Database, SafeError> {
-    match upgrade_to(name, SCHEMA_VERSION, upgrade).await {
-        // At our version now, or at a newer one: either way opened as it is, below.
-        Ok(()) | Err(UpgradeFailure::Newer) => {}
+    let db = match open_upgraded(name, SCHEMA_VERSION, upgrade).await {
+        Ok(db) => db,
+        // At a newer version: opened as it is.
+        Err(UpgradeFailure::Newer) => open_current(name).await?,
         Err(UpgradeFailure::Failed(error)) => {
             return Err(SafeError::new(
                 "storage_unavailable",
@@ -249,12 +250,11 @@ pub async fn open_database(name: &str) -> Result<Database, SafeError> {
                 ),
             ))
         }
-    }
-    let db = open_current(name).await?;
+    };
     if has_every_store(&db) {
         Ok(db)
     } else {
-        // As an integer: formatting an f64 would bring Rust's float printing (~14 KB).
+        // IndexedDB versions are whole numbers.
         let version = db.version() as u64;
         db.close();
         Err(SafeError::new(
