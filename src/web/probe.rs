@@ -8,9 +8,7 @@ use crate::core::json::quoted;
 use std::fmt;
 
 use indexed_db_futures::database::Database;
-use indexed_db_futures::internals::SystemRepr;
 use serde::ser::{Serialize, SerializeMap, Serializer};
-use wasm_bindgen::JsCast;
 
 use super::store::errors::js_error;
 use super::store::requests::{get, Tx};
@@ -175,10 +173,10 @@ async fn write_then_read(
     // A plain JS object, written through serde-wasm-bindgen.
     let value = to_plain_object(record)
         .map_err(|e| ProbeError::WriteFailed(format!("cannot convert the record: {e}")))?;
-    let tx = Tx::begin(db.as_sys().unchecked_ref(), &[PROBE_STORE], true).map_err(write)?;
+    let tx = Tx::begin(db, &[PROBE_STORE], true).map_err(write)?;
     let store = tx.store(PROBE_STORE).map_err(write)?;
     store
-        .put_with_key(&value, &JsValue::from_str(&record.key))
+        .put(&value, &JsValue::from_str(&record.key))
         .map_err(write)?;
     tx.commit().await.map_err(write)?;
     read(db, &record.key).await
@@ -195,7 +193,7 @@ pub async fn read(db: &Database, key: &str) -> Result<Option<ProbeRecord>, Probe
         let error = js_error(&e);
         ProbeError::ReadFailed(format!("{}: {}", error.code, error.message))
     };
-    let tx = Tx::begin(db.as_sys().unchecked_ref(), &[PROBE_STORE], false).map_err(fail)?;
+    let tx = Tx::begin(db, &[PROBE_STORE], false).map_err(fail)?;
     let store = tx.store(PROBE_STORE).map_err(fail)?;
     let stored = get(&store, &JsValue::from_str(key)).await.map_err(fail)?;
     stored

@@ -698,23 +698,20 @@ async fn w1_an_upgrade_that_fails_changes_nothing() {
 
 #[wasm_bindgen_test]
 async fn w1_a_transaction_dropped_without_commit_writes_nothing() {
-    use indexed_db_futures::internals::SystemRepr;
-    use wasm_bindgen::JsCast;
     let name = db_name("dropped-transaction");
     create_database(&name, 1, &[schema::OPERATIONS]).await;
     let db = open_current(&name).await.expect("opens");
-    let raw: &web_sys::IdbDatabase = db.as_sys().unchecked_ref();
     let put = |tx: &Tx, key: &str| {
         tx.store(schema::OPERATIONS)
             .expect("its store")
-            .put_with_key(&JsValue::from_str("record"), &JsValue::from_str(key))
+            .put(&JsValue::from_str("record"), &JsValue::from_str(key))
             .expect("put issued");
     };
     {
-        let dropped = Tx::begin(raw, &[schema::OPERATIONS], true).expect("begins");
+        let dropped = Tx::begin(&db, &[schema::OPERATIONS], true).expect("begins");
         put(&dropped, "dropped"); // an early return before the commit
     }
-    let committed = Tx::begin(raw, &[schema::OPERATIONS], true).expect("begins");
+    let committed = Tx::begin(&db, &[schema::OPERATIONS], true).expect("begins");
     put(&committed, "committed");
     committed.commit().await.expect("commits");
     db.close();

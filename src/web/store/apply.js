@@ -1,5 +1,4 @@
 // @ts-check
-import { HASHES, putPage } from "./requests.js";
 
 // One persist batch in one readwrite transaction: the hot path of every enqueue and every
 // answer. In plain JS because every IndexedDB request made through the Rust bindings costs
@@ -7,13 +6,12 @@ import { HASHES, putPage } from "./requests.js";
 // than in IndexedDB); here the whole transaction costs one call and one promise.
 //
 // `writes` is flat: [op, store, key, value, op, store, key, value, ...] with op 0 = put,
-// 1 = delete, 2 = delete every key below `key`; on `tombstones` (see requests.js, which also
-// writes their hashes): 3 = keep only the newest `key` tombstones (cursors whose steps are
-// issued from their callbacks, so such a batch commits by itself once they are done instead
-// of calling commit()), 4 = delete every tombstone below `key` (single records keyed below it,
-// and pages whose newest is), 5 = put the page `value` of newest key `key`; on a store of
-// number keys (the archive, `settled`): 6 = keep only the newest `key` records (one cursor
-// step, then a range delete; stepping as 3 does).
+// 1 = delete, 2 = delete every key below `key`; on `tombstones` (pages and their hashes, see
+// tombstones.rs): 3 = keep only the newest `key` tombstones (cursors whose steps are issued
+// from their callbacks, so such a batch commits by itself once they are done instead of
+// calling commit()), 4 = delete every tombstone below `key` (single records keyed below it,
+// and pages whose newest is); on a store of number keys (the archive, `settled`): 6 = keep
+// only the newest `key` records (one cursor step, then a range delete; stepping as 3 does).
 //
 // Resolves (never rejects) to 0 (committed), 1 (refused at the lease read), or the
 // DOMException (or other error) that aborted the transaction. Numbers, not strings: Rust reads
@@ -94,8 +92,7 @@ function issue(tx, read, leaseStore, leaseKey, writes, decide, abortInstead, res
       store.delete(IDBKeyRange.upperBound(writes[i + 2], true));
       store.delete(IDBKeyRange.bound([], [writes[i + 2]], false, true));
       tx.objectStore(HASHES).delete(IDBKeyRange.upperBound(writes[i + 2], true));
-    } else if (op === 5) putPage(store, tx.objectStore(HASHES), writes[i + 2], writes[i + 3]);
-    else if (op === 6) {
+    } else if (op === 6) {
       keepNewestKeys(store, writes[i + 2]);
       stepping = true;
     } else {
@@ -194,6 +191,9 @@ function keepNewest(store, hashes, keep) {
     };
   };
 }
+
+/** The store of the tombstone pages' hashes (`schema.rs`: `TOMBSTONE_HASHES`). */
+const HASHES = "tombstone_hashes";
 
 // A transaction opened ahead of its batch (`openAhead`), while the scheduler still reads and
 // admits the intents: the browser starts it and reads the lease meanwhile, which is most of an

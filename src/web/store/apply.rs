@@ -22,6 +22,7 @@ use super::schema::{
     BLOBS, EVENTS, LEASE, LEASE_KEY, OPERATIONS, OPERATION_PAGES, REQUESTS, SETTLED, TOMBSTONES,
     TOMBSTONE_HASHES,
 };
+use super::tombstones::page_writes;
 use super::{IdbLedger, StoreFault};
 use crate::core::io::{LeaseWrite, PersistBatch, PersistFailure, PersistResult};
 use crate::core::model::Lease;
@@ -68,8 +69,6 @@ const DELETE_BELOW: f64 = 2.0;
 const KEEP_NEWEST: f64 = 3.0;
 /// Delete every tombstone keyed below `key`: single records, and pages whose newest is.
 const TOMBSTONES_BELOW: f64 = 4.0;
-/// Put the tombstone page `value` (their JSON text) whose newest key is `key`.
-const TOMBSTONE_PAGE: f64 = 5.0;
 /// Keep only the newest `key` records of a store with number keys (the archive).
 const KEEP_NEWEST_KEYS: f64 = 6.0;
 
@@ -82,7 +81,7 @@ const REFUSED: f64 = 1.0;
 const BATCH_STORES: [&str; 5] = [LEASE, OPERATION_PAGES, OPERATIONS, REQUESTS, EVENTS];
 
 /// Every name `apply.js` is given, in one order.
-const NAMES: [&str; 9] = [
+const NAMES: [&str; 10] = [
     LEASE,
     LEASE_KEY,
     OPERATION_PAGES,
@@ -90,6 +89,7 @@ const NAMES: [&str; 9] = [
     REQUESTS,
     EVENTS,
     TOMBSTONES,
+    TOMBSTONE_HASHES,
     BLOBS,
     SETTLED,
 ];
@@ -174,12 +174,10 @@ fn encode(batch: &PersistBatch) -> Result<Array, SafeError> {
     }
     // Retention: the compacted operations' tombstones (one page), then what they free.
     if let Some(newest) = batch.tombstones.iter().map(|t| t.key).max() {
-        push(
-            TOMBSTONE_PAGE,
-            TOMBSTONES,
-            number(newest),
-            to_js(&batch.tombstones)?,
-        );
+        let json = to_js(&batch.tombstones)?;
+        for (store, key, value) in page_writes(newest, &batch.tombstones, json) {
+            push(PUT, store, key, value);
+        }
     }
     // The archive: each compacted operation the policy keeps whole, under its tombstone's key.
     for tombstone in &batch.tombstones {
@@ -310,12 +308,8 @@ impl IdbLedger {
         let writes = encode(batch)?;
         // The page this batch writes, in the index enqueues consult (tombstones.rs).
         if let Some(newest) = batch.tombstones.iter().map(|t| t.key).max() {
-            let ids: Array = batch
-                .tombstones
-                .iter()
-                .map(|t| JsValue::from_str(&t.id))
-                .collect();
-            super::tombstones::note_page(&self.tombstone_index, newest as f64, &ids);
+            let ids = batch.tombstones.iter().map(|t| t.id.as_str());
+            self.tombstone_index.borrow_mut().note_page(newest, ids);
         }
         let db = self.db()?;
         let stores: Array = scope(batch).into_iter().map(js_name).collect();

@@ -73,7 +73,7 @@ fn decode_entry(value: &JsValue) -> Result<InboxEntry, String> {
 }
 
 /// Reads every inbox record in key order.
-pub(super) async fn read_all(tx: &Tx) -> Result<Vec<InboxRecord>, SchedulerError> {
+pub(super) async fn read_all(tx: &Tx<'_>) -> Result<Vec<InboxRecord>, SchedulerError> {
     let store = tx.store(INBOX).map_err(js)?;
     let (keys, values) = PageRead::issue(&store, None, 0)
         .keys_and_values()
@@ -93,7 +93,7 @@ pub(super) async fn read_all(tx: &Tx) -> Result<Vec<InboxRecord>, SchedulerError
 /// Whether operation `id` is stored: `None` when absent, `Some(None)` when stored but
 /// unreadable (the dispatcher's loader quarantines it; the id is still taken).
 pub(super) async fn stored_operation(
-    tx: &Tx,
+    tx: &Tx<'_>,
     id: &str,
 ) -> Result<Option<Option<Operation>>, SchedulerError> {
     let store = tx.store(OPERATIONS).map_err(js)?;
@@ -294,7 +294,7 @@ impl IdbLedger {
                 }
                 let key = format!("{INBOX}/{}", key_text(record.key));
                 quarantine
-                    .put_with_key(&aside, &JsValue::from_str(&key))
+                    .put(&aside, &JsValue::from_str(&key))
                     .map_err(js)?;
             }
             let keys = adopted
@@ -318,7 +318,7 @@ impl IdbLedger {
 
 /// Every intent in the inbox, with the principal each was enqueued under.
 pub(super) async fn read_queued(
-    tx: &Tx,
+    tx: &Tx<'_>,
 ) -> Result<Vec<(Option<String>, IntentInput)>, SchedulerError> {
     Ok(read_all(tx)
         .await?

@@ -102,8 +102,8 @@ impl InboxHoldings {
     /// Reads what the checks of `slots` need: every queued intent, and the stored operation
     /// of each id the call names (its own and its dependencies).
     async fn read(
-        tx: &Tx,
-        pages: &JsValue,
+        tx: &Tx<'_>,
+        pages: &std::cell::RefCell<super::tombstones::PageIndex>,
         principal: Option<String>,
         slots: &[Result<IntentInput, SchedulerError>],
     ) -> Result<Self, SchedulerError> {
@@ -148,7 +148,7 @@ impl InboxHoldings {
 /// `entry` (its `intents` are replaced); whether an entry was written, and the operations
 /// already in the ledger with the same intent as one accepted.
 fn add_accepted(
-    tx: &Tx,
+    tx: &Tx<'_>,
     holdings: &InboxHoldings,
     entry: &mut InboxEntry,
     accepted: &[IntentInput],
@@ -181,9 +181,9 @@ fn add_accepted(
 /// (an atomic enqueue admits exactly what a partial one would accept of them), or the first
 /// refused is the call's refusal and nothing is written.
 pub(super) async fn check_and_add(
-    tx: &Tx,
+    tx: &Tx<'_>,
     entry: &mut InboxEntry,
-    pages: &JsValue,
+    pages: &std::cell::RefCell<super::tombstones::PageIndex>,
 ) -> Result<(bool, Vec<Known>), SchedulerError> {
     let slots: Vec<Result<IntentInput, SchedulerError>> = std::mem::take(&mut entry.intents)
         .into_iter()

@@ -7,9 +7,9 @@ use wasm_bindgen::JsValue;
 
 use super::codec::{decode, page_text};
 use super::errors::js_error;
-use super::requests::{answer_of, Tx};
+use super::requests::Tx;
 use super::schema::{BY_OPERATION, OPERATIONS, OPERATION_PAGES};
-use super::tombstones::{look_up_in, LOOK_UP_STORES};
+use super::tombstones::{look_up_in, PageIndex, LOOK_UP_STORES};
 use super::IdbLedger;
 use crate::core::model::Operation;
 use crate::core::packed::decode_page;
@@ -47,17 +47,20 @@ impl IdbLedger {
     }
 }
 
-async fn read(tx: &Tx, index: &JsValue, ids: &[String]) -> Result<Vec<Option<Known>>, JsValue> {
+async fn read(
+    tx: &Tx<'_>,
+    index: &std::cell::RefCell<PageIndex>,
+    ids: &[String],
+) -> Result<Vec<Option<Known>>, JsValue> {
     let mut answers: Vec<Option<Known>> = vec![None; ids.len()];
     // Every request is issued before the first is awaited: one round trip, not one an id.
     let records = tx.store(OPERATIONS)?;
     let asked = ids
         .iter()
-        .map(|id| records.get(&JsValue::from_str(id)).map(|r| answer_of(&r)))
+        .map(|id| records.get(&JsValue::from_str(id)))
         .collect::<Result<Vec<_>, _>>()?;
     for (at, answer) in asked.into_iter().enumerate() {
-        let value = answer.await?;
-        if !value.is_undefined() {
+        if let Some(value) = answer.value().await? {
             answers[at] = decode::<Operation>(&value)
                 .ok()
                 .map(|op| Known::Operation(Box::new(op)));
@@ -71,14 +74,12 @@ async fn read(tx: &Tx, index: &JsValue, ids: &[String]) -> Result<Vec<Option<Kno
         .iter()
         .map(|at| {
             let key = JsValue::from_str(&ids[*at]);
-            by_operation
-                .get_all_keys_with_key(&key)
-                .map(|r| answer_of(&r))
+            by_operation.get_all_keys(&key)
         })
         .collect::<Result<Vec<_>, _>>()?;
     let mut homes: Vec<(usize, f64)> = Vec::new();
     for (at, answer) in missing.iter().zip(asked) {
-        let keys = js_sys::Array::from(&answer.await?);
+        let keys = answer.values().await?;
         let newest = keys.iter().filter_map(|k| k.as_f64()).reduce(f64::max);
         if let Some(no) = newest {
             homes.push((*at, no));
@@ -89,11 +90,11 @@ async fn read(tx: &Tx, index: &JsValue, ids: &[String]) -> Result<Vec<Option<Kno
     numbers.dedup();
     let asked = numbers
         .iter()
-        .map(|no| pages.get(&JsValue::from_f64(*no)).map(|r| answer_of(&r)))
+        .map(|no| pages.get(&JsValue::from_f64(*no)))
         .collect::<Result<Vec<_>, _>>()?;
     let mut decoded: Vec<Vec<Operation>> = Vec::with_capacity(numbers.len());
     for answer in asked {
-        let value = answer.await?;
+        let value = answer.value().await?.unwrap_or_default();
         let page = page_text(&value)
             .ok()
             .and_then(|json| decode_page(&json).ok());

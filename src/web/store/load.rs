@@ -84,7 +84,7 @@ impl IdbLedger {
 }
 
 async fn load(
-    tx: &Tx,
+    tx: &Tx<'_>,
     owner: &str,
     now: Millis,
     lease_ms: Millis,
@@ -168,7 +168,7 @@ fn key_of(report: &Quarantined) -> JsValue {
 /// Reads the lease and takes it if free; an unreadable lease record is set aside and
 /// replaced (its fence, if legible, still counts: the new fence is above it).
 async fn take_lease(
-    tx: &Tx,
+    tx: &Tx<'_>,
     owner: &str,
     now: Millis,
     lease_ms: Millis,
@@ -216,7 +216,7 @@ async fn take_lease(
     };
     let value = to_js(&lease).map_err(AcquireError::Storage)?;
     store
-        .put_with_key(&value, &JsValue::from_str(LEASE_KEY))
+        .put(&value, &JsValue::from_str(LEASE_KEY))
         .map_err(js)?;
     Ok(lease)
 }
@@ -231,7 +231,7 @@ async fn take_lease(
 /// this one is decoded, so the browser reads it while wasm decodes (operation pages are read
 /// [`PAGES_PER_READ`] at a time for that; each holds up to 256 operations).
 async fn read_store(
-    tx: &Tx,
+    tx: &Tx<'_>,
     kind: RecordStore,
     page_size: usize,
     loader: &mut LedgerLoader,
@@ -382,7 +382,7 @@ fn set_aside(
 
 /// Moves every set-aside record to `quarantine` (key `"{store}/{key}"`) and deletes it from
 /// its store; the stored value is the record exactly as it was read.
-fn quarantine(tx: &Tx, now: Millis, aside: &[SetAside]) -> Result<(), AcquireError> {
+fn quarantine(tx: &Tx<'_>, now: Millis, aside: &[SetAside]) -> Result<(), AcquireError> {
     if aside.is_empty() {
         return Ok(());
     }
@@ -405,9 +405,7 @@ fn quarantine(tx: &Tx, now: Millis, aside: &[SetAside]) -> Result<(), AcquireErr
             js_sys::Reflect::set(&entry, &JsValue::from_str(name), &value).map_err(js)?;
         }
         let key = format!("{}/{}", report.store, report.key);
-        target
-            .put_with_key(&entry, &JsValue::from_str(&key))
-            .map_err(js)?;
+        target.put(&entry, &JsValue::from_str(&key)).map_err(js)?;
         // The lease record is replaced by the new lease, not deleted.
         if report.store != LEASE {
             let source = tx.store(report.store).map_err(js)?;

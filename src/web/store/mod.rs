@@ -29,11 +29,9 @@ pub mod schema;
 mod tombstones;
 pub mod upgrade;
 
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 
 use indexed_db_futures::database::Database;
-use indexed_db_futures::internals::SystemRepr;
-use wasm_bindgen::JsCast;
 
 use errors::js_error;
 use requests::Tx;
@@ -61,8 +59,8 @@ pub struct IdbLedger {
     blobs_refused: Cell<bool>,
     /// The next `Blob` put is refused the way WebKit refuses it ([`StoreFault::RefuseBlob`]).
     refuse_blob: Cell<bool>,
-    /// Where the tombstone pages are and which id hashes each holds (`requests.js`).
-    tombstone_index: wasm_bindgen::JsValue,
+    /// Where the tombstone pages are and which id hashes each holds (tombstones.rs).
+    tombstone_index: RefCell<tombstones::PageIndex>,
     /// The transaction opened ahead for the next batch, if any (`apply.js` keeps it here).
     ahead: wasm_bindgen::JsValue,
 }
@@ -82,7 +80,7 @@ impl IdbLedger {
             relaxed: Cell::new(0),
             blobs_refused: Cell::new(false),
             refuse_blob: Cell::new(false),
-            tombstone_index: tombstones::new_index(),
+            tombstone_index: RefCell::default(),
             ahead: js_sys::Object::new().into(),
         })
     }
@@ -143,14 +141,19 @@ impl IdbLedger {
     }
 
     /// Starts a transaction over `stores`, counting it.
-    fn begin(&self, db: &Database, stores: &[&str], write: bool) -> Result<Tx, SafeError> {
+    fn begin<'db>(
+        &self,
+        db: &'db Database,
+        stores: &[&str],
+        write: bool,
+    ) -> Result<Tx<'db>, SafeError> {
         self.transactions.set(self.transactions.get() + 1);
-        Tx::begin(db.as_sys().unchecked_ref(), stores, write).map_err(|e| js_error(&e))
+        Tx::begin(db, stores, write).map_err(|e| js_error(&e))
     }
 
     /// Commits `tx`, or aborts it when a fault is injected. A failed commit reports the
     /// transaction's own error (`QuotaExceededError`, ...) when the browser gives one.
-    async fn finish(&self, tx: Tx) -> Result<(), SafeError> {
+    async fn finish(&self, tx: Tx<'_>) -> Result<(), SafeError> {
         if let Some(fault) = self.faults.take() {
             tx.abort().await;
             return Err(fault.error());

@@ -60,7 +60,7 @@
 //! tombstones as one page (`tombstones`, key `[time]`: arrays sort above the single records'
 //! numbers) and the ids' 32-bit hashes beside it (`tombstone_hashes`, key `time`, a
 //! `Uint32Array`), so a tombstone costs no index row and the store's index of pages reads
-//! a few bytes per tombstone (`requests.js`). Single records of version 7 stay where they
+//! a few bytes per tombstone (`tombstones.rs`). Single records of version 7 stay where they
 //! are, found through `by_id` until they age out. A version-7 build cannot open a version-8
 //! database (its open asks for a lower version), so no build writes single records beside
 //! pages.
@@ -119,12 +119,12 @@ pub const QUARANTINE: &str = "quarantine";
 /// Tombstones of compacted operations (`crate::core::retention`), keys growing with time
 /// (deleting by age is a key-range delete): pages keyed `[time]` (the newest tombstone key in
 /// the page), values the JSON text of their tombstones; below them, version 7's single records
-/// keyed by a number, values `{ id, json }`. `requests.js` names it too (`TOMBSTONES`).
+/// keyed by a number, values `{ id, json }`.
 pub const TOMBSTONES: &str = "tombstones";
 /// The index of [`TOMBSTONES`] on `id`: single records (version 7) are looked up by id.
 pub const BY_ID: &str = "by_id";
 /// The id hashes of each tombstone page (a `Uint32Array`), keyed by the page's time;
-/// `requests.js` names it too (`HASHES`).
+/// `apply.js` names it too (`HASHES`).
 pub const TOMBSTONE_HASHES: &str = "tombstone_hashes";
 
 /// The archive (`crate::core::retention`): settled operations kept whole by the policy, each
