@@ -5,17 +5,27 @@
 // closures, listeners and a future wake-up (measured: an enqueue spent more time in that glue
 // than in IndexedDB); here the whole transaction costs one call and one promise.
 //
-// `writes` is flat: [op, store, key, value, op, store, key, value, ...] with op 0 = put,
-// 1 = delete, 2 = delete every key below `key`; on `tombstones` (pages and their hashes, see
-// tombstones.rs): 3 = keep only the newest `key` tombstones (cursors whose steps are issued
-// from their callbacks, so such a batch commits by itself once they are done instead of
-// calling commit()), 4 = delete every tombstone below `key` (single records keyed below it,
-// and pages whose newest is); on a store of number keys (the archive, `settled`): 6 = keep
-// only the newest `key` records (one cursor step, then a range delete; stepping as 3 does).
+// `writes` is flat: [kind, store, key, value, kind, store, key, value, ...], each kind a
+// `Write` (below; `apply.rs`: `Write`).
 //
 // Resolves (never rejects) to 0 (committed), 1 (refused at the lease read), or the
 // DOMException (or other error) that aborted the transaction. Numbers, not strings: Rust reads
 // them without copying text.
+/**
+ * What one write of a batch does to `store`, with `key` (and `value` for a put):
+ * - "put": puts `value` under `key`;
+ * - "delete": deletes `key`;
+ * - "deleteBelow": deletes every key below `key`;
+ * - "tombstonesBelow" (on `tombstones`, pages and their hashes, see tombstones.rs): deletes
+ *   every tombstone below `key` (single records keyed below it, and pages whose newest is);
+ * - "keepNewestTombstones" (on `tombstones`): keeps only the newest `key` tombstones (cursors
+ *   whose steps are issued from their callbacks, so such a batch commits by itself once they
+ *   are done instead of calling commit());
+ * - "keepNewestKeys" (on a store of number keys: the archive, `settled`): keeps only the
+ *   newest `key` records (one cursor step, then a range delete; stepping as above).
+ * @typedef {"put" | "delete" | "deleteBelow" | "tombstonesBelow" | "keepNewestTombstones" | "keepNewestKeys"} Write
+ */
+
 /**
  * @param {AheadSlot} slot the ledger's slot of the transaction opened ahead
  * @param {IDBDatabase} db
@@ -84,20 +94,34 @@ function issue(tx, read, leaseStore, leaseKey, writes, decide, abortInstead, res
   let stepping = false;
   for (let i = 0; i < writes.length; i += 4) {
     const store = tx.objectStore(writes[i + 1]);
-    const op = writes[i];
-    if (op === 0) store.put(writes[i + 3], writes[i + 2]);
-    else if (op === 1) store.delete(writes[i + 2]);
-    else if (op === 2) store.delete(IDBKeyRange.upperBound(writes[i + 2], true));
-    else if (op === 4) {
-      store.delete(IDBKeyRange.upperBound(writes[i + 2], true));
-      store.delete(IDBKeyRange.bound([], [writes[i + 2]], false, true));
-      tx.objectStore(HASHES).delete(IDBKeyRange.upperBound(writes[i + 2], true));
-    } else if (op === 6) {
-      keepNewestKeys(store, writes[i + 2]);
-      stepping = true;
-    } else {
-      keepNewest(store, tx.objectStore(HASHES), writes[i + 2]);
-      stepping = true;
+    const kind = /** @type {Write} */ (writes[i]);
+    const key = writes[i + 2];
+    switch (kind) {
+      case "put":
+        store.put(writes[i + 3], key);
+        break;
+      case "delete":
+        store.delete(key);
+        break;
+      case "deleteBelow":
+        store.delete(IDBKeyRange.upperBound(key, true));
+        break;
+      case "tombstonesBelow":
+        store.delete(IDBKeyRange.upperBound(key, true));
+        store.delete(IDBKeyRange.bound([], [key], false, true));
+        tx.objectStore(HASHES).delete(IDBKeyRange.upperBound(key, true));
+        break;
+      case "keepNewestTombstones":
+        keepNewest(store, tx.objectStore(HASHES), key);
+        stepping = true;
+        break;
+      case "keepNewestKeys":
+        keepNewestKeys(store, key);
+        stepping = true;
+        break;
+      default:
+        // Nothing of the batch lands: the caller aborts the transaction.
+        throw new TypeError(`unknown write ${String(kind)}`);
     }
   }
   let refused = false;

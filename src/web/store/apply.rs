@@ -61,16 +61,51 @@ extern "C" {
     fn took_ahead(slot: &JsValue) -> bool;
 }
 
-/// `apply.js`'s write codes.
-const PUT: f64 = 0.0;
-const DELETE: f64 = 1.0;
-const DELETE_BELOW: f64 = 2.0;
-/// Keep only the newest `key` tombstones (pages counted by their hashes).
-const KEEP_NEWEST: f64 = 3.0;
-/// Delete every tombstone keyed below `key`: single records, and pages whose newest is.
-const TOMBSTONES_BELOW: f64 = 4.0;
-/// Keep only the newest `key` records of a store with number keys (the archive).
-const KEEP_NEWEST_KEYS: f64 = 6.0;
+/// What one write of a batch does to its store (`apply.js`'s `Write`).
+#[derive(Clone, Copy)]
+enum Write {
+    /// Put `value` under `key`.
+    Put,
+    /// Delete `key`.
+    Delete,
+    /// Delete every key below `key`.
+    DeleteBelow,
+    /// Delete every tombstone keyed below `key`: single records, and pages whose newest is.
+    TombstonesBelow,
+    /// Keep only the newest `key` tombstones (pages counted by their hashes).
+    KeepNewestTombstones,
+    /// Keep only the newest `key` records of a store with number keys (the archive).
+    KeepNewestKeys,
+}
+
+impl Write {
+    const ALL: [Write; 6] = [
+        Write::Put,
+        Write::Delete,
+        Write::DeleteBelow,
+        Write::TombstonesBelow,
+        Write::KeepNewestTombstones,
+        Write::KeepNewestKeys,
+    ];
+
+    /// Its name in `apply.js`.
+    fn name(self) -> &'static str {
+        match self {
+            Write::Put => "put",
+            Write::Delete => "delete",
+            Write::DeleteBelow => "deleteBelow",
+            Write::TombstonesBelow => "tombstonesBelow",
+            Write::KeepNewestTombstones => "keepNewestTombstones",
+            Write::KeepNewestKeys => "keepNewestKeys",
+        }
+    }
+
+    /// Its name as a JS string, from the cache.
+    fn js(self) -> JsValue {
+        // `ALL` lists the variants in declaration order.
+        JS_WRITES.with(|writes| writes[self as usize].clone())
+    }
+}
 
 /// `apply.js`'s answers besides an error: committed, or refused at the lease read.
 const DONE: f64 = 0.0;
@@ -95,6 +130,9 @@ const NAMES: [&str; 10] = [
 ];
 
 thread_local! {
+    /// [`Write::ALL`]'s names as JS strings, made once.
+    static JS_WRITES: Vec<JsValue> = Write::ALL.iter().map(|w| JsValue::from_str(w.name())).collect();
+
     /// [`NAMES`] as JS strings, made once: each `JsValue::from_str` is a copy through
     /// `TextDecoder`, and an enqueue's batch names five of them.
     static JS_NAMES: Vec<JsValue> = NAMES.iter().map(|name| JsValue::from_str(name)).collect();
@@ -126,18 +164,23 @@ fn encode(batch: &PersistBatch) -> Result<Array, SafeError> {
     if batch.fence.is_none() {
         return Ok(writes); // refused at the lease read: nothing to issue
     }
-    let push = |op: f64, store: &str, key: JsValue, value: JsValue| {
-        writes.push(&JsValue::from_f64(op));
+    let push = |write: Write, store: &str, key: JsValue, value: JsValue| {
+        writes.push(&write.js());
         writes.push(&js_name(store));
         writes.push(&key);
         writes.push(&value);
     };
     for page in &batch.operation_pages {
-        push(PUT, OPERATION_PAGES, number(page.no), page_value(page)?);
+        push(
+            Write::Put,
+            OPERATION_PAGES,
+            number(page.no),
+            page_value(page)?,
+        );
     }
     for op in &batch.operations {
         push(
-            PUT,
+            Write::Put,
             OPERATIONS,
             JsValue::from_str(&op.intent.id),
             to_js(op)?,
@@ -146,18 +189,23 @@ fn encode(batch: &PersistBatch) -> Result<Array, SafeError> {
     // Folded into this batch's pages: the page copy is current once the record goes.
     for id in &batch.drop_operations {
         push(
-            DELETE,
+            Write::Delete,
             OPERATIONS,
             JsValue::from_str(id),
             JsValue::UNDEFINED,
         );
     }
     for no in &batch.drop_operation_pages {
-        push(DELETE, OPERATION_PAGES, number(*no), JsValue::UNDEFINED);
+        push(
+            Write::Delete,
+            OPERATION_PAGES,
+            number(*no),
+            JsValue::UNDEFINED,
+        );
     }
     for request in &batch.requests {
         push(
-            PUT,
+            Write::Put,
             REQUESTS,
             JsValue::from_str(&request.id),
             to_js(request)?,
@@ -167,47 +215,67 @@ fn encode(batch: &PersistBatch) -> Result<Array, SafeError> {
     // instead of one per event (about three per operation). The trim's range delete then
     // drops only pages that end below it.
     if let Some(last) = batch.events.last() {
-        push(PUT, EVENTS, number(last.seq), to_js(&batch.events)?);
+        push(Write::Put, EVENTS, number(last.seq), to_js(&batch.events)?);
     }
     if let Some(below) = batch.trim_events_below {
-        push(DELETE_BELOW, EVENTS, number(below), JsValue::UNDEFINED);
+        push(
+            Write::DeleteBelow,
+            EVENTS,
+            number(below),
+            JsValue::UNDEFINED,
+        );
     }
     // Retention: the compacted operations' tombstones (one page), then what they free.
     if let Some(newest) = batch.tombstones.iter().map(|t| t.key).max() {
         let json = to_js(&batch.tombstones)?;
         for (store, key, value) in page_writes(newest, &batch.tombstones, json) {
-            push(PUT, store, key, value);
+            push(Write::Put, store, key, value);
         }
     }
     // The archive: each compacted operation the policy keeps whole, under its tombstone's key.
     for tombstone in &batch.tombstones {
         if let Some(whole) = &tombstone.whole {
-            push(PUT, SETTLED, number(tombstone.key), to_js(whole.as_ref())?);
+            push(
+                Write::Put,
+                SETTLED,
+                number(tombstone.key),
+                to_js(whole.as_ref())?,
+            );
         }
     }
     if let Some(trim) = &batch.trim_archive {
         push(
-            DELETE_BELOW,
+            Write::DeleteBelow,
             SETTLED,
             number(trim.below),
             JsValue::UNDEFINED,
         );
         push(
-            KEEP_NEWEST_KEYS,
+            Write::KeepNewestKeys,
             SETTLED,
             number(trim.keep as u64),
             JsValue::UNDEFINED,
         );
     }
     for id in &batch.drop_requests {
-        push(DELETE, REQUESTS, JsValue::from_str(id), JsValue::UNDEFINED);
+        push(
+            Write::Delete,
+            REQUESTS,
+            JsValue::from_str(id),
+            JsValue::UNDEFINED,
+        );
     }
     for id in &batch.drop_blobs {
-        push(DELETE, BLOBS, JsValue::from_str(id), JsValue::UNDEFINED);
+        push(
+            Write::Delete,
+            BLOBS,
+            JsValue::from_str(id),
+            JsValue::UNDEFINED,
+        );
     }
     if let Some(trim) = &batch.trim_tombstones {
         push(
-            TOMBSTONES_BELOW,
+            Write::TombstonesBelow,
             TOMBSTONES,
             number(trim.below),
             JsValue::UNDEFINED,
@@ -215,7 +283,7 @@ fn encode(batch: &PersistBatch) -> Result<Array, SafeError> {
         // `usize::MAX`: by age only (an open's trim, before the tombstones are counted).
         if trim.keep != usize::MAX {
             push(
-                KEEP_NEWEST,
+                Write::KeepNewestTombstones,
                 TOMBSTONES,
                 number(trim.keep as u64),
                 JsValue::UNDEFINED,
