@@ -5,7 +5,7 @@
 mod adopt;
 mod effects;
 mod host;
-mod promise;
+pub(crate) mod promise;
 mod send_hooks;
 
 use std::cell::RefCell;

@@ -19,7 +19,9 @@ type Handler = Closure<dyn FnMut(web_sys::Event)>;
 
 #[derive(Default)]
 struct State {
-    db: Option<Database>,
+    /// Kept for the page's life once opened (one handle a connection): a batch's transaction
+    /// borrows it beyond any one call (`apply.rs`: opened ahead, driven by a task of its own).
+    db: Option<&'static Database>,
     closed: Option<String>,
     handlers: Vec<Handler>,
 }
@@ -28,7 +30,7 @@ impl State {
     /// Closes the connection (if open) and records why.
     fn close(&mut self, reason: &str) {
         if let Some(db) = self.db.take() {
-            db.close();
+            db.clone().close();
         }
         if self.closed.is_none() {
             self.closed = Some(reason.to_owned());
@@ -63,9 +65,15 @@ impl Connection {
 
     /// The open database, or `storage_unavailable` if it was closed under us.
     pub fn db(&self) -> Result<Database, SafeError> {
+        self.shared_db().cloned()
+    }
+
+    /// As [`Connection::db`], the handle kept for the page's life (a transaction that outlives
+    /// the call opening it borrows this one).
+    pub fn shared_db(&self) -> Result<&'static Database, SafeError> {
         let state = self.state.borrow();
-        match (&state.db, &state.closed) {
-            (Some(db), None) => Ok(db.clone()),
+        match (state.db, &state.closed) {
+            (Some(db), None) => Ok(db),
             (_, Some(reason)) => Err(closed(reason)),
             (None, None) => Err(closed("not open")),
         }
@@ -84,7 +92,7 @@ impl Connection {
     /// Drops the current connection (if any) and opens a new one.
     pub async fn reopen(&self) -> Result<(), SafeError> {
         self.detach();
-        let db = open_database(&self.name).await?;
+        let db: &'static Database = Box::leak(Box::new(open_database(&self.name).await?));
         let raw: web_sys::IdbDatabase = db.as_sys().clone().unchecked_into();
         let weak = Rc::downgrade(&self.state);
         let on_change = handler(weak.clone(), "versionchange from another connection");

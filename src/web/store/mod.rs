@@ -61,8 +61,8 @@ pub struct IdbLedger {
     refuse_blob: Cell<bool>,
     /// Where the tombstone pages are and which id hashes each holds (tombstones.rs).
     tombstone_index: RefCell<tombstones::PageIndex>,
-    /// The transaction opened ahead for the next batch, if any (`apply.js` keeps it here).
-    ahead: wasm_bindgen::JsValue,
+    /// The transaction opened ahead for the next batch, if any.
+    ahead: RefCell<Option<apply::Ahead>>,
 }
 
 impl IdbLedger {
@@ -81,7 +81,7 @@ impl IdbLedger {
             blobs_refused: Cell::new(false),
             refuse_blob: Cell::new(false),
             tombstone_index: RefCell::default(),
-            ahead: js_sys::Object::new().into(),
+            ahead: RefCell::new(None),
         })
     }
 
@@ -138,6 +138,11 @@ impl IdbLedger {
 
     fn db(&self) -> Result<Database, SafeError> {
         self.connection.db()
+    }
+
+    /// The connection's handle kept for the page's life (`connection.rs`).
+    fn shared_db(&self) -> Result<&'static Database, SafeError> {
+        self.connection.shared_db()
     }
 
     /// Starts a transaction over `stores`, counting it.

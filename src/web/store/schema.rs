@@ -124,7 +124,7 @@ pub const TOMBSTONES: &str = "tombstones";
 /// The index of [`TOMBSTONES`] on `id`: single records (version 7) are looked up by id.
 pub const BY_ID: &str = "by_id";
 /// The id hashes of each tombstone page (a `Uint32Array`), keyed by the page's time;
-/// `apply.js` names it too (`HASHES`).
+/// `apply.rs` trims it with the pages.
 pub const TOMBSTONE_HASHES: &str = "tombstone_hashes";
 
 /// The archive (`crate::core::retention`): settled operations kept whole by the policy, each
