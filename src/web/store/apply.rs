@@ -17,15 +17,14 @@ use indexed_db_futures::error::Error;
 use indexed_db_futures::future::BasicRequest;
 use indexed_db_futures::internals::SystemRepr;
 use indexed_db_futures::prelude::*;
-use indexed_db_futures::transaction::{
-    Transaction, TransactionDurability, TransactionMode, TransactionOptions,
-};
+use indexed_db_futures::transaction::{Transaction, TransactionDurability};
 use indexed_db_futures::KeyRange;
 use js_sys::Array;
 use wasm_bindgen::{JsCast, JsValue};
 
 use super::codec::{decode, page_value, to_js};
 use super::errors::{describe, js_error};
+use super::requests::transaction;
 use super::schema::{
     BLOBS, EVENTS, LEASE, LEASE_KEY, OPERATIONS, OPERATION_PAGES, REQUESTS, SETTLED, TOMBSTONES,
     TOMBSTONE_HASHES,
@@ -187,11 +186,7 @@ impl OwnedTx {
         } else {
             TransactionDurability::Strict
         };
-        let tx = db
-            .transaction(stores)
-            .with_mode(TransactionMode::Readwrite)
-            .with_options(TransactionOptions::new().with_durability(durability))
-            .build()?;
+        let tx = transaction(db, stores, true, durability)?;
         Ok(Self { tx, db })
     }
 

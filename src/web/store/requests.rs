@@ -48,32 +48,8 @@ impl<'db> Tx<'db> {
     ///
     /// The browser's error (`InvalidStateError` on a closed connection, `NotFoundError`).
     pub fn begin(db: &'db Database, stores: &[&str], write: bool) -> Result<Self, JsValue> {
-        Self::begin_with(db, stores, write, TransactionDurability::Strict)
-    }
-
-    /// As [`Tx::begin`], with `durability`.
-    ///
-    /// # Errors
-    ///
-    /// As [`Tx::begin`].
-    pub fn begin_with(
-        db: &'db Database,
-        stores: &[&str],
-        write: bool,
-        durability: TransactionDurability,
-    ) -> Result<Self, JsValue> {
-        let mode = if write {
-            TransactionMode::Readwrite
-        } else {
-            TransactionMode::Readonly
-        };
-        let tx = db
-            .transaction(stores)
-            .with_mode(mode)
-            .with_options(TransactionOptions::new().with_durability(durability))
-            .build()
-            .map_err(error_value)?;
-        Ok(Self { tx })
+        let tx = transaction(db, stores, write, TransactionDurability::Strict);
+        tx.map(|tx| Self { tx }).map_err(error_value)
     }
 
     /// One of the transaction's stores.
@@ -110,6 +86,28 @@ impl<'db> Tx<'db> {
     pub async fn abort(self) {
         let _ = self.tx.abort().await;
     }
+}
+
+/// A transaction of the library over `stores`, read-write with `write`, of `durability`.
+///
+/// # Errors
+///
+/// The browser's error (`InvalidStateError` on a closed connection, `NotFoundError`).
+pub fn transaction<'db>(
+    db: &'db Database,
+    stores: &[&str],
+    write: bool,
+    durability: TransactionDurability,
+) -> Result<Transaction<'db>, Error> {
+    let mode = if write {
+        TransactionMode::Readwrite
+    } else {
+        TransactionMode::Readonly
+    };
+    db.transaction(stores)
+        .with_mode(mode)
+        .with_options(TransactionOptions::new().with_durability(durability))
+        .build()
 }
 
 /// An `AbortError` for a transaction that ended without an error of its own.
