@@ -44,6 +44,13 @@ pub trait Host: Sized {
         Ok(intent.canvas_ids.clone())
     }
 
+    /// Whether [`participants`](Host::participants) is, for every intent, its `canvasIds`
+    /// (no hook of the host's own). The core then reads the intent instead of asking, where it
+    /// only looks past operations (gathering a batch). `false` unless a host says so.
+    fn participants_are_declared(&self) -> bool {
+        false
+    }
+
     /// Turns an intent into a request body. Default: [`default_compile`].
     fn compile(
         &self,
@@ -181,6 +188,10 @@ impl CountingHost {
 }
 
 impl Host for CountingHost {
+    fn participants_are_declared(&self) -> bool {
+        true
+    }
+
     fn create_request_id(&mut self) -> String {
         self.next += 1;
         format!("{}-{}", self.prefix, self.next)

@@ -179,6 +179,10 @@ fn decode_compiled(value: &JsValue) -> Result<CompiledRequest, SafeError> {
 }
 
 impl Host for WebHost {
+    fn participants_are_declared(&self) -> bool {
+        self.participants.is_none()
+    }
+
     fn participants(
         &self,
         intent: &Intent,
