@@ -29,5 +29,6 @@ pub mod safe_error;
 pub mod scheduler;
 pub mod scrub;
 pub mod seq_set;
+pub mod timers;
 
 pub use scheduler::{Explanation, FlushOutcome, HoldId, Scheduler, SchedulerStats};
