@@ -25,58 +25,14 @@ try {
   const page = await context.newPage();
   await page.goto(`${statics.url}/www/bench/drag/?server=${encodeURIComponent(server.url)}&db=profile-${Date.now()}`);
   await page.waitForSelector("body[data-ready]", { state: "attached", timeout: 10_000 });
-  const opened = { none: "none", idb: "none", page: "page-coalesce", worker: "worker-coalesce" }[MODE];
+  const opened = { none: "none", idb: "idb", page: "page-coalesce", worker: "worker-coalesce" }[MODE];
   if (opened === undefined) throw new Error(`PROFILE_MODE: unknown mode ${MODE}`);
-  await page.evaluate((mode) => window.drag.open(mode), opened);
-  if (MODE === "idb") {
-    await page.evaluate(async () => {
-      const request = indexedDB.open(`own-${Date.now()}`, 1);
-      request.onupgradeneeded = () => request.result.createObjectStore("records", { keyPath: "id" });
-      const db = await new Promise((resolve, reject) => {
-        request.onsuccess = () => resolve(request.result);
-        request.onerror = () => reject(request.error);
-      });
-      window.drag.scheduler = {
-        enqueueMany(intents) {
-          const tx = db.transaction("records", "readwrite", { durability: "strict" });
-          const store = tx.objectStore("records");
-          for (const intent of intents) store.put(intent.payload);
-          return new Promise((resolve, reject) => {
-            tx.oncomplete = resolve;
-            tx.onerror = () => reject(tx.error);
-          });
-        },
-      };
-    });
-  }
+  await page.evaluate((mode) => (mode === "idb" ? window.drag.openOwn() : window.drag.open(mode)), opened);
   const cdp = await context.newCDPSession(page);
   await cdp.send("Profiler.enable");
   await cdp.send("Profiler.setSamplingInterval", { interval: 100 });
   await cdp.send("Profiler.start");
-  const { ms, last } = await page.evaluate(
-    async ({ records, moves }) => {
-      const scheduler = window.drag.scheduler;
-      const started = performance.now();
-      let last = Promise.resolve();
-      for (let move = 0; move < moves; move += 1) {
-        const intents = [];
-        for (let r = 0; r < records; r += 1) {
-          intents.push({
-            id: `m${move}-r${r}-${crypto.randomUUID()}`,
-            operationType: "shape.upsert",
-            canvasIds: ["canvas-1"],
-            coalesceKey: `shape-${r}`,
-            payload: { id: `shape:${r}`, typeName: "shape", type: "geo", x: 10 + move, y: 20 + r, rotation: 0, isLocked: false, opacity: 1, props: { w: 100, h: 80, geo: "rectangle", color: "black", fill: "none", dash: "draw", size: "m", text: "" }, meta: {}, parentId: "page:page", index: `a${r}` },
-          });
-        }
-        if (scheduler) last = scheduler.enqueueMany(intents);
-        await new Promise((r) => requestAnimationFrame(r));
-      }
-      await last;
-      return { ms: performance.now() - started, last: true };
-    },
-    { records: RECORDS, moves: MOVES },
-  );
+  const { ms } = await page.evaluate(({ records, moves }) => window.drag.selection(records, moves), { records: RECORDS, moves: MOVES });
   const { profile } = await cdp.send("Profiler.stop");
   const self = new Map();
   const byId = new Map(profile.nodes.map((n) => [n.id, n]));
@@ -95,7 +51,6 @@ try {
   const rows = [...self].sort((a, b) => b[1] - a[1]).slice(0, TOP);
   console.log(`profile ${MODE}: ${MOVES} moves of ${RECORDS} records in ${ms.toFixed(0)} ms; main thread busy (sampled, idle and program left out) ${(total / 1000).toFixed(1)} ms, ${(total / 1000 / MOVES).toFixed(2)} ms a move`);
   for (const [name, us] of rows) console.log(`${(us / 1000).toFixed(1).padStart(8)} ms  ${name}`);
-  void last;
 } finally {
   await browser.close();
   await server.close();
