@@ -21,7 +21,7 @@
 //! request is dead-lettered (not retryable, claims kept) and the host can `retry(id)` once the
 //! path is fixed. A `canonical` over [`MAX_CANONICAL_BYTES`] is left out (the outcome stands).
 
-use super::json::{self, JsonText, Members};
+use super::json_text::{self, JsonText, Members};
 
 use super::io::{AttemptOutcome, AttemptStatus, OperationVerdict};
 use super::model::{Millis, RetryAction, Settlement};
@@ -121,7 +121,7 @@ pub fn map_answer(
 }
 
 /// A protocol answer body, `{outcome, error?, canonical?, operations?}`. The module reads it
-/// with [`core::json`](super::json) ([`map_answer`]); its derive reads the same answer through
+/// member by member with serde_json ([`Members`], [`map_answer`]); its derive reads the same answer through
 /// any serde format (`wire_answer` in `src/core/protocol/tests.rs` holds the two together).
 #[derive(Debug, serde::Deserialize)]
 pub struct Answer {
@@ -215,7 +215,7 @@ fn parse_error(value: Option<&str>) -> Result<Option<SafeError>, Invalid> {
     let Some(value) = value.filter(|text| *text != "null") else {
         return Ok(None);
     };
-    if let Ok(code) = json::from_str::<String>(value) {
+    if let Ok(code) = serde_json::from_str::<String>(value) {
         return Ok(Some(SafeError::with_fallback(&code, &code, "server_error")));
     }
     let fields = Members::of(value).ok_or("error must be a string or an object")?;
@@ -232,7 +232,7 @@ fn parse_error(value: Option<&str>) -> Result<Option<SafeError>, Invalid> {
 
 /// Per-operation verdicts; `accepted` entries carry no verdict yet and are skipped.
 fn parse_operations(entries: &str) -> Result<Vec<OperationVerdict>, Invalid> {
-    let entries = json::items(entries).ok_or("operations must be an array")?;
+    let entries = json_text::items(entries).ok_or("operations must be an array")?;
     let mut verdicts = Vec::with_capacity(entries.len());
     for entry in entries {
         let fields = Members::of(entry).ok_or("operation entries must be objects")?;
@@ -263,14 +263,11 @@ fn http_error(status: u16, body: Option<&str>) -> SafeError {
     let code = format!("http_{status}");
     // Members in key order, as they were written from a map.
     match server {
-        Some(server) => {
-            SafeError::new(&code, &server.message).with_details(JsonText::object(|details| {
-                details.member("serverCode", &server.code);
-                details.member("status", &u64::from(status));
-            }))
-        }
-        None => SafeError::new(&code, &format!("HTTP {status}")).with_details(JsonText::object(
-            |details| details.member("status", &u64::from(status)),
+        Some(server) => SafeError::new(&code, &server.message).with_details(JsonText::from_json(
+            &serde_json::json!({"serverCode": server.code, "status": status}),
+        )),
+        None => SafeError::new(&code, &format!("HTTP {status}")).with_details(JsonText::from_json(
+            &serde_json::json!({ "status": status }),
         )),
     }
 }

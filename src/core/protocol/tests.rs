@@ -461,7 +461,7 @@ fn p7_applied_carries_canonical_and_operation_verdicts() {
 }
 
 /// A kept JSON text as a tree, to look inside it.
-fn tree(text: crate::core::json::JsonText) -> serde_json::Value {
+fn tree(text: crate::core::json_text::JsonText) -> serde_json::Value {
     serde_json::from_str(text.text()).expect("JSON text")
 }
 

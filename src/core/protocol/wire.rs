@@ -17,13 +17,19 @@ fn text<'de, D: Deserializer<'de>>(deserializer: D) -> Result<String, D::Error> 
     })
 }
 
+/// Any value, as its compact JSON text (read as a tree: an answer's error sits in an untagged
+/// enum, whose buffered content a `RawValue` cannot be read from).
+fn kept<'de, D: Deserializer<'de>>(deserializer: D) -> Result<JsonText, D::Error> {
+    serde_json::Value::deserialize(deserializer).map(|value| JsonText::from_json(&value))
+}
+
 #[derive(Deserialize)]
 struct ErrorObject {
     #[serde(default, deserialize_with = "text")]
     code: String,
     #[serde(default, deserialize_with = "text")]
     message: String,
-    #[serde(default, with = "crate::core::json::wire")]
+    #[serde(default, deserialize_with = "kept")]
     details: JsonText,
 }
 
@@ -53,7 +59,7 @@ pub(super) fn error<'de, D: Deserializer<'de>>(
 pub(super) fn canonical<'de, D: Deserializer<'de>>(
     deserializer: D,
 ) -> Result<Option<JsonText>, D::Error> {
-    let text = crate::core::json::wire::deserialize(deserializer)?;
+    let text = kept(deserializer)?;
     Ok(Some(text).filter(|text| text.text() != "null" && text.text().len() <= MAX_CANONICAL_BYTES))
 }
 
