@@ -6,6 +6,7 @@
 //! The scheduler never computes with these values: it checks them, stores them, sends them
 //! and hands them back to JS, so they stay text, one allocation each.
 
+use std::borrow::Cow;
 use std::cell::Cell;
 use std::fmt;
 
@@ -408,7 +409,7 @@ pub fn quoted(text: &str) -> String {
 
 /// The members of one JSON object, as raw value texts.
 #[derive(Debug)]
-pub struct Members<'a>(Vec<(String, &'a str)>);
+pub struct Members<'a>(Vec<(Cow<'a, str>, &'a str)>);
 
 impl<'a> Members<'a> {
     /// The members of the object `text` holds, or `None` when it holds no object (or is not
@@ -425,7 +426,7 @@ impl<'a> Members<'a> {
 
     /// The members in order, as (key, value text).
     pub fn iter(&self) -> impl Iterator<Item = (&str, &'a str)> + '_ {
-        self.0.iter().map(|(key, value)| (key.as_str(), *value))
+        self.0.iter().map(|(key, value)| (key.as_ref(), *value))
     }
 
     /// The text of member `key` (the last one when it repeats), `None` when absent.
@@ -439,14 +440,14 @@ impl<'a> Members<'a> {
     }
 
     /// Member `key` as a string, `None` when absent or not a string.
-    pub fn str(&self, key: &str) -> Option<std::borrow::Cow<'a, str>> {
+    pub fn str(&self, key: &str) -> Option<Cow<'a, str>> {
         let text = self.get(key)?;
         if !text.starts_with('"') {
             return None;
         }
-        serde_json::from_str::<String>(text)
+        serde_json::from_str::<Key<'a>>(text)
             .ok()
-            .map(std::borrow::Cow::Owned)
+            .map(|Key(key)| key)
     }
 
     /// Member `key` as an unsigned integer, `None` when absent or not one.
@@ -458,7 +459,7 @@ impl<'a> Members<'a> {
 struct MembersVisitor;
 
 impl<'de> Visitor<'de> for MembersVisitor {
-    type Value = Vec<(String, &'de str)>;
+    type Value = Vec<(Cow<'de, str>, &'de str)>;
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("a JSON object")
@@ -466,10 +467,41 @@ impl<'de> Visitor<'de> for MembersVisitor {
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
         let mut members = Vec::new();
-        while let Some((key, value)) = map.next_entry::<String, &'de RawValue>()? {
+        while let Some((Key(key), value)) = map.next_entry::<Key<'de>, &'de RawValue>()? {
             members.push((key, value.get()));
         }
         Ok(members)
+    }
+}
+
+/// A string, borrowed from the text when it holds no escape.
+struct Key<'a>(Cow<'a, str>);
+
+impl<'de> Deserialize<'de> for Key<'de> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_str(KeyVisitor)
+    }
+}
+
+struct KeyVisitor;
+
+impl<'de> Visitor<'de> for KeyVisitor {
+    type Value = Key<'de>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a string")
+    }
+
+    fn visit_borrowed_str<E>(self, text: &'de str) -> Result<Key<'de>, E> {
+        Ok(Key(Cow::Borrowed(text)))
+    }
+
+    fn visit_str<E>(self, text: &str) -> Result<Key<'de>, E> {
+        Ok(Key(Cow::Owned(text.to_owned())))
+    }
+
+    fn visit_string<E>(self, text: String) -> Result<Key<'de>, E> {
+        Ok(Key(Cow::Owned(text)))
     }
 }
 
