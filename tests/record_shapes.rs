@@ -144,7 +144,7 @@ fn records_read_back_the_same_record_and_bytes() {
 }
 
 /// A view the module writes (never reads): an object whose absent values are left out, but for
-/// the members its declaration types `T | null`, which are always there.
+/// the three members of `stats()` that are always there, `null` when there is no value.
 fn check_view<T: serde::Serialize>(value: &T) {
     const NULLABLE: [&str; 3] = ["idleReason", "fence", "leaderOwner"];
     let derived = serde_json::to_value(value).unwrap();
