@@ -12,7 +12,7 @@ pub mod host;
 pub mod intent;
 pub mod io;
 pub mod jitter;
-pub mod json;
+pub mod json_text;
 pub mod ledger;
 pub mod loader;
 pub mod model;

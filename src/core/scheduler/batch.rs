@@ -28,7 +28,6 @@ use super::Scheduler;
 use crate::core::config::BatchLimits;
 use crate::core::host::{CompiledRequest, Host};
 use crate::core::io::{AttemptOutcome, AttemptStatus};
-use crate::core::json::{ToJson, Writer};
 use crate::core::model::{FrozenRequest, Intent, Millis, UPLOAD_KIND};
 use crate::core::payload::Payload;
 use crate::core::protocol::BATCH_NOT_SUPPORTED;
@@ -64,8 +63,7 @@ pub(super) struct Member {
 }
 
 /// The batch body's payload, `{"operations":[{"kind","operationId","payload"}, ...]}`.
-/// Members in key order: the body reads as it did when built from a sorted JSON map. The
-/// module writes it with `core::json`; its derive writes the same bytes through `serde_json`.
+/// Members in key order: the body reads as it did when built from a sorted JSON map.
 #[derive(serde::Serialize)]
 pub struct BatchPayload<'a> {
     /// One entry per operation, in order.
@@ -83,25 +81,8 @@ pub struct BatchEntry<'a> {
     #[serde(rename = "operationId")]
     pub operation_id: &'a str,
     /// Its payload (compiled).
-    #[serde(rename = "payload", with = "crate::core::json::wire")]
+    #[serde(rename = "payload")]
     pub payload: &'a Payload,
-}
-
-impl ToJson for BatchPayload<'_> {
-    fn write_json(&self, writer: &mut Writer) {
-        writer.object();
-        writer.key("operations");
-        writer.array();
-        for entry in &self.operations {
-            writer.object();
-            writer.member("kind", entry.kind);
-            writer.member("operationId", entry.operation_id);
-            writer.member("payload", entry.payload);
-            writer.end_object();
-        }
-        writer.end_array();
-        writer.end_object();
-    }
 }
 
 /// Whether `status` declines `request` as a batch: a rejection with the code
