@@ -738,3 +738,111 @@ fn coalesce_ms_flush_sends_a_held_update_now_and_the_option_is_bounded() {
     };
     assert_eq!(too_long.validate().unwrap_err().code(), "invalid_options");
 }
+
+/// A paste: one `enqueueMany` whose intents go round 50 canvases, so each canvas's next
+/// edit is 50 places further on in the queue.
+fn pasted(count: usize, canvases: usize) -> Vec<IntentInput> {
+    let names: Vec<String> = (0..canvases).map(|c| format!("c{c}")).collect();
+    (0..count)
+        .map(|i| edit(&format!("p{i}"), &[names[i % canvases].as_str()]))
+        .collect()
+}
+
+/// Answers every request `applied` as it goes out; returns each request's operations.
+fn answer_all(h: &mut Harness<impl Host>) -> Vec<Vec<String>> {
+    let mut requests = Vec::new();
+    h.drain();
+    while let Some(order) = h.answer_first(applied()) {
+        requests.push(order.request.operation_ids.clone());
+    }
+    requests
+}
+
+#[test]
+fn batch_a_paste_round_many_canvases_fills_its_batches() {
+    let mut h = Harness::new(SchedulerConfig::default(), CountingHost::new("r"));
+    h.start();
+    h.enqueue(pasted(2_000, 50)).unwrap();
+    let requests = answer_all(&mut h);
+    // 40 edits a canvas: a batch of 32 (the default) and one of 8, per canvas.
+    assert_eq!(
+        requests.len(),
+        100,
+        "full batches, not one a few places apart"
+    );
+    let mut sent: Vec<&str> = Vec::new();
+    for request in &requests {
+        let canvas = |id: &str| id[1..].parse::<usize>().unwrap() % 50;
+        assert!(
+            request.iter().all(|id| canvas(id) == canvas(&request[0])),
+            "one canvas a batch"
+        );
+        sent.extend(request.iter().map(String::as_str));
+    }
+    for c in 0..50 {
+        let order: Vec<&str> = sent
+            .iter()
+            .copied()
+            .filter(|id| id[1..].parse::<usize>().unwrap() % 50 == c)
+            .collect();
+        let expected: Vec<String> = (0..40).map(|k| format!("p{}", k * 50 + c)).collect();
+        assert_eq!(order, expected, "canvas c{c} in enqueue order");
+    }
+    for i in 0..2_000 {
+        let op = h.operation(&format!("p{i}")).unwrap();
+        assert_eq!(op.phase, OperationPhase::Resolved);
+    }
+}
+
+/// A `participants` hook that puts `c1`'s edits on `c0` too.
+struct Spreading(CountingHost);
+
+impl Host for Spreading {
+    fn participants(
+        &self,
+        intent: &Intent,
+        _reads: &Scheduler<Self>,
+    ) -> Result<Vec<String>, SafeError> {
+        let mut canvases = intent.canvas_ids.clone();
+        if canvases.iter().any(|c| c == "c1") {
+            canvases.push("c0".into());
+        }
+        Ok(canvases)
+    }
+    fn compile(
+        &self,
+        intent: &Intent,
+        _id: &str,
+        reads: &Scheduler<Self>,
+    ) -> Result<CompiledRequest, SafeError> {
+        let mut compiled = default_compile(intent);
+        compiled.canvas_ids = self.participants(intent, reads)?;
+        Ok(compiled)
+    }
+    fn create_request_id(&mut self) -> String {
+        self.0.create_request_id()
+    }
+}
+
+#[test]
+fn batch_with_a_participants_hook_asks_it_for_each_operation_looked_past() {
+    let mut h = Harness::new(
+        SchedulerConfig::default(),
+        Spreading(CountingHost::new("r")),
+    );
+    h.start();
+    let hold = h.scheduler.hold(h.now).unwrap();
+    h.enqueue(vec![
+        edit("a", &["c0"]),
+        edit("b", &["c1"]),
+        edit("c", &["c0"]),
+    ])
+    .unwrap();
+    h.scheduler.release(h.now, hold);
+    let requests = answer_all(&mut h);
+    assert_eq!(
+        requests,
+        vec![vec!["a"], vec!["b"], vec!["c"]],
+        "b touches c0 by its participants: c may not pass it into a's batch"
+    );
+}

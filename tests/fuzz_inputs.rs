@@ -3,7 +3,7 @@
 //! - **Host input** ("bad input changes nothing", docs/guarantees.md): arbitrary JSON and malformed
 //!   IntentInput-shaped objects (random keys, wrong types, huge strings, deep nesting,
 //!   `__proto__` keys, NaN-like strings, duplicate ids, dependency cycles, explicit sequences)
-//!   go through the JSON decoder (`core::json::from_str::<IntentInput>` on their text),
+//!   go through the JSON decoder (`serde_json::from_str::<IntentInput>` on their text),
 //!   `check_fields` and `Scheduler::enqueue`. Nothing panics; every refusal carries a stable
 //!   code; a refused enqueue leaves the ledger exactly as it was.
 //! - **Storage**: a real ledger written by the [`Harness`] is corrupted record by
@@ -36,7 +36,14 @@ use canvas_scheduler::core::error::SchedulerError;
 use canvas_scheduler::core::host::CountingHost;
 use canvas_scheduler::core::intent::{check_fields, IntentInput, MAX_SAFE_INTEGER};
 use canvas_scheduler::core::io::{AttemptOutcome, AttemptStatus};
-use canvas_scheduler::core::json::{from_str, parse, to_string, FromJson, JsonError, ToJson};
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use serde_json::{from_str, Error as JsonError};
+
+/// The compact JSON text serde_json writes.
+fn to_string<T: Serialize + ?Sized>(value: &T) -> String {
+    serde_json::to_string(value).expect("serializes")
+}
 use canvas_scheduler::core::ledger::LedgerSnapshot;
 use canvas_scheduler::core::loader::{LedgerLoader, RecordStore};
 use canvas_scheduler::core::model::OperationPhase;
@@ -105,8 +112,8 @@ fn check_code(error: &SchedulerError, allowed: &[&str]) -> Result<(), TestCaseEr
     Ok(())
 }
 
-/// Decodes a JSON value as a `T` from its text, with the core's JSON reader (`core::json`).
-fn decode<T: FromJson>(value: &Value) -> Result<T, JsonError> {
+/// Decodes a JSON value as a `T` from its text, with serde_json.
+fn decode<T: DeserializeOwned>(value: &Value) -> Result<T, JsonError> {
     from_str(&to_string(value))
 }
 
@@ -675,8 +682,8 @@ struct Records {
     meta: Option<Value>,
 }
 
-fn to_value<T: ToJson + ?Sized>(record: &T) -> Value {
-    parse(&to_string(record)).unwrap_or_else(|e| panic!("serialize: {e}"))
+fn to_value<T: Serialize + ?Sized>(record: &T) -> Value {
+    from_str(&to_string(record)).unwrap_or_else(|e| panic!("serialize: {e}"))
 }
 
 /// The snapshot's records; with `paged` > 0, every operation whose place is a multiple of

@@ -23,13 +23,15 @@ use std::collections::BTreeMap;
 use canvas_scheduler::core::digest::body_digest;
 use canvas_scheduler::core::host::WireBody;
 use canvas_scheduler::core::intent::IntentInput;
-use canvas_scheduler::core::json::{self, FromJson, JsonText, ToJson};
+use canvas_scheduler::core::json_text::{self, JsonText};
 use canvas_scheduler::core::model::{EventRecord, FrozenRequest, Intent, Lease, Operation};
 use canvas_scheduler::core::packed::{decode_page, PackedPage};
 use canvas_scheduler::core::retention::{input_digest, intent_digest, Tombstone};
 use canvas_scheduler::core::safe_error::SafeError;
 use canvas_scheduler::core::scheduler::{BatchEntry, BatchPayload};
+use serde::de::DeserializeOwned;
 use serde::Deserialize;
+use serde::Serialize;
 use serde_json::value::RawValue;
 use serde_json::Value;
 
@@ -37,26 +39,24 @@ use serde_json::Value;
 pub const CORPUS: &str = include_str!("fixtures/codec-golden.jsonl");
 
 /// An inbox entry as `web::store::inbox::InboxEntry` stores it (that type is wasm-only
-/// today): the same members, read and written by the same `json_record!` rules; its intents
+/// today): the same members, read and written by the same serde derive; its intents
 /// are the core's [`IntentInput`].
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(serde::Serialize, serde::Deserialize, Clone, Debug, Default, PartialEq)]
+#[serde(deny_unknown_fields)]
 pub struct InboxEntry {
     /// The enqueuing tab.
+    #[serde(rename = "origin")]
     pub origin: String,
     /// Its principal.
+    #[serde(rename = "principal", default)]
     pub principal: Option<String>,
     /// When it was written.
+    #[serde(rename = "at")]
     pub at: u64,
     /// The intents.
+    #[serde(rename = "intents")]
     pub intents: Vec<IntentInput>,
 }
-
-canvas_scheduler::json_record!(InboxEntry deny_unknown {
-    origin: "origin" required,
-    principal: "principal" default,
-    at: "at" required,
-    intents: "intents" required,
-});
 
 /// A frozen body as read back: the module only writes them, so its members are read here
 /// (the payload as its exact text) and the module's writer must give the same bytes again.
@@ -101,12 +101,12 @@ struct BatchEntryIn<'a> {
 
 /// A JSON value's exact text, as the module keeps a payload.
 fn exact(raw: &RawValue) -> Result<JsonText, String> {
-    json::from_str::<JsonText>(raw.get()).map_err(|e| e.to_string())
+    serde_json::from_str::<JsonText>(raw.get()).map_err(|e| e.to_string())
 }
 
-fn again<T: FromJson + ToJson>(text: &str) -> Result<String, String> {
-    let value: T = json::from_str(text).map_err(|e| e.to_string())?;
-    Ok(json::to_string(&value))
+fn again<T: DeserializeOwned + Serialize>(text: &str) -> Result<String, String> {
+    let value: T = serde_json::from_str(text).map_err(|e| e.to_string())?;
+    Ok(json_text::to_string(&value))
 }
 
 /// Decodes `text` as a `kind` and encodes it again with the module's codec.
@@ -123,12 +123,12 @@ pub fn recode(kind: &str, text: &str) -> Result<String, String> {
         "InboxEntry" => again::<InboxEntry>(text),
         "PackedPage" => {
             let page = decode_page(text).map_err(|e| e.to_string())?;
-            Ok(json::to_string(&PackedPage(&page)))
+            Ok(json_text::to_string(&PackedPage(&page)))
         }
         "WireBody" => {
             let body: WireIn<'_> = serde_json::from_str(text).map_err(|e| e.to_string())?;
             let payload = exact(body.payload)?;
-            Ok(json::to_string(&WireBody {
+            Ok(json_text::to_string(&WireBody {
                 id: &body.id,
                 operation_ids: &body.operation_ids,
                 kind: &body.kind,
@@ -157,7 +157,7 @@ pub fn recode(kind: &str, text: &str) -> Result<String, String> {
                     payload,
                 })
                 .collect();
-            Ok(json::to_string(&BatchPayload { operations }))
+            Ok(json_text::to_string(&BatchPayload { operations }))
         }
         other => Err(format!("no such type in the corpus: {other}")),
     }
@@ -168,15 +168,15 @@ fn digests(kind: &str, text: &str) -> Result<BTreeMap<&'static str, Value>, Stri
     let mut out = BTreeMap::new();
     match kind {
         "Operation" => {
-            let op: Operation = json::from_str(text).map_err(|e| e.to_string())?;
+            let op: Operation = serde_json::from_str(text).map_err(|e| e.to_string())?;
             out.insert("intentDigest", Value::from(intent_digest(&op.intent)));
         }
         "Intent" => {
-            let intent: Intent = json::from_str(text).map_err(|e| e.to_string())?;
+            let intent: Intent = serde_json::from_str(text).map_err(|e| e.to_string())?;
             out.insert("intentDigest", Value::from(intent_digest(&intent)));
         }
         "IntentInput" => {
-            let input: IntentInput = json::from_str(text).map_err(|e| e.to_string())?;
+            let input: IntentInput = serde_json::from_str(text).map_err(|e| e.to_string())?;
             out.insert("intentDigest", Value::from(input_digest(&input)));
         }
         "PackedPage" => {
@@ -185,7 +185,7 @@ fn digests(kind: &str, text: &str) -> Result<BTreeMap<&'static str, Value>, Stri
             out.insert("intentDigests", Value::Array(all.collect()));
         }
         "FrozenRequest" => {
-            let request: FrozenRequest = json::from_str(text).map_err(|e| e.to_string())?;
+            let request: FrozenRequest = serde_json::from_str(text).map_err(|e| e.to_string())?;
             out.insert("bodyDigest", Value::from(body_digest(&request.body)));
         }
         "WireBody" => {
@@ -303,7 +303,7 @@ fn every_golden_digest_is_computed_again_from_what_was_decoded() {
 fn golden_frozen_requests_carry_their_bodys_digest() {
     for line in lines().iter().filter(|l| l["type"] == "FrozenRequest") {
         let text = line["text"].as_str().unwrap_or_default();
-        let request: FrozenRequest = json::from_str(text).expect("decodes");
+        let request: FrozenRequest = serde_json::from_str(text).expect("decodes");
         assert_eq!(request.digest, line["bodyDigest"], "{text}");
     }
 }

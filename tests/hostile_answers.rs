@@ -298,8 +298,8 @@ fn p7_a_batchs_shared_canonical_is_stored_once() {
     let request = h.wire_ids()[0].clone();
     h.answer(&request, status);
     let snapshot = h.store.snapshot();
-    let stored = canvas_scheduler::core::json::to_string(&snapshot.requests)
-        + &canvas_scheduler::core::json::to_string(&snapshot.operations);
+    let stored = canvas_scheduler::core::json_text::to_string(&snapshot.requests)
+        + &canvas_scheduler::core::json_text::to_string(&snapshot.operations);
     assert_eq!(
         stored.matches("\"big\"").count(),
         1,

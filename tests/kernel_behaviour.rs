@@ -8,7 +8,12 @@ use canvas_scheduler::core::config::{RetryPolicy, SchedulerConfig};
 use canvas_scheduler::core::host::{Authorization, CountingHost};
 use canvas_scheduler::core::intent::IntentInput;
 use canvas_scheduler::core::io::{AttemptOutcome, AttemptStatus, Effect, Report};
-use canvas_scheduler::core::json::{parse, to_string};
+use serde_json::from_str as parse;
+
+/// The compact JSON text serde_json writes.
+fn to_string<T: serde::Serialize + ?Sized>(value: &T) -> String {
+    serde_json::to_string(value).expect("serializes")
+}
 use canvas_scheduler::core::loader::{LedgerLoader, RecordStore};
 use canvas_scheduler::core::model::{EventKind, OperationPhase, RetryAction, Settlement};
 use canvas_scheduler::core::Scheduler;

@@ -313,7 +313,7 @@ fn a_compacted_superseded_operation_names_its_replacement_as_its_record_did() {
             None
         ]
     );
-    let text = canvas_scheduler::core::json::to_string(
+    let text = canvas_scheduler::core::json_text::to_string(
         &canvas_scheduler::core::scheduler::Compacted::from(v0),
     );
     assert!(text.contains(r#""replacedBy":"s0-v1""#), "{text}");
@@ -322,17 +322,16 @@ fn a_compacted_superseded_operation_names_its_replacement_as_its_record_did() {
 #[test]
 fn a_tombstone_an_earlier_build_wrote_reads_with_its_chain_end_as_its_replacement() {
     // Earlier builds stored the end of the chain as `replacedBy`, and no `chainEnd`.
-    let old: canvas_scheduler::core::retention::Tombstone = canvas_scheduler::core::json::from_str(
+    let old: canvas_scheduler::core::retention::Tombstone = serde_json::from_str(
         r#"{"key":5,"id":"a1","digest":"d","sequence":1,"outcome":"discarded","settledAt":9,"replacedBy":"a3"}"#,
     )
     .expect("reads");
     assert_eq!(old.replaced_by.as_deref(), Some("a3"));
     assert_eq!(old.chain_end, None);
     assert_eq!(old.chain_end(), Some("a3"));
-    let plain: canvas_scheduler::core::retention::Tombstone =
-        canvas_scheduler::core::json::from_str(
-            r#"{"key":6,"id":"b","digest":"d","sequence":2,"outcome":"applied","settledAt":9}"#,
-        )
-        .expect("reads");
+    let plain: canvas_scheduler::core::retention::Tombstone = serde_json::from_str(
+        r#"{"key":6,"id":"b","digest":"d","sequence":2,"outcome":"applied","settledAt":9}"#,
+    )
+    .expect("reads");
     assert_eq!(plain.chain_end(), None);
 }

@@ -7,7 +7,7 @@ mod common;
 use canvas_scheduler::core::config::SchedulerConfig;
 use canvas_scheduler::core::host::CountingHost;
 use canvas_scheduler::core::io::{AttemptOutcome, AttemptStatus};
-use canvas_scheduler::core::json::{to_string, ToJson};
+use canvas_scheduler::core::json_text::to_string;
 use canvas_scheduler::core::loader::{LedgerLoader, RecordStore};
 use canvas_scheduler::core::model::{Operation, OperationPhase};
 use canvas_scheduler::core::operation_pages::{homes_of, PAGE_LIMIT};
@@ -15,6 +15,7 @@ use canvas_scheduler::core::packed::PackedPage;
 use canvas_scheduler::core::scheduler::ACTIVE_MS;
 use canvas_scheduler::testing::Harness;
 use common::edit;
+use serde::Serialize;
 
 fn harness() -> Harness<CountingHost> {
     harness_folding_at(0)
@@ -188,7 +189,7 @@ fn s18_a_loaded_ledger_of_records_is_folded_once_the_scheduler_is_quiet() {
     next.scheduler.release(next.now, hold);
 }
 
-fn text<T: ToJson + ?Sized>(value: &T) -> String {
+fn text<T: Serialize + ?Sized>(value: &T) -> String {
     to_string(value)
 }
 

@@ -7,7 +7,6 @@ use canvas_scheduler::core::config::SchedulerConfig;
 use canvas_scheduler::core::digest::body_digest;
 use canvas_scheduler::core::host::Host;
 use canvas_scheduler::core::intent::IntentInput;
-use canvas_scheduler::core::json;
 use canvas_scheduler::core::payload::Payload;
 use canvas_scheduler::testing::Harness;
 
@@ -40,7 +39,7 @@ impl Host for ExampleKey {
 /// The intent of the example's `enqueue`, with its payload's members in the order the editor
 /// wrote them.
 fn example_intent() -> IntentInput {
-    let payload: Payload = json::from_str(
+    let payload: Payload = serde_json::from_str(
         r#"{"shapeId":"s1","shape":{"type":"note","y":20.5,"x":10,"text":"Café ✓"}}"#,
     )
     .expect("JSON payload");

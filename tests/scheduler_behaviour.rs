@@ -956,3 +956,52 @@ fn an_enqueue_error_names_the_intent_of_the_call_it_refused() {
         "nothing of a refused call stored"
     );
 }
+
+/// The scheduler's wake-up is the earliest of its named timers, and each says what it is for:
+/// a coalescing hold, a retry, the lease's renewal; a stopped scheduler waits for nothing.
+#[test]
+fn named_timers_say_what_the_wake_up_is_for() {
+    use canvas_scheduler::core::timers::Timer;
+    let mut h = Harness::new(SchedulerConfig::default(), CountingHost::new("r"));
+    h.start();
+    let held = canvas_scheduler::core::intent::IntentInput {
+        coalesce_key: Some("drag:s".into()),
+        ..common::edit("held", &["c"])
+    };
+    h.enqueue(vec![held]).unwrap();
+    let timers = h.scheduler.timers();
+    let hold_end = timers
+        .get(Timer::CoalesceHold)
+        .expect("the hold's end is armed");
+    assert_eq!(hold_end, h.now + SchedulerConfig::default().coalesce_ms);
+    assert_eq!(
+        timers.next_timeout(),
+        Some(hold_end.min(timers.get(Timer::HeldWrite).unwrap_or(hold_end)))
+    );
+    h.advance(SchedulerConfig::default().coalesce_ms);
+    h.drain();
+    assert_eq!(h.wire_operations(), ["held"], "sent when the hold ended");
+    assert_eq!(h.scheduler.timers().get(Timer::CoalesceHold), None);
+    let renew = h.scheduler.timers().get(Timer::LeaseRenewal);
+    assert!(
+        renew.is_some_and(|at| at > h.now),
+        "the lease is renewed while work runs"
+    );
+    h.answer_first(AttemptStatus::transport_unknown("offline for a moment"));
+    let timers = h.scheduler.timers();
+    let retry = timers.get(Timer::Retry).expect("the retry is armed");
+    assert!(retry > h.now);
+    assert_eq!(
+        timers.next_timeout(),
+        timers.armed().map(|(_, at)| at).min()
+    );
+    assert!(timers
+        .armed()
+        .all(|(_, at)| at >= retry.min(renew.unwrap())));
+    h.scheduler.stop();
+    assert_eq!(
+        h.scheduler.timers().next_timeout(),
+        None,
+        "stopped: nothing is due"
+    );
+}

@@ -48,7 +48,7 @@ pub fn mode(options: &JsValue) -> Result<Mode, SchedulerError> {
         let key = key.as_string().unwrap_or_default();
         return Err(bad(format!(
             "enqueueMany: unknown option {}; {what}",
-            crate::core::json::quoted(&key)
+            crate::core::json_text::quoted(&key)
         )));
     }
     let atomic = Reflect::get(options, &ATOMIC.into())

@@ -2,7 +2,7 @@
 //! huge strings, deep or cyclic payloads and `__proto__` keys are `invalid_intent` (or
 //! `payload_too_large`); the core then checks ids, sequences, dependencies and cycles.
 
-use crate::core::json::{self, quoted};
+use crate::core::json_text::quoted;
 use crate::core::model::ExpectedVersions;
 
 use js_sys::Array;
@@ -220,7 +220,7 @@ pub fn decode_intent(
             .ok_or_else(|| invalid("expectedVersions must be an object of canvas id → version"))?;
         let mut versions = ExpectedVersions::new();
         for (canvas, version) in map.iter() {
-            let version = json::from_str::<u64>(version)
+            let version = serde_json::from_str::<u64>(version)
                 .ok()
                 .filter(|v| *v <= MAX_SAFE_INTEGER)
                 .ok_or_else(|| {

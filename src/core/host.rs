@@ -3,7 +3,6 @@
 //! `participants` and `compile` are handed the scheduler as it stands (read-only): the host's
 //! synchronous reads made while a hook runs answer from it.
 
-use super::json::{ToJson, Writer};
 use super::model::{ExpectedVersions, Intent, PROTOCOL_VERSION};
 use super::payload::Payload;
 use super::safe_error::SafeError;
@@ -42,6 +41,13 @@ pub trait Host: Sized {
         _reads: &Scheduler<Self>,
     ) -> Result<Vec<String>, SafeError> {
         Ok(intent.canvas_ids.clone())
+    }
+
+    /// Whether [`participants`](Host::participants) is, for every intent, its `canvasIds`
+    /// (no hook of the host's own). The core then reads the intent instead of asking, where it
+    /// only looks past operations (gathering a batch). `false` unless a host says so.
+    fn participants_are_declared(&self) -> bool {
+        false
     }
 
     /// Turns an intent into a request body. Default: [`default_compile`].
@@ -107,8 +113,7 @@ pub fn default_compile(intent: &Intent) -> CompiledRequest {
 }
 
 /// The wire body of a frozen request (docs/protocol.md): serialized once at freeze, sent byte for
-/// byte. The module writes it with `core::json` (below); its derive writes the same bytes through
-/// `serde_json` (`tests/record_shapes.rs`).
+/// byte, written by serde_json in field order (`tests/golden_codec.rs` holds the bytes).
 #[derive(serde::Serialize)]
 pub struct WireBody<'a> {
     /// Request id = idempotency key.
@@ -130,7 +135,7 @@ pub struct WireBody<'a> {
     #[serde(rename = "protocolVersion")]
     pub protocol_version: u32,
     /// Payload (one per operation when batched: an array of the operations' payloads).
-    #[serde(rename = "payload", with = "crate::core::json::wire")]
+    #[serde(rename = "payload")]
     pub payload: &'a Payload,
     /// Sorted, unique canvases.
     #[serde(rename = "canvasIds")]
@@ -138,28 +143,6 @@ pub struct WireBody<'a> {
     /// Version guards.
     #[serde(rename = "expectedVersions")]
     pub expected_versions: &'a ExpectedVersions,
-}
-
-/// Members in the order serde wrote them when this was derived: bodies frozen by earlier
-/// builds and by this one are the same bytes for the same request.
-impl ToJson for WireBody<'_> {
-    fn write_json(&self, writer: &mut Writer) {
-        writer.object();
-        writer.member("id", self.id);
-        writer.member("operationIds", self.operation_ids);
-        writer.member("kind", self.kind);
-        if let Some(owner) = self.owner_canvas_id {
-            writer.member("ownerCanvasId", owner);
-        }
-        if let Some(run) = self.run_id {
-            writer.member("runId", run);
-        }
-        writer.member("protocolVersion", &self.protocol_version);
-        writer.member("payload", self.payload);
-        writer.member("canvasIds", self.canvas_ids);
-        writer.member("expectedVersions", self.expected_versions);
-        writer.end_object();
-    }
 }
 
 /// A host for tests and for editors that need no custom hooks: request ids from a prefix and
@@ -181,6 +164,10 @@ impl CountingHost {
 }
 
 impl Host for CountingHost {
+    fn participants_are_declared(&self) -> bool {
+        true
+    }
+
     fn create_request_id(&mut self) -> String {
         self.next += 1;
         format!("{}-{}", self.prefix, self.next)

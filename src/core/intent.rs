@@ -6,7 +6,7 @@ use super::model::ExpectedVersions;
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::error::{ErrorCode, SchedulerError};
-use super::json::{JsonError, Reader};
+use super::json_text::{check, ShapeError};
 use super::model::{BlobRef, Intent};
 use super::payload::Payload;
 
@@ -56,19 +56,6 @@ pub struct IntentInput {
     #[serde(rename = "blob", default)]
     pub blob: Option<BlobRef>,
 }
-
-crate::json_record!(IntentInput deny_unknown {
-    id: "id" required,
-    sequence: "sequence" default,
-    operation_type: "operationType" required,
-    canvas_ids: "canvasIds" default,
-    dependencies: "dependencies" default,
-    payload: "payload" default,
-    expected_versions: "expectedVersions" default,
-    run_id: "runId" default,
-    coalesce_key: "coalesceKey" default,
-    blob: "blob" default,
-});
 
 fn invalid(message: impl Into<String>) -> SchedulerError {
     SchedulerError::new(ErrorCode::InvalidIntent, message)
@@ -129,7 +116,12 @@ fn check_ids(list: &[String], field: &str) -> Result<(), SchedulerError> {
 /// read from the payload's text in one pass (the text is what is stored and sent: no tree is
 /// built and nothing is serialized again to count its bytes).
 pub fn check_payload(payload: &Payload, max_bytes: usize) -> Result<(), SchedulerError> {
-    check_shape(&mut Reader::new(payload.text()), 1)?;
+    check(payload.text(), MAX_PAYLOAD_DEPTH, true).map_err(|e| match e {
+        ShapeError::TooDeep => invalid(format!("payload nests deeper than {MAX_PAYLOAD_DEPTH}")),
+        ShapeError::ProtoKey => invalid("payload may not contain a __proto__ key"),
+        // A payload is JSON text by construction; a stored one that is not is refused, not read.
+        ShapeError::NotJson(e) => invalid(format!("payload is not JSON: {e}")),
+    })?;
     let size = payload.text().len();
     if size > max_bytes {
         return Err(SchedulerError::new(
@@ -176,38 +168,6 @@ pub fn check_fields(input: &IntentInput, max_payload_bytes: usize) -> Result<(),
         }
     }
     check_payload(&input.payload, max_payload_bytes)
-}
-
-/// Checks the value at `reader`, `depth` levels down (the payload itself is level 1), and
-/// everything in it.
-fn check_shape(reader: &mut Reader<'_>, depth: usize) -> Result<(), SchedulerError> {
-    if depth > MAX_PAYLOAD_DEPTH {
-        return Err(invalid(format!(
-            "payload nests deeper than {MAX_PAYLOAD_DEPTH}"
-        )));
-    }
-    // A payload is JSON text by construction; a stored one that is not is refused, not read.
-    let unreadable = |e: JsonError| invalid(format!("payload is not JSON: {e}"));
-    match reader.peek() {
-        Some(b'{') => {
-            reader.object().map_err(unreadable)?;
-            while let Some(key) = reader.key().map_err(unreadable)? {
-                if key == "__proto__" {
-                    return Err(invalid("payload may not contain a __proto__ key"));
-                }
-                check_shape(reader, depth + 1)?;
-            }
-            Ok(())
-        }
-        Some(b'[') => {
-            reader.array().map_err(unreadable)?;
-            while reader.item().map_err(unreadable)? {
-                check_shape(reader, depth + 1)?;
-            }
-            Ok(())
-        }
-        _ => reader.skip().map_err(unreadable),
-    }
 }
 
 /// Builds the stored intent (sequence and principal filled in).
@@ -324,7 +284,6 @@ pub fn check_batch(batch: &[IntentInput], max_payload_bytes: usize) -> Result<()
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::core::json;
     use serde_json::json;
 
     fn input(id: &str, deps: &[&str]) -> IntentInput {
@@ -394,7 +353,7 @@ mod tests {
     fn a_checks_the_payload_text_as_the_tree_was_checked() {
         let with = |text: &str| {
             let mut intent = input("ok", &[]);
-            intent.payload = json::from_str(text).expect("JSON text");
+            intent.payload = serde_json::from_str(text).expect("JSON text");
             check_fields(&intent, 1_000).map_err(|e| e.message)
         };
         let nested = |levels: usize| "[".repeat(levels - 1) + "1" + &"]".repeat(levels - 1);
@@ -439,8 +398,8 @@ mod tests {
     #[test]
     fn a_unknown_fields_are_refused_by_the_decoder() {
         let text = r#"{"id":"a","operationType":"x","canvasIds":[],"extra":1}"#;
-        assert!(crate::core::json::from_str::<IntentInput>(text).is_err());
+        assert!(serde_json::from_str::<IntentInput>(text).is_err());
         let text = r#"{"id":"a","operationType":"custom.kind","canvasIds":["c"]}"#;
-        assert!(crate::core::json::from_str::<IntentInput>(text).is_ok());
+        assert!(serde_json::from_str::<IntentInput>(text).is_ok());
     }
 }

@@ -1,7 +1,7 @@
 //! What crosses the sans-IO boundary: effects the core asks for, and the answers the driver
 //! brings back (persist results, attempt statuses).
 
-use super::json::JsonText;
+use super::json_text::JsonText;
 
 use super::error::SchedulerError;
 use super::model::{EventRecord, FrozenRequest, Lease, Millis, Operation, RetryAction, Settlement};
@@ -218,7 +218,7 @@ impl AttemptStatus {
             "hook_timeout",
             &format!("{hook}() did not settle within {timeout_ms} ms"),
         )
-        .with_details(JsonText::object(|details| details.member("hook", hook)));
+        .with_details(JsonText::member("hook", hook));
         Self {
             error: Some(error),
             ..Self::outcome(AttemptOutcome::Unresolved)

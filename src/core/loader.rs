@@ -3,14 +3,17 @@
 //! decoded and checked. A corrupt or foreign record is quarantined and reported — never
 //! silently dropped, never fatal to the rest of the ledger.
 //!
-//! Records are decoded straight from their text into the typed records (`core::json`): no
+//! Records are decoded straight from their text into the typed records (serde derives): no
 //! intermediate tree, which cost a second pass and a copy per record. A record that is set
 //! aside is reported as its text.
 
 use super::digest::body_digest;
 use super::error::{ErrorCode, SchedulerError};
 use super::intent::check_id;
-use super::json::{self, FromJson, JsonError, JsonText, Reader};
+use serde::de::DeserializeOwned;
+use serde_json::Error as JsonError;
+
+use super::json_text::{JsonText, Members};
 use super::ledger::LedgerSnapshot;
 use super::model::{EventRecord, FrozenRequest, Lease, LedgerMeta, Operation, OperationPhase};
 use super::operation_pages::current_copies;
@@ -94,17 +97,17 @@ impl RecordJson for String {
 /// Records given as trees (tests and tools build them that way).
 impl RecordJson for serde_json::Value {
     fn into_text(self) -> String {
-        json::to_string(&self)
+        self.to_string()
     }
 }
 
-fn decode<T: FromJson>(text: &str) -> Result<T, String> {
-    json::from_str(text).map_err(|e| undecodable(text, &e))
+fn decode<T: DeserializeOwned>(text: &str) -> Result<T, String> {
+    serde_json::from_str(text).map_err(|e| undecodable(text, &e))
 }
 
 /// Why `text` did not decode: not JSON at all, or JSON of another shape.
 fn undecodable(text: &str, error: &JsonError) -> String {
-    match json::from_str::<JsonText>(text) {
+    match serde_json::from_str::<JsonText>(text) {
         Ok(_) => format!("undecodable: {error}"),
         Err(e) => format!("not JSON: {e}"),
     }
@@ -119,17 +122,15 @@ fn reported(text: String) -> JsonText {
 /// The `id` member of a frozen body, which must be a JSON object (other members are only
 /// checked to be well formed).
 fn body_id(body: &str) -> Result<Option<String>, JsonError> {
-    let mut reader = Reader::new(body);
+    let Some(members) = Members::of(body) else {
+        return Err(serde::de::Error::custom("not a JSON object"));
+    };
     let mut id = None;
-    reader.object()?;
-    while let Some(key) = reader.key()? {
+    for (key, value) in members.iter() {
         if key == "id" && id.is_none() {
-            id = Option::<String>::read_json(&mut reader)?;
-        } else {
-            reader.skip()?;
+            id = serde_json::from_str::<Option<String>>(value)?;
         }
     }
-    reader.end()?;
     Ok(id)
 }
 
@@ -254,7 +255,7 @@ impl LedgerLoader {
         let listed = record
             .members()
             .and_then(|members| members.get("operationIds"))
-            .and_then(|ids| json::from_str::<Vec<String>>(ids).ok());
+            .and_then(|ids| serde_json::from_str::<Vec<String>>(ids).ok());
         match listed {
             Some(ids) => self.suspect_operations.extend(ids),
             None => self.illegible_request = true,
@@ -418,11 +419,11 @@ impl LedgerLoader {
                     store: RecordStore::OperationPages.name(),
                     key: format!("{no}/{id}"),
                     reason: format!("sequence {sequence} is zero, above 2^53-1 or repeated"),
-                    record: JsonText::object(|record| {
-                        record.member("id", id);
-                        record.member("page", &no);
-                        record.member("sequence", &sequence);
-                    }),
+                    record: JsonText::from_json(&serde_json::json!({
+                        "id": id,
+                        "page": no,
+                        "sequence": sequence,
+                    })),
                 });
                 return false;
             }

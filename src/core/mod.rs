@@ -12,7 +12,7 @@ pub mod host;
 pub mod intent;
 pub mod io;
 pub mod jitter;
-pub mod json;
+pub mod json_text;
 pub mod ledger;
 pub mod loader;
 pub mod model;
@@ -29,5 +29,6 @@ pub mod safe_error;
 pub mod scheduler;
 pub mod scrub;
 pub mod seq_set;
+pub mod timers;
 
 pub use scheduler::{Explanation, FlushOutcome, HoldId, Scheduler, SchedulerStats};

@@ -1,8 +1,8 @@
 //! The ledger model: operations, frozen requests, the lease, the event log.
 //! These are exactly the records the ledger store persists, each with its JSON form
-//! (`json_record!`: field order, names and defaults as stored since the first schema).
+//! (serde derives: field order, names and defaults as stored since the first schema).
 
-use super::json::JsonText;
+use super::json_text::JsonText;
 use std::collections::BTreeMap;
 
 use super::payload::Payload;
@@ -476,127 +476,6 @@ pub struct LedgerMeta {
     #[serde(rename = "lastEventSeq")]
     pub last_event_seq: u64,
 }
-
-crate::json_record!(BlobRef deny_unknown {
-    id: "id" required,
-    size: "size" required,
-    media_type: "mediaType" default,
-    name: "name" skip,
-});
-
-crate::json_record!(Intent {
-    id: "id" required,
-    sequence: "sequence" required,
-    operation_type: "operationType" required,
-    canvas_ids: "canvasIds" default,
-    dependencies: "dependencies" default,
-    payload: "payload" default,
-    expected_versions: "expectedVersions" skip,
-    run_id: "runId" skip,
-    coalesce_key: "coalesceKey" skip,
-    blob: "blob" skip,
-    revision: "revision" default,
-    principal: "principal" skip,
-});
-
-crate::json_enum!(OperationPhase {
-    Pending => "pending",
-    Resolved => "resolved",
-});
-
-crate::json_enum!(Settlement {
-    Applied => "applied",
-    Rejected => "rejected",
-    Discarded => "discarded",
-});
-
-crate::json_record!(OperationOutcome {
-    settlement: "settlement" required,
-    request_id: "requestId" skip,
-    error: "error" skip,
-    canonical: "canonical" skip,
-    at: "at" required,
-});
-
-crate::json_record!(Operation {
-    intent: "intent" required,
-    phase: "phase" required,
-    blockers: "blockers" default,
-    request_id: "requestId" skip,
-    outcome: "outcome" skip,
-    given_digest: "givenDigest" skip,
-});
-
-crate::json_enum!(RequestPhase {
-    Frozen => "frozen",
-    Dispatched => "dispatched",
-    Accepted => "accepted",
-    Resolved => "resolved",
-});
-
-crate::json_enum!(RetryAction {
-    Submit => "submit",
-    Query => "query",
-});
-
-crate::json_record!(FrozenRequest {
-    id: "id" required,
-    operation_ids: "operationIds" required,
-    kind: "kind" required,
-    owner_canvas_id: "ownerCanvasId" skip,
-    run_id: "runId" skip,
-    protocol_version: "protocolVersion" required,
-    canvas_ids: "canvasIds" required,
-    expected_versions: "expectedVersions" default,
-    body: "body" required,
-    digest: "digest" required,
-    principal: "principal" skip,
-    revisions: "revisions" default,
-    phase: "phase" required,
-    attempt: "attempt" required,
-    failures: "failures" default,
-    retry_at: "retryAt" skip,
-    retry_action: "retryAction" skip,
-    outcome: "outcome" skip,
-    error: "error" skip,
-    canonical: "canonical" skip,
-    blocked: "blocked" skip,
-    frozen_at: "frozenAt" required,
-});
-
-crate::json_record!(Lease {
-    owner: "owner" required,
-    fence: "fence" required,
-    expires_at: "expiresAt" required,
-});
-
-crate::json_enum!(EventKind {
-    Claimed => "claimed",
-    Reclaimed => "reclaimed",
-    Dispatched => "dispatched",
-    Settled => "settled",
-    RetryScheduled => "retry_scheduled",
-    Blocked => "blocked",
-    DeadLettered => "dead_lettered",
-    LeaseAcquired => "lease_acquired",
-    LeaseLost => "lease_lost",
-});
-
-crate::json_record!(EventRecord {
-    seq: "seq" required,
-    at: "at" required,
-    kind: "kind" required,
-    request_id: "requestId" skip,
-    operation_id: "operationId" skip,
-    attempt: "attempt" skip,
-    fence: "fence" skip,
-    detail: "detail" skip,
-});
-
-crate::json_record!(LedgerMeta {
-    last_sequence: "lastSequence" required,
-    last_event_seq: "lastEventSeq" required,
-});
 
 #[cfg(test)]
 mod tests {

@@ -9,7 +9,12 @@
 //! records, the JS views and the wire keep named fields. [`decode_page`] reads both forms,
 //! so pages written as objects by earlier builds still load.
 
-use super::json::{self, FromJson, JsonError, Reader, ToJson, Writer};
+use std::fmt;
+
+use serde::de::{Error as _, SeqAccess, Visitor};
+use serde::ser::SerializeSeq;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
 use super::model::{Intent, Operation, OperationPhase};
 
 /// Fields always written: id, sequence, operation type, phase.
@@ -18,133 +23,145 @@ const ALWAYS: usize = 4;
 /// A page's operations, written in the packed form.
 pub struct PackedPage<'a>(pub &'a [Operation]);
 
-impl ToJson for PackedPage<'_> {
-    fn write_json(&self, writer: &mut Writer) {
-        writer.array();
-        for op in self.0 {
-            write_packed(op, writer);
+impl Serialize for PackedPage<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_seq(self.0.iter().map(Packed))
+    }
+}
+
+/// One operation, written as its packed array.
+struct Packed<'a>(&'a Operation);
+
+impl Serialize for Packed<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let op = self.0;
+        let intent = &op.intent;
+        // Whether each optional field differs from its default, in position order.
+        let present = [
+            !intent.canvas_ids.is_empty(),
+            !intent.dependencies.is_empty(),
+            !intent.payload.is_null(),
+            !op.blockers.is_empty(),
+            intent.revision != 0,
+            op.request_id.is_some(),
+            op.outcome.is_some(),
+            !intent.expected_versions.is_empty(),
+            intent.run_id.is_some(),
+            intent.coalesce_key.is_some(),
+            intent.blob.is_some(),
+            intent.principal.is_some(),
+            op.given_digest.is_some(),
+        ];
+        let len = ALWAYS + present.iter().rposition(|p| *p).map_or(0, |at| at + 1);
+        let mut seq = serializer.serialize_seq(Some(len))?;
+        seq.serialize_element(&intent.id)?;
+        seq.serialize_element(&intent.sequence)?;
+        seq.serialize_element(&intent.operation_type)?;
+        seq.serialize_element(&op.phase)?;
+        let mut at = ALWAYS;
+        // Each optional field in position order, up to the last one present.
+        macro_rules! optional {
+            ($($value:expr),*) => {$(
+                if at < len {
+                    seq.serialize_element(&$value)?;
+                }
+                at += 1;
+            )*};
         }
-        writer.end_array();
+        optional!(
+            intent.canvas_ids,
+            intent.dependencies,
+            intent.payload,
+            op.blockers,
+            intent.revision,
+            op.request_id,
+            op.outcome,
+            intent.expected_versions,
+            intent.run_id,
+            intent.coalesce_key,
+            intent.blob,
+            intent.principal,
+            op.given_digest
+        );
+        debug_assert_eq!(at, ALWAYS + present.len());
+        seq.end()
     }
 }
 
-fn write_packed(op: &Operation, writer: &mut Writer) {
-    let intent = &op.intent;
-    // Whether each optional field differs from its default, in position order.
-    let present = [
-        !intent.canvas_ids.is_empty(),
-        !intent.dependencies.is_empty(),
-        intent.payload.text() != "null",
-        !op.blockers.is_empty(),
-        intent.revision != 0,
-        op.request_id.is_some(),
-        op.outcome.is_some(),
-        !intent.expected_versions.is_empty(),
-        intent.run_id.is_some(),
-        intent.coalesce_key.is_some(),
-        intent.blob.is_some(),
-        intent.principal.is_some(),
-        op.given_digest.is_some(),
-    ];
-    let len = ALWAYS + present.iter().rposition(|p| *p).map_or(0, |at| at + 1);
-    writer.array();
-    intent.id.write_json(writer);
-    intent.sequence.write_json(writer);
-    intent.operation_type.write_json(writer);
-    op.phase.write_json(writer);
-    let mut at = ALWAYS;
-    // Each optional field in position order, up to the last one present.
-    macro_rules! optional {
-        ($($value:expr),*) => {$(
-            if at < len {
-                $value.write_json(writer);
-            }
-            at += 1;
-        )*};
+/// One packed operation as read; missing trailing fields take their default.
+struct Unpacked(Operation);
+
+impl<'de> Deserialize<'de> for Unpacked {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_seq(UnpackedVisitor)
     }
-    optional!(
-        intent.canvas_ids,
-        intent.dependencies,
-        intent.payload,
-        op.blockers,
-        intent.revision,
-        op.request_id,
-        op.outcome,
-        intent.expected_versions,
-        intent.run_id,
-        intent.coalesce_key,
-        intent.blob,
-        intent.principal,
-        op.given_digest
-    );
-    debug_assert_eq!(at, ALWAYS + present.len());
-    writer.end_array();
 }
 
-/// One of the four fields every packed operation has.
-fn leading<T: FromJson>(reader: &mut Reader<'_>) -> Result<T, JsonError> {
-    if !reader.item()? {
-        return Err(reader.error("a packed operation has fewer than 4 fields"));
-    }
-    T::read_json(reader)
-}
+struct UnpackedVisitor;
 
-/// One packed operation; missing trailing fields take their default.
-fn read_packed(reader: &mut Reader<'_>) -> Result<Operation, JsonError> {
-    reader.array()?;
-    let id = leading(reader)?;
-    let sequence = leading(reader)?;
-    let operation_type = leading(reader)?;
-    let phase: OperationPhase = leading(reader)?;
-    let mut op = Operation::new(Intent::new(id, sequence, operation_type));
-    op.phase = phase;
-    macro_rules! optional {
-        ($($place:expr),*) => {$(
-            if !reader.item()? {
-                return Ok(op);
-            }
-            $place = FromJson::read_json(reader)?;
-        )*};
+impl<'de> Visitor<'de> for UnpackedVisitor {
+    type Value = Unpacked;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a packed operation")
     }
-    optional!(
-        op.intent.canvas_ids,
-        op.intent.dependencies,
-        op.intent.payload,
-        op.blockers,
-        op.intent.revision,
-        op.request_id,
-        op.outcome,
-        op.intent.expected_versions,
-        op.intent.run_id,
-        op.intent.coalesce_key,
-        op.intent.blob,
-        op.intent.principal,
-        op.given_digest
-    );
-    if reader.item()? {
-        return Err(reader.error("a packed operation has more than 17 fields"));
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Unpacked, A::Error> {
+        let short = || A::Error::custom("a packed operation has fewer than 4 fields");
+        let id = seq.next_element()?.ok_or_else(short)?;
+        let sequence = seq.next_element()?.ok_or_else(short)?;
+        let operation_type = seq.next_element()?.ok_or_else(short)?;
+        let phase: OperationPhase = seq.next_element()?.ok_or_else(short)?;
+        let mut op = Operation::new(Intent::new(id, sequence, operation_type));
+        op.phase = phase;
+        macro_rules! optional {
+            ($($place:expr),*) => {$(
+                match seq.next_element()? {
+                    Some(value) => $place = value,
+                    None => return Ok(Unpacked(op)),
+                }
+            )*};
+        }
+        optional!(
+            op.intent.canvas_ids,
+            op.intent.dependencies,
+            op.intent.payload,
+            op.blockers,
+            op.intent.revision,
+            op.request_id,
+            op.outcome,
+            op.intent.expected_versions,
+            op.intent.run_id,
+            op.intent.coalesce_key,
+            op.intent.blob,
+            op.intent.principal,
+            op.given_digest
+        );
+        if seq.next_element::<serde::de::IgnoredAny>()?.is_some() {
+            return Err(A::Error::custom(
+                "a packed operation has more than 17 fields",
+            ));
+        }
+        Ok(Unpacked(op))
     }
-    Ok(op)
 }
 
 /// The operations of a page's JSON text, packed (this build's pages) or as objects (earlier
 /// builds'). `Err` when it is neither.
-pub fn decode_page(text: &str) -> Result<Vec<Operation>, JsonError> {
+///
+/// # Errors
+///
+/// The text is not such a page.
+pub fn decode_page(text: &str) -> Result<Vec<Operation>, serde_json::Error> {
     let packed = text
         .trim_start()
         .strip_prefix('[')
         .is_some_and(|rest| rest.trim_start().starts_with('['));
     if !packed {
-        return json::from_str(text);
+        return serde_json::from_str(text);
     }
-    let mut reader = Reader::new(text);
-    let mut page = Vec::new();
-    reader.array()?;
-    while reader.item()? {
-        page.push(read_packed(&mut reader)?);
-    }
-    reader.end()?;
-    Ok(page)
+    let page: Vec<Unpacked> = serde_json::from_str(text)?;
+    Ok(page.into_iter().map(|Unpacked(op)| op).collect())
 }
 
 #[cfg(test)]
@@ -183,9 +200,8 @@ mod tests {
             request_id: Some("req-1".into()),
             // Details too: a superseded operation's names what replaced it.
             error: Some(
-                SafeError::new("superseded", "replaced by op-2").with_details(
-                    crate::core::json::JsonText::object(|d| d.member("replacedBy", "op-2")),
-                ),
+                SafeError::new("superseded", "replaced by op-2")
+                    .with_details(json!({"replacedBy": "op-2"}).into()),
             ),
             canonical: Some(json!({"v": 2}).into()),
             at: 5,
@@ -195,7 +211,7 @@ mod tests {
     }
 
     fn packed(ops: &[Operation]) -> String {
-        json::to_string(&PackedPage(ops))
+        serde_json::to_string(&PackedPage(ops)).expect("serializes")
     }
 
     #[test]
@@ -219,7 +235,7 @@ mod tests {
     #[test]
     fn pages_of_objects_still_load() {
         let ops = vec![plain("op-1", 1), rich()];
-        let text = json::to_string(&ops);
+        let text = serde_json::to_string(&ops).expect("serializes");
         assert_eq!(decode_page(&text).expect("decodes"), ops);
         assert_eq!(decode_page(" [ ]").expect("empty"), Vec::new());
     }

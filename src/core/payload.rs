@@ -8,7 +8,7 @@
 
 use serde_json::Value;
 
-pub use super::json::JsonText as Payload;
+pub use super::json_text::JsonText as Payload;
 
 impl Payload {
     /// The text of a JSON value (compact, object keys sorted).
@@ -33,17 +33,16 @@ impl From<Value> for Payload {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::core::json;
     use serde_json::json;
 
     #[test]
     fn stored_text_round_trips_and_compares_as_json() {
         let payload = Payload::from(json!({"shape": {"y": 2, "x": 1}, "id": "s"}));
         assert_eq!(payload.text(), r#"{"id":"s","shape":{"x":1,"y":2}}"#);
-        let text = json::to_string(&payload);
+        let text = serde_json::to_string(&payload).expect("serializes");
         assert_eq!(text, payload.text(), "written byte for byte");
         let spaced: Payload =
-            json::from_str(r#"{ "shape": {"x":1,"y":2}, "id": "s" }"#).expect("decodes");
+            serde_json::from_str(r#"{ "shape": {"x":1,"y":2}, "id": "s" }"#).expect("decodes");
         assert_eq!(
             spaced.text(),
             r#"{ "shape": {"x":1,"y":2}, "id": "s" }"#,
@@ -52,7 +51,7 @@ mod tests {
         assert_eq!(spaced, payload, "same JSON, different layout");
         assert_ne!(Payload::from(json!({"id": "t"})), payload);
         assert_eq!(Payload::default().text(), "null");
-        assert!(json::from_str::<Payload>("{not json").is_err());
+        assert!(serde_json::from_str::<Payload>("{not json").is_err());
         let float = json!([6.874105014475447e133]);
         assert_eq!(
             Payload::from(float.clone()).text(),
@@ -65,7 +64,7 @@ mod tests {
     /// escapes; different values never do.
     #[test]
     fn equality_is_by_value() {
-        let text = |t: &str| json::from_str::<Payload>(t).expect("JSON text");
+        let text = |t: &str| serde_json::from_str::<Payload>(t).expect("JSON text");
         let same = [
             (
                 r#"{"a":1,"b":[true,null]}"#,

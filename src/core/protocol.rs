@@ -21,7 +21,7 @@
 //! request is dead-lettered (not retryable, claims kept) and the host can `retry(id)` once the
 //! path is fixed. A `canonical` over [`MAX_CANONICAL_BYTES`] is left out (the outcome stands).
 
-use super::json::{self, JsonText, Members};
+use super::json_text::{JsonText, Members};
 
 use super::io::{AttemptOutcome, AttemptStatus, OperationVerdict};
 use super::model::{Millis, RetryAction, Settlement};
@@ -58,7 +58,7 @@ pub fn map_answer(
     now: Millis,
 ) -> AttemptStatus {
     let body = body.filter(|text| !text.trim().is_empty());
-    let answer = body.and_then(|text| parse_answer(text).ok());
+    let answer = body.and_then(object::<Answer>);
     let retry_after_ms = retry_after.and_then(|value| parse_retry_after(value, now));
     match status {
         200..=299 => match answer {
@@ -120,9 +120,8 @@ pub fn map_answer(
     }
 }
 
-/// A protocol answer body, `{outcome, error?, canonical?, operations?}`. The module reads it
-/// with [`core::json`](super::json) ([`map_answer`]); its derive reads the same answer through
-/// any serde format (`wire_answer` in `src/core/protocol/tests.rs` holds the two together).
+/// A protocol answer body, `{outcome, error?, canonical?, operations?}`, read by
+/// [`map_answer`] when the body is a JSON object (a member written twice is refused).
 #[derive(Debug, serde::Deserialize)]
 pub struct Answer {
     /// `applied`, `rejected` or `accepted`.
@@ -155,39 +154,13 @@ impl Answer {
     }
 }
 
-/// Why a body is not a protocol answer (only ever turned into `invalid_answer`).
-type Invalid = &'static str;
-
-/// Reads the answer from its text, member by member (a later duplicate member wins, as it
-/// did when answers were read into maps); values the scheduler only keeps (canonical state,
-/// error details) stay text.
-fn parse_answer(text: &str) -> Result<Answer, Invalid> {
-    let object = Members::of(text).ok_or("not a JSON object")?;
-    let outcome = match object.str("outcome").as_deref() {
-        Some("applied") => AttemptOutcome::Applied,
-        Some("rejected") => AttemptOutcome::Rejected,
-        Some("accepted") => AttemptOutcome::Accepted,
-        _ => return Err("outcome must be applied, rejected or accepted"),
-    };
-    let operations = match object.present("operations") {
-        None => Vec::new(),
-        Some(entries) => parse_operations(entries)?,
-    };
-    Ok(Answer {
-        outcome,
-        error: parse_error(object.get("error"))?,
-        canonical: canonical(&object),
-        operations,
-    })
-}
-
-/// Canonical state, unless absent, null or over [`MAX_CANONICAL_BYTES`], without the answer's
-/// layout.
-fn canonical(object: &Members<'_>) -> Option<JsonText> {
-    object
-        .present("canonical")
-        .and_then(JsonText::compact)
-        .filter(|compact| compact.text().len() <= MAX_CANONICAL_BYTES)
+/// `text` read as a `T` when it holds a JSON object (a derive would also read an array of
+/// the members in order, which no answer is).
+fn object<T: serde::de::DeserializeOwned>(text: &str) -> Option<T> {
+    if !text.trim_start().starts_with('{') {
+        return None;
+    }
+    serde_json::from_str(text).ok()
 }
 
 /// The path of a query, `requests/{id}` with the id percent-encoded as `encodeURIComponent`
@@ -210,67 +183,26 @@ pub fn query_path(request_id: &str) -> Option<String> {
     Some(path)
 }
 
-/// A string error becomes the code; an object `{code, message, details}` is bounded.
-fn parse_error(value: Option<&str>) -> Result<Option<SafeError>, Invalid> {
-    let Some(value) = value.filter(|text| *text != "null") else {
-        return Ok(None);
-    };
-    if let Ok(code) = json::from_str::<String>(value) {
-        return Ok(Some(SafeError::with_fallback(&code, &code, "server_error")));
-    }
-    let fields = Members::of(value).ok_or("error must be a string or an object")?;
-    let code = fields.str("code").unwrap_or_default();
-    let message = fields.str("message").unwrap_or_default();
-    let error = SafeError::with_fallback(&code, &message, "server_error");
-    Ok(Some(
-        match fields.present("details").and_then(JsonText::compact) {
-            None => error,
-            Some(details) => error.with_details(details),
-        },
-    ))
-}
-
-/// Per-operation verdicts; `accepted` entries carry no verdict yet and are skipped.
-fn parse_operations(entries: &str) -> Result<Vec<OperationVerdict>, Invalid> {
-    let entries = json::items(entries).ok_or("operations must be an array")?;
-    let mut verdicts = Vec::with_capacity(entries.len());
-    for entry in entries {
-        let fields = Members::of(entry).ok_or("operation entries must be objects")?;
-        let operation_id = fields
-            .str("operationId")
-            .ok_or("operation entries need an operationId")?;
-        let settlement = match fields.str("outcome").as_deref() {
-            Some("applied") => Settlement::Applied,
-            Some("rejected") => Settlement::Rejected,
-            Some("accepted") => continue,
-            _ => return Err("operation outcome must be applied, rejected or accepted"),
-        };
-        verdicts.push(OperationVerdict {
-            operation_id: operation_id.into_owned(),
-            settlement,
-            error: parse_error(fields.get("error"))?,
-            canonical: canonical(&fields),
-        });
-    }
-    Ok(verdicts)
+/// The `error` member of a body that is not an answer (a 401's, say).
+#[derive(serde::Deserialize)]
+struct ErrorOnly {
+    #[serde(rename = "error", default, deserialize_with = "wire::error")]
+    error: Option<SafeError>,
 }
 
 /// `http_<status>`, with the server's own error code and message kept when it sent one.
 fn http_error(status: u16, body: Option<&str>) -> SafeError {
     let server = body
-        .and_then(Members::of)
-        .and_then(|answer| parse_error(answer.get("error")).ok().flatten());
+        .and_then(object::<ErrorOnly>)
+        .and_then(|body| body.error);
     let code = format!("http_{status}");
     // Members in key order, as they were written from a map.
     match server {
-        Some(server) => {
-            SafeError::new(&code, &server.message).with_details(JsonText::object(|details| {
-                details.member("serverCode", &server.code);
-                details.member("status", &u64::from(status));
-            }))
-        }
-        None => SafeError::new(&code, &format!("HTTP {status}")).with_details(JsonText::object(
-            |details| details.member("status", &u64::from(status)),
+        Some(server) => SafeError::new(&code, &server.message).with_details(JsonText::from_json(
+            &serde_json::json!({"serverCode": server.code, "status": status}),
+        )),
+        None => SafeError::new(&code, &format!("HTTP {status}")).with_details(JsonText::from_json(
+            &serde_json::json!({ "status": status }),
         )),
     }
 }

@@ -22,7 +22,6 @@
 
 use super::digest::body_digest;
 use super::intent::{into_intent, IntentInput};
-use super::json;
 use super::model::{Intent, Millis, Operation, Settlement};
 
 /// Most operations compacted in one slice (one transaction).
@@ -138,18 +137,6 @@ pub struct Tombstone {
     pub whole: Option<Box<Operation>>,
 }
 
-crate::json_record!(Tombstone {
-    key: "key" required,
-    id: "id" required,
-    principal: "principal" skip,
-    digest: "digest" required,
-    sequence: "sequence" required,
-    settlement: "outcome" required,
-    settled_at: "settledAt" required,
-    replaced_by: "replacedBy" skip,
-    chain_end: "chainEnd" skip,
-});
-
 impl Tombstone {
     /// The tombstone of a settled operation, under `key`; `None` when it is not settled.
     pub fn of(op: &Operation, key: u64) -> Option<Self> {
@@ -197,7 +184,7 @@ pub fn intent_digest(intent: &Intent) -> String {
     bare.sequence = 0;
     bare.revision = 0;
     bare.principal = None;
-    body_digest(&json::to_string(&bare))
+    body_digest(&serde_json::to_string(&bare).unwrap_or_default())
 }
 
 /// [`intent_digest`] of an input as it would be stored.

@@ -1,6 +1,6 @@
 //! Safe errors: bounded code and message, plain-JSON details or `{omitted: …}`.
 
-use super::json::JsonText;
+use super::json_text::JsonText;
 
 /// Longest stored error code.
 pub const MAX_CODE_CHARS: usize = 128;
@@ -66,14 +66,8 @@ impl SafeError {
 }
 
 fn omitted(reason: &str) -> JsonText {
-    JsonText::object(|object| object.member("omitted", reason))
+    JsonText::member("omitted", reason)
 }
-
-crate::json_record!(SafeError {
-    code: "code" required,
-    message: "message" required,
-    details: "details" skip,
-});
 
 #[cfg(test)]
 mod tests {

@@ -13,7 +13,7 @@
 use std::collections::HashSet;
 
 use super::io::AttemptStatus;
-use super::json::JsonText;
+use super::json_text::JsonText;
 use super::safe_error::SafeError;
 
 /// What an occurrence of a header value becomes.
@@ -130,9 +130,7 @@ impl Secrets {
             .as_ref()
             .is_some_and(|details| self.appears_in_json(details.text()))
         {
-            error.details = Some(JsonText::object(|object| {
-                object.member("omitted", "error_details_redacted")
-            }));
+            error.details = Some(JsonText::member("omitted", "error_details_redacted"));
         }
     }
 
@@ -190,7 +188,7 @@ mod tests {
                     "bad_tok-123456",
                     "invalid credentials Bearer tok-123456 (token tok-123456) in en",
                 )
-                .with_details(JsonText::object(|o| o.member("key", "k\"ey\\9"))),
+                .with_details(JsonText::member("key", &"k\"ey\\9")),
             ),
             operations: vec![OperationVerdict {
                 operation_id: "a".into(),
@@ -229,7 +227,7 @@ mod tests {
             "unauthorized",
             "session 9f8e7d6c5b expired; bad credential s3cr3t-tok",
         )
-        .with_details(JsonText::object(|o| o.member("sid", "9f8e7d6c5b")));
+        .with_details(JsonText::member("sid", &"9f8e7d6c5b"));
         secrets.scrub_error(&mut error);
         assert_eq!(
             error.message,
@@ -245,7 +243,7 @@ mod tests {
     fn k5_errors_without_header_values_are_unchanged() {
         let secrets = Secrets::of_headers(&headers());
         let original = SafeError::new("http_500", "HTTP 500")
-            .with_details(JsonText::object(|o| o.member("status", &500u64)));
+            .with_details(JsonText::member("status", &500u64));
         let mut error = original.clone();
         secrets.scrub_error(&mut error);
         assert_eq!(error, original);

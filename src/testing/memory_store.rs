@@ -178,9 +178,14 @@ impl MemoryStore {
         let unstorable = batch
             .requests
             .iter()
-            .map(crate::core::json::to_string)
-            .chain(batch.events.iter().map(crate::core::json::to_string))
-            .any(|text| crate::core::json::exceeds_js_integers(&text));
+            .map(|request| serde_json::to_string(request).unwrap_or_default())
+            .chain(
+                batch
+                    .events
+                    .iter()
+                    .map(|event| serde_json::to_string(event).unwrap_or_default()),
+            )
+            .any(|text| crate::core::json_text::exceeds_js_integers(&text));
         if unstorable {
             return Self::failure("unstorable_record");
         }

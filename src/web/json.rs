@@ -7,7 +7,7 @@ use wasm_bindgen::prelude::wasm_bindgen;
 use wasm_bindgen::{JsCast, JsValue};
 
 use crate::core::intent::MAX_PAYLOAD_DEPTH;
-use crate::core::json::{JsonText, ToJson, Writer};
+use crate::core::json_text::{self, JsonText};
 
 /// Longest string accepted anywhere in a payload, in UTF-16 units.
 pub const MAX_STRING_UNITS: u32 = 1 << 20;
@@ -104,15 +104,14 @@ pub fn to_json(value: &JsValue, field: &str) -> Result<JsonText, String> {
 /// they are read, so a huge value (`new Array(1e8)`) never grows the module's memory. Every
 /// read of the value runs where a throw (a getter, a Proxy trap, a revoked Proxy) is caught.
 pub fn to_json_within(value: &JsValue, field: &str, max_bytes: usize) -> Result<JsonText, Refusal> {
-    let mut failure = None;
     let mut budget = Budget {
         left: max_bytes,
         max: max_bytes,
     };
-    let text = JsonText::written(|writer| {
-        failure = convert(value, &Path::Field(field), 1, &mut budget, writer).err();
-    });
-    failure.map_or(Ok(text), Err)
+    let mut text = String::new();
+    convert(value, &Path::Field(field), 1, &mut budget, &mut text)?;
+    // Written from checked parts (strings and numbers by serde_json): always one value.
+    JsonText::from_written(text).ok_or_else(|| Refusal::Invalid(format!("{field} is not JSON")))
 }
 
 /// Bytes the text may still take (a lower bound of what is written: escapes are not counted;
@@ -184,7 +183,7 @@ fn convert(
     path: &Path<'_>,
     depth: usize,
     budget: &mut Budget,
-    out: &mut Writer,
+    out: &mut String,
 ) -> Result<(), Refusal> {
     if depth > MAX_PAYLOAD_DEPTH {
         return Err(invalid(
@@ -194,12 +193,12 @@ fn convert(
     }
     if value.is_null() {
         budget.spend(4, path)?;
-        out.null();
+        out.push_str("null");
         return Ok(());
     }
     if let Some(flag) = value.as_bool() {
         budget.spend(if flag { 4 } else { 5 }, path)?;
-        out.bool(flag);
+        out.push_str(if flag { "true" } else { "false" });
         return Ok(());
     }
     if let Some(number) = value.as_f64() {
@@ -216,7 +215,7 @@ fn convert(
                 &format!("is a string longer than {MAX_STRING_UNITS}"),
             ));
         }
-        out.str(&text_of(value, path)?);
+        out.push_str(&json_text::quoted(&text_of(value, path)?));
         return Ok(());
     }
     if !value.is_object() {
@@ -242,7 +241,7 @@ fn convert_array(
     path: &Path<'_>,
     depth: usize,
     budget: &mut Budget,
-    out: &mut Writer,
+    out: &mut String,
 ) -> Result<(), Refusal> {
     let unreadable = || invalid(path, "is unreadable");
     let length = Reflect::get(value, &JsValue::from_str("length"))
@@ -255,13 +254,16 @@ fn convert_array(
     budget.spend(items.saturating_mul(2).saturating_add(1), path)?;
     // The minimum byte an item was counted in its comma; its own text is counted as written.
     budget.left = budget.left.saturating_add(items);
-    out.array();
+    out.push('[');
     for index in 0..items {
+        if index > 0 {
+            out.push(',');
+        }
         let item = Reflect::get_u32(value, index as u32)
             .map_err(|_| invalid(&Path::Index(path, index), "is unreadable"))?;
         convert(&item, &Path::Index(path, index), depth + 1, budget, out)?;
     }
-    out.end_array();
+    out.push(']');
     Ok(())
 }
 
@@ -270,7 +272,7 @@ fn convert_object(
     path: &Path<'_>,
     depth: usize,
     budget: &mut Budget,
-    out: &mut Writer,
+    out: &mut String,
 ) -> Result<(), Refusal> {
     let keys = object_keys(value).map_err(|_| invalid(path, "is unreadable"))?;
     // Braces and, per key, at least its quotes and a colon: checked before any key is read.
@@ -292,7 +294,7 @@ fn convert_object(
         if item.is_undefined() {
             continue; // as JSON.stringify does
         }
-        let mut member = Writer::new();
+        let mut member = String::new();
         convert(
             &item,
             &Path::Key(path, &key),
@@ -300,28 +302,32 @@ fn convert_object(
             budget,
             &mut member,
         )?;
-        members.push((key, member.finish()));
+        members.push((key, member));
     }
     members.sort_by(|a, b| a.0.cmp(&b.0));
-    out.object();
-    for (key, member) in &members {
-        out.key(key);
-        out.raw(member);
+    out.push('{');
+    for (at, (key, member)) in members.iter().enumerate() {
+        if at > 0 {
+            out.push(',');
+        }
+        out.push_str(&json_text::quoted(key));
+        out.push(':');
+        out.push_str(member);
     }
-    out.end_object();
+    out.push('}');
     Ok(())
 }
 
 /// Writes a finite number; `None` for NaN and infinities.
-fn write_number(number: f64, out: &mut Writer) -> Option<()> {
+fn write_number(number: f64, out: &mut String) -> Option<()> {
     if !number.is_finite() {
         return None;
     }
     // Integers stay integers, so the frozen body reads `3`, not `3.0`.
     if number.fract() == 0.0 && number.abs() <= crate::core::intent::MAX_SAFE_INTEGER as f64 {
-        out.i64(number as i64);
+        out.push_str(&json_text::to_string(&(number as i64)));
     } else {
-        out.f64(number);
+        out.push_str(&json_text::to_string(&number));
     }
     Some(())
 }
@@ -330,23 +336,20 @@ fn write_number(number: f64, out: &mut Writer) -> Option<()> {
 ///
 /// # Errors
 ///
-/// An integer beyond ±(2^53 - 1), as serde-wasm-bindgen's JSON-compatible serializer refused
-/// it: such a value would silently change on its way through JS.
-///
-/// Takes a trait object: one copy in the `.wasm`, where a generic brought one per record type (only `write_json` differs between them).
-pub fn to_string(value: &dyn ToJson) -> Result<String, String> {
-    let mut writer = Writer::new();
-    value.write_json(&mut writer);
-    if writer.beyond_js() {
+/// An integer beyond ±(2^53 - 1) outside JSON kept as text, as serde-wasm-bindgen's
+/// JSON-compatible serializer refused it: such a value would silently change on its way
+/// through JS.
+pub fn to_string<T: serde::Serialize + ?Sized>(value: &T) -> Result<String, String> {
+    let (text, beyond_js) = json_text::write_flagging(value)?;
+    if beyond_js {
         return Err(
             "an integer is beyond the integers a JS number holds exactly (2^53 - 1)".into(),
         );
     }
-    Ok(writer.finish())
+    Ok(text)
 }
 
-/// A view as the JS value the host sees: its serde derive (the members `tests/record_shapes.rs`
-/// holds to the module's stored codec) written by `serde_json` and parsed by the engine
+/// A view as the JS value the host sees: its serde derive written by `serde_json` and parsed by the engine
 /// (`JSON.parse`), so one string crosses into JS instead of one call per member, and a
 /// `"__proto__"` key in a server's JSON (a canonical state, error details) stays an own
 /// property rather than reaching the prototype setter. Every view goes this way: operations and
@@ -354,12 +357,21 @@ pub fn to_string(value: &dyn ToJson) -> Result<String, String> {
 /// what hooks are given.
 ///
 /// A JSON text inside it (a payload, a server's canonical state, error details) arrives as the
-/// value it holds, an integer beyond ±(2^53 - 1) in it as a string of its exact digits
-/// (`JsonText`'s serde form). `null` only if serde_json or the engine refuses the view (a map
-/// keyed by other than strings; none is).
+/// value it holds. An integer beyond ±(2^53 - 1), which a JS number cannot hold (a server's
+/// canonical state, error details), arrives as a string of its exact digits
+/// ([`json_text::quote_js_integers`]): only that number changes, never the object around it.
+/// `null` only if serde_json or the engine refuses the view (a map keyed by other than
+/// strings; none is).
 pub fn to_js<T: serde::Serialize + ?Sized>(value: &T) -> JsValue {
     serde_json::to_string(value)
         .ok()
+        .map(|text| {
+            if json_text::exceeds_js_integers(&text) {
+                json_text::quote_js_integers(&text)
+            } else {
+                text
+            }
+        })
         .and_then(|text| js_sys::JSON::parse(&text).ok())
         .unwrap_or(JsValue::NULL)
 }

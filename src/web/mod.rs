@@ -10,6 +10,7 @@ pub mod driver;
 pub mod host_code;
 pub mod js_transport;
 pub mod json;
+pub mod listener;
 pub mod page_lifecycle;
 pub mod persist;
 pub mod probe;

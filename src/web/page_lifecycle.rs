@@ -11,9 +11,10 @@
 use std::rc::Rc;
 
 use js_sys::Reflect;
-use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 use web_sys::{Event, EventTarget, Window};
+
+use super::listener::Listener;
 
 /// What happened to the page.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -22,21 +23,6 @@ pub enum PageEvent {
     Hidden,
     /// `pageshow` of a page restored from the back/forward cache, or `resume`.
     Shown,
-}
-
-/// One listener, removed on drop.
-struct Listener {
-    target: EventTarget,
-    event: &'static str,
-    closure: Closure<dyn FnMut(Event)>,
-}
-
-impl Drop for Listener {
-    fn drop(&mut self) {
-        let _ = self
-            .target
-            .remove_event_listener_with_callback(self.event, self.closure.as_ref().unchecked_ref());
-    }
 }
 
 /// The listeners of one tab; dropping it removes them.
@@ -67,19 +53,12 @@ impl PageLifecycle {
         .into_iter()
         .map(|(target, event, what, only_restored)| {
             let on_event = on_event.clone();
-            let closure = Closure::<dyn FnMut(Event)>::new(move |e: Event| {
+            Listener::add(target, event, move |e: Event| {
                 if !only_restored || restored(&e) {
                     on_event(what);
                 }
-            });
-            target
-                .add_event_listener_with_callback(event, closure.as_ref().unchecked_ref())
-                .ok()?;
-            Some(Listener {
-                target: target.clone(),
-                event,
-                closure,
             })
+            .ok()
         })
         .collect::<Option<Vec<Listener>>>()?;
         Some(PageLifecycle {

@@ -13,7 +13,7 @@
 //! to an origin other than the endpoint's. The answer's body is read with a byte limit
 //! (`maxAnswerBytes`); a longer one is `answer_too_large`, unresolved.
 
-use crate::core::json::quoted;
+use crate::core::json_text::quoted;
 use std::cell::Cell;
 use std::rc::Rc;
 

@@ -14,6 +14,8 @@ use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 use web_sys::{Document, Event, EventTarget, VisibilityState, Window, WorkerGlobalScope};
 
+use super::listener::Listener;
+
 /// Why the driver is woken.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum WakeReason {
@@ -55,22 +57,6 @@ impl fmt::Display for WakeError {
 
 impl std::error::Error for WakeError {}
 
-/// One registered listener, removed on drop.
-struct Listener {
-    target: EventTarget,
-    event: &'static str,
-    closure: Closure<dyn FnMut(Event)>,
-}
-
-impl Drop for Listener {
-    fn drop(&mut self) {
-        // Removing a listener never throws for a function that was added; nothing to report.
-        let _ = self
-            .target
-            .remove_event_listener_with_callback(self.event, self.closure.as_ref().unchecked_ref());
-    }
-}
-
 /// Listeners that call back on `online`, `offline` and (in a Window) `visibilitychange`.
 /// Dropping it removes them.
 pub struct WakeSignals {
@@ -110,7 +96,7 @@ impl WakeSignals {
     pub fn watches_visibility(&self) -> bool {
         self.listeners
             .iter()
-            .any(|listener| listener.event == "visibilitychange")
+            .any(|listener| listener.event() == "visibilitychange")
     }
 
     fn listen(
@@ -121,20 +107,13 @@ impl WakeSignals {
         reason: impl Fn(&Event) -> Option<WakeReason> + 'static,
     ) -> Result<(), WakeError> {
         let on_wake = on_wake.clone();
-        let closure =
-            Closure::<dyn FnMut(Event)>::wrap_assert_unwind_safe(Box::new(move |event: Event| {
-                if let Some(reason) = reason(&event) {
-                    on_wake(reason);
-                }
-            }));
-        target
-            .add_event_listener_with_callback(event, closure.as_ref().unchecked_ref())
-            .map_err(|e| WakeError::Listen(describe(&e)))?;
-        self.listeners.push(Listener {
-            target: target.clone(),
-            event,
-            closure,
-        });
+        let listener = Listener::add(target, event, move |event: Event| {
+            if let Some(reason) = reason(&event) {
+                on_wake(reason);
+            }
+        })
+        .map_err(|e| WakeError::Listen(describe(&e)))?;
+        self.listeners.push(listener);
         Ok(())
     }
 }

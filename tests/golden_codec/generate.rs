@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use canvas_scheduler::core::digest::body_digest;
 use canvas_scheduler::core::host::WireBody;
 use canvas_scheduler::core::intent::IntentInput;
-use canvas_scheduler::core::json::{self, quoted, JsonText};
+use canvas_scheduler::core::json_text::{self, quoted, JsonText};
 use canvas_scheduler::core::model::{
     BlobRef, EventKind, EventRecord, FrozenRequest, Intent, Lease, Operation, OperationOutcome,
     OperationPhase, RequestPhase, RetryAction, Settlement,
@@ -253,7 +253,7 @@ fn wire_body(rng: &mut Rng, ops: &[Operation], payload: &JsonText) -> (String, S
     let mut canvases = first.canvas_ids.clone();
     canvases.sort();
     canvases.dedup();
-    let body = json::to_string(&WireBody {
+    let body = json_text::to_string(&WireBody {
         id: &request_id,
         operation_ids: &operation_ids,
         kind: &first.operation_type,
@@ -268,7 +268,7 @@ fn wire_body(rng: &mut Rng, ops: &[Operation], payload: &JsonText) -> (String, S
 }
 
 fn batch(ops: &[Operation]) -> String {
-    json::to_string(&BatchPayload {
+    json_text::to_string(&BatchPayload {
         operations: ops
             .iter()
             .map(|op| BatchEntry {
@@ -420,13 +420,13 @@ fn dump_lines(out: &mut Vec<String>) {
             }
             out.push(line(kind, &source, text));
             if kind == "FrozenRequest" {
-                let request: FrozenRequest = json::from_str(text).expect("a request");
+                let request: FrozenRequest = serde_json::from_str(text).expect("a request");
                 out.push(line("WireBody", &source, &request.body));
             }
             if kind == "InboxEntry" {
-                let entry: InboxEntry = json::from_str(text).expect("an inbox entry");
+                let entry: InboxEntry = serde_json::from_str(text).expect("an inbox entry");
                 for intent in &entry.intents {
-                    out.push(line("IntentInput", &source, &json::to_string(intent)));
+                    out.push(line("IntentInput", &source, &json_text::to_string(intent)));
                 }
             }
         }
@@ -441,15 +441,19 @@ pub fn corpus() -> String {
     let generated = "generated";
     for _ in 0..400 {
         let op = operation(&mut rng);
-        out.push(line("Operation", generated, &json::to_string(&op)));
+        out.push(line("Operation", generated, &json_text::to_string(&op)));
     }
     for _ in 0..100 {
         let intent = intent(&mut rng);
-        out.push(line("Intent", generated, &json::to_string(&intent)));
+        out.push(line("Intent", generated, &json_text::to_string(&intent)));
     }
     for _ in 0..200 {
         let (request, body) = request(&mut rng);
-        out.push(line("FrozenRequest", generated, &json::to_string(&request)));
+        out.push(line(
+            "FrozenRequest",
+            generated,
+            &json_text::to_string(&request),
+        ));
         out.push(line("WireBody", generated, &body));
     }
     for _ in 0..30 {
@@ -458,29 +462,37 @@ pub fn corpus() -> String {
             fence: 1 + rng.integer(),
             expires_at: rng.integer(),
         };
-        out.push(line("Lease", generated, &json::to_string(&lease)));
+        out.push(line("Lease", generated, &json_text::to_string(&lease)));
     }
     for _ in 0..60 {
         let first = 1 + rng.integer() / 2;
         let page: Vec<EventRecord> = (0..1 + rng.below(4))
             .map(|n| event(&mut rng, first + n))
             .collect();
-        out.push(line("EventPage", generated, &json::to_string(&page)));
+        out.push(line("EventPage", generated, &json_text::to_string(&page)));
     }
     for _ in 0..60 {
         let first = rng.integer();
         let page: Vec<Tombstone> = (0..1 + rng.below(4))
             .map(|n| tombstone(&mut rng, first.saturating_add(n)))
             .collect();
-        out.push(line("TombstonePage", generated, &json::to_string(&page)));
+        out.push(line(
+            "TombstonePage",
+            generated,
+            &json_text::to_string(&page),
+        ));
     }
     for _ in 0..100 {
         let error = safe_error(&mut rng);
-        out.push(line("SafeError", generated, &json::to_string(&error)));
+        out.push(line("SafeError", generated, &json_text::to_string(&error)));
     }
     for _ in 0..150 {
         let input = input(&mut rng);
-        out.push(line("IntentInput", generated, &json::to_string(&input)));
+        out.push(line(
+            "IntentInput",
+            generated,
+            &json_text::to_string(&input),
+        ));
     }
     for _ in 0..30 {
         let entry = InboxEntry {
@@ -489,14 +501,14 @@ pub fn corpus() -> String {
             at: rng.integer(),
             intents: (0..1 + rng.below(3)).map(|_| input(&mut rng)).collect(),
         };
-        out.push(line("InboxEntry", generated, &json::to_string(&entry)));
+        out.push(line("InboxEntry", generated, &json_text::to_string(&entry)));
     }
     for _ in 0..80 {
         let page: Vec<Operation> = (0..1 + rng.below(4)).map(|_| operation(&mut rng)).collect();
         out.push(line(
             "PackedPage",
             generated,
-            &json::to_string(&PackedPage(&page)),
+            &json_text::to_string(&PackedPage(&page)),
         ));
     }
     for _ in 0..40 {

@@ -732,7 +732,7 @@ async fn s18_a_page_with_json_text_loads_and_one_with_bad_bytes_is_set_aside() {
             value.into(),
         )
     };
-    let text = canvas_scheduler::core::json::to_string(&page.operations);
+    let text = canvas_scheduler::core::json_text::to_string(&page.operations);
     put_page(text.into()).await;
     let loaded = acquire(&ledger, "tab-a", 2_000).await;
     assert!(loaded.quarantined.is_empty());

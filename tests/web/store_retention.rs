@@ -5,7 +5,6 @@
 
 use canvas_scheduler::core::config::SchedulerConfig;
 use canvas_scheduler::core::intent::IntentInput;
-use canvas_scheduler::core::json;
 use canvas_scheduler::core::model::{
     BlobRef, OperationOutcome, OperationPhase, RequestPhase, Settlement,
 };
@@ -45,8 +44,8 @@ fn version_6(db: &web_sys::IdbDatabase, _old: f64) -> Result<(), JsValue> {
     Ok(())
 }
 
-fn text(value: &dyn json::ToJson) -> JsValue {
-    JsValue::from_str(&json::to_string(value))
+fn text<T: serde::Serialize + ?Sized>(value: &T) -> JsValue {
+    JsValue::from_str(&canvas_scheduler::core::json_text::to_string(value))
 }
 
 pub(super) fn options(database: &str, owner: &str, retain: RetentionPolicy) -> DriverOptions {

@@ -3,7 +3,7 @@
 //!, and corrupt or foreign records are quarantined and reported.
 
 use canvas_scheduler::core::io::{PersistFailure, PersistResult};
-use canvas_scheduler::core::json::{self, ToJson};
+use canvas_scheduler::core::json_text as json;
 use canvas_scheduler::core::model::{Lease, LedgerMeta};
 use canvas_scheduler::web::store::requests::Tx;
 use canvas_scheduler::web::store::schema::{self, SCHEMA_VERSION};
@@ -11,6 +11,7 @@ use canvas_scheduler::web::store::upgrade::{open_current, upgrade_to, UpgradeFai
 use canvas_scheduler::web::store::IdbLedger;
 use indexed_db_futures::database::Database;
 use indexed_db_futures::prelude::*;
+use serde::Serialize;
 use wasm_bindgen::JsValue;
 use wasm_bindgen_test::wasm_bindgen_test;
 
@@ -24,7 +25,7 @@ use super::store_support::{
 use super::support::{create_database, delete_database};
 
 /// A record as earlier builds stored it: a plain JS object.
-fn js<T: ToJson + ?Sized>(value: &T) -> JsValue {
+fn js<T: Serialize + ?Sized>(value: &T) -> JsValue {
     js_sys::JSON::parse(&json::to_string(value)).expect("test record is JSON")
 }
 

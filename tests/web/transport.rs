@@ -166,7 +166,7 @@ impl Draft {
     fn freeze_with_body_id(&self, body_id: &str) -> FrozenRequest {
         let operation_ids = vec![format!("{}-op", self.id)];
         let canvas_ids: Vec<String> = self.canvas.iter().cloned().collect();
-        let body = canvas_scheduler::core::json::to_string(&WireBody {
+        let body = canvas_scheduler::core::json_text::to_string(&WireBody {
             id: body_id,
             operation_ids: &operation_ids,
             kind: self.kind,

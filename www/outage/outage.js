@@ -2,6 +2,7 @@
 // on the reference server, with the retry (and batch) options the test gives, and
 // window.outage:
 //   enqueue(id, canvasId)  enqueues one shape edit; resolves once durable;
+//   paste(list)            enqueues [[id, canvasId], ...] in one enqueueMany (a paste);
 //   whenSaved()            the scheduler's whenSaved();
 //   pending(), explain(id), retry(id) as the scheduler answers them;
 //   events()               every event but `pending`, each with `at` (Date.now() when it came);
@@ -29,6 +30,16 @@ try {
     async enqueue(id, canvasId) {
       const payload = { shapeId: `shape-${id}`, shape: { kind: "rect", x: 1, y: 2, w: 10, h: 10, by: id } };
       await scheduler.enqueue({ id, operationType: "shape.upsert", canvasIds: [canvasId], payload });
+      return Date.now();
+    },
+    async paste(list) {
+      const intents = list.map(([id, canvasId]) => ({
+        id,
+        operationType: "shape.upsert",
+        canvasIds: [canvasId],
+        payload: { shapeId: `shape-${id}`, shape: { kind: "rect", x: 1, y: 2, w: 10, h: 10, by: id } },
+      }));
+      await scheduler.enqueueMany(intents);
       return Date.now();
     },
     whenSaved: () => scheduler.whenSaved(),

@@ -57,7 +57,7 @@ fn a_snapshot_out_of_id_order_loads_with_the_same_homes() {
 }
 
 fn replaced(ledger: &mut Ledger, id: &str, by: &str) {
-    let details = crate::core::json::JsonText::object(|d| d.member(REPLACED_BY, by));
+    let details = crate::core::json_text::JsonText::member(REPLACED_BY, by);
     ledger.resolve_operation(
         id,
         OperationOutcome {

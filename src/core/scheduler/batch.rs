@@ -7,8 +7,12 @@
 //!
 //! A burst that alternates canvases still batches: the gathering looks past ready operations
 //! that cannot join, as long as none of them touches the batch's canvases (per-canvas order
-//! is never changed: a member never overtakes an earlier operation on its canvases), and
-//! looks at most [`SCAN_PER_MEMBER`] × `maxOperations` of them.
+//! is never changed: a member never overtakes an earlier operation on its canvases). Where the
+//! host's `participants` is an intent's `canvasIds` (no hook), looking past one is a read of
+//! the intent, and the gathering looks past at most [`LOOK_PAST_PER_MEMBER`] × `maxOperations`:
+//! a paste over 50 canvases, each canvas's edits 50 apart in the queue, still fills its
+//! batches. With a `participants` hook each look is a call of it, at most [`SCAN_PER_MEMBER`]
+//! × `maxOperations`.
 //! With a `compile` hook each member is compiled under the batch's request id, and joins only
 //! if its compiled kind, owner, run and canvases are the first's and it guards no version.
 //!
@@ -24,7 +28,6 @@ use super::Scheduler;
 use crate::core::config::BatchLimits;
 use crate::core::host::{CompiledRequest, Host};
 use crate::core::io::{AttemptOutcome, AttemptStatus};
-use crate::core::json::{ToJson, Writer};
 use crate::core::model::{FrozenRequest, Intent, Millis, UPLOAD_KIND};
 use crate::core::payload::Payload;
 use crate::core::protocol::BATCH_NOT_SUPPORTED;
@@ -34,8 +37,13 @@ use crate::core::protocol::BATCH_NOT_SUPPORTED;
 /// refuses them in a batch with `not_batchable`).
 pub const NEVER_BATCHED: [&str; 3] = [UPLOAD_KIND, "run.start", "run.cancel"];
 
-/// How many ready operations the gathering may look at for each place in the batch.
+/// How many ready operations the gathering may look at for each place in the batch, when
+/// each look calls the host's `participants` hook.
 pub const SCAN_PER_MEMBER: usize = 4;
+
+/// How many ready operations the gathering may look at for each place in the batch, when the
+/// participants are the intents' own `canvasIds` (a look is a read of the ledger).
+pub const LOOK_PAST_PER_MEMBER: usize = 64;
 
 fn batchable_kind(limits: &BatchLimits, kind: &str) -> bool {
     !NEVER_BATCHED.contains(&kind)
@@ -55,8 +63,7 @@ pub(super) struct Member {
 }
 
 /// The batch body's payload, `{"operations":[{"kind","operationId","payload"}, ...]}`.
-/// Members in key order: the body reads as it did when built from a sorted JSON map. The
-/// module writes it with `core::json`; its derive writes the same bytes through `serde_json`.
+/// Members in key order: the body reads as it did when built from a sorted JSON map.
 #[derive(serde::Serialize)]
 pub struct BatchPayload<'a> {
     /// One entry per operation, in order.
@@ -74,25 +81,8 @@ pub struct BatchEntry<'a> {
     #[serde(rename = "operationId")]
     pub operation_id: &'a str,
     /// Its payload (compiled).
-    #[serde(rename = "payload", with = "crate::core::json::wire")]
+    #[serde(rename = "payload")]
     pub payload: &'a Payload,
-}
-
-impl ToJson for BatchPayload<'_> {
-    fn write_json(&self, writer: &mut Writer) {
-        writer.object();
-        writer.key("operations");
-        writer.array();
-        for entry in &self.operations {
-            writer.object();
-            writer.member("kind", entry.kind);
-            writer.member("operationId", entry.operation_id);
-            writer.member("payload", entry.payload);
-            writer.end_object();
-        }
-        writer.end_array();
-        writer.end_object();
-    }
 }
 
 /// Whether `status` declines `request` as a batch: a rejection with the code
@@ -149,7 +139,13 @@ impl<H: Host> Scheduler<H> {
         // Read afresh at each step: a member leaving its canvases' waiters offers the next
         // waiter to the ready queue, which may join in turn.
         let mut cursor: Option<(u64, String)> = None;
-        let mut scan = max_operations.saturating_mul(SCAN_PER_MEMBER);
+        let declared = self.host.participants_are_declared();
+        let per_member = if declared {
+            LOOK_PAST_PER_MEMBER
+        } else {
+            SCAN_PER_MEMBER
+        };
+        let mut scan = max_operations.saturating_mul(per_member);
         while members.len() + 1 < max_operations && scan > 0 {
             scan -= 1;
             let next = self
@@ -160,10 +156,18 @@ impl<H: Host> Scheduler<H> {
                 break;
             };
             cursor = Some((sequence, id.clone()));
-            let Some(candidate) = self.ledger.operation(&id).map(|o| o.intent.clone()) else {
+            let Some(op) = self.ledger.operation(&id) else {
                 break;
             };
-            let participants = self.ask_host(|host, reads| host.participants(&candidate, reads));
+            if declared && !op.intent.canvas_ids.iter().any(|c| canvases.contains(c)) {
+                continue; // another canvas set: look past it, without a copy of it
+            }
+            let candidate = op.intent.clone();
+            let participants = if declared {
+                Ok(candidate.canvas_ids.clone())
+            } else {
+                self.ask_host(|host, reads| host.participants(&candidate, reads))
+            };
             let Ok(participants) = participants.map(sorted) else {
                 break; // its own examination reports the failure
             };

@@ -10,7 +10,7 @@ use crate::core::intent::{
 };
 use crate::core::io::BatchNo;
 use crate::core::io::Report;
-use crate::core::json::JsonText;
+use crate::core::json_text::JsonText;
 use crate::core::ledger::{Ledger, REPLACED_BY, SUPERSEDED};
 use crate::core::model::{
     EventKind, Millis, Operation, OperationOutcome, OperationPhase, Settlement,
@@ -254,7 +254,7 @@ impl<H: Host> Scheduler<H> {
         // The replacement is named in the details too: dependencies on the old one wait for
         // it (Ledger::dependency_target), across reloads.
         let error = SafeError::new(SUPERSEDED, &format!("replaced by {new_id}"))
-            .with_details(JsonText::object(|d| d.member(REPLACED_BY, new_id)));
+            .with_details(JsonText::member(REPLACED_BY, new_id));
         self.ledger.resolve_operation(
             &old_id,
             OperationOutcome {

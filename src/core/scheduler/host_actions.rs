@@ -139,6 +139,7 @@ impl<H: Host> Scheduler<H> {
         self.retries.clear();
         self.ready.clear();
         self.coalescing.clear();
+        self.timers = Default::default();
         if self.timer.take().is_some() {
             self.effects.push_back(Effect::SetTimer(None));
         }

@@ -146,47 +146,6 @@ pub struct SchedulerStats {
     pub leader_owner: Option<String>,
 }
 
-crate::json_record!(Explanation write_only {
-    operation_id: "operationId" required,
-    state: "state" required,
-    reason: "reason" required,
-    canvas_id: "canvasId" skip,
-    request_id: "requestId" skip,
-    dependency_id: "dependencyId" skip,
-    due_at: "dueAt" skip,
-    attempt: "attempt" skip,
-    blockers: "blockers" required,
-    held_canvas_ids: "heldCanvasIds" skip,
-    release: "release" skip,
-});
-
-crate::json_record!(FlushOutcome write_only {
-    started: "started" required,
-    explanation: "explanation" required,
-});
-
-crate::json_record!(SchedulerStats write_only {
-    scanned: "scanned" required,
-    claimed: "claimed" required,
-    raced: "raced" required,
-    retried: "retried" required,
-    sent: "sent" required,
-    settled: "settled" required,
-    passes: "passes" required,
-    pending: "pending" required,
-    in_flight: "inFlight" required,
-    ready: "ready" required,
-    retry_scheduled: "retryScheduled" required,
-    claimed_canvases: "claimedCanvases" required,
-    idle_reason: "idleReason" required,
-    leader: "leader" required,
-    owner: "owner" required,
-    settled_kept: "settledKept" required,
-    tombstones: "tombstones" required,
-    fence: "fence" required,
-    leader_owner: "leaderOwner" required,
-});
-
 impl<H: Host> Scheduler<H> {
     /// A gate that stops everything, if any (in the words of the idle reasons).
     fn gate(&self) -> Option<&'static str> {

@@ -14,7 +14,7 @@ use std::collections::BTreeMap;
 
 use super::Scheduler;
 use crate::core::host::Host;
-use crate::core::json::JsonText;
+use crate::core::json_text::JsonText;
 use crate::core::ledger::{REPLACED_BY, SUPERSEDED};
 use crate::core::model::{Millis, Operation, OperationOutcome, OperationPhase, Settlement};
 use crate::core::retention::Tombstone;
@@ -65,15 +65,6 @@ pub struct Compacted {
     pub replaced_by: Option<String>,
 }
 
-crate::json_record!(Compacted write_only {
-    id: "id" required,
-    compacted: "compacted" required,
-    outcome: "outcome" required,
-    settled_at: "settledAt" required,
-    principal: "principal" skip,
-    replaced_by: "replacedBy" skip,
-});
-
 impl Compacted {
     /// The settled record a tab reports for it when nothing more is known: its id, resolved,
     /// with its outcome (no request or canonical answer: the tombstone keeps none; a
@@ -85,7 +76,7 @@ impl Compacted {
         op.phase = OperationPhase::Resolved;
         let error = self.replaced_by.as_ref().map(|next| {
             SafeError::new(SUPERSEDED, &format!("replaced by {next}"))
-                .with_details(JsonText::object(|d| d.member(REPLACED_BY, next)))
+                .with_details(JsonText::member(REPLACED_BY, next))
         });
         op.outcome = Some(Box::new(OperationOutcome {
             settlement: self.outcome,

@@ -39,6 +39,7 @@ use super::model::{EventKind, Millis, RetryAction, UPLOAD_KIND};
 use super::poison::PoisonWatch;
 use super::ready_queue::ReadyQueue;
 use super::retry_queue::{RetryEntry, RetryQueue};
+use super::timers::{Timer, TimerTable};
 
 pub use batch::{BatchEntry, BatchPayload};
 pub use inspect::{Explanation, FlushOutcome, SchedulerStats, RELEASE_ACTIONS};
@@ -183,6 +184,8 @@ pub struct Scheduler<H: Host> {
     /// that can wait (folds, quiet slices back to back) waits, and a backlog's slices are spaced.
     active_until: Millis,
     timer: Option<Millis>,
+    /// What each wake-up is for (`core::timers`); `timer` is the earliest.
+    timers: TimerTable,
     /// The latest `now` the host gave (`wall_clock`: a smaller one means the clock went back).
     clock_high: Millis,
     /// Operations held back by `coalesceMs` (`coalesce_hold`).
@@ -255,6 +258,7 @@ impl<H: Host> Scheduler<H> {
             yielded: false,
             active_until: 0,
             timer: None,
+            timers: TimerTable::default(),
             clock_high: 0,
             coalescing: coalesce_hold::CoalesceHolds::default(),
             counters: Counters::default(),
@@ -485,38 +489,24 @@ impl<H: Host> Scheduler<H> {
         self.ledger.append_event(record);
     }
 
-    /// Arms the single wake-up the driver keeps: a yielded pump pass, the earliest due retry,
-    /// the next lease renewal, or the next try of a failing storage. Dispatch wake-ups are
-    /// cleared while held, stopped, offline or failing.
+    /// Sets each named timer (`core::timers`) from the state, then arms the single wake-up the
+    /// driver keeps at the earliest of them. Dispatch wake-ups are cleared while held,
+    /// stopped, offline or failing.
     fn sync_timer(&mut self, now: Millis) {
         self.follow_clock(now);
+        let dispatching = self.may_dispatch();
         // While storage fails, retries still fall due (`storage`: some go with no write).
-        let retrying = self.persist.trouble.is_some() && self.sending_open();
-        let desired = if self.may_dispatch() || retrying {
-            let dispatching = self.may_dispatch();
-            let mut due: Option<Millis> = None;
-            let mut consider = |at: Millis| due = Some(due.map_or(at, |d| d.min(at)));
-            if self.yielded && dispatching {
-                consider(now);
-            }
-            if self.occupied() < self.config.concurrency {
-                if let Some(entry) = self.retries.peek() {
-                    consider(entry.due_at);
-                }
-            }
-            if let Some(end) = self.coalescing.next_end().filter(|_| dispatching) {
-                consider(end);
-            }
-            due
-        } else {
-            None
-        };
+        let retrying = dispatching || (self.persist.trouble.is_some() && self.sending_open());
+        let pump_at = (self.yielded && dispatching).then_some(now);
+        let retry_at = (retrying && self.occupied() < self.config.concurrency)
+            .then(|| self.retries.peek().map(|entry| entry.due_at))
+            .flatten();
+        let hold_end = dispatching.then(|| self.coalescing.next_end()).flatten();
         // A renewal already requested or being written needs no wake-up.
         let renew_at = (self.keeps_lease_alive()
             && !self.lease.renew_wanted
             && self.persist.in_flight.is_none())
         .then(|| self.lease.renewed_at + self.config.renew_interval());
-        let desired = earliest(desired, renew_at);
         // Retention: wake when the oldest settled operation outgrows the age limit. One due
         // already runs with the next quiet batch (a wake-up now would find the same work).
         let compact_at = (self.is_leader() && !self.is_closed() && self.persist.trouble.is_none())
@@ -524,7 +514,7 @@ impl<H: Host> Scheduler<H> {
             .flatten()
             .filter(|at| *at > now);
         // Maintenance held back while the user works runs once they pause.
-        let resume_at = (self.active_until > now
+        let quiet_at = (self.active_until > now
             && self.is_leader()
             && !self.is_closed()
             && (self.ledger.settled_count() > 0 || self.ledger.wants_fold()))
@@ -547,12 +537,25 @@ impl<H: Host> Scheduler<H> {
             })
             // A held enqueue's write (`coalesceMs`) goes no sooner.
             .map(|trouble| trouble.retry_at.max(self.persist.write_due.unwrap_or(0)));
-        let desired = earliest(earliest(earliest(desired, compact_at), resume_at), write_at);
-        let desired = earliest(desired, storage_retry_at);
+        let timers = &mut self.timers;
+        timers.set(Timer::Pump, pump_at);
+        timers.set(Timer::Retry, retry_at);
+        timers.set(Timer::CoalesceHold, hold_end);
+        timers.set(Timer::LeaseRenewal, renew_at);
+        timers.set(Timer::Compaction, compact_at);
+        timers.set(Timer::QuietWork, quiet_at);
+        timers.set(Timer::HeldWrite, write_at);
+        timers.set(Timer::StorageRetry, storage_retry_at);
+        let desired = self.timers.next_timeout();
         if desired != self.timer {
             self.timer = desired;
             self.effects.push_back(Effect::SetTimer(desired));
         }
+    }
+
+    /// The named timers as the last step left them: what the scheduler waits for, and when.
+    pub fn timers(&self) -> &TimerTable {
+        &self.timers
     }
 
     /// Whether the lease should be renewed on the renewal interval: while work runs, and with
@@ -584,13 +587,5 @@ impl<H: Host> Scheduler<H> {
         self.release_ended_holds(now);
         self.pump(now);
         self.sync_timer(now);
-    }
-}
-
-/// The earlier of two optional due times.
-fn earliest(a: Option<Millis>, b: Option<Millis>) -> Option<Millis> {
-    match (a, b) {
-        (Some(a), Some(b)) => Some(a.min(b)),
-        (a, b) => a.or(b),
     }
 }

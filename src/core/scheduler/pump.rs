@@ -274,7 +274,7 @@ impl<H: Host> Scheduler<H> {
             canvas_ids: &canvases,
             expected_versions: &compiled.expected_versions,
         };
-        let body = crate::core::json::to_string(&body);
+        let body = serde_json::to_string(&body).unwrap_or_default();
         let request = FrozenRequest {
             id: request_id.clone(),
             operation_ids,

@@ -40,17 +40,6 @@ pub struct PendingEntry {
     pub sequence: u64,
 }
 
-crate::json_record!(PendingEntry write_only {
-    id: "id" required,
-    state: "state" required,
-    reason: "reason" required,
-    attempt: "attempt" required,
-    next_attempt_at: "nextAttemptAt" skip,
-    canvas_ids: "canvasIds" required,
-    held_canvas_ids: "heldCanvasIds" skip,
-    release: "release" skip,
-});
-
 /// What `whenSaved()` resolves with.
 #[derive(serde::Serialize, Clone, Debug, Default, PartialEq)]
 pub struct Saved {
@@ -61,11 +50,6 @@ pub struct Saved {
     #[serde(rename = "blocked")]
     pub blocked: Vec<String>,
 }
-
-crate::json_record!(Saved write_only {
-    settled: "settled" required,
-    blocked: "blocked" required,
-});
 
 impl<H: Host> Scheduler<H> {
     /// Unsettled operations (settled ones leave the count at once).

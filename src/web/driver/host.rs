@@ -13,7 +13,7 @@ use crate::web::host_code;
 use crate::web::thrown::Thrown;
 
 use crate::core::host::{default_compile, CompiledRequest, Host};
-use crate::core::json::{self, JsonText};
+use crate::core::json_text::JsonText;
 use crate::core::model::Intent;
 use crate::core::payload::Payload;
 use crate::core::safe_error::SafeError;
@@ -80,7 +80,7 @@ extern "C" {
 fn hook_error(hook: &str, thrown: &JsValue) -> SafeError {
     let message = Thrown::read(thrown).message.unwrap_or_default();
     SafeError::with_fallback("compile_failed", &message, "compile_failed")
-        .with_details(JsonText::object(|details| details.member("hook", hook)))
+        .with_details(JsonText::member("hook", hook))
 }
 
 fn reject_promise(hook: &str, value: &JsValue) -> Result<(), SafeError> {
@@ -136,7 +136,7 @@ fn decode_compiled(value: &JsValue) -> Result<CompiledRequest, SafeError> {
         match text.as_ref().ok().and_then(JsonText::members) {
             Some(map) => {
                 for (canvas, version) in map.iter() {
-                    let version = json::from_str::<u64>(version).map_err(|_| {
+                    let version = serde_json::from_str::<u64>(version).map_err(|_| {
                         SafeError::new(
                             "compile_failed",
                             "compiled expectedVersions must hold integers",
@@ -179,6 +179,10 @@ fn decode_compiled(value: &JsValue) -> Result<CompiledRequest, SafeError> {
 }
 
 impl Host for WebHost {
+    fn participants_are_declared(&self) -> bool {
+        self.participants.is_none()
+    }
+
     fn participants(
         &self,
         intent: &Intent,

@@ -10,7 +10,7 @@
 //! The second shape needs no schema change: the store holds whatever record it is given, and
 //! a ledger written before it (every record a `Blob`) reads as before.
 
-use crate::core::json::quoted;
+use crate::core::json_text::quoted;
 use js_sys::{Array, ArrayBuffer, Object, Reflect};
 use wasm_bindgen::{JsCast, JsValue};
 use wasm_bindgen_futures::JsFuture;

@@ -15,7 +15,10 @@
 
 use wasm_bindgen::{JsCast, JsValue};
 
-use crate::core::json::{self, FromJson, JsonText, ToJson};
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+
+use crate::core::json_text::JsonText;
 use crate::core::operation_pages::OperationPage;
 use crate::core::packed::PackedPage;
 use crate::core::safe_error::SafeError;
@@ -28,12 +31,12 @@ pub const MAX_SAFE_INTEGER: f64 = 9_007_199_254_740_991.0;
 /// # Errors
 ///
 /// `unserializable_record` (e.g. an integer above 2^53 - 1).
-pub fn to_js(value: &dyn ToJson) -> Result<JsValue, SafeError> {
+pub fn to_js<T: Serialize + ?Sized>(value: &T) -> Result<JsValue, SafeError> {
     record_text(value).map(|text| JsValue::from_str(&text))
 }
 
 /// A record's JSON text; `unserializable_record` when it has none.
-fn record_text(value: &dyn ToJson) -> Result<String, SafeError> {
+fn record_text<T: Serialize + ?Sized>(value: &T) -> Result<String, SafeError> {
     crate::web::json::to_string(value).map_err(|e| SafeError::new("unserializable_record", &e))
 }
 
@@ -55,13 +58,13 @@ pub fn json_text(value: &JsValue) -> Result<String, String> {
 /// Reads a stored value as JSON; `Err` when it is not JSON.
 pub fn to_json(value: &JsValue) -> Result<JsonText, String> {
     let text = json_text(value)?;
-    json::from_str(&text).map_err(|e| format!("not JSON: {e}"))
+    serde_json::from_str(&text).map_err(|e| format!("not JSON: {e}"))
 }
 
 /// Reads a stored value as a typed record.
-pub fn decode<T: FromJson>(value: &JsValue) -> Result<T, String> {
+pub fn decode<T: DeserializeOwned>(value: &JsValue) -> Result<T, String> {
     let text = json_text(value)?;
-    json::from_str(&text).map_err(|e| format!("undecodable: {e}"))
+    serde_json::from_str(&text).map_err(|e| format!("undecodable: {e}"))
 }
 
 /// The key of an `operations`/`requests` record as the loader sees it, or `None` for a key

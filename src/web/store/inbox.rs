@@ -23,24 +23,22 @@ use crate::core::packed::decode_page;
 use crate::core::scheduler::{Compacted, Known};
 
 /// One `enqueue`/`enqueueMany` call of a tab that does not dispatch.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(serde::Serialize, serde::Deserialize, Clone, Debug, Default, PartialEq)]
+#[serde(deny_unknown_fields)]
 pub struct InboxEntry {
     /// The enqueuing tab's owner id (its events are relayed to it).
+    #[serde(rename = "origin")]
     pub origin: String,
     /// The principal of the enqueuing session (recorded on the operations).
+    #[serde(rename = "principal", default)]
     pub principal: Option<String>,
     /// When it was written.
+    #[serde(rename = "at")]
     pub at: Millis,
     /// The intents, validated by the enqueuing tab.
+    #[serde(rename = "intents")]
     pub intents: Vec<IntentInput>,
 }
-
-crate::json_record!(InboxEntry deny_unknown {
-    origin: "origin" required,
-    principal: "principal" default,
-    at: "at" required,
-    intents: "intents" required,
-});
 
 /// An inbox record as read: its key and the entry, or why it cannot be one.
 pub struct InboxRecord {
@@ -69,7 +67,7 @@ fn decode_entry(value: &JsValue) -> Result<InboxEntry, String> {
     let text = value
         .as_string()
         .ok_or_else(|| "inbox entry is not a JSON string".to_owned())?;
-    crate::core::json::from_str(&text).map_err(|e| format!("undecodable inbox entry: {e}"))
+    serde_json::from_str(&text).map_err(|e| format!("undecodable inbox entry: {e}"))
 }
 
 /// Reads every inbox record in key order.

@@ -170,7 +170,7 @@ fn add_accepted(
     let written = !fresh.is_empty();
     if written {
         entry.intents = fresh;
-        let text = crate::core::json::to_string(&*entry);
+        let text = crate::core::json_text::to_string(&*entry);
         let store = tx.store(INBOX).map_err(js)?;
         store.add(&JsValue::from_str(&text)).map_err(js)?;
     }

@@ -4,7 +4,7 @@
 //! rejects — and records whose key or value is not what a ledger holds — moves to the
 //! `quarantine` store in the same transaction and is reported, never silently dropped.
 
-use crate::core::json::JsonText;
+use crate::core::json_text::JsonText;
 use wasm_bindgen::JsValue;
 
 use super::codec::{
@@ -115,7 +115,7 @@ async fn load(
         )
         .await?;
     }
-    let lease_json = Some(crate::core::json::to_string(&lease));
+    let lease_json = Some(crate::core::json_text::to_string(&lease));
     loader.set_singletons(lease_json, None::<String>);
     let (mut snapshot, rejected) = loader.finish();
     // Retention: no tombstone is read (an enqueue looks one up by id), only the highest key;

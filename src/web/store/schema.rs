@@ -77,7 +77,7 @@
 //! fence starts again from 1: no holder of an older fence can open the database any more.
 //! Settled operations a version-8 build left whole are compacted by this build as it runs.
 
-use crate::core::json::quoted;
+use crate::core::json_text::quoted;
 use indexed_db_futures::database::Database;
 use wasm_bindgen::JsValue;
 use web_sys::{IdbDatabase, IdbIndexParameters, IdbObjectStoreParameters};

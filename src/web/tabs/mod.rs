@@ -37,7 +37,7 @@ use wasm_bindgen::JsValue;
 use crate::core::clock::TimerHandle;
 use crate::core::error::{ErrorCode, SchedulerError};
 use crate::core::intent::IntentInput;
-use crate::core::json::JsonText;
+use crate::core::json_text::JsonText;
 use crate::core::model::{Lease, Millis};
 use crate::core::HoldId;
 use crate::web::clock::BrowserClock;

@@ -14,7 +14,7 @@ use super::events;
 use super::{Role, Tab, TabMessage};
 use crate::core::error::SchedulerError;
 use crate::core::io::Report;
-use crate::core::json::JsonText;
+use crate::core::json_text::JsonText;
 use crate::core::model::Operation;
 use crate::web::driver::Driver;
 use crate::web::json::to_js;

@@ -71,9 +71,66 @@ window.drag = {
     await Promise.all(waits);
     return { updates: n, ms: performance.now() - started };
   },
+  /** The app's own persistence instead of a scheduler (mode "idb" of a selection drag): each
+   * `enqueueMany` puts the intents' payloads into the page's own database, one strict
+   * `readwrite` transaction a call, resolved once it commits. */
+  async openOwn() {
+    this.counts = { enqueued: 0, refused: 0 };
+    const request = indexedDB.open(`own-${Date.now()}`, 1);
+    request.onupgradeneeded = () => request.result.createObjectStore("records", { keyPath: "id" });
+    const db = await new Promise((resolve, reject) => {
+      request.onsuccess = () => resolve(request.result);
+      request.onerror = () => reject(request.error);
+    });
+    this.scheduler = {
+      enqueueMany(intents) {
+        const tx = db.transaction("records", "readwrite", { durability: "strict" });
+        const store = tx.objectStore("records");
+        for (const intent of intents) store.put(intent.payload);
+        return new Promise((resolve, reject) => {
+          tx.oncomplete = resolve;
+          tx.onerror = () => reject(tx.error);
+        });
+      },
+    };
+    this.own = db;
+    return true;
+  },
+  /** A selection of `records` shapes dragged `moves` times, one move a frame: each move one
+   * `enqueueMany` of a tldraw-sized record per shape, each with its shape's coalesceKey, not
+   * awaited (as an editor's store listener does). Resolves once the last call resolved. */
+  async selection(records, moves) {
+    const { scheduler, counts } = this;
+    const started = performance.now();
+    const calls = [];
+    for (let move = 0; move < moves; move += 1) {
+      const intents = [];
+      for (let r = 0; r < records; r += 1) {
+        intents.push({
+          id: `m${move}-r${r}-${crypto.randomUUID()}`,
+          operationType: "shape.upsert",
+          canvasIds: ["canvas-1"],
+          coalesceKey: `shape-${r}`,
+          payload: {
+            id: `shape:${r}`, typeName: "shape", type: "geo", x: 10 + move, y: 20 + r, rotation: 0,
+            isLocked: false, opacity: 1, parentId: "page:page", index: `a${r}`, meta: {},
+            props: { w: 100, h: 80, geo: "rectangle", color: "black", fill: "none", dash: "draw", size: "m", text: "" },
+          },
+        });
+      }
+      if (scheduler) {
+        calls.push(scheduler.enqueueMany(intents).then(() => (counts.enqueued += intents.length), () => (counts.refused += intents.length)));
+      } else {
+        calls.push(JSON.stringify(intents).length);
+      }
+      await new Promise((frame) => requestAnimationFrame(frame));
+    }
+    await Promise.all(calls);
+    return { moves, ms: performance.now() - started };
+  },
   /** Waits until nothing is in flight; resolves with the counts and the scheduler's stats. */
   async finish() {
-    if (!this.scheduler) return { counts: this.counts };
+    if (!this.scheduler || this.own) return { counts: this.counts };
     this.release?.();
     await this.scheduler.settle();
     const stats = this.scheduler.stats();
