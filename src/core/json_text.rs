@@ -276,7 +276,11 @@ impl<'de> Visitor<'de> for ProtoKey {
 
 /// serde_json's compact formatter, noting integers beyond ±(2^53 - 1) (JS would read them
 /// back changed). JSON kept as text is written raw and not looked at.
-struct Flagging<'a>(&'a mut bool);
+struct Flagging<'a> {
+    beyond_js: &'a mut bool,
+    /// Whether JSON kept as text (written as it is) counts too.
+    raw_too: bool,
+}
 
 /// Largest integer a JS number holds exactly.
 const MAX_SAFE: u64 = (1 << 53) - 1;
@@ -287,7 +291,7 @@ impl serde_json::ser::Formatter for Flagging<'_> {
         writer: &mut W,
         value: u64,
     ) -> std::io::Result<()> {
-        *self.0 |= value > MAX_SAFE;
+        *self.beyond_js |= value > MAX_SAFE;
         serde_json::ser::CompactFormatter.write_u64(writer, value)
     }
 
@@ -296,8 +300,19 @@ impl serde_json::ser::Formatter for Flagging<'_> {
         writer: &mut W,
         value: i64,
     ) -> std::io::Result<()> {
-        *self.0 |= value.unsigned_abs() > MAX_SAFE;
+        *self.beyond_js |= value.unsigned_abs() > MAX_SAFE;
         serde_json::ser::CompactFormatter.write_i64(writer, value)
+    }
+
+    fn write_raw_fragment<W: ?Sized + std::io::Write>(
+        &mut self,
+        writer: &mut W,
+        fragment: &str,
+    ) -> std::io::Result<()> {
+        if self.raw_too && !*self.beyond_js {
+            *self.beyond_js = exceeds_js_integers(fragment);
+        }
+        writer.write_all(fragment.as_bytes())
     }
 }
 
@@ -308,9 +323,32 @@ impl serde_json::ser::Formatter for Flagging<'_> {
 ///
 /// serde_json refused the value (a map keyed by other than strings, a non-finite float).
 pub fn write_flagging<T: Serialize + ?Sized>(value: &T) -> Result<(String, bool), String> {
+    write_flagged(value, false)
+}
+
+/// As [`write_flagging`], with the JSON kept as text inside the value (payloads, a server's
+/// canonical state, error details) looked at too: the text of a view for JS, which
+/// [`quote_js_integers`] must then go through. Only that kept text is scanned, not the whole
+/// view.
+///
+/// # Errors
+///
+/// serde_json refused the value (a map keyed by other than strings, a non-finite float).
+pub fn write_view_flagging<T: Serialize + ?Sized>(value: &T) -> Result<(String, bool), String> {
+    write_flagged(value, true)
+}
+
+fn write_flagged<T: Serialize + ?Sized>(
+    value: &T,
+    raw_too: bool,
+) -> Result<(String, bool), String> {
     let mut beyond_js = false;
     let mut out = Vec::with_capacity(128);
-    let mut serializer = serde_json::Serializer::with_formatter(&mut out, Flagging(&mut beyond_js));
+    let formatter = Flagging {
+        beyond_js: &mut beyond_js,
+        raw_too,
+    };
+    let mut serializer = serde_json::Serializer::with_formatter(&mut out, formatter);
     value
         .serialize(&mut serializer)
         .map_err(|e| e.to_string())?;

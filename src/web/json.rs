@@ -360,13 +360,16 @@ pub fn to_string<T: serde::Serialize + ?Sized>(value: &T) -> Result<String, Stri
 /// value it holds. An integer beyond ±(2^53 - 1), which a JS number cannot hold (a server's
 /// canonical state, error details), arrives as a string of its exact digits
 /// ([`json_text::quote_js_integers`]): only that number changes, never the object around it.
+/// The view's text is scanned for one only when the serializer saw one, in a number it wrote or
+/// in the JSON kept as text ([`json_text::write_view_flagging`]): a view of plain fields, as
+/// `pending()`'s, is not scanned at all.
 /// `null` only if serde_json or the engine refuses the view (a map keyed by other than
 /// strings; none is).
 pub fn to_js<T: serde::Serialize + ?Sized>(value: &T) -> JsValue {
-    serde_json::to_string(value)
+    json_text::write_view_flagging(value)
         .ok()
-        .map(|text| {
-            if json_text::exceeds_js_integers(&text) {
+        .map(|(text, beyond_js)| {
+            if beyond_js {
                 json_text::quote_js_integers(&text)
             } else {
                 text

@@ -247,3 +247,43 @@ fn kept_text_is_checked_as_serde_json_reads_strings() {
         spaced
     );
 }
+
+/// A view's writer flags an integer JS cannot hold, whether the view wrote it or it is inside
+/// JSON kept as text; storage's writer flags only the former.
+#[test]
+fn a_view_is_flagged_for_integers_beyond_js_in_its_kept_text_too() {
+    #[derive(serde::Serialize)]
+    struct View {
+        sequence: u64,
+        payload: JsonText,
+    }
+    let kept = |text: &str| JsonText::from_json(&serde_json::from_str::<&RawValue>(text).unwrap());
+    let plain = View {
+        sequence: 7,
+        payload: kept(r#"{"x":1,"big":"12345678901234567890"}"#),
+    };
+    assert!(
+        !write_view_flagging(&plain).unwrap().1,
+        "a string of digits is not a number"
+    );
+    let in_text = View {
+        sequence: 7,
+        payload: kept(r#"{"x":12345678901234567890}"#),
+    };
+    let (text, flagged) = write_view_flagging(&in_text).unwrap();
+    assert!(flagged);
+    assert_eq!(
+        quote_js_integers(&text),
+        r#"{"sequence":7,"payload":{"x":"12345678901234567890"}}"#
+    );
+    assert!(
+        !write_flagging(&in_text).unwrap().1,
+        "storage keeps kept text as it is"
+    );
+    let written = View {
+        sequence: 1 << 60,
+        payload: kept("{}"),
+    };
+    assert!(write_view_flagging(&written).unwrap().1);
+    assert!(write_flagging(&written).unwrap().1);
+}
