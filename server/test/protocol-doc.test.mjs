@@ -1,6 +1,6 @@
 //! The worked example of docs/protocol.md ("Request digests") is what the kit computes: the
 //! canonical text and the SHA-256 digest of the documented body, through the kit's own submit
-//! parser. The client's side (the body itself) is checked by tests/protocol_doc.rs.
+//! parser. The client's side (the body itself) is checked by tests/behaviour/protocol_doc.rs.
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';

@@ -113,7 +113,7 @@ pub fn default_compile(intent: &Intent) -> CompiledRequest {
 }
 
 /// The wire body of a frozen request (docs/protocol.md): serialized once at freeze, sent byte for
-/// byte, written by serde_json in field order (`tests/golden_codec.rs` holds the bytes).
+/// byte, written by serde_json in field order (`tests/behaviour/golden_codec.rs` holds the bytes).
 #[derive(serde::Serialize)]
 pub struct WireBody<'a> {
     /// Request id = idempotency key.

@@ -44,7 +44,7 @@ async fn w1_a_batch_of_500_operations_is_one_transaction() {
 
 /// A batch the core marks relaxed (only what a query recovers) opens its transaction with
 /// `durability: "relaxed"`; any other, `"strict"`. Both land alike. (Which batches the core
-/// marks is tests/durability_behaviour.rs; a power loss dropping relaxed ones, the simulation.)
+/// marks is tests/behaviour/durability_behaviour.rs; a power loss dropping relaxed ones, the simulation.)
 #[wasm_bindgen_test]
 async fn w1_a_relaxed_batch_commits_relaxed_and_a_strict_one_strict() {
     let name = db_name("durability");

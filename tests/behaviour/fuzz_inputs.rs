@@ -20,14 +20,13 @@
 //! Case count: `FUZZ_CASES` (default 128 per property, a few seconds in debug). Seed:
 //! `FUZZ_SEED` (default: random each run). The seed is printed at the start of each property
 //! and proptest prints the shrunk failing input, so a failure is replayed exactly with
-//! `FUZZ_SEED=<seed> FUZZ_CASES=<cases> cargo test --test fuzz_inputs`. No persistence file is
+//! `FUZZ_SEED=<seed> FUZZ_CASES=<cases> cargo test --test behaviour fuzz_inputs`. No persistence file is
 //! written (`failure_persistence: None`): a failure found here is turned into a named
 //! regression test in the behaviour files instead, where it documents what it proves.
 #![cfg(any(not(target_arch = "wasm32"), target_os = "wasi"))]
 
-mod common;
 
-use common::ENQUEUE_CODES;
+use crate::common::ENQUEUE_CODES;
 use std::collections::{BTreeMap, BTreeSet};
 
 use canvas_scheduler::core::config::SchedulerConfig;
@@ -72,7 +71,7 @@ fn runner(property: &str) -> TestRunner {
     });
     // Printed on stdout: libtest shows it with the failure (or always with --nocapture).
     println!(
-        "fuzz_inputs {property}: {cases} cases, seed {seed}\n  replay: FUZZ_SEED={seed} FUZZ_CASES={cases} cargo test --test fuzz_inputs {property}"
+        "fuzz_inputs {property}: {cases} cases, seed {seed}\n  replay: FUZZ_SEED={seed} FUZZ_CASES={cases} cargo test --test behaviour fuzz_inputs {property}"
     );
     TestRunner::new(Config {
         cases,

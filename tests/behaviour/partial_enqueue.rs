@@ -2,7 +2,6 @@
 //! stores every valid intent in one batch, in call order, and refuses each other one with the
 //! code a lone enqueue of it would get; a refused intent changes nothing.
 
-mod common;
 
 use canvas_scheduler::core::config::SchedulerConfig;
 use canvas_scheduler::core::error::{ErrorCode, SchedulerError};
@@ -10,7 +9,7 @@ use canvas_scheduler::core::host::CountingHost;
 use canvas_scheduler::core::intent::IntentInput;
 use canvas_scheduler::core::partial::Verdict;
 use canvas_scheduler::testing::Harness;
-use common::{edit, edit_after};
+use crate::common::{edit, edit_after};
 use serde_json::json;
 
 const LIMIT: usize = 1_024;

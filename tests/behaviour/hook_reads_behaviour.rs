@@ -2,7 +2,6 @@
 //! of its step (stats, claims, explain, pending, known), and a hook that decides by what it
 //! read still freezes and sends its operation.
 
-mod common;
 
 use std::cell::RefCell;
 
@@ -13,7 +12,7 @@ use canvas_scheduler::core::model::Intent;
 use canvas_scheduler::core::safe_error::SafeError;
 use canvas_scheduler::core::Scheduler;
 use canvas_scheduler::testing::Harness;
-use common::edit;
+use crate::common::edit;
 use serde_json::json;
 
 /// What one hook call read.
@@ -94,7 +93,7 @@ fn harness() -> Harness<ReadingHost> {
     let mut h = Harness::new(
         SchedulerConfig {
             concurrency: 2,
-            ..common::unbatched()
+            ..crate::common::unbatched()
         },
         ReadingHost {
             ids: CountingHost::new("r"),

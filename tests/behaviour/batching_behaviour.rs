@@ -1,6 +1,5 @@
 //! Request batching and coalescing (performance issue): semantics unchanged, fewer requests.
 
-mod common;
 
 use canvas_scheduler::core::config::{BatchLimits, SchedulerConfig};
 use canvas_scheduler::core::host::{default_compile, CompiledRequest, CountingHost, Host};
@@ -11,7 +10,7 @@ use canvas_scheduler::core::payload::Payload;
 use canvas_scheduler::core::safe_error::SafeError;
 use canvas_scheduler::core::Scheduler;
 use canvas_scheduler::testing::Harness;
-use common::{edit, edit_after, of_kind};
+use crate::common::{edit, edit_after, of_kind};
 use serde_json::json;
 
 fn batching(max_operations: usize, max_bytes: usize) -> Harness<CountingHost> {

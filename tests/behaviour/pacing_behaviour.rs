@@ -6,7 +6,6 @@
 //! nothing; `Retry-After: 0` on a healthy endpoint neither hammers nor stalls. Every run is
 //! seeded, so each figure below is what these seeds give, every time.
 
-mod common;
 
 use std::collections::BTreeMap;
 
@@ -14,7 +13,7 @@ use canvas_scheduler::core::config::{RetryPolicy, SchedulerConfig};
 use canvas_scheduler::core::io::{AttemptOutcome, AttemptStatus};
 use canvas_scheduler::core::model::{Millis, RetryAction};
 use canvas_scheduler::core::safe_error::SafeError;
-use common::flaky::{deliver, edits_over, sends_by_canvas, FlakyMix};
+use crate::common::flaky::{deliver, edits_over, sends_by_canvas, FlakyMix};
 
 const RTT_MS: Millis = 40;
 /// The seeds each figure is taken over.
@@ -31,7 +30,7 @@ const BATCHED_TAIL_MS: Millis = 2_500;
 
 /// One operation a request, nothing held back: each edit's own retries are what is paced.
 fn one_at_a_time() -> SchedulerConfig {
-    common::unbatched()
+    crate::common::unbatched()
 }
 
 /// The default options: batches of up to 32 operations, a 32 ms coalescing hold.
@@ -123,7 +122,7 @@ fn s10_batched_edits_drain_a_flaky_endpoint_at_its_pace() {
     drains_at_the_network_pace(batching, 10, TEN_CANVASES_MS, BATCHED_TAIL_MS);
 }
 
-/// The figures over many seeds (`cargo test --release --test pacing_behaviour -- --ignored`):
+/// The figures over many seeds (`cargo test --release --test behaviour pacing_behaviour -- --ignored`):
 /// 1 000 seeds of each case, the same bounds as above.
 #[test]
 #[ignore = "a sweep of 4 000 runs: run it in release when the pacing changes"]

@@ -2,7 +2,6 @@
 //! records that supersede the page copies, and a page goes with its last current copy. The
 //! loader's page checks, and what a load does when a record it needs was set aside.
 
-mod common;
 
 use canvas_scheduler::core::config::SchedulerConfig;
 use canvas_scheduler::core::host::CountingHost;
@@ -14,7 +13,7 @@ use canvas_scheduler::core::operation_pages::{homes_of, PAGE_LIMIT};
 use canvas_scheduler::core::packed::PackedPage;
 use canvas_scheduler::core::scheduler::ACTIVE_MS;
 use canvas_scheduler::testing::Harness;
-use common::edit;
+use crate::common::edit;
 use serde::Serialize;
 
 fn harness() -> Harness<CountingHost> {
@@ -161,7 +160,7 @@ fn s18_a_loaded_ledger_of_records_is_folded_once_the_scheduler_is_quiet() {
     // as it is quiet. It sends one operation a request: op0 alone, the rest held.
     let config = SchedulerConfig {
         fold_records_at: 2,
-        ..common::unbatched()
+        ..crate::common::unbatched()
     };
     let mut next = Harness::over(
         config,

@@ -2,7 +2,6 @@
 //! recovery, `stats`, `explain`, validated reads and digests on a virtual clock, each test named
 //! after the behaviour it proves.
 
-mod common;
 
 use canvas_scheduler::core::config::{RetryPolicy, SchedulerConfig};
 use canvas_scheduler::core::host::{Authorization, CountingHost};
@@ -18,7 +17,7 @@ use canvas_scheduler::core::loader::{LedgerLoader, RecordStore};
 use canvas_scheduler::core::model::{EventKind, OperationPhase, RetryAction, Settlement};
 use canvas_scheduler::core::Scheduler;
 use canvas_scheduler::testing::{Harness, MemoryStore};
-use common::{edit, edit_after};
+use crate::common::{edit, edit_after};
 use serde_json::json;
 
 fn harness_with(config: SchedulerConfig) -> Harness<CountingHost> {
@@ -40,7 +39,7 @@ fn few_attempts() -> SchedulerConfig {
             max_attempts: 3,
             dead_letter_after_ms: 0,
         },
-        ..common::unbatched()
+        ..crate::common::unbatched()
     }
 }
 
@@ -990,7 +989,7 @@ fn free_slot_with_unexamined_ready(
     let mut h = harness_with(SchedulerConfig {
         concurrency: 2,
         pump_budget,
-        ..common::unbatched()
+        ..crate::common::unbatched()
     });
     let mut all: Vec<IntentInput> = (0..pump_budget)
         .map(|i| edit(&format!("blocked{i}"), &[]))

@@ -15,7 +15,6 @@
 //! the corpus.
 #![cfg(any(not(target_arch = "wasm32"), target_os = "wasi"))]
 
-#[path = "golden_codec/generate.rs"]
 mod generate;
 
 use std::collections::BTreeMap;
@@ -36,7 +35,7 @@ use serde_json::value::RawValue;
 use serde_json::Value;
 
 /// The corpus, one JSON object a line.
-pub const CORPUS: &str = include_str!("fixtures/codec-golden.jsonl");
+pub const CORPUS: &str = include_str!("../fixtures/codec-golden.jsonl");
 
 /// An inbox entry as `web::store::inbox::InboxEntry` stores it (that type is wasm-only
 /// today): the same members, read and written by the same serde derive; its intents

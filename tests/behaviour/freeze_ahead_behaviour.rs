@@ -2,14 +2,13 @@
 //! free slot (durable, claims held, unsent), so an answer is followed by the next send in the
 //! same turn, without waiting for a commit; what is frozen ahead recovers as a submit.
 
-mod common;
 
 use canvas_scheduler::core::config::SchedulerConfig;
 use canvas_scheduler::core::host::CountingHost;
 use canvas_scheduler::core::io::{AttemptOutcome, AttemptStatus};
 use canvas_scheduler::core::model::RetryAction;
 use canvas_scheduler::testing::Harness;
-use common::{edit, upload};
+use crate::common::{edit, upload};
 
 fn one_slot() -> Harness<CountingHost> {
     harness(false)
@@ -26,7 +25,7 @@ fn harness(group_commit: bool) -> Harness<CountingHost> {
         SchedulerConfig {
             concurrency: 1,
             group_commit,
-            ..common::unbatched()
+            ..crate::common::unbatched()
         },
         CountingHost::new("r"),
     );
@@ -134,7 +133,7 @@ fn s18_a_crash_with_a_request_frozen_ahead_recovers_it_as_a_submit_with_the_same
     let mut restarted = Harness::over(
         SchedulerConfig {
             concurrency: 2,
-            ..common::unbatched()
+            ..crate::common::unbatched()
         },
         CountingHost::new("s"),
         h.store.clone(),

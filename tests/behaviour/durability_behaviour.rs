@@ -4,7 +4,6 @@
 //! simulation drops any suffix of relaxed commits at a power loss (tests/simulation/); this
 //! states which batch is which, step by step.
 
-mod common;
 
 use canvas_scheduler::core::config::SchedulerConfig;
 use canvas_scheduler::core::host::CountingHost;
@@ -12,7 +11,7 @@ use canvas_scheduler::core::io::{AttemptOutcome, AttemptStatus};
 use canvas_scheduler::core::model::RetryAction;
 use canvas_scheduler::core::safe_error::SafeError;
 use canvas_scheduler::testing::Harness;
-use common::edit;
+use crate::common::edit;
 
 /// A harness whose batches wait to be written, one canvas at a time.
 fn harness() -> Harness<CountingHost> {

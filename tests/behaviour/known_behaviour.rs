@@ -3,7 +3,6 @@
 //! one), every id ever enqueued asked at every step, with the read of `known()` under way
 //! while the step happens (a batch lands, an answer comes, a timer fires).
 
-mod common;
 
 use canvas_scheduler::core::config::{BatchLimits, SchedulerConfig};
 use canvas_scheduler::core::host::CountingHost;
@@ -13,7 +12,7 @@ use canvas_scheduler::core::model::{OperationPhase, Settlement};
 use canvas_scheduler::core::retention::{RetentionPolicy, MEMORY_LIMIT};
 use canvas_scheduler::core::scheduler::Known;
 use canvas_scheduler::testing::Harness;
-use common::edit;
+use crate::common::edit;
 
 /// The example editor's options with `batch` 32: coalescing holds a version for two frames.
 fn config() -> SchedulerConfig {

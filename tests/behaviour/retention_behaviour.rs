@@ -2,7 +2,6 @@
 //! past the policy are compacted to tombstones in slices while the scheduler is quiet; nothing
 //! unsettled is compacted; the same intent again is known by its tombstone and never sent twice.
 
-mod common;
 
 use canvas_scheduler::core::config::SchedulerConfig;
 use canvas_scheduler::core::host::CountingHost;
@@ -13,7 +12,7 @@ use canvas_scheduler::core::retention::{RetentionPolicy, SCAN_LIMIT, SLICE_LIMIT
 use canvas_scheduler::core::scheduler::Known;
 use canvas_scheduler::core::scheduler::ACTIVE_MS;
 use canvas_scheduler::testing::{Harness, MemoryStore};
-use common::{edit, edit_after, upload};
+use crate::common::{edit, edit_after, upload};
 
 fn policy(settled: usize, settled_ms: u64) -> RetentionPolicy {
     RetentionPolicy {
@@ -29,7 +28,7 @@ fn harness(retain: RetentionPolicy) -> Harness<CountingHost> {
     let config = SchedulerConfig {
         concurrency: 4,
         retain,
-        ..common::unbatched()
+        ..crate::common::unbatched()
     };
     let mut h = Harness::new(config, CountingHost::new("r"));
     h.start();
@@ -50,7 +49,7 @@ fn restart_as(
         concurrency: 4,
         retain,
         principal,
-        ..common::unbatched()
+        ..crate::common::unbatched()
     };
     let mut r = Harness::over(
         config,

@@ -2,12 +2,11 @@
 //! rate limited (429, `Retry-After: 0`), answers lost after the change was applied — must not
 //! leave work pending for minutes with the default retry options. The day's model runs one
 //! scheduler against the protocol model (`SimServer`) on the virtual clock, with a seeded mix
-//! of faults and a 40 ms round trip per attempt (`common::flaky`), and measures the virtual
+//! of faults and a 40 ms round trip per attempt (`crate::common::flaky`), and measures the virtual
 //! time until nothing is pending. The other tests here pin how the backoff follows the
 //! endpoint: a verdict, the network coming back and `retryAllNow()` bring waiting retries
 //! forward; a query's "never received" in an outage resets nothing.
 
-mod common;
 
 use canvas_scheduler::core::config::{RetryPolicy, SchedulerConfig};
 use canvas_scheduler::core::host::CountingHost;
@@ -15,8 +14,8 @@ use canvas_scheduler::core::io::{AttemptOutcome, AttemptStatus};
 use canvas_scheduler::core::model::{Millis, RetryAction};
 use canvas_scheduler::core::safe_error::SafeError;
 use canvas_scheduler::testing::Harness;
-use common::edit;
-use common::flaky::{deliver, edits_over, FlakyMix};
+use crate::common::edit;
+use crate::common::flaky::{deliver, edits_over, FlakyMix};
 
 /// One round trip on the wire.
 const RTT_MS: Millis = 40;

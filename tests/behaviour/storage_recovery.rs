@@ -3,7 +3,6 @@
 //! ends it with no host call. Meanwhile what is durable is still delivered while the lease
 //! lasts, claims hold, and an enqueue whose write fails is refused and leaves nothing behind.
 
-mod common;
 
 use canvas_scheduler::core::config::{BatchLimits, SchedulerConfig};
 use canvas_scheduler::core::host::CountingHost;
@@ -13,7 +12,7 @@ use canvas_scheduler::core::model::{Millis, OperationPhase, RequestPhase, RetryA
 use canvas_scheduler::core::safe_error::SafeError;
 use canvas_scheduler::core::scheduler::{storage_retry_delay, STORAGE_RETRY_MAX_MS};
 use canvas_scheduler::testing::{Harness, MemoryStore};
-use common::{edit, edit_after};
+use crate::common::{edit, edit_after};
 use serde_json::json;
 
 fn harness_with(config: SchedulerConfig) -> Harness<CountingHost> {
@@ -233,7 +232,7 @@ fn a_leader_that_cannot_write_stops_sending_when_its_lease_ends() {
 fn an_enqueue_whose_write_fails_puts_back_what_it_replaced_and_its_sequence() {
     // No coalescing hold: v1 is written at once (with one, its write would wait and v1 would be
     // refused with v2, never acknowledged).
-    let mut h = harness_with(common::unbatched());
+    let mut h = harness_with(crate::common::unbatched());
     let coalesced = |id: &str, x: i64| IntentInput {
         coalesce_key: Some("drag".into()),
         payload: json!({ "shapeId": "s", "x": x }).into(),

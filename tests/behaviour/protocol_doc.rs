@@ -10,7 +10,7 @@ use canvas_scheduler::core::intent::IntentInput;
 use canvas_scheduler::core::payload::Payload;
 use canvas_scheduler::testing::Harness;
 
-const PROTOCOL: &str = include_str!("../docs/protocol.md");
+const PROTOCOL: &str = include_str!("../../docs/protocol.md");
 
 /// The text of the first fenced block after `<!-- example:{name} -->`.
 fn example(name: &str) -> &'static str {

@@ -3,7 +3,6 @@
 //! again; an optional `coalesce(older, newer)` hook merges diffs; a merge that fails replaces
 //! nothing, so both are sent in order.
 
-mod common;
 
 use canvas_scheduler::core::config::SchedulerConfig;
 use canvas_scheduler::core::error::{ErrorCode, SchedulerError};
@@ -16,7 +15,7 @@ use canvas_scheduler::core::retention::RetentionPolicy;
 use canvas_scheduler::core::safe_error::SafeError;
 use canvas_scheduler::core::Scheduler;
 use canvas_scheduler::testing::Harness;
-use common::edit;
+use crate::common::edit;
 use serde_json::{json, Value};
 
 fn applied() -> AttemptStatus {
@@ -86,7 +85,7 @@ fn config() -> SchedulerConfig {
     SchedulerConfig {
         concurrency: 1,
         max_payload_bytes: 1_024,
-        ..common::unbatched()
+        ..crate::common::unbatched()
     }
 }
 

@@ -1,6 +1,5 @@
 //! `pending()` and the `whenSaved()` decision on a virtual clock.
 
-mod common;
 
 use canvas_scheduler::core::config::SchedulerConfig;
 use canvas_scheduler::core::host::{CompiledRequest, CountingHost, Host};
@@ -9,7 +8,7 @@ use canvas_scheduler::core::model::Intent;
 use canvas_scheduler::core::safe_error::SafeError;
 use canvas_scheduler::core::Scheduler;
 use canvas_scheduler::testing::Harness;
-use common::edit;
+use crate::common::edit;
 
 /// Fails to compile `bad` (the operation is blocked `compile_failed`).
 struct FaultyHost(CountingHost);
@@ -36,7 +35,7 @@ fn harness() -> Harness<FaultyHost> {
     let mut h = Harness::new(
         SchedulerConfig {
             concurrency: 1,
-            ..common::unbatched()
+            ..crate::common::unbatched()
         },
         FaultyHost(CountingHost::new("r")),
     );

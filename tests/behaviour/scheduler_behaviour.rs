@@ -2,7 +2,6 @@
 //! hold, stop, settle, host code, recovery) on a virtual clock, each test named after the behaviour
 //! it proves.
 
-mod common;
 
 use canvas_scheduler::core::config::SchedulerConfig;
 use canvas_scheduler::core::host::{CompiledRequest, CountingHost, Host};
@@ -15,7 +14,7 @@ use canvas_scheduler::core::model::{
 use canvas_scheduler::core::safe_error::SafeError;
 use canvas_scheduler::core::Scheduler;
 use canvas_scheduler::testing::{Harness, MemoryStore};
-use common::{edit, edit_after, of_kind, upload};
+use crate::common::{edit, edit_after, of_kind, upload};
 
 fn harness() -> Harness<CountingHost> {
     let mut h = Harness::new(SchedulerConfig::default(), CountingHost::new("r"));
@@ -439,7 +438,7 @@ fn s11_due_retries_run_before_new_ready_work() {
 #[test]
 fn s12_one_pump_pass_examines_at_most_64_ready_operations_then_yields() {
     // One operation a request: a batch would take the waiting ones along unexamined.
-    let mut h = harness_with(common::unbatched());
+    let mut h = harness_with(crate::common::unbatched());
     // 100 operations waiting on one canvas claimed by a first request: each is examined and parked.
     let mut intents = vec![edit("first", &["shared"])];
     intents.extend((0..100).map(|i| edit(&format!("w{i:03}"), &["shared"])));
@@ -621,7 +620,7 @@ fn s15_a_paused_page_stops_with_no_write_for_the_lease_alone() {
 fn s16_in_flight_counts_work_started_while_settling() {
     let mut h = harness_with(SchedulerConfig {
         concurrency: 1,
-        ..common::unbatched()
+        ..crate::common::unbatched()
     });
     h.enqueue(vec![edit("a", &["c"]), edit("b", &["c"])])
         .unwrap();
@@ -653,7 +652,7 @@ fn s17_a_compile_error_is_reported_as_an_effect_and_the_scheduler_goes_on() {
 
 #[test]
 fn s18_start_recovers_claims_and_reschedules_with_stored_actions() {
-    let mut h = harness_with(common::unbatched());
+    let mut h = harness_with(crate::common::unbatched());
     h.enqueue(vec![
         edit("a", &["c"]),
         edit("b", &["c"]),
@@ -837,7 +836,7 @@ fn k2_a_fenced_write_stops_the_dispatcher_at_once() {
 fn w1_group_commit_writes_one_turn_in_one_transaction() {
     let config = SchedulerConfig {
         group_commit: true,
-        ..common::unbatched()
+        ..crate::common::unbatched()
     };
     let mut h = Harness::new(config, CountingHost::new("r"));
     h.start();
@@ -966,7 +965,7 @@ fn named_timers_say_what_the_wake_up_is_for() {
     h.start();
     let held = canvas_scheduler::core::intent::IntentInput {
         coalesce_key: Some("drag:s".into()),
-        ..common::edit("held", &["c"])
+        ..crate::common::edit("held", &["c"])
     };
     h.enqueue(vec![held]).unwrap();
     let timers = h.scheduler.timers();

@@ -2,7 +2,7 @@
 //! serde_json: records read back the same record and write the same bytes again, views leave
 //! out what is absent, and JSON-text fields (payloads, canonical states, error details) are
 //! written byte for byte as held. The bytes of stored records and frozen bodies are held to
-//! the release's by `tests/golden_codec.rs`.
+//! the release's by `tests/behaviour/golden_codec.rs`.
 
 use canvas_scheduler::core::host::WireBody;
 use canvas_scheduler::core::intent::IntentInput;

@@ -21,7 +21,7 @@ use serde_json::{Map, Value};
 
 use super::{digests, InboxEntry};
 
-const DUMP: &str = include_str!("../fixtures/ledger-v10/dump.json");
+const DUMP: &str = include_str!("../../fixtures/ledger-v10/dump.json");
 
 /// SplitMix64: the same numbers on every platform, for ever.
 struct Rng(u64);

@@ -7,7 +7,6 @@
 //! one request per `maxMs`; a request refused while others succeed keeps to its own curve and
 //! dead-letters once `maxAttempts` counted failures are spread over `deadLetterAfterMs`.
 
-mod common;
 
 use std::collections::BTreeMap;
 
@@ -19,7 +18,7 @@ use canvas_scheduler::core::io::{AttemptOutcome, AttemptStatus, Report};
 use canvas_scheduler::core::model::{FrozenRequest, Millis, RetryAction};
 use canvas_scheduler::core::safe_error::SafeError;
 use canvas_scheduler::testing::{Harness, ServerFaults, SimServer};
-use common::edit;
+use crate::common::edit;
 
 /// The virtual clock's step; answers arrive within one step of being sent.
 const TICK_MS: Millis = 50;
