@@ -48,8 +48,7 @@ impl Driver {
                         origin: String::new(),
                         operation_ids: Vec::new(),
                         refused: None,
-                        // An inbox key is an auto-increment integer; `f64`'s own printing would bring Rust's
-                        // float formatting into the module (about 8 KB gzipped).
+                        // An inbox key is an auto-increment integer, written as one.
                         malformed: Some(((record.key as u64).to_string(), reason.clone())),
                     });
                     continue;
