@@ -112,9 +112,6 @@ impl ErrorCode {
     }
 }
 
-/// [`SchedulerError`] about no one intent.
-const NO_INTENT: u16 = u16::MAX;
-
 /// An error with a stable code and a human message.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SchedulerError {
@@ -123,10 +120,8 @@ pub struct SchedulerError {
     /// A short explanation for people; never contains credentials.
     pub message: String,
     /// The intent of an `enqueue`/`enqueueMany` call it is about: its index in the call
-    /// (the JS boundary adds its id); [`NO_INTENT`] when none (or past 65 534). A `u16` fits
-    /// beside `code` in the padding after `message`: the error stays as small as it was,
-    /// which every `Result` of the crate carries (an `Option<u32>` cost 1.7 KB of `.wasm`).
-    intent: u16,
+    /// (the JS boundary adds its id); `None` when it is about no one intent.
+    intent: Option<usize>,
 }
 
 impl SchedulerError {
@@ -135,19 +130,19 @@ impl SchedulerError {
         Self {
             code,
             message: message.into(),
-            intent: NO_INTENT,
+            intent: None,
         }
     }
 
     /// The same error, about intent `index` of the call.
     pub fn of_intent(mut self, index: usize) -> Self {
-        self.intent = u16::try_from(index).unwrap_or(NO_INTENT);
+        self.intent = Some(index);
         self
     }
 
     /// The index in the call of the intent it is about, if any.
     pub fn intent(&self) -> Option<usize> {
-        (self.intent != NO_INTENT).then_some(self.intent as usize)
+        self.intent
     }
 
     /// The stable code string.
@@ -180,5 +175,13 @@ mod tests {
             SchedulerError::new(ErrorCode::SchedulerClosed, "stopped").to_string(),
             "scheduler_closed: stopped"
         );
+    }
+
+    #[test]
+    fn an_error_names_its_intent_at_any_index() {
+        let plain = SchedulerError::new(ErrorCode::InvalidIntent, "bad");
+        assert_eq!(plain.intent(), None);
+        assert_eq!(plain.clone().of_intent(0).intent(), Some(0));
+        assert_eq!(plain.of_intent(70_000).intent(), Some(70_000), "past u16");
     }
 }

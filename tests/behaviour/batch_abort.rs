@@ -5,14 +5,13 @@
 //! resets anyone's backoff), and aborts alone dead-letter nothing. Every test runs the
 //! scheduler against the protocol model (`SimServer`) on the virtual clock.
 
-
+use crate::common::edit;
 use canvas_scheduler::core::config::{BatchLimits, SchedulerConfig};
 use canvas_scheduler::core::host::CountingHost;
 use canvas_scheduler::core::io::{AttemptStatus, Report, SendOrder};
 use canvas_scheduler::core::model::{Millis, OperationPhase, RetryAction, Settlement};
 use canvas_scheduler::core::safe_error::SafeError;
 use canvas_scheduler::testing::{aborted_batch_answer, Harness, ServerFaults, SimServer};
-use crate::common::edit;
 
 /// The virtual round trip of every attempt.
 const ROUND_TRIP: Millis = 20;

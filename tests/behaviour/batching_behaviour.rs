@@ -1,6 +1,6 @@
 //! Request batching and coalescing (performance issue): semantics unchanged, fewer requests.
 
-
+use crate::common::{edit, edit_after, of_kind};
 use canvas_scheduler::core::config::{BatchLimits, SchedulerConfig};
 use canvas_scheduler::core::host::{default_compile, CompiledRequest, CountingHost, Host};
 use canvas_scheduler::core::intent::IntentInput;
@@ -10,7 +10,6 @@ use canvas_scheduler::core::payload::Payload;
 use canvas_scheduler::core::safe_error::SafeError;
 use canvas_scheduler::core::Scheduler;
 use canvas_scheduler::testing::Harness;
-use crate::common::{edit, edit_after, of_kind};
 use serde_json::json;
 
 fn batching(max_operations: usize, max_bytes: usize) -> Harness<CountingHost> {

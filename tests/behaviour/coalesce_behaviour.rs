@@ -3,7 +3,7 @@
 //! again; an optional `coalesce(older, newer)` hook merges diffs; a merge that fails replaces
 //! nothing, so both are sent in order.
 
-
+use crate::common::edit;
 use canvas_scheduler::core::config::SchedulerConfig;
 use canvas_scheduler::core::error::{ErrorCode, SchedulerError};
 use canvas_scheduler::core::host::{CountingHost, Host};
@@ -15,7 +15,6 @@ use canvas_scheduler::core::retention::RetentionPolicy;
 use canvas_scheduler::core::safe_error::SafeError;
 use canvas_scheduler::core::Scheduler;
 use canvas_scheduler::testing::Harness;
-use crate::common::edit;
 use serde_json::{json, Value};
 
 fn applied() -> AttemptStatus {

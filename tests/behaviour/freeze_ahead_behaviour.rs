@@ -2,13 +2,12 @@
 //! free slot (durable, claims held, unsent), so an answer is followed by the next send in the
 //! same turn, without waiting for a commit; what is frozen ahead recovers as a submit.
 
-
+use crate::common::{edit, upload};
 use canvas_scheduler::core::config::SchedulerConfig;
 use canvas_scheduler::core::host::CountingHost;
 use canvas_scheduler::core::io::{AttemptOutcome, AttemptStatus};
 use canvas_scheduler::core::model::RetryAction;
 use canvas_scheduler::testing::Harness;
-use crate::common::{edit, upload};
 
 fn one_slot() -> Harness<CountingHost> {
     harness(false)

@@ -25,7 +25,6 @@
 //! regression test in the behaviour files instead, where it documents what it proves.
 #![cfg(any(not(target_arch = "wasm32"), target_os = "wasi"))]
 
-
 use crate::common::ENQUEUE_CODES;
 use std::collections::{BTreeMap, BTreeSet};
 

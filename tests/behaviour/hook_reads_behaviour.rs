@@ -2,9 +2,9 @@
 //! of its step (stats, claims, explain, pending, known), and a hook that decides by what it
 //! read still freezes and sends its operation.
 
-
 use std::cell::RefCell;
 
+use crate::common::edit;
 use canvas_scheduler::core::config::SchedulerConfig;
 use canvas_scheduler::core::host::{default_compile, CompiledRequest, CountingHost, Host};
 use canvas_scheduler::core::io::{AttemptOutcome, AttemptStatus};
@@ -12,7 +12,6 @@ use canvas_scheduler::core::model::Intent;
 use canvas_scheduler::core::safe_error::SafeError;
 use canvas_scheduler::core::Scheduler;
 use canvas_scheduler::testing::Harness;
-use crate::common::edit;
 use serde_json::json;
 
 /// What one hook call read.

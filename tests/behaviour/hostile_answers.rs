@@ -3,7 +3,7 @@
 //! `core::protocol::map_answer`, exactly as the browser transport maps them; the store refuses
 //! a record JS could not read back, as IndexedDB's codec does.
 
-
+use crate::common::edit;
 use canvas_scheduler::core::config::{BatchLimits, RetryPolicy, SchedulerConfig, MAX_TIME};
 use canvas_scheduler::core::host::CountingHost;
 use canvas_scheduler::core::io::{AttemptOutcome, AttemptStatus, OperationVerdict, Report};
@@ -11,7 +11,6 @@ use canvas_scheduler::core::model::{OperationPhase, RetryAction, Settlement};
 use canvas_scheduler::core::protocol::map_answer;
 use canvas_scheduler::core::scrub::Secrets;
 use canvas_scheduler::testing::{Harness, MemoryStore};
-use crate::common::edit;
 use serde_json::json;
 
 const DAY: u64 = 86_400_000;

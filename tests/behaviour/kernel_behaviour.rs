@@ -2,7 +2,6 @@
 //! recovery, `stats`, `explain`, validated reads and digests on a virtual clock, each test named
 //! after the behaviour it proves.
 
-
 use canvas_scheduler::core::config::{RetryPolicy, SchedulerConfig};
 use canvas_scheduler::core::host::{Authorization, CountingHost};
 use canvas_scheduler::core::intent::IntentInput;
@@ -13,11 +12,11 @@ use serde_json::from_str as parse;
 fn to_string<T: serde::Serialize + ?Sized>(value: &T) -> String {
     serde_json::to_string(value).expect("serializes")
 }
+use crate::common::{edit, edit_after};
 use canvas_scheduler::core::loader::{LedgerLoader, RecordStore};
 use canvas_scheduler::core::model::{EventKind, OperationPhase, RetryAction, Settlement};
 use canvas_scheduler::core::Scheduler;
 use canvas_scheduler::testing::{Harness, MemoryStore};
-use crate::common::{edit, edit_after};
 use serde_json::json;
 
 fn harness_with(config: SchedulerConfig) -> Harness<CountingHost> {

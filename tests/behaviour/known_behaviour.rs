@@ -3,7 +3,7 @@
 //! one), every id ever enqueued asked at every step, with the read of `known()` under way
 //! while the step happens (a batch lands, an answer comes, a timer fires).
 
-
+use crate::common::edit;
 use canvas_scheduler::core::config::{BatchLimits, SchedulerConfig};
 use canvas_scheduler::core::host::CountingHost;
 use canvas_scheduler::core::intent::IntentInput;
@@ -12,7 +12,6 @@ use canvas_scheduler::core::model::{OperationPhase, Settlement};
 use canvas_scheduler::core::retention::{RetentionPolicy, MEMORY_LIMIT};
 use canvas_scheduler::core::scheduler::Known;
 use canvas_scheduler::testing::Harness;
-use crate::common::edit;
 
 /// The example editor's options with `batch` 32: coalescing holds a version for two frames.
 fn config() -> SchedulerConfig {

@@ -2,7 +2,7 @@
 //! records that supersede the page copies, and a page goes with its last current copy. The
 //! loader's page checks, and what a load does when a record it needs was set aside.
 
-
+use crate::common::edit;
 use canvas_scheduler::core::config::SchedulerConfig;
 use canvas_scheduler::core::host::CountingHost;
 use canvas_scheduler::core::io::{AttemptOutcome, AttemptStatus};
@@ -13,7 +13,6 @@ use canvas_scheduler::core::operation_pages::{homes_of, PAGE_LIMIT};
 use canvas_scheduler::core::packed::PackedPage;
 use canvas_scheduler::core::scheduler::ACTIVE_MS;
 use canvas_scheduler::testing::Harness;
-use crate::common::edit;
 use serde::Serialize;
 
 fn harness() -> Harness<CountingHost> {

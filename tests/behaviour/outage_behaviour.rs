@@ -7,9 +7,9 @@
 //! one request per `maxMs`; a request refused while others succeed keeps to its own curve and
 //! dead-letters once `maxAttempts` counted failures are spread over `deadLetterAfterMs`.
 
-
 use std::collections::BTreeMap;
 
+use crate::common::edit;
 use canvas_scheduler::core::config::{RetryPolicy, SchedulerConfig};
 use canvas_scheduler::core::endpoint::MAX_RUN;
 use canvas_scheduler::core::host::CountingHost;
@@ -18,7 +18,6 @@ use canvas_scheduler::core::io::{AttemptOutcome, AttemptStatus, Report};
 use canvas_scheduler::core::model::{FrozenRequest, Millis, RetryAction};
 use canvas_scheduler::core::safe_error::SafeError;
 use canvas_scheduler::testing::{Harness, ServerFaults, SimServer};
-use crate::common::edit;
 
 /// The virtual clock's step; answers arrive within one step of being sent.
 const TICK_MS: Millis = 50;

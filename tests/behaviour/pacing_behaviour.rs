@@ -6,14 +6,13 @@
 //! nothing; `Retry-After: 0` on a healthy endpoint neither hammers nor stalls. Every run is
 //! seeded, so each figure below is what these seeds give, every time.
 
-
 use std::collections::BTreeMap;
 
+use crate::common::flaky::{deliver, edits_over, sends_by_canvas, FlakyMix};
 use canvas_scheduler::core::config::{RetryPolicy, SchedulerConfig};
 use canvas_scheduler::core::io::{AttemptOutcome, AttemptStatus};
 use canvas_scheduler::core::model::{Millis, RetryAction};
 use canvas_scheduler::core::safe_error::SafeError;
-use crate::common::flaky::{deliver, edits_over, sends_by_canvas, FlakyMix};
 
 const RTT_MS: Millis = 40;
 /// The seeds each figure is taken over.

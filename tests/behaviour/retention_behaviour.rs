@@ -2,7 +2,7 @@
 //! past the policy are compacted to tombstones in slices while the scheduler is quiet; nothing
 //! unsettled is compacted; the same intent again is known by its tombstone and never sent twice.
 
-
+use crate::common::{edit, edit_after, upload};
 use canvas_scheduler::core::config::SchedulerConfig;
 use canvas_scheduler::core::host::CountingHost;
 use canvas_scheduler::core::intent::IntentInput;
@@ -12,7 +12,6 @@ use canvas_scheduler::core::retention::{RetentionPolicy, SCAN_LIMIT, SLICE_LIMIT
 use canvas_scheduler::core::scheduler::Known;
 use canvas_scheduler::core::scheduler::ACTIVE_MS;
 use canvas_scheduler::testing::{Harness, MemoryStore};
-use crate::common::{edit, edit_after, upload};
 
 fn policy(settled: usize, settled_ms: u64) -> RetentionPolicy {
     RetentionPolicy {

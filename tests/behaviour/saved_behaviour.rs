@@ -1,6 +1,6 @@
 //! `pending()` and the `whenSaved()` decision on a virtual clock.
 
-
+use crate::common::edit;
 use canvas_scheduler::core::config::SchedulerConfig;
 use canvas_scheduler::core::host::{CompiledRequest, CountingHost, Host};
 use canvas_scheduler::core::io::{AttemptOutcome, AttemptStatus};
@@ -8,7 +8,6 @@ use canvas_scheduler::core::model::Intent;
 use canvas_scheduler::core::safe_error::SafeError;
 use canvas_scheduler::core::Scheduler;
 use canvas_scheduler::testing::Harness;
-use crate::common::edit;
 
 /// Fails to compile `bad` (the operation is blocked `compile_failed`).
 struct FaultyHost(CountingHost);

@@ -2,7 +2,7 @@
 //! hold, stop, settle, host code, recovery) on a virtual clock, each test named after the behaviour
 //! it proves.
 
-
+use crate::common::{edit, edit_after, of_kind, upload};
 use canvas_scheduler::core::config::SchedulerConfig;
 use canvas_scheduler::core::host::{CompiledRequest, CountingHost, Host};
 use canvas_scheduler::core::io::{
@@ -14,7 +14,6 @@ use canvas_scheduler::core::model::{
 use canvas_scheduler::core::safe_error::SafeError;
 use canvas_scheduler::core::Scheduler;
 use canvas_scheduler::testing::{Harness, MemoryStore};
-use crate::common::{edit, edit_after, of_kind, upload};
 
 fn harness() -> Harness<CountingHost> {
     let mut h = Harness::new(SchedulerConfig::default(), CountingHost::new("r"));

@@ -3,7 +3,7 @@
 //! ends it with no host call. Meanwhile what is durable is still delivered while the lease
 //! lasts, claims hold, and an enqueue whose write fails is refused and leaves nothing behind.
 
-
+use crate::common::{edit, edit_after};
 use canvas_scheduler::core::config::{BatchLimits, SchedulerConfig};
 use canvas_scheduler::core::host::CountingHost;
 use canvas_scheduler::core::intent::IntentInput;
@@ -12,7 +12,6 @@ use canvas_scheduler::core::model::{Millis, OperationPhase, RequestPhase, RetryA
 use canvas_scheduler::core::safe_error::SafeError;
 use canvas_scheduler::core::scheduler::{storage_retry_delay, STORAGE_RETRY_MAX_MS};
 use canvas_scheduler::testing::{Harness, MemoryStore};
-use crate::common::{edit, edit_after};
 use serde_json::json;
 
 fn harness_with(config: SchedulerConfig) -> Harness<CountingHost> {

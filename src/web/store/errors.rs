@@ -34,16 +34,9 @@ pub enum AcquireError {
     Storage(SafeError),
 }
 
-/// A library error's message. The library's own `Display` is not used for conversion
-/// errors: they carry f64s, and formatting one brings Rust's float printing (~14 KB) into
-/// the module for a message no one acts on.
+/// A library error's message: its own `Display`.
 pub fn describe(error: &Error) -> String {
-    match error {
-        Error::DomException(dom) => dom.to_string(),
-        Error::Serialisation(_) => "a value could not be converted to or from JS".to_owned(),
-        Error::MissingData(e) => format!("Missing data: {e}"),
-        Error::Unknown(e) => format!("Generic JS error: {e}"),
-    }
+    error.to_string()
 }
 
 /// An open failure's message (see [`describe`]).
