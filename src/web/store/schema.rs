@@ -82,7 +82,7 @@ use indexed_db_futures::database::Database;
 use wasm_bindgen::JsValue;
 use web_sys::{IdbDatabase, IdbIndexParameters, IdbObjectStoreParameters};
 
-use super::upgrade::{open_current, open_upgraded, UpgradeFailure};
+use super::upgrade::{open_current, upgrade_to, UpgradeFailure};
 use crate::core::safe_error::SafeError;
 
 /// The schema version this build writes.
@@ -237,10 +237,13 @@ fn has_every_store(db: &Database) -> bool {
 /// `storage_unavailable` when IndexedDB is missing, the open is refused, or a newer database
 /// lacks one of our stores.
 pub async fn open_database(name: &str) -> Result<Database, SafeError> {
-    let db = match open_upgraded(name, SCHEMA_VERSION, upgrade).await {
-        Ok(db) => db,
-        // At a newer version: opened as it is.
-        Err(UpgradeFailure::Newer) => open_current(name).await?,
+    // The connection that ran the upgrade is closed, and the ledger opened again at the
+    // version it is: a page kept in the back/forward cache with the upgrade's connection open
+    // was evicted from it once another tab used the database (`tests/e2e/lifecycle.mjs`, two
+    // tabs, Chromium: `IgnoreEventAndEvict`).
+    let db = match upgrade_to(name, SCHEMA_VERSION, upgrade).await {
+        // At our version now, or at a newer one: either way opened as it is.
+        Ok(()) | Err(UpgradeFailure::Newer) => open_current(name).await?,
         Err(UpgradeFailure::Failed(error)) => {
             return Err(SafeError::new(
                 "storage_unavailable",
