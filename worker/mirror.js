@@ -5,10 +5,12 @@
 //
 // An update is `{ stats?, claims?, pending?, ops?: { [id]: [settled, json] } }`, each part present
 // only when it changed; `json` is the operation's entry, `{ record, explanation }` or
-// `{ record, error }`, as JSON text (the worker writes it anyway to see what changed). Text
-// crosses `postMessage` as one copy where an object graph is cloned field by field, and the
-// page parses an entry only when `operation(id)` or `explain(id)` asks for it: a drag of 2,000
-// records names 4,000 entries a move, which the page mostly never reads. Records and
+// `{ record, error }`, as JSON text (the worker writes it anyway to see what changed), and
+// `pending` is `pending()`'s JSON text. Text crosses `postMessage` as one copy where an object
+// graph is cloned field by field, and the page parses an entry only when `operation(id)` or
+// `explain(id)` asks for it, `pending` only when `pending()` does: a drag of 2,000 records
+// names 4,000 entries a move and changes a 2,000-item `pending()`, which the page mostly never
+// reads. Records and
 // explanations come out of the module through JSON (the `OperationRecord` and `Explanation`
 // declarations say their shape), so the text holds
 // all they hold. Which operations: every id a call through the proxy
@@ -36,7 +38,7 @@
  */
 /**
  * An update of the mirror; each part present only when it changed.
- * @typedef {{ stats?: SchedulerStats, claims?: Record<string, string>, pending?: PendingOperation[], ops?: Record<string, SentEntry> }} Update
+ * @typedef {{ stats?: SchedulerStats, claims?: Record<string, string>, pending?: string, ops?: Record<string, SentEntry> }} Update
  */
 /**
  * An entry as it crosses: whether its operation is settled (1) or not (0), and the entry as JSON.
@@ -200,7 +202,7 @@ export class Tracker {
       const pendingJson = JSON.stringify(pending);
       if (pendingJson !== this.pending) {
         this.pending = pendingJson;
-        update.pending = pending;
+        update.pending = pendingJson;
       }
     }
     const ids = poll ? [...new Set([...named, ...this.pollIds()])] : named;
@@ -238,8 +240,8 @@ export class Mirror {
     this.stats = null;
     /** @type {Record<string, string>} */
     this.claims = {};
-    /** @type {PendingOperation[]} */
-    this.pending = [];
+    /** `pending()` as JSON text, parsed only when asked for. */
+    this.pendingText = "[]";
     /** @type {Map<string, SentEntry>} */
     this.ops = new Map();
   }
@@ -249,7 +251,7 @@ export class Mirror {
     if (!update) return;
     if (update.stats) this.stats = update.stats;
     if (update.claims) this.claims = update.claims;
-    if (update.pending) this.pending = update.pending;
+    if (update.pending !== undefined) this.pendingText = update.pending;
     for (const [id, sent] of Object.entries(update.ops ?? {})) {
       this.ops.delete(id);
       this.ops.set(id, sent);
@@ -260,6 +262,14 @@ export class Mirror {
         if (done === 1) this.ops.delete(id);
       }
     }
+  }
+
+  /**
+   * `pending()` as the worker last sent it, a copy of the caller's own (parsed at each call).
+   * @returns {PendingOperation[]}
+   */
+  get pending() {
+    return JSON.parse(this.pendingText);
   }
 
   /**

@@ -74,10 +74,11 @@ test("pending() reaches the page's mirror when it changes, and only then", () =>
   const mirror = new Mirror();
   const records = { a: pending };
   const first = tracker.update(schedulerOf(records), []);
-  assert.deepEqual(first?.pending?.map((entry) => entry.id), ["a"]);
+  assert.deepEqual(JSON.parse(first?.pending ?? "null").map((/** @type {{ id: string }} */ entry) => entry.id), ["a"]);
   mirror.apply(first);
   assert.deepEqual(mirror.pending.map((entry) => entry.id), ["a"]);
   assert.equal(tracker.update(schedulerOf(records), [])?.pending, undefined, "unchanged: not sent again");
   mirror.apply(tracker.update(schedulerOf({ a: resolved }), []));
   assert.deepEqual(mirror.pending, []);
+  assert.notEqual(mirror.pending, mirror.pending, "each read is the caller's own copy");
 });
