@@ -2,8 +2,9 @@
 // (default 20), one move a frame, each move one `enqueueMany` of a tldraw-sized record per shape
 // with the shape's coalesceKey, not awaited (www/bench/drag/drag.js `selection`), against the
 // reference server (127.0.0.1). Modes, each in a fresh page, in a rotating order over
-// SELECTION_ROUNDS rounds (default 2): "none" only builds the records; "idb" is the app writing
-// them itself, one strict `readwrite` transaction a move (the floor of durable persistence);
+// SELECTION_ROUNDS rounds (default 2): "none" only builds the records (and writes each move's
+// as JSON once, `JSON.stringify`); "idb" is the app writing them itself, one strict `readwrite`
+// transaction a move (the floor of durable persistence);
 // "page" is the package's Scheduler on the page, "worker" canvas-scheduler/worker; both with
 // `coalesceMs: 0` and otherwise the defaults. SELECTION_MODES (default "page,worker") picks the
 // measured modes among those two and two floors: "replay", page mode's own IndexedDB writes
