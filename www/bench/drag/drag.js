@@ -30,6 +30,23 @@ async function open(mode, counts) {
   return scheduler;
 }
 
+/** A stored value's size and whether it holds bytes: strings by their length, byte arrays by
+ * their bytes (an operation page is an object holding its JSON as bytes: `JSON.stringify` would
+ * count each byte as about nine characters), arrays and objects by what they hold. */
+function sizeOf(value) {
+  if (typeof value === "string") return [value.length, false];
+  if (ArrayBuffer.isView(value)) return [value.byteLength, true];
+  if (value === null || typeof value !== "object") return [String(value).length, false];
+  let size = 0;
+  let bytes = false;
+  for (const member of Object.values(value)) {
+    const [n, b] = sizeOf(member);
+    size += n;
+    bytes ||= b;
+  }
+  return [size, bytes];
+}
+
 window.drag = {
   /** Opens `mode`'s scheduler, resolves once it is ready (the measurement starts after). */
   async open(mode) {
@@ -122,8 +139,8 @@ window.drag = {
     return true;
   },
   /** Records this page's IndexedDB writes (before `open`): each readwrite transaction the
-   * scheduler opens, with the move it opened in and its puts and deletes (a put's value as
-   * its JSON length: the ledger's records are strings). `recorded()` returns them by move. */
+   * scheduler opens, with the move it opened in and its puts and deletes (a put's value by its
+   * size, `sizeOf`). `recorded()` returns them by move. */
   record() {
     const log = [];
     this.log = log;
@@ -143,7 +160,10 @@ window.drag = {
       const original = IDBObjectStore.prototype[op];
       IDBObjectStore.prototype[op] = function (...args) {
         const entry = entries.get(this.transaction);
-        if (entry && op === "put") entry.writes.push([this.name, typeof args[0] === "string" ? args[0].length : JSON.stringify(args[0]).length, args[1]]);
+        if (entry && op === "put") {
+          const [size, bytes] = sizeOf(args[0]);
+          entry.writes.push([this.name, size, args[1], bytes]);
+        }
         if (entry && op === "delete") entry.writes.push([this.name, -1, args[0] instanceof IDBKeyRange ? null : args[0]]);
         return original.apply(this, args);
       };
@@ -154,8 +174,9 @@ window.drag = {
     return this.log.filter((entry) => entry.writes.length > 0);
   },
   /** Replays `log` (from `recorded()`) as the app's own writes: each move's enqueueMany runs
-   * that move's transactions (strict readwrite, the same stores, puts of strings of the same
-   * lengths under the same keys, the same deletes), resolved once they commit. */
+   * that move's transactions (strict readwrite, the same stores, puts of strings or byte
+   * arrays of the same sizes under the same keys, the same deletes), resolved once they
+   * commit. */
   async openReplay(log) {
     this.counts = { enqueued: 0, refused: 0 };
     const names = [...new Set(log.flatMap((entry) => entry.stores))];
@@ -166,13 +187,17 @@ window.drag = {
       request.onerror = () => reject(request.error);
     });
     const texts = new Map();
-    for (const entry of log) for (const [, length] of entry.writes) if (length >= 0 && !texts.has(length)) texts.set(length, "x".repeat(length));
+    const value = (length, bytes) => {
+      const key = `${bytes ? "b" : "s"}${length}`;
+      if (!texts.has(key)) texts.set(key, bytes ? new Uint8Array(length).fill(120) : "x".repeat(length));
+      return texts.get(key);
+    };
     let move = 0;
     const commit = (entry) => {
       const t = db.transaction(entry.stores, "readwrite", { durability: "strict" });
-      for (const [store, length, key] of entry.writes) {
+      for (const [store, length, key, bytes] of entry.writes) {
         if (key === null || key === undefined) continue;
-        if (length >= 0) t.objectStore(store).put(texts.get(length), key);
+        if (length >= 0) t.objectStore(store).put(value(length, bytes), key);
         else t.objectStore(store).delete(key);
       }
       return new Promise((resolve, reject) => {

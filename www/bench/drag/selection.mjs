@@ -53,7 +53,7 @@ async function recordPage(records) {
     const puts = during.flatMap((entry) => entry.writes.filter(([, length]) => length >= 0));
     const bytes = puts.reduce((sum, [, length]) => sum + length, 0);
     const deletes = during.reduce((sum, entry) => sum + entry.writes.length, 0) - puts.length;
-    console.log(`  page mode wrote, a move: ${(during.length / MOVES).toFixed(1)} readwrite transactions, ${(puts.length / MOVES).toFixed(0)} puts (${(bytes / MOVES / 1024).toFixed(0)} KiB of JSON text), ${(deletes / MOVES).toFixed(0)} deletes`);
+    console.log(`  page mode wrote, a move: ${(during.length / MOVES).toFixed(1)} readwrite transactions, ${(puts.length / MOVES).toFixed(0)} puts (${(bytes / MOVES / 1024).toFixed(0)} KiB: strings' lengths and byte arrays' bytes), ${(deletes / MOVES).toFixed(0)} deletes`);
     return during;
   } finally {
     await context.close();
