@@ -19,15 +19,15 @@ mod generate;
 
 use std::collections::BTreeMap;
 
-use canvas_scheduler::core::digest::body_digest;
-use canvas_scheduler::core::host::WireBody;
-use canvas_scheduler::core::intent::IntentInput;
-use canvas_scheduler::core::json_text::{self, JsonText};
-use canvas_scheduler::core::model::{EventRecord, FrozenRequest, Intent, Lease, Operation};
-use canvas_scheduler::core::packed::{decode_page, PackedPage};
-use canvas_scheduler::core::retention::{input_digest, intent_digest, Tombstone};
-use canvas_scheduler::core::safe_error::SafeError;
-use canvas_scheduler::core::scheduler::{BatchEntry, BatchPayload};
+use canvas_scheduler_core::{
+    body_digest,
+    intent::IntentInput,
+    json_text::{self, JsonText},
+    packed::{decode_page, PackedPage},
+    retention::{input_digest, intent_digest, Tombstone},
+    BatchEntry, BatchPayload, EventRecord, FrozenRequest, Intent, Lease, Operation, SafeError,
+    WireBody,
+};
 use serde::de::DeserializeOwned;
 use serde::Deserialize;
 use serde::Serialize;

@@ -4,12 +4,11 @@
 
 use std::collections::BTreeMap;
 
-use canvas_scheduler::core::config::SchedulerConfig;
-use canvas_scheduler::core::host::CountingHost;
-use canvas_scheduler::core::intent::IntentInput;
-use canvas_scheduler::core::io::{AttemptStatus, Report, SendOrder};
-use canvas_scheduler::core::model::{FrozenRequest, Millis, RetryAction};
-use canvas_scheduler::testing::{Harness, ServerFaults, SimRng, SimServer};
+use canvas_scheduler_core::{
+    intent::IntentInput, AttemptStatus, CountingHost, FrozenRequest, Millis, Report, RetryAction,
+    SchedulerConfig, SendOrder,
+};
+use canvas_scheduler_testing::{Harness, ServerFaults, SimRng, SimServer};
 
 /// The share of attempts that meet each fault, in percent of all attempts; the rest are
 /// answered as the server decides.

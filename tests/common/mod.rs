@@ -3,8 +3,7 @@
 
 pub mod flaky;
 
-use canvas_scheduler::core::config::{BatchLimits, SchedulerConfig};
-use canvas_scheduler::core::intent::IntentInput;
+use canvas_scheduler_core::{intent::IntentInput, BatchLimits, SchedulerConfig};
 use serde_json::json;
 
 /// The default options with one operation a request and nothing held back (`batch` off,

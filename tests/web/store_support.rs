@@ -1,13 +1,12 @@
 //! Fixtures for the IndexedDB ledger store tests: records that pass the loader's checks,
 //! batches, per-binary database names, and raw access that bypasses the store.
 
-use canvas_scheduler::core::digest::body_digest;
-use canvas_scheduler::core::io::{PersistBatch, PersistResult};
-use canvas_scheduler::core::model::{
-    EventKind, EventRecord, FrozenRequest, Lease, Operation, RequestPhase,
-};
-use canvas_scheduler::testing::pending_upsert;
 use canvas_scheduler::web::store::{IdbLedger, LoadedLedger};
+use canvas_scheduler_core::{
+    body_digest, EventKind, EventRecord, FrozenRequest, Lease, Operation, PersistBatch,
+    PersistResult, RequestPhase,
+};
+use canvas_scheduler_testing::pending_upsert;
 use indexed_db_futures::database::Database;
 use indexed_db_futures::prelude::*;
 use indexed_db_futures::transaction::TransactionMode;

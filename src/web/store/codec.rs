@@ -18,10 +18,9 @@ use wasm_bindgen::{JsCast, JsValue};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
-use crate::core::json_text::JsonText;
-use crate::core::operation_pages::OperationPage;
-use crate::core::packed::PackedPage;
-use crate::core::safe_error::SafeError;
+use canvas_scheduler_core::{
+    json_text::JsonText, operation_pages::OperationPage, packed::PackedPage, SafeError,
+};
 
 /// Largest integer a JS number holds exactly.
 pub const MAX_SAFE_INTEGER: f64 = 9_007_199_254_740_991.0;
@@ -96,7 +95,7 @@ pub fn describe_key(key: &JsValue) -> String {
 
 /// A page as stored: `{ids, json}` — the ids for the `by_operation` index (the inbox's check that
 /// an id is not taken), the operations as one JSON text in the packed form
-/// ([`crate::core::packed`]) in UTF-8 bytes (read back by [`page_text`]). Bytes, not a JS string: a load reads every page, and copying a string into
+/// ([`canvas_scheduler_core::packed`]) in UTF-8 bytes (read back by [`page_text`]). Bytes, not a JS string: a load reads every page, and copying a string into
 /// wasm re-encodes it from UTF-16 character by character, where bytes are one copy.
 pub fn page_value(page: &OperationPage) -> Result<JsValue, SafeError> {
     let ids = js_sys::Array::new();

@@ -11,9 +11,10 @@ use indexed_db_futures::internals::SystemRepr;
 use wasm_bindgen::closure::Closure;
 use wasm_bindgen::JsCast;
 
+use canvas_scheduler_core::SafeError;
+
 use super::errors::closed;
 use super::schema::open_database;
-use crate::core::safe_error::SafeError;
 
 type Handler = Closure<dyn FnMut(web_sys::Event)>;
 

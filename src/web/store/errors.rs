@@ -4,9 +4,7 @@
 use indexed_db_futures::error::{Error, OpenDbError};
 use wasm_bindgen::JsCast;
 
-use crate::core::error::{ErrorCode, SchedulerError};
-use crate::core::model::Lease;
-use crate::core::safe_error::SafeError;
+use canvas_scheduler_core::{ErrorCode, Lease, SafeError, SchedulerError};
 
 /// The connection was closed (another connection's `versionchange`, or the browser closed it).
 pub const CLOSED: &str = "storage_unavailable";

@@ -3,13 +3,13 @@
 
 use wasm_bindgen::JsValue;
 
+use canvas_scheduler_core::{EventRecord, SafeError};
+
 use super::codec::{decode, json_text};
 use super::errors::js_error;
 use super::requests::PageRead;
 use super::schema::EVENTS;
 use super::IdbLedger;
-use crate::core::model::EventRecord;
-use crate::core::safe_error::SafeError;
 
 impl IdbLedger {
     /// The stored events with `seq > after`, at most `limit`, in seq order (one read-only

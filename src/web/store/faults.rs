@@ -5,7 +5,7 @@
 use std::cell::RefCell;
 use std::collections::VecDeque;
 
-use crate::core::safe_error::SafeError;
+use canvas_scheduler_core::SafeError;
 
 /// A failure to inject into the next write transaction (or, for `CloseConnection`, now).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -1,4 +1,4 @@
-//! Tombstones of compacted operations (`crate::core::retention`), one page per batch that
+//! Tombstones of compacted operations (`canvas_scheduler_core::retention`), one page per batch that
 //! compacts with its ids' hashes beside it: looked up by id before an enqueue
 //! ([`IdbLedger::tombstones`]), counted after the load ([`IdbLedger::count_tombstones`]) —
 //! never loaded whole.
@@ -30,14 +30,13 @@ use js_sys::{Array, Reflect, Uint32Array, JSON};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 
+use canvas_scheduler_core::{retention::Tombstone, Operation, OperationPhase, SafeError};
+
 use super::codec::decode;
 use super::errors::js_error;
 use super::requests::{Answer, PageRead, Store, Tx};
 use super::schema::{BY_ID, SETTLED, TOMBSTONES, TOMBSTONE_HASHES};
 use super::IdbLedger;
-use crate::core::model::{Operation, OperationPhase};
-use crate::core::retention::Tombstone;
-use crate::core::safe_error::SafeError;
 
 /// Where the tombstone pages are and which id hashes each holds.
 #[derive(Default)]

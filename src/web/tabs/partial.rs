@@ -5,12 +5,10 @@
 
 use std::collections::BTreeSet;
 
+use canvas_scheduler_core::{intent::IntentInput, partial::Verdict, Clock, SchedulerError};
+
 use super::follower::views_of;
 use super::{closed, interrupted, Tab, INTERRUPTED_TRIES};
-use crate::core::clock::Clock;
-use crate::core::error::SchedulerError;
-use crate::core::intent::IntentInput;
-use crate::core::partial::Verdict;
 use crate::web::store::{InboxEntry, PartialAppend};
 
 /// A partial enqueue's intents, each decoded or refused by the decoding.
