@@ -35,14 +35,14 @@ use serde_json::value::RawValue;
 use serde_json::Value;
 
 /// The corpus, one JSON object a line.
-pub const CORPUS: &str = include_str!("../fixtures/codec-golden.jsonl");
+pub(crate) const CORPUS: &str = include_str!("../fixtures/codec-golden.jsonl");
 
 /// An inbox entry as `web::store::inbox::InboxEntry` stores it (that type is wasm-only
 /// today): the same members, read and written by the same serde derive; its intents
 /// are the core's [`IntentInput`].
 #[derive(serde::Serialize, serde::Deserialize, Clone, Debug, Default, PartialEq)]
 #[serde(deny_unknown_fields)]
-pub struct InboxEntry {
+pub(crate) struct InboxEntry {
     /// The enqueuing tab.
     #[serde(rename = "origin")]
     pub origin: String,
@@ -109,7 +109,7 @@ fn again<T: DeserializeOwned + Serialize>(text: &str) -> Result<String, String> 
 }
 
 /// Decodes `text` as a `kind` and encodes it again with the module's codec.
-pub fn recode(kind: &str, text: &str) -> Result<String, String> {
+pub(crate) fn recode(kind: &str, text: &str) -> Result<String, String> {
     match kind {
         "Operation" => again::<Operation>(text),
         "Intent" => again::<Intent>(text),

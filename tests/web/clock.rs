@@ -18,7 +18,7 @@ extern "C" {
 }
 
 /// Waits `ms` milliseconds (a Promise resolved by the global `setTimeout`).
-pub async fn sleep(ms: i32) {
+pub(super) async fn sleep(ms: i32) {
     let promise = js_sys::Promise::new(&mut |resolve, _reject| {
         global_set_timeout(&resolve, ms);
     });

@@ -65,7 +65,7 @@ impl IdbLedger {
 
 /// `stored` and `recent` (this session's, at hand) as one log: by seq, each once (the one at
 /// hand when both have it), above `after`, at most `limit`.
-pub fn merged(
+pub(crate) fn merged(
     mut stored: Vec<EventRecord>,
     recent: Vec<EventRecord>,
     after: u64,

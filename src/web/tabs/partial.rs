@@ -12,7 +12,7 @@ use super::{closed, interrupted, Tab, INTERRUPTED_TRIES};
 use crate::web::store::{InboxEntry, PartialAppend};
 
 /// A partial enqueue's intents, each decoded or refused by the decoding.
-pub type Slots = Vec<Result<IntentInput, SchedulerError>>;
+pub(super) type Slots = Vec<Result<IntentInput, SchedulerError>>;
 
 impl Tab {
     /// Durable partial enqueue: resolves once the accepted intents are stored, with a verdict

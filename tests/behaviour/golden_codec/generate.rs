@@ -432,7 +432,7 @@ fn dump_lines(out: &mut Vec<String>) {
 }
 
 /// The corpus as the module's codec writes it today.
-pub fn corpus() -> String {
+pub(super) fn corpus() -> String {
     let mut out = Vec::new();
     dump_lines(&mut out);
     let mut rng = Rng(0x5eed_c0de_0060_0059);
