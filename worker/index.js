@@ -385,7 +385,7 @@ export class Scheduler {
    * @returns {PendingOperation[]}
    */
   pending() {
-    return structuredClone(this.#mirror.pending);
+    return this.#mirror.pending;
   }
 
   stop() {

@@ -4,8 +4,9 @@
 //      when the page leaves) and after coming back is applied exactly once, and the scheduler
 //      dispatches again after the restore, with no user code;
 //   2. two tabs: while one is hidden in the back/forward cache the other takes over and
-//      dispatches, and the hidden one is still restored from the cache (holding no Web Lock
-//      and no BroadcastChannel that the other tab's traffic would evict it for);
+//      dispatches, and the hidden one is still restored from the cache (holding no Web Lock,
+//      no BroadcastChannel and no transaction that the other tab's traffic would evict it
+//      for), though it left with a request on the wire;
 //   3. freeze and resume (Page Lifecycle API, driven by CDP Page.setWebLifecycleState): a frozen
 //      leader hands over at once (well before its lease would lapse), and dispatches again or
 //      follows after resume.
@@ -170,11 +171,17 @@ async function twoTabs() {
     await until("tab a leads", async () => (await stats(a)).leader);
     const b = await openTab(context, { db, owner: `b-${runs}` });
     const early = [`${a.owner}:0`, `${b.owner}:0`];
+    // a's request waits 300 ms at the server: on the wire when a leaves, so a pauses with the
+    // attempt's log unwritten (the pause writes nothing, and aborts any batch it was writing:
+    // a transaction a kept open in the cache would get it evicted once b writes).
+    await admin(server, "/admin/faults", { latencyMs: 300 });
     await enqueue(a, [early[0]], "canvas-a");
     await enqueue(b, [early[1]], "canvas-b");
+    await until("a request of a on the wire", async () => (await stats(a)).inFlight > 0, 5_000);
     let takeoverMs = null;
     const away = [`${b.owner}:away-0`, `${b.owner}:away-1`];
     await roundTrip(a, async () => {
+      await admin(server, "/admin/faults", { latencyMs: 0 });
       takeoverMs = await until("tab b takes over while a is hidden", async () => (await stats(b)).leader, 5_000);
       // b enqueues, dispatches and relays on the channel while a sits in the cache.
       await enqueue(b, away, "canvas-a");

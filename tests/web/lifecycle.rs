@@ -11,7 +11,9 @@ use wasm_bindgen::JsValue;
 use wasm_bindgen_futures::JsFuture;
 use wasm_bindgen_test::wasm_bindgen_test;
 
+use super::store_support::{hold_lease_store, raw_keys};
 use super::support::{code_of, js, sleep};
+use canvas_scheduler::web::store::schema;
 
 fn unique(prefix: &str) -> String {
     format!(
@@ -174,6 +176,50 @@ async fn a_request_on_the_wire_at_a_pause_is_aborted_and_asked_about_never_sent_
         "the interrupted request is asked about: {:?}",
         calls(&log)
     );
+    scheduler.stop();
+}
+
+#[wasm_bindgen_test]
+async fn a_pause_aborts_the_batch_being_written() {
+    // The batch of an enqueue is held up by another connection's transaction on the lease
+    // store (its lease read unanswered), as a frozen page never runs that answer: the pause
+    // aborts it, so the paused tab holds no transaction another tab would wait for. The
+    // enqueue is saved again once the tab is back, and sent once.
+    let (database, log) = (
+        unique("cs-life-abort"),
+        unique("life_abort").replace('-', "_"),
+    );
+    let scheduler = open(&database, &log).await;
+    scheduler.start().unwrap();
+    enqueue(&scheduler, "before").await;
+    until("the first operation to settle", || {
+        settled(&scheduler, "before")
+    })
+    .await;
+    let release = hold_lease_store(&database).await;
+    let intent = js(
+        "({ id: 'held', operationType: 'shape.move', canvasIds: ['c-held'], payload: { x: 1 } })",
+    );
+    let held = scheduler.enqueue(intent);
+    sleep(50).await;
+    scheduler.page_lifecycle(JsValue::from_str("hidden"));
+    release.call0(&JsValue::NULL).unwrap();
+    sleep(300).await;
+    let written = raw_keys(&database, schema::OPERATIONS).await;
+    assert!(
+        !written
+            .iter()
+            .any(|key| key.as_string().as_deref() == Some("held")),
+        "the batch begun before the pause was aborted, not committed: {written:?}"
+    );
+
+    scheduler.page_lifecycle(JsValue::from_str("shown"));
+    JsFuture::from(held).await.map_err(|e| code_of(&e)).unwrap();
+    until("the held operation to settle", || {
+        settled(&scheduler, "held")
+    })
+    .await;
+    assert_eq!(submits_of(&log, "held"), 1, "{:?}", calls(&log));
     scheduler.stop();
 }
 

@@ -4,9 +4,6 @@
 
 use canvas_scheduler::web::store::{schema, IdbLedger, StoreFault};
 use canvas_scheduler_core::{PersistBatch, PersistFailure, PersistResult};
-use js_sys::{Function, Promise};
-use wasm_bindgen::JsCast;
-use wasm_bindgen_futures::JsFuture;
 use wasm_bindgen_test::wasm_bindgen_test;
 
 use std::cell::Cell;
@@ -17,36 +14,9 @@ use canvas_scheduler_core::retention::RetentionPolicy;
 
 use super::store_retention::{options, same_intent_of};
 use super::store_support::{
-    acquire, acquire_fence, db_name, operation, operations_batch, raw_keys,
+    acquire, acquire_fence, db_name, hold_lease_store, operation, operations_batch, raw_keys,
 };
-use super::support::{delete_database, js, sleep};
-
-/// Holds a readwrite transaction on the lease store of database `name` through a second
-/// connection (a request after each answer) until the returned function is called: a
-/// transaction opened after it waits, its lease read unanswered.
-async fn hold_lease_store(name: &str) -> Function {
-    let opened = js(&format!(
-        "new Promise((ready, fail) => {{
-           const open = indexedDB.open({name:?});
-           open.onerror = () => fail(open.error);
-           open.onsuccess = () => {{
-             const db = open.result;
-             const tx = db.transaction([{lease:?}], 'readwrite');
-             const store = tx.objectStore({lease:?});
-             let released = false;
-             const spin = () => {{ if (!released) store.get('lease').onsuccess = spin; }};
-             spin();
-             tx.oncomplete = () => db.close();
-             ready(() => {{ released = true; }});
-           }};
-         }})",
-        lease = schema::LEASE,
-    ));
-    let release = JsFuture::from(opened.unchecked_into::<Promise>())
-        .await
-        .expect("a second connection holds the lease store");
-    release.unchecked_into()
-}
+use super::support::{delete_database, sleep};
 
 #[wasm_bindgen_test]
 async fn w1_a_batch_takes_the_transaction_opened_ahead_only_in_its_own_turn() {

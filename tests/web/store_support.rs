@@ -1,7 +1,7 @@
 //! Fixtures for the IndexedDB ledger store tests: records that pass the loader's checks,
 //! batches, per-binary database names, and raw access that bypasses the store.
 
-use canvas_scheduler::web::store::{IdbLedger, LoadedLedger};
+use canvas_scheduler::web::store::{schema, IdbLedger, LoadedLedger};
 use canvas_scheduler_core::{
     body_digest, EventKind, EventRecord, FrozenRequest, Lease, Operation, PersistBatch,
     PersistResult, RequestPhase,
@@ -10,11 +10,14 @@ use canvas_scheduler_testing::pending_upsert;
 use indexed_db_futures::database::Database;
 use indexed_db_futures::prelude::*;
 use indexed_db_futures::transaction::TransactionMode;
+use js_sys::{Function, Promise};
 use serde_json::json;
 use std::collections::BTreeMap;
+use wasm_bindgen::JsCast;
 use wasm_bindgen::JsValue;
+use wasm_bindgen_futures::JsFuture;
 
-use super::support::unique_name;
+use super::support::{js, unique_name};
 
 /// A database name unique to this test and this binary (page or worker).
 pub(super) fn db_name(test: &str) -> String {
@@ -199,4 +202,31 @@ pub(super) async fn raw_get(name: &str, store: &str, key: JsValue) -> Option<JsV
     drop(tx);
     db.close();
     value
+}
+
+/// Holds a readwrite transaction on the lease store of database `name` through a second
+/// connection (a request after each answer) until the returned function is called: a
+/// transaction opened after it waits, its lease read unanswered.
+pub(super) async fn hold_lease_store(name: &str) -> Function {
+    let opened = js(&format!(
+        "new Promise((ready, fail) => {{
+           const open = indexedDB.open({name:?});
+           open.onerror = () => fail(open.error);
+           open.onsuccess = () => {{
+             const db = open.result;
+             const tx = db.transaction([{lease:?}], 'readwrite');
+             const store = tx.objectStore({lease:?});
+             let released = false;
+             const spin = () => {{ if (!released) store.get('lease').onsuccess = spin; }};
+             spin();
+             tx.oncomplete = () => db.close();
+             ready(() => {{ released = true; }});
+           }};
+         }})",
+        lease = schema::LEASE,
+    ));
+    let release = JsFuture::from(opened.unchecked_into::<Promise>())
+        .await
+        .expect("a second connection holds the lease store");
+    release.unchecked_into()
 }

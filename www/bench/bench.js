@@ -810,13 +810,14 @@ async function runLanes({ outstanding, rateMs, deadline, delivered }, step) {
  * for `rateMs`, enqueues awaited back to back, counted beside the operations settled meanwhile
  * (the delivery rate); then for `rateMs` again with `outstanding` enqueues in flight at once.
  */
-async function enqueueWhileSending({ endpoint, backlog, n, rateMs, outstanding = 16, deadlineMs, tag }) {
+async function enqueueWhileSending({ endpoint, backlog, n, rateMs, outstanding = 16, deadlineMs, tag, concurrency = 2 }) {
   let settled = 0;
   const errors = [];
   const scheduler = await Scheduler.open({
     database: `bench-${tag}-${Date.now()}`,
     endpoint,
-    concurrency: 2,
+    // `null`: the package's default.
+    ...(concurrency === null ? {} : { concurrency }),
     onEvent: (event) => {
       if (event.type === "settled") settled += 1;
       else if ((event.type === "error" || event.type === "blocked" || event.type === "dead_lettered") && errors.length < 5) errors.push(JSON.stringify(event).slice(0, 300));

@@ -31,6 +31,10 @@ const PLAN = {
   enqueue: { n: 1000, deadlineMs: 30_000 },
   // 9. While sending: a backlog that keeps concurrency 2 busy for the whole measurement.
   load: { backlog: 2000, n: 300, rateMs: 3000, deadlineMs: 60_000 },
+  // 9a. The same with the package's defaults while it drains 600 operations from a server
+  // that answers each request after 30 ms: answers land through the measurement, each with
+  // its own write, which an enqueue's transaction queues behind.
+  load30: { backlog: 600, n: 300, rateMs: 1000, deadlineMs: 60_000, concurrency: null, serverDelayMs: 30 },
   // 9b. A tab that does not dispatch enqueues beside the one that does (the shared inbox).
   follower: { backlog: 2000, n: 200, rateMs: 2000, deadlineMs: 90_000 },
   instant: { n: 5000, chunk: 500, concurrency: 8, canvases: 100, deadlineMs: 60_000 },
@@ -191,7 +195,7 @@ async function benchPage(context, baseUrl) {
 }
 
 /**
- * `BENCH_ONLY=enqueue,start` runs only those parts (of raw, enqueue, load, follower, pending, instant, e2e, start, history, scale, burst, matrix), for
+ * `BENCH_ONLY=enqueue,start` runs only those parts (of raw, enqueue, load30, load, follower, pending, instant, e2e, start, history, scale, burst, matrix), for
  * a quick look at one figure while working on it; the raw baselines always run.
  */
 const ONLY = process.env.BENCH_ONLY ? new Set(process.env.BENCH_ONLY.split(",")) : null;
@@ -270,6 +274,20 @@ async function main() {
         expect(cost.listed === n, `pending() listed ${cost.listed} of ${n}`);
         figure(`pending() with ${fmt(n)} unsettled operations`, fmt(cost.pendingMs, 3), "ms", fmt(cost.floorMs, 3), "ms (the same list built in JS)", cost.pendingMs / cost.floorMs,
           `median of 31 calls; stats() ${fmt(cost.statsMs, 4)} ms (its pending count needs no list)`);
+      }
+    }
+
+    // 9a. enqueue while the scheduler drains 600 operations from a server 30 ms away.
+    if (want("load30")) {
+      const { serverDelayMs, ...plan } = PLAN.load30;
+      await setServerDelay(server.url, serverDelayMs);
+      try {
+        const load = await call(page, "enqueueWhileSending", { endpoint: server.url, tag: `load30${Date.now()}`, ...plan });
+        expect(load.count > 0 && load.errors.length === 0, `enqueue while draining, server 30 ms: ${JSON.stringify(load)}`);
+        figure(`enqueue latency p50 while draining ${plan.backlog} (server ${serverDelayMs} ms, defaults)`, fmt(load.p50Ms, 3), "ms", fmt(load.rawP50Ms, 3), "ms (raw 1-record txn p50, interleaved)", load.p50Ms / load.rawP50Ms,
+          `p99 ${fmt(load.p99Ms, 2)} ms against the raw p99 ${fmt(load.rawP99Ms, 2)} ms (${fmt(load.p99Ms / load.rawP99Ms, 2)}x); ${load.count} enqueues, ${load.busy} of them with a send in flight; targets: p50 <= 1.5x, p99 <= 2x the raw`);
+      } finally {
+        await setServerDelay(server.url, 0);
       }
     }
 

@@ -103,10 +103,13 @@ impl<H: Host> Scheduler<H> {
     }
 
     /// As [`Scheduler::stop`], for a page that pauses while another tab takes the lead over
-    /// (it takes the lease over with a higher fence, which shuts this one out): the lease is
-    /// not given up in a write of its own, and the last write is made only when changes wait
-    /// to be written. A page kept in the back/forward cache whose transaction another tab
-    /// waits for is evicted from the cache.
+    /// (it takes the lease over with a higher fence, which shuts this one out): no last
+    /// write at all, not even of changes still unwritten. A write begun now commits only once
+    /// the page has run its lease read's answer, and a page frozen before that (kept in the
+    /// back/forward cache) holds its transaction open; Chromium evicts a cached page whose
+    /// transaction another tab waits for. The host aborts the batches still being written
+    /// too: what they and the unwritten changes carried is what a crash at this moment
+    /// loses, and the next dispatcher recovers it (an attempt on the wire is asked about).
     pub fn stop_keeping_lease(&mut self) {
         self.stop_releasing(false);
     }
@@ -115,8 +118,7 @@ impl<H: Host> Scheduler<H> {
         if self.is_closed() {
             return;
         }
-        let write = release_lease || self.ledger.has_changes();
-        if self.is_leader() && self.persist.trouble.is_none() && write {
+        if self.is_leader() && self.persist.trouble.is_none() && release_lease {
             // Hand the ledger over at once (a reload or another tab need not wait for the
             // lease to lapse): a last fenced write with the lease expiring now, carrying
             // whatever was still unwritten. Its answer is ignored like every late callback.

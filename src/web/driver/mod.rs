@@ -378,7 +378,7 @@ impl Driver {
     }
 
     /// As [`Driver::stop`], for a paused page whose lead another tab takes over (the core's
-    /// [`Scheduler::stop_keeping_lease`]): no write of its own for the lease.
+    /// [`Scheduler::stop_keeping_lease`]): no last write.
     pub fn stop_keeping_lease(&self) {
         self.stop_with(false);
     }

@@ -28,6 +28,7 @@ use canvas_scheduler_core::{
 
 use super::codec::{decode, page_value, to_js};
 use super::errors::{describe, js_error};
+use super::open_batches::{OpenBatches, OpenEntry};
 use super::requests::transaction;
 use super::schema::{
     BLOBS, EVENTS, LEASE, LEASE_KEY, OPERATIONS, OPERATION_PAGES, REQUESTS, SETTLED, TOMBSTONES,
@@ -178,17 +179,29 @@ fn idb_error(error: Error) -> SafeError {
 struct OwnedTx {
     tx: Transaction<'static>,
     db: &'static Database,
+    /// In the handle's open batches until the batch is over (`open_batches.rs`).
+    _open: OpenEntry,
 }
 
 impl OwnedTx {
-    fn begin(db: &'static Database, stores: &[&str], relaxed: bool) -> Result<Self, Error> {
+    fn begin(
+        db: &'static Database,
+        stores: &[&str],
+        relaxed: bool,
+        open: &OpenBatches,
+    ) -> Result<Self, Error> {
         let durability = if relaxed {
             TransactionDurability::Relaxed
         } else {
             TransactionDurability::Strict
         };
         let tx = transaction(db, stores, true, durability)?;
-        Ok(Self { tx, db })
+        let raw: web_sys::IdbTransaction = tx.as_sys().clone().unchecked_into();
+        Ok(Self {
+            tx,
+            db,
+            _open: open.enter(raw),
+        })
     }
 
     /// Issues the lease read.
@@ -341,7 +354,7 @@ impl IdbLedger {
                 return;
             }
         }
-        let Ok(owned) = OwnedTx::begin(db, &BATCH_STORES, false) else {
+        let Ok(owned) = OwnedTx::begin(db, &BATCH_STORES, false, &self.open_batches) else {
             return;
         };
         let Ok(read) = owned.read_lease() else { return };
@@ -403,7 +416,8 @@ impl IdbLedger {
                 .as_ref()
                 .map_or_else(|| idb_error(error), |f| f.error())
         };
-        let owned = OwnedTx::begin(db, &stores, batch.relaxed).map_err(failed)?;
+        let owned =
+            OwnedTx::begin(db, &stores, batch.relaxed, &self.open_batches).map_err(failed)?;
         let read = owned.read_lease().map_err(failed)?;
         owned.issue(&writes).map_err(failed)?;
         Ok(Begun {

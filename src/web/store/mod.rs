@@ -24,6 +24,7 @@ mod inbox_partial;
 mod known;
 mod lease;
 mod load;
+mod open_batches;
 pub mod requests;
 pub mod schema;
 mod tombstones;
@@ -63,6 +64,8 @@ pub struct IdbLedger {
     tombstone_index: RefCell<tombstones::PageIndex>,
     /// The transaction opened ahead for the next batch, if any.
     ahead: RefCell<Option<apply::Ahead>>,
+    /// Batch transactions begun and not yet over.
+    open_batches: open_batches::OpenBatches,
 }
 
 impl IdbLedger {
@@ -82,6 +85,7 @@ impl IdbLedger {
             refuse_blob: Cell::new(false),
             tombstone_index: RefCell::default(),
             ahead: RefCell::new(None),
+            open_batches: open_batches::OpenBatches::default(),
         })
     }
 
@@ -107,6 +111,16 @@ impl IdbLedger {
     /// Closes the connection; later calls fail with `storage_unavailable` until reopened.
     pub fn close(&self) {
         self.connection.close("closed by its owner");
+    }
+
+    /// Aborts every batch transaction still open, the one opened ahead included, and returns
+    /// how many were: the page is being paused (kept in the back/forward cache, or frozen),
+    /// and a transaction it kept open would hold up other tabs' (`open_batches.rs`). What an
+    /// aborted batch carried is lost as in a crash; the dispatcher was stopped first, so its
+    /// answer is ignored.
+    pub fn abort_open_batches(&self) -> usize {
+        self.ahead.borrow_mut().take();
+        self.open_batches.abort_all()
     }
 
     /// Injects a fault (tests). `CloseConnection` acts now, `RefuseBlob` hits the next

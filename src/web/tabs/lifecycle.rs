@@ -3,12 +3,14 @@
 //!
 //! Pausing a dispatching tab stops its dispatcher as `stop()` does (in-flight fetches are
 //! aborted: each request stays recorded as dispatched, and whoever dispatches next asks the
-//! server what became of it before sending anything again; changes still unwritten go out in
-//! one last fenced write), then lets the Web Lock go, so the tab waiting next takes over at
-//! once, taking the lease over. With Web Locks no write is made for the lease alone: a page in
-//! Chromium's back/forward cache whose transaction another tab waits for is evicted from it.
-//! Without them the last write gives the lease up, so the next tab need not wait for it to
-//! lapse. Any tab, paused, leaves the election queue, closes its
+//! server what became of it before sending anything again), then lets the Web Lock go, so the
+//! tab waiting next takes over at once, taking the lease over. With Web Locks the pause makes
+//! no write and aborts the batches still being written: a batch commits only once the page
+//! has run its lease read's answer, a page frozen before that holds its transaction open, and
+//! Chromium evicts a page in its back/forward cache whose transaction another tab waits for.
+//! What those batches and the changes still unwritten carried is lost as in a crash, and
+//! recovered as after one. Without Web Locks a last fenced write gives the lease up (with
+//! whatever waits), so the next tab need not wait for it to lapse. Any tab, paused, leaves the election queue, closes its
 //! channel and lets its owner lock go: a page kept in the back/forward cache then holds
 //! nothing another tab waits for. Coming back, it claims its owner again, reopens the
 //! channel and is elected as at open (leading again when no other tab does). An enqueue or a
@@ -76,7 +78,11 @@ impl Tab {
             // for a lease given up (or lapsed).
             let has_locks = self.state.borrow().locks.is_some();
             match has_locks {
-                true => driver.stop_keeping_lease(),
+                true => {
+                    driver.stop_keeping_lease();
+                    // No batch left open in a page that may be frozen next.
+                    self.store().abort_open_batches();
+                }
                 false => driver.stop(),
             }
             self.emit_json(&events::leader_changed(false, None, None));

@@ -96,6 +96,100 @@ window.drag = {
     this.own = db;
     return true;
   },
+  /** Worker mode's floor (mode "post" of a selection drag): each `enqueueMany` posts the
+   * intents to a worker that only answers (www/bench/drag/echo.worker.js), resolved by the
+   * answer: a structured clone of the intents and one message each way, nothing else. */
+  async openPost() {
+    this.counts = { enqueued: 0, refused: 0 };
+    const worker = new Worker(new URL("./echo.worker.js", import.meta.url));
+    const waiting = new Map();
+    worker.onmessage = ({ data }) => {
+      waiting.get(data)?.();
+      waiting.delete(data);
+    };
+    let next = 0;
+    this.scheduler = {
+      enqueueMany(intents) {
+        next += 1;
+        const id = next;
+        return new Promise((resolve) => {
+          waiting.set(id, resolve);
+          worker.postMessage({ id, intents });
+        });
+      },
+    };
+    this.own = worker;
+    return true;
+  },
+  /** Records this page's IndexedDB writes (before `open`): each readwrite transaction the
+   * scheduler opens, with the move it opened in and its puts and deletes (a put's value as
+   * its JSON length: the ledger's records are strings). `recorded()` returns them by move. */
+  record() {
+    const log = [];
+    this.log = log;
+    this.move = 0;
+    const tx = IDBDatabase.prototype.transaction;
+    const entries = new WeakMap();
+    IDBDatabase.prototype.transaction = function (names, mode, options) {
+      const made = tx.call(this, names, mode, options);
+      if (mode === "readwrite") {
+        const entry = { move: window.drag.move, stores: [...(typeof names === "string" ? [names] : names)], writes: [] };
+        log.push(entry);
+        entries.set(made, entry);
+      }
+      return made;
+    };
+    for (const op of ["put", "delete"]) {
+      const original = IDBObjectStore.prototype[op];
+      IDBObjectStore.prototype[op] = function (...args) {
+        const entry = entries.get(this.transaction);
+        if (entry && op === "put") entry.writes.push([this.name, typeof args[0] === "string" ? args[0].length : JSON.stringify(args[0]).length, args[1]]);
+        if (entry && op === "delete") entry.writes.push([this.name, -1, args[0] instanceof IDBKeyRange ? null : args[0]]);
+        return original.apply(this, args);
+      };
+    }
+    return true;
+  },
+  recorded() {
+    return this.log.filter((entry) => entry.writes.length > 0);
+  },
+  /** Replays `log` (from `recorded()`) as the app's own writes: each move's enqueueMany runs
+   * that move's transactions (strict readwrite, the same stores, puts of strings of the same
+   * lengths under the same keys, the same deletes), resolved once they commit. */
+  async openReplay(log) {
+    this.counts = { enqueued: 0, refused: 0 };
+    const names = [...new Set(log.flatMap((entry) => entry.stores))];
+    const request = indexedDB.open(`replay-${Date.now()}`, 1);
+    request.onupgradeneeded = () => names.forEach((name) => request.result.createObjectStore(name));
+    const db = await new Promise((resolve, reject) => {
+      request.onsuccess = () => resolve(request.result);
+      request.onerror = () => reject(request.error);
+    });
+    const texts = new Map();
+    for (const entry of log) for (const [, length] of entry.writes) if (length >= 0 && !texts.has(length)) texts.set(length, "x".repeat(length));
+    let move = 0;
+    const commit = (entry) => {
+      const t = db.transaction(entry.stores, "readwrite", { durability: "strict" });
+      for (const [store, length, key] of entry.writes) {
+        if (key === null || key === undefined) continue;
+        if (length >= 0) t.objectStore(store).put(texts.get(length), key);
+        else t.objectStore(store).delete(key);
+      }
+      return new Promise((resolve, reject) => {
+        t.oncomplete = resolve;
+        t.onerror = () => reject(t.error);
+      });
+    };
+    this.scheduler = {
+      enqueueMany() {
+        const mine = log.filter((entry) => entry.move === move);
+        move += 1;
+        return Promise.all(mine.map(commit));
+      },
+    };
+    this.own = db;
+    return true;
+  },
   /** A selection of `records` shapes dragged `moves` times, one move a frame: each move one
    * `enqueueMany` of a tldraw-sized record per shape, each with its shape's coalesceKey, not
    * awaited (as an editor's store listener does). Resolves once the last call resolved. */
@@ -104,6 +198,7 @@ window.drag = {
     const started = performance.now();
     const calls = [];
     for (let move = 0; move < moves; move += 1) {
+      this.move = move;
       const intents = [];
       for (let r = 0; r < records; r += 1) {
         intents.push({
@@ -126,6 +221,7 @@ window.drag = {
       await new Promise((frame) => requestAnimationFrame(frame));
     }
     await Promise.all(calls);
+    this.move = -1; // what is written after the drag is not the drag's
     return { moves, ms: performance.now() - started };
   },
   /** Waits until nothing is in flight; resolves with the counts and the scheduler's stats. */
