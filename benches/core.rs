@@ -6,15 +6,11 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use canvas_scheduler::core::config::SchedulerConfig;
-use canvas_scheduler::core::host::CountingHost;
-use canvas_scheduler::core::intent::IntentInput;
-use canvas_scheduler::core::io::{AttemptOutcome, AttemptStatus, Effect};
-use canvas_scheduler::core::ledger::LedgerSnapshot;
-use canvas_scheduler::core::model::{Lease, LedgerMeta};
-use canvas_scheduler::core::scheduler::ACTIVE_MS;
-use canvas_scheduler::core::Scheduler;
-use canvas_scheduler::testing::{pending_upsert, MemoryStore};
+use canvas_scheduler_core::{
+    intent::IntentInput, AttemptOutcome, AttemptStatus, CountingHost, Effect, Lease, LedgerMeta,
+    LedgerSnapshot, Scheduler, SchedulerConfig, ACTIVE_MS,
+};
+use canvas_scheduler_testing::{pending_upsert, MemoryStore};
 use serde_json::json;
 
 /// The payload of operation `i`, as the editor would give it.

@@ -1,14 +1,14 @@
 //! `enqueueMany`'s options and its partial form: `{ atomic: false }` stores
 //! every valid intent and answers one result per intent. The options are checked strictly
 //! (`invalid_options`: not an object, an unknown key, `atomic` not a boolean), before any
-//! intent is read; the decision itself is the core's ([`crate::core::partial`]).
+//! intent is read; the decision itself is the core's ([`canvas_scheduler_core::partial`]).
 
 use js_sys::{Array, Object, Reflect};
 use wasm_bindgen::JsValue;
 
+use canvas_scheduler_core::{partial::Verdict, ErrorCode, SchedulerError};
+
 use super::intent::{decode_intent, DecodedIntent};
-use crate::core::error::{ErrorCode, SchedulerError};
-use crate::core::partial::Verdict;
 use crate::web::json::{is_array, object_keys};
 
 /// The only key `enqueueMany`'s options take.
@@ -48,7 +48,7 @@ pub fn mode(options: &JsValue) -> Result<Mode, SchedulerError> {
         let key = key.as_string().unwrap_or_default();
         return Err(bad(format!(
             "enqueueMany: unknown option {}; {what}",
-            crate::core::json_text::quoted(&key)
+            canvas_scheduler_core::json_text::quoted(&key)
         )));
     }
     let atomic = Reflect::get(options, &ATOMIC.into())

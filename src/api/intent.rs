@@ -2,17 +2,17 @@
 //! huge strings, deep or cyclic payloads and `__proto__` keys are `invalid_intent` (or
 //! `payload_too_large`); the core then checks ids, sequences, dependencies and cycles.
 
-use crate::core::json_text::quoted;
-use crate::core::model::ExpectedVersions;
+use canvas_scheduler_core::{json_text::quoted, ExpectedVersions};
 
 use js_sys::Array;
 use wasm_bindgen::prelude::wasm_bindgen;
 use wasm_bindgen::{JsCast, JsValue};
 
-use crate::core::error::{ErrorCode, SchedulerError};
-use crate::core::intent::{IntentInput, MAX_SAFE_INTEGER};
-use crate::core::payload::Payload;
 use crate::web::json::{exact_text, to_json_within, LoneSurrogate, Refusal};
+use canvas_scheduler_core::{
+    intent::{IntentInput, MAX_SAFE_INTEGER},
+    ErrorCode, Payload, SchedulerError,
+};
 
 const FIELDS: [&str; 10] = [
     "id",
@@ -73,7 +73,7 @@ impl Fields {
     /// a key outside [`FIELDS`].
     fn read(value: &JsValue) -> Result<Fields, SchedulerError> {
         // One item past the limit, so that a longer list is refused as too long.
-        let limit = crate::core::intent::MAX_LIST_LEN as u32 + 1;
+        let limit = canvas_scheduler_core::intent::MAX_LIST_LEN as u32 + 1;
         let read = FIELD_NAMES
             .with(|names| LIST_INDEXES.with(|lists| intent_fields(value, names, lists, limit)));
         if read.is_null() {
@@ -118,7 +118,7 @@ impl Fields {
             return Err(invalid_field(key, "must be an array of strings"));
         }
         let array: Array = value.unchecked_into();
-        if array.length() > crate::core::intent::MAX_LIST_LEN as u32 {
+        if array.length() > canvas_scheduler_core::intent::MAX_LIST_LEN as u32 {
             return Err(invalid_field(key, "is too long"));
         }
         // A fresh array `boundary.js` copied the items into: reading it runs no host code.
@@ -213,7 +213,7 @@ pub fn decode_intent(
     let expected_versions = if versions_js.is_undefined() {
         None
     } else {
-        let limit = crate::core::intent::MAX_LIST_LEN * 256;
+        let limit = canvas_scheduler_core::intent::MAX_LIST_LEN * 256;
         let text = to_json_within(&versions_js, "expectedVersions", limit).map_err(refused)?;
         let map = text
             .members()
@@ -254,6 +254,6 @@ pub fn decode_intent(
         coalesce_key: fields.string("coalesceKey")?,
         blob: None,
     };
-    crate::core::intent::check_fields(&input, max_payload_bytes)?;
+    canvas_scheduler_core::intent::check_fields(&input, max_payload_bytes)?;
     Ok(DecodedIntent { input, blob })
 }

@@ -20,12 +20,12 @@ use wasm_bindgen::{JsCast, JsValue};
 
 use crate::web::json::{exact_text, LoneSurrogate};
 
-use crate::core::config::{
-    BatchLimits, RetryPolicy, SchedulerConfig, DEFAULT_BATCH_MAX_BYTES,
-    DEFAULT_BATCH_MAX_OPERATIONS, DEFAULT_DEAD_LETTER_AFTER_MS, MAX_COALESCE_MS,
+use canvas_scheduler_core::{
+    retention::RetentionPolicy, BatchLimits, ErrorCode, RetryPolicy, SchedulerConfig,
+    SchedulerError, DEFAULT_BATCH_MAX_BYTES, DEFAULT_BATCH_MAX_OPERATIONS,
+    DEFAULT_DEAD_LETTER_AFTER_MS, MAX_COALESCE_MS,
 };
-use crate::core::error::{ErrorCode, SchedulerError};
-use crate::core::retention::RetentionPolicy;
+
 use crate::web::transport::DEFAULT_MAX_ANSWER_BYTES;
 
 /// Default per-attempt timeout.
@@ -302,7 +302,7 @@ fn kinds(value: &Given) -> Result<Option<Vec<String>>, SchedulerError> {
     let mut kinds = Vec::new();
     for item in items.iter() {
         let kind = match exact_text(&item) {
-            Some(Ok(kind)) if crate::core::intent::valid_kind(&kind) => kind,
+            Some(Ok(kind)) if canvas_scheduler_core::intent::valid_kind(&kind) => kind,
             _ => return Err(bad_field(KEY, WHAT)),
         };
         if !kinds.contains(&kind) {

@@ -6,15 +6,14 @@ use std::rc::Rc;
 use js_sys::{Function, Promise};
 use wasm_bindgen::prelude::*;
 
+use canvas_scheduler_core::{intent::IntentInput, BlobRef, ErrorCode, SchedulerError};
+
 use super::enqueue_many::{self, Mode};
 use super::error::js_error;
 use super::events;
 use super::intent::{decode_intent, DecodedIntent};
 use super::options::decode_options;
 use super::promise::promise;
-use crate::core::error::{ErrorCode, SchedulerError};
-use crate::core::intent::IntentInput;
-use crate::core::model::BlobRef;
 use crate::web::driver::{DriverOptions, SendHooks, WebHost};
 use crate::web::host_code;
 use crate::web::json::exact_text;

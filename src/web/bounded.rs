@@ -8,7 +8,7 @@ use wasm_bindgen::prelude::wasm_bindgen;
 use wasm_bindgen::{JsCast, JsValue};
 use wasm_bindgen_futures::JsFuture;
 
-use crate::core::io::AttemptStatus;
+use canvas_scheduler_core::AttemptStatus;
 
 #[wasm_bindgen(module = "/src/api/boundary.js")]
 extern "C" {

@@ -16,8 +16,7 @@ use std::rc::{Rc, Weak};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 
-use crate::core::clock::{Clock, TimerHandle};
-use crate::core::model::Millis;
+use canvas_scheduler_core::{Clock, Millis, TimerHandle};
 
 /// Longest delay `setTimeout` honours: larger values overflow a signed 32-bit integer and make
 /// the timer fire at once. Longer delays are clamped to this; the timer then fires early and

@@ -17,7 +17,8 @@
 
 use std::cell::Cell;
 
-use crate::core::Scheduler;
+use canvas_scheduler_core::Scheduler;
+
 use crate::web::driver::WebHost;
 
 thread_local! {

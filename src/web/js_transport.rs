@@ -10,9 +10,10 @@ use web_sys::{AbortSignal, Blob};
 
 use crate::web::bounded::{self, Settled};
 
-use crate::core::io::{AttemptStatus, SendOrder};
-use crate::core::model::{Millis, RetryAction};
-use crate::core::protocol::map_transport_answer;
+use canvas_scheduler_core::{
+    protocol::map_transport_answer, AttemptStatus, Millis, RetryAction, SendOrder,
+};
+
 use crate::web::json::{to_js, to_json};
 
 /// The host's transport functions.

@@ -6,8 +6,10 @@ use js_sys::{Array, Reflect};
 use wasm_bindgen::prelude::wasm_bindgen;
 use wasm_bindgen::{JsCast, JsValue};
 
-use crate::core::intent::MAX_PAYLOAD_DEPTH;
-use crate::core::json_text::{self, JsonText};
+use canvas_scheduler_core::{
+    intent::MAX_PAYLOAD_DEPTH,
+    json_text::{self, JsonText},
+};
 
 /// Longest string accepted anywhere in a payload, in UTF-16 units.
 pub const MAX_STRING_UNITS: u32 = 1 << 20;
@@ -324,7 +326,9 @@ fn write_number(number: f64, out: &mut String) -> Option<()> {
         return None;
     }
     // Integers stay integers, so the frozen body reads `3`, not `3.0`.
-    if number.fract() == 0.0 && number.abs() <= crate::core::intent::MAX_SAFE_INTEGER as f64 {
+    if number.fract() == 0.0
+        && number.abs() <= canvas_scheduler_core::intent::MAX_SAFE_INTEGER as f64
+    {
         out.push_str(&json_text::to_string(&(number as i64)));
     } else {
         out.push_str(&json_text::to_string(&number));

@@ -4,7 +4,7 @@
 //! It is the smallest real path from Rust to IndexedDB and back, used by the demo page and
 //! the browser tests to prove that storage works where the package runs.
 
-use crate::core::json_text::quoted;
+use canvas_scheduler_core::json_text::quoted;
 use std::fmt;
 
 use indexed_db_futures::database::Database;

@@ -13,7 +13,7 @@
 //! to an origin other than the endpoint's. The answer's body is read with a byte limit
 //! (`maxAnswerBytes`); a longer one is `answer_too_large`, unresolved.
 
-use crate::core::json_text::quoted;
+use canvas_scheduler_core::json_text::quoted;
 use std::cell::Cell;
 use std::rc::Rc;
 
@@ -26,9 +26,10 @@ use web_sys::{
     RequestInit, RequestRedirect, Response,
 };
 
-use crate::core::io::{AttemptStatus, SendOrder};
-use crate::core::model::{Millis, RetryAction, UPLOAD_KIND};
-use crate::core::protocol::{map_answer, query_path};
+use canvas_scheduler_core::{
+    protocol::{map_answer, query_path},
+    AttemptStatus, Millis, RetryAction, SendOrder, UPLOAD_KIND,
+};
 
 /// Default byte limit of one answer's body (`maxAnswerBytes`): 1 MiB.
 pub const DEFAULT_MAX_ANSWER_BYTES: usize = 1 << 20;

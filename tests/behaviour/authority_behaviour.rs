@@ -2,13 +2,13 @@
 //! anonymous, never a wildcard), and the authorization step is an effect whose verdict the core
 //! reads.
 
+use canvas_scheduler_core::{
+    AttemptOutcome, AttemptStatus, Authorization, CountingHost, ErrorCode, RetryAction,
+    SchedulerConfig, Settlement,
+};
+
 use crate::common::edit;
-use canvas_scheduler::core::config::SchedulerConfig;
-use canvas_scheduler::core::error::ErrorCode;
-use canvas_scheduler::core::host::{Authorization, CountingHost};
-use canvas_scheduler::core::io::{AttemptOutcome, AttemptStatus};
-use canvas_scheduler::core::model::{RetryAction, Settlement};
-use canvas_scheduler::testing::{Harness, MemoryStore, ServerFaults, SimServer};
+use canvas_scheduler_testing::{Harness, MemoryStore, ServerFaults, SimServer};
 
 fn as_principal(principal: Option<&str>, owner: &str) -> SchedulerConfig {
     SchedulerConfig {

@@ -5,13 +5,13 @@
 //! resets anyone's backoff), and aborts alone dead-letter nothing. Every test runs the
 //! scheduler against the protocol model (`SimServer`) on the virtual clock.
 
+use canvas_scheduler_core::{
+    AttemptStatus, BatchLimits, CountingHost, Millis, OperationPhase, Report, RetryAction,
+    SafeError, SchedulerConfig, SendOrder, Settlement,
+};
+
 use crate::common::edit;
-use canvas_scheduler::core::config::{BatchLimits, SchedulerConfig};
-use canvas_scheduler::core::host::CountingHost;
-use canvas_scheduler::core::io::{AttemptStatus, Report, SendOrder};
-use canvas_scheduler::core::model::{Millis, OperationPhase, RetryAction, Settlement};
-use canvas_scheduler::core::safe_error::SafeError;
-use canvas_scheduler::testing::{aborted_batch_answer, Harness, ServerFaults, SimServer};
+use canvas_scheduler_testing::{aborted_batch_answer, Harness, ServerFaults, SimServer};
 
 /// The virtual round trip of every attempt.
 const ROUND_TRIP: Millis = 20;
@@ -160,7 +160,7 @@ fn a_server_that_aborts_everything_is_paced_like_an_outage_and_resets_no_backoff
         } else {
             AttemptStatus {
                 error: Some(SafeError::new("http_503", "unavailable")),
-                ..AttemptStatus::outcome(canvas_scheduler::core::io::AttemptOutcome::Unresolved)
+                ..AttemptStatus::outcome(canvas_scheduler_core::AttemptOutcome::Unresolved)
             }
         }
     });

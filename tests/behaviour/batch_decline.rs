@@ -3,13 +3,13 @@
 //! `batch_not_supported` to a request of several operations, which applied none of them. Every
 //! test runs the scheduler against the protocol model (`SimServer`) with `declines_batches`.
 
+use canvas_scheduler_core::{
+    AttemptOutcome, AttemptStatus, BatchLimits, CountingHost, OperationPhase, RequestPhase,
+    SafeError, SchedulerConfig, Settlement,
+};
+
 use crate::common::edit;
-use canvas_scheduler::core::config::{BatchLimits, SchedulerConfig};
-use canvas_scheduler::core::host::CountingHost;
-use canvas_scheduler::core::io::{AttemptOutcome, AttemptStatus};
-use canvas_scheduler::core::model::{OperationPhase, RequestPhase, Settlement};
-use canvas_scheduler::core::safe_error::SafeError;
-use canvas_scheduler::testing::{Harness, ServerFaults, SimServer};
+use canvas_scheduler_testing::{Harness, ServerFaults, SimServer};
 
 fn config(concurrency: usize) -> SchedulerConfig {
     SchedulerConfig {

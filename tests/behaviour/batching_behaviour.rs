@@ -1,15 +1,13 @@
 //! Request batching and coalescing (performance issue): semantics unchanged, fewer requests.
 
+use canvas_scheduler_core::{
+    default_compile, intent::IntentInput, AttemptOutcome, AttemptStatus, BatchLimits,
+    CompiledRequest, CountingHost, Host, Intent, OperationPhase, OperationVerdict, Payload, Report,
+    SafeError, Scheduler, SchedulerConfig, Settlement,
+};
+
 use crate::common::{edit, edit_after, of_kind};
-use canvas_scheduler::core::config::{BatchLimits, SchedulerConfig};
-use canvas_scheduler::core::host::{default_compile, CompiledRequest, CountingHost, Host};
-use canvas_scheduler::core::intent::IntentInput;
-use canvas_scheduler::core::io::{AttemptOutcome, AttemptStatus, OperationVerdict, Report};
-use canvas_scheduler::core::model::{Intent, OperationPhase, Settlement};
-use canvas_scheduler::core::payload::Payload;
-use canvas_scheduler::core::safe_error::SafeError;
-use canvas_scheduler::core::Scheduler;
-use canvas_scheduler::testing::Harness;
+use canvas_scheduler_testing::Harness;
 use serde_json::json;
 
 fn batching(max_operations: usize, max_bytes: usize) -> Harness<CountingHost> {

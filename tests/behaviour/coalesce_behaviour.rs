@@ -3,18 +3,14 @@
 //! again; an optional `coalesce(older, newer)` hook merges diffs; a merge that fails replaces
 //! nothing, so both are sent in order.
 
+use canvas_scheduler_core::{
+    intent::IntentInput, retention::RetentionPolicy, AttemptOutcome, AttemptStatus, CountingHost,
+    ErrorCode, Host, Intent, OperationPhase, Payload, Report, SafeError, Scheduler,
+    SchedulerConfig, SchedulerError, Settlement,
+};
+
 use crate::common::edit;
-use canvas_scheduler::core::config::SchedulerConfig;
-use canvas_scheduler::core::error::{ErrorCode, SchedulerError};
-use canvas_scheduler::core::host::{CountingHost, Host};
-use canvas_scheduler::core::intent::IntentInput;
-use canvas_scheduler::core::io::{AttemptOutcome, AttemptStatus, Report};
-use canvas_scheduler::core::model::{Intent, OperationPhase, Settlement};
-use canvas_scheduler::core::payload::Payload;
-use canvas_scheduler::core::retention::RetentionPolicy;
-use canvas_scheduler::core::safe_error::SafeError;
-use canvas_scheduler::core::Scheduler;
-use canvas_scheduler::testing::Harness;
+use canvas_scheduler_testing::Harness;
 use serde_json::{json, Value};
 
 fn applied() -> AttemptStatus {

@@ -7,14 +7,14 @@
 //! endpoint: a verdict, the network coming back and `retryAllNow()` bring waiting retries
 //! forward; a query's "never received" in an outage resets nothing.
 
+use canvas_scheduler_core::{
+    AttemptOutcome, AttemptStatus, CountingHost, Millis, RetryAction, RetryPolicy, SafeError,
+    SchedulerConfig,
+};
+
 use crate::common::edit;
 use crate::common::flaky::{deliver, edits_over, FlakyMix};
-use canvas_scheduler::core::config::{RetryPolicy, SchedulerConfig};
-use canvas_scheduler::core::host::CountingHost;
-use canvas_scheduler::core::io::{AttemptOutcome, AttemptStatus};
-use canvas_scheduler::core::model::{Millis, RetryAction};
-use canvas_scheduler::core::safe_error::SafeError;
-use canvas_scheduler::testing::Harness;
+use canvas_scheduler_testing::Harness;
 
 /// One round trip on the wire.
 const RTT_MS: Millis = 40;

@@ -4,13 +4,12 @@
 //! simulation drops any suffix of relaxed commits at a power loss (tests/simulation/); this
 //! states which batch is which, step by step.
 
+use canvas_scheduler_core::{
+    AttemptOutcome, AttemptStatus, CountingHost, RetryAction, SafeError, SchedulerConfig,
+};
+
 use crate::common::edit;
-use canvas_scheduler::core::config::SchedulerConfig;
-use canvas_scheduler::core::host::CountingHost;
-use canvas_scheduler::core::io::{AttemptOutcome, AttemptStatus};
-use canvas_scheduler::core::model::RetryAction;
-use canvas_scheduler::core::safe_error::SafeError;
-use canvas_scheduler::testing::Harness;
+use canvas_scheduler_testing::Harness;
 
 /// A harness whose batches wait to be written, one canvas at a time.
 fn harness() -> Harness<CountingHost> {

@@ -2,12 +2,12 @@
 //! free slot (durable, claims held, unsent), so an answer is followed by the next send in the
 //! same turn, without waiting for a commit; what is frozen ahead recovers as a submit.
 
+use canvas_scheduler_core::{
+    AttemptOutcome, AttemptStatus, CountingHost, RetryAction, SchedulerConfig,
+};
+
 use crate::common::{edit, upload};
-use canvas_scheduler::core::config::SchedulerConfig;
-use canvas_scheduler::core::host::CountingHost;
-use canvas_scheduler::core::io::{AttemptOutcome, AttemptStatus};
-use canvas_scheduler::core::model::RetryAction;
-use canvas_scheduler::testing::Harness;
+use canvas_scheduler_testing::Harness;
 
 fn one_slot() -> Harness<CountingHost> {
     harness(false)
@@ -214,7 +214,7 @@ fn s9_the_next_request_on_a_canvas_is_compiled_after_the_answers_turn_into_its_b
     assert!(h
         .reports
         .iter()
-        .any(|r| matches!(r, canvas_scheduler::core::io::Report::Settled { .. })));
+        .any(|r| matches!(r, canvas_scheduler_core::Report::Settled { .. })));
     assert!(h
         .scheduler
         .ledger()
@@ -234,7 +234,7 @@ fn s13_an_answer_whose_write_failed_holds_its_canvas_again_and_nothing_is_sent()
     let mut h = two_on_one_canvas();
     let a = h.wire_ids()[0].clone();
     h.answer_first(applied());
-    h.persist_with(canvas_scheduler::testing::MemoryStore::failure(
+    h.persist_with(canvas_scheduler_testing::MemoryStore::failure(
         "QuotaExceededError",
     ));
     h.drain();
@@ -245,7 +245,7 @@ fn s13_an_answer_whose_write_failed_holds_its_canvas_again_and_nothing_is_sent()
     );
     assert_eq!(
         h.store.request(&a).unwrap().phase,
-        canvas_scheduler::core::model::RequestPhase::Dispatched
+        canvas_scheduler_core::RequestPhase::Dispatched
     );
     h.auto_persist = true;
     h.scheduler.resume(h.now).unwrap();

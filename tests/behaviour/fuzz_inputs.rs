@@ -28,12 +28,11 @@
 use crate::common::ENQUEUE_CODES;
 use std::collections::{BTreeMap, BTreeSet};
 
-use canvas_scheduler::core::config::SchedulerConfig;
-use canvas_scheduler::core::digest::body_digest;
-use canvas_scheduler::core::error::SchedulerError;
-use canvas_scheduler::core::host::CountingHost;
-use canvas_scheduler::core::intent::{check_fields, IntentInput, MAX_SAFE_INTEGER};
-use canvas_scheduler::core::io::{AttemptOutcome, AttemptStatus};
+use canvas_scheduler_core::{
+    body_digest,
+    intent::{check_fields, IntentInput, MAX_SAFE_INTEGER},
+    AttemptOutcome, AttemptStatus, CountingHost, SchedulerConfig, SchedulerError,
+};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::{from_str, Error as JsonError};
@@ -42,10 +41,8 @@ use serde_json::{from_str, Error as JsonError};
 fn to_string<T: Serialize + ?Sized>(value: &T) -> String {
     serde_json::to_string(value).expect("serializes")
 }
-use canvas_scheduler::core::ledger::LedgerSnapshot;
-use canvas_scheduler::core::loader::{LedgerLoader, RecordStore};
-use canvas_scheduler::core::model::OperationPhase;
-use canvas_scheduler::testing::{Harness, MemoryStore};
+use canvas_scheduler_core::{LedgerLoader, LedgerSnapshot, OperationPhase, RecordStore};
+use canvas_scheduler_testing::{Harness, MemoryStore};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, RngSeed, TestCaseError, TestRunner};
 use serde_json::{json, Map, Value};
@@ -1208,7 +1205,7 @@ fn regression_a_stored_sequence_above_max_safe_integer_is_quarantined() {
         (loaded.operations.len(), quarantined.len()),
         (0, 1),
         "sequence u64::MAX was loaded (last_sequence {}); enqueueing next panics with \
-         'attempt to add with overflow' at src/core/scheduler/enqueue.rs (validate_batch)",
+         'attempt to add with overflow' at core/src/scheduler/enqueue.rs (validate_batch)",
         loaded.meta.last_sequence
     );
 }

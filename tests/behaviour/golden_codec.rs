@@ -19,15 +19,15 @@ mod generate;
 
 use std::collections::BTreeMap;
 
-use canvas_scheduler::core::digest::body_digest;
-use canvas_scheduler::core::host::WireBody;
-use canvas_scheduler::core::intent::IntentInput;
-use canvas_scheduler::core::json_text::{self, JsonText};
-use canvas_scheduler::core::model::{EventRecord, FrozenRequest, Intent, Lease, Operation};
-use canvas_scheduler::core::packed::{decode_page, PackedPage};
-use canvas_scheduler::core::retention::{input_digest, intent_digest, Tombstone};
-use canvas_scheduler::core::safe_error::SafeError;
-use canvas_scheduler::core::scheduler::{BatchEntry, BatchPayload};
+use canvas_scheduler_core::{
+    body_digest,
+    intent::IntentInput,
+    json_text::{self, JsonText},
+    packed::{decode_page, PackedPage},
+    retention::{input_digest, intent_digest, Tombstone},
+    BatchEntry, BatchPayload, EventRecord, FrozenRequest, Intent, Lease, Operation, SafeError,
+    WireBody,
+};
 use serde::de::DeserializeOwned;
 use serde::Deserialize;
 use serde::Serialize;
@@ -35,14 +35,14 @@ use serde_json::value::RawValue;
 use serde_json::Value;
 
 /// The corpus, one JSON object a line.
-pub const CORPUS: &str = include_str!("../fixtures/codec-golden.jsonl");
+pub(crate) const CORPUS: &str = include_str!("../fixtures/codec-golden.jsonl");
 
 /// An inbox entry as `web::store::inbox::InboxEntry` stores it (that type is wasm-only
 /// today): the same members, read and written by the same serde derive; its intents
 /// are the core's [`IntentInput`].
 #[derive(serde::Serialize, serde::Deserialize, Clone, Debug, Default, PartialEq)]
 #[serde(deny_unknown_fields)]
-pub struct InboxEntry {
+pub(crate) struct InboxEntry {
     /// The enqueuing tab.
     #[serde(rename = "origin")]
     pub origin: String,
@@ -109,7 +109,7 @@ fn again<T: DeserializeOwned + Serialize>(text: &str) -> Result<String, String> 
 }
 
 /// Decodes `text` as a `kind` and encodes it again with the module's codec.
-pub fn recode(kind: &str, text: &str) -> Result<String, String> {
+pub(crate) fn recode(kind: &str, text: &str) -> Result<String, String> {
     match kind {
         "Operation" => again::<Operation>(text),
         "Intent" => again::<Intent>(text),

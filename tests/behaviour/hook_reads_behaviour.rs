@@ -4,14 +4,13 @@
 
 use std::cell::RefCell;
 
+use canvas_scheduler_core::{
+    default_compile, AttemptOutcome, AttemptStatus, CompiledRequest, CountingHost, Host, Intent,
+    SafeError, Scheduler, SchedulerConfig,
+};
+
 use crate::common::edit;
-use canvas_scheduler::core::config::SchedulerConfig;
-use canvas_scheduler::core::host::{default_compile, CompiledRequest, CountingHost, Host};
-use canvas_scheduler::core::io::{AttemptOutcome, AttemptStatus};
-use canvas_scheduler::core::model::Intent;
-use canvas_scheduler::core::safe_error::SafeError;
-use canvas_scheduler::core::Scheduler;
-use canvas_scheduler::testing::Harness;
+use canvas_scheduler_testing::Harness;
 use serde_json::json;
 
 /// What one hook call read.

@@ -3,14 +3,14 @@
 //! `core::protocol::map_answer`, exactly as the browser transport maps them; the store refuses
 //! a record JS could not read back, as IndexedDB's codec does.
 
+use canvas_scheduler_core::{
+    protocol::map_answer, AttemptOutcome, AttemptStatus, BatchLimits, CountingHost, OperationPhase,
+    OperationVerdict, Report, RetryAction, RetryPolicy, SchedulerConfig, Secrets, Settlement,
+    MAX_TIME,
+};
+
 use crate::common::edit;
-use canvas_scheduler::core::config::{BatchLimits, RetryPolicy, SchedulerConfig, MAX_TIME};
-use canvas_scheduler::core::host::CountingHost;
-use canvas_scheduler::core::io::{AttemptOutcome, AttemptStatus, OperationVerdict, Report};
-use canvas_scheduler::core::model::{OperationPhase, RetryAction, Settlement};
-use canvas_scheduler::core::protocol::map_answer;
-use canvas_scheduler::core::scrub::Secrets;
-use canvas_scheduler::testing::{Harness, MemoryStore};
+use canvas_scheduler_testing::{Harness, MemoryStore};
 use serde_json::json;
 
 const DAY: u64 = 86_400_000;
@@ -81,7 +81,7 @@ fn s10_an_http_date_far_in_the_future_and_a_transports_retry_after_ms_are_clampe
         h.now,
     );
     h.answer(&ids[0], date);
-    let transport = canvas_scheduler::core::protocol::map_transport_answer(
+    let transport = canvas_scheduler_core::protocol::map_transport_answer(
         RetryAction::Submit,
         &json!({"status": 503, "retryAfterMs": 9_007_199_254_740_991u64}).to_string(),
         h.now,
@@ -296,8 +296,8 @@ fn p7_a_batchs_shared_canonical_is_stored_once() {
     let request = h.wire_ids()[0].clone();
     h.answer(&request, status);
     let snapshot = h.store.snapshot();
-    let stored = canvas_scheduler::core::json_text::to_string(&snapshot.requests)
-        + &canvas_scheduler::core::json_text::to_string(&snapshot.operations);
+    let stored = canvas_scheduler_core::json_text::to_string(&snapshot.requests)
+        + &canvas_scheduler_core::json_text::to_string(&snapshot.operations);
     assert_eq!(
         stored.matches("\"big\"").count(),
         1,

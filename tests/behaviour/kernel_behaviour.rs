@@ -2,10 +2,10 @@
 //! recovery, `stats`, `explain`, validated reads and digests on a virtual clock, each test named
 //! after the behaviour it proves.
 
-use canvas_scheduler::core::config::{RetryPolicy, SchedulerConfig};
-use canvas_scheduler::core::host::{Authorization, CountingHost};
-use canvas_scheduler::core::intent::IntentInput;
-use canvas_scheduler::core::io::{AttemptOutcome, AttemptStatus, Effect, Report};
+use canvas_scheduler_core::{
+    intent::IntentInput, AttemptOutcome, AttemptStatus, Authorization, CountingHost, Effect,
+    Report, RetryPolicy, SchedulerConfig,
+};
 use serde_json::from_str as parse;
 
 /// The compact JSON text serde_json writes.
@@ -13,10 +13,10 @@ fn to_string<T: serde::Serialize + ?Sized>(value: &T) -> String {
     serde_json::to_string(value).expect("serializes")
 }
 use crate::common::{edit, edit_after};
-use canvas_scheduler::core::loader::{LedgerLoader, RecordStore};
-use canvas_scheduler::core::model::{EventKind, OperationPhase, RetryAction, Settlement};
-use canvas_scheduler::core::Scheduler;
-use canvas_scheduler::testing::{Harness, MemoryStore};
+use canvas_scheduler_core::{
+    EventKind, LedgerLoader, OperationPhase, RecordStore, RetryAction, Scheduler, Settlement,
+};
+use canvas_scheduler_testing::{Harness, MemoryStore};
 use serde_json::json;
 
 fn harness_with(config: SchedulerConfig) -> Harness<CountingHost> {
@@ -319,7 +319,7 @@ fn k4_a_non_retryable_error_dead_letters_at_once_and_retry_at_is_honoured() {
 /// Header failure before the request leaves: no `dispatched`, no count.
 fn failed_before_sending() -> AttemptStatus {
     AttemptStatus {
-        error: Some(canvas_scheduler::core::safe_error::SafeError::new(
+        error: Some(canvas_scheduler_core::SafeError::new(
             "headers_unavailable",
             "TypeError",
         )),
@@ -423,7 +423,7 @@ fn k6_event_pages_load_beside_single_event_records_and_bad_pages_are_set_aside()
         .unwrap();
     let events = h.store.snapshot().events;
     assert!(events.len() >= 3, "{events:?}");
-    let text = |events: &[canvas_scheduler::core::model::EventRecord]| to_string(events);
+    let text = |events: &[canvas_scheduler_core::EventRecord]| to_string(events);
     let seq = |i: usize| events[i].seq.to_string();
     let last = events.len() - 1;
     // An earlier build's single record, then a page (keyed by its last seq).
@@ -464,8 +464,8 @@ fn k6_event_pages_load_beside_single_event_records_and_bad_pages_are_set_aside()
 /// though its first seq is below the garbage's key.
 #[test]
 fn d4_garbage_in_the_event_log_is_set_aside_alone() {
-    let events: Vec<canvas_scheduler::core::model::EventRecord> = (1..=6)
-        .map(|seq| canvas_scheduler::core::model::EventRecord {
+    let events: Vec<canvas_scheduler_core::EventRecord> = (1..=6)
+        .map(|seq| canvas_scheduler_core::EventRecord {
             seq,
             at: 1_000 + seq,
             kind: EventKind::Claimed,
@@ -476,7 +476,7 @@ fn d4_garbage_in_the_event_log_is_set_aside_alone() {
             detail: None,
         })
         .collect();
-    let text = |events: &[canvas_scheduler::core::model::EventRecord]| to_string(events);
+    let text = |events: &[canvas_scheduler_core::EventRecord]| to_string(events);
     let seq = |i: usize| events[i].seq;
     let last = events.len() - 1;
     let page = vec![
@@ -831,7 +831,7 @@ fn d5_a_body_that_no_longer_matches_its_digest_is_never_sent() {
 }
 
 /// An authorization step that denies one operation and cannot decide another.
-fn gatekeeper(order: &canvas_scheduler::core::io::SendOrder) -> Authorization {
+fn gatekeeper(order: &canvas_scheduler_core::SendOrder) -> Authorization {
     match order.request.operation_ids[0].as_str() {
         "forbidden" => Authorization::Denied("workspace is read-only".into()),
         "unsure" => Authorization::Unavailable("policy service down".into()),
@@ -1063,7 +1063,7 @@ fn k8_a_revision_is_refused_once_the_request_may_have_reached_the_server() {
     h.answer(
         &sent.request.id,
         AttemptStatus {
-            error: Some(canvas_scheduler::core::safe_error::SafeError::new(
+            error: Some(canvas_scheduler_core::SafeError::new(
                 "not_found",
                 "never received",
             )),

@@ -3,15 +3,15 @@
 //! one), every id ever enqueued asked at every step, with the read of `known()` under way
 //! while the step happens (a batch lands, an answer comes, a timer fires).
 
+use canvas_scheduler_core::{
+    intent::IntentInput,
+    retention::{RetentionPolicy, MEMORY_LIMIT},
+    AttemptOutcome, AttemptStatus, BatchLimits, CountingHost, Known, OperationPhase,
+    SchedulerConfig, Settlement,
+};
+
 use crate::common::edit;
-use canvas_scheduler::core::config::{BatchLimits, SchedulerConfig};
-use canvas_scheduler::core::host::CountingHost;
-use canvas_scheduler::core::intent::IntentInput;
-use canvas_scheduler::core::io::{AttemptOutcome, AttemptStatus};
-use canvas_scheduler::core::model::{OperationPhase, Settlement};
-use canvas_scheduler::core::retention::{RetentionPolicy, MEMORY_LIMIT};
-use canvas_scheduler::core::scheduler::Known;
-use canvas_scheduler::testing::Harness;
+use canvas_scheduler_testing::Harness;
 
 /// The example editor's options with `batch` 32: coalescing holds a version for two frames.
 fn config() -> SchedulerConfig {
@@ -311,23 +311,22 @@ fn a_compacted_superseded_operation_names_its_replacement_as_its_record_did() {
             None
         ]
     );
-    let text = canvas_scheduler::core::json_text::to_string(
-        &canvas_scheduler::core::scheduler::Compacted::from(v0),
-    );
+    let text =
+        canvas_scheduler_core::json_text::to_string(&canvas_scheduler_core::Compacted::from(v0));
     assert!(text.contains(r#""replacedBy":"s0-v1""#), "{text}");
 }
 
 #[test]
 fn a_tombstone_an_earlier_build_wrote_reads_with_its_chain_end_as_its_replacement() {
     // Earlier builds stored the end of the chain as `replacedBy`, and no `chainEnd`.
-    let old: canvas_scheduler::core::retention::Tombstone = serde_json::from_str(
+    let old: canvas_scheduler_core::retention::Tombstone = serde_json::from_str(
         r#"{"key":5,"id":"a1","digest":"d","sequence":1,"outcome":"discarded","settledAt":9,"replacedBy":"a3"}"#,
     )
     .expect("reads");
     assert_eq!(old.replaced_by.as_deref(), Some("a3"));
     assert_eq!(old.chain_end, None);
     assert_eq!(old.chain_end(), Some("a3"));
-    let plain: canvas_scheduler::core::retention::Tombstone = serde_json::from_str(
+    let plain: canvas_scheduler_core::retention::Tombstone = serde_json::from_str(
         r#"{"key":6,"id":"b","digest":"d","sequence":2,"outcome":"applied","settledAt":9}"#,
     )
     .expect("reads");

@@ -2,17 +2,16 @@
 //! records that supersede the page copies, and a page goes with its last current copy. The
 //! loader's page checks, and what a load does when a record it needs was set aside.
 
+use canvas_scheduler_core::{
+    json_text::to_string,
+    operation_pages::{homes_of, PAGE_LIMIT},
+    packed::PackedPage,
+    AttemptOutcome, AttemptStatus, CountingHost, LedgerLoader, Operation, OperationPhase,
+    RecordStore, SchedulerConfig, ACTIVE_MS,
+};
+
 use crate::common::edit;
-use canvas_scheduler::core::config::SchedulerConfig;
-use canvas_scheduler::core::host::CountingHost;
-use canvas_scheduler::core::io::{AttemptOutcome, AttemptStatus};
-use canvas_scheduler::core::json_text::to_string;
-use canvas_scheduler::core::loader::{LedgerLoader, RecordStore};
-use canvas_scheduler::core::model::{Operation, OperationPhase};
-use canvas_scheduler::core::operation_pages::{homes_of, PAGE_LIMIT};
-use canvas_scheduler::core::packed::PackedPage;
-use canvas_scheduler::core::scheduler::ACTIVE_MS;
-use canvas_scheduler::testing::Harness;
+use canvas_scheduler_testing::Harness;
 use serde::Serialize;
 
 fn harness() -> Harness<CountingHost> {
@@ -70,9 +69,7 @@ fn s18_records_written_one_by_one_are_folded_into_a_page_when_the_scheduler_is_q
     assert_eq!(ids(&fold.operation_pages[0].operations), ["a", "b", "c"]);
     assert!(fold.operations.is_empty());
     // A failed fold changes nothing: the retry folds the same records again, in a new page.
-    h.persist_with(canvas_scheduler::testing::MemoryStore::failure(
-        "AbortError",
-    ));
+    h.persist_with(canvas_scheduler_testing::MemoryStore::failure("AbortError"));
     assert_eq!(h.store.record_counts(), (0, 3));
     h.scheduler.resume(h.now);
     h.drain();
@@ -284,8 +281,8 @@ fn load(pages: Vec<(u64, Vec<Operation>)>, records: Vec<(String, String)>) -> Lo
 }
 
 type LoadResult = (
-    canvas_scheduler::core::ledger::LedgerSnapshot,
-    Vec<canvas_scheduler::core::loader::Quarantined>,
+    canvas_scheduler_core::LedgerSnapshot,
+    Vec<canvas_scheduler_core::Quarantined>,
 );
 
 fn two_pending() -> Vec<Operation> {
@@ -369,7 +366,7 @@ fn d4_a_page_copy_whose_record_was_set_aside_loads_blocked_and_is_written_back()
     assert!(loaded.amended.contains("a"));
     // The first batch after the load writes it as a record, so the next load sees it blocked
     // even though the set-aside record has left the store.
-    let mut ledger = canvas_scheduler::core::ledger::Ledger::from_records(loaded, 100);
+    let mut ledger = canvas_scheduler_core::Ledger::from_records(loaded, 100);
     let batch = ledger.take_batch(1, Some(1), None, false);
     let written: Vec<(&str, &[String])> = batch
         .operations

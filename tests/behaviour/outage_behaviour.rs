@@ -9,15 +9,13 @@
 
 use std::collections::BTreeMap;
 
+use canvas_scheduler_core::{
+    intent::IntentInput, AttemptOutcome, AttemptStatus, CountingHost, FrozenRequest, Millis,
+    Report, RetryAction, RetryPolicy, SafeError, SchedulerConfig, MAX_RUN,
+};
+
 use crate::common::edit;
-use canvas_scheduler::core::config::{RetryPolicy, SchedulerConfig};
-use canvas_scheduler::core::endpoint::MAX_RUN;
-use canvas_scheduler::core::host::CountingHost;
-use canvas_scheduler::core::intent::IntentInput;
-use canvas_scheduler::core::io::{AttemptOutcome, AttemptStatus, Report};
-use canvas_scheduler::core::model::{FrozenRequest, Millis, RetryAction};
-use canvas_scheduler::core::safe_error::SafeError;
-use canvas_scheduler::testing::{Harness, ServerFaults, SimServer};
+use canvas_scheduler_testing::{Harness, ServerFaults, SimServer};
 
 /// The virtual clock's step; answers arrive within one step of being sent.
 const TICK_MS: Millis = 50;

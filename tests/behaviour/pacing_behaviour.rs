@@ -8,11 +8,11 @@
 
 use std::collections::BTreeMap;
 
+use canvas_scheduler_core::{
+    AttemptOutcome, AttemptStatus, Millis, RetryAction, RetryPolicy, SafeError, SchedulerConfig,
+};
+
 use crate::common::flaky::{deliver, edits_over, sends_by_canvas, FlakyMix};
-use canvas_scheduler::core::config::{RetryPolicy, SchedulerConfig};
-use canvas_scheduler::core::io::{AttemptOutcome, AttemptStatus};
-use canvas_scheduler::core::model::{Millis, RetryAction};
-use canvas_scheduler::core::safe_error::SafeError;
 
 const RTT_MS: Millis = 40;
 /// The seeds each figure is taken over.

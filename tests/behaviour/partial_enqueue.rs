@@ -2,13 +2,12 @@
 //! stores every valid intent in one batch, in call order, and refuses each other one with the
 //! code a lone enqueue of it would get; a refused intent changes nothing.
 
+use canvas_scheduler_core::{
+    intent::IntentInput, partial::Verdict, CountingHost, ErrorCode, SchedulerConfig, SchedulerError,
+};
+
 use crate::common::{edit, edit_after};
-use canvas_scheduler::core::config::SchedulerConfig;
-use canvas_scheduler::core::error::{ErrorCode, SchedulerError};
-use canvas_scheduler::core::host::CountingHost;
-use canvas_scheduler::core::intent::IntentInput;
-use canvas_scheduler::core::partial::Verdict;
-use canvas_scheduler::testing::Harness;
+use canvas_scheduler_testing::Harness;
 use serde_json::json;
 
 const LIMIT: usize = 1_024;

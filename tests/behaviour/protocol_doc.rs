@@ -3,12 +3,8 @@
 //! side of the same example (canonical text, SHA-256) is checked by
 //! `server/test/protocol-doc.test.mjs`.
 
-use canvas_scheduler::core::config::SchedulerConfig;
-use canvas_scheduler::core::digest::body_digest;
-use canvas_scheduler::core::host::Host;
-use canvas_scheduler::core::intent::IntentInput;
-use canvas_scheduler::core::payload::Payload;
-use canvas_scheduler::testing::Harness;
+use canvas_scheduler_core::{body_digest, intent::IntentInput, Host, Payload, SchedulerConfig};
+use canvas_scheduler_testing::Harness;
 
 const PROTOCOL: &str = include_str!("../../docs/protocol.md");
 

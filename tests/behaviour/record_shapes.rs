@@ -4,15 +4,10 @@
 //! written byte for byte as held. The bytes of stored records and frozen bodies are held to
 //! the release's by `tests/behaviour/golden_codec.rs`.
 
-use canvas_scheduler::core::host::WireBody;
-use canvas_scheduler::core::intent::IntentInput;
-use canvas_scheduler::core::json_text::JsonText;
-use canvas_scheduler::core::model::*;
-use canvas_scheduler::core::retention::Tombstone;
-use canvas_scheduler::core::safe_error::SafeError;
-use canvas_scheduler::core::scheduler::{
-    BatchEntry, BatchPayload, Compacted, Explanation, FlushOutcome, Known, PendingEntry, Saved,
-    SchedulerStats,
+use canvas_scheduler_core::{
+    intent::IntentInput, json_text::JsonText, retention::Tombstone, BatchEntry, BatchPayload,
+    Compacted, Explanation, FlushOutcome, Known, PendingEntry, SafeError, Saved, SchedulerStats,
+    WireBody, *,
 };
 use serde_json::Value;
 
@@ -299,8 +294,9 @@ fn wire_bodies_carry_their_payloads_byte_for_byte() {
 
 #[test]
 fn options_read_by_the_config_derive_keep_each_defaults_the_reader_gives() {
-    use canvas_scheduler::core::config::{BatchLimits, RetryPolicy, SchedulerConfig};
-    use canvas_scheduler::core::retention::RetentionPolicy;
+    use canvas_scheduler_core::{
+        retention::RetentionPolicy, BatchLimits, RetryPolicy, SchedulerConfig,
+    };
     let read = |text: &str| serde_json::from_str::<SchedulerConfig>(text).unwrap();
     assert_eq!(read("{}"), SchedulerConfig::default());
     let config = read(

@@ -2,16 +2,15 @@
 //! past the policy are compacted to tombstones in slices while the scheduler is quiet; nothing
 //! unsettled is compacted; the same intent again is known by its tombstone and never sent twice.
 
+use canvas_scheduler_core::{
+    intent::IntentInput,
+    retention::{RetentionPolicy, SCAN_LIMIT, SLICE_LIMIT},
+    AttemptOutcome, AttemptStatus, BlobRef, CountingHost, Effect, Known, OperationPhase,
+    SchedulerConfig, Settlement, ACTIVE_MS,
+};
+
 use crate::common::{edit, edit_after, upload};
-use canvas_scheduler::core::config::SchedulerConfig;
-use canvas_scheduler::core::host::CountingHost;
-use canvas_scheduler::core::intent::IntentInput;
-use canvas_scheduler::core::io::{AttemptOutcome, AttemptStatus, Effect};
-use canvas_scheduler::core::model::{BlobRef, OperationPhase, Settlement};
-use canvas_scheduler::core::retention::{RetentionPolicy, SCAN_LIMIT, SLICE_LIMIT};
-use canvas_scheduler::core::scheduler::Known;
-use canvas_scheduler::core::scheduler::ACTIVE_MS;
-use canvas_scheduler::testing::{Harness, MemoryStore};
+use canvas_scheduler_testing::{Harness, MemoryStore};
 
 fn policy(settled: usize, settled_ms: u64) -> RetentionPolicy {
     RetentionPolicy {
@@ -72,7 +71,7 @@ fn tombstone_ids(store: &MemoryStore) -> Vec<String> {
     store.tombstones().map(|t| t.id.clone()).collect()
 }
 
-fn edits(ids: &[&str]) -> Vec<canvas_scheduler::core::intent::IntentInput> {
+fn edits(ids: &[&str]) -> Vec<canvas_scheduler_core::intent::IntentInput> {
     ids.iter().map(|id| edit(id, &[id])).collect()
 }
 

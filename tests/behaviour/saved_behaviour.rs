@@ -1,13 +1,12 @@
 //! `pending()` and the `whenSaved()` decision on a virtual clock.
 
+use canvas_scheduler_core::{
+    AttemptOutcome, AttemptStatus, CompiledRequest, CountingHost, Host, Intent, SafeError,
+    Scheduler, SchedulerConfig,
+};
+
 use crate::common::edit;
-use canvas_scheduler::core::config::SchedulerConfig;
-use canvas_scheduler::core::host::{CompiledRequest, CountingHost, Host};
-use canvas_scheduler::core::io::{AttemptOutcome, AttemptStatus};
-use canvas_scheduler::core::model::Intent;
-use canvas_scheduler::core::safe_error::SafeError;
-use canvas_scheduler::core::Scheduler;
-use canvas_scheduler::testing::Harness;
+use canvas_scheduler_testing::Harness;
 
 /// Fails to compile `bad` (the operation is blocked `compile_failed`).
 struct FaultyHost(CountingHost);
@@ -22,7 +21,7 @@ impl Host for FaultyHost {
         if intent.id == "bad" {
             return Err(SafeError::new("compile_failed", "no such shape"));
         }
-        Ok(canvas_scheduler::core::host::default_compile(intent))
+        Ok(canvas_scheduler_core::default_compile(intent))
     }
     fn create_request_id(&mut self) -> String {
         self.0.create_request_id()

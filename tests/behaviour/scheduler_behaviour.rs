@@ -2,18 +2,14 @@
 //! hold, stop, settle, host code, recovery) on a virtual clock, each test named after the behaviour
 //! it proves.
 
+use canvas_scheduler_core::{
+    AttemptOutcome, AttemptStatus, CompiledRequest, CountingHost, Host, Intent, OperationPhase,
+    PersistFailure, PersistResult, Report, RequestPhase, RetryAction, SafeError, Scheduler,
+    SchedulerConfig, Settlement,
+};
+
 use crate::common::{edit, edit_after, of_kind, upload};
-use canvas_scheduler::core::config::SchedulerConfig;
-use canvas_scheduler::core::host::{CompiledRequest, CountingHost, Host};
-use canvas_scheduler::core::io::{
-    AttemptOutcome, AttemptStatus, PersistFailure, PersistResult, Report,
-};
-use canvas_scheduler::core::model::{
-    Intent, OperationPhase, RequestPhase, RetryAction, Settlement,
-};
-use canvas_scheduler::core::safe_error::SafeError;
-use canvas_scheduler::core::Scheduler;
-use canvas_scheduler::testing::{Harness, MemoryStore};
+use canvas_scheduler_testing::{Harness, MemoryStore};
 
 fn harness() -> Harness<CountingHost> {
     let mut h = Harness::new(SchedulerConfig::default(), CountingHost::new("r"));
@@ -108,7 +104,7 @@ fn s2_invalid_concurrency_is_refused() {
         ..SchedulerConfig::default()
     };
     let error =
-        canvas_scheduler::core::Scheduler::new(config, CountingHost::new("r"), Default::default())
+        canvas_scheduler_core::Scheduler::new(config, CountingHost::new("r"), Default::default())
             .err()
             .unwrap();
     assert_eq!(error.code(), "invalid_concurrency");
@@ -223,7 +219,7 @@ impl Host for FaultyHost {
         _id: &str,
         _reads: &Scheduler<Self>,
     ) -> Result<CompiledRequest, SafeError> {
-        let mut compiled = canvas_scheduler::core::host::default_compile(intent);
+        let mut compiled = canvas_scheduler_core::default_compile(intent);
         match intent.id.as_str() {
             "bad-compile" => return Err(SafeError::new("compile_failed", "no such shape")),
             "silent-compile" => return Err(SafeError::new("", "")),
@@ -705,7 +701,7 @@ fn s18_a_recovery_claim_conflict_sends_nothing() {
     twin.id = "twin".into();
     twin.operation_ids = vec!["ghost".into()];
     corrupted.requests.push(twin);
-    let mut s = canvas_scheduler::core::Scheduler::new(
+    let mut s = canvas_scheduler_core::Scheduler::new(
         SchedulerConfig::default(),
         CountingHost::new("s"),
         corrupted,
@@ -717,7 +713,7 @@ fn s18_a_recovery_claim_conflict_sends_nothing() {
     );
     let mut sends = 0;
     while let Some(effect) = s.poll_effect() {
-        sends += matches!(effect, canvas_scheduler::core::io::Effect::Send(_)) as usize;
+        sends += matches!(effect, canvas_scheduler_core::Effect::Send(_)) as usize;
     }
     assert_eq!(sends, 0);
 }
@@ -872,7 +868,7 @@ fn w1_group_commit_writes_one_turn_in_one_transaction() {
 fn s9_a_rejection_carries_the_requests_canonical_when_the_operation_has_none() {
     let mut h = harness();
     h.enqueue(vec![edit("a", &["c"])]).unwrap();
-    let verdict = canvas_scheduler::core::io::OperationVerdict {
+    let verdict = canvas_scheduler_core::OperationVerdict {
         operation_id: "a".into(),
         settlement: Settlement::Rejected,
         error: None,
@@ -963,10 +959,10 @@ fn an_enqueue_error_names_the_intent_of_the_call_it_refused() {
 /// a coalescing hold, a retry, the lease's renewal; a stopped scheduler waits for nothing.
 #[test]
 fn named_timers_say_what_the_wake_up_is_for() {
-    use canvas_scheduler::core::timers::Timer;
+    use canvas_scheduler_core::Timer;
     let mut h = Harness::new(SchedulerConfig::default(), CountingHost::new("r"));
     h.start();
-    let held = canvas_scheduler::core::intent::IntentInput {
+    let held = canvas_scheduler_core::intent::IntentInput {
         coalesce_key: Some("drag:s".into()),
         ..crate::common::edit("held", &["c"])
     };

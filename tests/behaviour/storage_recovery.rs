@@ -3,15 +3,14 @@
 //! ends it with no host call. Meanwhile what is durable is still delivered while the lease
 //! lasts, claims hold, and an enqueue whose write fails is refused and leaves nothing behind.
 
+use canvas_scheduler_core::{
+    intent::IntentInput, storage_retry_delay, AttemptOutcome, AttemptStatus, BatchLimits,
+    CountingHost, Millis, OperationPhase, Report, RequestPhase, RetryAction, SafeError,
+    SchedulerConfig, STORAGE_RETRY_MAX_MS,
+};
+
 use crate::common::{edit, edit_after};
-use canvas_scheduler::core::config::{BatchLimits, SchedulerConfig};
-use canvas_scheduler::core::host::CountingHost;
-use canvas_scheduler::core::intent::IntentInput;
-use canvas_scheduler::core::io::{AttemptOutcome, AttemptStatus, Report};
-use canvas_scheduler::core::model::{Millis, OperationPhase, RequestPhase, RetryAction};
-use canvas_scheduler::core::safe_error::SafeError;
-use canvas_scheduler::core::scheduler::{storage_retry_delay, STORAGE_RETRY_MAX_MS};
-use canvas_scheduler::testing::{Harness, MemoryStore};
+use canvas_scheduler_testing::{Harness, MemoryStore};
 use serde_json::json;
 
 fn harness_with(config: SchedulerConfig) -> Harness<CountingHost> {

@@ -4,17 +4,16 @@
 
 use std::collections::BTreeMap;
 
-use canvas_scheduler::core::config::SchedulerConfig;
-use canvas_scheduler::core::host::CountingHost;
-use canvas_scheduler::core::intent::IntentInput;
-use canvas_scheduler::core::io::{AttemptStatus, Report, SendOrder};
-use canvas_scheduler::core::model::{FrozenRequest, Millis, RetryAction};
-use canvas_scheduler::testing::{Harness, ServerFaults, SimRng, SimServer};
+use canvas_scheduler_core::{
+    intent::IntentInput, AttemptStatus, CountingHost, FrozenRequest, Millis, Report, RetryAction,
+    SchedulerConfig, SendOrder,
+};
+use canvas_scheduler_testing::{Harness, ServerFaults, SimRng, SimServer};
 
 /// The share of attempts that meet each fault, in percent of all attempts; the rest are
 /// answered as the server decides.
 #[derive(Clone, Copy, Debug)]
-pub struct FlakyMix {
+pub(crate) struct FlakyMix {
     /// Answered 503, nothing applied.
     pub busy: u64,
     /// Answered 429 `Retry-After: 0`, nothing applied.
@@ -27,14 +26,14 @@ pub struct FlakyMix {
 impl FlakyMix {
     /// An editor's bad day: 30 % 503, 20 % 429 `Retry-After: 0`, 20 % of submits' answers
     /// lost after the change was applied.
-    pub const BAD_DAY: FlakyMix = FlakyMix {
+    pub(crate) const BAD_DAY: FlakyMix = FlakyMix {
         busy: 30,
         rate_limited: 20,
         lost: 20,
     };
 
     /// The fate of one attempt.
-    pub fn faults(&self, rng: &mut SimRng, action: RetryAction) -> ServerFaults {
+    pub(crate) fn faults(&self, rng: &mut SimRng, action: RetryAction) -> ServerFaults {
         let roll = rng.below(100);
         let busy = roll < self.busy;
         let rate_limited = (self.busy..self.busy + self.rate_limited).contains(&roll);
@@ -51,11 +50,11 @@ impl FlakyMix {
 
 /// What the endpoint does to one attempt: `None` answers as the flaky mix draws; `Some`
 /// answers that instead (an outage, a poisoned request).
-pub type Override = dyn FnMut(Millis, RetryAction, &FrozenRequest) -> Option<AttemptStatus>;
+pub(crate) type Override = dyn FnMut(Millis, RetryAction, &FrozenRequest) -> Option<AttemptStatus>;
 
 /// One attempt as it left, and how it was answered.
 #[derive(Clone, Debug)]
-pub struct Sent {
+pub(crate) struct Sent {
     /// Virtual time since the start of the run.
     pub at: Millis,
     /// The request's canvases.
@@ -72,7 +71,7 @@ pub struct Sent {
 
 /// What a run came to.
 #[derive(Debug, Default)]
-pub struct Delivery {
+pub(crate) struct Delivery {
     /// Virtual time from the first enqueue until nothing was pending (`None`: not within
     /// the run's limit).
     pub drained_ms: Option<Millis>,
@@ -88,20 +87,20 @@ pub struct Delivery {
 
 impl Delivery {
     /// The enqueue-to-settled latencies, sorted.
-    pub fn sorted_latencies(&self) -> Vec<Millis> {
+    pub(crate) fn sorted_latencies(&self) -> Vec<Millis> {
         let mut all: Vec<Millis> = self.latencies.values().copied().collect();
         all.sort_unstable();
         all
     }
 
     /// The median enqueue-to-settled latency.
-    pub fn median(&self) -> Millis {
+    pub(crate) fn median(&self) -> Millis {
         let all = self.sorted_latencies();
         all.get(all.len() / 2).copied().unwrap_or(0)
     }
 
     /// The longest enqueue-to-settled latency.
-    pub fn slowest(&self) -> Millis {
+    pub(crate) fn slowest(&self) -> Millis {
         self.sorted_latencies().last().copied().unwrap_or(0)
     }
 }
@@ -110,7 +109,7 @@ impl Delivery {
 /// `seed`, each attempt answered `rtt_ms` after it left, until nothing is pending after the
 /// last edit or `limit_ms` of virtual time passed. `endpoint` may answer an attempt instead
 /// of the mix.
-pub fn deliver(
+pub(crate) fn deliver(
     config: SchedulerConfig,
     edits: Vec<(Millis, Vec<IntentInput>)>,
     mix: FlakyMix,
@@ -205,7 +204,7 @@ pub fn deliver(
 }
 
 /// `count` edits spread over `canvases` in turn, all enqueued at the start.
-pub fn edits_over(count: usize, canvases: usize) -> Vec<(Millis, Vec<IntentInput>)> {
+pub(crate) fn edits_over(count: usize, canvases: usize) -> Vec<(Millis, Vec<IntentInput>)> {
     let intents = (0..count)
         .map(|i| {
             let canvas = format!("canvas-{}", i % canvases);
@@ -216,7 +215,7 @@ pub fn edits_over(count: usize, canvases: usize) -> Vec<(Millis, Vec<IntentInput
 }
 
 /// Requests sent per canvas, as times since the start.
-pub fn sends_by_canvas(sent: &[Sent]) -> BTreeMap<String, Vec<Millis>> {
+pub(crate) fn sends_by_canvas(sent: &[Sent]) -> BTreeMap<String, Vec<Millis>> {
     let mut by: BTreeMap<String, Vec<Millis>> = BTreeMap::new();
     for one in sent {
         for canvas in &one.canvases {

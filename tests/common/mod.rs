@@ -1,16 +1,15 @@
 //! Intent builders shared by the native test files. Not every file uses every builder.
 #![allow(dead_code)]
 
-pub mod flaky;
+pub(crate) mod flaky;
 
-use canvas_scheduler::core::config::{BatchLimits, SchedulerConfig};
-use canvas_scheduler::core::intent::IntentInput;
+use canvas_scheduler_core::{intent::IntentInput, BatchLimits, SchedulerConfig};
 use serde_json::json;
 
 /// The default options with one operation a request and nothing held back (`batch` off,
 /// `coalesceMs` 0): for tests about what each single request does, which the default batching
 /// and hold would merge or delay.
-pub fn unbatched() -> SchedulerConfig {
+pub(crate) fn unbatched() -> SchedulerConfig {
     SchedulerConfig {
         batch: BatchLimits::off(),
         coalesce_ms: 0,
@@ -20,7 +19,7 @@ pub fn unbatched() -> SchedulerConfig {
 
 /// The codes `enqueue` may answer with on a healthy, open scheduler (docs/guide.md): what refuses
 /// the intents themselves, never a failed write, a lost lease or a stopped scheduler.
-pub const ENQUEUE_CODES: [&str; 6] = [
+pub(crate) const ENQUEUE_CODES: [&str; 6] = [
     "invalid_intent",
     "duplicate_operation",
     "unknown_dependency",
@@ -30,7 +29,7 @@ pub const ENQUEUE_CODES: [&str; 6] = [
 ];
 
 /// A plain edit on the given canvases.
-pub fn edit(id: &str, canvases: &[&str]) -> IntentInput {
+pub(crate) fn edit(id: &str, canvases: &[&str]) -> IntentInput {
     IntentInput {
         id: id.into(),
         sequence: None,
@@ -46,7 +45,7 @@ pub fn edit(id: &str, canvases: &[&str]) -> IntentInput {
 }
 
 /// An edit with dependencies.
-pub fn edit_after(id: &str, canvases: &[&str], deps: &[&str]) -> IntentInput {
+pub(crate) fn edit_after(id: &str, canvases: &[&str], deps: &[&str]) -> IntentInput {
     IntentInput {
         dependencies: deps.iter().map(|d| (*d).into()).collect(),
         ..edit(id, canvases)
@@ -54,7 +53,7 @@ pub fn edit_after(id: &str, canvases: &[&str], deps: &[&str]) -> IntentInput {
 }
 
 /// An upload (no participants needed).
-pub fn upload(id: &str) -> IntentInput {
+pub(crate) fn upload(id: &str) -> IntentInput {
     IntentInput {
         operation_type: "asset.upload".into(),
         canvas_ids: Vec::new(),
@@ -63,7 +62,7 @@ pub fn upload(id: &str) -> IntentInput {
 }
 
 /// An intent of any kind.
-pub fn of_kind(id: &str, kind: &str, canvases: &[&str]) -> IntentInput {
+pub(crate) fn of_kind(id: &str, kind: &str, canvases: &[&str]) -> IntentInput {
     IntentInput {
         operation_type: kind.into(),
         ..edit(id, canvases)

@@ -5,8 +5,9 @@
 //! `explain(id)` answers whatever `operation(id)` answers. Drawn from a stream of its own, so
 //! the rest of the world draws what it drew without it.
 
+use canvas_scheduler_core::retention::Tombstone;
+
 use super::*;
-use canvas_scheduler::core::retention::Tombstone;
 
 /// A `known(ids)` of a dispatching tab, its read done, its answer not yet given.
 pub(super) struct KnownLookUp {

@@ -43,21 +43,15 @@ mod world;
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write;
 
-use canvas_scheduler::core::config::{RetryPolicy, SchedulerConfig};
-use canvas_scheduler::core::error::ErrorCode;
-use canvas_scheduler::core::host::{Authorization, CountingHost};
-use canvas_scheduler::core::intent::{check_batch, IntentInput};
-use canvas_scheduler::core::io::{
-    AttemptOutcome, AttemptStatus, Effect, PersistBatch, PersistResult, Report, SendOrder,
-};
-use canvas_scheduler::core::model::{
-    BlobRef, FrozenRequest, Millis, Operation, OperationPhase, RequestPhase, RetryAction,
+use canvas_scheduler_core::{
+    intent::{check_batch, IntentInput},
+    retention::{RetentionPolicy, LOOKUP_ROUNDS},
+    AttemptOutcome, AttemptStatus, Authorization, BlobRef, CountingHost, Effect, ErrorCode,
+    FrozenRequest, HoldId, Millis, Operation, OperationPhase, PersistBatch, PersistResult, Report,
+    RequestPhase, RetryAction, RetryPolicy, SafeError, Scheduler, SchedulerConfig, SendOrder,
     Settlement, UPLOAD_KIND,
 };
-use canvas_scheduler::core::retention::{RetentionPolicy, LOOKUP_ROUNDS};
-use canvas_scheduler::core::safe_error::SafeError;
-use canvas_scheduler::core::{HoldId, Scheduler};
-use canvas_scheduler::testing::{MemoryStore, ServerFaults, SimRng, SimServer};
+use canvas_scheduler_testing::{MemoryStore, ServerFaults, SimRng, SimServer};
 use common::{edit, of_kind, upload, ENQUEUE_CODES};
 
 const CANVASES: [&str; 6] = ["c0", "c1", "c2", "c3", "c4", "c5"];

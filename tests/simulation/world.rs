@@ -24,7 +24,7 @@ impl World {
             authorize: rng.chance(50),
             // Fold loose records often (or never), so that folds meet crashes and faults.
             fold_records_at: [0, 2, 3, 5, 8][rng.below(5) as usize],
-            batch: canvas_scheduler::core::config::BatchLimits {
+            batch: canvas_scheduler_core::BatchLimits {
                 max_operations: 1 + rng.below(4) as usize,
                 max_bytes: 200,
                 kinds: None,

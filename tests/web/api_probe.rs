@@ -115,7 +115,7 @@ fn every_probe_error_code_is_declared_in_typescript() {
 
 #[wasm_bindgen_test]
 fn every_core_error_code_is_declared() {
-    use canvas_scheduler::core::error::ErrorCode;
+    use canvas_scheduler_core::ErrorCode;
     for code in ErrorCode::ALL {
         let quoted = format!("\"{}\"", code.as_str());
         assert!(

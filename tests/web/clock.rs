@@ -4,8 +4,8 @@
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 
-use canvas_scheduler::core::clock::Clock;
 use canvas_scheduler::web::clock::{BrowserClock, MAX_TIMER_DELAY_MS};
+use canvas_scheduler_core::Clock;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::JsFuture;
 use wasm_bindgen_test::wasm_bindgen_test;
@@ -18,7 +18,7 @@ extern "C" {
 }
 
 /// Waits `ms` milliseconds (a Promise resolved by the global `setTimeout`).
-pub async fn sleep(ms: i32) {
+pub(super) async fn sleep(ms: i32) {
     let promise = js_sys::Promise::new(&mut |resolve, _reject| {
         global_set_timeout(&resolve, ms);
     });

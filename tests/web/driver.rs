@@ -5,10 +5,8 @@
 
 use std::collections::BTreeMap;
 
-use canvas_scheduler::core::config::SchedulerConfig;
-use canvas_scheduler::core::intent::IntentInput;
-use canvas_scheduler::core::model::{OperationPhase, Settlement};
 use canvas_scheduler::web::driver::{Driver, DriverOptions};
+use canvas_scheduler_core::{intent::IntentInput, OperationPhase, SchedulerConfig, Settlement};
 use serde_json::{json, Value};
 use wasm_bindgen::JsCast;
 use wasm_bindgen_futures::JsFuture;
@@ -122,7 +120,7 @@ async fn w1_w3_two_hundred_operations_reach_the_server_once_each_in_canvas_order
     for id in &ids {
         // Settled operations leave the ledger: read as `operation(id)` answers.
         let settled = driver.inspect(|s, _| match s.known(id) {
-            Some(canvas_scheduler::core::scheduler::Known::Operation(o)) => {
+            Some(canvas_scheduler_core::Known::Operation(o)) => {
                 Some((o.phase, o.outcome.as_ref().map(|x| x.settlement)))
             }
             _ => None,
@@ -145,7 +143,7 @@ async fn w1_w3_two_hundred_operations_reach_the_server_once_each_in_canvas_order
         .iter()
         .filter_map(|id| {
             driver.inspect(|s, _| match s.known(id) {
-                Some(canvas_scheduler::core::scheduler::Known::Operation(o)) => {
+                Some(canvas_scheduler_core::Known::Operation(o)) => {
                     Some((id.clone(), o.intent.sequence))
                 }
                 _ => None,
@@ -278,7 +276,7 @@ async fn s18_records_enqueued_one_per_turn_are_folded_into_pages_when_quiet() {
 type StorageHeard = std::rc::Rc<std::cell::RefCell<(Vec<String>, usize)>>;
 
 fn storage_sink() -> (StorageHeard, canvas_scheduler::web::driver::ReportSink) {
-    use canvas_scheduler::core::io::Report;
+    use canvas_scheduler_core::Report;
     let heard = StorageHeard::default();
     let seen = heard.clone();
     let sink: canvas_scheduler::web::driver::ReportSink =

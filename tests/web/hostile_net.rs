@@ -4,9 +4,8 @@
 //! `Retry-After` does not stop the ledger, and server text never carries `headers()` values.
 
 use canvas_scheduler::api::scheduler::Scheduler;
-use canvas_scheduler::core::io::{AttemptOutcome, AttemptStatus, SendOrder};
-use canvas_scheduler::core::model::RetryAction;
 use canvas_scheduler::web::transport::FetchTransport;
+use canvas_scheduler_core::{AttemptOutcome, AttemptStatus, RetryAction, SendOrder};
 use js_sys::Reflect;
 use serde_json::Value;
 use wasm_bindgen::JsValue;

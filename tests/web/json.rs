@@ -74,11 +74,11 @@ fn anything_but_plain_json_is_refused_with_its_path() {
 /// absent and `null` where the codec has them, a JSON text member as the value it holds.
 #[wasm_bindgen_test]
 fn views_reach_js_as_the_text_the_modules_codec_writes() {
-    use canvas_scheduler::core::json_text::{self as json, JsonText};
-    use canvas_scheduler::core::model::*;
-    use canvas_scheduler::core::safe_error::SafeError;
-    use canvas_scheduler::core::scheduler::{Compacted, Explanation, Known};
     use canvas_scheduler::web::json::to_js;
+    use canvas_scheduler_core::{
+        json_text::{self as json, JsonText},
+        Compacted, Explanation, Known, SafeError, *,
+    };
 
     fn same<T: serde::Serialize + ?Sized>(value: &T) {
         let seen = js_sys::JSON::stringify(&to_js(value)).unwrap();

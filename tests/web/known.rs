@@ -8,13 +8,12 @@ use std::cell::RefCell;
 use std::collections::BTreeSet;
 use std::rc::Rc;
 
-use canvas_scheduler::core::config::{BatchLimits, SchedulerConfig};
-use canvas_scheduler::core::intent::IntentInput;
-use canvas_scheduler::core::model::Settlement;
-use canvas_scheduler::core::retention::RetentionPolicy;
-use canvas_scheduler::core::scheduler::Known;
 use canvas_scheduler::web::driver::{Driver, DriverOptions};
 use canvas_scheduler::web::js_transport::JsTransport;
+use canvas_scheduler_core::{
+    intent::IntentInput, retention::RetentionPolicy, BatchLimits, Known, SchedulerConfig,
+    Settlement,
+};
 use wasm_bindgen::JsCast;
 use wasm_bindgen_test::wasm_bindgen_test;
 

@@ -21,7 +21,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use canvas_scheduler::api::scheduler::Scheduler;
-use canvas_scheduler::core::digest::body_digest;
+use canvas_scheduler_core::body_digest;
 use js_sys::{Array, Function, Promise, Reflect};
 use serde_json::Value;
 use wasm_bindgen::closure::Closure;

@@ -4,7 +4,7 @@
 //! reader's derive declares are the ones `types.rs` declares.
 
 use canvas_scheduler::api::options::decode_options;
-use canvas_scheduler::core::config::SchedulerConfig;
+use canvas_scheduler_core::SchedulerConfig;
 use wasm_bindgen::JsCast;
 use wasm_bindgen_test::wasm_bindgen_test;
 

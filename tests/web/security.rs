@@ -16,9 +16,8 @@
 //! constructor name and a random part.
 
 use canvas_scheduler::api::scheduler::Scheduler;
-use canvas_scheduler::core::io::{AttemptOutcome, AttemptStatus, SendOrder};
-use canvas_scheduler::core::model::{FrozenRequest, RetryAction};
 use canvas_scheduler::web::transport::FetchTransport;
+use canvas_scheduler_core::{AttemptOutcome, AttemptStatus, FrozenRequest, RetryAction, SendOrder};
 use js_sys::{Array, Reflect};
 use serde_json::{json, Value};
 use wasm_bindgen::JsValue;

@@ -2,17 +2,14 @@
 //! injected storage faults. Each result is compared with the in-memory store, whose
 //! semantics the IndexedDB store must reproduce exactly.
 
-use canvas_scheduler::core::error::SchedulerError;
-use canvas_scheduler::core::intent::IntentInput;
-use canvas_scheduler::core::io::{LeaseWrite, PersistBatch, PersistFailure, PersistResult};
-use canvas_scheduler::core::ledger::LedgerSnapshot;
-use canvas_scheduler::core::model::{
-    BlobRef, Operation, OperationOutcome, RetryAction, Settlement,
-};
-use canvas_scheduler::core::operation_pages::{homes_of, OperationPage};
-use canvas_scheduler::core::safe_error::SafeError;
-use canvas_scheduler::testing::MemoryStore;
 use canvas_scheduler::web::store::{schema, AcquireError, IdbLedger, InboxEntry, StoreFault};
+use canvas_scheduler_core::{
+    intent::IntentInput,
+    operation_pages::{homes_of, OperationPage},
+    BlobRef, LeaseWrite, LedgerSnapshot, Operation, OperationOutcome, PersistBatch, PersistFailure,
+    PersistResult, RetryAction, SafeError, SchedulerError, Settlement,
+};
+use canvas_scheduler_testing::MemoryStore;
 use js_sys::Reflect;
 use serde_json::json;
 use wasm_bindgen::{JsCast, JsValue};
@@ -686,9 +683,9 @@ async fn w4_an_inbox_id_check_finds_operations_that_are_only_in_a_page() {
     assert!(!appended);
     assert_eq!(
         present,
-        vec![canvas_scheduler::core::scheduler::Known::Operation(
-            Box::new(paged.clone())
-        )]
+        vec![canvas_scheduler_core::Known::Operation(Box::new(
+            paged.clone()
+        ))]
     );
     let (appended, _) = answers.next().expect("dependent").expect("dependent");
     assert!(appended);
@@ -732,7 +729,7 @@ async fn s18_a_page_with_json_text_loads_and_one_with_bad_bytes_is_set_aside() {
             value.into(),
         )
     };
-    let text = canvas_scheduler::core::json_text::to_string(&page.operations);
+    let text = canvas_scheduler_core::json_text::to_string(&page.operations);
     put_page(text.into()).await;
     let loaded = acquire(&ledger, "tab-a", 2_000).await;
     assert!(loaded.quarantined.is_empty());

@@ -2,15 +2,15 @@
 //! made in the same turn is written in it, fenced as in its own; one made in a later turn opens
 //! its own, and nothing is lost or written twice either way.
 
-use canvas_scheduler::core::io::{PersistBatch, PersistFailure, PersistResult};
 use canvas_scheduler::web::store::{schema, IdbLedger, StoreFault};
+use canvas_scheduler_core::{PersistBatch, PersistFailure, PersistResult};
 use wasm_bindgen_test::wasm_bindgen_test;
 
 use std::cell::Cell;
 use std::rc::Rc;
 
-use canvas_scheduler::core::retention::RetentionPolicy;
 use canvas_scheduler::web::driver::Driver;
+use canvas_scheduler_core::retention::RetentionPolicy;
 
 use super::store_retention::{options, same_intent_of};
 use super::store_support::{
@@ -93,7 +93,7 @@ async fn w1_a_batch_takes_the_transaction_opened_ahead_only_in_its_own_turn() {
 }
 
 /// A driver on database `name`, started and held (nothing is sent), with its hold.
-async fn held_driver(name: &str) -> (Driver, canvas_scheduler::core::HoldId) {
+async fn held_driver(name: &str) -> (Driver, canvas_scheduler_core::HoldId) {
     let (driver, _) = Driver::open(
         options(name, "tab", RetentionPolicy::default()),
         None,

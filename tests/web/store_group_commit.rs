@@ -1,8 +1,8 @@
 //! Group commit in real IndexedDB: a whole batch is one transaction. (What it costs is
 //! measured by `npm run bench`: raw 1- and 100-record transactions, durable operations/s.)
 
-use canvas_scheduler::core::io::{PersistBatch, PersistResult};
 use canvas_scheduler::web::store::IdbLedger;
+use canvas_scheduler_core::{PersistBatch, PersistResult};
 use wasm_bindgen_test::wasm_bindgen_test;
 
 use super::store_support::{acquire, acquire_fence, db_name, operations_batch};

@@ -3,17 +3,15 @@
 //! the slices; tombstones are looked up by id, trimmed by age and count, and the same intent again
 //! is never sent.
 
-use canvas_scheduler::core::config::SchedulerConfig;
-use canvas_scheduler::core::intent::IntentInput;
-use canvas_scheduler::core::model::{
-    BlobRef, OperationOutcome, OperationPhase, RequestPhase, Settlement,
-};
-use canvas_scheduler::core::retention::{RetentionPolicy, Tombstone};
-use canvas_scheduler::core::scheduler::Known;
 use canvas_scheduler::web::driver::{Driver, DriverOptions};
 use canvas_scheduler::web::store::schema::{self, SCHEMA_VERSION};
 use canvas_scheduler::web::store::upgrade::{open_current, upgrade_to};
 use canvas_scheduler::web::store::IdbLedger;
+use canvas_scheduler_core::{
+    intent::IntentInput,
+    retention::{RetentionPolicy, Tombstone},
+    BlobRef, Known, OperationOutcome, OperationPhase, RequestPhase, SchedulerConfig, Settlement,
+};
 use wasm_bindgen::JsValue;
 use wasm_bindgen_test::wasm_bindgen_test;
 
@@ -45,7 +43,7 @@ fn version_6(db: &web_sys::IdbDatabase, _old: f64) -> Result<(), JsValue> {
 }
 
 fn text<T: serde::Serialize + ?Sized>(value: &T) -> JsValue {
-    JsValue::from_str(&canvas_scheduler::core::json_text::to_string(value))
+    JsValue::from_str(&canvas_scheduler_core::json_text::to_string(value))
 }
 
 pub(super) fn options(database: &str, owner: &str, retain: RetentionPolicy) -> DriverOptions {
@@ -107,7 +105,7 @@ fn keys(values: Vec<JsValue>) -> Vec<String> {
     values.iter().filter_map(JsValue::as_string).collect()
 }
 
-pub(super) fn same_intent_of(op: &canvas_scheduler::core::model::Operation) -> IntentInput {
+pub(super) fn same_intent_of(op: &canvas_scheduler_core::Operation) -> IntentInput {
     let intent = &op.intent;
     IntentInput {
         id: intent.id.clone(),
@@ -356,7 +354,7 @@ async fn tombstones_are_paged_looked_up_by_id_and_trimmed_by_age_and_count() {
     // whole, so the page that reaches the count stays and older ones go.
     let mut trim = batch(Some(fence));
     trim.trim_tombstones =
-        Some(canvas_scheduler::core::retention::TombstoneTrim { below: 3, keep: 5 });
+        Some(canvas_scheduler_core::retention::TombstoneTrim { below: 3, keep: 5 });
     done(other.apply(&trim).await);
     assert_eq!(tombstone_records(&name).await, vec![(9.0, 4), (12.0, 3)]);
     // A page deleted by another tab is no longer found (the index drops it).
@@ -366,7 +364,7 @@ async fn tombstones_are_paged_looked_up_by_id_and_trimmed_by_age_and_count() {
         .expect("look up");
     assert_eq!(found, vec![tombstone(8)]);
     // By age, a page goes once its newest tombstone is below the limit.
-    trim.trim_tombstones = Some(canvas_scheduler::core::retention::TombstoneTrim {
+    trim.trim_tombstones = Some(canvas_scheduler_core::retention::TombstoneTrim {
         below: 10,
         keep: 100,
     });
@@ -381,7 +379,7 @@ async fn tombstones_are_paged_looked_up_by_id_and_trimmed_by_age_and_count() {
     write.tombstones = vec![tombstone(15)];
     done(other.apply(&write).await);
     trim.trim_tombstones =
-        Some(canvas_scheduler::core::retention::TombstoneTrim { below: 0, keep: 5 });
+        Some(canvas_scheduler_core::retention::TombstoneTrim { below: 0, keep: 5 });
     done(other.apply(&trim).await);
     assert_eq!(
         tombstone_records(&name).await,
@@ -389,7 +387,7 @@ async fn tombstones_are_paged_looked_up_by_id_and_trimmed_by_age_and_count() {
         "the newest single record fills the count"
     );
     trim.trim_tombstones =
-        Some(canvas_scheduler::core::retention::TombstoneTrim { below: 0, keep: 0 });
+        Some(canvas_scheduler_core::retention::TombstoneTrim { below: 0, keep: 0 });
     done(other.apply(&trim).await);
     assert!(tombstone_records(&name).await.is_empty());
     ledger.close();
@@ -398,12 +396,9 @@ async fn tombstones_are_paged_looked_up_by_id_and_trimmed_by_age_and_count() {
 }
 
 /// Asserts that a batch was written.
-fn assert_done(result: canvas_scheduler::core::io::PersistResult) {
+fn assert_done(result: canvas_scheduler_core::PersistResult) {
     assert!(
-        matches!(
-            result,
-            canvas_scheduler::core::io::PersistResult::Done { .. }
-        ),
+        matches!(result, canvas_scheduler_core::PersistResult::Done { .. }),
         "{result:?}"
     );
 }
@@ -441,10 +436,7 @@ async fn known_answers_every_tombstone_of_100000_compacted_operations() {
         write.tombstones = (first..=last).map(tombstone).collect();
         let result = ledger.apply(&write).await;
         assert!(
-            matches!(
-                result,
-                canvas_scheduler::core::io::PersistResult::Done { .. }
-            ),
+            matches!(result, canvas_scheduler_core::PersistResult::Done { .. }),
             "{result:?}"
         );
         first = last + 1;

@@ -2,13 +2,11 @@
 //! keep queued work, another connection's `versionchange` closes ours without a panic
 //!, and corrupt or foreign records are quarantined and reported.
 
-use canvas_scheduler::core::io::{PersistFailure, PersistResult};
-use canvas_scheduler::core::json_text as json;
-use canvas_scheduler::core::model::{Lease, LedgerMeta};
 use canvas_scheduler::web::store::requests::Tx;
 use canvas_scheduler::web::store::schema::{self, SCHEMA_VERSION};
 use canvas_scheduler::web::store::upgrade::{open_current, upgrade_to, UpgradeFailure};
 use canvas_scheduler::web::store::IdbLedger;
+use canvas_scheduler_core::{json_text as json, Lease, LedgerMeta, PersistFailure, PersistResult};
 use indexed_db_futures::database::Database;
 use indexed_db_futures::prelude::*;
 use serde::Serialize;

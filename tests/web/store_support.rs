@@ -1,13 +1,12 @@
 //! Fixtures for the IndexedDB ledger store tests: records that pass the loader's checks,
 //! batches, per-binary database names, and raw access that bypasses the store.
 
-use canvas_scheduler::core::digest::body_digest;
-use canvas_scheduler::core::io::{PersistBatch, PersistResult};
-use canvas_scheduler::core::model::{
-    EventKind, EventRecord, FrozenRequest, Lease, Operation, RequestPhase,
-};
-use canvas_scheduler::testing::pending_upsert;
 use canvas_scheduler::web::store::{schema, IdbLedger, LoadedLedger};
+use canvas_scheduler_core::{
+    body_digest, EventKind, EventRecord, FrozenRequest, Lease, Operation, PersistBatch,
+    PersistResult, RequestPhase,
+};
+use canvas_scheduler_testing::pending_upsert;
 use indexed_db_futures::database::Database;
 use indexed_db_futures::prelude::*;
 use indexed_db_futures::transaction::TransactionMode;
@@ -21,22 +20,22 @@ use wasm_bindgen_futures::JsFuture;
 use super::support::{js, unique_name};
 
 /// A database name unique to this test and this binary (page or worker).
-pub fn db_name(test: &str) -> String {
+pub(super) fn db_name(test: &str) -> String {
     unique_name(&format!("store-{test}-{}", crate::EXPECTED_GLOBAL))
 }
 
 /// Largest integer a JS number holds exactly.
-pub const MAX_SAFE: u64 = (1 << 53) - 1;
+pub(super) const MAX_SAFE: u64 = (1 << 53) - 1;
 
 /// A pending operation with a nested payload.
-pub fn operation(id: &str, sequence: u64) -> Operation {
+pub(super) fn operation(id: &str, sequence: u64) -> Operation {
     let mut op = pending_upsert(id, sequence, "c1");
     op.intent.payload = json!({"shape": {"x": 1, "y": -2.5, "tags": ["a", "b"], "n": null}}).into();
     op
 }
 
 /// A frozen request for `operation_id` that passes the loader's checks.
-pub fn request(id: &str, operation_id: &str) -> FrozenRequest {
+pub(super) fn request(id: &str, operation_id: &str) -> FrozenRequest {
     let body = json!({"id": id, "operations": [operation_id]}).to_string();
     FrozenRequest {
         id: id.into(),
@@ -65,7 +64,7 @@ pub fn request(id: &str, operation_id: &str) -> FrozenRequest {
 }
 
 /// An event with `seq`.
-pub fn event(seq: u64) -> EventRecord {
+pub(super) fn event(seq: u64) -> EventRecord {
     EventRecord {
         seq,
         at: 1_700_000_000_000 + seq,
@@ -79,7 +78,7 @@ pub fn event(seq: u64) -> EventRecord {
 }
 
 /// An empty batch carrying `fence`.
-pub fn batch(fence: Option<u64>) -> PersistBatch {
+pub(super) fn batch(fence: Option<u64>) -> PersistBatch {
     PersistBatch {
         no: 1,
         fence,
@@ -101,7 +100,7 @@ pub fn batch(fence: Option<u64>) -> PersistBatch {
 }
 
 /// A batch of `count` operation records numbered from `first`.
-pub fn operations_batch(fence: u64, first: u64, count: u64) -> PersistBatch {
+pub(super) fn operations_batch(fence: u64, first: u64, count: u64) -> PersistBatch {
     PersistBatch {
         operations: (first..first + count)
             .map(|n| operation(&format!("op-{n:06}"), n))
@@ -111,7 +110,7 @@ pub fn operations_batch(fence: u64, first: u64, count: u64) -> PersistBatch {
 }
 
 /// Takes the lease as `owner` at `now` and loads.
-pub async fn acquire(ledger: &IdbLedger, owner: &str, now: u64) -> LoadedLedger {
+pub(super) async fn acquire(ledger: &IdbLedger, owner: &str, now: u64) -> LoadedLedger {
     match ledger.acquire_and_load(owner, now, 10_000, 7, false).await {
         Ok(loaded) => loaded,
         Err(error) => panic!("acquire as {owner} at {now}: {error:?}"),
@@ -119,13 +118,13 @@ pub async fn acquire(ledger: &IdbLedger, owner: &str, now: u64) -> LoadedLedger 
 }
 
 /// Takes the lease as `owner` at `now` (see [`acquire`]) and returns its fence.
-pub async fn acquire_fence(ledger: &IdbLedger, owner: &str, now: u64) -> u64 {
+pub(super) async fn acquire_fence(ledger: &IdbLedger, owner: &str, now: u64) -> u64 {
     let lease = acquire(ledger, owner, now).await.snapshot.lease;
     lease.map(|l| l.fence).expect("acquire stores a lease")
 }
 
 /// The lease as `apply` must report it.
-pub fn lease_of(result: &PersistResult) -> Option<Lease> {
+pub(super) fn lease_of(result: &PersistResult) -> Option<Lease> {
     match result {
         PersistResult::Done { lease } => lease.clone(),
         other => panic!("expected Done, got {other:?}"),
@@ -133,12 +132,12 @@ pub fn lease_of(result: &PersistResult) -> Option<Lease> {
 }
 
 /// Puts `value` under `key` in `store`, bypassing the ledger store.
-pub async fn raw_put(name: &str, store: &str, key: JsValue, value: JsValue) {
+pub(super) async fn raw_put(name: &str, store: &str, key: JsValue, value: JsValue) {
     raw_write(name, store, key, Some(value)).await;
 }
 
 /// Deletes `key` from `store`, bypassing the ledger store.
-pub async fn raw_delete(name: &str, store: &str, key: JsValue) {
+pub(super) async fn raw_delete(name: &str, store: &str, key: JsValue) {
     raw_write(name, store, key, None).await;
 }
 
@@ -172,7 +171,7 @@ async fn raw_write(name: &str, store: &str, key: JsValue, value: Option<JsValue>
 }
 
 /// Every key of `store`, read directly.
-pub async fn raw_keys(name: &str, store: &str) -> Vec<JsValue> {
+pub(super) async fn raw_keys(name: &str, store: &str) -> Vec<JsValue> {
     let db = Database::open(name).await.expect("raw open");
     let tx = db.transaction(store).build().expect("raw tx");
     let object_store = tx.object_store(store).expect("raw store");
@@ -190,7 +189,7 @@ pub async fn raw_keys(name: &str, store: &str) -> Vec<JsValue> {
 }
 
 /// The value stored under `key` in `store`, read directly.
-pub async fn raw_get(name: &str, store: &str, key: JsValue) -> Option<JsValue> {
+pub(super) async fn raw_get(name: &str, store: &str, key: JsValue) -> Option<JsValue> {
     let db = Database::open(name).await.expect("raw open");
     let tx = db.transaction(store).build().expect("raw tx");
     let object_store = tx.object_store(store).expect("raw store");
@@ -208,7 +207,7 @@ pub async fn raw_get(name: &str, store: &str, key: JsValue) -> Option<JsValue> {
 /// Holds a readwrite transaction on the lease store of database `name` through a second
 /// connection (a request after each answer) until the returned function is called: a
 /// transaction opened after it waits, its lease read unanswered.
-pub async fn hold_lease_store(name: &str) -> Function {
+pub(super) async fn hold_lease_store(name: &str) -> Function {
     let opened = js(&format!(
         "new Promise((ready, fail) => {{
            const open = indexedDB.open({name:?});

@@ -5,13 +5,13 @@ use indexed_db_futures::database::Database;
 use indexed_db_futures::prelude::*;
 
 /// A database name no other test (or earlier run) uses.
-pub fn unique_name(test: &str) -> String {
+pub(super) fn unique_name(test: &str) -> String {
     let random = (js_sys::Math::random() * 1e12) as u64;
     format!("canvas-scheduler-test:{test}:{random}")
 }
 
 /// Creates `name` at `version`, with `stores` created on upgrade, and closes it.
-pub async fn create_database(name: &str, version: u32, stores: &'static [&'static str]) {
+pub(super) async fn create_database(name: &str, version: u32, stores: &'static [&'static str]) {
     let db = Database::open(name)
         .with_version(version)
         .with_on_upgrade_needed(move |_, db| {
@@ -26,7 +26,7 @@ pub async fn create_database(name: &str, version: u32, stores: &'static [&'stati
 }
 
 /// Deletes `name`; tests call it last so reruns start clean.
-pub async fn delete_database(name: &str) {
+pub(super) async fn delete_database(name: &str) {
     Database::delete_by_name(name)
         .expect("test cleanup: delete request")
         .await
@@ -34,7 +34,7 @@ pub async fn delete_database(name: &str) {
 }
 
 /// Waits `ms` on the global `setTimeout` (a Window's or a Worker's).
-pub async fn sleep(ms: u32) {
+pub(super) async fn sleep(ms: u32) {
     use wasm_bindgen::JsCast;
     let promise = js_sys::Promise::new(&mut |resolve, _| {
         let global = js_sys::global();
@@ -48,14 +48,14 @@ pub async fn sleep(ms: u32) {
 }
 
 /// Evaluates a JS expression (test inputs JSON cannot express: NaN, functions, cycles).
-pub fn js(expression: &str) -> wasm_bindgen::JsValue {
+pub(super) fn js(expression: &str) -> wasm_bindgen::JsValue {
     js_sys::Function::new_no_args(&format!("return ({expression});"))
         .call0(&wasm_bindgen::JsValue::NULL)
         .expect("expression evaluates")
 }
 
 /// The `code` of a thrown scheduler error.
-pub fn code_of(error: &wasm_bindgen::JsValue) -> String {
+pub(super) fn code_of(error: &wasm_bindgen::JsValue) -> String {
     js_sys::Reflect::get(error, &"code".into())
         .ok()
         .and_then(|c| c.as_string())
@@ -65,7 +65,7 @@ pub fn code_of(error: &wasm_bindgen::JsValue) -> String {
 /// An endpoint behind a proxy that answers HTML 400 (the hostile server `scripts/test` starts):
 /// a 4xx without a protocol body dead-letters a request at once (docs/protocol.md), where an
 /// unreachable endpoint never does (an outage dead-letters nothing).
-pub fn proxy_400() -> String {
+pub(super) fn proxy_400() -> String {
     match option_env!("CANVAS_SCHEDULER_TEST_HOSTILE") {
         Some(url) if !url.is_empty() => format!("{url}/status/400/-"),
         _ => panic!(

@@ -7,11 +7,11 @@
 //! constructor name and a random part. Faults are global to the server: each test sets all of
 //! them first (tests in a binary run one at a time, the binaries one after the other).
 
-use canvas_scheduler::core::digest::body_digest;
-use canvas_scheduler::core::host::WireBody;
-use canvas_scheduler::core::io::{AttemptOutcome, AttemptStatus, SendOrder};
-use canvas_scheduler::core::model::{FrozenRequest, RequestPhase, RetryAction, Settlement};
 use canvas_scheduler::web::transport::FetchTransport;
+use canvas_scheduler_core::{
+    body_digest, AttemptOutcome, AttemptStatus, FrozenRequest, RequestPhase, RetryAction,
+    SendOrder, Settlement, WireBody,
+};
 
 use super::support::js;
 use js_sys::{Function, Promise};
@@ -166,7 +166,7 @@ impl Draft {
     fn freeze_with_body_id(&self, body_id: &str) -> FrozenRequest {
         let operation_ids = vec![format!("{}-op", self.id)];
         let canvas_ids: Vec<String> = self.canvas.iter().cloned().collect();
-        let body = canvas_scheduler::core::json_text::to_string(&WireBody {
+        let body = canvas_scheduler_core::json_text::to_string(&WireBody {
             id: body_id,
             operation_ids: &operation_ids,
             kind: self.kind,

@@ -12,13 +12,14 @@
 //! hold a request body open against this HTTP/1.1 server: Chrome rejects a streaming
 //! (`ReadableStream`, `duplex: "half"`) upload over HTTP/1.x with "Failed to fetch", and any
 //! other body is sent whole at loopback speed, so a second submit would only race the first —
-//! a flaky test. The row is covered natively (`src/core/protocol/tests.rs`) and by the server's
+//! a flaky test. The row is covered natively (`core/src/protocol/tests.rs`) and by the server's
 //! own tests.
 
-use canvas_scheduler::core::io::{AttemptOutcome, AttemptStatus, SendOrder};
-use canvas_scheduler::core::model::{FrozenRequest, RetryAction, Settlement};
-use canvas_scheduler::core::protocol::UNAUTHORIZED;
 use canvas_scheduler::web::transport::FetchTransport;
+use canvas_scheduler_core::{
+    protocol::UNAUTHORIZED, AttemptOutcome, AttemptStatus, FrozenRequest, RetryAction, SendOrder,
+    Settlement,
+};
 use serde_json::{json, Value};
 use wasm_bindgen::JsValue;
 use wasm_bindgen_test::wasm_bindgen_test;

@@ -1,9 +1,9 @@
 //! Adopting the shared inbox: intents other tabs wrote are admitted into this
 //! dispatcher's ledger in append order, then removed from the inbox once durable here.
 
+use canvas_scheduler_core::{BatchNo, SchedulerError};
+
 use super::Driver;
-use crate::core::error::SchedulerError;
-use crate::core::io::BatchNo;
 
 /// What became of one inbox entry, for the tab that wrote it.
 #[derive(Clone, Debug)]

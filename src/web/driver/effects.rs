@@ -3,13 +3,12 @@
 
 use web_sys::AbortController;
 
-use super::Driver;
-use crate::core::clock::Clock;
-use crate::core::io::{
-    AttemptStatus, Effect, PersistBatch, PersistFailure, PersistResult, SendOrder,
+use canvas_scheduler_core::{
+    AttemptStatus, Clock, Effect, Millis, PersistBatch, PersistFailure, PersistResult, Secrets,
+    SendOrder, UPLOAD_KIND,
 };
-use crate::core::model::{Millis, UPLOAD_KIND};
-use crate::core::scrub::Secrets;
+
+use super::Driver;
 use crate::web::clock::BrowserClock;
 use crate::web::task::{next_task, spawn};
 

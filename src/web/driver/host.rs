@@ -3,7 +3,7 @@
 //! hooks. A hook that throws, returns a Promise or returns the wrong shape blocks only that
 //! operation, with a message.
 
-use crate::core::model::ExpectedVersions;
+use canvas_scheduler_core::ExpectedVersions;
 
 use js_sys::{Function, Reflect};
 use wasm_bindgen::prelude::wasm_bindgen;
@@ -12,12 +12,10 @@ use wasm_bindgen::{JsCast, JsValue};
 use crate::web::host_code;
 use crate::web::thrown::Thrown;
 
-use crate::core::host::{default_compile, CompiledRequest, Host};
-use crate::core::json_text::JsonText;
-use crate::core::model::Intent;
-use crate::core::payload::Payload;
-use crate::core::safe_error::SafeError;
-use crate::core::Scheduler;
+use canvas_scheduler_core::{
+    default_compile, json_text::JsonText, CompiledRequest, Host, Intent, Payload, SafeError,
+    Scheduler,
+};
 
 /// Request ids that are unique across tabs, reloads and restarts, and the JS hooks.
 #[derive(Debug, Default, Clone)]
@@ -100,7 +98,7 @@ fn intent_js(intent: &Intent) -> JsValue {
 }
 
 fn string_list(value: &JsValue, what: &str) -> Result<Vec<String>, SafeError> {
-    let limit = crate::core::intent::MAX_LIST_LEN;
+    let limit = canvas_scheduler_core::intent::MAX_LIST_LEN;
     crate::web::json::string_items(value, limit)
         .map_err(|wrong| SafeError::new("compile_failed", &format!("{what} {wrong}")))
 }

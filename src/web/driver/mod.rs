@@ -15,16 +15,11 @@ use std::rc::Rc;
 use crate::web::task::spawn;
 use web_sys::AbortController;
 
-use crate::core::clock::{Clock, TimerHandle};
-use crate::core::config::SchedulerConfig;
-use crate::core::error::{ErrorCode, SchedulerError};
-use crate::core::intent::IntentInput;
-use crate::core::io::{AttemptId, BatchNo, Report};
-use crate::core::loader::Quarantined;
-use crate::core::model::Millis;
-use crate::core::partial::Verdict;
-use crate::core::scheduler::Known;
-use crate::core::Scheduler;
+use canvas_scheduler_core::{
+    intent::IntentInput, partial::Verdict, AttemptId, BatchNo, Clock, ErrorCode, Known, Millis,
+    Quarantined, Report, Scheduler, SchedulerConfig, SchedulerError, TimerHandle,
+};
+
 use crate::web::clock::BrowserClock;
 use crate::web::js_transport::JsTransport;
 use crate::web::store::{unavailable, AcquireError, IdbLedger};
@@ -282,7 +277,6 @@ impl Driver {
 
     /// Most tombstones kept at hand (`MEMORY_LIMIT`): tests lower it to reach the limit with
     /// few operations.
-    #[cfg(feature = "testing")]
     pub fn set_memory_limit(&self, limit: usize) {
         self.state.borrow_mut().scheduler.set_memory_limit(limit);
     }
@@ -297,7 +291,7 @@ impl Driver {
     ) -> Result<(), SchedulerError> {
         // Round after round while a round finds some: a superseded operation's tombstone
         // names its replacement, which may be compacted too.
-        for _ in 0..crate::core::retention::LOOKUP_ROUNDS {
+        for _ in 0..canvas_scheduler_core::retention::LOOKUP_ROUNDS {
             let (store, unknown) = {
                 let state = self.state.borrow();
                 let ledger = state.scheduler.ledger();
@@ -369,12 +363,12 @@ impl Driver {
     }
 
     /// Nothing new starts until the returned hold is released.
-    pub fn hold(&self) -> Result<crate::core::HoldId, SchedulerError> {
+    pub fn hold(&self) -> Result<canvas_scheduler_core::HoldId, SchedulerError> {
         self.with(|s, now| s.hold(now))
     }
 
     /// Releases a hold (idempotent).
-    pub fn release(&self, hold: crate::core::HoldId) {
+    pub fn release(&self, hold: canvas_scheduler_core::HoldId) {
         self.with(|s, now| s.release(now, hold));
     }
 
@@ -411,7 +405,7 @@ impl Driver {
 
     /// Resolves once every operation unsettled now is settled or blocked (the
     /// decision is the core's [`Scheduler::saved_state`]); `scheduler_closed` on `stop()`.
-    pub async fn when_saved(&self) -> Result<crate::core::scheduler::Saved, SchedulerError> {
+    pub async fn when_saved(&self) -> Result<canvas_scheduler_core::Saved, SchedulerError> {
         let mut covered = self.inspect(|s, _| s.saved_mark());
         let mut settled = 0;
         loop {

@@ -17,18 +17,18 @@ struct SignalState {
 
 /// Resolved once; awaited by any number of clones.
 #[derive(Clone, Default)]
-pub struct Signal {
+pub(crate) struct Signal {
     state: Rc<RefCell<SignalState>>,
 }
 
 impl Signal {
     /// An unresolved signal.
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Self::default()
     }
 
     /// Wakes every waiter; later calls do nothing.
-    pub fn resolve(&self) {
+    pub(crate) fn resolve(&self) {
         let wakers = {
             let mut state = self.state.borrow_mut();
             if state.resolved {
@@ -43,7 +43,7 @@ impl Signal {
     }
 
     /// Waits for `resolve`.
-    pub async fn wait(&self) {
+    pub(crate) async fn wait(&self) {
         Wait { state: &self.state }.await
     }
 }

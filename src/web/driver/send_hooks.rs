@@ -11,10 +11,9 @@ use wasm_bindgen::JsValue;
 use crate::web::bounded::{self, Settled};
 use crate::web::thrown::Thrown;
 
-use crate::core::host::Authorization;
-use crate::core::io::{AttemptOutcome, AttemptStatus};
-use crate::core::model::FrozenRequest;
-use crate::core::safe_error::SafeError;
+use canvas_scheduler_core::{
+    AttemptOutcome, AttemptStatus, Authorization, FrozenRequest, SafeError,
+};
 
 /// The hooks, when the host gave them.
 #[derive(Clone, Default)]

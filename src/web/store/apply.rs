@@ -1,5 +1,5 @@
 //! [`IdbLedger::apply`]: one [`PersistBatch`] in one readwrite transaction (group commit),
-//! fenced exactly like [`MemoryStore::apply`](crate::testing::MemoryStore::apply): the
+//! fenced exactly like `MemoryStore::apply` (the test world, `canvas_scheduler_testing`): the
 //! stored lease is read first (the writes are queued behind that read) and a stale or
 //! missing fence aborts the whole transaction. The transaction and its requests go through
 //! `indexed_db_futures`; the lease read's answer is handled by a task of the batch's own
@@ -22,6 +22,10 @@ use indexed_db_futures::KeyRange;
 use js_sys::Array;
 use wasm_bindgen::{JsCast, JsValue};
 
+use canvas_scheduler_core::{
+    Lease, LeaseWrite, PersistBatch, PersistFailure, PersistResult, SafeError,
+};
+
 use super::codec::{decode, page_value, to_js};
 use super::errors::{describe, js_error};
 use super::open_batches::{OpenBatches, OpenEntry};
@@ -32,9 +36,6 @@ use super::schema::{
 };
 use super::tombstones::page_writes;
 use super::{IdbLedger, StoreFault};
-use crate::core::io::{LeaseWrite, PersistBatch, PersistFailure, PersistResult};
-use crate::core::model::Lease;
-use crate::core::safe_error::SafeError;
 use crate::web::driver::promise::Signal;
 use crate::web::task::spawn;
 

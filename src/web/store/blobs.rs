@@ -10,7 +10,7 @@
 //! The second shape needs no schema change: the store holds whatever record it is given, and
 //! a ledger written before it (every record a `Blob`) reads as before.
 
-use crate::core::json_text::quoted;
+use canvas_scheduler_core::json_text::quoted;
 use js_sys::{Array, ArrayBuffer, Object, Reflect};
 use wasm_bindgen::{JsCast, JsValue};
 use wasm_bindgen_futures::JsFuture;
@@ -19,7 +19,7 @@ use super::errors::js_error;
 use super::requests::{get, put};
 use super::schema::BLOBS;
 use super::{IdbLedger, StoreFault};
-use crate::core::safe_error::SafeError;
+use canvas_scheduler_core::SafeError;
 
 /// Whether a failed `Blob` put is the engine refusing `Blob`s (retried as bytes), not a full
 /// disk or a closed connection (which the bytes would meet too).

@@ -18,20 +18,19 @@ use wasm_bindgen::{JsCast, JsValue};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
-use crate::core::json_text::JsonText;
-use crate::core::operation_pages::OperationPage;
-use crate::core::packed::PackedPage;
-use crate::core::safe_error::SafeError;
+use canvas_scheduler_core::{
+    json_text::JsonText, operation_pages::OperationPage, packed::PackedPage, SafeError,
+};
 
 /// Largest integer a JS number holds exactly.
-pub const MAX_SAFE_INTEGER: f64 = 9_007_199_254_740_991.0;
+pub(crate) const MAX_SAFE_INTEGER: f64 = 9_007_199_254_740_991.0;
 
 /// Serializes a record to the stored form: a JSON string.
 ///
 /// # Errors
 ///
 /// `unserializable_record` (e.g. an integer above 2^53 - 1).
-pub fn to_js<T: Serialize + ?Sized>(value: &T) -> Result<JsValue, SafeError> {
+pub(crate) fn to_js<T: Serialize + ?Sized>(value: &T) -> Result<JsValue, SafeError> {
     record_text(value).map(|text| JsValue::from_str(&text))
 }
 
@@ -43,7 +42,7 @@ fn record_text<T: Serialize + ?Sized>(value: &T) -> Result<String, SafeError> {
 /// The JSON text of a stored value: the string itself (this build's records) or
 /// `JSON.stringify` of an object (earlier builds' records). `Err` when there is none (e.g.
 /// `undefined`, a `BigInt`, a cyclic object).
-pub fn json_text(value: &JsValue) -> Result<String, String> {
+pub(crate) fn json_text(value: &JsValue) -> Result<String, String> {
     if let Some(text) = value.as_string() {
         return Ok(text);
     }
@@ -56,13 +55,13 @@ pub fn json_text(value: &JsValue) -> Result<String, String> {
 }
 
 /// Reads a stored value as JSON; `Err` when it is not JSON.
-pub fn to_json(value: &JsValue) -> Result<JsonText, String> {
+pub(crate) fn to_json(value: &JsValue) -> Result<JsonText, String> {
     let text = json_text(value)?;
     serde_json::from_str(&text).map_err(|e| format!("not JSON: {e}"))
 }
 
 /// Reads a stored value as a typed record.
-pub fn decode<T: DeserializeOwned>(value: &JsValue) -> Result<T, String> {
+pub(crate) fn decode<T: DeserializeOwned>(value: &JsValue) -> Result<T, String> {
     let text = json_text(value)?;
     serde_json::from_str(&text).map_err(|e| format!("undecodable: {e}"))
 }
@@ -70,21 +69,21 @@ pub fn decode<T: DeserializeOwned>(value: &JsValue) -> Result<T, String> {
 /// The key of an `operations`/`requests` record as the loader sees it, or `None` for a key
 /// of another type or outside the id alphabet's ordering (characters at or above U+E000 sort
 /// differently in IndexedDB's UTF-16 order than in Rust's).
-pub fn string_key(key: &JsValue) -> Option<String> {
+pub(crate) fn string_key(key: &JsValue) -> Option<String> {
     key.as_string()
         .filter(|k| k.chars().all(|c| (c as u32) < 0xE000))
 }
 
 /// The key of an `events` record as a decimal string, or `None` unless it is a whole number
 /// in `0..=2^53-1`.
-pub fn event_key(key: &JsValue) -> Option<String> {
+pub(crate) fn event_key(key: &JsValue) -> Option<String> {
     let number = key.as_f64()?;
     let whole = number.fract() == 0.0 && (0.0..=MAX_SAFE_INTEGER).contains(&number);
     whole.then(|| format!("{}", number as u64))
 }
 
 /// A description of a key of an unexpected type, for reports.
-pub fn describe_key(key: &JsValue) -> String {
+pub(crate) fn describe_key(key: &JsValue) -> String {
     match key.as_string() {
         Some(text) => text,
         None => match js_sys::JSON::stringify(key) {
@@ -96,9 +95,9 @@ pub fn describe_key(key: &JsValue) -> String {
 
 /// A page as stored: `{ids, json}` — the ids for the `by_operation` index (the inbox's check that
 /// an id is not taken), the operations as one JSON text in the packed form
-/// ([`crate::core::packed`]) in UTF-8 bytes (read back by [`page_text`]). Bytes, not a JS string: a load reads every page, and copying a string into
+/// ([`canvas_scheduler_core::packed`]) in UTF-8 bytes (read back by [`page_text`]). Bytes, not a JS string: a load reads every page, and copying a string into
 /// wasm re-encodes it from UTF-16 character by character, where bytes are one copy.
-pub fn page_value(page: &OperationPage) -> Result<JsValue, SafeError> {
+pub(crate) fn page_value(page: &OperationPage) -> Result<JsValue, SafeError> {
     let ids = js_sys::Array::new();
     for op in &page.operations {
         ids.push(&JsValue::from_str(&op.intent.id));
@@ -118,7 +117,7 @@ pub fn page_value(page: &OperationPage) -> Result<JsValue, SafeError> {
 
 /// The JSON text of a stored operation page: its `json` field, UTF-8 bytes (this build's
 /// pages) or a string (pages written by earlier builds: both load).
-pub fn page_text(value: &JsValue) -> Result<String, String> {
+pub(crate) fn page_text(value: &JsValue) -> Result<String, String> {
     let json = js_sys::Reflect::get(value, &JsValue::from_str("json"))
         .map_err(|_| "operation page with an unreadable json field".to_owned())?;
     if let Some(text) = json.as_string() {

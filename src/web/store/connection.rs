@@ -11,9 +11,10 @@ use indexed_db_futures::internals::SystemRepr;
 use wasm_bindgen::closure::Closure;
 use wasm_bindgen::JsCast;
 
+use canvas_scheduler_core::SafeError;
+
 use super::errors::closed;
 use super::schema::open_database;
-use crate::core::safe_error::SafeError;
 
 type Handler = Closure<dyn FnMut(web_sys::Event)>;
 
@@ -39,7 +40,7 @@ impl State {
 }
 
 /// One connection to a ledger database, replaced on reopen.
-pub struct Connection {
+pub(super) struct Connection {
     name: String,
     state: Rc<RefCell<State>>,
     /// The raw database whose handlers are installed (to remove them before replacing it).
@@ -48,7 +49,7 @@ pub struct Connection {
 
 impl Connection {
     /// Opens `name` (creating or upgrading it) and watches for `versionchange` and `close`.
-    pub async fn open(name: &str) -> Result<Self, SafeError> {
+    pub(super) async fn open(name: &str) -> Result<Self, SafeError> {
         let connection = Self {
             name: name.to_owned(),
             state: Rc::default(),
@@ -59,18 +60,18 @@ impl Connection {
     }
 
     /// The database name.
-    pub fn name(&self) -> &str {
+    pub(super) fn name(&self) -> &str {
         &self.name
     }
 
     /// The open database, or `storage_unavailable` if it was closed under us.
-    pub fn db(&self) -> Result<Database, SafeError> {
+    pub(super) fn db(&self) -> Result<Database, SafeError> {
         self.shared_db().cloned()
     }
 
     /// As [`Connection::db`], the handle kept for the page's life (a transaction that outlives
     /// the call opening it borrows this one).
-    pub fn shared_db(&self) -> Result<&'static Database, SafeError> {
+    pub(super) fn shared_db(&self) -> Result<&'static Database, SafeError> {
         let state = self.state.borrow();
         match (state.db, &state.closed) {
             (Some(db), None) => Ok(db),
@@ -80,17 +81,17 @@ impl Connection {
     }
 
     /// Whether a usable connection is held.
-    pub fn is_open(&self) -> bool {
+    pub(super) fn is_open(&self) -> bool {
         self.db().is_ok()
     }
 
     /// Closes the connection now, recording `reason` for later errors.
-    pub fn close(&self, reason: &str) {
+    pub(super) fn close(&self, reason: &str) {
         self.state.borrow_mut().close(reason);
     }
 
     /// Drops the current connection (if any) and opens a new one.
-    pub async fn reopen(&self) -> Result<(), SafeError> {
+    pub(super) async fn reopen(&self) -> Result<(), SafeError> {
         self.detach();
         let db: &'static Database = Box::leak(Box::new(open_database(&self.name).await?));
         let raw: web_sys::IdbDatabase = db.as_sys().clone().unchecked_into();

@@ -4,12 +4,10 @@
 use indexed_db_futures::error::{Error, OpenDbError};
 use wasm_bindgen::JsCast;
 
-use crate::core::error::{ErrorCode, SchedulerError};
-use crate::core::model::Lease;
-use crate::core::safe_error::SafeError;
+use canvas_scheduler_core::{ErrorCode, Lease, SafeError, SchedulerError};
 
 /// The connection was closed (another connection's `versionchange`, or the browser closed it).
-pub const CLOSED: &str = "storage_unavailable";
+pub(crate) const CLOSED: &str = "storage_unavailable";
 
 /// A storage failure as the scheduler reports it: `storage_unavailable`, the storage error's
 /// own code (a `DOMException` name) before its message unless it is that code already (alone
@@ -35,12 +33,12 @@ pub enum AcquireError {
 }
 
 /// A library error's message: its own `Display`.
-pub fn describe(error: &Error) -> String {
+pub(crate) fn describe(error: &Error) -> String {
     error.to_string()
 }
 
 /// An open failure's message (see [`describe`]).
-pub fn describe_open(error: &OpenDbError) -> String {
+pub(crate) fn describe_open(error: &OpenDbError) -> String {
     match error {
         OpenDbError::Base(base) => describe(base),
         OpenDbError::VersionZero => "version cannot be zero".to_owned(),
@@ -51,7 +49,7 @@ pub fn describe_open(error: &OpenDbError) -> String {
 
 /// A `DomException` (or any thrown JS value) as a safe error. Chromium's `QuotaExceededError`
 /// from IndexedDB has no message: one is given, so the host can tell people what happened.
-pub fn dom_error(error: &web_sys::DomException) -> SafeError {
+pub(crate) fn dom_error(error: &web_sys::DomException) -> SafeError {
     let name = error.name();
     let message = error.message();
     let message = match (name.as_str(), message.trim().is_empty()) {
@@ -67,7 +65,7 @@ pub fn dom_error(error: &web_sys::DomException) -> SafeError {
 /// `Error` (a `TypeError` from a missing or broken global) by its name and message — never its
 /// stack, which `{:?}` of the value would have spelled out — and anything else as a string or
 /// by what it is not.
-pub fn js_error(value: &wasm_bindgen::JsValue) -> SafeError {
+pub(crate) fn js_error(value: &wasm_bindgen::JsValue) -> SafeError {
     if let Some(dom) = value.dyn_ref::<web_sys::DomException>() {
         return dom_error(dom);
     }
@@ -85,7 +83,7 @@ pub fn js_error(value: &wasm_bindgen::JsValue) -> SafeError {
 }
 
 /// The error of the connection being closed under us.
-pub fn closed(reason: &str) -> SafeError {
+pub(crate) fn closed(reason: &str) -> SafeError {
     SafeError::new(
         CLOSED,
         &format!("the ledger database connection is closed ({reason}); call reopen()"),

@@ -3,13 +3,13 @@
 
 use wasm_bindgen::JsValue;
 
+use canvas_scheduler_core::{EventRecord, SafeError};
+
 use super::codec::{decode, json_text};
 use super::errors::js_error;
 use super::requests::PageRead;
 use super::schema::EVENTS;
 use super::IdbLedger;
-use crate::core::model::EventRecord;
-use crate::core::safe_error::SafeError;
 
 impl IdbLedger {
     /// The stored events with `seq > after`, at most `limit`, in seq order (one read-only
@@ -65,7 +65,7 @@ impl IdbLedger {
 
 /// `stored` and `recent` (this session's, at hand) as one log: by seq, each once (the one at
 /// hand when both have it), above `after`, at most `limit`.
-pub fn merged(
+pub(crate) fn merged(
     mut stored: Vec<EventRecord>,
     recent: Vec<EventRecord>,
     after: u64,

@@ -5,7 +5,7 @@
 use std::cell::RefCell;
 use std::collections::VecDeque;
 
-use crate::core::safe_error::SafeError;
+use canvas_scheduler_core::SafeError;
 
 /// A failure to inject into the next write transaction (or, for `CloseConnection`, now).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -46,16 +46,16 @@ impl StoreFault {
 
 /// Faults waiting for the next write transaction, oldest first.
 #[derive(Debug, Default)]
-pub struct FaultQueue(RefCell<VecDeque<StoreFault>>);
+pub(super) struct FaultQueue(RefCell<VecDeque<StoreFault>>);
 
 impl FaultQueue {
     /// Queues a transaction fault.
-    pub fn push(&self, fault: StoreFault) {
+    pub(super) fn push(&self, fault: StoreFault) {
         self.0.borrow_mut().push_back(fault);
     }
 
     /// The fault the current write transaction must suffer, if any.
-    pub fn take(&self) -> Option<StoreFault> {
+    pub(super) fn take(&self) -> Option<StoreFault> {
         self.0.borrow_mut().pop_front()
     }
 }

@@ -9,6 +9,11 @@
 use std::collections::BTreeSet;
 use wasm_bindgen::JsValue;
 
+use canvas_scheduler_core::{
+    intent::IntentInput, packed::decode_page, Compacted, FrozenRequest, Known, Millis, Operation,
+    SchedulerError,
+};
+
 use super::codec::{decode, page_text};
 use super::errors::{js_error, unavailable};
 use super::inbox_partial::check_and_add;
@@ -16,11 +21,6 @@ use super::requests::{get, index_get_all, PageRead, Tx};
 use super::schema::{BY_OPERATION, INBOX, OPERATIONS, OPERATION_PAGES, QUARANTINE, REQUESTS};
 use super::tombstones::{look_up_in, LOOK_UP_STORES};
 use super::IdbLedger;
-use crate::core::error::SchedulerError;
-use crate::core::intent::IntentInput;
-use crate::core::model::{FrozenRequest, Millis, Operation};
-use crate::core::packed::decode_page;
-use crate::core::scheduler::{Compacted, Known};
 
 /// One `enqueue`/`enqueueMany` call of a tab that does not dispatch.
 #[derive(serde::Serialize, serde::Deserialize, Clone, Debug, Default, PartialEq)]

@@ -7,16 +7,17 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use wasm_bindgen::JsValue;
 
+use canvas_scheduler_core::{
+    intent::{same_intent, IntentInput},
+    partial::{partition, Holdings, Verdict},
+    retention::Tombstone,
+    ErrorCode, Known, Operation, SchedulerError,
+};
+
 use super::inbox::{js, read_queued, stored_operation, APPEND_STORES};
 use super::schema::INBOX;
 use super::tombstones::look_up_in;
 use super::{unavailable, IdbLedger, InboxEntry};
-use crate::core::error::{ErrorCode, SchedulerError};
-use crate::core::intent::{same_intent, IntentInput};
-use crate::core::model::Operation;
-use crate::core::partial::{partition, Holdings, Verdict};
-use crate::core::retention::Tombstone;
-use crate::core::scheduler::Known;
 use crate::web::store::requests::Tx;
 
 /// What [`IdbLedger::append_inbox_partial`] did.
@@ -170,7 +171,7 @@ fn add_accepted(
     let written = !fresh.is_empty();
     if written {
         entry.intents = fresh;
-        let text = crate::core::json_text::to_string(&*entry);
+        let text = canvas_scheduler_core::json_text::to_string(&*entry);
         let store = tx.store(INBOX).map_err(js)?;
         store.add(&JsValue::from_str(&text)).map_err(js)?;
     }

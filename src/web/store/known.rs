@@ -5,17 +5,16 @@ use std::collections::BTreeMap;
 
 use wasm_bindgen::JsValue;
 
+use canvas_scheduler_core::{
+    packed::decode_page, retention::Tombstone, Known, Operation, SafeError,
+};
+
 use super::codec::{decode, page_text};
 use super::errors::js_error;
 use super::requests::Tx;
 use super::schema::{BY_OPERATION, OPERATIONS, OPERATION_PAGES};
 use super::tombstones::{look_up_in, PageIndex, LOOK_UP_STORES};
 use super::IdbLedger;
-use crate::core::model::Operation;
-use crate::core::packed::decode_page;
-use crate::core::retention::Tombstone;
-use crate::core::safe_error::SafeError;
-use crate::core::scheduler::Known;
 
 impl IdbLedger {
     /// The stored record of each of `ids`, in order: the operation in the working stores

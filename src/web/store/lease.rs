@@ -3,13 +3,13 @@
 
 use wasm_bindgen::JsValue;
 
+use canvas_scheduler_core::{Lease, SafeError};
+
 use super::codec::decode;
 use super::errors::js_error;
 use super::requests::get;
 use super::schema::{LEASE, LEASE_KEY};
 use super::IdbLedger;
-use crate::core::model::Lease;
-use crate::core::safe_error::SafeError;
 
 impl IdbLedger {
     /// The stored lease, `None` when there is none or it is unreadable (one readonly

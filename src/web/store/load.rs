@@ -4,7 +4,7 @@
 //! rejects — and records whose key or value is not what a ledger holds — moves to the
 //! `quarantine` store in the same transaction and is reported, never silently dropped.
 
-use crate::core::json_text::JsonText;
+use canvas_scheduler_core::json_text::JsonText;
 use wasm_bindgen::JsValue;
 
 use super::codec::{
@@ -16,10 +16,9 @@ use super::schema::{
     EVENTS, LEASE, LEASE_KEY, OPERATIONS, OPERATION_PAGES, QUARANTINE, REQUESTS, TOMBSTONES,
 };
 use super::IdbLedger;
-use crate::core::ledger::LedgerSnapshot;
-use crate::core::loader::{LedgerLoader, Quarantined, RecordStore};
-use crate::core::model::{Lease, Millis, MAX_FENCE};
-use crate::core::safe_error::SafeError;
+use canvas_scheduler_core::{
+    Lease, LedgerLoader, LedgerSnapshot, Millis, Quarantined, RecordStore, SafeError, MAX_FENCE,
+};
 
 /// What a successful acquire read: the ledger (with the freshly taken lease) and what was
 /// moved to the `quarantine` store.
@@ -115,7 +114,7 @@ async fn load(
         )
         .await?;
     }
-    let lease_json = Some(crate::core::json_text::to_string(&lease));
+    let lease_json = Some(canvas_scheduler_core::json_text::to_string(&lease));
     loader.set_singletons(lease_json, None::<String>);
     let (mut snapshot, rejected) = loader.finish();
     // Retention: no tombstone is read (an enqueue looks one up by id), only the highest key;
@@ -332,7 +331,7 @@ fn js(error: JsValue) -> AcquireError {
 /// A read that broke the page rules: a storage bug, the load stops (nothing written).
 fn broken(message: String) -> AcquireError {
     AcquireError::Storage(SafeError::new(
-        crate::core::error::ErrorCode::CorruptRecord.as_str(),
+        canvas_scheduler_core::ErrorCode::CorruptRecord.as_str(),
         &message,
     ))
 }

@@ -1,10 +1,10 @@
 //! The IndexedDB ledger store: the browser twin of
-//! [`MemoryStore`](crate::testing::MemoryStore), with the same fence rules, each call one
+//! `MemoryStore` (the test world, `canvas_scheduler_testing`), with the same fence rules, each call one
 //! readwrite transaction, strict unless a batch holds only what a query recovers (relaxed).
 //!
 //! - [`IdbLedger::acquire_and_load`] takes the lease and reads the whole ledger, validated
 //!   page by page, in one transaction; corrupt records move to `quarantine`.
-//! - [`IdbLedger::apply`] writes one [`PersistBatch`](crate::core::io::PersistBatch) (group
+//! - [`IdbLedger::apply`] writes one [`PersistBatch`](canvas_scheduler_core::PersistBatch) (group
 //!   commit) after checking the fence in the same transaction; on any failure nothing is
 //!   written.
 //! - Blobs for uploads live beside the ledger ([`IdbLedger::put_blob`]), as bytes where the
@@ -43,7 +43,7 @@ pub use inbox::{InboxEntry, InboxRecord, StoredOperation};
 pub use inbox_partial::PartialAppend;
 pub use load::LoadedLedger;
 
-use crate::core::safe_error::SafeError;
+use canvas_scheduler_core::SafeError;
 use connection::Connection;
 use faults::FaultQueue;
 

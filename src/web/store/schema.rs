@@ -33,13 +33,13 @@
 //! database any more.
 //!
 //! Version 5 stores the operations a batch writes for the first time as pages
-//! (`crate::core::operation_pages`). A version-4 build would not read them: it would take the
+//! (`canvas_scheduler_core::operation_pages`). A version-4 build would not read them: it would take the
 //! lease and send later operations of a canvas before the paged ones. So version 5 also
 //! deletes `meta` — unwritten since version 4 stopped writing it (every value it held is
 //! derived from the records at load) — and a version-4 build, which needs `meta`, refuses
 //! the database instead of opening it.
 //!
-//! Version 6 writes operation pages in the packed form (`crate::core::packed`), which a
+//! Version 6 writes operation pages in the packed form (`canvas_scheduler_core::packed`), which a
 //! version-5 build does not read: it would set the pages aside and send later operations
 //! first. So version 6 moves the lease, as version 4 did: `dispatcher_lease` is deleted and
 //! the lease lives in `leader_lease`. A version-5 build (an open tab is closed by the
@@ -49,7 +49,7 @@
 //!
 //! Version 7 adds `tombstones` and changes no record: a ledger of version 6 opens with all its
 //! work, and its settled history is compacted afterwards, slice by slice, as any history
-//! past the policy is (`crate::core::retention`). The lease stays where it is: a version-6
+//! past the policy is (`canvas_scheduler_core::retention`). The lease stays where it is: a version-6
 //! build that opens a version-7 database finds every record it reads intact and every
 //! unsettled operation whole (nothing unsettled is ever compacted). What it lacks is the
 //! tombstones: it would accept an enqueue of a compacted id as a new operation, and refuse a
@@ -77,13 +77,13 @@
 //! fence starts again from 1: no holder of an older fence can open the database any more.
 //! Settled operations a version-8 build left whole are compacted by this build as it runs.
 
-use crate::core::json_text::quoted;
+use canvas_scheduler_core::json_text::quoted;
 use indexed_db_futures::database::Database;
 use wasm_bindgen::JsValue;
 use web_sys::{IdbDatabase, IdbIndexParameters, IdbObjectStoreParameters};
 
 use super::upgrade::{open_current, upgrade_to, UpgradeFailure};
-use crate::core::safe_error::SafeError;
+use canvas_scheduler_core::SafeError;
 
 /// The schema version this build writes.
 pub const SCHEMA_VERSION: u32 = 10;
@@ -116,7 +116,7 @@ pub const META: &str = "meta";
 /// Records set aside by the loader, keyed `"{store}/{key}"`.
 pub const QUARANTINE: &str = "quarantine";
 
-/// Tombstones of compacted operations (`crate::core::retention`), keys growing with time
+/// Tombstones of compacted operations (`canvas_scheduler_core::retention`), keys growing with time
 /// (deleting by age is a key-range delete): pages keyed `[time]` (the newest tombstone key in
 /// the page), values the JSON text of their tombstones; below them, version 7's single records
 /// keyed by a number, values `{ id, json }`.
@@ -127,7 +127,7 @@ pub const BY_ID: &str = "by_id";
 /// `apply.rs` trims it with the pages.
 pub const TOMBSTONE_HASHES: &str = "tombstone_hashes";
 
-/// The archive (`crate::core::retention`): settled operations kept whole by the policy, each
+/// The archive (`canvas_scheduler_core::retention`): settled operations kept whole by the policy, each
 /// the JSON text of its record, keyed by its tombstone's key (a number growing with time, so
 /// trimming by age is a key-range delete). Read only by look-ups (`known(ids)`).
 pub const SETTLED: &str = "settled";

@@ -1,4 +1,4 @@
-//! Tombstones of compacted operations (`crate::core::retention`), one page per batch that
+//! Tombstones of compacted operations (`canvas_scheduler_core::retention`), one page per batch that
 //! compacts with its ids' hashes beside it: looked up by id before an enqueue
 //! ([`IdbLedger::tombstones`]), counted after the load ([`IdbLedger::count_tombstones`]) —
 //! never loaded whole.
@@ -30,18 +30,17 @@ use js_sys::{Array, Reflect, Uint32Array, JSON};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 
+use canvas_scheduler_core::{retention::Tombstone, Operation, OperationPhase, SafeError};
+
 use super::codec::decode;
 use super::errors::js_error;
 use super::requests::{Answer, PageRead, Store, Tx};
 use super::schema::{BY_ID, SETTLED, TOMBSTONES, TOMBSTONE_HASHES};
 use super::IdbLedger;
-use crate::core::model::{Operation, OperationPhase};
-use crate::core::retention::Tombstone;
-use crate::core::safe_error::SafeError;
 
 /// Where the tombstone pages are and which id hashes each holds.
 #[derive(Default)]
-pub struct PageIndex {
+pub(super) struct PageIndex {
     /// Each page's time and its hashes, sorted.
     pages: BTreeMap<u64, Vec<u32>>,
     /// The highest page time read from storage.
@@ -55,7 +54,7 @@ pub struct PageIndex {
 impl PageIndex {
     /// Notes the page of `ids` a batch of this ledger writes under `time`. `last` stays: the
     /// next sync still reads every stored page above the last one it read.
-    pub fn note_page<'a>(&mut self, time: u64, ids: impl IntoIterator<Item = &'a str>) {
+    pub(super) fn note_page<'a>(&mut self, time: u64, ids: impl IntoIterator<Item = &'a str>) {
         let mut sorted: Vec<u32> = ids.into_iter().map(id_hash).collect();
         sorted.sort_unstable();
         self.pages.insert(time, sorted);
@@ -63,7 +62,7 @@ impl PageIndex {
 
     /// False only when the index is complete and none of its pages holds the hash of one of
     /// `ids`: then no tombstone of them is stored, and a look-up would find none.
-    pub fn may_hold(&self, ids: &[String]) -> bool {
+    pub(super) fn may_hold(&self, ids: &[String]) -> bool {
         if !self.complete || self.legacy != Some(0) {
             return true;
         }
@@ -97,7 +96,7 @@ impl PageIndex {
 
 /// The 32-bit hash of an operation id a page's hashes hold: FNV-1a over its UTF-16 code
 /// units (what the pages written since version 8 hold).
-pub fn id_hash(id: &str) -> u32 {
+pub(super) fn id_hash(id: &str) -> u32 {
     id.encode_utf16().fold(0x811c_9dc5_u32, |hash, unit| {
         (hash ^ u32::from(unit)).wrapping_mul(0x0100_0193)
     })
@@ -105,7 +104,7 @@ pub fn id_hash(id: &str) -> u32 {
 
 /// The two puts of the page of `tombstones` (their JSON text `json`) whose newest key is
 /// `time`: `(store, key, value)` each.
-pub fn page_writes(
+pub(super) fn page_writes(
     time: u64,
     tombstones: &[Tombstone],
     json: JsValue,
@@ -162,7 +161,7 @@ async fn sync(hashes: &Store<'_>, index: &RefCell<PageIndex>) -> Result<(), JsVa
 /// # Errors
 ///
 /// The request's error.
-pub async fn last_tombstone_key(tx: &Tx<'_>) -> Result<u64, JsValue> {
+pub(super) async fn last_tombstone_key(tx: &Tx<'_>) -> Result<u64, JsValue> {
     let Some(key) = tx.store(TOMBSTONES)?.edge_key(true).await? else {
         return Ok(0);
     };
@@ -235,7 +234,7 @@ impl IdbLedger {
 }
 
 /// The stores a tombstone look-up reads (add them to a transaction that calls [`look_up_in`]).
-pub const LOOK_UP_STORES: [&str; 3] = [TOMBSTONES, TOMBSTONE_HASHES, SETTLED];
+pub(super) const LOOK_UP_STORES: [&str; 3] = [TOMBSTONES, TOMBSTONE_HASHES, SETTLED];
 
 /// The stored tombstones of `ids`, each with its archived operation while the archive keeps
 /// it, in `tx` (which covers [`LOOK_UP_STORES`]), oldest first; `index` is the ledger's index
@@ -247,7 +246,7 @@ pub const LOOK_UP_STORES: [&str; 3] = [TOMBSTONES, TOMBSTONE_HASHES, SETTLED];
 /// # Errors
 ///
 /// The request's error.
-pub async fn look_up_in(
+pub(super) async fn look_up_in(
     tx: &Tx<'_>,
     index: &RefCell<PageIndex>,
     ids: &[String],

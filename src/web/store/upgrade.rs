@@ -8,8 +8,9 @@ use indexed_db_futures::internals::SystemRepr;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 
+use canvas_scheduler_core::SafeError;
+
 use super::errors::{describe, describe_open, dom_error, js_error};
-use crate::core::safe_error::SafeError;
 
 /// Upgrade steps: run with the database in its `versionchange` transaction and the version
 /// it had (0 for a new database). An `Err` aborts the upgrade.

@@ -18,37 +18,75 @@ use super::action::HostAction;
 #[derive(Clone, Debug)]
 pub enum TabMessage {
     /// A tab that does not dispatch is here (`from`): the leader starts relaying events.
-    Hello { from: String },
+    Hello {
+        /// The tab's id.
+        from: String,
+    },
     /// `owner` now dispatches with `fence`.
-    Leader { owner: String, fence: Option<u64> },
+    Leader {
+        /// The dispatching tab's id.
+        owner: String,
+        /// Its lease's fence (`None` when the message carried none, or not a number).
+        fence: Option<u64>,
+    },
     /// `owner` holds the lock and is loading the ledger to lead (a heartbeat: a large ledger
     /// can take longer than a lease to load, and the lease it takes is not visible until then).
-    Loading { owner: String },
+    Loading {
+        /// The loading tab's id.
+        owner: String,
+    },
     /// `owner` stopped dispatching and gave the lease up.
-    Gone { owner: String },
+    Gone {
+        /// The id of the tab that stopped.
+        owner: String,
+    },
     /// The inbox has new entries written by `from`.
-    Wake { from: String },
+    Wake {
+        /// The id of the tab that wrote them.
+        from: String,
+    },
     /// A tab that does not dispatch became visible (`from`): a hidden leader may hand over.
-    Visible { from: String },
+    Visible {
+        /// The id of the tab that became visible.
+        from: String,
+    },
     /// The hidden leader stopped and gave the lease up for `to`, which now steals the lock.
-    Handover { to: String },
+    Handover {
+        /// The id of the tab the lease is given up for.
+        to: String,
+    },
     /// An event of the dispatcher (as `onEvent` receives it) and, when it names one
     /// operation, that operation's record after it.
-    Event { event: JsValue, operation: JsValue },
+    Event {
+        /// The event object.
+        event: JsValue,
+        /// The record of the operation the event names, after it, when it names one.
+        operation: JsValue,
+    },
     /// Host action `action` asked of the dispatcher by tab `from`, request id `rid`.
     /// `principal` is the asking tab's (the leader serves it only that principal's work).
     Act {
+        /// The request id, chosen by the asking tab.
         rid: u64,
+        /// The asking tab's id.
         from: String,
+        /// The asking tab's principal, when it has one.
         principal: Option<String>,
+        /// The host action asked.
         action: HostAction,
+        /// Its argument, as the asking tab's caller passed it.
         arg: JsValue,
     },
     /// The dispatcher's answer to `rid` of tab `to`: the value, or `{code, message}`.
     Done {
+        /// The request id of the `Act` answered.
         rid: u64,
+        /// The asking tab's id.
         to: String,
+        /// Whether the action succeeded (`value` is its result) or failed (`value` is
+        /// `{code, message}`).
         ok: bool,
+        /// The result or the error.
         value: JsValue,
     },
 }
@@ -188,7 +226,7 @@ impl TabMessage {
 }
 
 /// A `BroadcastChannel` carrying [`TabMessage`]s; the listener goes with it.
-pub struct TabChannel {
+pub(super) struct TabChannel {
     channel: BroadcastChannel,
     _listener: Closure<dyn FnMut(MessageEvent)>,
 }
@@ -196,7 +234,7 @@ pub struct TabChannel {
 impl TabChannel {
     /// Opens channel `name`; `on_message` gets every well-formed message of other tabs
     /// (anything else on the channel is ignored).
-    pub fn open(name: &str, on_message: Rc<dyn Fn(TabMessage)>) -> Option<TabChannel> {
+    pub(super) fn open(name: &str, on_message: Rc<dyn Fn(TabMessage)>) -> Option<TabChannel> {
         let channel = BroadcastChannel::new(name).ok()?;
         let listener = Closure::<dyn FnMut(MessageEvent)>::new(move |event: MessageEvent| {
             if let Some(message) = TabMessage::decode(&event.data()) {
@@ -211,7 +249,7 @@ impl TabChannel {
     }
 
     /// Posts `message` to the other tabs (never to ourselves).
-    pub fn post(&self, message: &TabMessage) {
+    pub(super) fn post(&self, message: &TabMessage) {
         let _ = self.channel.post_message(&message.encode());
     }
 }

@@ -4,12 +4,11 @@ use std::rc::Rc;
 
 use crate::web::task::spawn;
 
+use canvas_scheduler_core::{Clock, ErrorCode, Report, SchedulerError};
+
 use super::events;
 use super::locks::{Grant, LockRequest};
 use super::{Role, Tab, TabMessage};
-use crate::core::clock::Clock;
-use crate::core::error::{ErrorCode, SchedulerError};
-use crate::core::io::Report;
 use crate::web::driver::{Driver, ReportSink};
 
 impl Tab {

@@ -4,13 +4,10 @@
 use js_sys::{Array, Reflect};
 use wasm_bindgen::JsValue;
 
-use crate::core::error::SchedulerError;
-use crate::core::io::Report;
+use canvas_scheduler_core::{Report, SchedulerError};
 use serde::Serialize;
 
-use crate::core::json_text::JsonText;
-use crate::core::safe_error::SafeError;
-use crate::core::scheduler::RELEASE_ACTIONS;
+use canvas_scheduler_core::{json_text::JsonText, SafeError, RELEASE_ACTIONS};
 
 /// An event object, `type` first; a member with no value is absent, not null (the
 /// declarations say `field?: T`).

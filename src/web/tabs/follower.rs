@@ -8,16 +8,15 @@ use crate::web::task::spawn;
 use js_sys::Reflect;
 use wasm_bindgen::JsValue;
 
+use canvas_scheduler_core::{
+    intent::{check_batch, into_intent, IntentInput},
+    Clock, ErrorCode, Known, Operation, OperationPhase, Report, SchedulerError, SchedulerStats,
+    RELEASE_ACTIONS,
+};
+
 use super::action::HostAction;
 use super::relay::serve;
 use super::{Role, Tab, TabMessage};
-use crate::core::clock::Clock;
-use crate::core::error::{ErrorCode, SchedulerError};
-use crate::core::intent::{check_batch, into_intent, IntentInput};
-use crate::core::io::Report;
-use crate::core::model::{Operation, OperationPhase};
-use crate::core::scheduler::{Known, RELEASE_ACTIONS};
-use crate::core::SchedulerStats;
 use crate::web::driver::Signal;
 use crate::web::json::to_js;
 use crate::web::store::InboxEntry;
@@ -523,7 +522,7 @@ impl Tab {
             return driver.read(|s, now| to_js(&s.pending(now)));
         }
         let state = self.state.borrow();
-        let mut entries: Vec<crate::core::scheduler::PendingEntry> = Vec::new();
+        let mut entries: Vec<canvas_scheduler_core::PendingEntry> = Vec::new();
         for id in state.mine.iter() {
             let Some(view) = state.views.get(id) else {
                 continue;
@@ -537,7 +536,7 @@ impl Tab {
             let blocked = op.blockers.first().cloned();
             // A request blocked with canvases claimed (frozen: it has a request id) holds them.
             let holds = blocked.is_some() && op.request_id.is_some();
-            entries.push(crate::core::scheduler::PendingEntry {
+            entries.push(canvas_scheduler_core::PendingEntry {
                 id: id.clone(),
                 state: if blocked.is_some() {
                     "blocked"

@@ -9,8 +9,9 @@ use std::rc::Rc;
 
 use crate::web::task::spawn;
 
+use canvas_scheduler_core::Clock;
+
 use super::{events, Role, Tab, TabMessage};
-use crate::core::clock::Clock;
 use crate::web::wake::{is_hidden, WakeReason, WakeSignals};
 
 /// How long a leader that handed over waits for the visible tab to take the lock.

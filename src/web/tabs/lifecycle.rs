@@ -17,7 +17,8 @@
 //! `whenSaved()` that a pause interrupted goes on through the new route (see
 //! [`Tab::enqueue`]); `stop()` stays final.
 
-use crate::core::error::SchedulerError;
+use canvas_scheduler_core::SchedulerError;
+
 use crate::web::page_lifecycle::{PageEvent, PageLifecycle};
 use crate::web::task::spawn;
 use crate::web::wake::is_hidden;
@@ -94,7 +95,7 @@ impl Tab {
             releasing.push(lock.ended());
         }
         if let Some(timer) = timer {
-            use crate::core::clock::Clock;
+            use canvas_scheduler_core::Clock;
             self.state.borrow().clock.clear_timer(timer);
         }
         if let Some(lock) = owner_lock {
@@ -179,7 +180,7 @@ impl Tab {
             state.paused = true;
             state.epoch += 1;
         }
-        self.emit_json(&events::event_json(&crate::core::io::Report::Error(
+        self.emit_json(&events::event_json(&canvas_scheduler_core::Report::Error(
             error.clone(),
         )));
     }

@@ -16,7 +16,7 @@ use web_sys::AbortController;
 
 /// How a lock request ended before or at its grant.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Grant {
+pub(super) enum Grant {
     /// We hold the lock until [`HeldLock::release`] (or until it is stolen).
     Granted,
     /// `ifAvailable` and someone else holds it.
@@ -27,12 +27,12 @@ pub enum Grant {
 
 /// The global `navigator.locks`.
 #[derive(Clone)]
-pub struct LockManager {
+pub(super) struct LockManager {
     locks: JsValue,
 }
 
 /// A lock request: its grant, its release, and how it ended.
-pub struct LockRequest {
+pub(super) struct LockRequest {
     granted: Promise,
     finished: Promise,
     release: Rc<RefCell<Option<Function>>>,
@@ -56,7 +56,7 @@ fn settle(slot: &Rc<RefCell<Option<Function>>>, value: &JsValue) {
 
 impl LockManager {
     /// `navigator.locks` of this global (Window or Worker), if the browser has it.
-    pub fn get() -> Option<LockManager> {
+    pub(super) fn get() -> Option<LockManager> {
         let global = js_sys::global();
         let navigator = Reflect::get(&global, &"navigator".into()).ok()?;
         let locks = Reflect::get(&navigator, &"locks".into()).ok()?;
@@ -67,7 +67,7 @@ impl LockManager {
     /// Requests the exclusive lock `name`. With `if_available` the grant is `Unavailable` at
     /// once when another context holds it; with `steal` any holder loses it (its request
     /// ends with an `AbortError`) — only for a holder judged frozen.
-    pub fn request(&self, name: &str, if_available: bool, steal: bool) -> LockRequest {
+    pub(super) fn request(&self, name: &str, if_available: bool, steal: bool) -> LockRequest {
         let (granted, grant_slot) = deferred();
         let (held, release) = deferred();
         let abort = AbortController::new().ok();
@@ -123,7 +123,7 @@ impl LockManager {
 
 impl LockRequest {
     /// Waits for the grant (or the end of the request).
-    pub async fn granted(&self) -> Grant {
+    pub(super) async fn granted(&self) -> Grant {
         match JsFuture::from(self.granted.clone()).await {
             Ok(value) if value.as_string().as_deref() == Some("granted") => Grant::Granted,
             Ok(value) if value.as_string().as_deref() == Some("unavailable") => Grant::Unavailable,
@@ -133,17 +133,17 @@ impl LockRequest {
 
     /// Resolves when the lock is no longer ours: released by us, or stolen by another
     /// context (or the request ended without a grant).
-    pub async fn finished(&self) {
+    pub(super) async fn finished(&self) {
         let _ = JsFuture::from(self.finished.clone()).await;
     }
 
     /// Resolves as [`LockRequest::finished`] does, as a promise that outlives the request.
-    pub fn ended(&self) -> Promise {
+    pub(super) fn ended(&self) -> Promise {
         self.finished.clone()
     }
 
     /// Releases a held lock, or withdraws a request still waiting in the queue.
-    pub fn release(&self) {
+    pub(super) fn release(&self) {
         settle(&self.release, &JsValue::UNDEFINED);
         if let Some(abort) = &self.abort {
             abort.abort();

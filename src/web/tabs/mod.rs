@@ -34,12 +34,11 @@ use std::rc::Rc;
 
 use wasm_bindgen::JsValue;
 
-use crate::core::clock::TimerHandle;
-use crate::core::error::{ErrorCode, SchedulerError};
-use crate::core::intent::IntentInput;
-use crate::core::json_text::JsonText;
-use crate::core::model::{Lease, Millis};
-use crate::core::HoldId;
+use canvas_scheduler_core::{
+    intent::IntentInput, json_text::JsonText, ErrorCode, HoldId, Lease, Millis, SchedulerError,
+    TimerHandle,
+};
+
 use crate::web::clock::BrowserClock;
 use crate::web::driver::{Driver, DriverOptions, Signal};
 use crate::web::json::to_js;
@@ -447,7 +446,7 @@ impl Tab {
             lock.release();
         }
         if let Some(timer) = timer {
-            use crate::core::clock::Clock;
+            use canvas_scheduler_core::Clock;
             self.state.borrow().clock.clear_timer(timer);
         }
         let pending = std::mem::take(&mut self.state.borrow_mut().pending);

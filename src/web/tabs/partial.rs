@@ -5,16 +5,14 @@
 
 use std::collections::BTreeSet;
 
+use canvas_scheduler_core::{intent::IntentInput, partial::Verdict, Clock, SchedulerError};
+
 use super::follower::views_of;
 use super::{closed, interrupted, Tab, INTERRUPTED_TRIES};
-use crate::core::clock::Clock;
-use crate::core::error::SchedulerError;
-use crate::core::intent::IntentInput;
-use crate::core::partial::Verdict;
 use crate::web::store::{InboxEntry, PartialAppend};
 
 /// A partial enqueue's intents, each decoded or refused by the decoding.
-pub type Slots = Vec<Result<IntentInput, SchedulerError>>;
+pub(super) type Slots = Vec<Result<IntentInput, SchedulerError>>;
 
 impl Tab {
     /// Durable partial enqueue: resolves once the accepted intents are stored, with a verdict

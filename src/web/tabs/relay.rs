@@ -8,14 +8,12 @@ use crate::web::task::spawn;
 use js_sys::Reflect;
 use wasm_bindgen::JsValue;
 
+use canvas_scheduler_core::{json_text::JsonText, Operation, Report, SchedulerError};
+
 use super::action::HostAction;
 use super::channel::TabChannel;
 use super::events;
 use super::{Role, Tab, TabMessage};
-use crate::core::error::SchedulerError;
-use crate::core::io::Report;
-use crate::core::json_text::JsonText;
-use crate::core::model::Operation;
 use crate::web::driver::Driver;
 use crate::web::json::to_js;
 
@@ -265,7 +263,7 @@ impl Tab {
                     None if !queued => Some(events::refused(
                         &id,
                         &SchedulerError::new(
-                            crate::core::error::ErrorCode::InvalidIntent,
+                            canvas_scheduler_core::ErrorCode::InvalidIntent,
                             "the dispatching tab refused this operation",
                         ),
                     )),
@@ -413,7 +411,7 @@ fn own_work(
 ) -> Result<(), SchedulerError> {
     let refuse = |what: &str| {
         Err(SchedulerError::new(
-            crate::core::error::ErrorCode::OtherPrincipal,
+            canvas_scheduler_core::ErrorCode::OtherPrincipal,
             format!("{what} belongs to another principal than the tab that asked"),
         ))
     };

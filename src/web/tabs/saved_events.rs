@@ -6,8 +6,9 @@
 
 use wasm_bindgen::JsValue;
 
+use canvas_scheduler_core::Clock;
+
 use super::{Role, Tab};
-use crate::core::clock::Clock;
 
 /// About one animation frame.
 const FRAME_MS: u64 = 16;

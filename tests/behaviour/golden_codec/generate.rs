@@ -5,18 +5,16 @@
 
 use std::collections::BTreeMap;
 
-use canvas_scheduler::core::digest::body_digest;
-use canvas_scheduler::core::host::WireBody;
-use canvas_scheduler::core::intent::IntentInput;
-use canvas_scheduler::core::json_text::{self, quoted, JsonText};
-use canvas_scheduler::core::model::{
-    BlobRef, EventKind, EventRecord, FrozenRequest, Intent, Lease, Operation, OperationOutcome,
-    OperationPhase, RequestPhase, RetryAction, Settlement,
+use canvas_scheduler_core::{
+    body_digest,
+    intent::IntentInput,
+    json_text::{self, quoted, JsonText},
+    packed::PackedPage,
+    retention::Tombstone,
+    BatchEntry, BatchPayload, BlobRef, EventKind, EventRecord, FrozenRequest, Intent, Lease,
+    Operation, OperationOutcome, OperationPhase, RequestPhase, RetryAction, SafeError, Settlement,
+    WireBody,
 };
-use canvas_scheduler::core::packed::PackedPage;
-use canvas_scheduler::core::retention::Tombstone;
-use canvas_scheduler::core::safe_error::SafeError;
-use canvas_scheduler::core::scheduler::{BatchEntry, BatchPayload};
 use serde_json::{Map, Value};
 
 use super::{digests, InboxEntry};
@@ -434,7 +432,7 @@ fn dump_lines(out: &mut Vec<String>) {
 }
 
 /// The corpus as the module's codec writes it today.
-pub fn corpus() -> String {
+pub(super) fn corpus() -> String {
     let mut out = Vec::new();
     dump_lines(&mut out);
     let mut rng = Rng(0x5eed_c0de_0060_0059);
