@@ -66,6 +66,18 @@ async fn open(database: &str, log: &str) -> Scheduler {
     }
 }
 
+/// A started scheduler on a fresh database named after `name`, with the global its transport
+/// logs to.
+async fn started(name: &str) -> (Scheduler, String, String) {
+    let (database, log) = (
+        unique(&format!("cs-{name}")),
+        unique(&format!("{name}_log")).replace('-', "_"),
+    );
+    let scheduler = open(&database, &log).await;
+    scheduler.start().unwrap();
+    (scheduler, database, log)
+}
+
 fn stat(scheduler: &Scheduler, key: &str) -> JsValue {
     Reflect::get(&scheduler.stats(), &key.into()).unwrap()
 }
@@ -108,9 +120,7 @@ fn submits_of(log: &str, id: &str) -> usize {
 
 #[wasm_bindgen_test]
 async fn a_paused_tab_sends_nothing_and_dispatches_again_when_shown() {
-    let (database, log) = (unique("cs-life"), unique("life_log").replace('-', "_"));
-    let scheduler = open(&database, &log).await;
-    scheduler.start().unwrap();
+    let (scheduler, _, log) = started("life").await;
     enqueue(&scheduler, "before").await;
     until("the first operation to settle", || {
         settled(&scheduler, "before")
@@ -144,12 +154,7 @@ async fn a_paused_tab_sends_nothing_and_dispatches_again_when_shown() {
 
 #[wasm_bindgen_test]
 async fn a_request_on_the_wire_at_a_pause_is_aborted_and_asked_about_never_sent_again() {
-    let (database, log) = (
-        unique("cs-life-wire"),
-        unique("life_wire").replace('-', "_"),
-    );
-    let scheduler = open(&database, &log).await;
-    scheduler.start().unwrap();
+    let (scheduler, _, log) = started("life-wire").await;
     enqueue(&scheduler, "slow-1").await;
     until("the slow request to be sent", || {
         submits_of(&log, "slow-1") == 1
@@ -185,12 +190,7 @@ async fn a_pause_aborts_the_batch_being_written() {
     // store (its lease read unanswered), as a frozen page never runs that answer: the pause
     // aborts it, so the paused tab holds no transaction another tab would wait for. The
     // enqueue is saved again once the tab is back, and sent once.
-    let (database, log) = (
-        unique("cs-life-abort"),
-        unique("life_abort").replace('-', "_"),
-    );
-    let scheduler = open(&database, &log).await;
-    scheduler.start().unwrap();
+    let (scheduler, database, log) = started("life-abort").await;
     enqueue(&scheduler, "before").await;
     until("the first operation to settle", || {
         settled(&scheduler, "before")
@@ -225,12 +225,7 @@ async fn a_pause_aborts_the_batch_being_written() {
 
 #[wasm_bindgen_test]
 async fn stop_stays_final_across_a_page_that_comes_back() {
-    let (database, log) = (
-        unique("cs-life-stop"),
-        unique("life_stop").replace('-', "_"),
-    );
-    let scheduler = open(&database, &log).await;
-    scheduler.start().unwrap();
+    let (scheduler, _, _) = started("life-stop").await;
     scheduler.page_lifecycle(JsValue::from_str("hidden"));
     scheduler.stop();
     scheduler.page_lifecycle(JsValue::from_str("shown"));
